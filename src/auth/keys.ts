@@ -1,0 +1,45 @@
+import { hkdfSync, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Keys derived from the one master key: each use gets its own, so none is used twice. */
+export interface Keys {
+  /** AES-256-GCM key for server passwords at rest. */
+  readonly passwordKey: Buffer;
+  /** HMAC-SHA256 key that signs access tokens. */
+  readonly tokenKey: Buffer;
+}
+
+function decodeMaster(raw: string): Buffer {
+  return /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+}
+
+/**
+ * The master key comes from VRP_SECRET_KEY, or from `secret.key` in the data dir, created on
+ * first start with mode 0600. Several processes on several machines must share one key.
+ */
+export function loadMasterKey(secretKey: string | undefined, dataDir: string): Buffer {
+  if (secretKey) return decodeMaster(secretKey);
+  const file = join(dataDir, 'secret.key');
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    try {
+      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      // Another process created it first: use theirs.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  chmodSync(file, 0o600);
+  const raw = readFileSync(file, 'utf8').trim();
+  if (!/^[0-9a-f]{64}$/i.test(raw)) throw new Error(`${file} does not hold a 32-byte hex key`);
+  return Buffer.from(raw, 'hex');
+}
+
+export function deriveKeys(master: Buffer): Keys {
+  const derive = (info: string) => Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), info, 32));
+  return Object.freeze({
+    passwordKey: derive('vrp password encryption v1'),
+    tokenKey: derive('vrp token signing v1'),
+  });
+}

@@ -1,0 +1,195 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import { findClientForAuth } from '../store/repos/clients.ts';
+import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
+import { parseScopes } from './scopes.ts';
+import { verifySecret } from './secret-hash.ts';
+
+/** What the token endpoint answers: an RFC 6749 body, its status and headers. */
+export interface TokenResponse {
+  readonly status: number;
+  readonly body: Record<string, string | number>;
+  readonly headers: Record<string, string>;
+}
+
+export interface TokenRequest {
+  readonly authorization: string | undefined;
+  readonly body: Record<string, unknown>;
+  readonly ip: string;
+}
+
+// A hash of a random secret: unknown client ids cost the same scrypt work as known ones.
+const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+
+function oauthError(
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string> = {},
+): TokenResponse {
+  return { status, body: { error, error_description: description }, headers: { ...NO_STORE, ...headers } };
+}
+
+function field(body: Record<string, unknown>, name: string): string | undefined | null {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  return typeof v === 'string' ? v : null; // null: repeated or not a string
+}
+
+export interface TokenEndpoint {
+  handle(req: TokenRequest): Promise<TokenResponse>;
+}
+
+/** OAuth 2.0 client credentials grant (RFC 6749 section 4.4) with guessing resistance. */
+export function createTokenEndpoint(
+  ctx: AppContext,
+  throttle: FailureThrottle = createFailureThrottle(),
+): TokenEndpoint {
+  // A verified secret is remembered as an HMAC, so a client that asks often does not pay scrypt each time.
+  const verified = new Map<string, { secretHash: string; mac: Buffer }>();
+  const macOf = (secret: string) =>
+    createHmac('sha256', ctx.keys.tokenKey).update(`client-secret:${secret}`).digest();
+
+  async function secretMatches(clientId: string, secret: string, secretHash: string): Promise<boolean> {
+    const hit = verified.get(clientId);
+    const mac = macOf(secret);
+    if (hit && hit.secretHash === secretHash) return timingSafeEqual(hit.mac, mac);
+    const ok = await verifySecret(secret, secretHash);
+    if (ok) {
+      if (verified.size > 10_000) verified.clear();
+      verified.set(clientId, { secretHash, mac });
+    }
+    return ok;
+  }
+
+  return {
+    async handle({ authorization, body, ip }) {
+      let clientId: string | undefined;
+      let secret: string | undefined;
+      let usedBasic = false;
+      if (authorization !== undefined) {
+        const m = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
+        if (!m)
+          return oauthError(
+            401,
+            'invalid_client',
+            'Unsupported Authorization header; use Basic',
+            basicChallenge(),
+          );
+        const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+        const colon = decoded.indexOf(':');
+        if (colon < 0)
+          return oauthError(401, 'invalid_client', 'Malformed Basic credentials', basicChallenge());
+        try {
+          // RFC 6749 section 2.3.1: both parts are form-urlencoded before Basic encoding.
+          clientId = decodeURIComponent(decoded.slice(0, colon).replaceAll('+', ' '));
+          secret = decodeURIComponent(decoded.slice(colon + 1).replaceAll('+', ' '));
+        } catch {
+          return oauthError(401, 'invalid_client', 'Malformed Basic credentials', basicChallenge());
+        }
+        usedBasic = true;
+      }
+      const bodyId = field(body, 'client_id');
+      const bodySecret = field(body, 'client_secret');
+      const grantType = field(body, 'grant_type');
+      const scope = field(body, 'scope');
+      for (const [name, v] of Object.entries({
+        client_id: bodyId,
+        client_secret: bodySecret,
+        grant_type: grantType,
+        scope,
+      })) {
+        if (v === null) return oauthError(400, 'invalid_request', `${name} must be given once, as a string`);
+      }
+      if (usedBasic && bodySecret !== undefined) {
+        return oauthError(
+          400,
+          'invalid_request',
+          'Use one client authentication method, not Basic and client_secret both',
+        );
+      }
+      if (usedBasic && bodyId !== undefined && bodyId !== clientId) {
+        return oauthError(400, 'invalid_request', 'client_id in the body differs from the Basic credentials');
+      }
+      if (!usedBasic) {
+        clientId = bodyId ?? undefined;
+        secret = bodySecret ?? undefined;
+      }
+      if (!grantType) return oauthError(400, 'invalid_request', 'grant_type is required');
+      if (!clientId || secret === undefined) {
+        return oauthError(401, 'invalid_client', 'Client authentication is required', basicChallenge());
+      }
+      if (clientId.length > 200 || secret.length > 500)
+        return oauthError(401, 'invalid_client', 'Client authentication failed');
+
+      const now = Date.now();
+      const wait = Math.max(
+        throttle.retryAfter(`client:${clientId}`, now),
+        throttle.retryAfter(`ip:${ip}`, now),
+      );
+      if (wait > 0) {
+        return oauthError(429, 'temporarily_unavailable', `Too many failed attempts; retry in ${wait} s`, {
+          'retry-after': String(wait),
+        });
+      }
+
+      const client = await findClientForAuth(ctx.store.db, clientId);
+      const ok = await secretMatches(clientId, secret, client?.secretHash ?? DUMMY_HASH);
+      if (!client || !ok) {
+        throttle.fail(`client:${clientId}`, now);
+        throttle.fail(`ip:${ip}`, now);
+        return oauthError(
+          401,
+          'invalid_client',
+          'Client authentication failed',
+          usedBasic ? basicChallenge() : {},
+        );
+      }
+      if (!client.enabled || !client.resellerEnabled) {
+        return oauthError(
+          401,
+          'invalid_client',
+          'This application is disabled',
+          usedBasic ? basicChallenge() : {},
+        );
+      }
+      throttle.succeed(`client:${clientId}`);
+      throttle.succeed(`ip:${ip}`);
+
+      if (grantType !== 'client_credentials') {
+        return oauthError(400, 'unsupported_grant_type', 'Only grant_type=client_credentials is supported');
+      }
+      let scopes = client.scopes;
+      if (typeof scope === 'string') {
+        const asked = parseScopes(scope);
+        if (!asked || asked.length === 0 || !asked.every((s) => client.scopes.includes(s))) {
+          return oauthError(
+            400,
+            'invalid_scope',
+            `scope must be a space-separated subset of: ${client.scopes.join(' ')}`,
+          );
+        }
+        scopes = asked;
+      }
+      const ttl = ctx.config.tokenTtl;
+      const token = ctx.signer.issue({
+        clientId: client.id,
+        resellerId: client.resellerId,
+        scopes,
+        version: client.tokenVersion,
+        exp: Math.floor(ctx.clock.now() / 1000) + ttl,
+      });
+      return {
+        status: 200,
+        body: { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: scopes.join(' ') },
+        headers: NO_STORE,
+      };
+    },
+  };
+}
+
+function basicChallenge(): Record<string, string> {
+  return { 'www-authenticate': 'Basic realm="vps_reseller_provider", charset="UTF-8"' };
+}

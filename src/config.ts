@@ -1,0 +1,247 @@
+import { resolve } from 'node:path';
+
+/** A setting that cannot be used; start-up stops with this message. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export type DriverName = 'simulated' | 'libvirt';
+export type WorkerMode = 'both' | 'api' | 'worker';
+
+export interface SimulatedHostConfig {
+  readonly id: string;
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+  readonly backupGb: number;
+}
+
+export interface FaultConfig {
+  /** Fraction (0..1) of driver operations that fail with a transient error. */
+  readonly transient: number;
+  /** Fraction (0..1) of driver operations that fail with a permanent error. */
+  readonly permanent: number;
+}
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** `postgres://...` selects PostgreSQL; undefined means SQLite in `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly databasePoolSize: number;
+  readonly driver: DriverName;
+  readonly libvirtUri: string;
+  /** Access token lifetime in seconds. */
+  readonly tokenTtl: number;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly demo: boolean;
+  /** Multiplier of the simulated hypervisor's step timings; 0 = instant. */
+  readonly simulatedSpeed: number;
+  readonly simulatedHosts: readonly SimulatedHostConfig[];
+  readonly simulatedIpPool: string;
+  readonly simulatedFaults: FaultConfig;
+  /** 32-byte master key (hex or base64); undefined means the key file in `dataDir`. */
+  readonly secretKey: string | undefined;
+  /** Public base URL ({base_url}); undefined means derived from each request's Host. */
+  readonly baseUrl: string | undefined;
+  readonly workerMode: WorkerMode;
+  readonly workerConcurrency: number;
+  /** How long a claimed job stays owned by its worker without a heartbeat (ms). */
+  readonly jobLeaseMs: number;
+  /** Steady requests per second per application; 0 turns rate limiting off. */
+  readonly rateLimit: number;
+  readonly rateBurst: number;
+  /** How old a missed backup slot may be and still run after a restart (ms). */
+  readonly schedulerGraceMs: number;
+  readonly schedulerIntervalMs: number;
+  /** Start of the server's clock (tests); undefined means the real time. */
+  readonly clockStart: number | undefined;
+  /** How fast the server's clock runs relative to real time (tests). */
+  readonly clockRate: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+function readNumber(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || raw.trim() === '')
+    throw new ConfigError(`${name} must be a number, got "${raw}"`);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+function readChoice<T extends string>(env: Env, name: string, fallback: T, choices: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${choices.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function readBool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be 1 or 0 (true/false), got "${raw}"`);
+}
+
+/** Durations: a number of seconds, or a number with a unit ms, s, m, h. */
+function readDurationMs(env: Env, name: string, fallbackMs: number, minMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallbackMs;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name} must be a duration such as 30s, 5m or 6h, got "${raw}"`);
+  const unit = m[2] ?? 's';
+  const factor = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000;
+  const ms = Math.round(Number(m[1]) * factor);
+  if (ms < minMs) throw new ConfigError(`${name} must be at least ${minMs} ms, got "${raw}"`);
+  return ms;
+}
+
+/** `id:cpu:ramGb:diskGb[:backupGb]`, comma-separated. */
+function readHosts(env: Env, name: string): SimulatedHostConfig[] {
+  const raw = env[name] ?? 'sim-host-1:64:256:4000:2000,sim-host-2:64:256:4000:2000';
+  const hosts = raw.split(',').map((part) => {
+    const fields = part.trim().split(':');
+    const [id, cpu, ram, disk, backup] = fields;
+    const nums = [cpu, ram, disk, backup ?? '0'].map(Number);
+    if (
+      !id ||
+      !/^[a-z0-9][a-z0-9.-]{0,62}$/i.test(id) ||
+      fields.length < 4 ||
+      fields.length > 5 ||
+      nums.some((n) => !Number.isInteger(n) || n < 0)
+    ) {
+      throw new ConfigError(`${name} must be a list of id:cpu:ramGb:diskGb[:backupGb], got "${part}"`);
+    }
+    return {
+      id,
+      cpu: nums[0]!,
+      ramGb: nums[1]!,
+      diskGb: nums[2]!,
+      backupGb: backup === undefined ? 0 : nums[3]!,
+    };
+  });
+  if (new Set(hosts.map((h) => h.id)).size !== hosts.length)
+    throw new ConfigError(`${name} repeats a host id`);
+  return hosts;
+}
+
+function readCidr(env: Env, name: string, fallback: string): string {
+  const raw = env[name] ?? fallback;
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) < 8 || Number(m[5]) > 30) {
+    throw new ConfigError(`${name} must be an IPv4 CIDR between /8 and /30, got "${raw}"`);
+  }
+  return raw;
+}
+
+function readFaults(env: Env, name: string): FaultConfig {
+  const raw = env[name];
+  const faults = { transient: 0, permanent: 0 };
+  if (!raw) return faults;
+  for (const part of raw.split(',')) {
+    const [key, value] = part.split('=');
+    const n = Number(value);
+    if (
+      (key !== 'transient' && key !== 'permanent') ||
+      !Number.isFinite(n) ||
+      n < 0 ||
+      n > 1 ||
+      value === ''
+    ) {
+      throw new ConfigError(`${name} must look like transient=0.1,permanent=0.01, got "${raw}"`);
+    }
+    faults[key] = n;
+  }
+  return faults;
+}
+
+function readSecretKey(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const hex = /^[0-9a-f]{64}$/i.test(raw);
+  const b64 = !hex && Buffer.from(raw, 'base64').length === 32;
+  if (!hex && !b64) throw new ConfigError(`${name} must be 32 bytes as 64 hex digits or base64`);
+  return raw;
+}
+
+function readUrl(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function readTime(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const t = Date.parse(raw);
+  if (Number.isNaN(t)) throw new ConfigError(`${name} must be an ISO 8601 time, got "${raw}"`);
+  return t;
+}
+
+/** Reads and validates every setting once; the result is frozen. */
+export function loadConfig(env: Env = process.env): Config {
+  const config: Config = {
+    host: env['VRP_HOST'] || '127.0.0.1',
+    port: readInt(env, 'VRP_PORT', 8080, 0, 65535),
+    dataDir: resolve(env['VRP_DATA_DIR'] || './data'),
+    databaseUrl: readUrl(env, 'VRP_DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolSize: readInt(env, 'VRP_DATABASE_POOL', 10, 1, 1000),
+    driver: readChoice<DriverName>(env, 'VRP_DRIVER', 'simulated', ['simulated', 'libvirt']),
+    libvirtUri: env['VRP_LIBVIRT_URI'] || 'qemu:///system',
+    tokenTtl: readInt(env, 'VRP_TOKEN_TTL', 3600, 60, 86400 * 30),
+    logLevel: readChoice(env, 'VRP_LOG_LEVEL', 'info', [
+      'fatal',
+      'error',
+      'warn',
+      'info',
+      'debug',
+      'trace',
+      'silent',
+    ]),
+    demo: readBool(env, 'VRP_DEMO', true),
+    simulatedSpeed: readNumber(env, 'VRP_SIMULATED_SPEED', 1, 0, 1000),
+    simulatedHosts: readHosts(env, 'VRP_SIM_HOSTS'),
+    simulatedIpPool: readCidr(env, 'VRP_SIM_IP_POOL', '10.80.0.0/16'),
+    simulatedFaults: readFaults(env, 'VRP_SIM_FAULTS'),
+    secretKey: readSecretKey(env, 'VRP_SECRET_KEY'),
+    baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
+    workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
+    workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
+    jobLeaseMs: readDurationMs(env, 'VRP_JOB_LEASE', 30_000, 1000),
+    rateLimit: readInt(env, 'VRP_RATE_LIMIT', 50, 0, 1_000_000),
+    rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
+    schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
+    schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
+    clockStart: readTime(env, 'VRP_CLOCK_START'),
+    clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
+  };
+  if (config.databaseUrl === undefined && !config.dataDir) throw new ConfigError('VRP_DATA_DIR must be set');
+  return Object.freeze(config);
+}

@@ -1,0 +1,41 @@
+import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
+import { deriveKeys, type Keys, loadMasterKey } from './auth/keys.ts';
+import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
+import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
+import type { Config } from './config.ts';
+import { type Clock, createClock } from './domain/clock.ts';
+import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
+import { openStore, type Store } from './store/database.ts';
+import { loadClientState } from './store/repos/clients.ts';
+
+/** Everything the HTTP app, the worker and the scheduler share; built once per process. */
+export interface AppContext {
+  readonly config: Config;
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly keys: Keys;
+  readonly signer: TokenSigner;
+  readonly secretBox: SecretBox;
+  readonly clientStates: ClientStateCache;
+  readonly catalog: CatalogCache;
+}
+
+/** Opens (and migrates) the store and derives the keys. The caller closes `store`. */
+export async function createContext(config: Config): Promise<AppContext> {
+  const keys = deriveKeys(loadMasterKey(config.secretKey, config.dataDir));
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+  });
+  return {
+    config,
+    store,
+    clock: createClock(config.clockStart, config.clockRate),
+    keys,
+    signer: createTokenSigner(keys.tokenKey),
+    secretBox: createSecretBox(keys.passwordKey),
+    clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
+    catalog: createCatalogCache(store.db, Date.now),
+  };
+}

@@ -1,0 +1,62 @@
+/** The catalogue: products with resource bounds, their plans, and OS templates. */
+
+export const RESOURCES = ['ram', 'ip', 'cpu', 'hdd', 'backup'] as const;
+export type Resource = (typeof RESOURCES)[number];
+
+/** Units per resource, as section 2.2 of the interface document gives them. */
+export const RESOURCE_UNITS: Readonly<Record<Resource, string>> = {
+  ram: 'GB',
+  ip: 'IP',
+  cpu: 'vCore',
+  hdd: 'GB',
+  backup: 'GB',
+};
+
+export interface Bounds {
+  readonly min: number;
+  readonly max: number;
+}
+
+export type ProductConfig = Readonly<Record<Resource, Bounds>>;
+
+export interface OsTemplateRef {
+  readonly templateId: string;
+  readonly name: string;
+}
+
+export interface Product {
+  readonly id: string;
+  readonly name: string;
+  readonly template: string;
+  readonly config: ProductConfig;
+  readonly osTemplates: readonly OsTemplateRef[];
+}
+
+export interface Plan {
+  readonly id: string;
+  readonly productId: string;
+  readonly name: string;
+  readonly cpu: number;
+  readonly ram: number;
+  readonly hdd: number;
+  readonly price: number;
+}
+
+/** Product as the API shows it: bounds as numeric strings with their units (section 2.2). */
+export function productView(p: Product) {
+  const config: Record<string, { min: string; max: string; unit: string }> = {};
+  for (const r of RESOURCES) {
+    config[r] = { min: String(p.config[r].min), max: String(p.config[r].max), unit: RESOURCE_UNITS[r] };
+  }
+  return {
+    id: p.id,
+    name: p.name,
+    template: p.template,
+    config,
+    os_templates: p.osTemplates.map((t) => ({ template_id: t.templateId, name: t.name })),
+  };
+}
+
+export function planView(p: Plan) {
+  return { uuid: p.id, name: p.name, cpu: p.cpu, ram: p.ram, hdd: p.hdd, price: p.price };
+}

@@ -1,0 +1,54 @@
+/** Every error code a client can see, with its HTTP status. One closed list, documented in docs/errors.md. */
+export const ERROR_CODES = {
+  validation_failed: 400,
+  out_of_bounds: 400,
+  invalid_template: 400,
+  invalid_state: 400,
+  service_busy: 400,
+  service_id_mismatch: 400,
+  idempotency_key_reused: 400,
+  disk_shrink_not_supported: 400,
+  backup_quota_exceeded: 400,
+  backups_disabled: 400,
+  weak_password: 400,
+  schedule_limit_reached: 400,
+  invalid_envelope_variant: 400,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  service_not_found: 404,
+  backup_not_found: 404,
+  backup_schedule_not_found: 404,
+  product_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  store_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error meant for the client: a stable code, its HTTP status and a readable message. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** May the message reach the client? 5xx messages never do. */
+  readonly expose: boolean;
+  /** Extra response headers (Retry-After, WWW-Authenticate). */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.code = code;
+    this.status = ERROR_CODES[code];
+    this.expose = this.status < 500;
+    this.headers = options.headers ?? {};
+  }
+}

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { ClientState } from '../auth/client-state.ts';
+import type { Scope } from '../auth/scopes.ts';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../domain/errors.ts';
+import { authenticate } from './authenticate.ts';
+import { BASE } from './base-path.ts';
+import { errorEnvelope, isVariant, type Variant } from './envelope.ts';
+import { registerErrorHandling } from './error-handler.ts';
+import { createRateLimiter } from './rate-limit.ts';
+import { registerAccessRoutes } from './routes/access.ts';
+import { registerOauthRoutes } from './routes/oauth.ts';
+import { registerProbeRoutes } from './routes/probes.ts';
+import { registerProductRoutes } from './routes/products.ts';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/** The authenticated caller of an API request. */
+export interface Caller {
+  readonly clientId: string;
+  readonly resellerId: string;
+  readonly scopes: readonly Scope[];
+  readonly state: ClientState;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The envelope this request is answered in. */
+    variant: Variant;
+    /** Set by the auth hook on API routes. */
+    caller: Caller | null;
+  }
+  interface FastifyContextConfig {
+    /** The scope an API route needs; routes without it are not enveloped API routes. */
+    scope?: Scope;
+    /** Errors of this route are RFC 6749 error bodies, not envelopes. */
+    oauth?: boolean;
+  }
+}
+
+export type App = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  import('fastify').FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface BuildAppOptions {
+  /** Pino options, or false for no logs (tests). */
+  readonly logger?: boolean | Record<string, unknown>;
+  /** Extra route registrations (later capabilities hang their routes here). */
+  readonly routes?: ReadonlyArray<(app: App, ctx: AppContext) => void>;
+}
+
+/** Secrets never reach the logs, whatever a handler logs. */
+export const LOG_REDACT = {
+  paths: [
+    'req.headers.authorization',
+    'headers.authorization',
+    '*.password',
+    '*.client_secret',
+    '*.access_token',
+    '*.secret',
+    'password',
+    'client_secret',
+    'access_token',
+  ],
+  censor: '[redacted]',
+};
+
+/** Builds the Fastify app; never listens (main.ts does). */
+export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
+  const logger =
+    options.logger === false
+      ? false
+      : {
+          level: ctx.config.logLevel,
+          redact: LOG_REDACT,
+          ...(typeof options.logger === 'object' ? options.logger : {}),
+        };
+  const app = Fastify({
+    logger,
+    bodyLimit: BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest('variant', 'B');
+  app.decorateRequest('caller', null);
+
+  // Endpoints without a body may still say Content-Type: application/json (section 4).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError('validation_failed', 'The body is not valid JSON'), undefined);
+    }
+  });
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    const params = new URLSearchParams(body as string);
+    const out: Record<string, string | string[]> = {};
+    for (const [k, v] of params) {
+      const prev = out[k];
+      out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    done(null, out);
+  });
+
+  const limiter = createRateLimiter(ctx.config.rateLimit, ctx.config.rateBurst);
+  const routes: { pattern: RegExp; method: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
+    for (const m of [route.method].flat()) routes.push({ pattern, method: m });
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const header = request.headers['x-envelope-variant'];
+    if (header !== undefined && !isVariant(header)) {
+      throw new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B');
+    }
+    if (isVariant(header)) request.variant = header;
+    const scope = request.routeOptions.config.scope;
+    if (!scope) return;
+    const caller = await authenticate(ctx, request, scope);
+    request.caller = caller;
+    if (!isVariant(header)) request.variant = caller.state.variant;
+    const wait = limiter.take(caller.clientId, Date.now());
+    if (wait > 0) {
+      throw new ApiError('rate_limited', 'Too many requests; slow down', {
+        headers: { 'retry-after': String(Math.ceil(wait / 1000)) },
+      });
+    }
+  });
+
+  // A request without a body is validated as an empty object.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined || request.body === null) request.body = {};
+  });
+
+  registerErrorHandling(app);
+
+  app.setNotFoundHandler((request: FastifyRequest, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].filter(
+      (m) => m !== 'HEAD',
+    );
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return reply
+        .code(405)
+        .send(
+          errorEnvelope(
+            request.variant,
+            `Method ${request.method} is not allowed here; use ${allowed.join(' or ')}`,
+            'method_not_allowed',
+          ),
+        );
+    }
+    return reply
+      .code(404)
+      .send(errorEnvelope(request.variant, `No route ${request.method} ${path}`, 'not_found'));
+  });
+
+  registerProbeRoutes(app, ctx);
+  registerOauthRoutes(app, ctx);
+  registerAccessRoutes(app, ctx);
+  registerProductRoutes(app, ctx);
+  for (const register of options.routes ?? []) register(app, ctx);
+  return app;
+}
+
+export { BASE };

@@ -1,0 +1,74 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, type ErrorCode } from '../domain/errors.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import type { App } from './app.ts';
+import { errorEnvelope } from './envelope.ts';
+
+interface ValidationIssue {
+  instancePath?: string;
+  message?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+}
+
+/** "cpu must be integer", "body must have required property 'ram'": names the field. */
+function describeValidation(err: FastifyError): string {
+  const issue = (err.validation?.[0] ?? {}) as ValidationIssue;
+  const where = err.validationContext ?? 'body';
+  const field = (issue.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+  if (issue.keyword === 'required' && typeof issue.params?.['missingProperty'] === 'string') {
+    const missing = issue.params['missingProperty'];
+    return `${field ? `${field}.` : ''}${missing} is required`;
+  }
+  if (issue.keyword === 'additionalProperties' && typeof issue.params?.['additionalProperty'] === 'string') {
+    return `${issue.params['additionalProperty']} is not a known field`;
+  }
+  return `${field || where} ${issue.message ?? 'is invalid'}`;
+}
+
+/** Maps any error to one answer: ApiError as it says, framework 4xx to our codes, the rest to a bare 500. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as FastifyError;
+  if (e?.validation) return new ApiError('validation_failed', describeValidation(e), { cause: err });
+  const map: Record<string, ErrorCode> = {
+    FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+    FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+    FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'validation_failed',
+    FST_ERR_CTP_EMPTY_JSON_BODY: 'validation_failed',
+    FST_ERR_CTP_INVALID_JSON_BODY: 'validation_failed',
+  };
+  const code = e?.code ? map[e.code] : undefined;
+  if (code === 'payload_too_large')
+    return new ApiError(code, 'The request body is larger than 1 MiB', { cause: err });
+  if (code === 'unsupported_media_type') {
+    return new ApiError(code, 'Send the body as application/json', { cause: err });
+  }
+  if (code) return new ApiError(code, e.message, { cause: err });
+  if (isStoreUnavailable(err)) {
+    return new ApiError('store_unavailable', 'The service is temporarily unavailable; try again shortly', {
+      cause: err,
+      headers: { 'retry-after': '5' },
+    });
+  }
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ApiError('validation_failed', e.message, { cause: err });
+  }
+  return new ApiError('internal_error', 'Internal error', { cause: err });
+}
+
+export function registerErrorHandling(app: App): void {
+  app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) {
+      request.log.error({ err, reqId: request.id }, 'request failed');
+    }
+    const message = apiError.expose ? apiError.message : `Internal error (request ${request.id})`;
+    reply.code(apiError.status).headers(apiError.headers);
+    if (request.routeOptions.config?.oauth) {
+      const error = apiError.code === 'validation_failed' ? 'invalid_request' : 'server_error';
+      return reply.header('cache-control', 'no-store').send({ error, error_description: message });
+    }
+    return reply.send(errorEnvelope(request.variant, message, apiError.code));
+  });
+}

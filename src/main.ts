@@ -1,0 +1,52 @@
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type AppContext, createContext } from './context.ts';
+import { buildApp } from './http/app.ts';
+import { seedDemoCatalog } from './store/demo-catalog.ts';
+
+/** Runs the server until SIGTERM/SIGINT: store, HTTP API, and (unless api-only) the worker and scheduler. */
+export async function serve(config: Config): Promise<void> {
+  const ctx: AppContext = await createContext(config);
+  if (config.demo && (await seedDemoCatalog(ctx.store.db, Date.now()))) {
+    console.error('vrp: a fresh store: the demo catalogue was loaded (VRP_DEMO=0 to skip)');
+  }
+  const app = buildApp(ctx);
+  const background: { stop(): Promise<void> }[] = [];
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    try {
+      await app.close();
+      await Promise.all(background.map((b) => b.stop()));
+      await ctx.store.close();
+    } finally {
+      clearTimeout(force);
+    }
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  if (config.workerMode !== 'worker') {
+    await app.listen({ host: config.host, port: config.port });
+  } else {
+    await app.ready();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await serve(loadConfig());
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`vrp: ${err.message}`);
+      process.exit(2);
+    }
+    console.error('vrp: could not start:', err);
+    process.exit(1);
+  }
+}

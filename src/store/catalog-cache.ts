@@ -1,0 +1,54 @@
+import type { Kysely } from 'kysely';
+import type { Plan, Product } from '../domain/catalog.ts';
+import { listPlans } from './repos/plans.ts';
+import { listProducts } from './repos/products.ts';
+import type { Database } from './schema.ts';
+
+/** How long a process serves the catalogue from memory; an import shows on every process within it. */
+export const CATALOG_TTL_MS = 5000;
+
+export interface Catalog {
+  readonly products: readonly Product[];
+  readonly byId: ReadonlyMap<string, Product>;
+  readonly plansByProduct: ReadonlyMap<string, readonly Plan[]>;
+}
+
+export interface CatalogCache {
+  get(): Promise<Catalog>;
+  invalidate(): void;
+}
+
+/** The catalogue changes rarely (an operator's import) and is read on every products and order request. */
+export function createCatalogCache(
+  db: Kysely<Database>,
+  now: () => number,
+  ttlMs = CATALOG_TTL_MS,
+): CatalogCache {
+  let cached: { catalog: Catalog; until: number } | undefined;
+  let inflight: Promise<Catalog> | undefined;
+  const load = async (): Promise<Catalog> => {
+    const [products, plans] = await Promise.all([listProducts(db), listPlans(db)]);
+    const plansByProduct = new Map<string, Plan[]>();
+    for (const p of plans) {
+      const list = plansByProduct.get(p.productId) ?? [];
+      list.push(p);
+      plansByProduct.set(p.productId, list);
+    }
+    return { products, byId: new Map(products.map((p) => [p.id, p])), plansByProduct };
+  };
+  return {
+    async get() {
+      const t = now();
+      if (cached && cached.until > t) return cached.catalog;
+      inflight ??= load().finally(() => {
+        inflight = undefined;
+      });
+      const catalog = await inflight;
+      cached = { catalog, until: t + ttlMs };
+      return catalog;
+    },
+    invalidate() {
+      cached = undefined;
+    },
+  };
+}

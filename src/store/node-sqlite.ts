@@ -1,0 +1,80 @@
+/**
+ * Kysely over Node's built-in `node:sqlite` (no native addon to compile). Kysely's own
+ * SqliteDialect wants a better-sqlite3-shaped database; this adapts `DatabaseSync` to it,
+ * caches prepared statements, and opens write transactions with BEGIN IMMEDIATE so that
+ * several processes on one file wait on the busy timeout instead of failing to upgrade a lock.
+ */
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  SqliteAdapter,
+  type SqliteDatabase,
+  SqliteDialect,
+  SqliteDriver,
+  type SqliteStatement,
+} from 'kysely';
+
+const STATEMENT_CACHE_SIZE = 500;
+
+class CachedDatabase implements SqliteDatabase {
+  readonly #db: DatabaseSync;
+  readonly #cache = new Map<string, SqliteStatement>();
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  prepare(sql: string): SqliteStatement {
+    const hit = this.#cache.get(sql);
+    if (hit) return hit;
+    const stmt: StatementSync = this.#db.prepare(sql);
+    const wrapped: SqliteStatement = {
+      reader: stmt.columns().length > 0,
+      all: (params) => stmt.all(...(params as never[])),
+      run: (params) => stmt.run(...(params as never[])),
+      iterate: (params) => stmt.iterate(...(params as never[])) as IterableIterator<unknown>,
+    };
+    if (this.#cache.size >= STATEMENT_CACHE_SIZE) {
+      const oldest = this.#cache.keys().next().value;
+      if (oldest !== undefined) this.#cache.delete(oldest);
+    }
+    this.#cache.set(sql, wrapped);
+    return wrapped;
+  }
+
+  close(): void {
+    this.#cache.clear();
+    this.#db.close();
+  }
+}
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class NodeSqliteDialect extends SqliteDialect {
+  readonly #database: SqliteDatabase;
+  constructor(database: SqliteDatabase) {
+    super({ database });
+    this.#database = database;
+  }
+  override createDriver() {
+    return new ImmediateSqliteDriver({ database: this.#database });
+  }
+  override createAdapter() {
+    return new SqliteAdapter();
+  }
+}
+
+/** Opens (creating if needed) a SQLite file with WAL, foreign keys and a busy timeout. */
+export function createNodeSqliteDialect(file: string, busyTimeoutMs = 5000): SqliteDialect {
+  const db = new DatabaseSync(file);
+  db.exec(`pragma journal_mode = wal`);
+  db.exec(`pragma synchronous = normal`);
+  db.exec(`pragma foreign_keys = on`);
+  db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
+  return new NodeSqliteDialect(new CachedDatabase(db));
+}

@@ -1,0 +1,227 @@
+/**
+ * Table types: they mirror the SQL (snake_case). Times are epoch milliseconds (bigint),
+ * booleans are 0/1 integers and lists are JSON text, the same on SQLite and PostgreSQL.
+ */
+export interface ResellerTable {
+  id: string;
+  name: string;
+  enabled: number;
+  created_at: number;
+}
+
+export interface ClientTable {
+  id: string;
+  reseller_id: string;
+  name: string;
+  secret_hash: string;
+  /** Space-separated scopes the application may request. */
+  scopes: string;
+  variant: string;
+  enabled: number;
+  /** Bumped when the secret rotates or tokens are revoked; tokens carry the version they were issued at. */
+  token_version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ProductTable {
+  id: string;
+  name: string;
+  template: string;
+  /** JSON: {ram,ip,cpu,hdd,backup: {min,max}} as integers. */
+  config: string;
+  position: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PlanTable {
+  id: string;
+  product_id: string;
+  name: string;
+  cpu: number;
+  ram: number;
+  hdd: number;
+  price: number;
+  position: number;
+}
+
+export interface OsTemplateTable {
+  id: string;
+  name: string;
+  /** Base image the libvirt driver copies (path on the hosts), or null. */
+  image: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ProductTemplateTable {
+  product_id: string;
+  template_id: string;
+  position: number;
+}
+
+export interface ServiceTable {
+  id: string;
+  reseller_id: string;
+  client_id: string;
+  product_id: string;
+  template_id: string;
+  domain_name: string;
+  username: string;
+  /** AES-256-GCM ciphertext (see auth/secret-box.ts); never the plain password. */
+  password_enc: string;
+  cpu: number;
+  ram: number;
+  hdd: number;
+  ip_count: number;
+  backup: number;
+  status: string;
+  /** The power state to return to after a suspension (running|stopped). */
+  resume_status: string | null;
+  suspend_reason: string | null;
+  /** The status once every accepted job has succeeded; requests are checked against it. */
+  projected_status: string;
+  projected_resume: string | null;
+  /** Jobs accepted but not finished (queued or running). */
+  pending_jobs: number;
+  /** Sequence number of the last job accepted for this service. */
+  job_seq: number;
+  /** The job that runs now; set when a worker claims it, so one job runs at a time per service. */
+  active_job_id: string | null;
+  host_id: string | null;
+  /** JSON array of IPv4 addresses, the first one primary. */
+  ips: string;
+  created_at: number;
+  updated_at: number;
+  terminated_at: number | null;
+}
+
+export interface JobTable {
+  id: string;
+  service_id: string;
+  reseller_id: string;
+  action: string;
+  /** JSON of the action's parameters (new amounts, encrypted password, backup id...). */
+  params: string;
+  status: string;
+  error: string | null;
+  attempts: number;
+  seq: number;
+  run_at: number;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  locked_by: string | null;
+  locked_until: number | null;
+}
+
+export interface IdempotencyKeyTable {
+  reseller_id: string;
+  key: string;
+  request_hash: string;
+  response: string;
+  created_at: number;
+}
+
+export interface BackupTable {
+  id: string;
+  service_id: string;
+  reseller_id: string;
+  status: string;
+  kind: string;
+  size_gb: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface BackupScheduleTable {
+  id: string;
+  service_id: string;
+  reseller_id: string;
+  bs_time: string;
+  bs_days: string;
+  next_run_at: number;
+  created_at: number;
+}
+
+export interface ScheduleSlotTable {
+  schedule_id: string;
+  slot_at: number;
+  service_id: string;
+  job_id: string | null;
+  outcome: string;
+  created_at: number;
+}
+
+export interface IpAddressTable {
+  address_num: number;
+  address: string;
+  vm_id: string | null;
+  allocated_at: number | null;
+  released_at: number | null;
+}
+
+export interface SimHostTable {
+  id: string;
+  cpu: number;
+  ram_gb: number;
+  disk_gb: number;
+  backup_gb: number;
+  used_cpu: number;
+  used_ram_gb: number;
+  used_disk_gb: number;
+  used_backup_gb: number;
+}
+
+export interface SimVmTable {
+  id: string;
+  host_id: string;
+  power: string;
+  cpu: number;
+  ram_gb: number;
+  disk_gb: number;
+  used_disk_gb: number;
+  ips: string;
+  hostname: string;
+  password_hash: string;
+  /** Bumped by every write to the simulated disk; a restore brings the recorded value back. */
+  content_generation: number;
+  boot_count: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SimBackupTable {
+  id: string;
+  vm_id: string;
+  host_id: string;
+  size_gb: number;
+  content_generation: number;
+  created_at: number;
+}
+
+export interface MetaTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  resellers: ResellerTable;
+  clients: ClientTable;
+  products: ProductTable;
+  plans: PlanTable;
+  os_templates: OsTemplateTable;
+  product_templates: ProductTemplateTable;
+  services: ServiceTable;
+  jobs: JobTable;
+  idempotency_keys: IdempotencyKeyTable;
+  backups: BackupTable;
+  backup_schedules: BackupScheduleTable;
+  schedule_slots: ScheduleSlotTable;
+  ip_addresses: IpAddressTable;
+  sim_hosts: SimHostTable;
+  sim_vms: SimVmTable;
+  sim_backups: SimBackupTable;
+  meta: MetaTable;
+}
