@@ -92,6 +92,8 @@ export interface ServiceTable {
   host_id: string | null;
   /** JSON array of IPv4 addresses, the first one primary. */
   ips: string;
+  /** The driver's disk content counter, as last reported (see drivers/driver.ts). */
+  disk_revision: number | null;
   created_at: number;
   updated_at: number;
   terminated_at: number | null;

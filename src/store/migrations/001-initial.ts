@@ -99,6 +99,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('active_job_id', 'text')
     .addColumn('host_id', 'text')
     .addColumn('ips', 'text', (c) => c.notNull().defaultTo('[]'))
+    .addColumn('disk_revision', 'integer')
     .addColumn('created_at', ms, (c) => c.notNull())
     .addColumn('updated_at', ms, (c) => c.notNull())
     .addColumn('terminated_at', ms)

@@ -1,0 +1,98 @@
+/**
+ * The seam between the job system and a hypervisor. Jobs call drivers; routes never do.
+ *
+ * Every operation is idempotent: a job retried after a crash calls it again with the same
+ * arguments, and it must find and finish (or accept) the work already done. `vmId` is the
+ * service id, so a driver can always find its VM again.
+ */
+
+export type PowerState = 'running' | 'stopped';
+
+export interface VmSpec {
+  /** The service id; names the VM on the hypervisor. */
+  readonly vmId: string;
+  readonly hostname: string;
+  readonly username: string;
+  /** The plain login password, only in memory while the job runs. */
+  readonly password: string;
+  readonly templateId: string;
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+  readonly ipCount: number;
+}
+
+export interface VmInfo {
+  readonly vmId: string;
+  readonly hostId: string;
+  readonly power: PowerState;
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+  /** Addresses of the VM, the first one primary. */
+  readonly ips: readonly string[];
+  /**
+   * A counter of the disk's content where the driver can see it (the simulated one can): it moves
+   * with writes and returns to a backup's value when that backup is restored. Undefined if unknown.
+   */
+  readonly diskRevision?: number;
+}
+
+export interface ResizeSpec {
+  readonly cpu: number;
+  readonly ramGb: number;
+  /** Never below the current size: disks only grow. */
+  readonly diskGb: number;
+  readonly ipCount: number;
+}
+
+export interface BackupInfo {
+  readonly backupId: string;
+  readonly vmId: string;
+  readonly sizeGb: number;
+}
+
+export interface StopOptions {
+  /** How long to wait for a graceful (ACPI) shutdown before forcing the power off. */
+  readonly timeoutMs: number;
+}
+
+export interface HypervisorDriver {
+  readonly name: string;
+  /** Places, defines and starts a VM (allocating its addresses); returns it running. */
+  create(spec: VmSpec): Promise<VmInfo>;
+  start(vmId: string): Promise<VmInfo>;
+  /** Graceful shutdown, forced off after `timeoutMs`. */
+  stop(vmId: string, options: StopOptions): Promise<VmInfo>;
+  reboot(vmId: string): Promise<VmInfo>;
+  /** Immediate power-off, for suspension. */
+  powerOff(vmId: string): Promise<VmInfo>;
+  /** Changes vCPUs, memory, disk (grow only) and address count; leaves the power state as it found it. */
+  resize(vmId: string, spec: ResizeSpec): Promise<VmInfo>;
+  setPassword(vmId: string, username: string, password: string): Promise<void>;
+  /** Removes the VM, its disks and its addresses. A VM that does not exist is already destroyed. */
+  destroy(vmId: string): Promise<void>;
+  /** The VM as the hypervisor sees it, or undefined if there is none. */
+  inspect(vmId: string): Promise<VmInfo | undefined>;
+  /** A consistent copy of the VM's disk into backup storage; returns its size. */
+  createBackup(vmId: string, backupId: string): Promise<BackupInfo>;
+  /** Brings the disk back to the backup's content; leaves the power state as it found it. */
+  restoreBackup(vmId: string, backupId: string): Promise<void>;
+  /** Frees the backup's storage. A backup that does not exist is already deleted. */
+  deleteBackup(vmId: string, backupId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A driver failure. `transient` ones (a host busy, a lock held, a connection dropped) are
+ * retried with backoff; permanent ones (no capacity, an unknown template) fail the job.
+ * The message is readable and safe to show to the reseller; the cause is for the logs.
+ */
+export class DriverError extends Error {
+  override name = 'DriverError';
+  readonly transient: boolean;
+  constructor(message: string, options: { transient: boolean; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.transient = options.transient;
+  }
+}
