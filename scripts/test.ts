@@ -1,8 +1,11 @@
 /**
- * `npm test`: the whole suite with Node's test runner. Arguments narrow it:
- * `npm test -- test/http` runs one folder, `npm test -- --test-name-pattern=oauth` one name.
+ * `npm test`: the whole suite with Node's test runner, on SQLite and on a throwaway
+ * PostgreSQL that this script starts and stops (VRP_TEST_STORES=sqlite skips it).
+ * Arguments narrow it: `npm test -- test/http` runs one folder, flags pass through
+ * (`npm test -- --test-name-pattern=oauth`).
  */
 import { spawnSync } from 'node:child_process';
+import { type PostgresServer, startPostgres } from './postgres.ts';
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -12,9 +15,29 @@ const patterns =
     ? paths.map((p) => (p.endsWith('.ts') ? p : `${p.replace(/\/$/, '')}/**/*.test.ts`))
     : ['test/**/*.test.ts'];
 
-const result = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=2', '--test-timeout=120000', ...flags, ...patterns],
-  { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
-);
-process.exit(result.status ?? 1);
+let pg: PostgresServer | undefined;
+if (process.env['VRP_TEST_STORES'] !== 'sqlite' && !process.env['VRP_TEST_PG_URL']) {
+  pg = await startPostgres();
+  console.log(`PostgreSQL for tests at ${pg.url}`);
+}
+const stopPg = () => pg?.stop();
+process.on('SIGINT', () => {
+  stopPg();
+  process.exit(130);
+});
+
+let status = 1;
+try {
+  const result = spawnSync(
+    process.execPath,
+    ['--test', '--test-concurrency=2', '--test-timeout=300000', ...flags, ...patterns],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, NODE_ENV: 'test', ...(pg ? { VRP_TEST_PG_URL: pg.url } : {}) },
+    },
+  );
+  status = result.status ?? 1;
+} finally {
+  stopPg();
+}
+process.exit(status);

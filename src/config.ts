@@ -49,6 +49,12 @@ export interface Config {
   readonly workerConcurrency: number;
   /** How long a claimed job stays owned by its worker without a heartbeat (ms). */
   readonly jobLeaseMs: number;
+  /** First retry delay after a transient driver error; doubles per attempt, capped at 5 minutes. */
+  readonly jobRetryBaseMs: number;
+  /** Attempts before a job with transient errors fails for good. */
+  readonly jobMaxAttempts: number;
+  /** How long a graceful stop waits before the power is forced off (ms). */
+  readonly stopTimeoutMs: number;
   /** Steady requests per second per application; 0 turns rate limiting off. */
   readonly rateLimit: number;
   readonly rateBurst: number;
@@ -116,7 +122,7 @@ function readDurationMs(env: Env, name: string, fallbackMs: number, minMs: numbe
 
 /** `id:cpu:ramGb:diskGb[:backupGb]`, comma-separated. */
 function readHosts(env: Env, name: string): SimulatedHostConfig[] {
-  const raw = env[name] ?? 'sim-host-1:64:256:4000:2000,sim-host-2:64:256:4000:2000';
+  const raw = env[name] || 'sim-host-1:1024:4096:100000:50000,sim-host-2:1024:4096:100000:50000';
   const hosts = raw.split(',').map((part) => {
     const fields = part.trim().split(':');
     const [id, cpu, ram, disk, backup] = fields;
@@ -144,7 +150,7 @@ function readHosts(env: Env, name: string): SimulatedHostConfig[] {
 }
 
 function readCidr(env: Env, name: string, fallback: string): string {
-  const raw = env[name] ?? fallback;
+  const raw = env[name] || fallback;
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
   if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) < 8 || Number(m[5]) > 30) {
     throw new ConfigError(`${name} must be an IPv4 CIDR between /8 and /30, got "${raw}"`);
@@ -235,6 +241,9 @@ export function loadConfig(env: Env = process.env): Config {
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
     workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
     jobLeaseMs: readDurationMs(env, 'VRP_JOB_LEASE', 30_000, 1000),
+    jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
+    jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),
+    stopTimeoutMs: readDurationMs(env, 'VRP_STOP_TIMEOUT', 120_000, 0),
     rateLimit: readInt(env, 'VRP_RATE_LIMIT', 50, 0, 1_000_000),
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),

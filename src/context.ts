@@ -4,6 +4,7 @@ import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
+import { createJobSignal, type JobSignal } from './jobs/signal.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
 import { loadClientState } from './store/repos/clients.ts';
@@ -18,6 +19,8 @@ export interface AppContext {
   readonly secretBox: SecretBox;
   readonly clientStates: ClientStateCache;
   readonly catalog: CatalogCache;
+  /** Wakes this process's worker when a request enqueues a job. */
+  readonly jobSignal: JobSignal;
 }
 
 /** Opens (and migrates) the store and derives the keys. The caller closes `store`. */
@@ -37,5 +40,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     secretBox: createSecretBox(keys.passwordKey),
     clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now),
+    jobSignal: createJobSignal(),
   };
 }

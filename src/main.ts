@@ -1,27 +1,37 @@
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
+import { createDriver } from './drivers/create-driver.ts';
 import { buildApp } from './http/app.ts';
+import { type Background, startBackground } from './jobs/background.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
 
-/** Runs the server until SIGTERM/SIGINT: store, HTTP API, and (unless api-only) the worker and scheduler. */
+/**
+ * Runs the server until SIGTERM/SIGINT: store, HTTP API (unless worker-only), and the worker
+ * (unless API-only). Shutdown stops taking requests, lets running jobs finish, closes the store.
+ */
 export async function serve(config: Config): Promise<void> {
   const ctx: AppContext = await createContext(config);
   if (config.demo && (await seedDemoCatalog(ctx.store.db, Date.now()))) {
     console.error('vrp: a fresh store: the demo catalogue was loaded (VRP_DEMO=0 to skip)');
   }
   const app = buildApp(ctx);
-  const background: { stop(): Promise<void> }[] = [];
+  const driver = await createDriver(config, ctx.store.db);
+  let background: Background | undefined;
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 30_000);
+    const force = setTimeout(() => {
+      app.log.error('shutdown took longer than 30 s; exiting');
+      process.exit(1);
+    }, 30_000);
     force.unref();
     try {
       await app.close();
-      await Promise.all(background.map((b) => b.stop()));
+      await background?.stop(25_000);
+      await driver.close();
       await ctx.store.close();
     } finally {
       clearTimeout(force);
@@ -31,10 +41,12 @@ export async function serve(config: Config): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
+  if (config.workerMode !== 'api') background = startBackground(ctx, driver, app.log);
   if (config.workerMode !== 'worker') {
     await app.listen({ host: config.host, port: config.port });
   } else {
     await app.ready();
+    app.log.info('worker-only process: not listening');
   }
 }
 

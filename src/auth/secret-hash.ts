@@ -26,13 +26,18 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
   const [, n, r, p, salt, hash] = parts;
   const expected = Buffer.from(hash!, 'base64url');
-  const key = await derive(secret, Buffer.from(salt!, 'base64url'), {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: PARAMS.maxmem,
-  });
-  return key.length === expected.length && timingSafeEqual(key, expected);
+  try {
+    const key = await derive(secret, Buffer.from(salt!, 'base64url'), {
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+      maxmem: PARAMS.maxmem,
+    });
+    return key.length === expected.length && timingSafeEqual(key, expected);
+  } catch {
+    // Parameters scrypt refuses (a damaged stored hash): no secret matches it.
+    return false;
+  }
 }
 
 /** A new random secret for an application: 256 bits, URL-safe. */

@@ -5,15 +5,20 @@ import type { ClientState } from '../auth/client-state.ts';
 import type { Scope } from '../auth/scopes.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../domain/errors.ts';
-import { authenticate } from './authenticate.ts';
+import { authenticate, requireScope } from './authenticate.ts';
 import { BASE } from './base-path.ts';
 import { errorEnvelope, isVariant, type Variant } from './envelope.ts';
 import { registerErrorHandling } from './error-handler.ts';
+import type { RegisteredRoute } from './openapi.ts';
 import { createRateLimiter } from './rate-limit.ts';
 import { registerAccessRoutes } from './routes/access.ts';
+import { registerBackupRoutes } from './routes/backups.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
+import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
 import { registerProductRoutes } from './routes/products.ts';
+import { registerServiceActionRoutes } from './routes/service-actions.ts';
+import { registerServiceRoutes } from './routes/services.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -31,6 +36,10 @@ declare module 'fastify' {
     variant: Variant;
     /** Set by the auth hook on API routes. */
     caller: Caller | null;
+  }
+  interface FastifyInstance {
+    /** Every route registered, for the OpenAPI document. */
+    registeredRoutes: RegisteredRoute[];
   }
   interface FastifyContextConfig {
     /** The scope an API route needs; routes without it are not enveloped API routes. */
@@ -53,8 +62,6 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */
   readonly logger?: boolean | Record<string, unknown>;
-  /** Extra route registrations (later capabilities hang their routes here). */
-  readonly routes?: ReadonlyArray<(app: App, ctx: AppContext) => void>;
 }
 
 /** Secrets never reach the logs, whatever a handler logs. */
@@ -121,9 +128,14 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
 
   const limiter = createRateLimiter(ctx.config.rateLimit, ctx.config.rateBurst);
   const routes: { pattern: RegExp; method: string }[] = [];
+  const registered: RegisteredRoute[] = [];
+  app.decorate('registeredRoutes', registered);
   app.addHook('onRoute', (route) => {
     const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
-    for (const m of [route.method].flat()) routes.push({ pattern, method: m });
+    for (const m of [route.method].flat()) {
+      routes.push({ pattern, method: m });
+      registered.push({ method: m, url: route.url, schema: route.schema, scope: route.config?.scope });
+    }
   });
 
   app.addHook('onRequest', async (request, reply) => {
@@ -135,9 +147,10 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     if (isVariant(header)) request.variant = header;
     const scope = request.routeOptions.config.scope;
     if (!scope) return;
-    const caller = await authenticate(ctx, request, scope);
+    const caller = await authenticate(ctx, request);
     request.caller = caller;
     if (!isVariant(header)) request.variant = caller.state.variant;
+    requireScope(caller, scope);
     const wait = limiter.take(caller.clientId, Date.now());
     if (wait > 0) {
       throw new ApiError('rate_limited', 'Too many requests; slow down', {
@@ -179,7 +192,10 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   registerOauthRoutes(app, ctx);
   registerAccessRoutes(app, ctx);
   registerProductRoutes(app, ctx);
-  for (const register of options.routes ?? []) register(app, ctx);
+  registerOrderRoutes(app, ctx);
+  registerServiceRoutes(app, ctx);
+  registerServiceActionRoutes(app, ctx);
+  registerBackupRoutes(app, ctx);
   return app;
 }
 

@@ -19,21 +19,30 @@ function invalidToken(description: string): ApiError {
  * application's current state (enabled, token version) from a cache that is at most
  * a couple of seconds old, so revocation reaches every process quickly.
  */
-export async function authenticate(ctx: AppContext, request: FastifyRequest, scope: Scope): Promise<Caller> {
+export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Caller> {
   const header = request.headers.authorization;
   if (!header) throw invalidToken('The request has no bearer token');
   const m = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
   if (!m) throw invalidToken('The Authorization header is not a bearer token');
   const claims = ctx.signer.verify(m[1]!, ctx.clock.now());
   if (!claims) throw invalidToken('The access token is invalid or has expired');
-  const state = await ctx.clientStates.get(claims.clientId, Date.now());
+  let state = await ctx.clientStates.get(claims.clientId, Date.now());
+  if (state && claims.version > state.tokenVersion) {
+    // Issued after a rotation this process has not seen yet: read the application again.
+    ctx.clientStates.invalidate(claims.clientId);
+    state = await ctx.clientStates.get(claims.clientId, Date.now());
+  }
   if (!state?.enabled || state.tokenVersion !== claims.version || state.resellerId !== claims.resellerId) {
     throw invalidToken('The access token has been revoked');
   }
-  if (!claims.scopes.includes(scope)) {
+  return { clientId: claims.clientId, resellerId: claims.resellerId, scopes: claims.scopes, state };
+}
+
+/** 403 unless the caller's token carries `scope`. */
+export function requireScope(caller: Caller, scope: Scope): void {
+  if (!caller.scopes.includes(scope)) {
     throw new ApiError('insufficient_scope', `This operation needs the scope "${scope}"`, {
       headers: { 'www-authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${scope}"` },
     });
   }
-  return { clientId: claims.clientId, resellerId: claims.resellerId, scopes: claims.scopes, state };
 }

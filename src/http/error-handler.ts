@@ -66,7 +66,7 @@ export function registerErrorHandling(app: App): void {
     const message = apiError.expose ? apiError.message : `Internal error (request ${request.id})`;
     reply.code(apiError.status).headers(apiError.headers);
     if (request.routeOptions.config?.oauth) {
-      const error = apiError.code === 'validation_failed' ? 'invalid_request' : 'server_error';
+      const error = apiError.status < 500 ? 'invalid_request' : 'server_error';
       return reply.header('cache-control', 'no-store').send({ error, error_description: message });
     }
     return reply.send(errorEnvelope(request.variant, message, apiError.code));

@@ -30,3 +30,11 @@ export function isStoreUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/** A unique or primary key violation (SQLite or PostgreSQL). */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown; message?: unknown } | undefined;
+  if (!e) return false;
+  if (e.code === '23505') return true;
+  return /UNIQUE constraint failed|PRIMARY KEY constraint failed/i.test(String(e.message ?? ''));
+}

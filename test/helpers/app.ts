@@ -13,9 +13,12 @@ import {
 import type { Scope } from '../../src/auth/scopes.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AppContext, createContext } from '../../src/context.ts';
+import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type App, buildApp } from '../../src/http/app.ts';
+import { type Background, startBackground } from '../../src/jobs/background.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
+import { createPgDatabase, type StoreKind } from './stores.ts';
 
 export const BASE = '/vps_reseller_provider/public';
 export const API = `${BASE}/api/v2`;
@@ -24,6 +27,10 @@ export interface TestApp {
   readonly app: App;
   readonly ctx: AppContext;
   readonly dataDir: string;
+  /** The hypervisor driver (the simulated one unless the env says otherwise), with `{ worker: true }`. */
+  readonly driver: HypervisorDriver | undefined;
+  /** The worker, when started with `{ worker: true }`. */
+  readonly background: Background | undefined;
   /** Registers an application for `reseller` (created if missing). */
   client(options?: {
     reseller?: string;
@@ -53,18 +60,26 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
 
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { demo?: boolean } = {},
+  options: { demo?: boolean; worker?: boolean; store?: StoreKind } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-test-'));
-  const config = loadConfig(testEnv(dataDir, env));
+  const pgDb = options.store === 'postgres' ? await createPgDatabase() : undefined;
+  const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
   const ctx = await createContext(config);
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: false });
   await app.ready();
+  // Loaded only when needed, so tests of the API alone do not depend on a driver.
+  const driver = options.worker
+    ? await (await import('../../src/drivers/create-driver.ts')).createDriver(config, ctx.store.db)
+    : undefined;
+  const background = driver ? startBackground(ctx, driver, app.log, { pollMs: 50 }) : undefined;
   const t: TestApp = {
     app,
     ctx,
     dataDir,
+    driver,
+    background,
     async client(o = {}) {
       await ensureReseller(ctx.store.db, o.reseller ?? 'acme', Date.now());
       return registerApplication(
@@ -84,10 +99,58 @@ export async function createTestApp(
       return res.json().access_token as string;
     },
     async close() {
+      await background?.stop(5000);
+      await driver?.close();
       await app.close();
       await ctx.store.close();
+      await pgDb?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
   return t;
+}
+
+/** An API call through the app, with the token, as JSON; returns status, headers and parsed body. */
+export async function call(
+  t: TestApp,
+  token: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+  const res = await t.app.inject({
+    method,
+    url: path.startsWith('/') ? path : `${API}/${path}`,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    payload: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: res.json(), headers: res.headers };
+}
+
+/** Polls status until `predicate` holds for the service's status (default 10 s). */
+export async function waitForStatus(
+  t: TestApp,
+  token: string,
+  serviceId: string,
+  want: string | ((status: string, data: any) => boolean),
+  timeoutMs = 10_000,
+): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  // A status name means: reached, with no job left to run.
+  const ok = typeof want === 'string' ? (s: string, d: any) => s === want && d.job === null : want;
+  let last: any;
+  while (Date.now() < until) {
+    const res = await call(t, token, 'GET', `service/${serviceId}/status`, undefined, {
+      'x-envelope-variant': 'B',
+    });
+    last = res.body.data;
+    if (res.status === 200 && ok(last.status, last)) return last;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`service ${serviceId} did not reach the wanted status; last: ${JSON.stringify(last)}`);
 }

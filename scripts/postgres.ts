@@ -1,0 +1,96 @@
+/**
+ * A throwaway PostgreSQL server for tests and benchmarks: initdb into a temporary directory,
+ * pg_ctl start on a free loopback port, stop and delete afterwards. PostgreSQL refuses to
+ * run as root, so as root it runs as the `postgres` user (runuser).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface PostgresServer {
+  /** `postgres://...` of the superuser's `postgres` database. */
+  readonly url: string;
+  readonly port: number;
+  stop(): void;
+  /** Stops the server the way a crash or a restart would, and starts it again after `ms`. */
+  restart(downMs?: number): Promise<void>;
+}
+
+function findBin(name: string): string {
+  for (const dir of [
+    '/usr/local/bin',
+    '/usr/lib/postgresql/17/bin',
+    '/usr/lib/postgresql/16/bin',
+    '/usr/lib/postgresql/15/bin',
+  ]) {
+    if (existsSync(join(dir, name))) return join(dir, name);
+  }
+  return name;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+export async function startPostgres(): Promise<PostgresServer> {
+  const asRoot = process.getuid?.() === 0;
+  const uid = asRoot ? Number(execFileSync('id', ['-u', 'postgres']).toString().trim()) : undefined;
+  const gid = asRoot ? Number(execFileSync('id', ['-g', 'postgres']).toString().trim()) : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-pg-'));
+  chmodSync(dir, 0o700);
+  if (asRoot) chownSync(dir, uid!, gid!);
+  const data = join(dir, 'data');
+  const run = (bin: string, args: string[]) => {
+    const cmd = asRoot ? 'runuser' : findBin(bin);
+    const full = asRoot ? ['-u', 'postgres', '--', findBin(bin), ...args] : args;
+    const r = spawnSync(cmd, full, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${bin} failed: ${r.stderr || r.stdout}`);
+  };
+  run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  const port = await freePort();
+  const conf = [
+    `port = ${port}`,
+    `listen_addresses = '127.0.0.1'`,
+    `unix_socket_directories = '${dir}'`,
+    'max_connections = 300',
+    'fsync = off',
+    'synchronous_commit = off',
+    'full_page_writes = off',
+    'shared_buffers = 128MB',
+  ].join('\n');
+  writeFileSync(join(data, 'postgresql.auto.conf'), `${conf}\n`);
+  if (asRoot) chownSync(join(data, 'postgresql.auto.conf'), uid!, gid!);
+  const start = () => run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '60', 'start']);
+  const stop = (mode: string) => run('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']);
+  start();
+  let stopped = false;
+  const server: PostgresServer = {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        stop('fast');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    async restart(downMs = 1000) {
+      stop('immediate');
+      await new Promise((r) => setTimeout(r, downMs));
+      start();
+    },
+  };
+  return server;
+}

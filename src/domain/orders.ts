@@ -1,0 +1,72 @@
+import { type Product, RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
+import { ApiError } from './errors.ts';
+
+export type Amounts = Readonly<Record<Resource, number>>;
+
+/** RFC 1123 host name: labels of letters, digits and hyphens, 1-63 long, not starting or ending with a hyphen. */
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i;
+
+export function isHostname(value: string): boolean {
+  if (value.length === 0 || value.length > 253) return false;
+  return value.split('.').every((label) => LABEL.test(label));
+}
+
+/**
+ * Every amount within the product's bounds (inclusive). `names` maps each resource to the
+ * field the client sent (lower-case in orders, upper-case in upgrades), so messages name it.
+ */
+export function checkBounds(
+  product: Product,
+  amounts: Amounts,
+  names: Readonly<Record<Resource, string>>,
+): void {
+  for (const r of RESOURCES) {
+    const { min, max } = product.config[r];
+    const v = amounts[r];
+    if (v < min || v > max) {
+      throw new ApiError(
+        'out_of_bounds',
+        `${names[r]} must be between ${min} and ${max} ${RESOURCE_UNITS[r]} for product "${product.name}", got ${v}`,
+      );
+    }
+  }
+}
+
+export const ORDER_FIELD_NAMES: Readonly<Record<Resource, string>> = {
+  ram: 'ram',
+  ip: 'ip',
+  cpu: 'cpu',
+  hdd: 'hdd',
+  backup: 'backup',
+};
+
+export const UPGRADE_FIELD_NAMES: Readonly<Record<Resource, string>> = {
+  ram: 'RAM',
+  ip: 'IP',
+  cpu: 'CPU',
+  hdd: 'HDD',
+  backup: 'BACKUP',
+};
+
+/** Validates an order against its product; returns the normalised domain name. */
+export function checkOrder(
+  product: Product,
+  order: { template_id: string; domain_name: string } & Amounts,
+): string {
+  const template = order.template_id.toLowerCase();
+  if (!product.osTemplates.some((t) => t.templateId === template)) {
+    throw new ApiError(
+      'invalid_template',
+      `template_id ${order.template_id} is not an OS template of product "${product.name}"`,
+    );
+  }
+  const domain = order.domain_name.toLowerCase();
+  if (!isHostname(domain)) {
+    throw new ApiError(
+      'validation_failed',
+      'domain_name must be a host name (RFC 1123): labels of letters, digits and hyphens, at most 253 characters',
+    );
+  }
+  checkBounds(product, order, ORDER_FIELD_NAMES);
+  return domain;
+}

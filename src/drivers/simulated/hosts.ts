@@ -1,0 +1,96 @@
+import type { Kysely } from 'kysely';
+import type { SimulatedHostConfig } from '../../config.ts';
+import type { Database } from '../../store/schema.ts';
+import { DriverError } from '../driver.ts';
+
+export interface Need {
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+}
+
+/** Brings the configured hosts into the store: capacities as configured, usage as it was. */
+export async function syncHosts(db: Kysely<Database>, hosts: readonly SimulatedHostConfig[]): Promise<void> {
+  for (const h of hosts) {
+    await db
+      .insertInto('sim_hosts')
+      .values({
+        id: h.id,
+        cpu: h.cpu,
+        ram_gb: h.ramGb,
+        disk_gb: h.diskGb,
+        backup_gb: h.backupGb,
+        used_cpu: 0,
+        used_ram_gb: 0,
+        used_disk_gb: 0,
+        used_backup_gb: 0,
+      })
+      .onConflict((oc) =>
+        oc
+          .column('id')
+          .doUpdateSet({ cpu: h.cpu, ram_gb: h.ramGb, disk_gb: h.diskGb, backup_gb: h.backupGb }),
+      )
+      .execute();
+  }
+}
+
+/**
+ * Reserves room on the host with the most free RAM that fits. The reservation is a
+ * conditional update, so concurrent placements (workers, processes) never overbook a host.
+ */
+export async function placeVm(db: Kysely<Database>, need: Need): Promise<string> {
+  const hosts = await db.selectFrom('sim_hosts').selectAll().execute();
+  const fitting = hosts
+    .filter(
+      (h) =>
+        h.used_cpu + need.cpu <= h.cpu &&
+        h.used_ram_gb + need.ramGb <= h.ram_gb &&
+        h.used_disk_gb + need.diskGb <= h.disk_gb,
+    )
+    .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb));
+  for (const h of fitting) {
+    if (await reserve(db, h.id, need)) return h.id;
+  }
+  throw new DriverError(
+    `No host has room for ${need.cpu} vCPU, ${need.ramGb} GB RAM, ${need.diskGb} GB disk`,
+    {
+      transient: false,
+    },
+  );
+}
+
+/** Takes `need` more on a host if it fits; false otherwise. Negative amounts give room back. */
+export async function reserve(db: Kysely<Database>, hostId: string, need: Need): Promise<boolean> {
+  const r = await db
+    .updateTable('sim_hosts')
+    .set((eb) => ({
+      used_cpu: eb('used_cpu', '+', need.cpu),
+      used_ram_gb: eb('used_ram_gb', '+', need.ramGb),
+      used_disk_gb: eb('used_disk_gb', '+', need.diskGb),
+    }))
+    .where('id', '=', hostId)
+    .where((eb) =>
+      eb.and([
+        eb(eb('used_cpu', '+', need.cpu), '<=', eb.ref('cpu')),
+        eb(eb('used_ram_gb', '+', need.ramGb), '<=', eb.ref('ram_gb')),
+        eb(eb('used_disk_gb', '+', need.diskGb), '<=', eb.ref('disk_gb')),
+      ]),
+    )
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/** Takes backup storage on a host; false if it is full. Negative sizes free it. */
+export async function reserveBackupSpace(
+  db: Kysely<Database>,
+  hostId: string,
+  sizeGb: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('sim_hosts')
+    .set((eb) => ({ used_backup_gb: eb('used_backup_gb', '+', sizeGb) }))
+    .where('id', '=', hostId)
+    .where((eb) => eb(eb('used_backup_gb', '+', sizeGb), '<=', eb.ref('backup_gb')))
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}

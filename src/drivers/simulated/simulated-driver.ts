@@ -1,0 +1,287 @@
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { FaultConfig } from '../../config.ts';
+import type { Database, SimVmTable } from '../../store/schema.ts';
+import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
+import type { IpPool } from '../ip-pool.ts';
+import { createFaults } from './faults.ts';
+import { placeVm, reserve, reserveBackupSpace } from './hosts.ts';
+import { createSleeper } from './timings.ts';
+
+export interface SimulatedDriverOptions {
+  readonly db: Kysely<Database>;
+  readonly ipPool: IpPool;
+  readonly faults: FaultConfig;
+  /** Multiplier of the step timings (timings.ts); 0 = instant. */
+  readonly speed: number;
+  readonly random?: () => number;
+  readonly now?: () => number;
+}
+
+/** Disk a fresh VM uses: the template's base image, 1.5 to 3 GB depending on the template. */
+function baseDiskGb(templateId: string): number {
+  const h = createHash('sha256').update(templateId).digest();
+  return 1.5 + (h[0]! / 255) * 1.5;
+}
+
+/** Each write-like operation (boot logs, packages, password files) grows the used disk a little. */
+const WRITE_GB = 0.05;
+
+const round1 = (n: number) => Math.ceil(n * 10) / 10;
+
+/**
+ * The simulated hypervisor: hosts with capacity, an IPv4 pool, VMs with power state, disks
+ * whose content moves with writes, and backups that take host storage and bring content back.
+ * All of it is kept in the store, so a restart of the process loses nothing.
+ */
+export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriver {
+  const { db, ipPool } = o;
+  const now = o.now ?? Date.now;
+  const sleeper = createSleeper(o.speed);
+  const faults = createFaults(o.faults, o.random);
+
+  const find = (vmId: string) =>
+    db.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
+  async function get(vmId: string): Promise<SimVmTable> {
+    const vm = await find(vmId);
+    if (!vm) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
+    return vm;
+  }
+  const info = (vm: SimVmTable): VmInfo => ({
+    vmId: vm.id,
+    hostId: vm.host_id,
+    power: vm.power === 'running' ? 'running' : 'stopped',
+    cpu: vm.cpu,
+    ramGb: vm.ram_gb,
+    diskGb: vm.disk_gb,
+    ips: JSON.parse(vm.ips) as string[],
+    diskRevision: vm.content_generation,
+  });
+  /** A write to the disk: content moves on, used space grows. */
+  async function update(vm: SimVmTable, patch: Partial<SimVmTable>, write: boolean): Promise<VmInfo> {
+    const next: SimVmTable = {
+      ...vm,
+      ...patch,
+      updated_at: now(),
+      ...(write
+        ? {
+            content_generation: (patch.content_generation ?? vm.content_generation) + 1,
+            used_disk_gb: Math.min(
+              patch.disk_gb ?? vm.disk_gb,
+              (patch.used_disk_gb ?? vm.used_disk_gb) + WRITE_GB,
+            ),
+          }
+        : {}),
+    };
+    await db.updateTable('sim_vms').set(next).where('id', '=', vm.id).execute();
+    return info(next);
+  }
+  async function entry(vmId: string, operation: string): Promise<SimVmTable> {
+    const vm = await get(vmId);
+    faults.check(operation, vm.host_id);
+    return vm;
+  }
+  const passwordHash = (password: string) => createHash('sha256').update(password).digest('hex');
+
+  return {
+    name: 'simulated',
+
+    async create(spec) {
+      let vm = await find(spec.vmId);
+      faults.check('create', vm?.host_id ?? 'scheduler');
+      if (!vm) {
+        const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
+        await db.transaction().execute(async (tx) => {
+          const hostId = await placeVm(tx, need);
+          const t = now();
+          await tx
+            .insertInto('sim_vms')
+            .values({
+              id: spec.vmId,
+              host_id: hostId,
+              power: 'stopped',
+              cpu: spec.cpu,
+              ram_gb: spec.ramGb,
+              disk_gb: spec.diskGb,
+              used_disk_gb: round1(baseDiskGb(spec.templateId)),
+              ips: '[]',
+              hostname: spec.hostname,
+              password_hash: passwordHash(spec.password),
+              content_generation: 1,
+              boot_count: 0,
+              created_at: t,
+              updated_at: t,
+            })
+            .execute();
+        });
+        await sleeper.sleep('cloneDisk');
+        vm = await get(spec.vmId);
+      }
+      const ips = await ipPool.allocate(spec.vmId, spec.ipCount);
+      if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
+      await sleeper.sleep('boot');
+      return update(vm, { ips: JSON.stringify(ips), power: 'running', boot_count: vm.boot_count + 1 }, false);
+    },
+
+    async start(vmId) {
+      const vm = await entry(vmId, 'start');
+      if (vm.power === 'running') return info(vm);
+      await sleeper.sleep('boot');
+      return update(vm, { power: 'running', boot_count: vm.boot_count + 1 }, true);
+    },
+
+    async stop(vmId, { timeoutMs }) {
+      const vm = await entry(vmId, 'stop');
+      if (vm.power === 'stopped') return info(vm);
+      // A guest that takes longer than the timeout to shut down is forced off.
+      const graceful = timeoutMs / Math.max(o.speed, 1e-9) >= 4000;
+      if (graceful) await sleeper.sleep('shutdownGraceful');
+      else await sleeper.sleep('powerOff', timeoutMs / Math.max(o.speed, 1e-9));
+      return update(vm, { power: 'stopped' }, graceful);
+    },
+
+    async reboot(vmId) {
+      const vm = await entry(vmId, 'reboot');
+      await sleeper.sleep(vm.power === 'running' ? 'reboot' : 'boot');
+      return update(vm, { power: 'running', boot_count: vm.boot_count + 1 }, true);
+    },
+
+    async powerOff(vmId) {
+      const vm = await entry(vmId, 'power off');
+      if (vm.power === 'stopped') return info(vm);
+      await sleeper.sleep('powerOff');
+      return update(vm, { power: 'stopped' }, false);
+    },
+
+    async resize(vmId, spec) {
+      const vm = await entry(vmId, 'resize');
+      if (spec.diskGb < vm.disk_gb) {
+        throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${spec.diskGb} GB`, {
+          transient: false,
+        });
+      }
+      const delta = {
+        cpu: spec.cpu - vm.cpu,
+        ramGb: spec.ramGb - vm.ram_gb,
+        diskGb: spec.diskGb - vm.disk_gb,
+      };
+      if (
+        (delta.cpu !== 0 || delta.ramGb !== 0 || delta.diskGb !== 0) &&
+        !(await reserve(db, vm.host_id, delta))
+      ) {
+        throw new DriverError(
+          `Host ${vm.host_id} has no room to grow to ${spec.cpu} vCPU, ${spec.ramGb} GB RAM, ${spec.diskGb} GB disk`,
+          { transient: false },
+        );
+      }
+      // The resized definition is written at once, so a retry after a crash finds the work done.
+      const resized = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb };
+      await db.updateTable('sim_vms').set(resized).where('id', '=', vmId).execute();
+      const current = await ipPool.addressesOf(vmId);
+      const ips =
+        spec.ipCount >= current.length
+          ? await ipPool.allocate(vmId, spec.ipCount)
+          : await ipPool.shrink(vmId, spec.ipCount);
+      await sleeper.sleep('resize');
+      return update({ ...vm, ...resized }, { ips: JSON.stringify(ips) }, true);
+    },
+
+    async setPassword(vmId, _username, password) {
+      const vm = await entry(vmId, 'set password');
+      await sleeper.sleep('setPassword');
+      await update(vm, { password_hash: passwordHash(password) }, true);
+    },
+
+    async destroy(vmId) {
+      const vm = await find(vmId);
+      if (vm) faults.check('destroy', vm.host_id);
+      await sleeper.sleep('destroy');
+      await db.transaction().execute(async (tx) => {
+        const current = await tx.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
+        if (current) {
+          await reserve(tx, current.host_id, {
+            cpu: -current.cpu,
+            ramGb: -current.ram_gb,
+            diskGb: -current.disk_gb,
+          });
+          await tx.deleteFrom('sim_vms').where('id', '=', vmId).execute();
+        }
+        const backups = await tx.selectFrom('sim_backups').selectAll().where('vm_id', '=', vmId).execute();
+        for (const b of backups) await reserveBackupSpace(tx, b.host_id, -b.size_gb);
+        await tx.deleteFrom('sim_backups').where('vm_id', '=', vmId).execute();
+      });
+      await ipPool.release(vmId);
+    },
+
+    async inspect(vmId) {
+      const vm = await find(vmId);
+      return vm && info(vm);
+    },
+
+    async createBackup(vmId, backupId): Promise<BackupInfo> {
+      const vm = await entry(vmId, 'backup');
+      const existing = await db
+        .selectFrom('sim_backups')
+        .selectAll()
+        .where('id', '=', backupId)
+        .executeTakeFirst();
+      if (existing) return { backupId, vmId, sizeGb: existing.size_gb };
+      const sizeGb = round1(vm.used_disk_gb);
+      await sleeper.sleep('backupBase', sizeGb * 100);
+      await db.transaction().execute(async (tx) => {
+        if (!(await reserveBackupSpace(tx, vm.host_id, sizeGb))) {
+          throw new DriverError(`Backup storage on host ${vm.host_id} is full`, { transient: false });
+        }
+        await tx
+          .insertInto('sim_backups')
+          .values({
+            id: backupId,
+            vm_id: vmId,
+            host_id: vm.host_id,
+            size_gb: sizeGb,
+            content_generation: vm.content_generation,
+            created_at: now(),
+          })
+          .execute();
+      });
+      return { backupId, vmId, sizeGb };
+    },
+
+    async restoreBackup(vmId, backupId) {
+      const vm = await entry(vmId, 'restore');
+      const backup = await db
+        .selectFrom('sim_backups')
+        .selectAll()
+        .where('id', '=', backupId)
+        .where('vm_id', '=', vmId)
+        .executeTakeFirst();
+      if (!backup) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
+      // Powered off while the disk is rewritten, then back to the power state it had.
+      await sleeper.sleep('restoreBase', backup.size_gb * 100);
+      await update(
+        vm,
+        { content_generation: backup.content_generation, used_disk_gb: backup.size_gb },
+        false,
+      );
+    },
+
+    async deleteBackup(_vmId, backupId) {
+      const backup = await db
+        .selectFrom('sim_backups')
+        .selectAll()
+        .where('id', '=', backupId)
+        .executeTakeFirst();
+      if (!backup) return;
+      faults.check('delete backup', backup.host_id);
+      await sleeper.sleep('deleteBackup');
+      await db.transaction().execute(async (tx) => {
+        const r = await tx.deleteFrom('sim_backups').where('id', '=', backupId).executeTakeFirst();
+        if (r.numDeletedRows > 0n) await reserveBackupSpace(tx, backup.host_id, -backup.size_gb);
+      });
+    },
+
+    async close() {
+      sleeper.cancelAll();
+    },
+  };
+}

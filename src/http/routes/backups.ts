@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { checkBackupQuota } from '../../jobs/backup-quota.ts';
+import { type Backup, findBackup, insertBackup, listBackups } from '../../store/repos/backups.ts';
+import type { App } from '../app.ts';
+import { API } from '../base-path.ts';
+import { successEnvelope } from '../envelope.ts';
+import { EmptyBody, isUuid, ServiceParams } from '../schemas.ts';
+import { acceptOperation } from './service-actions.ts';
+import { ownedService } from './services.ts';
+
+const BackupParams = Type.Object({
+  service_id: Type.String({ maxLength: 64 }),
+  backup_id: Type.String({ maxLength: 64 }),
+});
+
+export function backupView(b: Backup) {
+  return {
+    backup_id: b.id,
+    service_id: b.serviceId,
+    status: b.status,
+    size_gb: b.sizeGb,
+    kind: b.kind,
+    created_at: new Date(b.createdAt).toISOString(),
+  };
+}
+
+function backupIdOf(request: FastifyRequest): string {
+  const id = (request.params as { backup_id: string }).backup_id;
+  if (!isUuid(id)) throw new ApiError('backup_not_found', 'Backup not found');
+  return id.toLowerCase();
+}
+
+export function registerBackupRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+  const scope = { scope: 'service' as const };
+
+  app.get(
+    `${API}/service/:service_id/backups`,
+    { config: scope, schema: { params: ServiceParams } },
+    async (request) => {
+      const service = await ownedService(ctx, request);
+      return successEnvelope(request.variant, (await listBackups(db, service.id)).map(backupView));
+    },
+  );
+
+  app.post(
+    `${API}/service/:service_id/backup/create`,
+    { config: scope, schema: { params: ServiceParams, body: EmptyBody } },
+    async (request, reply) => {
+      const backupId = randomUUID();
+      return acceptOperation(ctx, request, reply, 'backup_create', {
+        params: { backup_id: backupId, kind: 'manual' },
+        check: (service, tx) => checkBackupQuota(tx, service),
+        apply: async (tx, job, service) => {
+          await insertBackup(tx, {
+            id: backupId,
+            service_id: service.id,
+            reseller_id: service.resellerId,
+            status: 'creating',
+            kind: 'manual',
+            size_gb: 0,
+            created_at: job.createdAt,
+            updated_at: job.createdAt,
+          });
+        },
+      });
+    },
+  );
+
+  app.post(
+    `${API}/service/:service_id/backup/restore/:backup_id`,
+    { config: scope, schema: { params: BackupParams, body: EmptyBody } },
+    async (request, reply) => {
+      const backupId = backupIdOf(request);
+      return acceptOperation(ctx, request, reply, 'backup_restore', {
+        params: { backup_id: backupId },
+        check: async (service, tx) => {
+          const backup = await findBackup(tx, service.id, backupId);
+          if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
+          if (backup.status === 'failed' || backup.status === 'deleting') {
+            throw new ApiError('invalid_state', `Cannot restore a backup that is ${backup.status}`);
+          }
+        },
+      });
+    },
+  );
+
+  app.post(
+    `${API}/service/:service_id/backup/delete/:backup_id`,
+    { config: scope, schema: { params: BackupParams, body: EmptyBody } },
+    async (request, reply) => {
+      const backupId = backupIdOf(request);
+      const result = await acceptOperation(ctx, request, reply, 'backup_delete', {
+        params: { backup_id: backupId },
+        check: async (service, tx) => {
+          const backup = await findBackup(tx, service.id, backupId);
+          if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
+          if (backup.status === 'deleting')
+            throw new ApiError('invalid_state', 'The backup is already being deleted');
+        },
+        apply: async (tx) => {
+          await tx
+            .updateTable('backups')
+            .set({ status: 'deleting', updated_at: ctx.clock.now() })
+            .where('id', '=', backupId)
+            .execute();
+        },
+      });
+      // Variant A carries a human message for a successful deletion (CONTRACT.md section 2).
+      return request.variant === 'A' ? successEnvelope('A', [], 'Backup deletion accepted') : result;
+    },
+  );
+}

@@ -1,0 +1,156 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { checkOrder } from '../../domain/orders.ts';
+import { generatePassword } from '../../domain/passwords.ts';
+import { isUniqueViolation } from '../../store/errors.ts';
+import { findIdempotencyKey, insertIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
+import { findService, insertService } from '../../store/repos/services.ts';
+import type { App } from '../app.ts';
+import { API, BASE } from '../base-path.ts';
+import { successEnvelope } from '../envelope.ts';
+import { isUuid } from '../schemas.ts';
+
+const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
+
+export const OrderBody = Type.Object({
+  product_id: Type.String({ maxLength: 64 }),
+  domain_name: Type.String({ minLength: 1, maxLength: 253 }),
+  template_id: Type.String({ maxLength: 64 }),
+  cpu: Amount,
+  ram: Amount,
+  hdd: Amount,
+  ip: Amount,
+  backup: Amount,
+});
+type Order = Static<typeof OrderBody>;
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+function requestHash(order: Order): string {
+  const canonical = JSON.stringify(
+    Object.keys(order)
+      .sort()
+      .map((k) => [k, order[k as keyof Order]]),
+  );
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+export function registerOrderRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+
+  async function respond(request: FastifyRequest, serviceId: string) {
+    const service = await findService(db, serviceId);
+    if (!service)
+      throw new ApiError('internal_error', `service ${serviceId} of an idempotent replay is missing`);
+    const data =
+      request.variant === 'A'
+        ? {
+            service_id: service.id,
+            username: service.username,
+            password: ctx.secretBox.open(service.passwordEnc),
+          }
+        : [{ service_id: service.id }];
+    return successEnvelope(request.variant, data);
+  }
+
+  async function replay(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    resellerId: string,
+    key: string,
+    hash: string,
+  ) {
+    const found = await findIdempotencyKey(db, resellerId, key, ctx.clock.now());
+    if (!found) return undefined;
+    if (found.requestHash !== hash) {
+      throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with another request body');
+    }
+    reply.header('idempotent-replayed', 'true');
+    return respond(request, (JSON.parse(found.response) as { service_id: string }).service_id);
+  }
+
+  const handler = async (request: FastifyRequest<{ Body: Order }>, reply: FastifyReply) => {
+    const caller = request.caller!;
+    const order = request.body;
+    const keyHeader = request.headers['idempotency-key'];
+    let key: string | undefined;
+    if (keyHeader !== undefined) {
+      if (typeof keyHeader !== 'string' || !IDEMPOTENCY_KEY.test(keyHeader)) {
+        throw new ApiError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
+      }
+      key = keyHeader;
+    }
+    const hash = requestHash(order);
+    if (key) {
+      const replayed = await replay(request, reply, caller.resellerId, key, hash);
+      if (replayed) return replayed;
+    }
+
+    const catalog = await ctx.catalog.get();
+    const product = isUuid(order.product_id) ? catalog.byId.get(order.product_id.toLowerCase()) : undefined;
+    if (!product) throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
+    const domain = checkOrder(product, order);
+
+    const now = ctx.clock.now();
+    const id = randomUUID();
+    try {
+      await db.transaction().execute(async (tx) => {
+        await insertService(tx, {
+          id,
+          reseller_id: caller.resellerId,
+          client_id: caller.clientId,
+          product_id: product.id,
+          template_id: order.template_id.toLowerCase(),
+          domain_name: domain,
+          username: 'root',
+          password_enc: ctx.secretBox.seal(generatePassword()),
+          cpu: order.cpu,
+          ram: order.ram,
+          hdd: order.hdd,
+          ip_count: order.ip,
+          backup: order.backup,
+          status: 'pending',
+          resume_status: null,
+          suspend_reason: null,
+          projected_status: 'pending',
+          projected_resume: null,
+          pending_jobs: 0,
+          job_seq: 0,
+          active_job_id: null,
+          host_id: null,
+          ips: '[]',
+          disk_revision: null,
+          created_at: now,
+          updated_at: now,
+          terminated_at: null,
+        });
+        if (key) {
+          await insertIdempotencyKey(tx, {
+            resellerId: caller.resellerId,
+            key,
+            requestHash: hash,
+            response: JSON.stringify({ service_id: id }),
+            now,
+          });
+        }
+      });
+    } catch (err) {
+      // A concurrent request with the same key won the race: answer as it did.
+      if (key && isUniqueViolation(err)) {
+        const replayed = await replay(request, reply, caller.resellerId, key, hash);
+        if (replayed) return replayed;
+      }
+      throw err;
+    }
+    request.log.info({ serviceId: id, productId: product.id }, 'order created');
+    return respond(request, id);
+  };
+
+  const options = { config: { scope: 'service' as const }, schema: { body: OrderBody } };
+  app.post(`${API}/service/create-order`, options, handler);
+  // Variant B's spelling of the same route (CONTRACT.md section 1).
+  app.post(`${BASE}/v2/service/create-order`, options, handler);
+}

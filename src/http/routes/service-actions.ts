@@ -1,0 +1,124 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Static, type TSchema, Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { checkBounds, UPGRADE_FIELD_NAMES } from '../../domain/orders.ts';
+import { checkPasswordStrength } from '../../domain/passwords.ts';
+import type { JobAction } from '../../domain/status-machine.ts';
+import { type OperationRequest, requestOperation } from '../../jobs/queue.ts';
+import { usedBackupGb } from '../../store/repos/backups.ts';
+import type { Service } from '../../store/repos/services.ts';
+import type { App } from '../app.ts';
+import { API } from '../base-path.ts';
+import { successEnvelope } from '../envelope.ts';
+import { EmptyBody, ServiceParams } from '../schemas.ts';
+import { serviceIdOf } from '../service-id.ts';
+
+/**
+ * Accepts an operation as a job and answers `[]` once it is durably queued (CONTRACT.md
+ * section 7); a repeat whose target is already reached answers 200 with a message and no job.
+ */
+export async function acceptOperation(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  action: JobAction,
+  extra: Omit<OperationRequest, 'resellerId' | 'serviceId' | 'action'> = {},
+) {
+  const outcome = await requestOperation(
+    ctx.store.db,
+    { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), action, ...extra },
+    ctx.clock.now(),
+  );
+  if (outcome.kind === 'noop') return successEnvelope(request.variant, [], outcome.message);
+  ctx.jobSignal.notify();
+  reply.header('x-job-id', outcome.job.id);
+  request.log.info({ serviceId: outcome.service.id, jobId: outcome.job.id, action }, 'job queued');
+  return successEnvelope(request.variant, []);
+}
+
+const WithServiceId = { service_id: Type.Optional(Type.String({ maxLength: 64 })) };
+const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
+
+export const SuspendBody = Type.Object({
+  ...WithServiceId,
+  suspend_reason: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+export const UpgradeBody = Type.Object({
+  ...WithServiceId,
+  CPU: Amount,
+  RAM: Amount,
+  HDD: Amount,
+  IP: Amount,
+  BACKUP: Amount,
+});
+export const ResetPasswordBody = Type.Object({
+  ...WithServiceId,
+  password: Type.String({ maxLength: 1024 }),
+});
+
+export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
+  const route = <B extends TSchema>(
+    path: string,
+    body: B,
+    handler: (request: FastifyRequest<{ Body: Static<B> }>, reply: FastifyReply) => Promise<unknown>,
+  ) =>
+    app.post(
+      `${API}/service/:service_id/${path}`,
+      { config: { scope: 'service' }, schema: { params: ServiceParams, body } },
+      handler as never,
+    );
+
+  const simple: [string, JobAction][] = [
+    ['create', 'create'],
+    ['terminate', 'terminate'],
+    ['unsuspend', 'unsuspend'],
+    ['start', 'start'],
+    ['stop', 'stop'],
+    ['restart', 'restart'],
+  ];
+  for (const [path, action] of simple) {
+    route(path, EmptyBody, (request, reply) => acceptOperation(ctx, request, reply, action));
+  }
+
+  route('suspend', SuspendBody, (request, reply) =>
+    acceptOperation(ctx, request, reply, 'suspend', {
+      params: { reason: request.body.suspend_reason ?? null },
+    }),
+  );
+
+  route('upgrade', UpgradeBody, async (request, reply) => {
+    const b = request.body;
+    const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
+    const catalog = await ctx.catalog.get();
+    return acceptOperation(ctx, request, reply, 'upgrade', {
+      params: amounts,
+      check: async (service: Service, tx) => {
+        const product = catalog.byId.get(service.productId);
+        if (!product)
+          throw new ApiError('product_not_found', 'The product of this service is no longer offered');
+        checkBounds(product, amounts, UPGRADE_FIELD_NAMES);
+        if (amounts.hdd < service.hdd) {
+          throw new ApiError(
+            'disk_shrink_not_supported',
+            `HDD cannot go below the current ${service.hdd} GB; disks only grow`,
+          );
+        }
+        const used = await usedBackupGb(tx, service.id);
+        if (amounts.backup < used) {
+          throw new ApiError(
+            'backup_quota_exceeded',
+            `BACKUP cannot go below the ${used} GB the service's backups use now; delete backups first`,
+          );
+        }
+      },
+    });
+  });
+
+  route('reset-password', ResetPasswordBody, async (request, reply) => {
+    checkPasswordStrength(request.body.password);
+    return acceptOperation(ctx, request, reply, 'reset_password', {
+      params: { password_enc: ctx.secretBox.seal(request.body.password) },
+    });
+  });
+}

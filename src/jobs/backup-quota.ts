@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import { ApiError } from '../domain/errors.ts';
+import { listBackups } from '../store/repos/backups.ts';
+import type { Service } from '../store/repos/services.ts';
+import type { Database } from '../store/schema.ts';
+
+/**
+ * Can one more backup fit in the service's `backup` GB? Its size is not known before it is
+ * taken: the latest backup's size is the estimate. Scheduled backups may be rotated out
+ * (oldest first) to make room; manual ones never are. CONTRACT.md section 8.
+ */
+export async function checkBackupQuota(db: Kysely<Database>, service: Service): Promise<void> {
+  if (service.backup <= 0) {
+    throw new ApiError(
+      'backups_disabled',
+      'This service has no backup space (backup is 0 GB); upgrade BACKUP first',
+    );
+  }
+  const backups = (await listBackups(db, service.id)).filter((b) => b.status !== 'failed');
+  const used = backups.reduce((sum, b) => sum + b.sizeGb, 0);
+  const rotatable = backups
+    .filter((b) => b.kind === 'scheduled' && b.status === 'available')
+    .reduce((sum, b) => sum + b.sizeGb, 0);
+  const estimate = backups.find((b) => b.status === 'available')?.sizeGb ?? 0;
+  if (used - rotatable + estimate > service.backup) {
+    throw new ApiError(
+      'backup_quota_exceeded',
+      `Backups use ${round(used)} of ${service.backup} GB and a new one needs about ${round(estimate)} GB; delete a backup or upgrade BACKUP`,
+    );
+  }
+}
+
+/** Backups to rotate out (oldest scheduled first) so that `needGb` more fits; undefined if it cannot. */
+export function planRotation(
+  backups: readonly { id: string; kind: string; status: string; sizeGb: number; createdAt: number }[],
+  quotaGb: number,
+  needGb: number,
+): string[] | undefined {
+  const live = backups.filter((b) => b.status !== 'failed');
+  let used = live.reduce((sum, b) => sum + b.sizeGb, 0);
+  const victims: string[] = [];
+  const candidates = live
+    .filter((b) => b.kind === 'scheduled' && b.status === 'available')
+    .sort((a, b) => a.createdAt - b.createdAt);
+  for (const c of candidates) {
+    if (used + needGb <= quotaGb + 1e-9) break;
+    victims.push(c.id);
+    used -= c.sizeGb;
+  }
+  return used + needGb <= quotaGb + 1e-9 ? victims : undefined;
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;

@@ -1,0 +1,138 @@
+import type { Kysely } from 'kysely';
+import { type Job, toJob } from '../store/repos/jobs.ts';
+import type { Database } from '../store/schema.ts';
+
+/**
+ * Claims up to `limit` runnable jobs for `workerId`: queued, due, the first waiting job of its
+ * service, and on a service with no job running. Ownership is taken by two compare-and-set
+ * updates in one transaction (the service's active job, then the job), which keeps one job at
+ * a time per service across any number of workers and processes, on SQLite and PostgreSQL.
+ */
+export async function claimJobs(
+  db: Kysely<Database>,
+  workerId: string,
+  limit: number,
+  now: number,
+  leaseUntil: number,
+): Promise<Job[]> {
+  const candidates = await db
+    .selectFrom('jobs as j')
+    .innerJoin('services as s', 's.id', 'j.service_id')
+    .select(['j.id', 'j.service_id'])
+    .where('j.status', '=', 'queued')
+    .where('j.run_at', '<=', now)
+    .where('s.active_job_id', 'is', null)
+    .where((eb) =>
+      eb(
+        'j.seq',
+        '=',
+        eb
+          .selectFrom('jobs as j2')
+          .select((eb2) => eb2.fn.min('j2.seq').as('m'))
+          .whereRef('j2.service_id', '=', 'j.service_id')
+          .where('j2.status', '=', 'queued'),
+      ),
+    )
+    .orderBy('j.run_at')
+    .orderBy('j.seq')
+    .limit(limit)
+    .execute();
+
+  const claimed: Job[] = [];
+  for (const c of candidates) {
+    const job = await db.transaction().execute(async (tx) => {
+      const s = await tx
+        .updateTable('services')
+        .set({ active_job_id: c.id })
+        .where('id', '=', c.service_id)
+        .where('active_job_id', 'is', null)
+        .executeTakeFirst();
+      if (s.numUpdatedRows === 0n) return undefined;
+      const row = await tx
+        .updateTable('jobs')
+        .set((eb) => ({
+          status: 'running',
+          attempts: eb('attempts', '+', 1),
+          started_at: eb.fn.coalesce('started_at', eb.val(now)),
+          locked_by: workerId,
+          locked_until: leaseUntil,
+        }))
+        .where('id', '=', c.id)
+        .where('status', '=', 'queued')
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) {
+        // Someone else took the job between our read and now: give the service back.
+        await tx
+          .updateTable('services')
+          .set({ active_job_id: null })
+          .where('id', '=', c.service_id)
+          .where('active_job_id', '=', c.id)
+          .execute();
+        return undefined;
+      }
+      return toJob(row);
+    });
+    if (job) claimed.push(job);
+  }
+  return claimed;
+}
+
+/** Keeps this worker's running jobs owned. */
+export async function extendLeases(
+  db: Kysely<Database>,
+  workerId: string,
+  jobIds: string[],
+  until: number,
+): Promise<void> {
+  if (jobIds.length === 0) return;
+  await db
+    .updateTable('jobs')
+    .set({ locked_until: until })
+    .where('locked_by', '=', workerId)
+    .where('status', '=', 'running')
+    .where('id', 'in', jobIds)
+    .execute();
+}
+
+/**
+ * Leases are in real time (Date.now()), whatever the server's clock says, so a test clock that
+ * runs fast does not expire them.
+ *
+ * Jobs whose worker stopped renewing its lease (the process died) go back to the queue, at
+ * the head of their service's line; they run again from the start, and the driver's
+ * idempotent operations find and finish the work already done.
+ */
+export async function recoverExpiredJobs(
+  db: Kysely<Database>,
+  realNow: number,
+  now: number,
+): Promise<number> {
+  const expired = await db
+    .selectFrom('jobs')
+    .select(['id', 'service_id'])
+    .where('status', '=', 'running')
+    .where('locked_until', '<', realNow)
+    .execute();
+  let n = 0;
+  for (const e of expired) {
+    await db.transaction().execute(async (tx) => {
+      const r = await tx
+        .updateTable('jobs')
+        .set({ status: 'queued', locked_by: null, locked_until: null, run_at: now })
+        .where('id', '=', e.id)
+        .where('status', '=', 'running')
+        .where('locked_until', '<', realNow)
+        .executeTakeFirst();
+      if (r.numUpdatedRows === 0n) return;
+      await tx
+        .updateTable('services')
+        .set({ active_job_id: null })
+        .where('id', '=', e.service_id)
+        .where('active_job_id', '=', e.id)
+        .execute();
+      n++;
+    });
+  }
+  return n;
+}

@@ -1,0 +1,119 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import { ApiError } from '../domain/errors.ts';
+import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
+import { insertJob, type Job, toJob } from '../store/repos/jobs.ts';
+import { type Service, toService } from '../store/repos/services.ts';
+import type { Database, JobTable } from '../store/schema.ts';
+
+/** CONTRACT.md section 7: at most this many jobs wait (queued, not running) per service. */
+export const MAX_WAITING_JOBS = 10;
+
+export interface OperationRequest {
+  readonly resellerId: string;
+  readonly serviceId: string;
+  readonly action: JobAction;
+  readonly params?: Record<string, unknown>;
+  /** Further checks against the service, inside the transaction (quota, bounds...). Throw ApiError to refuse. */
+  readonly check?: (service: Service, tx: Transaction<Database>) => Promise<void>;
+  /** Further writes that belong to the same change (a backup record...). */
+  readonly apply?: (tx: Transaction<Database>, job: Job, service: Service) => Promise<void>;
+}
+
+export type OperationOutcome =
+  | { readonly kind: 'queued'; readonly job: Job; readonly service: Service }
+  | { readonly kind: 'noop'; readonly message: string; readonly service: Service };
+
+/** The state requests are checked against: where the service will be once its accepted jobs succeed. */
+export function projectedState(service: Service): ServiceState {
+  return { status: service.projectedStatus, resume: service.projectedResume };
+}
+
+/** Another request changed the service's job sequence first: retry the transaction. */
+export class SeqConflict extends Error {}
+
+/**
+ * Accepts an operation: checks it against the projected status, and records the job and the
+ * new projection in one transaction (so an accepted request is never lost, and a job never
+ * exists without the change it belongs to). Concurrent requests on one service are
+ * serialised by a compare-and-set on the service's job sequence.
+ */
+export async function requestOperation(
+  db: Kysely<Database>,
+  req: OperationRequest,
+  now: number,
+): Promise<OperationOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.transaction().execute((tx) => enqueueInTransaction(tx, req, now));
+    } catch (err) {
+      if (err instanceof SeqConflict && attempt < 20) continue;
+      throw err;
+    }
+  }
+}
+
+/**
+ * The body of requestOperation, for callers that own the transaction (the scheduler). Throws
+ * SeqConflict when a concurrent change won; the caller retries.
+ */
+export async function enqueueInTransaction(
+  tx: Transaction<Database>,
+  req: OperationRequest,
+  now: number,
+): Promise<OperationOutcome> {
+  const row = await tx
+    .selectFrom('services')
+    .selectAll()
+    .where('id', '=', req.serviceId)
+    .where('reseller_id', '=', req.resellerId)
+    .executeTakeFirst();
+  if (!row) throw new ApiError('service_not_found', 'Service not found');
+  const service = toService(row);
+  const decision = decide(projectedState(service), req.action);
+  if (decision.kind === 'noop') return { kind: 'noop', message: decision.message, service };
+  if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
+  const waiting = service.pendingJobs - (service.activeJobId ? 1 : 0);
+  if (waiting >= MAX_WAITING_JOBS) {
+    throw new ApiError(
+      'service_busy',
+      `${waiting} jobs already wait on this service; retry when some have finished`,
+    );
+  }
+  await req.check?.(service, tx);
+  const seq = service.jobSeq + 1;
+  const updated = await tx
+    .updateTable('services')
+    .set({
+      projected_status: decision.next.status,
+      projected_resume: decision.next.resume,
+      pending_jobs: service.pendingJobs + 1,
+      job_seq: seq,
+      updated_at: now,
+    })
+    .where('id', '=', service.id)
+    .where('job_seq', '=', service.jobSeq)
+    .executeTakeFirst();
+  if (updated.numUpdatedRows === 0n) throw new SeqConflict();
+  const jobRow: JobTable = {
+    id: randomUUID(),
+    service_id: service.id,
+    reseller_id: service.resellerId,
+    action: req.action,
+    params: JSON.stringify(req.params ?? {}),
+    status: 'queued',
+    error: null,
+    attempts: 0,
+    seq,
+    run_at: now,
+    created_at: now,
+    started_at: null,
+    finished_at: null,
+    locked_by: null,
+    locked_until: null,
+  };
+  await insertJob(tx, jobRow);
+  const job = toJob(jobRow);
+  await req.apply?.(tx, job, service);
+  return { kind: 'queued', job, service };
+}

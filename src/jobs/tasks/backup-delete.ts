@@ -1,0 +1,9 @@
+import { deleteBackupRow } from '../../store/repos/backups.ts';
+import type { Task } from '../task.ts';
+
+export const backupDelete: Task = async ({ service, driver, db, job }) => {
+  const backupId = String(job.params['backup_id']);
+  await driver.deleteBackup(service.id, backupId);
+  await deleteBackupRow(db, backupId);
+  return {};
+};

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { SecretBox } from '../auth/secret-box.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { HypervisorDriver } from '../drivers/driver.ts';
+import type { Store } from '../store/database.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
+import { type RunOutcome, runJob } from './run-job.ts';
+import type { JobSignal } from './signal.ts';
+import type { TaskTable } from './task.ts';
+
+export interface WorkerOptions {
+  readonly store: Store;
+  readonly driver: HypervisorDriver;
+  readonly secretBox: SecretBox;
+  readonly clock: Clock;
+  readonly log: FastifyBaseLogger;
+  readonly signal: JobSignal;
+  readonly tasks: TaskTable;
+  readonly concurrency: number;
+  readonly leaseMs: number;
+  readonly retryBaseMs: number;
+  readonly maxAttempts: number;
+  readonly stopTimeoutMs: number;
+  /** Longest sleep between polls when idle. */
+  readonly pollMs?: number;
+  /** Called after every job run (tests, metrics). */
+  readonly onRun?: (jobId: string, outcome: RunOutcome) => void;
+}
+
+export interface Worker {
+  readonly id: string;
+  start(): void;
+  /** Stops claiming, waits for running jobs (up to `graceMs`), then returns. */
+  stop(graceMs?: number): Promise<void>;
+  /** Jobs running now in this worker. */
+  readonly running: number;
+}
+
+/**
+ * Claims and runs jobs: many services in parallel (up to `concurrency`), one job at a time
+ * per service, in order. Jobs of dead workers are recovered when their lease runs out.
+ */
+export function createWorker(o: WorkerOptions): Worker {
+  const id = `worker-${randomUUID()}`;
+  const running = new Map<string, Promise<void>>();
+  let abort = new AbortController();
+  const pollMs = o.pollMs ?? 500;
+  let loop: Promise<void> | undefined;
+  let lastMaintenance = 0;
+  const deps = {
+    workerId: id,
+    tasks: o.tasks,
+    driver: o.driver,
+    db: o.store.db,
+    secretBox: o.secretBox,
+    clock: o.clock,
+    stopTimeoutMs: o.stopTimeoutMs,
+    retryBaseMs: o.retryBaseMs,
+    maxAttempts: o.maxAttempts,
+    log: o.log,
+  };
+
+  async function maintenance(now: number) {
+    await extendLeases(o.store.db, id, [...running.keys()], Date.now() + o.leaseMs);
+    const recovered = await recoverExpiredJobs(o.store.db, Date.now(), now);
+    if (recovered > 0) o.log.warn({ recovered }, 'recovered jobs whose worker stopped');
+  }
+
+  async function tick(): Promise<number> {
+    const now = o.clock.now();
+    if (Date.now() - lastMaintenance >= o.leaseMs / 3) {
+      lastMaintenance = Date.now();
+      await maintenance(now);
+    }
+    const free = o.concurrency - running.size;
+    if (free <= 0) return 0;
+    const jobs = await claimJobs(o.store.db, id, free, now, Date.now() + o.leaseMs);
+    for (const job of jobs) {
+      const p = runJob(deps, job)
+        .then((outcome) => o.onRun?.(job.id, outcome))
+        .catch((err) =>
+          o.log.error({ err, jobId: job.id }, 'job run failed; its lease will expire and it will be retried'),
+        )
+        .finally(() => {
+          running.delete(job.id);
+          o.signal.notify();
+        });
+      running.set(job.id, p);
+    }
+    return jobs.length;
+  }
+
+  async function run() {
+    let backoff = 0;
+    while (!abort.signal.aborted) {
+      try {
+        const claimed = await tick();
+        backoff = 0;
+        // Found a full batch: there may be more. Otherwise sleep until work is signalled.
+        if (claimed > 0 && running.size < o.concurrency) continue;
+        await o.signal.wait(pollMs, abort.signal);
+      } catch (err) {
+        backoff = Math.min(5000, backoff ? backoff * 2 : 100);
+        if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'store unavailable; worker waits');
+        else o.log.error({ err }, 'worker loop error');
+        await o.signal.wait(backoff, abort.signal);
+      }
+    }
+  }
+
+  return {
+    id,
+    get running() {
+      return running.size;
+    },
+    start() {
+      if (loop) return;
+      abort = new AbortController();
+      loop = run();
+    },
+    async stop(graceMs = 30_000) {
+      abort.abort();
+      await loop;
+      loop = undefined;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...running.values()]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { Kysely, Updateable } from 'kysely';
+import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
+import type { Database, ServiceTable } from '../schema.ts';
+
+export interface Service {
+  readonly id: string;
+  readonly resellerId: string;
+  readonly clientId: string;
+  readonly productId: string;
+  readonly templateId: string;
+  readonly domainName: string;
+  readonly username: string;
+  readonly passwordEnc: string;
+  readonly cpu: number;
+  readonly ram: number;
+  readonly hdd: number;
+  readonly ipCount: number;
+  readonly backup: number;
+  readonly status: Status;
+  readonly resumeStatus: PowerStatus | null;
+  readonly suspendReason: string | null;
+  readonly projectedStatus: StableStatus;
+  readonly projectedResume: PowerStatus | null;
+  readonly pendingJobs: number;
+  readonly jobSeq: number;
+  readonly activeJobId: string | null;
+  readonly hostId: string | null;
+  readonly ips: readonly string[];
+  readonly diskRevision: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly terminatedAt: number | null;
+}
+
+export type ServiceRow = ServiceTable;
+export type ServicePatch = Updateable<ServiceTable>;
+
+export function toService(r: ServiceRow): Service {
+  return {
+    id: r.id,
+    resellerId: r.reseller_id,
+    clientId: r.client_id,
+    productId: r.product_id,
+    templateId: r.template_id,
+    domainName: r.domain_name,
+    username: r.username,
+    passwordEnc: r.password_enc,
+    cpu: r.cpu,
+    ram: r.ram,
+    hdd: r.hdd,
+    ipCount: r.ip_count,
+    backup: r.backup,
+    status: r.status as Status,
+    resumeStatus: r.resume_status as PowerStatus | null,
+    suspendReason: r.suspend_reason,
+    projectedStatus: r.projected_status as StableStatus,
+    projectedResume: r.projected_resume as PowerStatus | null,
+    pendingJobs: r.pending_jobs,
+    jobSeq: r.job_seq,
+    activeJobId: r.active_job_id,
+    hostId: r.host_id,
+    ips: JSON.parse(r.ips) as string[],
+    diskRevision: r.disk_revision,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    terminatedAt: r.terminated_at,
+  };
+}
+
+export async function insertService(db: Kysely<Database>, row: ServiceRow): Promise<void> {
+  await db.insertInto('services').values(row).execute();
+}
+
+/** The service if it exists and belongs to the reseller; another reseller's service is not found. */
+export async function findOwnedService(
+  db: Kysely<Database>,
+  resellerId: string,
+  id: string,
+): Promise<Service | undefined> {
+  const row = await db
+    .selectFrom('services')
+    .selectAll()
+    .where('id', '=', id)
+    .where('reseller_id', '=', resellerId)
+    .executeTakeFirst();
+  return row && toService(row);
+}
+
+export async function findService(db: Kysely<Database>, id: string): Promise<Service | undefined> {
+  const row = await db.selectFrom('services').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toService(row);
+}
+
+export async function updateService(db: Kysely<Database>, id: string, patch: ServicePatch): Promise<void> {
+  await db.updateTable('services').set(patch).where('id', '=', id).execute();
+}

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  CLIENT_STATE_TTL_MS,
+  type ClientState,
+  createClientStateCache,
+} from '../../src/auth/client-state.ts';
+
+function state(tokenVersion: number, enabled = true): ClientState {
+  return { clientId: 'c1', resellerId: 'r1', enabled, tokenVersion, variant: 'B' };
+}
+
+/** A loader over a mutable "store" that counts its calls. */
+function fakeStore() {
+  const rows = new Map<string, ClientState>([['c1', state(1)]]);
+  let calls = 0;
+  return {
+    rows,
+    get calls() {
+      return calls;
+    },
+    load: async (id: string) => {
+      calls += 1;
+      await new Promise((r) => setTimeout(r, 5));
+      return rows.get(id);
+    },
+  };
+}
+
+describe('client state cache', () => {
+  test('revocation must reach every process well within 5 s', () => {
+    assert.ok(CLIENT_STATE_TTL_MS > 0 && CLIENT_STATE_TTL_MS <= 5000);
+  });
+
+  test('serves from memory within the TTL and reads the store again after it', async () => {
+    const store = fakeStore();
+    const cache = createClientStateCache(store.load, 2000);
+    assert.deepEqual(await cache.get('c1', 10_000), state(1));
+    assert.equal(store.calls, 1);
+
+    store.rows.set('c1', state(2, false));
+    assert.deepEqual(await cache.get('c1', 11_999), state(1), 'still cached');
+    assert.equal(store.calls, 1);
+
+    assert.deepEqual(await cache.get('c1', 12_000), state(2, false), 'expired at the TTL');
+    assert.equal(store.calls, 2);
+  });
+
+  test('an unknown client is undefined', async () => {
+    const store = fakeStore();
+    const cache = createClientStateCache(store.load, 2000);
+    assert.equal(await cache.get('nobody', 0), undefined);
+    store.rows.set('nobody', state(1));
+    assert.deepEqual(await cache.get('nobody', 2000), state(1));
+  });
+
+  test('concurrent misses share one store read', async () => {
+    const store = fakeStore();
+    const cache = createClientStateCache(store.load, 2000);
+    const results = await Promise.all(Array.from({ length: 20 }, () => cache.get('c1', 0)));
+    assert.equal(store.calls, 1);
+    for (const r of results) assert.deepEqual(r, state(1));
+  });
+
+  test('invalidate forces the next get to read the store', async () => {
+    const store = fakeStore();
+    const cache = createClientStateCache(store.load, 2000);
+    await cache.get('c1', 0);
+    store.rows.set('c1', state(5));
+    cache.invalidate('c1');
+    assert.deepEqual(await cache.get('c1', 1), state(5));
+    assert.equal(store.calls, 2);
+  });
+
+  test('a failed load is not cached and does not block later reads', async () => {
+    let fail = true;
+    const cache = createClientStateCache(async () => {
+      if (fail) throw new Error('store down');
+      return state(1);
+    }, 2000);
+    await assert.rejects(cache.get('c1', 0), /store down/);
+    fail = false;
+    assert.deepEqual(await cache.get('c1', 1), state(1));
+  });
+});

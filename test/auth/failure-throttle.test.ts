@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createFailureThrottle } from '../../src/auth/failure-throttle.ts';
+
+describe('failure throttle (token endpoint guessing resistance)', () => {
+  test('allows the free attempts, then locks the key out', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 5, baseLockMs: 1000 });
+    for (let i = 0; i < 4; i++) {
+      throttle.fail('client:a', 1000);
+      assert.equal(throttle.retryAfter('client:a', 1000), 0, `after ${i + 1} failures`);
+    }
+    throttle.fail('client:a', 1000);
+    assert.equal(throttle.retryAfter('client:a', 1000), 1);
+    // Other keys are not affected.
+    assert.equal(throttle.retryAfter('client:b', 1000), 0);
+  });
+
+  test('the lock-out ends after its time', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 2, baseLockMs: 3000 });
+    throttle.fail('k', 0);
+    throttle.fail('k', 0);
+    assert.equal(throttle.retryAfter('k', 0), 3);
+    assert.equal(throttle.retryAfter('k', 2500), 1);
+    assert.equal(throttle.retryAfter('k', 3000), 0);
+  });
+
+  test('the lock-out doubles with each further failure, up to the cap', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 1, baseLockMs: 1000, maxLockMs: 10_000 });
+    const waits: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      throttle.fail('k', 0);
+      waits.push(throttle.retryAfter('k', 0));
+    }
+    assert.deepEqual(waits, [1, 2, 4, 8, 10, 10]);
+  });
+
+  test('a success clears the key', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 3 });
+    for (let i = 0; i < 3; i++) throttle.fail('k', 0);
+    assert.ok(throttle.retryAfter('k', 0) > 0);
+    throttle.succeed('k');
+    assert.equal(throttle.retryAfter('k', 0), 0);
+    // The count starts again: two more failures do not lock.
+    throttle.fail('k', 0);
+    throttle.fail('k', 0);
+    assert.equal(throttle.retryAfter('k', 0), 0);
+  });
+
+  test('failures older than the window are forgotten', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 3, windowMs: 60_000 });
+    throttle.fail('k', 0);
+    throttle.fail('k', 1000);
+    // The third failure comes after the window: the count restarts, no lock-out.
+    throttle.fail('k', 61_001);
+    assert.equal(throttle.retryAfter('k', 61_001), 0);
+    throttle.fail('k', 61_002);
+    assert.equal(throttle.retryAfter('k', 61_002), 0);
+    throttle.fail('k', 61_003);
+    assert.ok(throttle.retryAfter('k', 61_003) > 0);
+  });
+
+  test('defaults: five free attempts', () => {
+    const throttle = createFailureThrottle();
+    for (let i = 0; i < 4; i++) throttle.fail('k', 0);
+    assert.equal(throttle.retryAfter('k', 0), 0);
+    throttle.fail('k', 0);
+    assert.ok(throttle.retryAfter('k', 0) >= 1);
+  });
+});

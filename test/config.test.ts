@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+const HEX_KEY = 'a'.repeat(64);
+const B64_KEY = Buffer.alloc(32, 7).toString('base64');
+
+/** Asserts that `env` is refused with a ConfigError whose message names `setting`. */
+function refuses(env: Record<string, string>, setting: string): void {
+  assert.throws(
+    () => loadConfig(env),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
+      assert.equal(err.name, 'ConfigError');
+      assert.ok(err.message.includes(setting), `"${err.message}" should name ${setting}`);
+      return true;
+    },
+    `${JSON.stringify(env)} should be refused`,
+  );
+}
+
+describe('loadConfig', () => {
+  test('defaults with an empty environment', () => {
+    const c = loadConfig({});
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.port, 8080);
+    assert.equal(c.dataDir, resolve('./data'));
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.databasePoolSize, 10);
+    assert.equal(c.driver, 'simulated');
+    assert.equal(c.libvirtUri, 'qemu:///system');
+    assert.equal(c.tokenTtl, 3600);
+    assert.equal(c.logLevel, 'info');
+    assert.equal(c.demo, true);
+    assert.equal(c.simulatedSpeed, 1);
+    // Documented as "two hosts"; their sizes are the simulator's business.
+    assert.deepEqual(
+      c.simulatedHosts.map((h) => h.id),
+      ['sim-host-1', 'sim-host-2'],
+    );
+    for (const h of c.simulatedHosts) {
+      for (const n of [h.cpu, h.ramGb, h.diskGb, h.backupGb]) assert.ok(Number.isInteger(n) && n > 0);
+    }
+    assert.equal(c.simulatedIpPool, '10.80.0.0/16');
+    assert.deepEqual(c.simulatedFaults, { transient: 0, permanent: 0 });
+    assert.equal(c.secretKey, undefined);
+    assert.equal(c.baseUrl, undefined);
+    assert.equal(c.workerMode, 'both');
+    assert.equal(c.workerConcurrency, 16);
+    assert.equal(c.jobLeaseMs, 30_000);
+    assert.equal(c.jobRetryBaseMs, 2000);
+    assert.equal(c.jobMaxAttempts, 6);
+    assert.equal(c.stopTimeoutMs, 120_000);
+    assert.equal(c.rateLimit, 50);
+    assert.equal(c.rateBurst, 100);
+    assert.equal(c.schedulerGraceMs, 6 * 3_600_000);
+    assert.equal(c.schedulerIntervalMs, 15_000);
+    assert.equal(c.clockStart, undefined);
+    assert.equal(c.clockRate, 1);
+  });
+
+  test('reads every VRP_* setting', () => {
+    const c = loadConfig({
+      VRP_HOST: '0.0.0.0',
+      VRP_PORT: '9090',
+      VRP_DATA_DIR: '/tmp/vrp-config-test',
+      VRP_DATABASE_URL: 'postgres://vrp:pw@db.example:5432/vrp',
+      VRP_DATABASE_POOL: '25',
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_URI: 'qemu+ssh://root@hv1/system',
+      VRP_TOKEN_TTL: '600',
+      VRP_LOG_LEVEL: 'debug',
+      VRP_DEMO: '0',
+      VRP_SIMULATED_SPEED: '0.5',
+      VRP_SIM_HOSTS: 'h1:8:32:500:100, h2:16:64:1000',
+      VRP_SIM_IP_POOL: '192.168.10.0/24',
+      VRP_SIM_FAULTS: 'transient=0.1,permanent=0.01',
+      VRP_SECRET_KEY: HEX_KEY,
+      VRP_BASE_URL: 'https://api.example.com/vps_reseller_provider/public/',
+      VRP_ROLE: 'worker',
+      VRP_WORKER_CONCURRENCY: '4',
+      VRP_JOB_LEASE: '45s',
+      VRP_JOB_RETRY_BASE: '500ms',
+      VRP_JOB_MAX_ATTEMPTS: '3',
+      VRP_STOP_TIMEOUT: '90s',
+      VRP_RATE_LIMIT: '7',
+      VRP_RATE_BURST: '9',
+      VRP_SCHEDULER_GRACE: '1h',
+      VRP_SCHEDULER_INTERVAL: '30',
+      VRP_CLOCK_START: '2030-01-01T00:00:00Z',
+      VRP_CLOCK_RATE: '60',
+    });
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.port, 9090);
+    assert.equal(c.dataDir, '/tmp/vrp-config-test');
+    assert.equal(c.databaseUrl, 'postgres://vrp:pw@db.example:5432/vrp');
+    assert.equal(c.databasePoolSize, 25);
+    assert.equal(c.driver, 'libvirt');
+    assert.equal(c.libvirtUri, 'qemu+ssh://root@hv1/system');
+    assert.equal(c.tokenTtl, 600);
+    assert.equal(c.logLevel, 'debug');
+    assert.equal(c.demo, false);
+    assert.equal(c.simulatedSpeed, 0.5);
+    assert.deepEqual(c.simulatedHosts, [
+      { id: 'h1', cpu: 8, ramGb: 32, diskGb: 500, backupGb: 100 },
+      { id: 'h2', cpu: 16, ramGb: 64, diskGb: 1000, backupGb: 0 },
+    ]);
+    assert.equal(c.simulatedIpPool, '192.168.10.0/24');
+    assert.deepEqual(c.simulatedFaults, { transient: 0.1, permanent: 0.01 });
+    assert.equal(c.secretKey, HEX_KEY);
+    assert.equal(c.baseUrl, 'https://api.example.com/vps_reseller_provider/public', 'trailing slash dropped');
+    assert.equal(c.workerMode, 'worker');
+    assert.equal(c.workerConcurrency, 4);
+    assert.equal(c.jobLeaseMs, 45_000);
+    assert.equal(c.jobRetryBaseMs, 500);
+    assert.equal(c.jobMaxAttempts, 3);
+    assert.equal(c.stopTimeoutMs, 90_000);
+    assert.equal(c.rateLimit, 7);
+    assert.equal(c.rateBurst, 9);
+    assert.equal(c.schedulerGraceMs, 3_600_000);
+    assert.equal(c.schedulerIntervalMs, 30_000, 'a bare number is seconds');
+    assert.equal(c.clockStart, Date.UTC(2030, 0, 1));
+    assert.equal(c.clockRate, 60);
+  });
+
+  test('other accepted spellings', () => {
+    assert.equal(
+      loadConfig({ VRP_DATABASE_URL: 'postgresql://localhost/vrp' }).databaseUrl,
+      'postgresql://localhost/vrp',
+    );
+    assert.equal(loadConfig({ VRP_SECRET_KEY: B64_KEY }).secretKey, B64_KEY);
+    for (const yes of ['1', 'true', 'yes', 'on', 'TRUE'])
+      assert.equal(loadConfig({ VRP_DEMO: yes }).demo, true);
+    for (const no of ['0', 'false', 'no', 'off']) assert.equal(loadConfig({ VRP_DEMO: no }).demo, false);
+    assert.equal(loadConfig({ VRP_RATE_LIMIT: '0' }).rateLimit, 0, '0 turns rate limiting off');
+    assert.equal(loadConfig({ VRP_SIMULATED_SPEED: '0' }).simulatedSpeed, 0);
+    assert.equal(loadConfig({ VRP_PORT: '0' }).port, 0);
+    assert.equal(loadConfig({ VRP_ROLE: 'api' }).workerMode, 'api');
+    assert.equal(loadConfig({ VRP_JOB_LEASE: '1.5m' }).jobLeaseMs, 90_000);
+    assert.equal(loadConfig({ VRP_DATA_DIR: 'rel/dir' }).dataDir, resolve('rel/dir'), 'made absolute');
+  });
+
+  test('an empty value means the default, for every setting', () => {
+    const defaults = loadConfig({});
+    const names = [
+      'VRP_HOST',
+      'VRP_PORT',
+      'VRP_DATA_DIR',
+      'VRP_DATABASE_URL',
+      'VRP_DATABASE_POOL',
+      'VRP_DRIVER',
+      'VRP_LIBVIRT_URI',
+      'VRP_TOKEN_TTL',
+      'VRP_LOG_LEVEL',
+      'VRP_DEMO',
+      'VRP_SIMULATED_SPEED',
+      'VRP_SIM_HOSTS',
+      'VRP_SIM_IP_POOL',
+      'VRP_SIM_FAULTS',
+      'VRP_SECRET_KEY',
+      'VRP_BASE_URL',
+      'VRP_ROLE',
+      'VRP_WORKER_CONCURRENCY',
+      'VRP_JOB_LEASE',
+      'VRP_JOB_RETRY_BASE',
+      'VRP_JOB_MAX_ATTEMPTS',
+      'VRP_STOP_TIMEOUT',
+      'VRP_RATE_LIMIT',
+      'VRP_RATE_BURST',
+      'VRP_SCHEDULER_GRACE',
+      'VRP_SCHEDULER_INTERVAL',
+      'VRP_CLOCK_START',
+      'VRP_CLOCK_RATE',
+    ];
+    // `VRP_X=` in an env file or a compose file is common; every other setting reads it as unset.
+    const refused: string[] = [];
+    for (const name of names) {
+      try {
+        assert.deepEqual(loadConfig({ [name]: '' }), defaults, `${name}= (empty)`);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        refused.push(name);
+      }
+    }
+    assert.deepEqual(refused, [], 'settings that refuse an empty value instead of using the default');
+  });
+
+  test('bad values are refused with a ConfigError naming the setting', () => {
+    const cases: [string, string][] = [
+      ['VRP_PORT', 'abc'],
+      ['VRP_PORT', '70000'],
+      ['VRP_PORT', '-1'],
+      ['VRP_PORT', '80.5'],
+      ['VRP_DRIVER', 'xen'],
+      ['VRP_SIMULATED_SPEED', '-1'],
+      ['VRP_SIMULATED_SPEED', 'fast'],
+      ['VRP_DATABASE_URL', 'mysql://x'],
+      ['VRP_DATABASE_URL', 'not a url'],
+      ['VRP_DATABASE_POOL', '0'],
+      ['VRP_SECRET_KEY', 'short'],
+      ['VRP_SECRET_KEY', 'a'.repeat(63)],
+      ['VRP_SIM_HOSTS', 'bad'],
+      ['VRP_SIM_HOSTS', 'h1:8:32'],
+      ['VRP_SIM_HOSTS', 'h1:8:32:x'],
+      ['VRP_SIM_HOSTS', 'h1:8:32:500,h1:8:32:500'],
+      ['VRP_SIM_IP_POOL', '10.0.0.0'],
+      ['VRP_SIM_IP_POOL', '300.0.0.0/16'],
+      ['VRP_SIM_IP_POOL', '10.0.0.0/31'],
+      ['VRP_SIM_FAULTS', 'x=1'],
+      ['VRP_SIM_FAULTS', 'transient=2'],
+      ['VRP_SIM_FAULTS', 'transient='],
+      ['VRP_SIM_FAULTS', 'permanent'],
+      ['VRP_TOKEN_TTL', '5'],
+      ['VRP_TOKEN_TTL', '1h'],
+      ['VRP_LOG_LEVEL', 'verbose'],
+      ['VRP_DEMO', 'maybe'],
+      ['VRP_BASE_URL', 'ftp://example.com'],
+      ['VRP_ROLE', 'scheduler'],
+      ['VRP_WORKER_CONCURRENCY', '0'],
+      ['VRP_JOB_LEASE', '10x'],
+      ['VRP_JOB_LEASE', '500ms'],
+      ['VRP_JOB_MAX_ATTEMPTS', '0'],
+      ['VRP_STOP_TIMEOUT', '-5s'],
+      ['VRP_RATE_LIMIT', '-1'],
+      ['VRP_RATE_BURST', '0'],
+      ['VRP_SCHEDULER_INTERVAL', '5ms'],
+      ['VRP_CLOCK_START', 'yesterday'],
+      ['VRP_CLOCK_RATE', '0'],
+    ];
+    for (const [name, value] of cases) refuses({ [name]: value }, name);
+  });
+
+  test('the result is frozen', () => {
+    const c = loadConfig({});
+    assert.ok(Object.isFrozen(c));
+    assert.throws(() => {
+      (c as { port: number }).port = 1;
+    }, TypeError);
+    assert.equal(c.port, 8080);
+  });
+
+  test('reads process.env when no environment is given', () => {
+    const saved = process.env['VRP_PORT'];
+    process.env['VRP_PORT'] = '8181';
+    try {
+      assert.equal(loadConfig().port, 8181);
+    } finally {
+      if (saved === undefined) delete process.env['VRP_PORT'];
+      else process.env['VRP_PORT'] = saved;
+    }
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * A real server process (`node src/main.ts`) on a free loopback port, for end-to-end tests.
+ * `kill()` sends a signal (SIGKILL simulates a crash); `stop()` shuts it down gracefully.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { freePort } from '../../scripts/postgres.ts';
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stderr/stdout (for failure messages). */
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+  stop(): Promise<number | null>;
+}
+
+export async function startServer(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['src/main.ts'], {
+    env: {
+      ...process.env,
+      VRP_LOG_LEVEL: 'warn',
+      VRP_RATE_LIMIT: '0',
+      ...env,
+      VRP_PORT: String(port),
+      VRP_HOST: '127.0.0.1',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start within ${timeoutMs} ms:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  return {
+    url,
+    port,
+    child,
+    output: () => out,
+    kill,
+    stop: () => kill('SIGTERM'),
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Integration tests run once per store. `npm test` starts a throwaway PostgreSQL and passes
+ * its admin URL as VRP_TEST_PG_URL; without it (a single test file run by hand) only SQLite runs.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+export function testStores(): StoreKind[] {
+  return process.env['VRP_TEST_PG_URL'] ? ['sqlite', 'postgres'] : ['sqlite'];
+}
+
+/** A new, empty PostgreSQL database for one test app; `drop` removes it. */
+export async function createPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const admin = process.env['VRP_TEST_PG_URL'];
+  if (!admin) throw new Error('VRP_TEST_PG_URL is not set: run the suite with npm test');
+  const name = `vrp_t_${randomBytes(6).toString('hex')}`;
+  const client = new pg.Client(admin);
+  await client.connect();
+  try {
+    await client.query(`create database ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client(admin);
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}

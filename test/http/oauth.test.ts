@@ -1,0 +1,592 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { rotateApplicationSecret } from '../../src/auth/applications.ts';
+import { hashSecret } from '../../src/auth/secret-hash.ts';
+import { revokeClientTokens, setClientEnabled } from '../../src/store/repos/clients.ts';
+import { findResellerByName, setResellerEnabled } from '../../src/store/repos/resellers.ts';
+import { API, BASE, createTestApp, type TestApp } from '../helpers/app.ts';
+
+const TOKEN_URL = `${BASE}/oauth/token`;
+const METADATA_URL = `/.well-known/oauth-authorization-server${BASE}`;
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are JSON, checked field by field by the assertions
+type Reply = { status: number; body: any; headers: Record<string, unknown> };
+
+// The token endpoint also throttles failures per address: each request comes from its own
+// address unless a test says otherwise, so that failures in one test do not lock out another.
+let addresses = 0;
+function freshIp(): string {
+  addresses += 1;
+  return `10.9.${addresses >> 8}.${addresses & 255}`;
+}
+
+/** RFC 6749 section 2.3.1: both parts are form-urlencoded, then joined with ":" and base64-encoded. */
+function basic(id: string, secret: string): string {
+  const enc = (s: string) => new URLSearchParams({ v: s }).toString().slice(2);
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+}
+
+async function tokenRequest(
+  t: TestApp,
+  options: {
+    json?: Record<string, unknown>;
+    form?: Record<string, string> | string;
+    authorization?: string;
+    ip?: string;
+  },
+): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  let payload: string | undefined;
+  if (options.json) {
+    headers['content-type'] = 'application/json';
+    payload = JSON.stringify(options.json);
+  } else if (options.form !== undefined) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    payload = typeof options.form === 'string' ? options.form : new URLSearchParams(options.form).toString();
+  }
+  if (options.authorization) headers['authorization'] = options.authorization;
+  const res = await t.app.inject({
+    method: 'POST',
+    url: TOKEN_URL,
+    headers,
+    payload,
+    remoteAddress: options.ip ?? freshIp(),
+  });
+  return { status: res.statusCode, body: res.json(), headers: res.headers };
+}
+
+async function version(t: TestApp, token: string): Promise<Reply> {
+  const res = await t.app.inject({
+    method: 'GET',
+    url: `${API}/version`,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return { status: res.statusCode, body: res.json(), headers: res.headers };
+}
+
+function assertTokenSuccess(res: Reply, scope = 'access products service'): string {
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.headers['cache-control'], 'no-store');
+  assert.deepEqual(Object.keys(res.body).sort(), ['access_token', 'expires_in', 'scope', 'token_type']);
+  assert.equal(typeof res.body.access_token, 'string');
+  assert.ok(res.body.access_token.length > 20);
+  assert.equal(res.body.token_type, 'Bearer');
+  assert.equal(res.body.expires_in, 3600);
+  assert.deepEqual(res.body.scope.split(' ').sort(), scope.split(' ').sort());
+  return res.body.access_token;
+}
+
+function assertOauthError(res: Reply, status: number, error: string): void {
+  assert.equal(res.status, status, JSON.stringify(res.body));
+  assert.equal(res.body.error, error, JSON.stringify(res.body));
+  assert.equal(typeof res.body.error_description, 'string');
+  assert.equal(res.body.status, undefined, 'the token endpoint is plain OAuth, not enveloped');
+  assert.equal(res.headers['cache-control'], 'no-store');
+}
+
+/** Polls the version endpoint with `token` until it answers 401; returns how long that took. */
+async function msUntilRejected(t: TestApp, token: string, limitMs = 5000): Promise<number> {
+  const start = Date.now();
+  for (;;) {
+    const res = await version(t, token);
+    if (res.status === 401) {
+      assert.equal(res.body.error_code, 'invalid_token');
+      return Date.now() - start;
+    }
+    assert.equal(res.status, 200);
+    if (Date.now() - start > limitMs) assert.fail(`the token still worked after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('token endpoint (POST /oauth/token)', () => {
+  let t: TestApp;
+  let id: string;
+  let secret: string;
+
+  before(async () => {
+    t = await createTestApp();
+    const c = await t.client();
+    id = c.client_id;
+    secret = c.client_secret;
+  });
+  after(() => t.close());
+
+  test('client_secret_post with a JSON body', async () => {
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+    });
+    const token = assertTokenSuccess(res);
+    assert.equal(res.headers['pragma'], 'no-cache');
+    assert.equal((await version(t, token)).status, 200);
+  });
+
+  test('client_secret_post with a form-urlencoded body (RFC 6749)', async () => {
+    const res = await tokenRequest(t, {
+      form: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+    });
+    const token = assertTokenSuccess(res);
+    assert.equal((await version(t, token)).status, 200);
+  });
+
+  test('client_secret_basic with a form body, and with a JSON body', async () => {
+    const form = await tokenRequest(t, {
+      authorization: basic(id, secret),
+      form: { grant_type: 'client_credentials' },
+    });
+    assert.equal((await version(t, assertTokenSuccess(form))).status, 200);
+    const json = await tokenRequest(t, {
+      authorization: basic(id, secret),
+      json: { grant_type: 'client_credentials' },
+    });
+    assertTokenSuccess(json);
+    // client_id may be repeated in the body when it matches the Basic credentials.
+    const both = await tokenRequest(t, {
+      authorization: basic(id, secret),
+      form: { grant_type: 'client_credentials', client_id: id },
+    });
+    assertTokenSuccess(both);
+  });
+
+  test('client_secret_basic decodes form-urlencoded credentials', async () => {
+    const c = await t.client();
+    const special = 'p@ss w+rd:/%&=é';
+    await t.ctx.store.db
+      .updateTable('clients')
+      .set({ secret_hash: await hashSecret(special) })
+      .where('id', '=', c.client_id)
+      .execute();
+    const viaBasic = await tokenRequest(t, {
+      authorization: basic(c.client_id, special),
+      form: { grant_type: 'client_credentials' },
+    });
+    assertTokenSuccess(viaBasic);
+    const viaPost = await tokenRequest(t, {
+      form: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: special },
+    });
+    assertTokenSuccess(viaPost);
+    // Sent without form-encoding, "+" means a space and "%&" is no escape: that secret is not this one.
+    const raw = `Basic ${Buffer.from(`${c.client_id}:${special}`).toString('base64')}`;
+    assertOauthError(
+      await tokenRequest(t, { authorization: raw, form: { grant_type: 'client_credentials' } }),
+      401,
+      'invalid_client',
+    );
+  });
+
+  test('scope narrows the token; the narrowed token cannot reach other scopes', async () => {
+    const res = await tokenRequest(t, {
+      form: {
+        grant_type: 'client_credentials',
+        client_id: id,
+        client_secret: secret,
+        scope: 'access products',
+      },
+    });
+    const token = assertTokenSuccess(res, 'access products');
+    assert.equal((await version(t, token)).status, 200);
+    const products = await t.app.inject({
+      method: 'GET',
+      url: `${API}/products`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(products.statusCode, 200);
+    const service = await t.app.inject({
+      method: 'GET',
+      url: `${API}/service/00000000-0000-4000-8000-000000000000/status`,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(service.statusCode, 403);
+    assert.equal(service.json().error_code, 'insufficient_scope');
+
+    const single = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope: 'service' },
+    });
+    assertTokenSuccess(single, 'service');
+  });
+
+  test("without scope, the token carries all of the application's scopes", async () => {
+    const limited = await t.client({ scopes: ['access'] });
+    const res = await tokenRequest(t, {
+      json: {
+        grant_type: 'client_credentials',
+        client_id: limited.client_id,
+        client_secret: limited.client_secret,
+      },
+    });
+    assertTokenSuccess(res, 'access');
+  });
+
+  test('invalid_scope: an unknown scope, or one the application may not have', async () => {
+    for (const scope of ['admin', 'access admin', 'openid']) {
+      const res = await tokenRequest(t, {
+        form: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope },
+      });
+      assertOauthError(res, 400, 'invalid_scope');
+    }
+    const limited = await t.client({ scopes: ['access'] });
+    const res = await tokenRequest(t, {
+      form: {
+        grant_type: 'client_credentials',
+        client_id: limited.client_id,
+        client_secret: limited.client_secret,
+        scope: 'access products',
+      },
+    });
+    assertOauthError(res, 400, 'invalid_scope');
+  });
+
+  test('unsupported_grant_type for any other grant', async () => {
+    for (const grant of ['password', 'authorization_code', 'refresh_token', 'CLIENT_CREDENTIALS']) {
+      const res = await tokenRequest(t, {
+        form: { grant_type: grant, client_id: id, client_secret: secret },
+      });
+      assertOauthError(res, 400, 'unsupported_grant_type');
+    }
+  });
+
+  test('invalid_request: grant_type missing', async () => {
+    assertOauthError(
+      await tokenRequest(t, { form: { client_id: id, client_secret: secret } }),
+      400,
+      'invalid_request',
+    );
+    assertOauthError(await tokenRequest(t, {}), 400, 'invalid_request');
+  });
+
+  test('invalid_request: Basic and client_secret both, or a parameter given twice', async () => {
+    const both = await tokenRequest(t, {
+      authorization: basic(id, secret),
+      form: { grant_type: 'client_credentials', client_secret: secret },
+    });
+    assertOauthError(both, 400, 'invalid_request');
+    const otherId = await tokenRequest(t, {
+      authorization: basic(id, secret),
+      form: { grant_type: 'client_credentials', client_id: 'vrp_someone_else' },
+    });
+    assertOauthError(otherId, 400, 'invalid_request');
+    const twice = await tokenRequest(t, {
+      form: `grant_type=client_credentials&grant_type=client_credentials&client_id=${id}&client_secret=${secret}`,
+    });
+    assertOauthError(twice, 400, 'invalid_request');
+    const notString = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: id, client_secret: 12345 },
+    });
+    assertOauthError(notString, 400, 'invalid_request');
+  });
+
+  test('invalid_request: a JSON body that does not parse', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: TOKEN_URL,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"grant_type": ',
+      remoteAddress: freshIp(),
+    });
+    assertOauthError(
+      { status: res.statusCode, body: res.json(), headers: res.headers },
+      400,
+      'invalid_request',
+    );
+  });
+
+  test('a body over 1 MiB is refused with an RFC 6749 client error, not server_error', async () => {
+    const res = await tokenRequest(t, {
+      form: {
+        grant_type: 'client_credentials',
+        client_id: id,
+        client_secret: secret,
+        pad: 'x'.repeat(1024 * 1024),
+      },
+    });
+    assert.equal(res.status, 413);
+    assert.equal(res.body.status, undefined, 'not enveloped');
+    assert.equal(res.body.error, 'invalid_request', JSON.stringify(res.body));
+  });
+
+  test('invalid_client: wrong secret, unknown client, no credentials', async () => {
+    const wrong = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: id, client_secret: `${secret}x` },
+    });
+    assertOauthError(wrong, 401, 'invalid_client');
+    const unknown = await tokenRequest(t, {
+      json: {
+        grant_type: 'client_credentials',
+        client_id: 'vrp_000000000000000000000000',
+        client_secret: secret,
+      },
+    });
+    assertOauthError(unknown, 401, 'invalid_client');
+    assert.equal(
+      unknown.body.error_description,
+      wrong.body.error_description,
+      'no hint which part was wrong',
+    );
+    const none = await tokenRequest(t, { json: { grant_type: 'client_credentials' } });
+    assertOauthError(none, 401, 'invalid_client');
+    const noSecret = await tokenRequest(t, { json: { grant_type: 'client_credentials', client_id: id } });
+    assertOauthError(noSecret, 401, 'invalid_client');
+  });
+
+  test('invalid_client with Basic answers WWW-Authenticate: Basic', async () => {
+    const wrong = await tokenRequest(t, {
+      authorization: basic(id, `${secret}x`),
+      form: { grant_type: 'client_credentials' },
+    });
+    assertOauthError(wrong, 401, 'invalid_client');
+    assert.match(String(wrong.headers['www-authenticate']), /^Basic /);
+    for (const authorization of [
+      'Basic !!!',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+      'Bearer abc',
+    ]) {
+      const res = await tokenRequest(t, { authorization, form: { grant_type: 'client_credentials' } });
+      assertOauthError(res, 401, 'invalid_client');
+      assert.match(String(res.headers['www-authenticate']), /^Basic /);
+    }
+  });
+
+  test('a disabled application, or one of a disabled reseller, gets invalid_client', async () => {
+    const app = await t.client();
+    await setClientEnabled(t.ctx.store.db, app.client_id, false, Date.now());
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret },
+    });
+    assertOauthError(res, 401, 'invalid_client');
+
+    const other = await t.client({ reseller: 'disabled-reseller' });
+    const reseller = await findResellerByName(t.ctx.store.db, 'disabled-reseller');
+    await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+    const res2 = await tokenRequest(t, {
+      json: {
+        grant_type: 'client_credentials',
+        client_id: other.client_id,
+        client_secret: other.client_secret,
+      },
+    });
+    assertOauthError(res2, 401, 'invalid_client');
+  });
+});
+
+describe('token endpoint: guessing throttle', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  test('five wrong secrets lock the client out, even for the right secret; the lock-out grows', async () => {
+    const c = await t.client();
+    const ip = freshIp();
+    const attempt = (s: string, from = ip) =>
+      tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: s },
+        ip: from,
+      });
+    for (let i = 0; i < 5; i++) assertOauthError(await attempt('wrong'), 401, 'invalid_client');
+
+    const locked = await attempt(c.client_secret);
+    assertOauthError(locked, 429, 'temporarily_unavailable');
+    assert.equal(locked.headers['retry-after'], '1');
+    // The lock is on the client, whatever the address.
+    assertOauthError(await attempt(c.client_secret, freshIp()), 429, 'temporarily_unavailable');
+
+    await new Promise((r) => setTimeout(r, 1100));
+    // One more failure after the lock-out: locked again, for longer.
+    assertOauthError(await attempt('wrong'), 401, 'invalid_client');
+    const again = await attempt(c.client_secret);
+    assertOauthError(again, 429, 'temporarily_unavailable');
+    assert.equal(again.headers['retry-after'], '2');
+
+    await new Promise((r) => setTimeout(r, 2100));
+    assertTokenSuccess(await attempt(c.client_secret));
+    // The success cleared the count: one wrong secret is a plain 401 again, not a lock-out.
+    assertOauthError(await attempt('wrong'), 401, 'invalid_client');
+    assertTokenSuccess(await attempt(c.client_secret));
+  });
+
+  test('an address that fails for many client ids is locked out too', async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 5; i++) {
+      const res = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: `vrp_guess_${i}`, client_secret: 'guess' },
+        ip,
+      });
+      assertOauthError(res, 401, 'invalid_client');
+    }
+    const c = await t.client();
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      ip,
+    });
+    assertOauthError(res, 429, 'temporarily_unavailable');
+    assert.ok(Number(res.headers['retry-after']) >= 1);
+    // Another address is not affected.
+    assertTokenSuccess(
+      await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      }),
+    );
+  });
+});
+
+describe('token revocation reaches requests within 5 s', { concurrency: true }, () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+    // Creates the reseller now: the tests below register applications for it concurrently.
+    await t.client();
+  });
+  after(() => t.close());
+
+  async function issued() {
+    const c = await t.client();
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+    });
+    const token = assertTokenSuccess(res);
+    // Used once, so that the server has the application's state cached.
+    assert.equal((await version(t, token)).status, 200);
+    return { c, token };
+  }
+
+  test('disabling the application', async () => {
+    const { c, token } = await issued();
+    await setClientEnabled(t.ctx.store.db, c.client_id, false, Date.now());
+    const ms = await msUntilRejected(t, token);
+    assert.ok(ms <= 5000);
+    const res = await version(t, token);
+    assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
+  });
+
+  test('disabling the reseller', async () => {
+    const c = await t.client({ reseller: 'to-disable' });
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+    });
+    const token = assertTokenSuccess(res);
+    assert.equal((await version(t, token)).status, 200);
+    const reseller = await findResellerByName(t.ctx.store.db, 'to-disable');
+    await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+    await msUntilRejected(t, token);
+  });
+
+  test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {
+    const { c, token } = await issued();
+    const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+    assert.notEqual(newSecret, c.client_secret);
+    assertOauthError(
+      await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      }),
+      401,
+      'invalid_client',
+    );
+    await msUntilRejected(t, token);
+    const fresh = assertTokenSuccess(
+      await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
+      }),
+    );
+    assert.equal((await version(t, fresh)).status, 200);
+  });
+
+  test('revoking the tokens', async () => {
+    const { c, token } = await issued();
+    await revokeClientTokens(t.ctx.store.db, c.client_id, Date.now());
+    await msUntilRejected(t, token);
+    // The secret still works and gives a token that works.
+    const fresh = assertTokenSuccess(
+      await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      }),
+    );
+    assert.equal((await version(t, fresh)).status, 200);
+  });
+
+  test('a token issued right after a rotation works at once', async () => {
+    const { c } = await issued();
+    const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+    const fresh = assertTokenSuccess(
+      await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
+      }),
+    );
+    const res = await version(t, fresh);
+    assert.equal(res.status, 200, `a freshly issued token was refused: ${JSON.stringify(res.body)}`);
+  });
+});
+
+describe('token expiry', () => {
+  test('a token stops working when expires_in has passed on the server clock', async (ctx) => {
+    // The server clock runs 100 times faster: 60 s of token life pass in 0.6 s.
+    const t = await createTestApp({ VRP_TOKEN_TTL: '60', VRP_CLOCK_RATE: '100' });
+    ctx.after(() => t.close());
+    const c = await t.client();
+    const res = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.expires_in, 60);
+    const token = res.body.access_token;
+    const start = Date.now();
+    assert.equal((await version(t, token)).status, 200);
+    const ms = await msUntilRejected(t, token, 3000);
+    assert.ok(Date.now() - start >= 400, `expired too early, after ${ms} ms`);
+    const rejected = await version(t, token);
+    assert.equal(rejected.status, 401);
+    assert.match(String(rejected.headers['www-authenticate']), /error="invalid_token"/);
+  });
+});
+
+describe('authorization server metadata (RFC 8414)', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  test('served at the well-known address of the issuer {base_url}', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: METADATA_URL,
+      headers: { host: 'api.example.com' },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^application\/json/);
+    const m = res.json();
+    assert.equal(m.issuer, 'http://api.example.com/vps_reseller_provider/public');
+    // RFC 8414 section 3: the metadata of issuer https://host/path lives at /.well-known/oauth-authorization-server/path.
+    assert.equal(`/.well-known/oauth-authorization-server${new URL(m.issuer).pathname}`, METADATA_URL);
+    assert.equal(m.token_endpoint, `${m.issuer}/oauth/token`);
+    assert.deepEqual(m.grant_types_supported, ['client_credentials']);
+    assert.deepEqual([...m.token_endpoint_auth_methods_supported].sort(), [
+      'client_secret_basic',
+      'client_secret_post',
+    ]);
+    assert.deepEqual([...m.scopes_supported].sort(), ['access', 'products', 'service']);
+  });
+
+  test('the token_endpoint it names is the one that issues tokens', async () => {
+    const m = (await t.app.inject({ method: 'GET', url: METADATA_URL })).json();
+    const c = await t.client();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: new URL(m.token_endpoint).pathname,
+      headers: { authorization: basic(c.client_id, c.client_secret) },
+      payload: { grant_type: 'client_credentials' },
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.json().token_type, 'Bearer');
+  });
+
+  test('VRP_BASE_URL, when set, is the issuer', async (ctx) => {
+    const t2 = await createTestApp({ VRP_BASE_URL: 'https://vps.example.net/vps_reseller_provider/public' });
+    ctx.after(() => t2.close());
+    const m = (
+      await t2.app.inject({ method: 'GET', url: METADATA_URL, headers: { host: 'internal:8080' } })
+    ).json();
+    assert.equal(m.issuer, 'https://vps.example.net/vps_reseller_provider/public');
+    assert.equal(m.token_endpoint, 'https://vps.example.net/vps_reseller_provider/public/oauth/token');
+  });
+});
