@@ -1,4 +1,6 @@
 import type { Kysely } from 'kysely';
+import { parseCatalogFile } from '../domain/catalog-file.ts';
+import { importCatalog } from './catalog-import.ts';
 import { countProducts } from './repos/products.ts';
 import type { Database } from './schema.ts';
 
@@ -121,39 +123,6 @@ export const DEMO_CATALOG = {
 /** Loads the demo catalogue into a store that has no products; true if it did. */
 export async function seedDemoCatalog(db: Kysely<Database>, now: number): Promise<boolean> {
   if ((await countProducts(db)) > 0) return false;
-  await db.transaction().execute(async (tx) => {
-    for (const t of DEMO_CATALOG.os_templates) {
-      await tx
-        .insertInto('os_templates')
-        .values({ id: t.id, name: t.name, image: t.image, created_at: now, updated_at: now })
-        .execute();
-    }
-    for (const [i, p] of DEMO_CATALOG.products.entries()) {
-      await tx
-        .insertInto('products')
-        .values({
-          id: p.id,
-          name: p.name,
-          template: p.template,
-          config: JSON.stringify(p.config),
-          position: i,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      for (const [j, templateId] of p.os_templates.entries()) {
-        await tx
-          .insertInto('product_templates')
-          .values({ product_id: p.id, template_id: templateId, position: j })
-          .execute();
-      }
-      for (const [j, plan] of p.plans.entries()) {
-        await tx
-          .insertInto('plans')
-          .values({ ...plan, product_id: p.id, position: j })
-          .execute();
-      }
-    }
-  });
+  await importCatalog(db, parseCatalogFile(DEMO_CATALOG), now);
   return true;
 }

@@ -5,6 +5,7 @@ import { hashSecret } from '../../src/auth/secret-hash.ts';
 import { revokeClientTokens, setClientEnabled } from '../../src/store/repos/clients.ts';
 import { findResellerByName, setResellerEnabled } from '../../src/store/repos/resellers.ts';
 import { API, BASE, createTestApp, type TestApp } from '../helpers/app.ts';
+import { testStores } from '../helpers/stores.ts';
 
 const TOKEN_URL = `${BASE}/oauth/token`;
 const METADATA_URL = `/.well-known/oauth-authorization-server${BASE}`;
@@ -99,274 +100,280 @@ async function msUntilRejected(t: TestApp, token: string, limitMs = 5000): Promi
   }
 }
 
-describe('token endpoint (POST /oauth/token)', () => {
-  let t: TestApp;
-  let id: string;
-  let secret: string;
+for (const store of testStores()) {
+  describe(`token endpoint (POST /oauth/token) (${store})`, () => {
+    let t: TestApp;
+    let id: string;
+    let secret: string;
 
-  before(async () => {
-    t = await createTestApp();
-    const c = await t.client();
-    id = c.client_id;
-    secret = c.client_secret;
-  });
-  after(() => t.close());
+    before(async () => {
+      t = await createTestApp({}, { store });
+      const c = await t.client();
+      id = c.client_id;
+      secret = c.client_secret;
+    });
+    after(() => t.close());
 
-  test('client_secret_post with a JSON body', async () => {
-    const res = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
-    });
-    const token = assertTokenSuccess(res);
-    assert.equal(res.headers['pragma'], 'no-cache');
-    assert.equal((await version(t, token)).status, 200);
-  });
-
-  test('client_secret_post with a form-urlencoded body (RFC 6749)', async () => {
-    const res = await tokenRequest(t, {
-      form: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
-    });
-    const token = assertTokenSuccess(res);
-    assert.equal((await version(t, token)).status, 200);
-  });
-
-  test('client_secret_basic with a form body, and with a JSON body', async () => {
-    const form = await tokenRequest(t, {
-      authorization: basic(id, secret),
-      form: { grant_type: 'client_credentials' },
-    });
-    assert.equal((await version(t, assertTokenSuccess(form))).status, 200);
-    const json = await tokenRequest(t, {
-      authorization: basic(id, secret),
-      json: { grant_type: 'client_credentials' },
-    });
-    assertTokenSuccess(json);
-    // client_id may be repeated in the body when it matches the Basic credentials.
-    const both = await tokenRequest(t, {
-      authorization: basic(id, secret),
-      form: { grant_type: 'client_credentials', client_id: id },
-    });
-    assertTokenSuccess(both);
-  });
-
-  test('client_secret_basic decodes form-urlencoded credentials', async () => {
-    const c = await t.client();
-    const special = 'p@ss w+rd:/%&=é';
-    await t.ctx.store.db
-      .updateTable('clients')
-      .set({ secret_hash: await hashSecret(special) })
-      .where('id', '=', c.client_id)
-      .execute();
-    const viaBasic = await tokenRequest(t, {
-      authorization: basic(c.client_id, special),
-      form: { grant_type: 'client_credentials' },
-    });
-    assertTokenSuccess(viaBasic);
-    const viaPost = await tokenRequest(t, {
-      form: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: special },
-    });
-    assertTokenSuccess(viaPost);
-    // Sent without form-encoding, "+" means a space and "%&" is no escape: that secret is not this one.
-    const raw = `Basic ${Buffer.from(`${c.client_id}:${special}`).toString('base64')}`;
-    assertOauthError(
-      await tokenRequest(t, { authorization: raw, form: { grant_type: 'client_credentials' } }),
-      401,
-      'invalid_client',
-    );
-  });
-
-  test('scope narrows the token; the narrowed token cannot reach other scopes', async () => {
-    const res = await tokenRequest(t, {
-      form: {
-        grant_type: 'client_credentials',
-        client_id: id,
-        client_secret: secret,
-        scope: 'access products',
-      },
-    });
-    const token = assertTokenSuccess(res, 'access products');
-    assert.equal((await version(t, token)).status, 200);
-    const products = await t.app.inject({
-      method: 'GET',
-      url: `${API}/products`,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    assert.equal(products.statusCode, 200);
-    const service = await t.app.inject({
-      method: 'GET',
-      url: `${API}/service/00000000-0000-4000-8000-000000000000/status`,
-      headers: { authorization: `Bearer ${token}` },
-    });
-    assert.equal(service.statusCode, 403);
-    assert.equal(service.json().error_code, 'insufficient_scope');
-
-    const single = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope: 'service' },
-    });
-    assertTokenSuccess(single, 'service');
-  });
-
-  test("without scope, the token carries all of the application's scopes", async () => {
-    const limited = await t.client({ scopes: ['access'] });
-    const res = await tokenRequest(t, {
-      json: {
-        grant_type: 'client_credentials',
-        client_id: limited.client_id,
-        client_secret: limited.client_secret,
-      },
-    });
-    assertTokenSuccess(res, 'access');
-  });
-
-  test('invalid_scope: an unknown scope, or one the application may not have', async () => {
-    for (const scope of ['admin', 'access admin', 'openid']) {
+    test('client_secret_post with a JSON body', async () => {
       const res = await tokenRequest(t, {
-        form: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope },
+        json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+      });
+      const token = assertTokenSuccess(res);
+      assert.equal(res.headers['pragma'], 'no-cache');
+      assert.equal((await version(t, token)).status, 200);
+    });
+
+    test('client_secret_post with a form-urlencoded body (RFC 6749)', async () => {
+      const res = await tokenRequest(t, {
+        form: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+      });
+      const token = assertTokenSuccess(res);
+      assert.equal((await version(t, token)).status, 200);
+    });
+
+    test('client_secret_basic with a form body, and with a JSON body', async () => {
+      const form = await tokenRequest(t, {
+        authorization: basic(id, secret),
+        form: { grant_type: 'client_credentials' },
+      });
+      assert.equal((await version(t, assertTokenSuccess(form))).status, 200);
+      const json = await tokenRequest(t, {
+        authorization: basic(id, secret),
+        json: { grant_type: 'client_credentials' },
+      });
+      assertTokenSuccess(json);
+      // client_id may be repeated in the body when it matches the Basic credentials.
+      const both = await tokenRequest(t, {
+        authorization: basic(id, secret),
+        form: { grant_type: 'client_credentials', client_id: id },
+      });
+      assertTokenSuccess(both);
+    });
+
+    test('client_secret_basic decodes form-urlencoded credentials', async () => {
+      const c = await t.client();
+      const special = 'p@ss w+rd:/%&=é';
+      await t.ctx.store.db
+        .updateTable('clients')
+        .set({ secret_hash: await hashSecret(special) })
+        .where('id', '=', c.client_id)
+        .execute();
+      const viaBasic = await tokenRequest(t, {
+        authorization: basic(c.client_id, special),
+        form: { grant_type: 'client_credentials' },
+      });
+      assertTokenSuccess(viaBasic);
+      const viaPost = await tokenRequest(t, {
+        form: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: special },
+      });
+      assertTokenSuccess(viaPost);
+      // Sent without form-encoding, "+" means a space and "%&" is no escape: that secret is not this one.
+      const raw = `Basic ${Buffer.from(`${c.client_id}:${special}`).toString('base64')}`;
+      assertOauthError(
+        await tokenRequest(t, { authorization: raw, form: { grant_type: 'client_credentials' } }),
+        401,
+        'invalid_client',
+      );
+    });
+
+    test('scope narrows the token; the narrowed token cannot reach other scopes', async () => {
+      const res = await tokenRequest(t, {
+        form: {
+          grant_type: 'client_credentials',
+          client_id: id,
+          client_secret: secret,
+          scope: 'access products',
+        },
+      });
+      const token = assertTokenSuccess(res, 'access products');
+      assert.equal((await version(t, token)).status, 200);
+      const products = await t.app.inject({
+        method: 'GET',
+        url: `${API}/products`,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(products.statusCode, 200);
+      const service = await t.app.inject({
+        method: 'GET',
+        url: `${API}/service/00000000-0000-4000-8000-000000000000/status`,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(service.statusCode, 403);
+      assert.equal(service.json().error_code, 'insufficient_scope');
+
+      const single = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope: 'service' },
+      });
+      assertTokenSuccess(single, 'service');
+    });
+
+    test("without scope, the token carries all of the application's scopes", async () => {
+      const limited = await t.client({ scopes: ['access'] });
+      const res = await tokenRequest(t, {
+        json: {
+          grant_type: 'client_credentials',
+          client_id: limited.client_id,
+          client_secret: limited.client_secret,
+        },
+      });
+      assertTokenSuccess(res, 'access');
+    });
+
+    test('invalid_scope: an unknown scope, or one the application may not have', async () => {
+      for (const scope of ['admin', 'access admin', 'openid']) {
+        const res = await tokenRequest(t, {
+          form: { grant_type: 'client_credentials', client_id: id, client_secret: secret, scope },
+        });
+        assertOauthError(res, 400, 'invalid_scope');
+      }
+      const limited = await t.client({ scopes: ['access'] });
+      const res = await tokenRequest(t, {
+        form: {
+          grant_type: 'client_credentials',
+          client_id: limited.client_id,
+          client_secret: limited.client_secret,
+          scope: 'access products',
+        },
       });
       assertOauthError(res, 400, 'invalid_scope');
-    }
-    const limited = await t.client({ scopes: ['access'] });
-    const res = await tokenRequest(t, {
-      form: {
-        grant_type: 'client_credentials',
-        client_id: limited.client_id,
-        client_secret: limited.client_secret,
-        scope: 'access products',
-      },
     });
-    assertOauthError(res, 400, 'invalid_scope');
-  });
 
-  test('unsupported_grant_type for any other grant', async () => {
-    for (const grant of ['password', 'authorization_code', 'refresh_token', 'CLIENT_CREDENTIALS']) {
-      const res = await tokenRequest(t, {
-        form: { grant_type: grant, client_id: id, client_secret: secret },
+    test('unsupported_grant_type for any other grant', async () => {
+      for (const grant of ['password', 'authorization_code', 'refresh_token', 'CLIENT_CREDENTIALS']) {
+        const res = await tokenRequest(t, {
+          form: { grant_type: grant, client_id: id, client_secret: secret },
+        });
+        assertOauthError(res, 400, 'unsupported_grant_type');
+      }
+    });
+
+    test('invalid_request: grant_type missing', async () => {
+      assertOauthError(
+        await tokenRequest(t, { form: { client_id: id, client_secret: secret } }),
+        400,
+        'invalid_request',
+      );
+      assertOauthError(await tokenRequest(t, {}), 400, 'invalid_request');
+    });
+
+    test('invalid_request: Basic and client_secret both, or a parameter given twice', async () => {
+      const both = await tokenRequest(t, {
+        authorization: basic(id, secret),
+        form: { grant_type: 'client_credentials', client_secret: secret },
       });
-      assertOauthError(res, 400, 'unsupported_grant_type');
-    }
-  });
+      assertOauthError(both, 400, 'invalid_request');
+      const otherId = await tokenRequest(t, {
+        authorization: basic(id, secret),
+        form: { grant_type: 'client_credentials', client_id: 'vrp_someone_else' },
+      });
+      assertOauthError(otherId, 400, 'invalid_request');
+      const twice = await tokenRequest(t, {
+        form: `grant_type=client_credentials&grant_type=client_credentials&client_id=${id}&client_secret=${secret}`,
+      });
+      assertOauthError(twice, 400, 'invalid_request');
+      const notString = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: id, client_secret: 12345 },
+      });
+      assertOauthError(notString, 400, 'invalid_request');
+    });
 
-  test('invalid_request: grant_type missing', async () => {
-    assertOauthError(
-      await tokenRequest(t, { form: { client_id: id, client_secret: secret } }),
-      400,
-      'invalid_request',
-    );
-    assertOauthError(await tokenRequest(t, {}), 400, 'invalid_request');
-  });
+    test('invalid_request: a JSON body that does not parse', async () => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: TOKEN_URL,
+        headers: { 'content-type': 'application/json' },
+        payload: '{"grant_type": ',
+        remoteAddress: freshIp(),
+      });
+      assertOauthError(
+        { status: res.statusCode, body: res.json(), headers: res.headers },
+        400,
+        'invalid_request',
+      );
+    });
 
-  test('invalid_request: Basic and client_secret both, or a parameter given twice', async () => {
-    const both = await tokenRequest(t, {
-      authorization: basic(id, secret),
-      form: { grant_type: 'client_credentials', client_secret: secret },
+    test('a body over 1 MiB is refused with an RFC 6749 client error, not server_error', async () => {
+      const res = await tokenRequest(t, {
+        form: {
+          grant_type: 'client_credentials',
+          client_id: id,
+          client_secret: secret,
+          pad: 'x'.repeat(1024 * 1024),
+        },
+      });
+      assert.equal(res.status, 413);
+      assert.equal(res.body.status, undefined, 'not enveloped');
+      assert.equal(res.body.error, 'invalid_request', JSON.stringify(res.body));
     });
-    assertOauthError(both, 400, 'invalid_request');
-    const otherId = await tokenRequest(t, {
-      authorization: basic(id, secret),
-      form: { grant_type: 'client_credentials', client_id: 'vrp_someone_else' },
-    });
-    assertOauthError(otherId, 400, 'invalid_request');
-    const twice = await tokenRequest(t, {
-      form: `grant_type=client_credentials&grant_type=client_credentials&client_id=${id}&client_secret=${secret}`,
-    });
-    assertOauthError(twice, 400, 'invalid_request');
-    const notString = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: id, client_secret: 12345 },
-    });
-    assertOauthError(notString, 400, 'invalid_request');
-  });
 
-  test('invalid_request: a JSON body that does not parse', async () => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: TOKEN_URL,
-      headers: { 'content-type': 'application/json' },
-      payload: '{"grant_type": ',
-      remoteAddress: freshIp(),
+    test('invalid_client: wrong secret, unknown client, no credentials', async () => {
+      const wrong = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: id, client_secret: `${secret}x` },
+      });
+      assertOauthError(wrong, 401, 'invalid_client');
+      const unknown = await tokenRequest(t, {
+        json: {
+          grant_type: 'client_credentials',
+          client_id: 'vrp_000000000000000000000000',
+          client_secret: secret,
+        },
+      });
+      assertOauthError(unknown, 401, 'invalid_client');
+      assert.equal(
+        unknown.body.error_description,
+        wrong.body.error_description,
+        'no hint which part was wrong',
+      );
+      const none = await tokenRequest(t, { json: { grant_type: 'client_credentials' } });
+      assertOauthError(none, 401, 'invalid_client');
+      const noSecret = await tokenRequest(t, { json: { grant_type: 'client_credentials', client_id: id } });
+      assertOauthError(noSecret, 401, 'invalid_client');
     });
-    assertOauthError(
-      { status: res.statusCode, body: res.json(), headers: res.headers },
-      400,
-      'invalid_request',
-    );
-  });
 
-  test('a body over 1 MiB is refused with an RFC 6749 client error, not server_error', async () => {
-    const res = await tokenRequest(t, {
-      form: {
-        grant_type: 'client_credentials',
-        client_id: id,
-        client_secret: secret,
-        pad: 'x'.repeat(1024 * 1024),
-      },
+    test('invalid_client with Basic answers WWW-Authenticate: Basic', async () => {
+      const wrong = await tokenRequest(t, {
+        authorization: basic(id, `${secret}x`),
+        form: { grant_type: 'client_credentials' },
+      });
+      assertOauthError(wrong, 401, 'invalid_client');
+      assert.match(String(wrong.headers['www-authenticate']), /^Basic /);
+      for (const authorization of [
+        'Basic !!!',
+        `Basic ${Buffer.from('no-colon').toString('base64')}`,
+        'Bearer abc',
+      ]) {
+        const res = await tokenRequest(t, { authorization, form: { grant_type: 'client_credentials' } });
+        assertOauthError(res, 401, 'invalid_client');
+        assert.match(String(res.headers['www-authenticate']), /^Basic /);
+      }
     });
-    assert.equal(res.status, 413);
-    assert.equal(res.body.status, undefined, 'not enveloped');
-    assert.equal(res.body.error, 'invalid_request', JSON.stringify(res.body));
-  });
 
-  test('invalid_client: wrong secret, unknown client, no credentials', async () => {
-    const wrong = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: id, client_secret: `${secret}x` },
-    });
-    assertOauthError(wrong, 401, 'invalid_client');
-    const unknown = await tokenRequest(t, {
-      json: {
-        grant_type: 'client_credentials',
-        client_id: 'vrp_000000000000000000000000',
-        client_secret: secret,
-      },
-    });
-    assertOauthError(unknown, 401, 'invalid_client');
-    assert.equal(
-      unknown.body.error_description,
-      wrong.body.error_description,
-      'no hint which part was wrong',
-    );
-    const none = await tokenRequest(t, { json: { grant_type: 'client_credentials' } });
-    assertOauthError(none, 401, 'invalid_client');
-    const noSecret = await tokenRequest(t, { json: { grant_type: 'client_credentials', client_id: id } });
-    assertOauthError(noSecret, 401, 'invalid_client');
-  });
-
-  test('invalid_client with Basic answers WWW-Authenticate: Basic', async () => {
-    const wrong = await tokenRequest(t, {
-      authorization: basic(id, `${secret}x`),
-      form: { grant_type: 'client_credentials' },
-    });
-    assertOauthError(wrong, 401, 'invalid_client');
-    assert.match(String(wrong.headers['www-authenticate']), /^Basic /);
-    for (const authorization of [
-      'Basic !!!',
-      `Basic ${Buffer.from('no-colon').toString('base64')}`,
-      'Bearer abc',
-    ]) {
-      const res = await tokenRequest(t, { authorization, form: { grant_type: 'client_credentials' } });
+    test('a disabled application, or one of a disabled reseller, gets invalid_client', async () => {
+      const app = await t.client();
+      await setClientEnabled(t.ctx.store.db, app.client_id, false, Date.now());
+      const res = await tokenRequest(t, {
+        json: {
+          grant_type: 'client_credentials',
+          client_id: app.client_id,
+          client_secret: app.client_secret,
+        },
+      });
       assertOauthError(res, 401, 'invalid_client');
-      assert.match(String(res.headers['www-authenticate']), /^Basic /);
-    }
-  });
 
-  test('a disabled application, or one of a disabled reseller, gets invalid_client', async () => {
-    const app = await t.client();
-    await setClientEnabled(t.ctx.store.db, app.client_id, false, Date.now());
-    const res = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: app.client_id, client_secret: app.client_secret },
+      const other = await t.client({ reseller: 'disabled-reseller' });
+      const reseller = await findResellerByName(t.ctx.store.db, 'disabled-reseller');
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+      const res2 = await tokenRequest(t, {
+        json: {
+          grant_type: 'client_credentials',
+          client_id: other.client_id,
+          client_secret: other.client_secret,
+        },
+      });
+      assertOauthError(res2, 401, 'invalid_client');
     });
-    assertOauthError(res, 401, 'invalid_client');
-
-    const other = await t.client({ reseller: 'disabled-reseller' });
-    const reseller = await findResellerByName(t.ctx.store.db, 'disabled-reseller');
-    await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
-    const res2 = await tokenRequest(t, {
-      json: {
-        grant_type: 'client_credentials',
-        client_id: other.client_id,
-        client_secret: other.client_secret,
-      },
-    });
-    assertOauthError(res2, 401, 'invalid_client');
   });
-});
+}
 
 describe('token endpoint: guessing throttle', () => {
   let t: TestApp;
@@ -430,92 +437,94 @@ describe('token endpoint: guessing throttle', () => {
   });
 });
 
-describe('token revocation reaches requests within 5 s', { concurrency: true }, () => {
-  let t: TestApp;
-  before(async () => {
-    t = await createTestApp();
-    // Creates the reseller now: the tests below register applications for it concurrently.
-    await t.client();
-  });
-  after(() => t.close());
-
-  async function issued() {
-    const c = await t.client();
-    const res = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+for (const store of testStores()) {
+  describe(`token revocation reaches requests within 5 s (${store})`, { concurrency: true }, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await createTestApp({}, { store });
+      // Creates the reseller now: the tests below register applications for it concurrently.
+      await t.client();
     });
-    const token = assertTokenSuccess(res);
-    // Used once, so that the server has the application's state cached.
-    assert.equal((await version(t, token)).status, 200);
-    return { c, token };
-  }
+    after(() => t.close());
 
-  test('disabling the application', async () => {
-    const { c, token } = await issued();
-    await setClientEnabled(t.ctx.store.db, c.client_id, false, Date.now());
-    const ms = await msUntilRejected(t, token);
-    assert.ok(ms <= 5000);
-    const res = await version(t, token);
-    assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
-  });
+    async function issued() {
+      const c = await t.client();
+      const res = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      });
+      const token = assertTokenSuccess(res);
+      // Used once, so that the server has the application's state cached.
+      assert.equal((await version(t, token)).status, 200);
+      return { c, token };
+    }
 
-  test('disabling the reseller', async () => {
-    const c = await t.client({ reseller: 'to-disable' });
-    const res = await tokenRequest(t, {
-      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+    test('disabling the application', async () => {
+      const { c, token } = await issued();
+      await setClientEnabled(t.ctx.store.db, c.client_id, false, Date.now());
+      const ms = await msUntilRejected(t, token);
+      assert.ok(ms <= 5000);
+      const res = await version(t, token);
+      assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
     });
-    const token = assertTokenSuccess(res);
-    assert.equal((await version(t, token)).status, 200);
-    const reseller = await findResellerByName(t.ctx.store.db, 'to-disable');
-    await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
-    await msUntilRejected(t, token);
-  });
 
-  test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {
-    const { c, token } = await issued();
-    const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
-    assert.notEqual(newSecret, c.client_secret);
-    assertOauthError(
-      await tokenRequest(t, {
+    test('disabling the reseller', async () => {
+      const c = await t.client({ reseller: 'to-disable' });
+      const res = await tokenRequest(t, {
         json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
-      }),
-      401,
-      'invalid_client',
-    );
-    await msUntilRejected(t, token);
-    const fresh = assertTokenSuccess(
-      await tokenRequest(t, {
-        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
-      }),
-    );
-    assert.equal((await version(t, fresh)).status, 200);
-  });
+      });
+      const token = assertTokenSuccess(res);
+      assert.equal((await version(t, token)).status, 200);
+      const reseller = await findResellerByName(t.ctx.store.db, 'to-disable');
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+      await msUntilRejected(t, token);
+    });
 
-  test('revoking the tokens', async () => {
-    const { c, token } = await issued();
-    await revokeClientTokens(t.ctx.store.db, c.client_id, Date.now());
-    await msUntilRejected(t, token);
-    // The secret still works and gives a token that works.
-    const fresh = assertTokenSuccess(
-      await tokenRequest(t, {
-        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
-      }),
-    );
-    assert.equal((await version(t, fresh)).status, 200);
-  });
+    test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {
+      const { c, token } = await issued();
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      assert.notEqual(newSecret, c.client_secret);
+      assertOauthError(
+        await tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+        }),
+        401,
+        'invalid_client',
+      );
+      await msUntilRejected(t, token);
+      const fresh = assertTokenSuccess(
+        await tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
+        }),
+      );
+      assert.equal((await version(t, fresh)).status, 200);
+    });
 
-  test('a token issued right after a rotation works at once', async () => {
-    const { c } = await issued();
-    const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
-    const fresh = assertTokenSuccess(
-      await tokenRequest(t, {
-        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
-      }),
-    );
-    const res = await version(t, fresh);
-    assert.equal(res.status, 200, `a freshly issued token was refused: ${JSON.stringify(res.body)}`);
+    test('revoking the tokens', async () => {
+      const { c, token } = await issued();
+      await revokeClientTokens(t.ctx.store.db, c.client_id, Date.now());
+      await msUntilRejected(t, token);
+      // The secret still works and gives a token that works.
+      const fresh = assertTokenSuccess(
+        await tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+        }),
+      );
+      assert.equal((await version(t, fresh)).status, 200);
+    });
+
+    test('a token issued right after a rotation works at once', async () => {
+      const { c } = await issued();
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      const fresh = assertTokenSuccess(
+        await tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
+        }),
+      );
+      const res = await version(t, fresh);
+      assert.equal(res.status, 200, `a freshly issued token was refused: ${JSON.stringify(res.body)}`);
+    });
   });
-});
+}
 
 describe('token expiry', () => {
   test('a token stops working when expires_in has passed on the server clock', async (ctx) => {
