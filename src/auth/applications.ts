@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { insertClient, newClientId, rotateClientSecret, type Variant } from '../store/repos/clients.ts';
-import { createReseller, findResellerByName } from '../store/repos/resellers.ts';
+import { ensureResellerRow, findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { SCOPES, type Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secret-hash.ts';
@@ -49,9 +49,9 @@ export async function registerApplication(
   };
 }
 
-/** A reseller by name, created if missing. */
+/** A reseller by name, created if missing (concurrent callers get the same one). */
 export async function ensureReseller(db: Kysely<Database>, name: string, now: number) {
-  return (await findResellerByName(db, name)) ?? createReseller(db, name, now);
+  return ensureResellerRow(db, name, now);
 }
 
 /** A new secret for an application; tokens issued before stop working. */

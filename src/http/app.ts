@@ -17,6 +17,7 @@ import { registerOauthRoutes } from './routes/oauth.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
 import { registerProductRoutes } from './routes/products.ts';
+import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
 
@@ -196,6 +197,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   registerServiceRoutes(app, ctx);
   registerServiceActionRoutes(app, ctx);
   registerBackupRoutes(app, ctx);
+  registerScheduleRoutes(app, ctx);
   return app;
 }
 

@@ -2,15 +2,17 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import type { RunOutcome } from './run-job.ts';
+import { createScheduler, type Scheduler } from './scheduler.ts';
 import { TASKS } from './tasks/index.ts';
 import { createWorker, type Worker } from './worker.ts';
 
 export interface Background {
   readonly worker: Worker;
+  readonly scheduler: Scheduler;
   stop(graceMs?: number): Promise<void>;
 }
 
-/** The worker (and, with backups, the scheduler) of a process that runs jobs. */
+/** The worker and the backup scheduler of a process that runs jobs. */
 export function startBackground(
   ctx: AppContext,
   driver: HypervisorDriver,
@@ -33,10 +35,21 @@ export function startBackground(
     pollMs: options.pollMs,
     onRun: options.onRun,
   });
+  const scheduler = createScheduler({
+    store: ctx.store,
+    clock: ctx.clock,
+    log,
+    signal: ctx.jobSignal,
+    graceMs: ctx.config.schedulerGraceMs,
+    intervalMs: ctx.config.schedulerIntervalMs,
+  });
   worker.start();
+  scheduler.start();
   return {
     worker,
+    scheduler,
     async stop(graceMs) {
+      await scheduler.stop();
       await worker.stop(graceMs);
     },
   };

@@ -4,14 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { ensureReseller, registerApplication } from '../../src/auth/applications.ts';
-import { openStore } from '../../src/store/database.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'bin/vrp.js');
@@ -74,27 +72,17 @@ describe('quick start against a real server process', () => {
 
   /** Registers reseller "acme" and an application for it, as the operator would. */
   async function registerClient(): Promise<{ client_id: string; client_secret: string }> {
-    if (existsSync(CLI)) {
-      const opts = { cwd: ROOT, env, timeout: 30_000 };
-      await run(process.execPath, [CLI, 'reseller', 'create', 'acme', '--json'], opts);
-      const { stdout } = await run(
-        process.execPath,
-        [CLI, 'client', 'create', '--reseller', 'acme', '--json'],
-        opts,
-      );
-      const created = JSON.parse(stdout);
-      assert.equal(typeof created.client_id, 'string', stdout);
-      assert.equal(typeof created.client_secret, 'string', stdout);
-      return created;
-    }
-    // TODO: remove this branch once bin/vrp.js exists; the quick start registers clients with the CLI.
-    const store = await openStore({ databaseUrl: undefined, dataDir });
-    try {
-      await ensureReseller(store.db, 'acme', Date.now());
-      return await registerApplication(store.db, { reseller: 'acme' }, Date.now());
-    } finally {
-      await store.close();
-    }
+    const opts = { cwd: ROOT, env, timeout: 30_000 };
+    await run(process.execPath, [CLI, 'reseller', 'create', 'acme', '--json'], opts);
+    const { stdout } = await run(
+      process.execPath,
+      [CLI, 'client', 'create', '--reseller', 'acme', '--json'],
+      opts,
+    );
+    const created = JSON.parse(stdout);
+    assert.equal(typeof created.client_id, 'string', stdout);
+    assert.equal(typeof created.client_secret, 'string', stdout);
+    return created;
   }
 
   test('token, test-connection, version, products, plans, then a clean SIGTERM', async () => {
@@ -128,7 +116,6 @@ describe('quick start against a real server process', () => {
       const res = await fetch(`${origin}${BASE}/api/v2/${path}`, { method, headers });
       return {
         status: res.status,
-        // biome-ignore lint/suspicious/noExplicitAny: response bodies are JSON, checked field by field below
         body: (await res.json()) as any,
         requestId: res.headers.get('x-request-id'),
       };

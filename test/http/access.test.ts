@@ -5,7 +5,6 @@ import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { API, createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are JSON, checked field by field by the assertions
 type Reply = { status: number; body: any; headers: Record<string, unknown> };
 
 async function request(

@@ -10,7 +10,6 @@ import { testStores } from '../helpers/stores.ts';
 const TOKEN_URL = `${BASE}/oauth/token`;
 const METADATA_URL = `/.well-known/oauth-authorization-server${BASE}`;
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are JSON, checked field by field by the assertions
 type Reply = { status: number; body: any; headers: Record<string, unknown> };
 
 // The token endpoint also throttles failures per address: each request comes from its own

@@ -4,7 +4,6 @@ import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are JSON, checked field by field by the assertions
 type Reply = { status: number; body: any; headers: Record<string, unknown> };
 
 // Section 2.2 of the interface document.

@@ -45,3 +45,14 @@ export async function setResellerEnabled(
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
+
+/** The reseller named `name`, created if missing; safe when several callers race. */
+export async function ensureResellerRow(db: Kysely<Database>, name: string, now: number): Promise<Reseller> {
+  await db
+    .insertInto('resellers')
+    .values({ id: randomUUID(), name, enabled: 1, created_at: now })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('resellers').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
+  return toReseller(row);
+}

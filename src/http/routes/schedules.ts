@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { MAX_SCHEDULES_PER_SERVICE, nextRunAt, parseBsDays, parseBsTime } from '../../domain/schedules.ts';
+import { decide } from '../../domain/status-machine.ts';
+import { projectedState } from '../../jobs/queue.ts';
+import {
+  type BackupSchedule,
+  deleteSchedule,
+  insertSchedule,
+  listSchedules,
+} from '../../store/repos/backup-schedules.ts';
+import type { App } from '../app.ts';
+import { API } from '../base-path.ts';
+import { successEnvelope } from '../envelope.ts';
+import { EmptyBody, isUuid, ServiceParams } from '../schemas.ts';
+import { ownedService } from './services.ts';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function scheduleView(s: BackupSchedule) {
+  return {
+    backup_schedule_id: s.id,
+    BsTime: s.bsTime,
+    BSDays: s.bsDays,
+    timezone: 'UTC',
+    next_run_at: iso(s.nextRunAt),
+    created_at: iso(s.createdAt),
+  };
+}
+
+const ScheduleBody = Type.Object({
+  service_id: Type.Optional(Type.String({ maxLength: 64 })),
+  BsTime: Type.String({ maxLength: 16 }),
+  BSDays: Type.String({ maxLength: 64 }),
+});
+const ScheduleParams = Type.Object({
+  service_id: Type.String({ maxLength: 64 }),
+  backup_schedule_id: Type.String({ maxLength: 64 }),
+});
+
+/** Schedule changes take effect at once: no job (CONTRACT.md section 7). */
+export function registerScheduleRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+  const config = { scope: 'service' as const };
+
+  app.get(
+    `${API}/service/:service_id/backup-schedule`,
+    { config, schema: { params: ServiceParams } },
+    async (request) => {
+      const service = await ownedService(ctx, request);
+      return successEnvelope(request.variant, (await listSchedules(db, service.id)).map(scheduleView));
+    },
+  );
+
+  app.post(
+    `${API}/service/:service_id/backup-schedule/create`,
+    { config, schema: { params: ServiceParams, body: ScheduleBody } },
+    async (request) => {
+      const service = await ownedService(ctx, request);
+      const time = parseBsTime(request.body.BsTime);
+      const days = parseBsDays(request.body.BSDays);
+      const decision = decide(projectedState(service), 'schedule_create');
+      if (decision.kind !== 'accept')
+        throw new ApiError(
+          'invalid_state',
+          decision.kind === 'invalid' ? decision.message : 'Cannot create a schedule now',
+        );
+      if (service.backup <= 0) {
+        throw new ApiError(
+          'backups_disabled',
+          'This service has no backup space (backup is 0 GB); upgrade BACKUP first',
+        );
+      }
+      const existing = await listSchedules(db, service.id);
+      if (existing.length >= MAX_SCHEDULES_PER_SERVICE) {
+        throw new ApiError(
+          'schedule_limit_reached',
+          `A service has at most ${MAX_SCHEDULES_PER_SERVICE} backup schedules`,
+        );
+      }
+      const now = ctx.clock.now();
+      await insertSchedule(db, {
+        id: randomUUID(),
+        service_id: service.id,
+        reseller_id: service.resellerId,
+        bs_time: request.body.BsTime,
+        bs_days: request.body.BSDays,
+        next_run_at: nextRunAt(time, days, now),
+        created_at: now,
+      });
+      return successEnvelope(request.variant, []);
+    },
+  );
+
+  app.post(
+    `${API}/service/:service_id/backup-schedule/delete/:backup_schedule_id`,
+    { config, schema: { params: ScheduleParams, body: EmptyBody } },
+    async (request) => {
+      const service = await ownedService(ctx, request);
+      const id = request.params.backup_schedule_id.toLowerCase();
+      const decision = decide(projectedState(service), 'schedule_delete');
+      if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
+      if (!isUuid(id) || !(await deleteSchedule(db, service.id, id))) {
+        throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
+      }
+      return successEnvelope(request.variant, [], request.variant === 'A' ? 'Backup schedule deleted' : '');
+    },
+  );
+}
