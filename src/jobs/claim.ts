@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Store } from '../store/database.ts';
 import { type Job, toJob } from '../store/repos/jobs.ts';
 import type { Database } from '../store/schema.ts';
 
@@ -7,9 +8,24 @@ import type { Database } from '../store/schema.ts';
  * service, and on a service with no job running. Ownership is taken by two compare-and-set
  * updates in one transaction (the service's active job, then the job), which keeps one job at
  * a time per service across any number of workers and processes, on SQLite and PostgreSQL.
+ * Where the database has it (PostgreSQL), candidates are read FOR UPDATE SKIP LOCKED, so
+ * concurrent workers pick different jobs instead of racing for the same ones.
  */
 export async function claimJobs(
+  store: Pick<Store, 'db' | 'features'>,
+  workerId: string,
+  limit: number,
+  now: number,
+  leaseUntil: number,
+): Promise<Job[]> {
+  return store.db
+    .transaction()
+    .execute((tx) => claimIn(tx, store.features.skipLocked, workerId, limit, now, leaseUntil));
+}
+
+async function claimIn(
   db: Kysely<Database>,
+  skipLocked: boolean,
   workerId: string,
   limit: number,
   now: number,
@@ -36,46 +52,57 @@ export async function claimJobs(
     .orderBy('j.run_at')
     .orderBy('j.seq')
     .limit(limit)
+    .$if(skipLocked, (q) => q.forUpdate('j').skipLocked())
     .execute();
 
   const claimed: Job[] = [];
   for (const c of candidates) {
-    const job = await db.transaction().execute(async (tx) => {
-      const s = await tx
-        .updateTable('services')
-        .set({ active_job_id: c.id })
-        .where('id', '=', c.service_id)
-        .where('active_job_id', 'is', null)
-        .executeTakeFirst();
-      if (s.numUpdatedRows === 0n) return undefined;
-      const row = await tx
-        .updateTable('jobs')
-        .set((eb) => ({
-          status: 'running',
-          attempts: eb('attempts', '+', 1),
-          started_at: eb.fn.coalesce('started_at', eb.val(now)),
-          locked_by: workerId,
-          locked_until: leaseUntil,
-        }))
-        .where('id', '=', c.id)
-        .where('status', '=', 'queued')
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) {
-        // Someone else took the job between our read and now: give the service back.
-        await tx
-          .updateTable('services')
-          .set({ active_job_id: null })
-          .where('id', '=', c.service_id)
-          .where('active_job_id', '=', c.id)
-          .execute();
-        return undefined;
-      }
-      return toJob(row);
-    });
+    const job = await claimOne(db, c.id, c.service_id, workerId, now, leaseUntil);
     if (job) claimed.push(job);
   }
   return claimed;
+}
+
+/** Takes the service (its active job), then the job; undefined if another worker was first. */
+async function claimOne(
+  db: Kysely<Database>,
+  jobId: string,
+  serviceId: string,
+  workerId: string,
+  now: number,
+  leaseUntil: number,
+): Promise<Job | undefined> {
+  const s = await db
+    .updateTable('services')
+    .set({ active_job_id: jobId })
+    .where('id', '=', serviceId)
+    .where('active_job_id', 'is', null)
+    .executeTakeFirst();
+  if (s.numUpdatedRows === 0n) return undefined;
+  const row = await db
+    .updateTable('jobs')
+    .set((eb) => ({
+      status: 'running',
+      attempts: eb('attempts', '+', 1),
+      started_at: eb.fn.coalesce('started_at', eb.val(now)),
+      locked_by: workerId,
+      locked_until: leaseUntil,
+    }))
+    .where('id', '=', jobId)
+    .where('status', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
+  if (!row) {
+    // Someone else took the job between our read and now: give the service back.
+    await db
+      .updateTable('services')
+      .set({ active_job_id: null })
+      .where('id', '=', serviceId)
+      .where('active_job_id', '=', jobId)
+      .execute();
+    return undefined;
+  }
+  return toJob(row);
 }
 
 /** Keeps this worker's running jobs owned. */

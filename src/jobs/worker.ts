@@ -76,7 +76,7 @@ export function createWorker(o: WorkerOptions): Worker {
     }
     const free = o.concurrency - running.size;
     if (free <= 0) return 0;
-    const jobs = await claimJobs(o.store.db, id, free, now, Date.now() + o.leaseMs);
+    const jobs = await claimJobs(o.store, id, free, now, Date.now() + o.leaseMs);
     for (const job of jobs) {
       const p = runJob(deps, job)
         .then((outcome) => o.onRun?.(job.id, outcome))

@@ -112,3 +112,26 @@ describe('vrp command', () => {
     assert.deepEqual(r.json(), { applied: [] });
   });
 });
+
+describe('vrp command against PostgreSQL', {
+  skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
+}, () => {
+  test('migrate, reseller, client and catalog commands work on PostgreSQL', async () => {
+    const { createPgDatabase } = await import('../helpers/stores.ts');
+    const db = await createPgDatabase();
+    try {
+      const env = { VRP_DATABASE_URL: db.url };
+      assert.equal(vrp(['migrate', '--json'], env).json().applied.length, 1);
+      assert.equal(vrp(['reseller', 'create', 'pgco'], env).code, 0);
+      const c = vrp(['client', 'create', '--reseller', 'pgco', '--json'], env).json();
+      assert.match(c.client_id, /^vrp_/);
+      assert.equal(vrp(['client', 'list', '--json'], env).json()[0].client_id, c.client_id);
+      const file = join(dataDir, 'pg-catalog.json');
+      writeFileSync(file, JSON.stringify(DEMO_CATALOG));
+      assert.equal(vrp(['catalog', 'import', file], env).code, 0);
+      assert.equal(vrp(['catalog', 'export'], env).json().products.length, DEMO_CATALOG.products.length);
+    } finally {
+      await db.drop();
+    }
+  });
+});
