@@ -16,6 +16,14 @@ export interface SimulatedHostConfig {
   readonly backupGb: number;
 }
 
+export interface LibvirtHostConfig {
+  readonly id: string;
+  readonly uri: string;
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+}
+
 export interface FaultConfig {
   /** Fraction (0..1) of driver operations that fail with a transient error. */
   readonly transient: number;
@@ -32,6 +40,14 @@ export interface Config {
   readonly databasePoolSize: number;
   readonly driver: DriverName;
   readonly libvirtUri: string;
+  /** Hosts of the libvirt driver: VRP_LIBVIRT_HOSTS, or one host at VRP_LIBVIRT_URI. */
+  readonly libvirtHosts: readonly LibvirtHostConfig[];
+  /** Where the libvirt driver keeps disks, seeds, consoles and backups (readable by QEMU). */
+  readonly libvirtStorage: string;
+  /** Domain type: `kvm`, `qemu` (TCG emulation), or `auto` (KVM if it works on the host). */
+  readonly libvirtVirtType: 'auto' | 'kvm' | 'qemu';
+  /** Bridge the VMs' network interface joins; none if unset. */
+  readonly libvirtBridge: string | undefined;
   /** Access token lifetime in seconds. */
   readonly tokenTtl: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -149,6 +165,22 @@ function readHosts(env: Env, name: string): SimulatedHostConfig[] {
   return hosts;
 }
 
+/** `id,uri,cpu,ramGb,diskGb` entries separated by `;`. */
+function readLibvirtHosts(env: Env, uri: string): LibvirtHostConfig[] {
+  const raw = env['VRP_LIBVIRT_HOSTS'];
+  if (!raw) return [{ id: 'libvirt-1', uri, cpu: 64, ramGb: 256, diskGb: 2000 }];
+  const hosts = raw.split(';').map((entry) => {
+    const [id, hostUri, ...nums] = entry.trim().split(',');
+    const n = nums.map(Number);
+    if (!id || !/^[a-z0-9][a-z0-9.-]{0,62}$/i.test(id) || !hostUri || !/^[a-z+]+:\/\//.test(hostUri) || n.length !== 3 || n.some((x) => !Number.isInteger(x) || x < 1)) {
+      throw new ConfigError(`VRP_LIBVIRT_HOSTS must be entries id,uri,cpu,ramGb,diskGb separated by ";", got "${entry}"`);
+    }
+    return { id, uri: hostUri, cpu: n[0]!, ramGb: n[1]!, diskGb: n[2]! };
+  });
+  if (new Set(hosts.map((h) => h.id)).size !== hosts.length) throw new ConfigError('VRP_LIBVIRT_HOSTS repeats a host id');
+  return hosts;
+}
+
 function readCidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
@@ -221,6 +253,10 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: readInt(env, 'VRP_DATABASE_POOL', 10, 1, 1000),
     driver: readChoice<DriverName>(env, 'VRP_DRIVER', 'simulated', ['simulated', 'libvirt']),
     libvirtUri: env['VRP_LIBVIRT_URI'] || 'qemu:///system',
+    libvirtHosts: readLibvirtHosts(env, env['VRP_LIBVIRT_URI'] || 'qemu:///system'),
+    libvirtStorage: resolve(env['VRP_LIBVIRT_STORAGE'] || '/var/lib/vrp/libvirt'),
+    libvirtVirtType: readChoice(env, 'VRP_LIBVIRT_VIRT_TYPE', 'auto', ['auto', 'kvm', 'qemu']),
+    libvirtBridge: env['VRP_LIBVIRT_BRIDGE'] || undefined,
     tokenTtl: readInt(env, 'VRP_TOKEN_TTL', 3600, 60, 86400 * 30),
     logLevel: readChoice(env, 'VRP_LOG_LEVEL', 'info', [
       'fatal',

@@ -41,19 +41,13 @@ export async function createIpPool(db: Kysely<Database>, cidr: string, now: () =
     cidr,
     async allocate(vmId, count) {
       let have = await addressesOf(db, vmId);
-      let skip = 0;
       while (have.length < count) {
-        const num = await nextFreeAddress(db, skip);
+        const num = await nextFreeAddress(db, 0);
         if (num === undefined) {
           throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
         }
-        // Another allocator may take the same address first: then look further on.
-        if (await claimAddress(db, num, vmId, now())) {
-          have = await addressesOf(db, vmId);
-          skip = 0;
-        } else {
-          skip++;
-        }
+        // Another allocator may take the same address first; the next read no longer sees it as free.
+        if (await claimAddress(db, num, vmId, now())) have = await addressesOf(db, vmId);
       }
       return have;
     },

@@ -164,7 +164,8 @@ export interface IpAddressTable {
   released_at: number | null;
 }
 
-export interface SimHostTable {
+/** A hypervisor host and its capacity (simulated or libvirt), with what is reserved on it. */
+export interface HypervisorHostTable {
   id: string;
   cpu: number;
   ram_gb: number;
@@ -174,6 +175,17 @@ export interface SimHostTable {
   used_ram_gb: number;
   used_disk_gb: number;
   used_backup_gb: number;
+}
+
+/** A libvirt VM's placement and size, for capacity accounting (libvirt itself holds the rest). */
+export interface LibvirtVmTable {
+  id: string;
+  host_id: string;
+  hostname: string;
+  cpu: number;
+  ram_gb: number;
+  disk_gb: number;
+  created_at: number;
 }
 
 export interface SimVmTable {
@@ -222,8 +234,9 @@ export interface Database {
   backup_schedules: BackupScheduleTable;
   schedule_slots: ScheduleSlotTable;
   ip_addresses: IpAddressTable;
-  sim_hosts: SimHostTable;
+  hypervisor_hosts: HypervisorHostTable;
   sim_vms: SimVmTable;
+  libvirt_vms: LibvirtVmTable;
   sim_backups: SimBackupTable;
   meta: MetaTable;
 }

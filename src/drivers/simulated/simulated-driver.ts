@@ -3,9 +3,9 @@ import type { Kysely } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
+import { placeVm, reserve, reserveBackupSpace } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createFaults } from './faults.ts';
-import { placeVm, reserve, reserveBackupSpace } from './hosts.ts';
 import { createSleeper } from './timings.ts';
 
 export interface SimulatedDriverOptions {

@@ -211,7 +211,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
 
   await db.schema
-    .createTable('sim_hosts')
+    .createTable('hypervisor_hosts')
     .addColumn('id', 'text', (c) => c.primaryKey())
     .addColumn('cpu', 'integer', (c) => c.notNull())
     .addColumn('ram_gb', 'integer', (c) => c.notNull())
@@ -239,6 +239,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('boot_count', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('created_at', ms, (c) => c.notNull())
     .addColumn('updated_at', ms, (c) => c.notNull())
+    .execute();
+
+  await db.schema
+    .createTable('libvirt_vms')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('host_id', 'text', (c) => c.notNull())
+    .addColumn('hostname', 'text', (c) => c.notNull())
+    .addColumn('cpu', 'integer', (c) => c.notNull())
+    .addColumn('ram_gb', 'integer', (c) => c.notNull())
+    .addColumn('disk_gb', 'integer', (c) => c.notNull())
+    .addColumn('created_at', ms, (c) => c.notNull())
     .execute();
 
   await db.schema

@@ -45,7 +45,7 @@ export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<s
 }
 
 /** The free address to hand out next: never used, or released longest ago. */
-export async function nextFreeAddress(db: Kysely<Database>, skip: number): Promise<number | undefined> {
+export async function nextFreeAddress(db: Kysely<Database>, skip = 0): Promise<number | undefined> {
   const row = await db
     .selectFrom('ip_addresses')
     .select('address_num')

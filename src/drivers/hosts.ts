@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { SimulatedHostConfig } from '../../config.ts';
-import type { Database } from '../../store/schema.ts';
-import { DriverError } from '../driver.ts';
+import type { Database } from '../store/schema.ts';
+import { DriverError } from './driver.ts';
 
 export interface Need {
   readonly cpu: number;
@@ -9,11 +8,21 @@ export interface Need {
   readonly diskGb: number;
 }
 
+/** A host as configured: its capacity (backup storage only where the driver keeps backups on it). */
+export interface HostCapacity {
+  readonly id: string;
+  readonly cpu: number;
+  readonly ramGb: number;
+  readonly diskGb: number;
+  readonly backupGb?: number;
+}
+
 /** Brings the configured hosts into the store: capacities as configured, usage as it was. */
-export async function syncHosts(db: Kysely<Database>, hosts: readonly SimulatedHostConfig[]): Promise<void> {
-  for (const h of hosts) {
+export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapacity[]): Promise<void> {
+  for (const host of hosts) {
+    const h = { ...host, backupGb: host.backupGb ?? 0 };
     await db
-      .insertInto('sim_hosts')
+      .insertInto('hypervisor_hosts')
       .values({
         id: h.id,
         cpu: h.cpu,
@@ -39,7 +48,7 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly SimulatedH
  * conditional update, so concurrent placements (workers, processes) never overbook a host.
  */
 export async function placeVm(db: Kysely<Database>, need: Need): Promise<string> {
-  const hosts = await db.selectFrom('sim_hosts').selectAll().execute();
+  const hosts = await db.selectFrom('hypervisor_hosts').selectAll().execute();
   const fitting = hosts
     .filter(
       (h) =>
@@ -62,7 +71,7 @@ export async function placeVm(db: Kysely<Database>, need: Need): Promise<string>
 /** Takes `need` more on a host if it fits; false otherwise. Negative amounts give room back. */
 export async function reserve(db: Kysely<Database>, hostId: string, need: Need): Promise<boolean> {
   const r = await db
-    .updateTable('sim_hosts')
+    .updateTable('hypervisor_hosts')
     .set((eb) => ({
       used_cpu: eb('used_cpu', '+', need.cpu),
       used_ram_gb: eb('used_ram_gb', '+', need.ramGb),
@@ -87,7 +96,7 @@ export async function reserveBackupSpace(
   sizeGb: number,
 ): Promise<boolean> {
   const r = await db
-    .updateTable('sim_hosts')
+    .updateTable('hypervisor_hosts')
     .set((eb) => ({ used_backup_gb: eb('used_backup_gb', '+', sizeGb) }))
     .where('id', '=', hostId)
     .where((eb) => eb(eb('used_backup_gb', '+', sizeGb), '<=', eb.ref('backup_gb')))

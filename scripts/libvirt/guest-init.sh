@@ -1,0 +1,39 @@
+#!/bin/busybox sh
+# /init of the tiny test template: reads the NoCloud seed (cidata ISO on a virtio disk),
+# applies hostname and password, keeps a boot counter on its own disk, and reports what it
+# sees on the serial console, so tests can check what the API's settings did to the guest.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
+  modprobe "$m" 2>/dev/null
+done
+sleep 1
+mkdir -p /seed /data
+for dev in /dev/vd?; do
+  if mount -t iso9660 -o ro "$dev" /seed 2>/dev/null; then
+    [ -f /seed/meta-data ] && break
+    umount /seed
+  fi
+done
+HOST=$(sed -n 's/^local-hostname: *//p' /seed/meta-data)
+PASS=$(sed -n 's/^ *password: *"\(.*\)"$/\1/p' /seed/user-data | head -1)
+hostname "$HOST"
+# The data disk: the first virtio disk that is not the seed.
+DISK=/dev/vda
+if ! mount -t ext4 "$DISK" /data 2>/dev/null; then
+  mke2fs -q "$DISK" && mount -t ext4 "$DISK" /data
+fi
+BOOT=$(( $(cat /data/boots 2>/dev/null || echo 0) + 1 ))
+echo "$BOOT" > /data/boots
+GEN=$(cat /data/generation 2>/dev/null || echo 0)
+if [ -f /seed/bump-generation ]; then GEN=$((GEN + 1)); echo "$GEN" > /data/generation; fi
+sync
+CPUS=$(grep -c ^processor /proc/cpuinfo)
+MEMKB=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+DISKKB=$(( $(cat /sys/block/vda/size) / 2 ))
+IPS=$(sed -n 's/^ *- \([0-9.]*\)\/[0-9]*$/\1/p' /seed/network-config | tr '\n' ',')
+echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS" > /dev/console
+while true; do sleep 3600; done

@@ -1,0 +1,383 @@
+import { randomUUID } from 'node:crypto';
+import { chmod, mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import type { LibvirtHostConfig } from '../../config.ts';
+import type { Database, LibvirtVmTable } from '../../store/schema.ts';
+import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
+import { placeVm, reserve } from '../hosts.ts';
+import type { IpPool } from '../ip-pool.ts';
+import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
+import { domainXml } from './domain-xml.ts';
+import { writeSeed } from './seed.ts';
+import { resolveTemplate } from './templates.ts';
+
+export interface LibvirtDriverOptions {
+  readonly db: Kysely<Database>;
+  readonly ipPool: IpPool;
+  readonly hosts: readonly LibvirtHostConfig[];
+  readonly storage: string;
+  readonly virtType: 'kvm' | 'qemu';
+  readonly bridge: string | undefined;
+  readonly now?: () => number;
+}
+
+const GB = 1024 ** 3;
+const domainName = (vmId: string) => `vrp-${vmId}`;
+
+/**
+ * Real virtual machines through libvirt/QEMU. Each VM is a domain `vrp-<service id>` with a
+ * qcow2 disk over its template's base image, a cloud-init NoCloud seed, and a console log, all
+ * under `storage/<service id>/`; backups are standalone qcow2 copies under `storage/backups/`.
+ * Every operation is idempotent: it looks at what libvirt and the files say and finishes the work.
+ */
+export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
+  const { db, ipPool } = o;
+  const now = o.now ?? Date.now;
+  const uriOf = (hostId: string) => {
+    const host = o.hosts.find((h) => h.id === hostId);
+    if (!host) throw new DriverError(`Host ${hostId} is no longer configured`, { transient: false });
+    return host.uri;
+  };
+  const dir = (vmId: string) => join(o.storage, vmId);
+  const files = (vmId: string) => ({
+    disk: join(dir(vmId), 'disk.qcow2'),
+    seed: join(dir(vmId), 'seed.iso'),
+    console: join(dir(vmId), 'console.log'),
+  });
+  const backupFile = (backupId: string) => join(o.storage, 'backups', `${backupId}.qcow2`);
+  const exists = (p: string) =>
+    stat(p).then(
+      () => true,
+      () => false,
+    );
+
+  const row = (vmId: string) =>
+    db.selectFrom('libvirt_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
+  async function get(vmId: string): Promise<LibvirtVmTable> {
+    const r = await row(vmId);
+    if (!r) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
+    return r;
+  }
+
+  async function state(vm: LibvirtVmTable): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
+    try {
+      const { stdout } = await virsh(
+        uriOf(vm.host_id),
+        ['domstate', domainName(vm.id)],
+        'Could not read the VM state',
+      );
+      const s = stdout.trim();
+      if (s === 'running' || s === 'in shutdown') return 'running';
+      if (s === 'paused') return 'paused';
+      return 'stopped';
+    } catch (err) {
+      if (isNoDomain(err)) return 'missing';
+      throw err;
+    }
+  }
+
+  async function info(vm: LibvirtVmTable): Promise<VmInfo> {
+    const s = await state(vm);
+    return {
+      vmId: vm.id,
+      hostId: vm.host_id,
+      power: s === 'running' || s === 'paused' ? 'running' : 'stopped',
+      cpu: vm.cpu,
+      ramGb: vm.ram_gb,
+      diskGb: vm.disk_gb,
+      ips: await ipPool.addressesOf(vm.id),
+    };
+  }
+
+  /** The seed carries what cloud-init applies at boot: host name, password, addresses. */
+  async function seed(
+    vm: LibvirtVmTable,
+    s: { hostname: string; username: string; password: string | undefined },
+  ) {
+    const [, bits] = ipPool.cidr.split('/');
+    const gateway = ipPool.cidr.split('/')[0]!.replace(/\d+$/, (d) => String(Number(d) + 1));
+    await writeSeed(files(vm.id).seed, join(dir(vm.id), 'seed-src'), {
+      instanceId: `vrp-${vm.id}-${randomUUID().slice(0, 8)}`,
+      hostname: s.hostname,
+      username: s.username,
+      password: s.password,
+      addresses: await ipPool.addressesOf(vm.id),
+      prefixLength: Number(bits),
+      gateway,
+    });
+    await chmod(files(vm.id).seed, 0o600);
+  }
+
+  async function define(vm: LibvirtVmTable, templateId: string) {
+    const template = await resolveTemplate(db, templateId);
+    const f = files(vm.id);
+    const xml = domainXml({
+      name: domainName(vm.id),
+      virtType: o.virtType,
+      cpu: vm.cpu,
+      ramGb: vm.ram_gb,
+      disk: f.disk,
+      seed: f.seed,
+      consoleLog: f.console,
+      kernel: template.kernel,
+      bridge: o.bridge,
+    });
+    const xmlFile = join(dir(vm.id), 'domain.xml');
+    await writeFile(xmlFile, xml);
+    await virsh(uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM');
+  }
+
+  async function startDomain(vm: LibvirtVmTable) {
+    const s = await state(vm);
+    if (s === 'running') return;
+    if (s === 'paused') {
+      await virsh(uriOf(vm.host_id), ['resume', domainName(vm.id)], 'Could not resume the VM');
+      return;
+    }
+    await virsh(uriOf(vm.host_id), ['start', domainName(vm.id)], 'Could not start the VM');
+  }
+
+  /** ACPI shutdown, then forced off once `timeoutMs` has passed. */
+  async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
+    if ((await state(vm)) !== 'running') return;
+    const uri = uriOf(vm.host_id);
+    await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
+      if (!isNotRunning(err)) throw err;
+    });
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if ((await state(vm)) === 'stopped') return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await powerOffDomain(vm);
+  }
+
+  async function powerOffDomain(vm: LibvirtVmTable) {
+    await virsh(uriOf(vm.host_id), ['destroy', domainName(vm.id)], 'Could not power the VM off').catch(
+      (err) => {
+        if (!isNotRunning(err) && !isNoDomain(err)) throw err;
+      },
+    );
+  }
+
+  return {
+    name: 'libvirt',
+
+    async create(spec) {
+      let vm = await row(spec.vmId);
+      if (!vm) {
+        await db.transaction().execute(async (tx) => {
+          const hostId = await placeVm(tx, { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb });
+          await tx
+            .insertInto('libvirt_vms')
+            .values({
+              id: spec.vmId,
+              host_id: hostId,
+              hostname: spec.hostname,
+              cpu: spec.cpu,
+              ram_gb: spec.ramGb,
+              disk_gb: spec.diskGb,
+              created_at: now(),
+            })
+            .execute();
+        });
+        vm = await get(spec.vmId);
+      }
+      await ipPool.allocate(vm.id, spec.ipCount);
+      const template = await resolveTemplate(db, spec.templateId);
+      const f = files(vm.id);
+      await mkdir(dir(vm.id), { recursive: true, mode: 0o711 });
+      if (!(await exists(f.disk))) {
+        await run(
+          'qemu-img',
+          [
+            'create',
+            '-q',
+            '-f',
+            'qcow2',
+            '-b',
+            template.disk,
+            '-F',
+            'qcow2',
+            `${f.disk}.tmp`,
+            `${spec.diskGb}G`,
+          ],
+          'Could not create the VM disk',
+        );
+        await run('mv', ['-f', `${f.disk}.tmp`, f.disk], 'Could not create the VM disk');
+      }
+      if ((await state(vm)) === 'missing') {
+        await seed(vm, spec);
+        await define(vm, spec.templateId);
+      }
+      await startDomain(vm);
+      return info(vm);
+    },
+
+    async start(vmId) {
+      const vm = await get(vmId);
+      await startDomain(vm);
+      return info(vm);
+    },
+
+    async stop(vmId, { timeoutMs }) {
+      const vm = await get(vmId);
+      await stopDomain(vm, timeoutMs);
+      return info(vm);
+    },
+
+    async reboot(vmId) {
+      const vm = await get(vmId);
+      // A guest without ACPI handling would ignore `virsh reboot`: shut down (forced after 60 s), start.
+      await stopDomain(vm, 60_000);
+      await startDomain(vm);
+      return info(vm);
+    },
+
+    async powerOff(vmId) {
+      const vm = await get(vmId);
+      await powerOffDomain(vm);
+      return info(vm);
+    },
+
+    async resize(vmId, spec) {
+      const vm = await get(vmId);
+      if (spec.diskGb < vm.disk_gb) {
+        throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${spec.diskGb} GB`, {
+          transient: false,
+        });
+      }
+      const delta = {
+        cpu: spec.cpu - vm.cpu,
+        ramGb: spec.ramGb - vm.ram_gb,
+        diskGb: spec.diskGb - vm.disk_gb,
+      };
+      if ((delta.cpu || delta.ramGb || delta.diskGb) && !(await reserve(db, vm.host_id, delta))) {
+        throw new DriverError(`Host ${vm.host_id} has no room to grow this VM`, { transient: false });
+      }
+      await db
+        .updateTable('libvirt_vms')
+        .set({ cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb })
+        .where('id', '=', vmId)
+        .execute();
+      const wasRunning = (await state(vm)) === 'running';
+      // vCPUs, memory and the disk change with the VM off; it comes back as it was.
+      await stopDomain(vm, 60_000);
+      const uri = uriOf(vm.host_id);
+      const name = domainName(vmId);
+      await virsh(
+        uri,
+        ['setvcpus', name, String(spec.cpu), '--config', '--maximum'],
+        'Could not change the vCPUs',
+      );
+      await virsh(uri, ['setvcpus', name, String(spec.cpu), '--config'], 'Could not change the vCPUs');
+      await virsh(uri, ['setmaxmem', name, `${spec.ramGb}G`, '--config'], 'Could not change the memory');
+      await virsh(uri, ['setmem', name, `${spec.ramGb}G`, '--config'], 'Could not change the memory');
+      const disk = files(vmId).disk;
+      const { stdout } = await run(
+        'qemu-img',
+        ['info', '--output=json', '-U', disk],
+        'Could not read the VM disk',
+      );
+      if ((JSON.parse(stdout) as { 'virtual-size': number })['virtual-size'] < spec.diskGb * GB) {
+        await run('qemu-img', ['resize', '-q', disk, `${spec.diskGb}G`], 'Could not grow the VM disk');
+      }
+      const current = await ipPool.addressesOf(vmId);
+      if (spec.ipCount !== current.length) {
+        if (spec.ipCount > current.length) await ipPool.allocate(vmId, spec.ipCount);
+        else await ipPool.shrink(vmId, spec.ipCount);
+        await seed(vm, { hostname: vm.hostname, username: 'root', password: undefined });
+      }
+      if (wasRunning) await startDomain(vm);
+      return info({ ...vm, cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb });
+    },
+
+    async setPassword(vmId, username, password) {
+      const vm = await get(vmId);
+      // A new seed with a new instance id: cloud-init applies the password at the next boot.
+      await seed(vm, { hostname: vm.hostname, username, password });
+    },
+
+    async destroy(vmId) {
+      const vm = await row(vmId);
+      if (vm) {
+        await powerOffDomain(vm);
+        await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
+          (err) => {
+            if (!isNoDomain(err)) throw err;
+          },
+        );
+      }
+      await rm(dir(vmId), { recursive: true, force: true });
+      await ipPool.release(vmId);
+      if (vm) {
+        await db.transaction().execute(async (tx) => {
+          const r = await tx.deleteFrom('libvirt_vms').where('id', '=', vmId).executeTakeFirst();
+          if (r.numDeletedRows > 0n)
+            await reserve(tx, vm.host_id, { cpu: -vm.cpu, ramGb: -vm.ram_gb, diskGb: -vm.disk_gb });
+        });
+      }
+    },
+
+    async inspect(vmId) {
+      const vm = await row(vmId);
+      return vm && info(vm);
+    },
+
+    async createBackup(vmId, backupId): Promise<BackupInfo> {
+      const vm = await get(vmId);
+      const target = backupFile(backupId);
+      if (!(await exists(target))) {
+        await mkdir(join(o.storage, 'backups'), { recursive: true, mode: 0o711 });
+        const running = (await state(vm)) === 'running';
+        const uri = uriOf(vm.host_id);
+        // Paused for the copy, so the disk is consistent; resumed whatever happens.
+        if (running) await virsh(uri, ['suspend', domainName(vmId)], 'Could not pause the VM for the backup');
+        try {
+          await run(
+            'qemu-img',
+            ['convert', '-U', '-O', 'qcow2', files(vmId).disk, `${target}.tmp`],
+            'Could not copy the VM disk',
+            30 * 60_000,
+          );
+        } finally {
+          if (running)
+            await virsh(uri, ['resume', domainName(vmId)], 'Could not resume the VM after the backup');
+        }
+        await run('mv', ['-f', `${target}.tmp`, target], 'Could not store the backup');
+      }
+      const size = (await stat(target)).size;
+      return { backupId, vmId, sizeGb: Math.max(0.1, Math.ceil((size / GB) * 10) / 10) };
+    },
+
+    async restoreBackup(vmId, backupId) {
+      const vm = await get(vmId);
+      const source = backupFile(backupId);
+      if (!(await exists(source)))
+        throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
+      const wasRunning = (await state(vm)) === 'running';
+      await powerOffDomain(vm);
+      const disk = files(vmId).disk;
+      await run(
+        'qemu-img',
+        ['convert', '-O', 'qcow2', source, `${disk}.restore`],
+        'Could not restore the backup',
+        30 * 60_000,
+      );
+      await run(
+        'qemu-img',
+        ['resize', '-q', `${disk}.restore`, `${vm.disk_gb}G`],
+        'Could not restore the backup',
+      );
+      await run('mv', ['-f', `${disk}.restore`, disk], 'Could not restore the backup');
+      if (wasRunning) await startDomain(vm);
+    },
+
+    async deleteBackup(_vmId, backupId) {
+      await rm(backupFile(backupId), { force: true });
+    },
+
+    async close() {},
+  };
+}

@@ -1,0 +1,80 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { run } from './commands.ts';
+
+export interface SeedSpec {
+  /** Changes whenever the seed must be applied again (cloud-init runs per instance id). */
+  readonly instanceId: string;
+  readonly hostname: string;
+  readonly username: string;
+  /** Undefined keeps the user-data written before (the password is not stored anywhere else). */
+  readonly password: string | undefined;
+  readonly addresses: readonly string[];
+  readonly prefixLength: number;
+  readonly gateway: string;
+}
+
+const quote = (s: string) => JSON.stringify(s);
+
+/**
+ * A cloud-init NoCloud seed (ISO 9660 labelled `cidata`): meta-data with the host name,
+ * user-data that sets the login password, network-config (v2) with the static addresses.
+ * Its source files stay in `sourceDir` (root only), so the addresses can change later
+ * without the password.
+ */
+export async function writeSeed(path: string, sourceDir: string, s: SeedSpec): Promise<void> {
+  const dir = sourceDir;
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  {
+    await writeFile(join(dir, 'meta-data'), `instance-id: ${s.instanceId}\nlocal-hostname: ${s.hostname}\n`);
+    const userData = s.password === undefined ? await readFile(join(dir, 'user-data'), 'utf8') : undefined;
+    await writeFile(
+      join(dir, 'user-data'),
+      [
+        '#cloud-config',
+        `hostname: ${s.hostname.split('.')[0]}`,
+        `fqdn: ${s.hostname}`,
+        'ssh_pwauth: true',
+        'chpasswd:',
+        '  expire: false',
+        '  users:',
+        `    - name: ${s.username}`,
+        `      password: ${quote(s.password ?? '')}`,
+        '      type: text',
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    );
+    if (userData !== undefined) await writeFile(join(dir, 'user-data'), userData, { mode: 0o600 });
+    await writeFile(
+      join(dir, 'network-config'),
+      [
+        'version: 2',
+        'ethernets:',
+        '  eth0:',
+        '    match: { name: "e*" }',
+        '    addresses:',
+        ...s.addresses.map((a) => `      - ${a}/${s.prefixLength}`),
+        `    gateway4: ${s.gateway}`,
+        '',
+      ].join('\n'),
+    );
+    await run(
+      'genisoimage',
+      [
+        '-quiet',
+        '-output',
+        `${path}.tmp`,
+        '-volid',
+        'cidata',
+        '-joliet',
+        '-rock',
+        join(dir, 'user-data'),
+        join(dir, 'meta-data'),
+        join(dir, 'network-config'),
+      ],
+      'Could not write the VM configuration seed',
+    );
+    await run('mv', ['-f', `${path}.tmp`, path], 'Could not write the VM configuration seed');
+  }
+}
