@@ -20,6 +20,7 @@ export async function createDriver(config: Config, db: Kysely<Database>): Promis
       storage: config.libvirtStorage,
       virtType: await detectVirtType(config.libvirtVirtType, config.libvirtHosts[0]!.uri),
       bridge: config.libvirtBridge,
+      stopTimeoutMs: config.stopTimeoutMs,
     });
   }
   await syncHosts(db, config.simulatedHosts);

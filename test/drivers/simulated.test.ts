@@ -67,7 +67,7 @@ describe('simulated hypervisor', () => {
       );
       const ok = vms
         .filter((v) => v.status === 'fulfilled')
-        .map((v) => (v as PromiseFulfilledResult<{ ips: readonly string[] }>).value);
+        .map((v) => (v as PromiseFulfilledResult<{ vmId: string; ips: readonly string[] }>).value);
       assert.equal(ok.length, 13);
       const ips = ok.flatMap((v) => v.ips);
       assert.equal(new Set(ips).size, 13, 'no address given twice');

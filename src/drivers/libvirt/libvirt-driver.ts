@@ -19,6 +19,8 @@ export interface LibvirtDriverOptions {
   readonly storage: string;
   readonly virtType: 'kvm' | 'qemu';
   readonly bridge: string | undefined;
+  /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
+  readonly stopTimeoutMs: number;
   readonly now?: () => number;
 }
 
@@ -229,8 +231,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async reboot(vmId) {
       const vm = await get(vmId);
-      // A guest without ACPI handling would ignore `virsh reboot`: shut down (forced after 60 s), start.
-      await stopDomain(vm, 60_000);
+      // A guest without ACPI handling would ignore `virsh reboot`: shut down (forced after the stop timeout), start.
+      await stopDomain(vm, o.stopTimeoutMs);
       await startDomain(vm);
       return info(vm);
     },
@@ -263,7 +265,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         .execute();
       const wasRunning = (await state(vm)) === 'running';
       // vCPUs, memory and the disk change with the VM off; it comes back as it was.
-      await stopDomain(vm, 60_000);
+      await stopDomain(vm, o.stopTimeoutMs);
       const uri = uriOf(vm.host_id);
       const name = domainName(vmId);
       await virsh(

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Sets up libvirt/QEMU on a CI or developer machine for the real-VM tests: Debian packages,
+# the daemons (started by hand: no systemd here), and the tiny test template.
+# Prints the template directory on the last line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-/tmp/vrp-test-template}
+export DEBIAN_FRONTEND=noninteractive
+if ! command -v virsh >/dev/null || ! command -v qemu-system-x86_64 >/dev/null || ! command -v genisoimage >/dev/null \
+  || ! command -v depmod >/dev/null || ! [ -x /bin/busybox ] || ! file /bin/busybox | grep -q static; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients \
+    genisoimage busybox-static cpio kmod file >/dev/null
+fi
+pgrep -x virtlogd >/dev/null || virtlogd -d
+if ! virsh -c qemu:///system list >/dev/null 2>&1; then
+  rm -f /run/libvirtd.pid /var/run/libvirtd.pid
+  libvirtd -d
+  for _ in $(seq 1 50); do virsh -c qemu:///system list >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+virsh -c qemu:///system list >/dev/null
+[ -f "$out/initrd.img" ] || bash "$here/build-test-template.sh" "$out" >/dev/null
+echo "$out"
