@@ -172,12 +172,22 @@ function readLibvirtHosts(env: Env, uri: string): LibvirtHostConfig[] {
   const hosts = raw.split(';').map((entry) => {
     const [id, hostUri, ...nums] = entry.trim().split(',');
     const n = nums.map(Number);
-    if (!id || !/^[a-z0-9][a-z0-9.-]{0,62}$/i.test(id) || !hostUri || !/^[a-z+]+:\/\//.test(hostUri) || n.length !== 3 || n.some((x) => !Number.isInteger(x) || x < 1)) {
-      throw new ConfigError(`VRP_LIBVIRT_HOSTS must be entries id,uri,cpu,ramGb,diskGb separated by ";", got "${entry}"`);
+    if (
+      !id ||
+      !/^[a-z0-9][a-z0-9.-]{0,62}$/i.test(id) ||
+      !hostUri ||
+      !/^[a-z+]+:\/\//.test(hostUri) ||
+      n.length !== 3 ||
+      n.some((x) => !Number.isInteger(x) || x < 1)
+    ) {
+      throw new ConfigError(
+        `VRP_LIBVIRT_HOSTS must be entries id,uri,cpu,ramGb,diskGb separated by ";", got "${entry}"`,
+      );
     }
     return { id, uri: hostUri, cpu: n[0]!, ramGb: n[1]!, diskGb: n[2]! };
   });
-  if (new Set(hosts.map((h) => h.id)).size !== hosts.length) throw new ConfigError('VRP_LIBVIRT_HOSTS repeats a host id');
+  if (new Set(hosts.map((h) => h.id)).size !== hosts.length)
+    throw new ConfigError('VRP_LIBVIRT_HOSTS repeats a host id');
   return hosts;
 }
 

@@ -72,7 +72,10 @@ for (const store of testStores()) {
       assert.equal(afterRestore.status, 'running', 'restore returns the server to its power state');
       assert.equal((await details(id)).disk_revision, revisionAtBackup, 'the disk is back as it was');
 
-      const host = await t.ctx.store.db.selectFrom('hypervisor_hosts').select(['id', 'used_backup_gb']).execute();
+      const host = await t.ctx.store.db
+        .selectFrom('hypervisor_hosts')
+        .select(['id', 'used_backup_gb'])
+        .execute();
       const usedBefore = host.reduce((s, h) => s + Number(h.used_backup_gb), 0);
       assert.ok(usedBefore >= b.size_gb - 1e-9);
       const del = await call(t, tokenA, 'POST', `service/${id}/backup/delete/${b.backup_id}`);
@@ -81,7 +84,10 @@ for (const store of testStores()) {
       assert.match(del.body.message, /[Bb]ackup/);
       await waitForStatus(t, token, id, 'running');
       assert.deepEqual(await backups(id), []);
-      const hostAfter = await t.ctx.store.db.selectFrom('hypervisor_hosts').select('used_backup_gb').execute();
+      const hostAfter = await t.ctx.store.db
+        .selectFrom('hypervisor_hosts')
+        .select('used_backup_gb')
+        .execute();
       const usedAfter = hostAfter.reduce((s, h) => s + Number(h.used_backup_gb), 0);
       assert.ok(Math.abs(usedBefore - b.size_gb - usedAfter) < 1e-6, 'deleting freed the backup storage');
     });
