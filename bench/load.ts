@@ -1,46 +1,83 @@
 /**
- * One load run in its own process (so the load generator shares no event loop with the server
- * or the bench driver). argv[2] is JSON: {url, method, headers, body, connections, duration, idsFile, pathTemplate}.
- * Prints JSON: {rps, p50, p99, non2xx, errors}.
+ * One load run, in its own process, so the load generator shares no event loop with the
+ * server or with the bench driver. argv[2] is JSON (LoadOptions); prints JSON (LoadResult).
+ *
+ * A warm-up run (not measured) comes first. With `idsFile` and `pathTemplate`, each request's
+ * path is the template with `{id}` replaced by a random line of the file.
  */
 import { readFileSync } from 'node:fs';
 import autocannon, { type Request } from 'autocannon';
 
-const o = JSON.parse(process.argv[2]!) as {
-  url: string;
-  method: 'GET' | 'POST';
-  headers: Record<string, string>;
-  body?: string;
-  connections: number;
-  duration: number;
-  idsFile?: string;
-  pathTemplate?: string;
-};
+export interface LoadOptions {
+  readonly url: string;
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+  readonly connections: number;
+  /** Seconds measured. */
+  readonly duration: number;
+  /** Seconds of unmeasured load first. */
+  readonly warmup: number;
+  readonly idsFile?: string;
+  readonly pathTemplate?: string;
+}
+
+export interface LoadResult {
+  /** Requests per second, over the measured run. */
+  readonly rps: number;
+  readonly total: number;
+  /** Latency in ms. */
+  readonly p50: number;
+  readonly p99: number;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  /** Count of answers per status class (2xx, 4xx...). */
+  readonly statuses: Record<string, number>;
+}
+
+const o = JSON.parse(process.argv[2]!) as LoadOptions;
 const ids = o.idsFile ? readFileSync(o.idsFile, 'utf8').split('\n').filter(Boolean) : [];
-const result = await autocannon({
-  url: o.url,
-  method: o.method,
-  headers: o.headers,
-  body: o.body,
-  connections: o.connections,
-  duration: o.duration,
-  requests: ids.length
-    ? [
-        {
-          setupRequest: (req: Request) => ({
-            ...req,
-            path: o.pathTemplate!.replace('{id}', ids[Math.floor(Math.random() * ids.length)]!),
-          }),
-        },
-      ]
-    : undefined,
-});
-process.stdout.write(
-  JSON.stringify({
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-  }),
-);
+const template = o.pathTemplate ?? o.path;
+
+function run(duration: number) {
+  return autocannon({
+    url: o.url + o.path,
+    method: o.method,
+    headers: o.headers,
+    body: o.body,
+    connections: o.connections,
+    duration,
+    requests:
+      ids.length > 0
+        ? [
+            {
+              setupRequest: (req: Request) => {
+                req.path = template.replace('{id}', ids[Math.floor(Math.random() * ids.length)]!);
+                return req;
+              },
+            },
+          ]
+        : undefined,
+  });
+}
+
+if (o.warmup > 0) await run(o.warmup);
+const r = await run(o.duration);
+const statuses: Record<string, number> = {};
+for (const k of ['1xx', '2xx', '3xx', '4xx', '5xx'] as const) {
+  const n = r[k];
+  if (n) statuses[k] = n;
+}
+const result: LoadResult = {
+  rps: r.requests.total / r.duration,
+  total: r.requests.total,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  non2xx: r.non2xx,
+  errors: r.errors,
+  timeouts: r.timeouts,
+  statuses,
+};
+process.stdout.write(JSON.stringify(result));

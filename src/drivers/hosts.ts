@@ -103,3 +103,28 @@ export async function reserveBackupSpace(
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
+
+/**
+ * Moves a VM's reservation on its host from its current size to `to` (disks only grow).
+ * Throws a permanent DriverError if the disk would shrink or the host has no room.
+ */
+export async function resizeReservation(
+  db: Kysely<Database>,
+  hostId: string,
+  from: Need,
+  to: Need,
+): Promise<void> {
+  if (to.diskGb < from.diskGb) {
+    throw new DriverError(`The disk cannot shrink from ${from.diskGb} GB to ${to.diskGb} GB`, {
+      transient: false,
+    });
+  }
+  const delta = { cpu: to.cpu - from.cpu, ramGb: to.ramGb - from.ramGb, diskGb: to.diskGb - from.diskGb };
+  if (delta.cpu === 0 && delta.ramGb === 0 && delta.diskGb === 0) return;
+  if (!(await reserve(db, hostId, delta))) {
+    throw new DriverError(
+      `Host ${hostId} has no room to grow to ${to.cpu} vCPU, ${to.ramGb} GB RAM, ${to.diskGb} GB disk`,
+      { transient: false },
+    );
+  }
+}

@@ -7,7 +7,7 @@ import { nextRunAt, parseBsDays, parseBsTime, slotAfter } from '../domain/schedu
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
 import { type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
-import { insertBackup } from '../store/repos/backups.ts';
+import { insertPendingBackup } from '../store/repos/backups.ts';
 import type { Database } from '../store/schema.ts';
 import { checkBackupQuota } from './backup-quota.ts';
 import { enqueueInTransaction, SeqConflict } from './queue.ts';
@@ -123,15 +123,12 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
               params: { backup_id: backupId, kind: 'scheduled', schedule_id: s.id, slot_at: slot },
               check: (service, t) => checkBackupQuota(t, service),
               apply: async (t, job, service) => {
-                await insertBackup(t, {
+                await insertPendingBackup(t, {
                   id: backupId,
-                  service_id: service.id,
-                  reseller_id: service.resellerId,
-                  status: 'creating',
+                  serviceId: service.id,
+                  resellerId: service.resellerId,
                   kind: 'scheduled',
-                  size_gb: 0,
-                  created_at: job.createdAt,
-                  updated_at: job.createdAt,
+                  now: job.createdAt,
                 });
               },
             },

@@ -9,14 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ensureReseller, registerApplication } from '../../src/auth/applications.ts';
-import { openStore } from '../../src/store/database.ts';
-import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
+import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 import { createPgDatabase } from '../helpers/stores.ts';
 
 const SERVICES = 300;
-const API = '/vps_reseller_provider/public/api/v2';
 
 test('three processes on one PostgreSQL share 300 provisionings; one is killed mid-way', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
@@ -38,55 +35,25 @@ test('three processes on one PostgreSQL share 300 provisionings; one is killed m
     VRP_WORKER_CONCURRENCY: '8',
     VRP_DATABASE_POOL: '8',
   };
-  const store = await openStore({ databaseUrl: pgDb.url, dataDir });
-  await seedDemoCatalog(store.db, Date.now());
-  await ensureReseller(store.db, 'acme', Date.now());
-  const app = await registerApplication(store.db, { reseller: 'acme' }, Date.now());
-
+  const { store, app } = await prepareStore(dataDir, pgDb.url);
   // Start all three at once: their start-up migrations must not trip over each other.
   servers.push(...(await Promise.all([startServer(env), startServer(env), startServer(env)])));
-  const tokenRes = await fetch(`${servers[0]!.url}/vps_reseller_provider/public/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: app.client_id,
-      client_secret: app.client_secret,
-    }),
-  });
-  const token = ((await tokenRes.json()) as { access_token: string }).access_token;
   let alive = [...servers];
-  const post = async (i: number, path: string, body?: unknown) => {
-    const base = alive[i % alive.length]!.url;
-    const res = await fetch(`${base}${API}/${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? '' : JSON.stringify(body),
-    });
-    const json = (await res.json()) as { data: unknown };
-    assert.equal(res.status, 200, JSON.stringify(json));
-    return json.data;
-  };
-
-  const product = DEMO_CATALOG.products[0]!;
+  let turn = 0;
+  // Requests go round the live processes, as behind a load balancer.
+  const api = apiClient(() => alive[turn++ % alive.length]!.url, await fetchToken(servers[0]!.url, app));
   const ids: string[] = [];
   for (let batch = 0; batch < SERVICES / 30; batch++) {
     const created = await Promise.all(
       Array.from({ length: 30 }, async (_, k) => {
         const i = batch * 30 + k;
-        const data = (await post(i, 'service/create-order', {
-          product_id: product.id,
-          domain_name: `m${i}.example.com`,
-          template_id: product.os_templates[0],
-          cpu: 1,
-          ram: 1,
-          hdd: 20,
-          ip: 1,
-          backup: 10,
-        })) as { service_id: string }[];
-        const id = data[0]!.service_id;
-        await post(i + 1, `service/${id}/create`);
-        return id;
+        const [{ service_id: id }] = await api.ok(
+          'POST',
+          'service/create-order',
+          smallOrder(`m${i}.example.com`),
+        );
+        await api.ok('POST', `service/${id}/create`);
+        return id as string;
       }),
     );
     ids.push(...created);

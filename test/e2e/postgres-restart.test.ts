@@ -8,12 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { type PostgresServer, startPostgres } from '../../scripts/postgres.ts';
-import { ensureReseller, registerApplication } from '../../src/auth/applications.ts';
-import { openStore } from '../../src/store/database.ts';
-import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
+import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
-
-const API = '/vps_reseller_provider/public/api/v2';
 
 test('PostgreSQL restarts under a running server: 503 while down, recovery, no job lost', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
@@ -26,12 +22,8 @@ test('PostgreSQL restarts under a running server: 503 while down, recovery, no j
     pg.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const store = await openStore({ databaseUrl: pg.url, dataDir });
-  await seedDemoCatalog(store.db, Date.now());
-  await ensureReseller(store.db, 'acme', Date.now());
-  const app = await registerApplication(store.db, { reseller: 'acme' }, Date.now());
+  const { store, app } = await prepareStore(dataDir, pg.url);
   await store.close();
-
   server = await startServer({
     VRP_DATABASE_URL: pg.url,
     VRP_DATA_DIR: dataDir,
@@ -39,41 +31,10 @@ test('PostgreSQL restarts under a running server: 503 while down, recovery, no j
     VRP_JOB_LEASE: '2s',
   });
   const base = server.url;
-  const token = (
-    (await (
-      await fetch(`${base}/vps_reseller_provider/public/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          grant_type: 'client_credentials',
-          client_id: app.client_id,
-          client_secret: app.client_secret,
-        }),
-      })
-    ).json()) as { access_token: string }
-  ).access_token;
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${API}/${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: method === 'GET' ? undefined : JSON.stringify(body ?? {}),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
-  const p = DEMO_CATALOG.products[0]!;
-  const order = await api('POST', 'service/create-order', {
-    product_id: p.id,
-    domain_name: 'pg.example.com',
-    template_id: p.os_templates[0],
-    cpu: 1,
-    ram: 1,
-    hdd: 20,
-    ip: 1,
-    backup: 10,
-  });
-  assert.equal(order.status, 200);
-  const id = order.body.data[0].service_id;
-  assert.equal((await api('POST', `service/${id}/create`)).status, 200);
+  const client = apiClient(() => base, await fetchToken(base, app));
+  const api = (method: 'GET' | 'POST', path: string, body?: unknown) => client.call(method, path, body ?? {});
+  const [{ service_id: id }] = await client.ok('POST', 'service/create-order', smallOrder('pg.example.com'));
+  await client.ok('POST', `service/${id}/create`);
   const waitFor = async (want: string, ms: number) => {
     const until = Date.now() + ms;
     for (;;) {

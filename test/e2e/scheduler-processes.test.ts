@@ -7,12 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ensureReseller, registerApplication } from '../../src/auth/applications.ts';
-import { openStore } from '../../src/store/database.ts';
-import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
+import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
-const API = '/vps_reseller_provider/public/api/v2';
 const SLOTS = ['10:01', '10:02', '10:03', '10:04', '10:05'];
 
 test('two processes, one store: every schedule slot makes exactly one backup', async () => {
@@ -30,50 +27,19 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     VRP_CLOCK_RATE: '20',
     VRP_SCHEDULER_INTERVAL: '100ms',
   };
-  const store = await openStore({ databaseUrl: undefined, dataDir });
-  await seedDemoCatalog(store.db, Date.now());
-  await ensureReseller(store.db, 'acme', Date.now());
-  const app = await registerApplication(store.db, { reseller: 'acme' }, Date.now());
-
+  const { store, app } = await prepareStore(dataDir);
   servers.push(await startServer(env));
   const base = servers[0]!.url;
-  const token = (
-    (await (
-      await fetch(`${base}/vps_reseller_provider/public/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          grant_type: 'client_credentials',
-          client_id: app.client_id,
-          client_secret: app.client_secret,
-        }),
-      })
-    ).json()) as { access_token: string }
-  ).access_token;
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${API}/${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: method === 'GET' ? undefined : JSON.stringify(body ?? {}),
-    });
-    const json = (await res.json()) as any;
-    assert.equal(res.status, 200, JSON.stringify(json));
-    return json.data;
-  };
-  const p = DEMO_CATALOG.products[0]!;
-  const [{ service_id: id }] = await api('POST', 'service/create-order', {
-    product_id: p.id,
-    domain_name: 'sched.example.com',
-    template_id: p.os_templates[0],
-    cpu: 1,
-    ram: 1,
-    hdd: 20,
-    ip: 1,
-    backup: 100,
-  });
-  await api('POST', `service/${id}/create`);
-  for (const time of SLOTS)
-    await api('POST', `service/${id}/backup-schedule/create`, { BsTime: time, BSDays: 'mon' });
+  const api = apiClient(() => base, await fetchToken(base, app));
+  const [{ service_id: id }] = await api.ok(
+    'POST',
+    'service/create-order',
+    smallOrder('sched.example.com', 100),
+  );
+  await api.ok('POST', `service/${id}/create`);
+  for (const time of SLOTS) {
+    await api.ok('POST', `service/${id}/backup-schedule/create`, { BsTime: time, BSDays: 'mon' });
+  }
   servers.push(await startServer(env));
 
   // Wait until every slot of the day has been handled (about 20 s of real time).
@@ -105,7 +71,7 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
   assert.equal(jobs.length, SLOTS.length, 'one backup job per slot');
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const backups = await api('GET', `service/${id}/backups`);
+    const backups = await api.ok('GET', `service/${id}/backups`);
     if (
       backups.length === SLOTS.length &&
       backups.every((b: { status: string }) => b.status === 'available')

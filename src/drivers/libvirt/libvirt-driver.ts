@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
-import { placeVm, reserve } from '../hosts.ts';
+import { placeVm, reserve, resizeReservation } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
@@ -127,7 +127,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
     const xmlFile = join(dir(vm.id), 'domain.xml');
     await writeFile(xmlFile, xml);
-    await virsh(uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM');
+    await virsh(uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM').catch((err) => {
+      // Defined by an earlier attempt of the same job: nothing left to do.
+      if (!/already exists/.test(String((err as Error).cause))) throw err;
+    });
   }
 
   async function startDomain(vm: LibvirtVmTable) {
@@ -245,19 +248,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async resize(vmId, spec) {
       const vm = await get(vmId);
-      if (spec.diskGb < vm.disk_gb) {
-        throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${spec.diskGb} GB`, {
-          transient: false,
-        });
-      }
-      const delta = {
-        cpu: spec.cpu - vm.cpu,
-        ramGb: spec.ramGb - vm.ram_gb,
-        diskGb: spec.diskGb - vm.disk_gb,
-      };
-      if ((delta.cpu || delta.ramGb || delta.diskGb) && !(await reserve(db, vm.host_id, delta))) {
-        throw new DriverError(`Host ${vm.host_id} has no room to grow this VM`, { transient: false });
-      }
+      await resizeReservation(
+        db,
+        vm.host_id,
+        { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
+        { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+      );
       await db
         .updateTable('libvirt_vms')
         .set({ cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb })

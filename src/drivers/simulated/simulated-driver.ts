@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
-import { placeVm, reserve, reserveBackupSpace } from '../hosts.ts';
+import { placeVm, reserve, reserveBackupSpace, resizeReservation } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createFaults } from './faults.ts';
 import { createSleeper } from './timings.ts';
@@ -155,25 +155,12 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
     async resize(vmId, spec) {
       const vm = await entry(vmId, 'resize');
-      if (spec.diskGb < vm.disk_gb) {
-        throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${spec.diskGb} GB`, {
-          transient: false,
-        });
-      }
-      const delta = {
-        cpu: spec.cpu - vm.cpu,
-        ramGb: spec.ramGb - vm.ram_gb,
-        diskGb: spec.diskGb - vm.disk_gb,
-      };
-      if (
-        (delta.cpu !== 0 || delta.ramGb !== 0 || delta.diskGb !== 0) &&
-        !(await reserve(db, vm.host_id, delta))
-      ) {
-        throw new DriverError(
-          `Host ${vm.host_id} has no room to grow to ${spec.cpu} vCPU, ${spec.ramGb} GB RAM, ${spec.diskGb} GB disk`,
-          { transient: false },
-        );
-      }
+      await resizeReservation(
+        db,
+        vm.host_id,
+        { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
+        { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+      );
       // The resized definition is written at once, so a retry after a crash finds the work done.
       const resized = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb };
       await db.updateTable('sim_vms').set(resized).where('id', '=', vmId).execute();

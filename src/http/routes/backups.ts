@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { checkBackupQuota } from '../../jobs/backup-quota.ts';
-import { type Backup, findBackup, insertBackup, listBackups } from '../../store/repos/backups.ts';
+import { type Backup, findBackup, insertPendingBackup, listBackups } from '../../store/repos/backups.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { successEnvelope } from '../envelope.ts';
@@ -56,15 +56,12 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
         params: { backup_id: backupId, kind: 'manual' },
         check: (service, tx) => checkBackupQuota(tx, service),
         apply: async (tx, job, service) => {
-          await insertBackup(tx, {
+          await insertPendingBackup(tx, {
             id: backupId,
-            service_id: service.id,
-            reseller_id: service.resellerId,
-            status: 'creating',
+            serviceId: service.id,
+            resellerId: service.resellerId,
             kind: 'manual',
-            size_gb: 0,
-            created_at: job.createdAt,
-            updated_at: job.createdAt,
+            now: job.createdAt,
           });
         },
       });

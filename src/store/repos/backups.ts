@@ -27,8 +27,24 @@ export const toBackup = (r: Row): Backup => ({
   updatedAt: r.updated_at,
 });
 
-export async function insertBackup(db: Kysely<Database>, row: Row): Promise<void> {
-  await db.insertInto('backups').values(row).execute();
+/** The record of a backup about to be taken (`creating`, size unknown yet). */
+export async function insertPendingBackup(
+  db: Kysely<Database>,
+  b: { id: string; serviceId: string; resellerId: string; kind: BackupKind; now: number },
+): Promise<void> {
+  await db
+    .insertInto('backups')
+    .values({
+      id: b.id,
+      service_id: b.serviceId,
+      reseller_id: b.resellerId,
+      status: 'creating',
+      kind: b.kind,
+      size_gb: 0,
+      created_at: b.now,
+      updated_at: b.now,
+    })
+    .execute();
 }
 
 /** A service's backups, newest first. */

@@ -27,7 +27,7 @@ export async function insertPoolAddresses(
           released_at: 0,
         })),
       )
-      .onConflict((oc) => oc.column('address_num').doNothing())
+      .onConflict((oc) => oc.doNothing())
       .execute();
   }
 }

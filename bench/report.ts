@@ -1,0 +1,105 @@
+/** Writes bench/RESULTS.md: the machine, the settings, every figure with its floor, ratio and target. */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+
+export interface Row {
+  readonly key: string;
+  readonly name: string;
+  readonly unit: 'req/s' | 'services/s' | 'x' | 'MB';
+  /** The server's figure (median of the runs, for req/s). */
+  readonly server: number;
+  readonly floor?: number;
+  readonly ratio?: number;
+  readonly runs?: { readonly server: readonly number[]; readonly floor: readonly number[] };
+  /** Server latency, ms (medians of the runs). */
+  readonly p50?: number;
+  readonly p99?: number;
+  /** Peak resident set of the server during the server runs, MB. */
+  readonly rssMb?: number;
+  readonly target?: string;
+  readonly ok?: boolean;
+  /** Set when a run had non-2xx answers or errors: the figure is not valid. */
+  readonly invalid?: string;
+}
+
+function cpuModel(): string {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1]!.trim();
+  } catch {
+    // not Linux
+  }
+  return cpus()[0]?.model ?? 'unknown';
+}
+
+const fmt = (n: number | undefined, digits = 0) =>
+  n === undefined || Number.isNaN(n)
+    ? '—'
+    : n.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+export function writeResults(
+  file: string,
+  rows: readonly Row[],
+  o: {
+    quick: boolean;
+    settings: {
+      connections: number;
+      duration: number;
+      warmup: number;
+      repeats: number;
+      bigStore: number;
+      smallStore: number;
+    };
+    elapsedSeconds: number;
+    findings: string;
+  },
+): void {
+  const s = o.settings;
+  const targets = rows.filter((r) => r.target);
+  const held = targets.filter((r) => r.ok).length;
+  const lines = [
+    '# Benchmark results',
+    '',
+    `Written by \`npm run bench${o.quick ? ' -- --quick' : ''}\` on ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} ` +
+      `(the run took ${fmt(o.elapsedSeconds)} s).`,
+    '',
+    `- Machine: ${cpus().length} cores, ${cpuModel()}, ${fmt(totalmem() / 2 ** 30, 1)} GiB memory; load generator, bench driver and server share it.`,
+    `- Node ${process.version}; server: SQLite in a fresh data dir, simulated hypervisor at speed 0, rate limiting off, log level warn, worker concurrency 32.`,
+    `- Load: autocannon in a child process, ${s.connections} connections, ${s.warmup} s warm-up then ${s.duration} s measured per run; ` +
+      `${s.repeats} runs of the server alternating with ${s.repeats} of the floor; figures are medians.`,
+    '- Floor: a bare Fastify app (no logger, no hooks) answering a constant JSON envelope to the same requests, in the same run: the best this stack does on this machine. Ratio = server / floor.',
+    o.quick
+      ? `- **Quick mode** (\`--quick\`): shorter runs, ${s.repeats} repeats, and ${fmt(s.bigStore)} services instead of 1,000,000 for the large store. Run \`npm run bench\` for the figures of record.`
+      : `- Full mode: the large store holds ${fmt(s.bigStore)} services.`,
+    '',
+    `**Targets: ${held} of ${targets.length} hold.**`,
+    '',
+    '| scenario | server | floor | ratio | p50 / p99 ms | peak RSS MB | target | holds |',
+    '|---|---:|---:|---:|---:|---:|---|---|',
+  ];
+  for (const r of rows) {
+    const value =
+      r.unit === 'x' ? `${fmt(r.server, 2)}x` : `${fmt(r.server, r.unit === 'MB' ? 0 : 0)} ${r.unit}`;
+    const holds = r.ok === undefined ? '—' : r.ok ? 'yes' : '**no**';
+    lines.push(
+      `| ${r.name}${r.invalid ? ` **INVALID: ${r.invalid}**` : ''} | ${value} | ${r.floor === undefined ? '—' : `${fmt(r.floor)} req/s`} | ` +
+        `${r.ratio === undefined ? '—' : fmt(r.ratio, 3)} | ${r.p50 === undefined ? '—' : `${r.p50} / ${r.p99}`} | ` +
+        `${r.rssMb === undefined ? '—' : fmt(r.rssMb)} | ${r.target ?? '—'} | ${holds} |`,
+    );
+  }
+  lines.push('', 'Every run (req/s), server | floor:', '');
+  for (const r of rows) {
+    if (r.runs) {
+      lines.push(
+        `- ${r.name}: ${r.runs.server.map((x) => fmt(x)).join(', ')} | ${r.runs.floor.map((x) => fmt(x)).join(', ')}`,
+      );
+    }
+  }
+  lines.push(
+    '',
+    'A run with any non-2xx answer, socket error or timeout (on the server or the floor) makes its scenario invalid; it is marked above and counts as a miss.',
+    '',
+  );
+  if (existsSync(o.findings)) lines.push(readFileSync(o.findings, 'utf8').trimEnd(), '');
+  writeFileSync(file, lines.join('\n'));
+}
