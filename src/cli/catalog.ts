@@ -3,36 +3,47 @@ import type { Kysely } from 'kysely';
 import { CatalogFileError, parseCatalogFile } from '../domain/catalog-file.ts';
 import { exportCatalog, importCatalog } from '../store/catalog-import.ts';
 import type { Database } from '../store/schema.ts';
-import { CommandError, type Output, UsageError } from './output.ts';
+import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
+/** `vrp catalog import FILE.json|-` and `vrp catalog export` (docs/catalog.md). */
 export async function catalogCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
-  const [sub, file, ...rest] = args;
-  if (rest.length > 0) throw new UsageError(`unexpected arguments: ${rest.join(' ')}`);
+  const [sub, file, ...rest] = positionals(args, 'catalog');
+  if (rest.length > 0) throw new UsageError(`catalog: unexpected arguments: ${rest.join(' ')}`);
   if (sub === 'export' && file === undefined) {
+    // Always JSON: the export is the file itself, with or without --json.
     process.stdout.write(`${JSON.stringify(await exportCatalog(db), null, 2)}\n`);
     return;
   }
   if (sub === 'import' && file) {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(readFileSync(file, 'utf8'));
+      parsed = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
     } catch (err) {
-      throw new CommandError(`cannot read ${file} as JSON: ${(err as Error).message}`);
-    }
-    try {
-      const summary = await importCatalog(db, parseCatalogFile(parsed), Date.now());
-      out.result(summary, (s) =>
-        [
-          `imported ${s.products} products, ${s.plans} plans, ${s.templates} OS templates`,
-          ...(s.removed.length ? [`removed: ${s.removed.join(', ')}`] : []),
-          ...(s.kept.length ? [`kept (services still use them): ${s.kept.join(', ')}`] : []),
-        ].join('\n'),
+      throw new CommandError(
+        `cannot read ${file === '-' ? 'stdin' : file} as JSON: ${(err as Error).message}`,
       );
-    } catch (err) {
-      if (err instanceof CatalogFileError) throw new CommandError(`${err.message}\nnothing was changed`);
-      throw err;
     }
+    let catalog: ReturnType<typeof parseCatalogFile>;
+    try {
+      catalog = parseCatalogFile(parsed);
+    } catch (err) {
+      if (!(err instanceof CatalogFileError)) throw err;
+      throw new CommandError(`${err.message}\nnothing was changed`, { problems: err.problems });
+    }
+    const summary = await importCatalog(db, catalog, Date.now());
+    out.result(summary, (s) =>
+      [
+        `imported ${s.products} products, ${s.plans} plans, ${s.templates} OS templates`,
+        ...(s.removed.length ? [`removed: ${s.removed.join(', ')}`] : []),
+        ...(s.kept.length ? [`kept (services still use them): ${s.kept.join(', ')}`] : []),
+        'running servers show the change within 5 seconds',
+      ].join('\n'),
+    );
     return;
   }
-  throw new UsageError(`usage: vrp catalog import FILE.json | vrp catalog export`);
+  throw new UsageError(
+    sub === 'import'
+      ? 'catalog import: a FILE.json (or - for stdin) is required'
+      : `unknown command: catalog ${sub ?? ''}`,
+  );
 }

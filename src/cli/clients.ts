@@ -5,7 +5,7 @@ import { parseScopes } from '../auth/scopes.ts';
 import { listClients, revokeClientTokens, setClientEnabled } from '../store/repos/clients.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
-import { CommandError, type Output, UsageError } from './output.ts';
+import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
 export async function clientCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
   const [sub, ...rest] = args;
@@ -88,9 +88,12 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
       );
       return;
     }
-    const [id, ...extra] = rest;
-    if (extra.length > 0) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-    if (!id) throw new UsageError(`client ${sub ?? ''}: a CLIENT_ID is required`);
+    if (sub !== 'rotate-secret' && sub !== 'disable' && sub !== 'enable' && sub !== 'revoke-tokens') {
+      throw new UsageError(`unknown command: client ${sub ?? ''}`);
+    }
+    const [id, ...extra] = positionals(rest, `client ${sub}`);
+    if (extra.length > 0) throw new UsageError(`client ${sub}: unexpected arguments: ${extra.join(' ')}`);
+    if (!id) throw new UsageError(`client ${sub}: a CLIENT_ID is required`);
     const missing = () => new CommandError(`no application with client_id "${id}"`);
     if (sub === 'rotate-secret') {
       const secret = await rotateApplicationSecret(db, id, now);
@@ -104,14 +107,12 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
         { client_id: id, enabled: sub === 'enable' },
         (v) => `application ${v.client_id} ${v.enabled ? 'enabled' : 'disabled'}`,
       );
-    } else if (sub === 'revoke-tokens') {
+    } else {
       if (!(await revokeClientTokens(db, id, now))) throw missing();
       out.result(
         { client_id: id, revoked: true },
         (v) => `every token of ${v.client_id} issued until now is revoked`,
       );
-    } else {
-      throw new UsageError(`unknown command: client ${sub ?? ''}`);
     }
   } catch (err) {
     if (err instanceof ApplicationError) throw new CommandError(err.message);

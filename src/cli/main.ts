@@ -1,11 +1,14 @@
+import type { Kysely } from 'kysely';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
-import { serve } from '../main.ts';
 import { createStore } from '../store/database.ts';
 import { migrateToLatest } from '../store/migrate.ts';
+import type { Database } from '../store/schema.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
-import { CommandError, createOutput, UsageError } from './output.ts';
+import { migrateCommand } from './migrate.ts';
+import { CommandError, createOutput, type Output, UsageError } from './output.ts';
 import { resellerCommand } from './resellers.ts';
+import { serveCommand } from './serve.ts';
 
 const USAGE = `usage: vrp <command> [--json]
 
@@ -15,69 +18,57 @@ const USAGE = `usage: vrp <command> [--json]
   client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
   client list [--reseller NAME]
   client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
-  catalog import FILE.json | export
+  catalog import FILE.json | catalog import - | catalog export
 
---json prints machine-readable JSON on stdout. Settings: see docs/operations.md.`;
+--json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
 
-async function withStore<T>(
-  config: Config,
-  run: (db: ReturnType<typeof createStore>['db']) => Promise<T>,
-): Promise<T> {
+type StoreCommand = (db: Kysely<Database>, args: string[], out: Output) => Promise<void>;
+
+const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
+  reseller: resellerCommand,
+  client: clientCommand,
+  catalog: catalogCommand,
+};
+
+/** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */
+async function withStore(config: Config, run: (db: Kysely<Database>) => Promise<void>): Promise<void> {
   const store = createStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    await migrateToLatest(store.db as never);
-    return await run(store.db);
+    await migrateToLatest(store.db as unknown as Kysely<unknown>);
+    await run(store.db);
   } finally {
     await store.close();
   }
 }
 
-/** Runs one `vrp` command; returns the exit code. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/**
+ * Runs one `vrp` command and returns the exit code: 0 done, 1 failed, 2 wrong arguments or a
+ * bad setting. `serve` returns undefined: the server runs until a signal ends the process.
+ */
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number | undefined> {
   const json = argv.includes('--json');
   const args = argv.filter((a) => a !== '--json');
   const out = createOutput(json);
   const [command, ...rest] = args;
   try {
-    if (!command || command === 'help' || command === '--help' || command === '-h') {
-      if (!command) throw new UsageError('a command is required');
+    if (command === 'help' || command === '--help' || command === '-h') {
       process.stdout.write(`${USAGE}\n`);
       return 0;
     }
+    if (!command) throw new UsageError('a command is required');
     if (command === 'serve') {
-      const role = rest.includes('--no-worker')
-        ? 'api'
-        : rest.includes('--worker-only')
-          ? 'worker'
-          : undefined;
-      const unknown = rest.filter((a) => a !== '--no-worker' && a !== '--worker-only');
-      if (unknown.length > 0 || (rest.includes('--no-worker') && rest.includes('--worker-only'))) {
-        throw new UsageError(`serve: unexpected arguments: ${rest.join(' ')}`);
-      }
-      await serve(loadConfig(role ? { ...env, VRP_ROLE: role } : env));
-      return -1; // keeps running until a signal
+      await serveCommand(rest, env);
+      return undefined;
     }
+    const storeCommand = STORE_COMMANDS[command];
+    if (command !== 'migrate' && !storeCommand) throw new UsageError(`unknown command: ${command}`);
     const config = loadConfig(env);
-    if (command === 'migrate') {
-      if (rest.length > 0) throw new UsageError(`migrate: unexpected arguments: ${rest.join(' ')}`);
-      const store = createStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
-      try {
-        const applied = await migrateToLatest(store.db as never);
-        out.result({ applied }, (v) =>
-          v.applied.length ? `applied: ${v.applied.join(', ')}` : 'the schema is up to date',
-        );
-      } finally {
-        await store.close();
-      }
-      return 0;
-    }
-    if (command === 'reseller')
-      return await withStore(config, (db) => resellerCommand(db, rest, out)).then(() => 0);
-    if (command === 'client')
-      return await withStore(config, (db) => clientCommand(db, rest, out)).then(() => 0);
-    if (command === 'catalog')
-      return await withStore(config, (db) => catalogCommand(db, rest, out)).then(() => 0);
-    throw new UsageError(`unknown command: ${command}`);
+    if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out));
+    else await migrateCommand(config, rest, out);
+    return 0;
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`vrp: ${err.message}\n\n${USAGE}\n`);
@@ -88,7 +79,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       return 2;
     }
     if (err instanceof CommandError) {
-      if (json) process.stdout.write(`${JSON.stringify({ error: err.message })}\n`);
+      if (json) process.stdout.write(`${JSON.stringify({ error: err.message, ...err.details })}\n`);
       process.stderr.write(`vrp: ${err.message}\n`);
       return 1;
     }
@@ -98,4 +89,4 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 const code = await runCli(process.argv.slice(2));
-if (code >= 0) process.exit(code);
+if (code !== undefined) process.exit(code);

@@ -3,8 +3,14 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The command ran and failed (exit 1); `details` go into the `--json` error object. */
 export class CommandError extends Error {
   override name = 'CommandError';
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.details = details;
+  }
 }
 
 export interface Output {
@@ -20,4 +26,14 @@ export function createOutput(json: boolean): Output {
       process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human(value)}\n`);
     },
   };
+}
+
+/**
+ * The positional arguments of a command that takes no options; an option is a usage error
+ * rather than a name (`vrp reseller create --force` must not create a reseller "--force").
+ */
+export function positionals(args: readonly string[], command: string): string[] {
+  const option = args.find((a) => a.startsWith('-') && a !== '-');
+  if (option !== undefined) throw new UsageError(`${command}: unknown option ${option}`);
+  return [...args];
 }

@@ -6,14 +6,20 @@ import {
   setResellerEnabled,
 } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
-import { CommandError, type Output, UsageError } from './output.ts';
+import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 
+/** `vrp reseller create|list|enable|disable`. */
 export async function resellerCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
-  const [sub, name, ...rest] = args;
-  if (rest.length > 0) throw new UsageError(`unexpected arguments: ${rest.join(' ')}`);
-  if (sub === 'list' && name === undefined) {
+  const [sub, name, ...rest] = positionals(args, 'reseller');
+  if (sub !== 'list' && sub !== 'create' && sub !== 'enable' && sub !== 'disable') {
+    throw new UsageError(`unknown command: reseller ${sub ?? ''}`);
+  }
+  if (rest.length > 0 || (sub === 'list' && name !== undefined)) {
+    throw new UsageError(`reseller ${sub}: unexpected arguments: ${[name, ...rest].join(' ')}`);
+  }
+  if (sub === 'list') {
     const list = await listResellers(db);
     out.result(
       list.map((r) => ({
@@ -29,11 +35,11 @@ export async function resellerCommand(db: Kysely<Database>, args: string[], out:
     );
     return;
   }
-  if (!name) throw new UsageError(`reseller ${sub ?? ''}: a NAME is required`);
+  if (!name) throw new UsageError(`reseller ${sub}: a NAME is required`);
   if (sub === 'create') {
     if (!NAME.test(name))
       throw new CommandError(
-        'a reseller name is 1-100 letters, digits, spaces, dots, underscores or hyphens',
+        'a reseller name is 1-100 letters, digits, spaces, dots, underscores or hyphens, starting with a letter or digit',
       );
     if (await findResellerByName(db, name))
       throw new CommandError(`a reseller named "${name}" exists already`);
@@ -41,15 +47,11 @@ export async function resellerCommand(db: Kysely<Database>, args: string[], out:
     out.result({ id: r.id, name: r.name }, (v) => `reseller "${v.name}" created (${v.id})`);
     return;
   }
-  if (sub === 'enable' || sub === 'disable') {
-    const r = await findResellerByName(db, name);
-    if (!r) throw new CommandError(`no reseller named "${name}"`);
-    await setResellerEnabled(db, r.id, sub === 'enable');
-    out.result(
-      { name, enabled: sub === 'enable' },
-      (v) => `reseller "${v.name}" ${v.enabled ? 'enabled' : 'disabled'}`,
-    );
-    return;
-  }
-  throw new UsageError(`unknown command: reseller ${sub ?? ''}`);
+  const r = await findResellerByName(db, name);
+  if (!r) throw new CommandError(`no reseller named "${name}"`);
+  await setResellerEnabled(db, r.id, sub === 'enable');
+  out.result(
+    { name, enabled: sub === 'enable' },
+    (v) => `reseller "${v.name}" ${v.enabled ? 'enabled' : 'disabled'}`,
+  );
 }

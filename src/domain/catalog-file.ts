@@ -1,4 +1,4 @@
-import { RESOURCES, type Resource } from './catalog.ts';
+import { RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
 
 /** The catalogue file (`vrp catalog import|export`), documented in docs/catalog.md. */
 export interface CatalogFile {
@@ -14,6 +14,11 @@ export interface CatalogFile {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The largest amount a column holds on every store (PostgreSQL `integer`). */
+export const MAX_AMOUNT = 2147483647;
+const MAX_NAME = 200;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** Every problem of a file, each naming the exact path (`products[1].config.cpu.max must be >= min`). */
 export class CatalogFileError extends Error {
@@ -31,23 +36,56 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 /** Validates and normalises a parsed catalogue file (bounds may be numeric strings, ids any case). */
 export function parseCatalogFile(input: unknown): CatalogFile {
   const problems: string[] = [];
-  const str = (v: unknown, path: string): string => {
+  const str = (v: unknown, path: string, maxLength = MAX_NAME): string => {
     if (typeof v !== 'string' || v.trim() === '') problems.push(`${path} must be a non-empty string`);
+    else if (v.trim().length > maxLength) problems.push(`${path} must be at most ${maxLength} characters`);
+    else if (CONTROL.test(v.trim())) problems.push(`${path} must not contain control characters`);
     return typeof v === 'string' ? v.trim() : '';
+  };
+  // A misspelt key ("plan") would otherwise be dropped without a word.
+  const known = (o: Obj, path: string, keys: readonly string[]) => {
+    for (const k of Object.keys(o)) {
+      if (!keys.includes(k)) problems.push(`${path ? `${path}.` : ''}${k} is not a known field`);
+    }
   };
   const id = (v: unknown, path: string): string => {
     if (typeof v !== 'string' || !UUID.test(v)) problems.push(`${path} must be a UUID`);
     return typeof v === 'string' ? v.toLowerCase() : '';
   };
+  // NaN for a bad value: every comparison with it is false, so one mistake is reported once.
   const int = (v: unknown, path: string, min: number): number => {
     const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n) || n < min) {
       problems.push(`${path} must be a whole number >= ${min}`);
-      return min;
+      return Number.NaN;
+    }
+    if (n > MAX_AMOUNT) {
+      problems.push(`${path} must be at most ${MAX_AMOUNT}`);
+      return Number.NaN;
     }
     return n;
   };
+  const bounds = (b: unknown, path: string, r: Resource): { min: number; max: number } => {
+    if (!isObj(b)) {
+      problems.push(`${path} must be an object with min and max`);
+      return { min: Number.NaN, max: Number.NaN };
+    }
+    // `unit` is allowed so a product copied from the API reads back; units are fixed.
+    known(b, path, ['min', 'max', 'unit']);
+    if (b['unit'] !== undefined && b['unit'] !== RESOURCE_UNITS[r]) {
+      problems.push(`${path}.unit must be "${RESOURCE_UNITS[r]}" (units are fixed)`);
+    }
+    const floor = r === 'backup' ? 0 : 1;
+    const min = int(b['min'], `${path}.min`, floor);
+    const max = int(b['max'], `${path}.max`, floor);
+    if (max < min) {
+      problems.push(`${path}.max must be >= min`);
+      return { min: Number.NaN, max: Number.NaN };
+    }
+    return { min, max };
+  };
   if (!isObj(input)) throw new CatalogFileError(['the file must hold a JSON object']);
+  known(input, '', ['os_templates', 'products']);
   const rawTemplates = Array.isArray(input['os_templates']) ? input['os_templates'] : [];
   if (!Array.isArray(input['os_templates'])) problems.push('os_templates must be an array');
   const rawProducts = Array.isArray(input['products']) ? input['products'] : [];
@@ -59,8 +97,12 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       problems.push(`${path} must be an object`);
       return { id: '', name: '', image: null };
     }
-    const image = t['image'] === undefined || t['image'] === null ? null : str(t['image'], `${path}.image`);
-    return { id: id(t['id'], `${path}.id`), name: str(t['name'], `${path}.name`), image };
+    known(t, path, ['id', 'name', 'image']);
+    const tid = id(t['id'], `${path}.id`);
+    const name = str(t['name'], `${path}.name`);
+    const image =
+      t['image'] === undefined || t['image'] === null ? null : str(t['image'], `${path}.image`, 4096);
+    return { id: tid, name, image };
   });
   const templateIds = new Set<string>();
   templates.forEach((t, i) => {
@@ -68,32 +110,28 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     templateIds.add(t.id);
   });
 
-  const seen = new Set<string>();
+  // Ids are unique across templates, products and plans, so an id names one thing in a file.
+  const seen = new Set<string>(templateIds);
   const products = rawProducts.map((p, i) => {
     const path = `products[${i}]`;
     if (!isObj(p)) {
       problems.push(`${path} must be an object`);
       return undefined;
     }
+    known(p, path, ['id', 'name', 'template', 'config', 'os_templates', 'plans']);
     const pid = id(p['id'], `${path}.id`);
     if (pid && seen.has(pid)) problems.push(`${path}.id repeats ${pid}`);
     seen.add(pid);
-    const rawConfig = isObj(p['config']) ? p['config'] : {};
-    if (!isObj(p['config'])) problems.push(`${path}.config must be an object`);
+    const name = str(p['name'], `${path}.name`);
+    const template = str(p['template'], `${path}.template`);
     const config = {} as Record<Resource, { min: number; max: number }>;
-    for (const r of RESOURCES) {
-      const b = rawConfig[r];
-      const bpath = `${path}.config.${r}`;
-      if (!isObj(b)) {
-        problems.push(`${bpath} must be an object with min and max`);
-        config[r] = { min: 0, max: 0 };
-        continue;
-      }
-      const floor = r === 'backup' ? 0 : 1;
-      const min = int(b['min'], `${bpath}.min`, floor);
-      const max = int(b['max'], `${bpath}.max`, floor);
-      if (max < min) problems.push(`${bpath}.max must be >= min`);
-      config[r] = { min, max };
+    const rawConfig = p['config'];
+    if (!isObj(rawConfig)) {
+      problems.push(`${path}.config must be an object with ${RESOURCES.join(', ')}`);
+      for (const r of RESOURCES) config[r] = { min: Number.NaN, max: Number.NaN };
+    } else {
+      known(rawConfig, `${path}.config`, RESOURCES);
+      for (const r of RESOURCES) config[r] = bounds(rawConfig[r], `${path}.config.${r}`, r);
     }
     const rawOs = Array.isArray(p['os_templates']) ? p['os_templates'] : [];
     if (!Array.isArray(p['os_templates']) || rawOs.length === 0) {
@@ -114,15 +152,19 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       const ppath = `${path}.plans[${j}]`;
       if (!isObj(pl)) {
         problems.push(`${ppath} must be an object`);
-        return { id: '', name: '', cpu: 0, ram: 0, hdd: 0, price: 0 };
+        return { id: '', name: '', cpu: Number.NaN, ram: Number.NaN, hdd: Number.NaN, price: 0 };
       }
+      known(pl, ppath, ['id', 'name', 'cpu', 'ram', 'hdd', 'price']);
       const plan = {
         id: id(pl['id'], `${ppath}.id`),
         name: str(pl['name'], `${ppath}.name`),
         cpu: int(pl['cpu'], `${ppath}.cpu`, 1),
         ram: int(pl['ram'], `${ppath}.ram`, 1),
         hdd: int(pl['hdd'], `${ppath}.hdd`, 1),
-        price: typeof pl['price'] === 'number' && pl['price'] >= 0 ? pl['price'] : Number.NaN,
+        price:
+          typeof pl['price'] === 'number' && Number.isFinite(pl['price']) && pl['price'] >= 0
+            ? pl['price']
+            : Number.NaN,
       };
       if (Number.isNaN(plan.price)) problems.push(`${ppath}.price must be a number >= 0`);
       for (const r of ['cpu', 'ram', 'hdd'] as const) {
@@ -138,8 +180,8 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     });
     return {
       id: pid,
-      name: str(p['name'], `${path}.name`),
-      template: str(p['template'], `${path}.template`),
+      name,
+      template,
       config,
       os_templates: osTemplates,
       plans,

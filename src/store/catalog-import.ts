@@ -25,50 +25,98 @@ export async function importCatalog(
   return db.transaction().execute(async (tx) => {
     const removed: string[] = [];
     const kept: string[] = [];
-    for (const t of file.os_templates) {
+    const productIds = file.products.map((p) => p.id);
+    const planIds = file.products.flatMap((p) => p.plans.map((pl) => pl.id));
+    // Upserts rather than plain inserts: two processes seeding a fresh store at once both succeed.
+    for (const rows of chunks(
+      file.os_templates.map((t) => ({
+        id: t.id,
+        name: t.name,
+        image: t.image ?? null,
+        created_at: now,
+        updated_at: now,
+      })),
+    )) {
       await tx
         .insertInto('os_templates')
-        .values({ id: t.id, name: t.name, image: t.image ?? null, created_at: now, updated_at: now })
+        .values(rows)
         .onConflict((oc) =>
-          oc.column('id').doUpdateSet({ name: t.name, image: t.image ?? null, updated_at: now }),
+          oc.column('id').doUpdateSet((eb) => ({
+            name: eb.ref('excluded.name'),
+            image: eb.ref('excluded.image'),
+            updated_at: eb.ref('excluded.updated_at'),
+          })),
         )
         .execute();
     }
-    for (const [i, p] of file.products.entries()) {
-      const config = JSON.stringify(p.config);
+    for (const rows of chunks(
+      file.products.map((p, i) => ({
+        id: p.id,
+        name: p.name,
+        template: p.template,
+        config: JSON.stringify(p.config),
+        position: i,
+        created_at: now,
+        updated_at: now,
+      })),
+    )) {
       await tx
         .insertInto('products')
-        .values({
-          id: p.id,
-          name: p.name,
-          template: p.template,
-          config,
-          position: i,
-          created_at: now,
-          updated_at: now,
-        })
+        .values(rows)
         .onConflict((oc) =>
-          oc
-            .column('id')
-            .doUpdateSet({ name: p.name, template: p.template, config, position: i, updated_at: now }),
+          oc.column('id').doUpdateSet((eb) => ({
+            name: eb.ref('excluded.name'),
+            template: eb.ref('excluded.template'),
+            config: eb.ref('excluded.config'),
+            position: eb.ref('excluded.position'),
+            updated_at: eb.ref('excluded.updated_at'),
+          })),
         )
         .execute();
-      await tx.deleteFrom('product_templates').where('product_id', '=', p.id).execute();
-      for (const [j, templateId] of p.os_templates.entries()) {
-        await tx
-          .insertInto('product_templates')
-          .values({ product_id: p.id, template_id: templateId, position: j })
-          .execute();
-      }
-      await tx.deleteFrom('plans').where('product_id', '=', p.id).execute();
-      for (const [j, plan] of p.plans.entries()) {
-        await tx
-          .insertInto('plans')
-          .values({ ...plan, product_id: p.id, position: j })
-          .execute();
-      }
     }
-    const productIds = file.products.map((p) => p.id);
+    // A plan may move to another product (even from one that is no longer in the file), so
+    // every plan the file names is cleared first, with the old plans of the file's products.
+    for (const ids of chunks(productIds)) {
+      await tx.deleteFrom('product_templates').where('product_id', 'in', ids).execute();
+      await tx.deleteFrom('plans').where('product_id', 'in', ids).execute();
+    }
+    for (const ids of chunks(planIds)) {
+      await tx.deleteFrom('plans').where('id', 'in', ids).execute();
+    }
+    for (const rows of chunks(
+      file.products.flatMap((p) =>
+        p.os_templates.map((templateId, j) => ({ product_id: p.id, template_id: templateId, position: j })),
+      ),
+    )) {
+      await tx
+        .insertInto('product_templates')
+        .values(rows)
+        .onConflict((oc) =>
+          oc
+            .columns(['product_id', 'template_id'])
+            .doUpdateSet((eb) => ({ position: eb.ref('excluded.position') })),
+        )
+        .execute();
+    }
+    for (const rows of chunks(
+      file.products.flatMap((p) => p.plans.map((plan, j) => ({ ...plan, product_id: p.id, position: j }))),
+    )) {
+      await tx
+        .insertInto('plans')
+        .values(rows)
+        .onConflict((oc) =>
+          oc.column('id').doUpdateSet((eb) => ({
+            product_id: eb.ref('excluded.product_id'),
+            name: eb.ref('excluded.name'),
+            cpu: eb.ref('excluded.cpu'),
+            ram: eb.ref('excluded.ram'),
+            hdd: eb.ref('excluded.hdd'),
+            price: eb.ref('excluded.price'),
+            position: eb.ref('excluded.position'),
+          })),
+        )
+        .execute();
+    }
     const staleProducts = await tx
       .selectFrom('products')
       .select('id')
@@ -125,6 +173,15 @@ export async function importCatalog(
       kept,
     };
   });
+}
+
+/** Rows per statement: well under SQLite's bound-parameter limit for every table here. */
+const CHUNK = 200;
+
+function chunks<T>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) out.push(items.slice(i, i + CHUNK));
+  return out;
 }
 
 /** The catalogue as a file: what `importCatalog` takes back unchanged. */

@@ -1,0 +1,70 @@
+/**
+ * `node bench/profile-summary.ts FILE.cpuprofile [N]`: where a V8 CPU profile (from
+ * `npm run bench -- --profile DIR`) spent its time: the top N functions by self time, and the
+ * project's own functions (src/) by total time (self + callees), each with file:line.
+ */
+import { readFileSync } from 'node:fs';
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node bench/profile-summary.ts FILE.cpuprofile [N]');
+  process.exit(2);
+}
+const n = Number(process.argv[3] ?? 30);
+const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const byId = new Map(p.nodes.map((x) => [x.id, x]));
+const parent = new Map<number, number>();
+for (const x of p.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
+
+// Self time per node from the samples and their time deltas (µs).
+const self = new Map<number, number>();
+for (let i = 0; i < p.samples.length; i++) {
+  const id = p.samples[i]!;
+  self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0));
+}
+const total = [...self.values()].reduce((a, b) => a + b, 0);
+const name = (x: Node) => {
+  const url = x.callFrame.url.replace(/^file:\/\//, '').replace(process.cwd(), '.');
+  return `${x.callFrame.functionName || '(anonymous)'} ${url ? `${url}:${x.callFrame.lineNumber + 1}` : ''}`.trim();
+};
+
+const selfBy = new Map<string, number>();
+const totalBy = new Map<string, number>();
+for (const [id, us] of self) {
+  const x = byId.get(id)!;
+  selfBy.set(name(x), (selfBy.get(name(x)) ?? 0) + us);
+  // Total time: every distinct frame on the stack of this sample gets the time once.
+  const seen = new Set<string>();
+  for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+    const k = name(byId.get(cur)!);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    totalBy.set(k, (totalBy.get(k) ?? 0) + us);
+  }
+}
+const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
+console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled`);
+console.log('\nself time:');
+for (const [k, us] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);
+console.log('\ntotal time, project functions (src/):');
+for (const [k, us] of [...totalBy]
+  .filter(([k]) => k.includes('/src/'))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, n))
+  console.log(`${pct(us)}  ${k}`);
+console.log('\ntotal time, every function:');
+for (const [k, us] of [...totalBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);

@@ -1,0 +1,85 @@
+/**
+ * Issue 6: order -> create -> running through the HTTP API with VRP_DRIVER=libvirt, in a real
+ * VM whose guest reports the order's host name; terminate leaves no domain, disk or seed.
+ * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
+import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+
+const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
+
+test('a real VM through the API: order, create, running, terminate', {
+  skip: !template && 'needs VRP_TEST_LIBVIRT_TEMPLATE',
+  timeout: 600_000,
+}, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvapi-'));
+  const storage = mkdtempSync(join(tmpdir(), 'vrp-lvapi-storage-'));
+  chmodSync(storage, 0o711);
+  let server: ServerProcess | undefined;
+  const { store, app } = await prepareStore(dataDir);
+  after(async () => {
+    await server?.kill();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(storage, { recursive: true, force: true });
+  });
+  const order = smallOrder('vm1.example.com');
+  // The operator maps the OS template to its image on the hosts (catalogue `image`).
+  await store.db
+    .updateTable('os_templates')
+    .set({ image: template! })
+    .where('id', '=', order.template_id)
+    .execute();
+  server = await startServer({
+    VRP_DATA_DIR: dataDir,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_STORAGE: storage,
+    VRP_STOP_TIMEOUT: '3s',
+  });
+  const api = apiClient(() => server!.url, await fetchToken(server.url, app));
+  const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
+  await api.ok('POST', `service/${id}/create`);
+  const until = Date.now() + 300_000;
+  let status: { status: string; job: unknown } | undefined;
+  while (Date.now() < until) {
+    status = await api.ok('GET', `service/${id}/status`);
+    if (status!.status === 'running' && status!.job === null) break;
+    assert.notEqual(status!.status, 'failed', JSON.stringify(await api.ok('GET', `service/${id}/jobs`)));
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.equal(status?.status, 'running');
+  const details = await api.ok('GET', `service/${id}/details`);
+  const domains = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--name'], { encoding: 'utf8' });
+  assert.ok(domains.includes(`vrp-${id}`), 'the domain runs');
+  const consoleLog = join(storage, id, 'console.log');
+  let report = '';
+  while (Date.now() < until && !report) {
+    report = existsSync(consoleLog)
+      ? (readFileSync(consoleLog, 'utf8')
+          .split('\n')
+          .find((l) => l.startsWith('VRP-GUEST')) ?? '')
+      : '';
+    if (!report) await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.match(report, /hostname=vm1\.example\.com /, "the guest took the order's host name");
+  assert.match(report, new RegExp(`ips=${details.ip.replaceAll('.', '\\.')},`), 'the guest got its address');
+
+  await api.ok('POST', `service/${id}/terminate`);
+  while (Date.now() < until) {
+    status = await api.ok('GET', `service/${id}/status`);
+    if (status!.status === 'terminated') break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.equal(status?.status, 'terminated');
+  const all = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--all', '--name'], {
+    encoding: 'utf8',
+  });
+  assert.ok(!all.includes(`vrp-${id}`), 'no domain left');
+  assert.ok(!existsSync(join(storage, id)), 'no disk or seed left');
+});
