@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import { findClientForAuth } from '../store/repos/clients.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
@@ -49,8 +49,8 @@ export function createTokenEndpoint(
 ): TokenEndpoint {
   // A verified secret is remembered as an HMAC, so a client that asks often does not pay scrypt each time.
   const verified = new Map<string, { secretHash: string; mac: Buffer }>();
-  const macOf = (secret: string) =>
-    createHmac('sha256', ctx.keys.tokenKey).update(`client-secret:${secret}`).digest();
+  const macKey = createSecretKey(ctx.keys.tokenKey);
+  const macOf = (secret: string) => createHmac('sha256', macKey).update(`client-secret:${secret}`).digest();
 
   async function secretMatches(clientId: string, secret: string, secretHash: string): Promise<boolean> {
     const hit = verified.get(clientId);

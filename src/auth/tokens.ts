@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Scope } from './scopes.ts';
 
 /** What a verified access token says. */
@@ -33,8 +33,14 @@ export interface TokenSigner {
   verify(token: string, nowMs: number): TokenClaims | undefined;
 }
 
+/** Verified tokens remembered per process, so a client's repeated token costs a map look-up. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export function createTokenSigner(key: Buffer): TokenSigner {
-  const mac = (data: string) => createHmac('sha256', key).update(data).digest();
+  // One KeyObject: building it from raw bytes on every HMAC was the hot path's largest cost.
+  const keyObject = createSecretKey(key);
+  const mac = (data: string) => createHmac('sha256', keyObject).update(data).digest();
+  const verified = new Map<string, TokenClaims>();
   return {
     issue(claims) {
       const payload: Payload = {
@@ -49,6 +55,8 @@ export function createTokenSigner(key: Buffer): TokenSigner {
       return `${PREFIX}${body}.${mac(body).toString('base64url')}`;
     },
     verify(token, nowMs) {
+      const known = verified.get(token);
+      if (known) return known.exp * 1000 > nowMs ? known : undefined;
       if (!token.startsWith(PREFIX) || token.length > 2048) return undefined;
       const dot = token.indexOf('.', PREFIX.length);
       if (dot < 0) return undefined;
@@ -63,13 +71,16 @@ export function createTokenSigner(key: Buffer): TokenSigner {
         return undefined;
       }
       if (typeof p.e !== 'number' || p.e * 1000 <= nowMs) return undefined;
-      return {
+      const claims: TokenClaims = Object.freeze({
         clientId: p.c,
         resellerId: p.r,
-        scopes: p.s.split(' ').filter(Boolean) as Scope[],
+        scopes: Object.freeze(p.s.split(' ').filter(Boolean) as Scope[]),
         version: p.v,
         exp: p.e,
-      };
+      });
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
+      verified.set(token, claims);
+      return claims;
     },
   };
 }

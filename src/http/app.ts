@@ -131,26 +131,11 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   const routes: { pattern: RegExp; method: string }[] = [];
   const registered: RegisteredRoute[] = [];
   app.decorate('registeredRoutes', registered);
-  app.addHook('onRoute', (route) => {
-    const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
-    for (const m of [route.method].flat()) {
-      routes.push({ pattern, method: m });
-      registered.push({ method: m, url: route.url, schema: route.schema, scope: route.config?.scope });
-    }
-  });
-
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    const header = request.headers['x-envelope-variant'];
-    if (header !== undefined && !isVariant(header)) {
-      throw new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B');
-    }
-    if (isVariant(header)) request.variant = header;
-    const scope = request.routeOptions.config.scope;
-    if (!scope) return;
+  /** Authentication of an API route: its scope is known when the route is registered. */
+  const authHook = (scope: Scope) => async (request: FastifyRequest) => {
     const caller = await authenticate(ctx, request);
     request.caller = caller;
-    if (!isVariant(header)) request.variant = caller.state.variant;
+    if (request.headers['x-envelope-variant'] === undefined) request.variant = caller.state.variant;
     requireScope(caller, scope);
     const wait = limiter.take(caller.clientId, Date.now());
     if (wait > 0) {
@@ -158,6 +143,25 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
         headers: { 'retry-after': String(Math.ceil(wait / 1000)) },
       });
     }
+  };
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
+    for (const m of [route.method].flat()) {
+      routes.push({ pattern, method: m });
+      registered.push({ method: m, url: route.url, schema: route.schema, scope: route.config?.scope });
+    }
+    // Route-level hooks, built once here rather than looking the route up on every request.
+    const scope = route.config?.scope;
+    if (scope) route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope)];
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const header = request.headers['x-envelope-variant'];
+    if (header === undefined) return;
+    if (!isVariant(header))
+      throw new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B');
+    request.variant = header;
   });
 
   // A request without a body is validated as an empty object.

@@ -1,12 +1,17 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { App } from '../app.ts';
 import { createHttpMetrics } from '../metrics.ts';
 
 export function registerProbeRoutes(app: App, ctx: AppContext): void {
   const metrics = createHttpMetrics();
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    metrics.observe(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+  // Each route counts its own answers (the URL pattern is known when it is registered).
+  app.addHook('onRoute', (route) => {
+    const url = route.url;
+    const observe = async (request: FastifyRequest, reply: FastifyReply) => {
+      metrics.observe(request.method, url, reply.statusCode, reply.elapsedTime / 1000);
+    };
+    route.onResponse = [...[route.onResponse ?? []].flat(), observe];
   });
 
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
