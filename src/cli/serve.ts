@@ -1,5 +1,4 @@
 import { loadConfig } from '../config.ts';
-import { serve } from '../main.ts';
 import { UsageError } from './output.ts';
 
 /** `vrp serve [--no-worker | --worker-only]`: runs until a signal stops it (main.ts owns shutdown). */
@@ -10,5 +9,8 @@ export async function serveCommand(args: readonly string[], env: NodeJS.ProcessE
   if (unknown.length > 0) throw new UsageError(`serve: unexpected arguments: ${unknown.join(' ')}`);
   if (noWorker && workerOnly) throw new UsageError('serve: --no-worker and --worker-only exclude each other');
   const role = noWorker ? 'api' : workerOnly ? 'worker' : undefined;
-  await serve(loadConfig(role ? { ...env, VRP_ROLE: role } : env));
+  const config = loadConfig(role ? { ...env, VRP_ROLE: role } : env);
+  // Loaded here so that the other commands do not pay for the HTTP server and the drivers.
+  const { serve } = await import('../main.ts');
+  await serve(config);
 }

@@ -1,18 +1,20 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { freePort } from '../../scripts/postgres.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'vrp-cli-'));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 
-function vrp(args: string[], env: Record<string, string> = {}) {
+function vrp(args: string[], env: Record<string, string> = {}, input?: string) {
   const r = spawnSync(process.execPath, ['bin/vrp.js', ...args], {
     env: { ...process.env, VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent', ...env },
     encoding: 'utf8',
+    input,
   });
   return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) };
 }
@@ -30,6 +32,24 @@ describe('vrp command', () => {
       list.map((r: { name: string }) => r.name),
       ['acme'],
     );
+    assert.match(vrp(['reseller', 'list']).out, /^acme\tenabled\t/);
+
+    assert.equal(vrp(['reseller', 'create', 'other']).code, 0);
+    assert.equal(vrp(['reseller', 'disable', 'other']).code, 0);
+    const states = () =>
+      Object.fromEntries(
+        vrp(['reseller', 'list', '--json'])
+          .json()
+          .map((r: { name: string; enabled: boolean }) => [r.name, r.enabled]),
+      );
+    assert.deepEqual(states(), { acme: true, other: false });
+    assert.equal(vrp(['reseller', 'enable', 'other']).code, 0);
+    assert.deepEqual(states(), { acme: true, other: true });
+    const missing = vrp(['reseller', 'disable', 'nobody']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /no reseller named "nobody"/);
+    assert.equal(vrp(['reseller', 'create', '-bad name']).code, 2, 'an option is not a name');
+    assert.equal(vrp(['reseller', 'create', 'bad/name']).code, 1);
   });
 
   test('client create prints the documented JSON once; list never shows secrets', () => {
@@ -56,12 +76,38 @@ describe('vrp command', () => {
     assert.ok(!list.out.includes('scrypt'));
     assert.equal(list.json()[0].client_id, v.client_id);
 
+    assert.ok(!vrp(['client', 'list']).out.includes(v.client_secret));
+
+    const other = vrp(['client', 'create', '--reseller', 'other', '--name', 'Billing', '--json']).json();
+    assert.equal(other.scopes, 'access products service', 'all scopes by default');
+    assert.equal(other.variant, 'B', 'variant B by default');
+    const ofOther = vrp(['client', 'list', '--reseller', 'other', '--json']).json();
+    assert.deepEqual(
+      ofOther.map((c: { client_id: string; name: string }) => [c.client_id, c.name]),
+      [[other.client_id, 'Billing']],
+    );
+    assert.equal(vrp(['client', 'list', '--reseller', 'nobody']).code, 1);
+
     const rotated = vrp(['client', 'rotate-secret', v.client_id, '--json']).json();
+    assert.equal(rotated.client_id, v.client_id);
     assert.notEqual(rotated.client_secret, v.client_secret);
+    assert.ok(!vrp(['client', 'list', '--json']).out.includes(rotated.client_secret));
+    const enabled = (id: string) =>
+      vrp(['client', 'list', '--json'])
+        .json()
+        .find((c: { client_id: string }) => c.client_id === id).enabled;
     assert.equal(vrp(['client', 'disable', v.client_id]).code, 0);
-    assert.equal(vrp(['client', 'list', '--json']).json()[0].enabled, false);
-    assert.equal(vrp(['client', 'revoke-tokens', v.client_id]).code, 0);
+    assert.equal(enabled(v.client_id), false);
+    assert.equal(enabled(other.client_id), true);
+    assert.equal(vrp(['client', 'enable', v.client_id]).code, 0);
+    assert.equal(enabled(v.client_id), true);
+    assert.deepEqual(vrp(['client', 'revoke-tokens', v.client_id, '--json']).json(), {
+      client_id: v.client_id,
+      revoked: true,
+    });
     assert.equal(vrp(['client', 'disable', 'vrp_nope']).code, 1);
+    assert.equal(vrp(['client', 'rotate-secret', 'vrp_nope']).code, 1);
+    assert.equal(vrp(['client', 'disable', v.client_id, 'extra']).code, 2);
   });
 
   test('client create errors: unknown reseller, bad scopes, bad variant', () => {
@@ -75,8 +121,25 @@ describe('vrp command', () => {
     const bad = vrp(['frobnicate']);
     assert.equal(bad.code, 2);
     assert.match(bad.err, /usage: vrp/);
+    assert.equal(bad.out, '');
     assert.equal(vrp([]).code, 2);
-    assert.equal(vrp(['reseller', 'create']).code, 2);
+    for (const args of [
+      ['reseller', 'create'],
+      ['reseller', 'list', '--all'],
+      ['client', 'frob', 'x'],
+      ['client', 'create', '--reseller', 'acme', '--bogus'],
+      ['catalog', 'import'],
+      ['catalog', 'export', 'extra'],
+      ['migrate', 'now'],
+      ['serve', '--no-worker', '--worker-only'],
+    ]) {
+      const r = vrp(args);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.err, /usage: vrp/, args.join(' '));
+    }
+    const help = vrp(['--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.out, /catalog import FILE.json/);
     const setting = vrp(['migrate'], { VRP_DRIVER: 'xen' });
     assert.equal(setting.code, 2);
     assert.match(setting.err, /VRP_DRIVER/);
@@ -104,12 +167,94 @@ describe('vrp command', () => {
     assert.deepEqual(vrp(['catalog', 'export']).json(), exported, 'nothing changed');
     writeFileSync(join(dataDir, 'notjson.json'), '{');
     assert.equal(vrp(['catalog', 'import', join(dataDir, 'notjson.json')]).code, 1);
+    assert.equal(vrp(['catalog', 'import', join(dataDir, 'absent.json')]).code, 1);
+
+    // --json lists the problems for scripts; stdin (-) is a file too.
+    const typo = structuredClone(exported);
+    typo.products[1].plan = typo.products[1].plans;
+    delete typo.products[1].plans;
+    const j = vrp(['catalog', 'import', '-', '--json'], {}, JSON.stringify(typo));
+    assert.equal(j.code, 1);
+    assert.deepEqual(j.json().problems, ['products[1].plan is not a known field']);
+    assert.deepEqual(vrp(['catalog', 'export']).json(), exported, 'nothing changed');
+    const renamed = structuredClone(exported);
+    renamed.products[1].name = 'VPS Business Plus';
+    const viaStdin = vrp(['catalog', 'import', '-'], {}, JSON.stringify(renamed));
+    assert.equal(viaStdin.code, 0, viaStdin.err);
+    assert.match(viaStdin.out, /imported 3 products, 8 plans, 4 OS templates/);
+    assert.equal(vrp(['catalog', 'export']).json().products[1].name, 'VPS Business Plus');
   });
 
-  test('migrate reports an up-to-date schema', () => {
-    const r = vrp(['migrate', '--json']);
-    assert.equal(r.code, 0);
-    assert.deepEqual(r.json(), { applied: [] });
+  test('migrate applies the migrations of a new store once', () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'vrp-cli-migrate-'));
+    try {
+      const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
+      assert.equal(first.code, 0, first.err);
+      assert.deepEqual(first.json(), { applied: ['001-initial'] });
+      assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
+      assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+
+  test('serve --no-worker answers HTTP; serve --worker-only does not listen; both stop on SIGTERM', async () => {
+    const serveDir = mkdtempSync(join(tmpdir(), 'vrp-cli-serve-'));
+    const start = async (flag: string) => {
+      const port = await freePort();
+      const child = spawn(process.execPath, ['bin/vrp.js', 'serve', flag], {
+        env: {
+          ...process.env,
+          VRP_DATA_DIR: serveDir,
+          VRP_LOG_LEVEL: 'info',
+          VRP_HOST: '127.0.0.1',
+          VRP_PORT: String(port),
+          VRP_SIMULATED_SPEED: '0',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+      });
+      child.stderr.on('data', (d) => {
+        out += d;
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      return { port, child, exited, output: () => out };
+    };
+    const waitFor = async (what: () => Promise<boolean>, label: string, output: () => string) => {
+      const until = Date.now() + 20_000;
+      while (!(await what().catch(() => false))) {
+        if (Date.now() > until) throw new Error(`${label} did not happen:\n${output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      const api = await start('--no-worker');
+      try {
+        await waitFor(
+          async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok,
+          'healthz',
+          api.output,
+        );
+        assert.match(api.output(), /demo catalogue was loaded/);
+      } finally {
+        api.child.kill('SIGTERM');
+      }
+      assert.equal(await api.exited, 0);
+
+      const worker = await start('--worker-only');
+      try {
+        await waitFor(async () => worker.output().includes('not listening'), 'worker start', worker.output);
+        await assert.rejects(fetch(`http://127.0.0.1:${worker.port}/healthz`));
+      } finally {
+        worker.child.kill('SIGTERM');
+      }
+      assert.equal(await worker.exited, 0);
+    } finally {
+      rmSync(serveDir, { recursive: true, force: true });
+    }
   });
 });
 
