@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../store/errors.ts';
 import {
   createReseller,
   findResellerByName,
@@ -43,7 +44,11 @@ export async function resellerCommand(db: Kysely<Database>, args: string[], out:
       );
     if (await findResellerByName(db, name))
       throw new CommandError(`a reseller named "${name}" exists already`);
-    const r = await createReseller(db, name, Date.now());
+    const r = await createReseller(db, name, Date.now()).catch((err) => {
+      // Another `vrp reseller create` of the same name won the race.
+      if (isUniqueViolation(err)) throw new CommandError(`a reseller named "${name}" exists already`);
+      throw err;
+    });
     out.result({ id: r.id, name: r.name }, (v) => `reseller "${v.name}" created (${v.id})`);
     return;
   }
