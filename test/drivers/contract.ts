@@ -36,7 +36,7 @@ export function driverContract(
   });
 
   describe(`driver contract: ${name}`, () => {
-    test('a VM through its whole life', { timeout: 600_000 }, async () => {
+    test('a VM through its whole life', { timeout: 900_000 }, async () => {
       const t = await make();
       const d = t.driver;
       const vmId = '0c0c0c0c-0000-4000-8000-000000000001';

@@ -58,7 +58,7 @@ if (template) {
         driver,
         templateId: 'tiny',
         async guest(vmId, n) {
-          const until = Date.now() + 120_000;
+          const until = Date.now() + 180_000;
           for (;;) {
             const r = reports(storage, vmId);
             if (r.length >= n) return r[n - 1]!;
