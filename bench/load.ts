@@ -4,6 +4,7 @@
  *
  * A warm-up run (not measured) comes first. With `idsFile` and `pathTemplate`, each request's
  * path is the template with `{id}` replaced by a random line of the file.
+ * stdout: a line `measure` when the measured run starts, then the result's JSON.
  */
 import { readFileSync } from 'node:fs';
 import autocannon, { type Request } from 'autocannon';
@@ -64,6 +65,8 @@ function run(duration: number) {
 }
 
 if (o.warmup > 0) await run(o.warmup);
+// Tells the driver the measured part begins (it samples the server's CPU time from here).
+process.stdout.write('measure\n');
 const r = await run(o.duration);
 const statuses: Record<string, number> = {};
 for (const k of ['1xx', '2xx', '3xx', '4xx', '5xx'] as const) {

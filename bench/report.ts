@@ -14,6 +14,8 @@ export interface Row {
   /** Server latency, ms (medians of the runs). */
   readonly p50?: number;
   readonly p99?: number;
+  /** CPU time per request, µs, [user, system] (medians of the runs), of the server and of the floor. */
+  readonly cpuUs?: { readonly server: readonly number[]; readonly floor: readonly number[] };
   /** Peak resident set of the server during the server runs, MB. */
   readonly rssMb?: number;
   readonly target?: string;

@@ -77,24 +77,64 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 // ---- helpers ----
-function runLoad(opts: LoadOptions): Promise<LoadResult> {
+/** CPU time (user, system) of a process so far, in µs. */
+function cpuTime(pid: number): { user: number; system: number } {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: (Number(f[11]) * 1e6) / TICKS, system: (Number(f[12]) * 1e6) / TICKS };
+  } catch {
+    return { user: Number.NaN, system: Number.NaN };
+  }
+}
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+export interface Measured extends LoadResult {
+  /** CPU time of the loaded process per answered request over the measured run, µs. */
+  readonly cpuUserUs: number;
+  readonly cpuSystemUs: number;
+  /** Peak VmRSS of the loaded process during the run, bytes. */
+  readonly rssPeak: number;
+}
+
+/**
+ * One load process against `opts.url`; `pid` is the process answering, whose CPU time over the
+ * measured part and peak resident set are sampled.
+ */
+function runLoad(opts: LoadOptions, pid: number): Promise<Measured> {
   return new Promise((resolvePromise, reject) => {
     const child = track(
       spawn(process.execPath, [join(here, 'load.ts'), JSON.stringify(opts)], {
         stdio: ['ignore', 'pipe', 'pipe'],
       }),
     );
+    const stopRss = sampleRss(pid);
+    let cpu0 = cpuTime(pid);
     let out = '';
     let err = '';
     child.stdout!.on('data', (d) => {
+      const before = out;
       out += d;
+      if (!before.includes('measure\n') && out.includes('measure\n')) cpu0 = cpuTime(pid);
     });
     child.stderr!.on('data', (d) => {
       err += d;
     });
     child.once('exit', (code) => {
-      if (code === 0) resolvePromise(JSON.parse(out) as LoadResult);
-      else reject(new Error(`load process exited with ${code}: ${err}`));
+      const cpu1 = cpuTime(pid);
+      const rssPeak = stopRss();
+      if (code !== 0) {
+        reject(new Error(`load process exited with ${code}: ${err}`));
+        return;
+      }
+      const r = JSON.parse(out.slice(out.indexOf('measure\n') + 'measure\n'.length)) as LoadResult;
+      resolvePromise({
+        ...r,
+        cpuUserUs: (cpu1.user - cpu0.user) / Math.max(1, r.total),
+        cpuSystemUs: (cpu1.system - cpu0.system) / Math.max(1, r.total),
+        rssPeak,
+      });
     });
   });
 }
@@ -203,9 +243,8 @@ async function main() {
   type Req = Omit<LoadOptions, 'url' | 'connections' | 'duration' | 'warmup'>;
   /** The same load against the server and the floor, alternating, repeated; medians. */
   const compare = async (key: Key, name: string, req: Req, target?: number): Promise<Row> => {
-    const server_: LoadResult[] = [];
-    const floor_: LoadResult[] = [];
-    let rss = 0;
+    const server_: Measured[] = [];
+    const floor_: Measured[] = [];
     const base = {
       connections: SETTINGS.connections,
       duration: SETTINGS.duration,
@@ -213,10 +252,8 @@ async function main() {
       ...req,
     };
     for (let r = 0; r < SETTINGS.repeats; r++) {
-      const stop = sampleRss(server.child.pid!);
-      server_.push(await runLoad({ ...base, url: server.url }));
-      rss = Math.max(rss, stop());
-      floor_.push(await runLoad({ ...base, url: floor.url }));
+      server_.push(await runLoad({ ...base, url: server.url }, server.child.pid!));
+      floor_.push(await runLoad({ ...base, url: floor.url }, floor.child.pid!));
     }
     const bad = [...server_.map((x) => ['server', x] as const), ...floor_.map((x) => ['floor', x] as const)]
       .filter(([, x]) => x.non2xx > 0 || x.errors > 0 || x.timeouts > 0)
@@ -236,7 +273,11 @@ async function main() {
       runs: { server: server_.map((x) => x.rps), floor: floor_.map((x) => x.rps) },
       p50: median(server_.map((x) => x.p50)),
       p99: median(server_.map((x) => x.p99)),
-      rssMb: rss / 2 ** 20,
+      rssMb: Math.max(...server_.map((x) => x.rssPeak)) / 2 ** 20,
+      cpuUs: {
+        server: [median(server_.map((x) => x.cpuUserUs)), median(server_.map((x) => x.cpuSystemUs))],
+        floor: [median(floor_.map((x) => x.cpuUserUs)), median(floor_.map((x) => x.cpuSystemUs))],
+      },
       ...(target !== undefined ? { target: `ratio >= ${target}`, ok: s / f >= target } : {}),
       ...(bad.length > 0 ? { invalid: bad.join('; '), ok: false } : {}),
     };
@@ -244,7 +285,9 @@ async function main() {
     console.log(
       `${name}: ${s.toFixed(0)} req/s (runs ${server_.map((x) => x.rps.toFixed(0)).join(', ')}), ` +
         `floor ${f.toFixed(0)} (runs ${floor_.map((x) => x.rps.toFixed(0)).join(', ')}), ratio ${row.ratio!.toFixed(3)}, ` +
-        `p50/p99 ${row.p50} / ${row.p99} ms, RSS ${row.rssMb!.toFixed(0)} MB${row.invalid ? `  INVALID: ${row.invalid}` : ''}`,
+        `p50/p99 ${row.p50} / ${row.p99} ms, RSS ${row.rssMb!.toFixed(0)} MB, ` +
+        `CPU µs/request user+sys: server ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')}, floor ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}` +
+        `${row.invalid ? `  INVALID: ${row.invalid}` : ''}`,
     );
     return row;
   };
