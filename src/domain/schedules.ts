@@ -62,3 +62,34 @@ export function nextRunAt(time: TimeOfDay, days: readonly Day[], fromMs: number)
 export function slotAfter(time: TimeOfDay, days: readonly Day[], slotMs: number): number {
   return nextRunAt(time, days, slotMs + MINUTE);
 }
+
+/**
+ * The slots in [fromMs, toMs), oldest first, at most `limit` of them (a long outage must not
+ * make the scheduler enumerate years of slots).
+ */
+export function slotsBetween(
+  time: TimeOfDay,
+  days: readonly Day[],
+  fromMs: number,
+  toMs: number,
+  limit: number,
+): number[] {
+  const slots: number[] = [];
+  for (
+    let s = nextRunAt(time, days, fromMs);
+    s < toMs && slots.length < limit;
+    s = slotAfter(time, days, s)
+  ) {
+    if (s >= fromMs) slots.push(s);
+  }
+  return slots;
+}
+
+/**
+ * Two schedules with the same key fire at the same instants: same time, same set of days
+ * (in any order). Used to treat a repeated create as already done.
+ */
+export function scheduleKey(time: TimeOfDay, days: readonly Day[]): string {
+  const hhmm = `${String(time.hour).padStart(2, '0')}:${String(time.minute).padStart(2, '0')}`;
+  return `${hhmm} ${DAYS.filter((d) => days.includes(d)).join(',')}`;
+}

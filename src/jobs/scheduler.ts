@@ -3,11 +3,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError } from '../domain/errors.ts';
-import { nextRunAt, parseBsDays, parseBsTime, slotAfter } from '../domain/schedules.ts';
+import { nextRunAt, parseBsDays, parseBsTime, slotAfter, slotsBetween } from '../domain/schedules.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
-import { type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
+import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
 import { insertPendingBackup } from '../store/repos/backups.ts';
+import { insertSlot, type SlotOutcome } from '../store/repos/schedule-slots.ts';
 import type { Database } from '../store/schema.ts';
 import { checkBackupQuota } from './backup-quota.ts';
 import { enqueueInTransaction, SeqConflict } from './queue.ts';
@@ -15,29 +16,40 @@ import type { JobSignal } from './signal.ts';
 
 export interface SchedulerOptions {
   readonly store: Store;
+  /** The server's clock: every schedule time (slots, next_run_at, job times) comes from it. */
   readonly clock: Clock;
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /** Notified when a backup job is queued, so this process's worker picks it up at once. */
   readonly signal: JobSignal;
   /** A slot older than this when first seen (the server was down) is skipped, not run. */
   readonly graceMs: number;
   readonly intervalMs: number;
 }
 
-export type SlotOutcome = 'queued' | 'skipped' | 'taken';
+/**
+ * What a tick did with one due schedule: `queued` or `skipped` (this process handled the slot),
+ * `taken` (another process had handled it), `retry` (a concurrent change to the service won;
+ * the slot is still due and is handled next tick), `failed` (an unexpected error, logged).
+ */
+export type TickOutcome = SlotOutcome | 'taken' | 'retry' | 'failed';
 
 export interface Scheduler {
   /** Handles every due slot once; returns what happened to each (for tests). */
-  tick(): Promise<SlotOutcome[]>;
+  tick(): Promise<TickOutcome[]>;
   start(): void;
   stop(): Promise<void>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const BATCH = 100;
+/** How many missed slots of one schedule an outage message counts at most. */
+const MISSED_COUNT_LIMIT = 1000;
 
 /**
  * Turns due schedule slots into backup jobs exactly once, whatever the number of processes:
- * the slot's row (primary key schedule_id + slot_at) and the compare-and-set on the schedule's
- * next_run_at are written in the same transaction as the job, so one process wins each slot.
+ * the compare-and-set on the schedule's next_run_at and the slot's row (primary key
+ * schedule_id + slot_at) are written in the same transaction as the job, so one process wins
+ * each slot, and a restart never replays one.
  */
 export function createScheduler(o: SchedulerOptions): Scheduler {
   const db = o.store.db;
@@ -45,7 +57,17 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
   let running: Promise<unknown> | undefined;
   let stopped = true;
 
-  async function recordSkipped(tx: Transaction<Database>, s: BackupSchedule, reason: string, now: number) {
+  /**
+   * A job that records why a slot made no backup. Like every job it takes the service's next
+   * sequence number (compare-and-set), but it waits for nothing: pending_jobs stays as it is.
+   */
+  async function recordSkipped(
+    tx: Transaction<Database>,
+    s: BackupSchedule,
+    slot: number,
+    reason: string,
+    now: number,
+  ): Promise<string | null> {
     const service = await tx
       .selectFrom('services')
       .select(['job_seq'])
@@ -68,7 +90,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         service_id: s.serviceId,
         reseller_id: s.resellerId,
         action: 'backup_create',
-        params: JSON.stringify({ kind: 'scheduled', schedule_id: s.id }),
+        params: JSON.stringify({ kind: 'scheduled', schedule_id: s.id, slot_at: slot }),
         status: 'skipped',
         error: reason,
         attempts: 0,
@@ -81,103 +103,128 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         locked_until: null,
       })
       .execute();
+    o.log.info(
+      { serviceId: s.serviceId, scheduleId: s.id, slot: iso(slot), reason },
+      'scheduled backup skipped',
+    );
     return id;
   }
 
-  async function handle(s: BackupSchedule, now: number): Promise<SlotOutcome> {
+  /** Queues the slot's backup, or records why the service refuses it. */
+  async function runSlot(
+    tx: Transaction<Database>,
+    s: BackupSchedule,
+    slot: number,
+    now: number,
+  ): Promise<{ outcome: SlotOutcome; jobId: string | null }> {
+    const backupId = randomUUID();
+    let refusal: string;
+    try {
+      const r = await enqueueInTransaction(
+        tx,
+        {
+          resellerId: s.resellerId,
+          serviceId: s.serviceId,
+          action: 'backup_create',
+          params: { backup_id: backupId, kind: 'scheduled', schedule_id: s.id, slot_at: slot },
+          check: (service, t) => checkBackupQuota(t, service),
+          apply: async (t, job, service) => {
+            await insertPendingBackup(t, {
+              id: backupId,
+              serviceId: service.id,
+              resellerId: service.resellerId,
+              kind: 'scheduled',
+              now: job.createdAt,
+            });
+          },
+        },
+        now,
+      );
+      if (r.kind === 'queued') return { outcome: 'queued', jobId: r.job.id };
+      refusal = r.message;
+    } catch (err) {
+      // ApiErrors are thrown before enqueueInTransaction writes anything, so the transaction is clean.
+      if (!(err instanceof ApiError)) throw err;
+      refusal = err.message;
+    }
+    // Suspended, terminated, busy, out of quota: recorded once, never queued forever.
+    const reason = `Scheduled backup of ${iso(slot)} skipped: ${refusal}`;
+    return { outcome: 'skipped', jobId: await recordSkipped(tx, s, slot, reason, now) };
+  }
+
+  async function handle(s: BackupSchedule, now: number): Promise<TickOutcome> {
     const time = parseBsTime(s.bsTime);
     const days = parseBsDays(s.bsDays);
     const slot = s.nextRunAt;
     const missed = now - slot > o.graceMs;
-    // After an outage, jump to the first slot still inside the grace period (or the next one).
-    const next = missed
-      ? nextRunAt(time, days, Math.max(slotAfter(time, days, slot), now - o.graceMs))
-      : slotAfter(time, days, slot);
+    let next = slotAfter(time, days, slot);
+    if (missed) {
+      // After an outage, move on to the first slot still inside the grace period (it runs) or
+      // the first one after now: the slots in between are not replayed one by one.
+      next = Math.max(next, nextRunAt(time, days, now - o.graceMs));
+      if (now - next > o.graceMs) next = slotAfter(time, days, next);
+    }
     return db.transaction().execute(async (tx) => {
-      const taken = await tx
-        .updateTable('backup_schedules')
-        .set({ next_run_at: next })
-        .where('id', '=', s.id)
-        .where('next_run_at', '=', slot)
+      if (!(await advanceSchedule(tx, s.id, slot, next))) return 'taken';
+      const done = await tx
+        .selectFrom('schedule_slots')
+        .select('outcome')
+        .where('schedule_id', '=', s.id)
+        .where('slot_at', '=', slot)
         .executeTakeFirst();
-      if (taken.numUpdatedRows === 0n) return 'taken';
-      let jobId: string | null;
-      let outcome: SlotOutcome;
+      // Handled already (cannot happen while next_run_at only moves forward): just move on.
+      if (done) return 'taken';
+      let result: { outcome: SlotOutcome; jobId: string | null };
       if (missed) {
-        jobId = await recordSkipped(
-          tx,
-          s,
-          `Scheduled backup of ${iso(slot)} missed while the server was down`,
-          now,
-        );
-        outcome = 'skipped';
+        const later = slotsBetween(time, days, slot + 1, next, MISSED_COUNT_LIMIT);
+        const more =
+          later.length === 0
+            ? ''
+            : ` (with ${later.length === MISSED_COUNT_LIMIT ? 'at least ' : ''}${later.length} later slot${later.length === 1 ? '' : 's'} up to ${iso(later[later.length - 1]!)})`;
+        o.log.warn({ scheduleId: s.id, slot: iso(slot), missed: 1 + later.length }, 'backup slots missed');
+        const reason = `Scheduled backup of ${iso(slot)} missed while the server was down${more}`;
+        result = { outcome: 'skipped', jobId: await recordSkipped(tx, s, slot, reason, now) };
       } else {
-        const backupId = randomUUID();
-        try {
-          const r = await enqueueInTransaction(
-            tx,
-            {
-              resellerId: s.resellerId,
-              serviceId: s.serviceId,
-              action: 'backup_create',
-              params: { backup_id: backupId, kind: 'scheduled', schedule_id: s.id, slot_at: slot },
-              check: (service, t) => checkBackupQuota(t, service),
-              apply: async (t, job, service) => {
-                await insertPendingBackup(t, {
-                  id: backupId,
-                  serviceId: service.id,
-                  resellerId: service.resellerId,
-                  kind: 'scheduled',
-                  now: job.createdAt,
-                });
-              },
-            },
-            now,
-          );
-          jobId = r.kind === 'queued' ? r.job.id : null;
-          outcome = 'queued';
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          // The service refuses it now (suspended, busy, out of quota): record why, do not retry forever.
-          jobId = await recordSkipped(tx, s, `Scheduled backup of ${iso(slot)} skipped: ${err.message}`, now);
-          outcome = 'skipped';
-        }
+        result = await runSlot(tx, s, slot, now);
       }
-      await tx
-        .insertInto('schedule_slots')
-        .values({
-          schedule_id: s.id,
-          slot_at: slot,
-          service_id: s.serviceId,
-          job_id: jobId,
-          outcome,
-          created_at: now,
-        })
-        .execute();
-      return outcome;
+      await insertSlot(tx, {
+        scheduleId: s.id,
+        slotAt: slot,
+        serviceId: s.serviceId,
+        jobId: result.jobId,
+        outcome: result.outcome,
+        createdAt: now,
+      });
+      return result.outcome;
     });
   }
 
-  async function tick(): Promise<SlotOutcome[]> {
-    const outcomes: SlotOutcome[] = [];
+  async function tick(): Promise<TickOutcome[]> {
+    const outcomes: TickOutcome[] = [];
     for (;;) {
       const now = o.clock.now();
-      const due = await dueSchedules(db, now, 100);
+      const due = await dueSchedules(db, now, BATCH);
       if (due.length === 0) break;
       let progressed = false;
       for (const s of due) {
+        let outcome: TickOutcome;
         try {
-          const outcome = await handle(s, now);
-          outcomes.push(outcome);
-          if (outcome !== 'taken') progressed = true;
+          outcome = await handle(s, now);
         } catch (err) {
-          // Another process took the slot or changed the service first: look again next tick.
-          if (err instanceof SeqConflict || isUniqueViolation(err)) outcomes.push('taken');
-          else throw err;
+          if (err instanceof SeqConflict) outcome = 'retry';
+          else if (isUniqueViolation(err)) outcome = 'taken';
+          else if (isStoreUnavailable(err)) throw err;
+          else {
+            // One broken schedule must not hold up the others; it is tried again next tick.
+            o.log.error({ err, scheduleId: s.id }, 'scheduled backup slot failed');
+            outcome = 'failed';
+          }
         }
+        outcomes.push(outcome);
+        if (outcome === 'queued') o.signal.notify();
+        if (outcome === 'queued' || outcome === 'skipped') progressed = true;
       }
-      if (outcomes.some((x) => x === 'queued')) o.signal.notify();
-      if (!progressed || due.length < 100) break;
+      if (!progressed || due.length < BATCH) break;
     }
     return outcomes;
   }

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { ApiError } from '../../src/domain/errors.ts';
-import { DAYS, nextRunAt, parseBsDays, parseBsTime, slotAfter } from '../../src/domain/schedules.ts';
+import {
+  DAYS,
+  nextRunAt,
+  parseBsDays,
+  parseBsTime,
+  scheduleKey,
+  slotAfter,
+  slotsBetween,
+} from '../../src/domain/schedules.ts';
 
 const at = (s: string) => Date.parse(s);
 const next = (now: string, time: string, days: string) =>
@@ -99,5 +107,79 @@ describe('BsTime and BSDays validation (property-based)', () => {
       fc.constantFrom('monday', 'mo', 'Mon', 'mon,,tue', 'mon tue'),
     );
     fc.assert(fc.property(invalid, (s) => rejects(() => parseBsDays(s))));
+  });
+});
+
+describe('the forms the contract names', () => {
+  for (const bad of ['7:00', '24:00', '12:60', ' 12:00', '12:00 ', '12:00:00', '', '12-00', '１２:００']) {
+    test(`BsTime ${JSON.stringify(bad)} is rejected, naming BsTime`, () => {
+      assert.throws(
+        () => parseBsTime(bad),
+        (err) => err instanceof ApiError && err.code === 'validation_failed' && /BsTime/.test(err.message),
+      );
+    });
+  }
+  for (const bad of ['', 'mon,', ',mon', 'Mon', 'MON', 'mon,mon', 'mon, tue', 'monday', 'mon,,tue', ' mon']) {
+    test(`BSDays ${JSON.stringify(bad)} is rejected, naming BSDays`, () => {
+      assert.throws(
+        () => parseBsDays(bad),
+        (err) => err instanceof ApiError && err.code === 'validation_failed' && /BSDays/.test(err.message),
+      );
+    });
+  }
+  test('the edges of the day are accepted', () => {
+    assert.deepEqual(parseBsTime('00:00'), { hour: 0, minute: 0 });
+    assert.deepEqual(parseBsTime('23:59'), { hour: 23, minute: 59 });
+    assert.deepEqual(parseBsDays('sun,sat'), ['sun', 'sat']);
+  });
+});
+
+describe('slotsBetween and scheduleKey', () => {
+  test('lists the slots of a range in order, bounded', () => {
+    const time = parseBsTime('10:00');
+    const list = (from: string, to: string, limit = 100) =>
+      slotsBetween(time, ['mon', 'wed'], at(from), at(to), limit).map((s) => new Date(s).toISOString());
+    assert.deepEqual(list('2026-11-23T10:00:00Z', '2026-12-01T00:00:00Z'), [
+      '2026-11-23T10:00:00.000Z',
+      '2026-11-25T10:00:00.000Z',
+      '2026-11-30T10:00:00.000Z',
+    ]);
+    assert.deepEqual(list('2026-11-23T10:00:01Z', '2026-11-30T10:00:00Z'), ['2026-11-25T10:00:00.000Z']);
+    assert.equal(list('2026-11-23T10:00:00Z', '2027-11-23T10:00:00Z', 2).length, 2);
+    assert.deepEqual(list('2026-11-23T11:00:00Z', '2026-11-25T09:59:59Z'), []);
+  });
+
+  test('every slot of a range, and only those (property)', () => {
+    fc.assert(
+      fc.property(
+        hh,
+        mm,
+        daySet,
+        fc.integer({ min: 1_700_000_000_000, max: 1_900_000_000_000 }),
+        fc.integer({ min: 0, max: 30 * 86_400_000 }),
+        (h, m, days, from, span) => {
+          const time = parseBsTime(`${h}:${m}`);
+          const slots = slotsBetween(time, days, from, from + span, 1000);
+          // Brute force: every minute start in the range that is on a listed day at HH:MM.
+          const expected: number[] = [];
+          const firstDay = Math.floor(from / 86_400_000) * 86_400_000;
+          for (let d = firstDay; d < from + span; d += 86_400_000) {
+            const s = d + (Number(h) * 60 + Number(m)) * 60_000;
+            if (s >= from && s < from + span && days.includes(DAYS[new Date(d).getUTCDay()]!)) {
+              expected.push(s);
+            }
+          }
+          assert.deepEqual(slots, expected);
+          for (let i = 1; i < slots.length; i++) assert.equal(slotAfter(time, days, slots[i - 1]!), slots[i]);
+        },
+      ),
+    );
+  });
+
+  test('the key of a schedule ignores the order of its days', () => {
+    const key = (t: string, d: string) => scheduleKey(parseBsTime(t), parseBsDays(d));
+    assert.equal(key('03:30', 'fri,tue'), key('03:30', 'tue,fri'));
+    assert.notEqual(key('03:30', 'tue'), key('03:30', 'tue,fri'));
+    assert.notEqual(key('03:31', 'tue'), key('03:30', 'tue'));
   });
 });

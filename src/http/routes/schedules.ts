@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { MAX_SCHEDULES_PER_SERVICE, nextRunAt, parseBsDays, parseBsTime } from '../../domain/schedules.ts';
+import {
+  MAX_SCHEDULES_PER_SERVICE,
+  nextRunAt,
+  parseBsDays,
+  parseBsTime,
+  scheduleKey,
+} from '../../domain/schedules.ts';
 import { decide } from '../../domain/status-machine.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import {
@@ -10,6 +16,7 @@ import {
   deleteSchedule,
   insertSchedule,
   listSchedules,
+  lockServiceForSchedules,
 } from '../../store/repos/backup-schedules.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
@@ -30,6 +37,14 @@ export function scheduleView(s: BackupSchedule) {
   };
 }
 
+function sameSchedule(s: BackupSchedule, key: string): boolean {
+  try {
+    return scheduleKey(parseBsTime(s.bsTime), parseBsDays(s.bsDays)) === key;
+  } catch {
+    return false;
+  }
+}
+
 const ScheduleBody = Type.Object({
   service_id: Type.Optional(Type.String({ maxLength: 64 })),
   BsTime: Type.String({ maxLength: 16 }),
@@ -40,7 +55,10 @@ const ScheduleParams = Type.Object({
   backup_schedule_id: Type.String({ maxLength: 64 }),
 });
 
-/** Schedule changes take effect at once: no job (CONTRACT.md section 7). */
+/**
+ * Schedule changes take effect at once: no job (CONTRACT.md section 7). Creating a schedule
+ * that exists already (same BsTime, same set of days) answers 200 and adds nothing.
+ */
 export function registerScheduleRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
   const config = { scope: 'service' as const };
@@ -58,37 +76,45 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
     `${API}/service/:service_id/backup-schedule/create`,
     { config, schema: { params: ServiceParams, body: ScheduleBody } },
     async (request) => {
-      const service = await ownedService(ctx, request);
+      const owned = await ownedService(ctx, request);
       const time = parseBsTime(request.body.BsTime);
       const days = parseBsDays(request.body.BSDays);
-      const decision = decide(projectedState(service), 'schedule_create');
-      if (decision.kind !== 'accept')
-        throw new ApiError(
-          'invalid_state',
-          decision.kind === 'invalid' ? decision.message : 'Cannot create a schedule now',
-        );
-      if (service.backup <= 0) {
-        throw new ApiError(
-          'backups_disabled',
-          'This service has no backup space (backup is 0 GB); upgrade BACKUP first',
-        );
-      }
-      const existing = await listSchedules(db, service.id);
-      if (existing.length >= MAX_SCHEDULES_PER_SERVICE) {
-        throw new ApiError(
-          'schedule_limit_reached',
-          `A service has at most ${MAX_SCHEDULES_PER_SERVICE} backup schedules`,
-        );
-      }
-      const now = ctx.clock.now();
-      await insertSchedule(db, {
-        id: randomUUID(),
-        service_id: service.id,
-        reseller_id: service.resellerId,
-        bs_time: request.body.BsTime,
-        bs_days: request.body.BSDays,
-        next_run_at: nextRunAt(time, days, now),
-        created_at: now,
+      const key = scheduleKey(time, days);
+      await db.transaction().execute(async (tx) => {
+        // Re-read under the service's lock: the state, the duplicate check and the cap hold together.
+        const service = await lockServiceForSchedules(tx, owned.id);
+        if (!service) throw new ApiError('service_not_found', 'Service not found');
+        const decision = decide(projectedState(service), 'schedule_create');
+        if (decision.kind !== 'accept')
+          throw new ApiError(
+            'invalid_state',
+            decision.kind === 'invalid' ? decision.message : 'Cannot create a schedule now',
+          );
+        if (service.backup <= 0) {
+          throw new ApiError(
+            'backups_disabled',
+            'This service has no backup space (backup is 0 GB); upgrade BACKUP first',
+          );
+        }
+        const existing = await listSchedules(tx, service.id);
+        // The same time and days again (a retried request): already done, not a second backup per slot.
+        if (existing.some((s) => sameSchedule(s, key))) return;
+        if (existing.length >= MAX_SCHEDULES_PER_SERVICE) {
+          throw new ApiError(
+            'schedule_limit_reached',
+            `A service has at most ${MAX_SCHEDULES_PER_SERVICE} backup schedules`,
+          );
+        }
+        const now = ctx.clock.now();
+        await insertSchedule(tx, {
+          id: randomUUID(),
+          service_id: service.id,
+          reseller_id: service.resellerId,
+          bs_time: request.body.BsTime,
+          bs_days: request.body.BSDays,
+          next_run_at: nextRunAt(time, days, now),
+          created_at: now,
+        });
       });
       return successEnvelope(request.variant, []);
     },

@@ -1,5 +1,6 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { BackupScheduleTable, Database } from '../schema.ts';
+import { findService, type Service } from './services.ts';
 
 export interface BackupSchedule {
   readonly id: string;
@@ -59,4 +60,39 @@ export async function dueSchedules(
     .limit(limit)
     .execute();
   return rows.map(toSchedule);
+}
+
+/**
+ * Takes the service row's write lock for the rest of the transaction and reads the service:
+ * schedule changes of one service are serialised, so the per-service cap holds under
+ * concurrent requests. (A no-op update locks the row on PostgreSQL; SQLite's write
+ * transactions, opened with BEGIN IMMEDIATE, are serialised already.) The job sequence is
+ * left as it is, so concurrent job requests are not disturbed.
+ */
+export async function lockServiceForSchedules(
+  tx: Transaction<Database>,
+  serviceId: string,
+): Promise<Service | undefined> {
+  await tx
+    .updateTable('services')
+    .set((eb) => ({ job_seq: eb.ref('job_seq') }))
+    .where('id', '=', serviceId)
+    .execute();
+  return findService(tx, serviceId);
+}
+
+/** Moves a schedule on from `slotAt` to `nextRunAt`, only if no one else did: did it win? */
+export async function advanceSchedule(
+  db: Kysely<Database>,
+  id: string,
+  slotAt: number,
+  nextRunAt: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('backup_schedules')
+    .set({ next_run_at: nextRunAt })
+    .where('id', '=', id)
+    .where('next_run_at', '=', slotAt)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
 }
