@@ -39,6 +39,9 @@ const fmt = (n: number | undefined, digits = 0) =>
     ? '—'
     : n.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+const cpu = (us: readonly number[] | undefined) =>
+  us && us.length === 2 ? `${fmt(us[0]! + us[1]!)} (${fmt(us[0])}+${fmt(us[1])})` : '—';
+
 export function writeResults(
   file: string,
   rows: readonly Row[],
@@ -76,8 +79,8 @@ export function writeResults(
     '',
     `**Targets: ${held} of ${targets.length} hold.**`,
     '',
-    '| scenario | server | floor | ratio | p50 / p99 ms | peak RSS MB | target | holds |',
-    '|---|---:|---:|---:|---:|---:|---|---|',
+    '| scenario | server | floor | ratio | server CPU µs per request (user+sys) | floor CPU µs per request | server p50 / p99 ms | server peak RSS MB | target | holds |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
   ];
   for (const r of rows) {
     const value =
@@ -85,11 +88,18 @@ export function writeResults(
     const holds = r.ok === undefined ? '—' : r.ok ? 'yes' : '**no**';
     lines.push(
       `| ${r.name}${r.invalid ? ` **INVALID: ${r.invalid}**` : ''} | ${value} | ${r.floor === undefined ? '—' : `${fmt(r.floor)} req/s`} | ` +
-        `${r.ratio === undefined ? '—' : fmt(r.ratio, 3)} | ${r.p50 === undefined ? '—' : `${r.p50} / ${r.p99}`} | ` +
+        `${r.ratio === undefined ? '—' : fmt(r.ratio, 3)} | ${cpu(r.cpuUs?.server)} | ${cpu(r.cpuUs?.floor)} | ` +
+        `${r.p50 === undefined ? '—' : `${r.p50} / ${r.p99}`} | ` +
         `${r.rssMb === undefined ? '—' : fmt(r.rssMb)} | ${r.target ?? '—'} | ${holds} |`,
     );
   }
-  lines.push('', 'Every run (req/s), server | floor:', '');
+  lines.push(
+    '',
+    "CPU time is that of the answering process over the measured part of each run (from /proc, median of the runs), per answered request; for order -> running it is the server's CPU per service (two requests and the job). CPU per request is steadier than req/s on a shared machine.",
+    '',
+    'Every run (req/s), server | floor:',
+    '',
+  );
   for (const r of rows) {
     if (r.runs) {
       lines.push(

@@ -358,16 +358,21 @@ async function main() {
     );
     statusRss.push(big.rssMb!, procStatus(server.child.pid!, 'VmHWM') / 2 ** 20);
     const slowdown = status1k!.ratio! / big.ratio!;
+    const cpuOf = (r: Row) => r.cpuUs!.server[0]! + r.cpuUs!.server[1]!;
     rows.push({
       key: 'status-big',
-      name: `status slowdown, ${SETTINGS.bigStore.toLocaleString('en')} vs ${SETTINGS.smallStore.toLocaleString('en')} services (ratio to floor, 1k / big)`,
+      name:
+        `status slowdown, ${SETTINGS.bigStore.toLocaleString('en')} vs ${SETTINGS.smallStore.toLocaleString('en')} services ` +
+        `(ratio to floor, small / large; raw req/s ${(status1k!.server / big.server).toFixed(2)}x; ` +
+        `server CPU per request ${cpuOf(status1k!).toFixed(0)} -> ${cpuOf(big).toFixed(0)} µs)`,
       unit: 'x',
       server: slowdown,
       target: '<= 1.2',
       ok: slowdown <= 1.2 && !big.invalid && !status1k!.invalid,
     });
     console.log(
-      `status slowdown: ${slowdown.toFixed(3)}x (raw ${(status1k!.server / big.server).toFixed(3)}x)`,
+      `status slowdown: ${slowdown.toFixed(3)}x (raw ${(status1k!.server / big.server).toFixed(3)}x; ` +
+        `CPU per request ${cpuOf(status1k!).toFixed(0)} -> ${cpuOf(big).toFixed(0)} µs)`,
     );
   }
   if (statusRss.length > 0) {
@@ -406,6 +411,7 @@ async function orderToRunning(
   const probe = new DatabaseSync(sqliteFile, { readOnly: true });
   const outstanding = probe.prepare(`select count(*) as n from jobs where status in ('queued', 'running')`);
   const stopRss = sampleRss(server.child.pid!);
+  const cpu0 = cpuTime(server.child.pid!);
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -433,6 +439,7 @@ async function orderToRunning(
   const accepted = performance.now() - t0;
   while ((outstanding.get() as { n: number }).n > 0) await new Promise((r) => setTimeout(r, 5));
   const seconds = (performance.now() - t0) / 1000;
+  const cpu1 = cpuTime(server.child.pid!);
   const rss = stopRss();
   const statuses = probe
     .prepare(
@@ -445,7 +452,7 @@ async function orderToRunning(
   const notRunning = statuses.filter((s) => s.status !== 'running').map((s) => `${s.n} ${s.status}`);
   console.log(
     `order -> running: ${running}/${K} running in ${seconds.toFixed(2)} s (all accepted at ${(accepted / 1000).toFixed(2)} s): ` +
-      `${perSecond.toFixed(0)} services/s${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
+      `${perSecond.toFixed(0)} services/s, server CPU ${((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / K).toFixed(0)} µs per service${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
   );
   const invalid = [
     ...(failures.length ? [`${failures.length} requests failed (${failures.slice(0, 3).join(', ')})`] : []),
@@ -457,6 +464,7 @@ async function orderToRunning(
     unit: 'services/s',
     server: perSecond,
     rssMb: rss / 2 ** 20,
+    cpuUs: { server: [(cpu1.user - cpu0.user) / K, (cpu1.system - cpu0.system) / K], floor: [] },
     target: '>= 1000',
     ok: perSecond >= 1000 && invalid.length === 0,
     ...(invalid.length ? { invalid: invalid.join('; ') } : {}),
