@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { type HotReads, kyselyHotReads, sqliteHotReads } from './hot-reads.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
 import type { Database } from './schema.ts';
@@ -18,6 +19,8 @@ export interface Store {
   readonly db: Kysely<Database>;
   readonly dialect: DialectName;
   readonly features: DialectFeatures;
+  /** The hottest reads, prepared once (hot-reads.ts). */
+  readonly reads: HotReads;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -60,6 +63,7 @@ export function createStore(options: StoreOptions): Store {
       db,
       dialect: 'postgres',
       features: { skipLocked: true },
+      reads: kyselyHotReads(db),
       ping: async () => {
         await sql`select 1`.execute(db);
       },
@@ -67,14 +71,20 @@ export function createStore(options: StoreOptions): Store {
     };
   }
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(join(options.dataDir, 'vrp.sqlite')) });
+  const file = join(options.dataDir, 'vrp.sqlite');
+  const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(file) });
+  const reads = sqliteHotReads(file);
   return {
     db,
     dialect: 'sqlite',
     features: { skipLocked: false },
+    reads,
     ping: async () => {
       await sql`select 1`.execute(db);
     },
-    close: () => db.destroy(),
+    close: async () => {
+      reads.close();
+      await db.destroy();
+    },
   };
 }

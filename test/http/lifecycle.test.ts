@@ -59,6 +59,23 @@ for (const store of testStores()) {
       assert.deepEqual(details.body.data.allowed_actions.sort(), ['create', 'terminate']);
     });
 
+    test('status and details show committed data only, never a transaction still open', async () => {
+      const id = await ordered();
+      const rolledBack = new Error('roll back');
+      await assert.rejects(
+        t.ctx.store.db.transaction().execute(async (trx) => {
+          await trx.updateTable('services').set({ status: 'stopped' }).where('id', '=', id).execute();
+          const during = await call(t, token, 'GET', `service/${id}/status`);
+          assert.equal(during.body.data.status, 'pending');
+          const details = await call(t, token, 'GET', `service/${id}/details`);
+          assert.equal(details.body.data.status, 'pending');
+          throw rolledBack;
+        }),
+        rolledBack,
+      );
+      assert.equal((await call(t, token, 'GET', `service/${id}/status`)).body.data.status, 'pending');
+    });
+
     test('create order: variant A gives {service_id, username, password} as a JSON string', async () => {
       const res = await call(t, tokenA, 'POST', 'service/create-order', order());
       assert.equal(res.status, 200);

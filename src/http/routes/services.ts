@@ -14,7 +14,7 @@ import { detailsView, jobView, statusView } from '../service-views.ts';
 /** The caller's service named by the path, or 404: another reseller's service is indistinguishable from none. */
 export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
   const id = serviceIdOf(request);
-  const service = await findOwnedService(ctx.store.db, request.caller!.resellerId, id);
+  const service = await findOwnedService(ctx.store.reads, request.caller!.resellerId, id);
   if (!service) throw new ApiError('service_not_found', 'Service not found');
   return service;
 }
@@ -31,12 +31,12 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
 
   const details = async (request: FastifyRequest) => {
     const service = await ownedService(ctx, request);
-    const job = service.pendingJobs > 0 ? await currentJob(db, service.id) : undefined;
+    const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return successEnvelope(request.variant, detailsView(service, job, ctx.secretBox));
   };
   const status = async (request: FastifyRequest) => {
     const service = await ownedService(ctx, request);
-    const job = service.pendingJobs > 0 ? await currentJob(db, service.id) : undefined;
+    const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return successEnvelope(request.variant, statusView(service, job));
   };
   // Variant B reads with GET, variant A with POST: both are served.

@@ -1,5 +1,6 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { JobAction } from '../../domain/status-machine.ts';
+import type { HotReads } from '../hot-reads.ts';
 import type { Database, JobTable } from '../schema.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
@@ -66,15 +67,8 @@ export async function listServiceJobs(
 }
 
 /** The job that runs now, or else the next one to run: what status and details show. */
-export async function currentJob(db: Kysely<Database>, serviceId: string): Promise<Job | undefined> {
-  const row = await db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('service_id', '=', serviceId)
-    .where('status', 'in', ['running', 'queued'])
-    .orderBy('seq')
-    .limit(1)
-    .executeTakeFirst();
+export async function currentJob(reads: HotReads, serviceId: string): Promise<Job | undefined> {
+  const row = await reads.currentJob(serviceId);
   return row && toJob(row);
 }
 

@@ -1,5 +1,6 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
+import type { HotReads } from '../hot-reads.ts';
 import type { Database, ServiceTable } from '../schema.ts';
 
 export interface Service {
@@ -73,16 +74,11 @@ export async function insertService(db: Kysely<Database>, row: ServiceRow): Prom
 
 /** The service if it exists and belongs to the reseller; another reseller's service is not found. */
 export async function findOwnedService(
-  db: Kysely<Database>,
+  reads: HotReads,
   resellerId: string,
   id: string,
 ): Promise<Service | undefined> {
-  const row = await db
-    .selectFrom('services')
-    .selectAll()
-    .where('id', '=', id)
-    .where('reseller_id', '=', resellerId)
-    .executeTakeFirst();
+  const row = await reads.ownedService(resellerId, id);
   return row && toService(row);
 }
 

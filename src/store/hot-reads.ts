@@ -1,0 +1,72 @@
+/**
+ * The API's most frequent reads (every per-service request reads its service; a status poll
+ * also reads the current job), as SQL written once per dialect instead of built and compiled
+ * by Kysely on every request. On SQLite they run on a second, read-only connection: it sees
+ * only committed data (WAL gives every statement its own snapshot, and never waits for the
+ * writer), so a read can never observe another request's unfinished transaction on the main
+ * connection. On PostgreSQL they go through the pool like every other query.
+ *
+ * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
+ * turn them into domain objects, as for any other read.
+ */
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Database, JobTable, ServiceTable } from './schema.ts';
+
+export interface HotReads {
+  /** The service row if it exists and belongs to the reseller. */
+  ownedService(resellerId: string, id: string): Promise<ServiceTable | undefined>;
+  /** The service's running job, or else its first queued one. */
+  currentJob(serviceId: string): Promise<JobTable | undefined>;
+  close(): void;
+}
+
+const SQL = {
+  ownedService: 'select * from services where id = ? and reseller_id = ?',
+  currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
+} as const;
+
+type Name = keyof typeof SQL;
+
+/** `?` placeholders become `$1, $2, ...` for PostgreSQL. */
+const numbered = (text: string) => {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+};
+
+/** SQLite: a read-only connection on the same file, statements prepared on first use. */
+export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
+  const db = new DatabaseSync(file, { readOnly: true });
+  db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
+  const statements = new Map<Name, StatementSync>();
+  const first = <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
+    let stmt = statements.get(name);
+    if (!stmt) {
+      stmt = db.prepare(SQL[name]);
+      statements.set(name, stmt);
+    }
+    return Promise.resolve(stmt.get(...params) as T | undefined);
+  };
+  return {
+    ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
+    currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
+    close: () => db.close(),
+  };
+}
+
+/** PostgreSQL: the same statements through the pool, compiled once. */
+export function kyselyHotReads(db: Kysely<Database>): HotReads {
+  const text = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, numbered(v)])) as Record<
+    Name,
+    string
+  >;
+  const first = async <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
+    const result = await db.executeQuery<T>(CompiledQuery.raw(text[name], params));
+    return result.rows[0];
+  };
+  return {
+    ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
+    currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
+    close: () => {},
+  };
+}
