@@ -7,7 +7,12 @@ import { checkOrder } from '../../domain/orders.ts';
 import { generatePassword } from '../../domain/passwords.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { findIdempotencyKey, insertIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
-import { findService, insertService } from '../../store/repos/services.ts';
+import {
+  createServiceInserter,
+  findService,
+  insertService,
+  type ServiceRow,
+} from '../../store/repos/services.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
 import { successEnvelope } from '../envelope.ts';
@@ -40,20 +45,23 @@ function requestHash(order: Order): string {
 
 export function registerOrderRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
+  const services = createServiceInserter(db);
 
+  /** The answer to an order: variant A also carries the new server's login. */
+  function answer(request: FastifyRequest, service: { id: string; username: string; password: string }) {
+    const data =
+      request.variant === 'A'
+        ? { service_id: service.id, username: service.username, password: service.password }
+        : [{ service_id: service.id }];
+    return successEnvelope(request.variant, data);
+  }
+
+  /** The answer again, for a replayed order, from the service as stored. */
   async function respond(request: FastifyRequest, serviceId: string) {
     const service = await findService(db, serviceId);
     if (!service)
       throw new ApiError('internal_error', `service ${serviceId} of an idempotent replay is missing`);
-    const data =
-      request.variant === 'A'
-        ? {
-            service_id: service.id,
-            username: service.username,
-            password: ctx.secretBox.open(service.passwordEnc),
-          }
-        : [{ service_id: service.id }];
-    return successEnvelope(request.variant, data);
+    return answer(request, { ...service, password: ctx.secretBox.open(service.passwordEnc) });
   }
 
   async function replay(
@@ -83,7 +91,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
       }
       key = keyHeader;
     }
-    const hash = requestHash(order);
+    const hash = key ? requestHash(order) : '';
     if (key) {
       const replayed = await replay(request, reply, caller.resellerId, key, hash);
       if (replayed) return replayed;
@@ -96,38 +104,43 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
 
     const now = ctx.clock.now();
     const id = randomUUID();
+    const password = generatePassword();
+    const row: ServiceRow = {
+      id,
+      reseller_id: caller.resellerId,
+      client_id: caller.clientId,
+      product_id: product.id,
+      template_id: order.template_id.toLowerCase(),
+      domain_name: domain,
+      username: 'root',
+      password_enc: ctx.secretBox.seal(password),
+      cpu: order.cpu,
+      ram: order.ram,
+      hdd: order.hdd,
+      ip_count: order.ip,
+      backup: order.backup,
+      status: 'pending',
+      resume_status: null,
+      suspend_reason: null,
+      projected_status: 'pending',
+      projected_resume: null,
+      pending_jobs: 0,
+      job_seq: 0,
+      active_job_id: null,
+      host_id: null,
+      ips: '[]',
+      disk_revision: null,
+      created_at: now,
+      updated_at: now,
+      terminated_at: null,
+    };
     try {
-      await db.transaction().execute(async (tx) => {
-        await insertService(tx, {
-          id,
-          reseller_id: caller.resellerId,
-          client_id: caller.clientId,
-          product_id: product.id,
-          template_id: order.template_id.toLowerCase(),
-          domain_name: domain,
-          username: 'root',
-          password_enc: ctx.secretBox.seal(generatePassword()),
-          cpu: order.cpu,
-          ram: order.ram,
-          hdd: order.hdd,
-          ip_count: order.ip,
-          backup: order.backup,
-          status: 'pending',
-          resume_status: null,
-          suspend_reason: null,
-          projected_status: 'pending',
-          projected_resume: null,
-          pending_jobs: 0,
-          job_seq: 0,
-          active_job_id: null,
-          host_id: null,
-          ips: '[]',
-          disk_revision: null,
-          created_at: now,
-          updated_at: now,
-          terminated_at: null,
-        });
-        if (key) {
+      if (!key) {
+        await services.insert(row);
+      } else {
+        // The service and its key together, or neither: a retry then finds one or creates one.
+        await db.transaction().execute(async (tx) => {
+          await insertService(tx, row);
           await insertIdempotencyKey(tx, {
             resellerId: caller.resellerId,
             key,
@@ -135,8 +148,8 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
             response: JSON.stringify({ service_id: id }),
             now,
           });
-        }
-      });
+        });
+      }
     } catch (err) {
       // A concurrent request with the same key won the race: answer as it did.
       if (key && isUniqueViolation(err)) {
@@ -146,7 +159,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
       throw err;
     }
     request.log.info({ serviceId: id, productId: product.id }, 'order created');
-    return respond(request, id);
+    return answer(request, { id, username: row.username, password });
   };
 
   const options = { config: { scope: 'service' as const }, schema: { body: OrderBody } };

@@ -1,6 +1,7 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { JobAction } from '../../domain/status-machine.ts';
 import type { HotReads } from '../hot-reads.ts';
+import { insertRow } from '../insert-row.ts';
 import type { Database, JobTable } from '../schema.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
@@ -42,7 +43,7 @@ export function toJob(r: JobTable): Job {
 }
 
 export async function insertJob(db: Kysely<Database>, row: JobTable): Promise<void> {
-  await db.insertInto('jobs').values(row).execute();
+  await insertRow(db, 'jobs', row);
 }
 
 export async function findJob(db: Kysely<Database>, id: string): Promise<Job | undefined> {

@@ -1,6 +1,8 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
+import { createGroupInserter, type GroupInserter } from '../group-insert.ts';
 import type { HotReads } from '../hot-reads.ts';
+import { insertRow } from '../insert-row.ts';
 import type { Database, ServiceTable } from '../schema.ts';
 
 export interface Service {
@@ -68,8 +70,13 @@ export function toService(r: ServiceRow): Service {
   };
 }
 
+/** Inserts of new services, group-committed (group-insert.ts). */
+export function createServiceInserter(db: Kysely<Database>): GroupInserter<ServiceRow> {
+  return createGroupInserter(db, 'services');
+}
+
 export async function insertService(db: Kysely<Database>, row: ServiceRow): Promise<void> {
-  await db.insertInto('services').values(row).execute();
+  await insertRow(db, 'services', row);
 }
 
 /** The service if it exists and belongs to the reseller; another reseller's service is not found. */
