@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -68,14 +69,15 @@ export function createWorker(o: WorkerOptions): Worker {
     if (recovered > 0) o.log.warn({ recovered }, 'recovered jobs whose worker stopped');
   }
 
-  async function tick(): Promise<number> {
+  /** Claims and starts what it can; true if it filled every free slot (there may be more). */
+  async function tick(): Promise<boolean> {
     const now = o.clock.now();
     if (Date.now() - lastMaintenance >= o.leaseMs / 3) {
       lastMaintenance = Date.now();
       await maintenance(now);
     }
     const free = o.concurrency - running.size;
-    if (free <= 0) return 0;
+    if (free <= 0) return false;
     const jobs = await claimJobs(o.store, id, free, now, Date.now() + o.leaseMs);
     for (const job of jobs) {
       const p = runJob(deps, job)
@@ -89,18 +91,21 @@ export function createWorker(o: WorkerOptions): Worker {
         });
       running.set(job.id, p);
     }
-    return jobs.length;
+    return jobs.length === free;
   }
 
   async function run() {
     let backoff = 0;
     while (!abort.signal.aborted) {
       try {
-        const claimed = await tick();
+        const full = await tick();
         backoff = 0;
         // Found a full batch: there may be more. Otherwise sleep until work is signalled.
-        if (claimed > 0 && running.size < o.concurrency) continue;
+        if (full && running.size < o.concurrency) continue;
         await o.signal.wait(pollMs, abort.signal);
+        // Let the rest of this turn's requests and finished jobs in first: one claim for
+        // all of them rather than one each.
+        await setImmediate();
       } catch (err) {
         backoff = Math.min(5000, backoff ? backoff * 2 : 100);
         if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'store unavailable; worker waits');
