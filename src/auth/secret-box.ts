@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
+import { randomPoolBytes } from './random-pool.ts';
 
 /** Encrypts short secrets (server passwords) with AES-256-GCM: `v1.iv.tag.ciphertext`, base64url. */
 export interface SecretBox {
@@ -12,7 +13,7 @@ export function createSecretBox(key: Buffer): SecretBox {
   const keyObject = createSecretKey(key);
   return {
     seal(plain) {
-      const iv = randomBytes(12);
+      const iv = randomPoolBytes(12);
       const cipher = createCipheriv('aes-256-gcm', keyObject, iv);
       const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return [

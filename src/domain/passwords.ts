@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomPoolBytes } from '../auth/random-pool.ts';
 import { ApiError } from './errors.ts';
 
 const LOWER = 'abcdefghijkmnopqrstuvwxyz';
@@ -9,16 +9,16 @@ const SYMBOL = '-_.+=@%';
 /**
  * Uniform random integers below `n` (n <= 256) from one buffer of random bytes: a byte at or
  * above the largest multiple of n is discarded (rejection sampling), so no value is favoured.
- * One `randomBytes` call per password instead of one `randomInt` call per character.
+ * A few pooled random bytes per password instead of one `randomInt` call per character.
  */
 function randomIndexes(): (n: number) => number {
-  let pool = randomBytes(64);
+  let pool = randomPoolBytes(64);
   let at = 0;
   return (n) => {
     const limit = 256 - (256 % n);
     for (;;) {
       if (at === pool.length) {
-        pool = randomBytes(64);
+        pool = randomPoolBytes(64);
         at = 0;
       }
       const b = pool[at++]!;
