@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
 import { createGroupInserter } from '../../src/store/group-insert.ts';
 import { insertRow } from '../../src/store/insert-row.ts';
+import type { Database } from '../../src/store/schema.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -59,7 +61,8 @@ for (const store of testStores()) {
     test('the insert text is reused with new values, never the values of an earlier row', async () => {
       for (const id of ['g3-x', 'g3-y', 'g3-z']) await insertRow(t.ctx.store.db, 'resellers', reseller(id));
       await t.ctx.store.db.transaction().execute(async (tx) => {
-        await insertRow(tx, 'resellers', { ...reseller('g3-w'), name: 'in a transaction' });
+        const db: Kysely<Database> = tx;
+        await insertRow(db, 'resellers', { ...reseller('g3-w'), name: 'in a transaction' });
       });
       assert.deepEqual(await names('g3-'), [
         'g3-w=in a transaction',
