@@ -191,11 +191,14 @@ function readLibvirtHosts(env: Env, uri: string): LibvirtHostConfig[] {
   return hosts;
 }
 
+/** At most a /12 (about a million addresses): start-up writes one row per address. */
 function readCidr(env: Env, name: string, fallback: string): string {
   const raw = env[name] || fallback;
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
-  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) < 8 || Number(m[5]) > 30) {
-    throw new ConfigError(`${name} must be an IPv4 CIDR between /8 and /30, got "${raw}"`);
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) < 12 || Number(m[5]) > 30) {
+    throw new ConfigError(
+      `${name} must be an IPv4 CIDR between /12 (about a million addresses) and /30, got "${raw}"`,
+    );
   }
   return raw;
 }

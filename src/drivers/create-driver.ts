@@ -24,5 +24,11 @@ export async function createDriver(config: Config, db: Kysely<Database>): Promis
     });
   }
   await syncHosts(db, config.simulatedHosts);
-  return createSimulatedDriver({ db, ipPool, faults: config.simulatedFaults, speed: config.simulatedSpeed });
+  return createSimulatedDriver({
+    db,
+    ipPool,
+    hostIds: config.simulatedHosts.map((h) => h.id),
+    faults: config.simulatedFaults,
+    speed: config.simulatedSpeed,
+  });
 }

@@ -44,11 +44,16 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
 }
 
 /**
- * Reserves room on the host with the most free RAM that fits. The reservation is a
- * conditional update, so concurrent placements (workers, processes) never overbook a host.
+ * Reserves room on the host with the most free RAM that fits, among `hostIds` (the driver's
+ * configured hosts; rows of hosts no longer configured stay in the store for the VMs on them).
+ * The reservation is a conditional update, so concurrent placements (workers, processes) never
+ * overbook a host.
  */
-export async function placeVm(db: Kysely<Database>, need: Need): Promise<string> {
-  const hosts = await db.selectFrom('hypervisor_hosts').selectAll().execute();
+export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonly string[]): Promise<string> {
+  const hosts =
+    hostIds.length === 0
+      ? []
+      : await db.selectFrom('hypervisor_hosts').selectAll().where('id', 'in', hostIds).execute();
   const fitting = hosts
     .filter(
       (h) =>
@@ -68,40 +73,53 @@ export async function placeVm(db: Kysely<Database>, need: Need): Promise<string>
   );
 }
 
-/** Takes `need` more on a host if it fits; false otherwise. Negative amounts give room back. */
-export async function reserve(db: Kysely<Database>, hostId: string, need: Need): Promise<boolean> {
+/**
+ * Adds `delta` to a host's reservation; false if an amount that grows does not fit. Amounts that
+ * shrink never stop it, so room given back is given back even on a host configured below its use.
+ */
+export async function reserve(db: Kysely<Database>, hostId: string, delta: Need): Promise<boolean> {
   const r = await db
     .updateTable('hypervisor_hosts')
     .set((eb) => ({
-      used_cpu: eb('used_cpu', '+', need.cpu),
-      used_ram_gb: eb('used_ram_gb', '+', need.ramGb),
-      used_disk_gb: eb('used_disk_gb', '+', need.diskGb),
+      used_cpu: eb('used_cpu', '+', delta.cpu),
+      used_ram_gb: eb('used_ram_gb', '+', delta.ramGb),
+      used_disk_gb: eb('used_disk_gb', '+', delta.diskGb),
     }))
     .where('id', '=', hostId)
     .where((eb) =>
       eb.and([
-        eb(eb('used_cpu', '+', need.cpu), '<=', eb.ref('cpu')),
-        eb(eb('used_ram_gb', '+', need.ramGb), '<=', eb.ref('ram_gb')),
-        eb(eb('used_disk_gb', '+', need.diskGb), '<=', eb.ref('disk_gb')),
+        ...(delta.cpu > 0 ? [eb(eb('used_cpu', '+', delta.cpu), '<=', eb.ref('cpu'))] : []),
+        ...(delta.ramGb > 0 ? [eb(eb('used_ram_gb', '+', delta.ramGb), '<=', eb.ref('ram_gb'))] : []),
+        ...(delta.diskGb > 0 ? [eb(eb('used_disk_gb', '+', delta.diskGb), '<=', eb.ref('disk_gb'))] : []),
       ]),
     )
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
 
-/** Takes backup storage on a host; false if it is full. Negative sizes free it. */
+/** Gives a VM's room back to its host, unconditionally. */
+export async function free(db: Kysely<Database>, hostId: string, need: Need): Promise<void> {
+  await reserve(db, hostId, { cpu: -need.cpu, ramGb: -need.ramGb, diskGb: -need.diskGb });
+}
+
+/** Takes backup storage on a host; false if it is full. A negative size frees it, unconditionally. */
 export async function reserveBackupSpace(
   db: Kysely<Database>,
   hostId: string,
   sizeGb: number,
 ): Promise<boolean> {
-  const r = await db
+  let q = db
     .updateTable('hypervisor_hosts')
     .set((eb) => ({ used_backup_gb: eb('used_backup_gb', '+', sizeGb) }))
-    .where('id', '=', hostId)
-    .where((eb) => eb(eb('used_backup_gb', '+', sizeGb), '<=', eb.ref('backup_gb')))
-    .executeTakeFirst();
+    .where('id', '=', hostId);
+  if (sizeGb > 0) q = q.where((eb) => eb(eb('used_backup_gb', '+', sizeGb), '<=', eb.ref('backup_gb')));
+  const r = await q.executeTakeFirst();
   return r.numUpdatedRows > 0n;
+}
+
+/** Gives a backup's storage back to its host, unconditionally. */
+export async function freeBackupSpace(db: Kysely<Database>, hostId: string, sizeGb: number): Promise<void> {
+  await reserveBackupSpace(db, hostId, -sizeGb);
 }
 
 /**

@@ -1,64 +1,98 @@
 import type { Kysely } from 'kysely';
 import {
+  type AddressRange,
   addressesOf,
   claimAddress,
   countPoolAddresses,
   insertPoolAddresses,
+  lastAllocatedAt,
   nextFreeAddress,
   releaseAddresses,
 } from '../store/repos/ip-addresses.ts';
 import type { Database } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
 
-/** The provider's IPv4 pool, kept in the store so every process and driver shares it. */
+/**
+ * The provider's IPv4 pool, kept in the store so every process and driver shares it. Each
+ * method runs in its own transaction, or in `tx` when a caller's change must include it.
+ */
 export interface IpPool {
   readonly cidr: string;
-  /** Tops the VM up to `count` addresses (idempotent) and returns all of them, primary first. */
-  allocate(vmId: string, count: number): Promise<string[]>;
+  /**
+   * Tops the VM up to `count` addresses (idempotent) and returns all of them, primary first.
+   * All or nothing: if the pool runs out, the VM keeps only the addresses it had.
+   */
+  allocate(vmId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
   /** Shrinks the VM to `count` addresses, releasing the last ones; the primary stays. */
-  shrink(vmId: string, count: number): Promise<string[]>;
-  release(vmId: string): Promise<void>;
+  shrink(vmId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
+  release(vmId: string, tx?: Kysely<Database>): Promise<void>;
   addressesOf(vmId: string): Promise<string[]>;
 }
 
 const toText = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
 
 /** Usable host addresses of a CIDR: not the network, not the broadcast, not the gateway (first). */
-export function cidrHosts(cidr: string): { num: number; text: string }[] {
+export function cidrRange(cidr: string): AddressRange {
   const [ip, bits] = cidr.split('/');
   const base = ip!.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
   const size = 2 ** (32 - Number(bits));
   const network = base - (base % size);
-  const out: { num: number; text: string }[] = [];
-  for (let n = network + 2; n < network + size - 1; n++) out.push({ num: n, text: toText(n) });
-  return out;
+  return { first: network + 2, last: network + size - 2 };
+}
+
+const INSERT_CHUNK = 500;
+
+/**
+ * Adds the addresses of `range` the store does not have yet: a new or widened pool setting takes
+ * effect at start-up. Nothing is removed; addresses outside the range are just no longer handed out.
+ */
+async function addRange(db: Kysely<Database>, range: AddressRange): Promise<void> {
+  if ((await countPoolAddresses(db, range)) === range.last - range.first + 1) return;
+  for (let from = range.first; from <= range.last; from += INSERT_CHUNK) {
+    const to = Math.min(from + INSERT_CHUNK - 1, range.last);
+    const chunk = Array.from({ length: to - from + 1 }, (_, i) => ({
+      num: from + i,
+      text: toText(from + i),
+    }));
+    await insertPoolAddresses(db, chunk);
+  }
 }
 
 export async function createIpPool(db: Kysely<Database>, cidr: string, now: () => number): Promise<IpPool> {
-  const hosts = cidrHosts(cidr);
-  if ((await countPoolAddresses(db)) < hosts.length) await insertPoolAddresses(db, hosts);
+  const range = cidrRange(cidr);
+  await addRange(db, range);
+  /** Runs `body` in `tx` if given, else in a transaction of its own. */
+  const within = <T>(tx: Kysely<Database> | undefined, body: (tx: Kysely<Database>) => Promise<T>) =>
+    tx ? body(tx) : db.transaction().execute(body);
   return {
     cidr,
-    async allocate(vmId, count) {
-      let have = await addressesOf(db, vmId);
-      while (have.length < count) {
-        const num = await nextFreeAddress(db, 0);
-        if (num === undefined) {
-          throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
+    allocate: (vmId, count, tx) =>
+      within(tx, async (tx) => {
+        let have = await addressesOf(tx, vmId);
+        let last = await lastAllocatedAt(tx, vmId);
+        while (have.length < count) {
+          const num = await nextFreeAddress(tx, range);
+          if (num === undefined) {
+            throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
+          }
+          // Each address at least a millisecond after the VM's previous one: the order of
+          // allocated_at is the allocation order, so the primary never changes.
+          const at = Math.max(now(), last + 1);
+          // Another allocator may take the same address first; the next read no longer sees it as free.
+          if (await claimAddress(tx, num, vmId, at)) {
+            last = at;
+            have = await addressesOf(tx, vmId);
+          }
         }
-        // Another allocator may take the same address first; the next read no longer sees it as free.
-        if (await claimAddress(db, num, vmId, now())) have = await addressesOf(db, vmId);
-      }
-      return have;
-    },
-    async shrink(vmId, count) {
-      const have = await addressesOf(db, vmId);
-      if (have.length > count) await releaseAddresses(db, vmId, now(), have.slice(Math.max(1, count)));
-      return addressesOf(db, vmId);
-    },
-    async release(vmId) {
-      await releaseAddresses(db, vmId, now());
-    },
+        return have;
+      }),
+    shrink: (vmId, count, tx) =>
+      within(tx, async (tx) => {
+        const have = await addressesOf(tx, vmId);
+        if (have.length > count) await releaseAddresses(tx, vmId, now(), have.slice(Math.max(1, count)));
+        return addressesOf(tx, vmId);
+      }),
+    release: (vmId, tx) => within(tx, (tx) => releaseAddresses(tx, vmId, now())),
     addressesOf: (vmId) => addressesOf(db, vmId),
   };
 }

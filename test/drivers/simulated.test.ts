@@ -3,34 +3,59 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import { DriverError } from '../../src/drivers/driver.ts';
-import { openStore } from '../../src/store/database.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
+import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
+import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 import { driverContract } from './contract.ts';
 
-async function simulated(env: Record<string, string> = {}) {
+/**
+ * A simulated driver on a fresh store of `kind`. `restart` is the server started again on the
+ * same store, possibly with changed settings: a new driver (the store stays open, one per process).
+ */
+async function simulated(kind: StoreKind, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-sim-'));
-  const store = await openStore({ databaseUrl: undefined, dataDir });
-  const driver = await createDriver(
-    loadConfig({ VRP_DATA_DIR: dataDir, VRP_SIMULATED_SPEED: '0', ...env }),
-    store.db,
-  );
+  const pg = kind === 'postgres' ? await createPgDatabase() : undefined;
+  const store: Store = await openStore({ databaseUrl: pg?.url, dataDir });
+  const drivers: HypervisorDriver[] = [];
+  const restart = async (changed: Record<string, string> = {}) => {
+    const d = await createDriver(
+      loadConfig({ VRP_DATA_DIR: dataDir, VRP_SIMULATED_SPEED: '0', ...env, ...changed }),
+      store.db,
+    );
+    drivers.push(d);
+    return d;
+  };
+  const driver = await restart();
   return {
     driver,
     store,
+    restart,
     templateId: 'any-template',
+    held: async () =>
+      (
+        await store.db
+          .selectFrom('ip_addresses')
+          .select('address')
+          .where('vm_id', 'is not', null)
+          .orderBy('address_num')
+          .execute()
+      ).map((r) => r.address),
+    host: (id: string) =>
+      store.db.selectFrom('hypervisor_hosts').selectAll().where('id', '=', id).executeTakeFirstOrThrow(),
     async cleanup() {
-      await driver.close();
+      for (const d of drivers) await d.close();
       await store.close();
+      await pg?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
 
-driverContract('simulated', () => simulated());
-
-const spec = (vmId: string, cpu = 1) => ({
+const spec = (vmId: string, cpu = 1, ipCount = 1) => ({
   vmId,
   hostname: 'h.example.com',
   username: 'root',
@@ -39,113 +64,279 @@ const spec = (vmId: string, cpu = 1) => ({
   cpu,
   ramGb: 1,
   diskGb: 10,
-  ipCount: 1,
+  ipCount,
 });
 const id = (n: number) => `0d0d0d0d-0000-4000-8000-${String(n).padStart(12, '0')}`;
+const permanent = (pattern: RegExp) => (e: unknown) =>
+  e instanceof DriverError && !e.transient && pattern.test(e.message);
 
-describe('simulated hypervisor', () => {
-  test('capacity: no room fails permanently, destroy gives it back', async () => {
-    const t = await simulated({ VRP_SIM_HOSTS: 'small:2:4:100:10' });
-    try {
-      await t.driver.create(spec(id(1), 2));
-      await assert.rejects(
-        t.driver.create(spec(id(2))),
-        (e: unknown) => e instanceof DriverError && !e.transient && /No host has room/.test(e.message),
-      );
-      await t.driver.destroy(id(1));
-      assert.equal((await t.driver.create(spec(id(2)))).power, 'running');
-    } finally {
-      await t.cleanup();
-    }
-  });
+for (const kind of testStores()) {
+  driverContract(`simulated (${kind})`, () => simulated(kind));
 
-  test('addresses: never held twice under concurrency, pool exhaustion, reuse after release', async () => {
-    const t = await simulated({ VRP_SIM_IP_POOL: '10.9.0.0/28' }); // 13 usable addresses
-    try {
-      const vms = await Promise.allSettled(
-        Array.from({ length: 15 }, (_, i) => t.driver.create(spec(id(i)))),
-      );
-      const ok = vms
-        .filter((v) => v.status === 'fulfilled')
-        .map((v) => (v as PromiseFulfilledResult<{ vmId: string; ips: readonly string[] }>).value);
-      assert.equal(ok.length, 13);
-      const ips = ok.flatMap((v) => v.ips);
-      assert.equal(new Set(ips).size, 13, 'no address given twice');
-      const failed = vms.filter((v) => v.status === 'rejected') as PromiseRejectedResult[];
-      assert.ok(
-        failed.every((f) => /No free IPv4 address in pool 10.9.0.0\/28/.test(String(f.reason.message))),
-      );
-      assert.ok(
-        !ips.includes('10.9.0.0') && !ips.includes('10.9.0.1') && !ips.includes('10.9.0.15'),
-        'network, gateway, broadcast kept out',
-      );
-      // A released address goes back to the pool and can be handed out again.
-      await t.driver.destroy(ok[0]!.vmId);
-      const again = await Promise.allSettled(
-        Array.from({ length: 15 }, (_, i) => t.driver.create(spec(id(100 + i)))),
-      );
-      assert.equal(again.filter((v) => v.status === 'fulfilled').length, 1);
-    } finally {
-      await t.cleanup();
-    }
-  });
+  describe(`simulated hypervisor (${kind})`, () => {
+    test('capacity: no room fails permanently, destroy gives it back', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'small:2:4:100:10' });
+      try {
+        await t.driver.create(spec(id(1), 2));
+        await assert.rejects(t.driver.create(spec(id(2))), permanent(/No host has room/));
+        await t.driver.destroy(id(1));
+        assert.equal((await t.driver.create(spec(id(2)))).power, 'running');
+      } finally {
+        await t.cleanup();
+      }
+    });
 
-  test('fault injection: transient and permanent, and nothing half-done', async () => {
-    const t1 = await simulated({ VRP_SIM_FAULTS: 'transient=1' });
-    try {
-      await assert.rejects(
-        t1.driver.create(spec(id(1))),
-        (e: unknown) => e instanceof DriverError && e.transient,
-      );
-      assert.equal(await t1.driver.inspect(id(1)), undefined);
-      const held = await t1.store.db
-        .selectFrom('ip_addresses')
-        .select('address')
-        .where('vm_id', 'is not', null)
-        .execute();
-      assert.deepEqual(held, []);
-    } finally {
-      await t1.cleanup();
-    }
-    const t2 = await simulated({ VRP_SIM_FAULTS: 'permanent=1' });
-    try {
-      await assert.rejects(
-        t2.driver.create(spec(id(1))),
-        (e: unknown) => e instanceof DriverError && !e.transient,
-      );
-    } finally {
-      await t2.cleanup();
-    }
-  });
+    test('addresses: never held twice under concurrency, pool exhaustion, reuse after release', async () => {
+      const t = await simulated(kind, { VRP_SIM_IP_POOL: '10.9.0.0/28' }); // 13 usable addresses
+      try {
+        const vms = await Promise.allSettled(
+          Array.from({ length: 15 }, (_, i) => t.driver.create(spec(id(i)))),
+        );
+        const ok = vms
+          .filter((v) => v.status === 'fulfilled')
+          .map((v) => (v as PromiseFulfilledResult<{ vmId: string; ips: readonly string[] }>).value);
+        assert.equal(ok.length, 13);
+        const ips = ok.flatMap((v) => v.ips);
+        assert.equal(new Set(ips).size, 13, 'no address given twice');
+        const failed = vms.filter((v) => v.status === 'rejected') as PromiseRejectedResult[];
+        assert.ok(
+          failed.every((f) => /No free IPv4 address in pool 10.9.0.0\/28/.test(String(f.reason.message))),
+        );
+        assert.ok(
+          !ips.includes('10.9.0.0') && !ips.includes('10.9.0.1') && !ips.includes('10.9.0.15'),
+          'network, gateway, broadcast kept out',
+        );
+        // A released address goes back to the pool and can be handed out again.
+        await t.driver.destroy(ok[0]!.vmId);
+        const again = await Promise.allSettled(
+          Array.from({ length: 15 }, (_, i) => t.driver.create(spec(id(100 + i)))),
+        );
+        assert.equal(again.filter((v) => v.status === 'fulfilled').length, 1);
+      } finally {
+        await t.cleanup();
+      }
+    });
 
-  test('state survives a new driver on the same store', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'vrp-sim-'));
-    try {
-      const config = loadConfig({ VRP_DATA_DIR: dataDir, VRP_SIMULATED_SPEED: '0' });
-      let store = await openStore({ databaseUrl: undefined, dataDir });
-      let driver = await createDriver(config, store.db);
-      await driver.create(spec(id(1)));
-      await driver.stop(id(1), { timeoutMs: 1000 });
-      await store.close();
-      store = await openStore({ databaseUrl: undefined, dataDir });
-      driver = await createDriver(config, store.db);
-      const vm = await driver.inspect(id(1));
-      assert.equal(vm?.power, 'stopped');
-      assert.equal(vm?.ips.length, 1);
-      await store.close();
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+    test('addresses: the primary is the first one allocated, also within one millisecond', async () => {
+      const t = await simulated(kind, { VRP_SIM_IP_POOL: '10.9.0.0/29' }); // .2 to .6
+      let clock = 1000;
+      const now = () => clock;
+      const driver = createSimulatedDriver({
+        db: t.store.db,
+        ipPool: await createIpPool(t.store.db, '10.9.0.0/29', now),
+        hostIds: ['sim-host-1', 'sim-host-2'],
+        faults: { transient: 0, permanent: 0 },
+        speed: 0,
+        now,
+      });
+      try {
+        await driver.create(spec(id(1), 1, 1)); // .2
+        await driver.create(spec(id(2), 1, 3)); // .3 .4 .5
+        clock = 2000;
+        await driver.destroy(id(1));
+        // Free now: .6 (never used, handed out first), then .2 (released); both in the same millisecond.
+        clock = 3000;
+        const vm = await driver.create(spec(id(3), 1, 2));
+        assert.deepEqual(vm.ips, ['10.9.0.6', '10.9.0.2']);
+        assert.deepEqual((await driver.inspect(id(3)))?.ips, ['10.9.0.6', '10.9.0.2']);
+        const shrunk = await driver.resize(id(3), { cpu: 1, ramGb: 1, diskGb: 10, ipCount: 1 });
+        assert.deepEqual(shrunk.ips, ['10.9.0.6'], 'the primary stays when addresses are released');
+      } finally {
+        await driver.close();
+        await t.cleanup();
+      }
+    });
 
-  test('a non-zero speed takes time, speed 0 does not', async () => {
-    const slow = await simulated({ VRP_SIMULATED_SPEED: '0.02' });
-    try {
-      const t0 = Date.now();
-      await slow.driver.create(spec(id(1)));
-      assert.ok(Date.now() - t0 >= 8000 * 0.02 * 0.9, 'create takes about 8 s times the speed');
-    } finally {
-      await slow.cleanup();
-    }
+    test('create is all-or-nothing: no addresses left gives back the VM, its capacity and addresses', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'small:2:4:100:10', VRP_SIM_IP_POOL: '10.9.0.0/29' });
+      try {
+        await t.driver.create(spec(id(1), 1, 4));
+        await assert.rejects(t.driver.create(spec(id(2), 1, 2)), permanent(/No free IPv4 address/));
+        assert.equal(await t.driver.inspect(id(2)), undefined, 'no VM left');
+        assert.equal((await t.held()).length, 4, 'only the first VM holds addresses');
+        assert.equal((await t.host('small')).used_cpu, 1, 'its capacity is given back');
+        assert.deepEqual((await t.driver.create(spec(id(3), 1, 1))).ips, ['10.9.0.6']);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('create is all-or-nothing: a permanent fault on a retried create gives everything back', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'small:2:4:100:10' });
+      try {
+        await t.driver.create(spec(id(1), 2, 2));
+        // The job runs again (its first run crashed before it recorded the result) and the host refuses.
+        const faulty = await t.restart({ VRP_SIM_FAULTS: 'permanent=1' });
+        await assert.rejects(faulty.create(spec(id(1), 2, 2)), permanent(/Simulated permanent fault/));
+        assert.equal(await faulty.inspect(id(1)), undefined);
+        assert.deepEqual(await t.held(), []);
+        assert.equal((await t.host('small')).used_cpu, 0);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('a changed pool setting adds the new range; addresses in use stay, the old range is no longer handed out', async () => {
+      const t = await simulated(kind, { VRP_SIM_IP_POOL: '10.9.0.0/29' });
+      try {
+        const old = await t.driver.create(spec(id(1), 1, 1));
+        assert.deepEqual(old.ips, ['10.9.0.2']);
+        const driver = await t.restart({ VRP_SIM_IP_POOL: '10.10.0.0/29' });
+        const vms = [];
+        for (let i = 2; i <= 6; i++) vms.push(await driver.create(spec(id(i), 1, 1)));
+        assert.deepEqual(
+          vms.flatMap((v) => v.ips),
+          ['10.10.0.2', '10.10.0.3', '10.10.0.4', '10.10.0.5', '10.10.0.6'],
+        );
+        await assert.rejects(
+          driver.create(spec(id(7), 1, 1)),
+          permanent(/No free IPv4 address in pool 10.10.0.0\/29/),
+        );
+        assert.deepEqual((await driver.inspect(id(1)))?.ips, ['10.9.0.2'], 'the address in use stays');
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('resize is all-or-nothing: without addresses neither the size nor the reservation changes', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'small:4:8:100:10', VRP_SIM_IP_POOL: '10.9.0.0/29' });
+      try {
+        await t.driver.create(spec(id(1), 1, 1));
+        await assert.rejects(
+          t.driver.resize(id(1), { cpu: 2, ramGb: 2, diskGb: 20, ipCount: 6 }),
+          permanent(/No free IPv4 address/),
+        );
+        const vm = await t.driver.inspect(id(1));
+        assert.deepEqual([vm?.cpu, vm?.ramGb, vm?.diskGb, vm?.ips.length], [1, 1, 10, 1]);
+        const host = await t.host('small');
+        assert.deepEqual([host.used_cpu, host.used_ram_gb, host.used_disk_gb], [1, 1, 10]);
+        assert.equal((await t.held()).length, 1);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('resize: concurrent resizes of one VM leave the reservation equal to its size', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'small:8:8:100:10' });
+      try {
+        await t.driver.create(spec(id(1), 1, 1));
+        await Promise.allSettled([
+          t.driver.resize(id(1), { cpu: 2, ramGb: 1, diskGb: 10, ipCount: 1 }),
+          t.driver.resize(id(1), { cpu: 3, ramGb: 1, diskGb: 10, ipCount: 1 }),
+        ]);
+        const vm = await t.driver.inspect(id(1));
+        assert.equal((await t.host('small')).used_cpu, vm?.cpu);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('placement only considers the configured hosts', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'old-host:64:256:1000:10' });
+      try {
+        assert.equal((await t.driver.create(spec(id(1)))).hostId, 'old-host');
+        const driver = await t.restart({ VRP_SIM_HOSTS: 'new-host:8:16:100:10' });
+        assert.equal((await driver.create(spec(id(2)))).hostId, 'new-host');
+        await assert.rejects(driver.create(spec(id(3), 16)), permanent(/No host has room/));
+        assert.equal(await driver.inspect(id(3)), undefined);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('frees are unconditional: capacity lowered below what is in use still gets it all back', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'h:4:8:100:10' });
+      try {
+        await t.driver.create(spec(id(1), 2));
+        await t.driver.create(spec(id(2), 2));
+        await t.driver.createBackup(id(1), id(11));
+        await t.driver.createBackup(id(2), id(12));
+        const lowered = await t.restart({ VRP_SIM_HOSTS: 'h:1:1:1:1' });
+        await lowered.deleteBackup(id(1), id(11));
+        await lowered.destroy(id(1));
+        await lowered.destroy(id(2));
+        const host = await t.host('h');
+        assert.deepEqual(
+          [host.used_cpu, host.used_ram_gb, host.used_disk_gb, host.used_backup_gb],
+          [0, 0, 0, 0],
+        );
+        const raised = await t.restart({ VRP_SIM_HOSTS: 'h:4:8:100:10' });
+        assert.equal((await raised.create(spec(id(3), 4))).hostId, 'h');
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('close: pending steps fail as transient and write nothing afterwards', async () => {
+      const t = await simulated(kind, { VRP_SIMULATED_SPEED: '0.01' }); // a graceful stop takes 40 ms
+      try {
+        await t.driver.create(spec(id(1)));
+        const stopping = t.driver.stop(id(1), { timeoutMs: 120_000 });
+        await new Promise((r) => setTimeout(r, 5));
+        await t.driver.close();
+        await assert.rejects(stopping, (e: unknown) => e instanceof DriverError && e.transient);
+        await assert.rejects(t.driver.reboot(id(1)), (e: unknown) => e instanceof DriverError && e.transient);
+        await new Promise((r) => setTimeout(r, 100));
+        const other = await t.restart();
+        assert.equal((await other.inspect(id(1)))?.power, 'running', 'the stop never reached the store');
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('fault injection: transient and permanent, and nothing half-done', async () => {
+      const t1 = await simulated(kind, { VRP_SIM_FAULTS: 'transient=1' });
+      try {
+        await assert.rejects(
+          t1.driver.create(spec(id(1))),
+          (e: unknown) => e instanceof DriverError && e.transient,
+        );
+        assert.equal(await t1.driver.inspect(id(1)), undefined);
+        assert.deepEqual(await t1.held(), []);
+      } finally {
+        await t1.cleanup();
+      }
+      const t2 = await simulated(kind, { VRP_SIM_FAULTS: 'permanent=1' });
+      try {
+        await assert.rejects(
+          t2.driver.create(spec(id(1))),
+          (e: unknown) => e instanceof DriverError && !e.transient,
+        );
+      } finally {
+        await t2.cleanup();
+      }
+    });
+
+    test('state survives a new driver on the same store', async () => {
+      const t = await simulated(kind);
+      try {
+        await t.driver.create(spec(id(1)));
+        await t.driver.stop(id(1), { timeoutMs: 1000 });
+        const vm = await (await t.restart()).inspect(id(1));
+        assert.equal(vm?.power, 'stopped');
+        assert.equal(vm?.ips.length, 1);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('a non-zero speed takes time, speed 0 does not', async () => {
+      const slow = await simulated(kind, { VRP_SIMULATED_SPEED: '0.02' });
+      try {
+        const t0 = Date.now();
+        await slow.driver.create(spec(id(1)));
+        assert.ok(Date.now() - t0 >= 8000 * 0.02 * 0.9, 'create takes about 8 s times the speed');
+      } finally {
+        await slow.cleanup();
+      }
+    });
   });
+}
+
+test('VRP_SIM_IP_POOL: larger than a /12 is refused, naming the setting', () => {
+  assert.equal(loadConfig({ VRP_SIM_IP_POOL: '10.0.0.0/12' }).simulatedIpPool, '10.0.0.0/12');
+  assert.throws(
+    () => loadConfig({ VRP_SIM_IP_POOL: '10.0.0.0/11' }),
+    (e: unknown) => e instanceof ConfigError && /VRP_SIM_IP_POOL/.test(e.message) && /\/12/.test(e.message),
+  );
 });

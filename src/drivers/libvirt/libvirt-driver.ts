@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
-import { placeVm, reserve, resizeReservation } from '../hosts.ts';
+import { free, placeVm, resizeReservation } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
@@ -173,7 +173,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       let vm = await row(spec.vmId);
       if (!vm) {
         await db.transaction().execute(async (tx) => {
-          const hostId = await placeVm(tx, { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb });
+          const hostId = await placeVm(
+            tx,
+            { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+            o.hosts.map((h) => h.id),
+          );
           await tx
             .insertInto('libvirt_vms')
             .values({
@@ -313,7 +317,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await db.transaction().execute(async (tx) => {
           const r = await tx.deleteFrom('libvirt_vms').where('id', '=', vmId).executeTakeFirst();
           if (r.numDeletedRows > 0n)
-            await reserve(tx, vm.host_id, { cpu: -vm.cpu, ramGb: -vm.ram_gb, diskGb: -vm.disk_gb });
+            await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
         });
       }
     },

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
-import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
-import { placeVm, reserve, reserveBackupSpace, resizeReservation } from '../hosts.ts';
+import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
+import { free, freeBackupSpace, placeVm, reserveBackupSpace, resizeReservation } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createFaults } from './faults.ts';
 import { createSleeper } from './timings.ts';
@@ -11,6 +11,8 @@ import { createSleeper } from './timings.ts';
 export interface SimulatedDriverOptions {
   readonly db: Kysely<Database>;
   readonly ipPool: IpPool;
+  /** The configured hosts (VRP_SIM_HOSTS): placement considers these only. */
+  readonly hostIds: readonly string[];
   readonly faults: FaultConfig;
   /** Multiplier of the step timings (timings.ts); 0 = instant. */
   readonly speed: number;
@@ -40,10 +42,10 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   const sleeper = createSleeper(o.speed);
   const faults = createFaults(o.faults, o.random);
 
-  const find = (vmId: string) =>
-    db.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
-  async function get(vmId: string): Promise<SimVmTable> {
-    const vm = await find(vmId);
+  const find = (vmId: string, from: Kysely<Database> = db) =>
+    from.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
+  async function get(vmId: string, from: Kysely<Database> = db): Promise<SimVmTable> {
+    const vm = await find(vmId, from);
     if (!vm) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
     return vm;
   }
@@ -57,10 +59,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     ips: JSON.parse(vm.ips) as string[],
     diskRevision: vm.content_generation,
   });
-  /** A write to the disk: content moves on, used space grows. */
+  /** A write to the store; none once the driver is closed. */
+  function transaction<T>(operation: string, body: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
+    sleeper.ensureOpen(operation);
+    return db.transaction().execute(body);
+  }
+  /**
+   * Writes `patch` and nothing else of `vm`, so columns another step changed meanwhile stay.
+   * `write`: a write to the disk, content moves on, used space grows.
+   */
   async function update(vm: SimVmTable, patch: Partial<SimVmTable>, write: boolean): Promise<VmInfo> {
-    const next: SimVmTable = {
-      ...vm,
+    const changes: Partial<SimVmTable> = {
       ...patch,
       updated_at: now(),
       ...(write
@@ -73,8 +82,19 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           }
         : {}),
     };
-    await db.updateTable('sim_vms').set(next).where('id', '=', vm.id).execute();
-    return info(next);
+    sleeper.ensureOpen('update');
+    await db.updateTable('sim_vms').set(changes).where('id', '=', vm.id).execute();
+    return info({ ...vm, ...changes });
+  }
+  /** Gives back everything the VM holds: the VM, its host capacity, its backups' storage, its addresses. */
+  async function remove(vmId: string): Promise<void> {
+    await transaction('destroy', async (tx) => {
+      const vm = await tx.deleteFrom('sim_vms').where('id', '=', vmId).returningAll().executeTakeFirst();
+      if (vm) await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+      const backups = await tx.deleteFrom('sim_backups').where('vm_id', '=', vmId).returningAll().execute();
+      for (const b of backups) await freeBackupSpace(tx, b.host_id, b.size_gb);
+      await ipPool.release(vmId, tx);
+    });
   }
   async function entry(vmId: string, operation: string): Promise<SimVmTable> {
     const vm = await get(vmId);
@@ -83,44 +103,60 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   }
   const passwordHash = (password: string) => createHash('sha256').update(password).digest('hex');
 
+  async function createVm(spec: VmSpec): Promise<VmInfo> {
+    let vm = await find(spec.vmId);
+    faults.check('create', vm?.host_id ?? 'scheduler');
+    /** The addresses, when this call took them with the VM. */
+    let ips: string[] | undefined;
+    if (!vm) {
+      const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
+      // Room on a host, the VM and its addresses are taken together or not at all.
+      await transaction('create', async (tx) => {
+        const hostId = await placeVm(tx, need, o.hostIds);
+        ips = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
+        const t = now();
+        await tx
+          .insertInto('sim_vms')
+          .values({
+            id: spec.vmId,
+            host_id: hostId,
+            power: 'stopped',
+            cpu: spec.cpu,
+            ram_gb: spec.ramGb,
+            disk_gb: spec.diskGb,
+            used_disk_gb: round1(baseDiskGb(spec.templateId)),
+            ips: JSON.stringify(ips),
+            hostname: spec.hostname,
+            password_hash: passwordHash(spec.password),
+            content_generation: 1,
+            boot_count: 0,
+            created_at: t,
+            updated_at: t,
+          })
+          .execute();
+      });
+      await sleeper.sleep('cloneDisk');
+      vm = await get(spec.vmId);
+    }
+    // A retry finds the VM: top its addresses up (idempotent) in case an earlier attempt stopped short.
+    ips ??= await ipPool.allocate(spec.vmId, spec.ipCount);
+    if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
+    await sleeper.sleep('boot');
+    return update(vm, { ips: JSON.stringify(ips), power: 'running', boot_count: vm.boot_count + 1 }, false);
+  }
+
   return {
     name: 'simulated',
 
     async create(spec) {
-      let vm = await find(spec.vmId);
-      faults.check('create', vm?.host_id ?? 'scheduler');
-      if (!vm) {
-        const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
-        await db.transaction().execute(async (tx) => {
-          const hostId = await placeVm(tx, need);
-          const t = now();
-          await tx
-            .insertInto('sim_vms')
-            .values({
-              id: spec.vmId,
-              host_id: hostId,
-              power: 'stopped',
-              cpu: spec.cpu,
-              ram_gb: spec.ramGb,
-              disk_gb: spec.diskGb,
-              used_disk_gb: round1(baseDiskGb(spec.templateId)),
-              ips: '[]',
-              hostname: spec.hostname,
-              password_hash: passwordHash(spec.password),
-              content_generation: 1,
-              boot_count: 0,
-              created_at: t,
-              updated_at: t,
-            })
-            .execute();
-        });
-        await sleeper.sleep('cloneDisk');
-        vm = await get(spec.vmId);
+      try {
+        return await createVm(spec);
+      } catch (err) {
+        // A create that fails for good leaves nothing behind, not even what an earlier attempt of
+        // the same job took; a transient failure keeps the work for the retry to finish.
+        if (!(err instanceof DriverError && err.transient)) await remove(spec.vmId);
+        throw err;
       }
-      const ips = await ipPool.allocate(spec.vmId, spec.ipCount);
-      if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
-      await sleeper.sleep('boot');
-      return update(vm, { ips: JSON.stringify(ips), power: 'running', boot_count: vm.boot_count + 1 }, false);
     },
 
     async start(vmId) {
@@ -154,23 +190,38 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     },
 
     async resize(vmId, spec) {
-      const vm = await entry(vmId, 'resize');
-      await resizeReservation(
-        db,
-        vm.host_id,
-        { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
-        { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
-      );
-      // The resized definition is written at once, so a retry after a crash finds the work done.
-      const resized = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb };
-      await db.updateTable('sim_vms').set(resized).where('id', '=', vmId).execute();
-      const current = await ipPool.addressesOf(vmId);
-      const ips =
-        spec.ipCount >= current.length
-          ? await ipPool.allocate(vmId, spec.ipCount)
-          : await ipPool.shrink(vmId, spec.ipCount);
+      await entry(vmId, 'resize');
+      // Host reservation, size and addresses change together or not at all; written at once, so a
+      // retry after a crash finds the work done.
+      const resized = await transaction('resize', async (tx) => {
+        const vm = await get(vmId, tx);
+        await resizeReservation(
+          tx,
+          vm.host_id,
+          { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
+          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+        );
+        // One of the two has nothing to do.
+        await ipPool.shrink(vmId, spec.ipCount, tx);
+        const ips = await ipPool.allocate(vmId, spec.ipCount, tx);
+        const next = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb, ips: JSON.stringify(ips) };
+        // Compare-and-set on the size read above: a concurrent resize that committed first makes
+        // this reservation change wrong, so it is rolled back and the job retries.
+        const r = await tx
+          .updateTable('sim_vms')
+          .set(next)
+          .where('id', '=', vmId)
+          .where('cpu', '=', vm.cpu)
+          .where('ram_gb', '=', vm.ram_gb)
+          .where('disk_gb', '=', vm.disk_gb)
+          .executeTakeFirst();
+        if (r.numUpdatedRows === 0n) {
+          throw new DriverError(`VM ${vmId} was resized by another job meanwhile`, { transient: true });
+        }
+        return { ...vm, ...next };
+      });
       await sleeper.sleep('resize');
-      return update({ ...vm, ...resized }, { ips: JSON.stringify(ips) }, true);
+      return update(resized, {}, true);
     },
 
     async setPassword(vmId, _username, password) {
@@ -183,21 +234,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const vm = await find(vmId);
       if (vm) faults.check('destroy', vm.host_id);
       await sleeper.sleep('destroy');
-      await db.transaction().execute(async (tx) => {
-        const current = await tx.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
-        if (current) {
-          await reserve(tx, current.host_id, {
-            cpu: -current.cpu,
-            ramGb: -current.ram_gb,
-            diskGb: -current.disk_gb,
-          });
-          await tx.deleteFrom('sim_vms').where('id', '=', vmId).execute();
-        }
-        const backups = await tx.selectFrom('sim_backups').selectAll().where('vm_id', '=', vmId).execute();
-        for (const b of backups) await reserveBackupSpace(tx, b.host_id, -b.size_gb);
-        await tx.deleteFrom('sim_backups').where('vm_id', '=', vmId).execute();
-      });
-      await ipPool.release(vmId);
+      await remove(vmId);
     },
 
     async inspect(vmId) {
@@ -215,7 +252,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       if (existing) return { backupId, vmId, sizeGb: existing.size_gb };
       const sizeGb = round1(vm.used_disk_gb);
       await sleeper.sleep('backupBase', sizeGb * 100);
-      await db.transaction().execute(async (tx) => {
+      await transaction('backup', async (tx) => {
         if (!(await reserveBackupSpace(tx, vm.host_id, sizeGb))) {
           throw new DriverError(`Backup storage on host ${vm.host_id} is full`, { transient: false });
         }
@@ -261,14 +298,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       if (!backup) return;
       faults.check('delete backup', backup.host_id);
       await sleeper.sleep('deleteBackup');
-      await db.transaction().execute(async (tx) => {
+      await transaction('delete backup', async (tx) => {
         const r = await tx.deleteFrom('sim_backups').where('id', '=', backupId).executeTakeFirst();
-        if (r.numDeletedRows > 0n) await reserveBackupSpace(tx, backup.host_id, -backup.size_gb);
+        if (r.numDeletedRows > 0n) await freeBackupSpace(tx, backup.host_id, backup.size_gb);
       });
     },
 
     async close() {
-      sleeper.cancelAll();
+      sleeper.close();
     },
   };
 }

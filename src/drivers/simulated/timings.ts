@@ -1,3 +1,5 @@
+import { DriverError } from '../driver.ts';
+
 /**
  * How long each step of the simulated hypervisor takes at VRP_SIMULATED_SPEED=1, in ms:
  * close to what a KVM host with local SSD storage shows for a small cloud image.
@@ -20,27 +22,42 @@ export const STEP_MS = {
 
 export type Step = keyof typeof STEP_MS;
 
-/** Sleeps for a step scaled by `speed`; speed 0 sets no timer at all. */
+/**
+ * Sleeps for a step scaled by `speed`; speed 0 sets no timer at all. Once closed (driver close),
+ * pending and later sleeps fail with a transient DriverError, so the step writes nothing more and
+ * the job system retries it later, in a process that is still running.
+ */
 export function createSleeper(speed: number) {
-  const timers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
+  const timers = new Set<{ timer: NodeJS.Timeout; fail: () => void }>();
+  let closed = false;
+  const closedError = (step: string) =>
+    new DriverError(`The simulated hypervisor was closed before ${step} finished`, { transient: true });
   return {
     async sleep(step: Step, extraMs = 0): Promise<void> {
+      if (closed) throw closedError(step);
       const ms = (STEP_MS[step] + extraMs) * speed;
       if (ms <= 0) return;
-      await new Promise<void>((resolve) => {
-        const entry = { timer: setTimeout(() => done(), ms), resolve };
-        const done = () => {
-          timers.delete(entry);
-          resolve();
+      await new Promise<void>((resolve, reject) => {
+        const entry = {
+          timer: setTimeout(() => {
+            timers.delete(entry);
+            resolve();
+          }, ms),
+          fail: () => reject(closedError(step)),
         };
         timers.add(entry);
       });
     },
-    /** Ends every pending sleep at once (driver close). */
-    cancelAll(): void {
+    /** Throws the transient close error if closed: a guard before a write that no sleep precedes. */
+    ensureOpen(step: string): void {
+      if (closed) throw closedError(step);
+    },
+    /** Fails every pending sleep at once and every later one. */
+    close(): void {
+      closed = true;
       for (const t of timers) {
         clearTimeout(t.timer);
-        t.resolve();
+        t.fail();
       }
       timers.clear();
     },

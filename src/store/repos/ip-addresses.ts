@@ -1,10 +1,19 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
 
-export async function countPoolAddresses(db: Kysely<Database>): Promise<number> {
+/** Addresses `first` to `last` (inclusive) as numbers: the part of the table a pool hands out. */
+export interface AddressRange {
+  readonly first: number;
+  readonly last: number;
+}
+
+/** How many addresses of the range the table has. */
+export async function countPoolAddresses(db: Kysely<Database>, range: AddressRange): Promise<number> {
   const row = await db
     .selectFrom('ip_addresses')
     .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('address_num', '>=', range.first)
+    .where('address_num', '<=', range.last)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
@@ -32,7 +41,11 @@ export async function insertPoolAddresses(
   }
 }
 
-/** The VM's addresses in allocation order (the first is primary). */
+/**
+ * The VM's addresses in allocation order (the first is primary): `allocated_at` is strictly
+ * increasing among one VM's addresses (see `lastAllocatedAt`), the address only breaks ties of rows
+ * written before that rule.
+ */
 export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('ip_addresses')
@@ -44,31 +57,45 @@ export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<s
   return rows.map((r) => r.address);
 }
 
-/** The free address to hand out next: never used, or released longest ago. */
-export async function nextFreeAddress(db: Kysely<Database>, skip = 0): Promise<number | undefined> {
+/** When the VM's latest address was allocated; 0 if it has none. */
+export async function lastAllocatedAt(db: Kysely<Database>, vmId: string): Promise<number> {
+  const row = await db
+    .selectFrom('ip_addresses')
+    .select((eb) => eb.fn.max('allocated_at').as('at'))
+    .where('vm_id', '=', vmId)
+    .executeTakeFirst();
+  return Number(row?.at ?? 0);
+}
+
+/** The free address of the range to hand out next: never used, or released longest ago. */
+export async function nextFreeAddress(
+  db: Kysely<Database>,
+  range: AddressRange,
+): Promise<number | undefined> {
   const row = await db
     .selectFrom('ip_addresses')
     .select('address_num')
     .where('vm_id', 'is', null)
+    .where('address_num', '>=', range.first)
+    .where('address_num', '<=', range.last)
     // Never used (released_at 0) first, then released longest ago; the (vm_id, released_at, address_num) index serves it.
     .orderBy('released_at')
     .orderBy('address_num')
-    .offset(skip)
     .limit(1)
     .executeTakeFirst();
   return row?.address_num;
 }
 
-/** Takes an address for a VM if it is still free; false if someone else was faster. */
+/** Takes an address for a VM if it is still free; false if someone else was faster. `at` becomes its `allocated_at`. */
 export async function claimAddress(
   db: Kysely<Database>,
   num: number,
   vmId: string,
-  now: number,
+  at: number,
 ): Promise<boolean> {
   const r = await db
     .updateTable('ip_addresses')
-    .set({ vm_id: vmId, allocated_at: now })
+    .set({ vm_id: vmId, allocated_at: at })
     .where('address_num', '=', num)
     .where('vm_id', 'is', null)
     .executeTakeFirst();
