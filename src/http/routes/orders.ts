@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { uuidv7 } from '../../domain/ids.ts';
 import { checkOrder } from '../../domain/orders.ts';
 import { generatePassword } from '../../domain/passwords.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
@@ -103,7 +104,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     const domain = checkOrder(product, order);
 
     const now = ctx.clock.now();
-    const id = randomUUID();
+    const id = uuidv7();
     const password = generatePassword();
     const row: ServiceRow = {
       id,
