@@ -4,7 +4,7 @@ import {
   addressesOf,
   claimAddress,
   countPoolAddresses,
-  insertPoolAddresses,
+  insertPoolRange,
   lastAllocatedAt,
   nextFreeAddress,
   releaseAddresses,
@@ -29,8 +29,6 @@ export interface IpPool {
   addressesOf(vmId: string): Promise<string[]>;
 }
 
-const toText = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join('.');
-
 /** Usable host addresses of a CIDR: not the network, not the broadcast, not the gateway (first). */
 export function cidrRange(cidr: string): AddressRange {
   const [ip, bits] = cidr.split('/');
@@ -40,22 +38,13 @@ export function cidrRange(cidr: string): AddressRange {
   return { first: network + 2, last: network + size - 2 };
 }
 
-const INSERT_CHUNK = 500;
-
 /**
  * Adds the addresses of `range` the store does not have yet: a new or widened pool setting takes
  * effect at start-up. Nothing is removed; addresses outside the range are just no longer handed out.
  */
 async function addRange(db: Kysely<Database>, range: AddressRange): Promise<void> {
   if ((await countPoolAddresses(db, range)) === range.last - range.first + 1) return;
-  for (let from = range.first; from <= range.last; from += INSERT_CHUNK) {
-    const to = Math.min(from + INSERT_CHUNK - 1, range.last);
-    const chunk = Array.from({ length: to - from + 1 }, (_, i) => ({
-      num: from + i,
-      text: toText(from + i),
-    }));
-    await insertPoolAddresses(db, chunk);
-  }
+  await insertPoolRange(db, range);
 }
 
 export async function createIpPool(db: Kysely<Database>, cidr: string, now: () => number): Promise<IpPool> {
