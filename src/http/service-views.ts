@@ -2,7 +2,7 @@ import type { SecretBox } from '../auth/secret-box.ts';
 import { allowedActions } from '../domain/status-machine.ts';
 import { projectedState } from '../jobs/queue.ts';
 import type { Job } from '../store/repos/jobs.ts';
-import type { Service } from '../store/repos/services.ts';
+import type { Service, ServiceStatus } from '../store/repos/services.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -21,7 +21,7 @@ export function jobView(job: Job) {
 }
 
 /** Status: the same in both variants (CONTRACT.md section 3). */
-export function statusView(service: Service, job: Job | undefined) {
+export function statusView(service: ServiceStatus, job: Job | undefined) {
   return {
     status: service.status,
     allowed_actions: allowedActions(projectedState(service)),

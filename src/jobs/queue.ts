@@ -25,7 +25,7 @@ export type OperationOutcome =
   | { readonly kind: 'noop'; readonly message: string; readonly service: Service };
 
 /** The state requests are checked against: where the service will be once its accepted jobs succeed. */
-export function projectedState(service: Service): ServiceState {
+export function projectedState(service: Pick<Service, 'projectedStatus' | 'projectedResume'>): ServiceState {
   return { status: service.projectedStatus, resume: service.projectedResume };
 }
 

@@ -16,23 +16,39 @@ import type { Database, JobTable, ServiceTable } from './schema.ts';
 export interface HotReads {
   /** The service row if it exists and belongs to the reseller. */
   ownedService(resellerId: string, id: string): Promise<ServiceTable | undefined>;
+  /** What a status poll needs of the service, from the covering index `services_status`. */
+  ownedServiceStatus(resellerId: string, id: string): Promise<ServiceStatusRow | undefined>;
   /** The service's running job, or else its first queued one. */
   currentJob(serviceId: string): Promise<JobTable | undefined>;
   close(): void;
 }
 
+/** The columns of the covering index `services_status` (migration 002). */
+export type ServiceStatusRow = Pick<
+  ServiceTable,
+  'id' | 'status' | 'projected_status' | 'projected_resume' | 'pending_jobs'
+>;
+
+/** `{index:NAME}` is SQLite's INDEXED BY (its planner prefers the unique primary key otherwise); PostgreSQL chooses by itself. */
 const SQL = {
   ownedService: 'select * from services where id = ? and reseller_id = ?',
+  ownedServiceStatus:
+    'select id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where id = ? and reseller_id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
 } as const;
 
 type Name = keyof typeof SQL;
 
-/** `?` placeholders become `$1, $2, ...` for PostgreSQL. */
-const numbered = (text: string) => {
+/** `?` placeholders become `$1, $2, ...` for PostgreSQL, which has no index hints. */
+const forPostgres = (text: string) => {
   let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
+  return text.replace(/ \{index:\w+\}/g, '').replace(/\?/g, () => `$${++n}`);
 };
+const forSqlite = (text: string) => text.replace(/\{index:(\w+)\}/g, 'indexed by $1');
+
+/** The SQLite text of each hot read (tests check their query plans). */
+export const sqliteHotReadSql = (): Record<Name, string> =>
+  Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forSqlite(v)])) as Record<Name, string>;
 
 /** SQLite: a read-only connection on the same file, statements prepared on first use. */
 export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
@@ -42,13 +58,14 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   const first = <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
     let stmt = statements.get(name);
     if (!stmt) {
-      stmt = db.prepare(SQL[name]);
+      stmt = db.prepare(forSqlite(SQL[name]));
       statements.set(name, stmt);
     }
     return Promise.resolve(stmt.get(...params) as T | undefined);
   };
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
+    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', id, resellerId),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     close: () => db.close(),
   };
@@ -56,7 +73,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
 
 /** PostgreSQL: the same statements through the pool, compiled once. */
 export function kyselyHotReads(db: Kysely<Database>): HotReads {
-  const text = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, numbered(v)])) as Record<
+  const text = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forPostgres(v)])) as Record<
     Name,
     string
   >;
@@ -66,6 +83,7 @@ export function kyselyHotReads(db: Kysely<Database>): HotReads {
   };
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
+    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', id, resellerId),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     close: () => {},
   };

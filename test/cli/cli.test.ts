@@ -190,7 +190,7 @@ describe('vrp command', () => {
     try {
       const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
       assert.equal(first.code, 0, first.err);
-      assert.deepEqual(first.json(), { applied: ['001-initial'] });
+      assert.deepEqual(first.json(), { applied: ['001-initial', '002-services-status-index'] });
       assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
       assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });
     } finally {
@@ -266,7 +266,10 @@ describe('vrp command against PostgreSQL', {
     const db = await createPgDatabase();
     try {
       const env = { VRP_DATABASE_URL: db.url };
-      assert.equal(vrp(['migrate', '--json'], env).json().applied.length, 1);
+      assert.deepEqual(vrp(['migrate', '--json'], env).json().applied, [
+        '001-initial',
+        '002-services-status-index',
+      ]);
       assert.equal(vrp(['reseller', 'create', 'pgco'], env).code, 0);
       const c = vrp(['client', 'create', '--reseller', 'pgco', '--json'], env).json();
       assert.match(c.client_id, /^vrp_/);

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
-import { findOwnedService, type Service } from '../../store/repos/services.ts';
+import { findOwnedService, findOwnedServiceStatus, type Service } from '../../store/repos/services.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { successEnvelope } from '../envelope.ts';
@@ -35,7 +35,12 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
     return successEnvelope(request.variant, detailsView(service, job, ctx.secretBox));
   };
   const status = async (request: FastifyRequest) => {
-    const service = await ownedService(ctx, request);
+    const service = await findOwnedServiceStatus(
+      ctx.store.reads,
+      request.caller!.resellerId,
+      serviceIdOf(request),
+    );
+    if (!service) throw new ApiError('service_not_found', 'Service not found');
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return successEnvelope(request.variant, statusView(service, job));
   };

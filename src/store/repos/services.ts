@@ -89,6 +89,30 @@ export async function findOwnedService(
   return row && toService(row);
 }
 
+/** What a status poll shows of a service. */
+export type ServiceStatus = Pick<
+  Service,
+  'id' | 'status' | 'projectedStatus' | 'projectedResume' | 'pendingJobs'
+>;
+
+/** The status of the reseller's service, read from the covering index only; undefined if not theirs. */
+export async function findOwnedServiceStatus(
+  reads: HotReads,
+  resellerId: string,
+  id: string,
+): Promise<ServiceStatus | undefined> {
+  const r = await reads.ownedServiceStatus(resellerId, id);
+  return (
+    r && {
+      id: r.id,
+      status: r.status as Status,
+      projectedStatus: r.projected_status as StableStatus,
+      projectedResume: r.projected_resume as PowerStatus | null,
+      pendingJobs: r.pending_jobs,
+    }
+  );
+}
+
 export async function findService(db: Kysely<Database>, id: string): Promise<Service | undefined> {
   const row = await db.selectFrom('services').selectAll().where('id', '=', id).executeTakeFirst();
   return row && toService(row);
