@@ -1,15 +1,15 @@
 /**
  * Group commit for inserts that need no transaction of their own (a new order without an
- * Idempotency-Key): rows arriving while the database is busy are written together in one
- * transaction, so a burst of orders pays for one commit instead of one each. Each caller's
+ * Idempotency-Key): rows arriving while the database is busy are written together by one
+ * multi-row insert, so a burst of orders pays for one statement and one commit instead of one each. Each caller's
  * promise settles after the commit that holds its row. The first row waits one turn of the
  * event loop (setImmediate) for company; rows arriving during a write form the next group. If the group's transaction fails,
  * every row is tried again alone, so one bad row fails only its own caller.
  */
 import type { Insertable, Kysely } from 'kysely';
-import { insertRow } from './insert-row.ts';
+import { insertRow, insertRows } from './insert-row.ts';
 
-/** Rows per transaction at most: bounds the time the write lock is held. */
+/** Rows per statement at most: bounds the write lock's time and the statement's parameters (64 x 27 columns). */
 const MAX_GROUP = 64;
 
 export interface GroupInserter<Row> {
@@ -33,9 +33,12 @@ export function createGroupInserter<DB, T extends keyof DB & string>(
   async function writeGroup(group: Waiting[]): Promise<void> {
     if (group.length > 1) {
       try {
-        await db.transaction().execute(async (tx) => {
-          for (const w of group) await insertRow(tx, table, w.row);
-        });
+        // One statement: all the rows or none, in one commit.
+        await insertRows(
+          db,
+          table,
+          group.map((w) => w.row),
+        );
         for (const w of group) w.resolve();
         return;
       } catch {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { createGroupInserter } from '../../src/store/group-insert.ts';
-import { insertRow } from '../../src/store/insert-row.ts';
+import { insertRow, insertRows } from '../../src/store/insert-row.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -56,6 +56,20 @@ for (const store of testStores()) {
         'g2-d=name of g2-d',
         'g2-taken=name of g2-taken',
       ]);
+    });
+
+    test('rows of one statement must have the same columns; none is written otherwise', async () => {
+      const { created_at: _, ...without } = reseller('g4-b');
+      await assert.rejects(
+        insertRows(t.ctx.store.db, 'resellers', [reseller('g4-a'), without as ReturnType<typeof reseller>]),
+        /differ in their columns/,
+      );
+      await insertRows(t.ctx.store.db, 'resellers', [reseller('g4-c'), reseller('g4-d')]);
+      await insertRows(t.ctx.store.db, 'resellers', [reseller('g4-e'), reseller('g4-f'), reseller('g4-g')]);
+      assert.deepEqual(
+        await names('g4-'),
+        ['c', 'd', 'e', 'f', 'g'].map((x) => `g4-${x}=name of g4-${x}`),
+      );
     });
 
     test('the insert text is reused with new values, never the values of an earlier row', async () => {
