@@ -33,7 +33,7 @@ export type ServiceStatusRow = Pick<
 const SQL = {
   ownedService: 'select * from services where id = ? and reseller_id = ?',
   ownedServiceStatus:
-    'select id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where id = ? and reseller_id = ?',
+    'select id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
 } as const;
 
@@ -65,7 +65,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   };
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
-    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', id, resellerId),
+    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     close: () => db.close(),
   };
@@ -83,7 +83,7 @@ export function kyselyHotReads(db: Kysely<Database>): HotReads {
   };
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
-    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', id, resellerId),
+    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     close: () => {},
   };
