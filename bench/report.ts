@@ -97,7 +97,7 @@ export function writeResults(
     '',
     "CPU time is that of the answering process over the measured part of each run (from /proc, median of the runs), per answered request; for order -> running it is the server's CPU per service (two requests and the job). CPU per request is steadier than req/s on a shared machine.",
     '',
-    'Every run (req/s), server | floor:',
+    'Every run (req/s), server | floor (for the slowdown: small store | large store):',
     '',
   );
   for (const r of rows) {
