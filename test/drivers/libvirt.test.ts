@@ -3,12 +3,15 @@
  * VRP_TEST_LIBVIRT_TEMPLATE names a template built by scripts/libvirt/build-test-template.sh
  * and libvirtd runs (.ci/run sets both up).
  */
+import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
+import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { driverContract } from './contract.ts';
 
@@ -36,24 +39,40 @@ function reports(storage: string, vmId: string): Record<string, string>[] {
     );
 }
 
+/** A store with the test template, and the libvirt driver on it. */
+async function setup(image: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lv-'));
+  const storage = mkdtempSync(join(tmpdir(), 'vrp-lv-storage-'));
+  await chmod(storage, 0o711);
+  const store = await openStore({ databaseUrl: undefined, dataDir });
+  await store.db
+    .insertInto('os_templates')
+    .values({ id: 'tiny', name: 'tiny test template', image, created_at: 0, updated_at: 0 })
+    .execute();
+  const config = loadConfig({
+    VRP_DATA_DIR: dataDir,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_STORAGE: storage,
+  });
+  const driver = await createDriver(config, store.db);
+  return {
+    store,
+    driver,
+    storage,
+    async cleanup() {
+      await driver.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(storage, { recursive: true, force: true });
+    },
+  };
+}
+
 if (template) {
   driverContract(
     'libvirt',
     async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lv-'));
-      const storage = mkdtempSync(join(tmpdir(), 'vrp-lv-storage-'));
-      await chmod(storage, 0o711);
-      const store = await openStore({ databaseUrl: undefined, dataDir });
-      await store.db
-        .insertInto('os_templates')
-        .values({ id: 'tiny', name: 'tiny test template', image: template, created_at: 0, updated_at: 0 })
-        .execute();
-      const config = loadConfig({
-        VRP_DATA_DIR: dataDir,
-        VRP_DRIVER: 'libvirt',
-        VRP_LIBVIRT_STORAGE: storage,
-      });
-      const driver = await createDriver(config, store.db);
+      const { driver, storage, cleanup } = await setup(template);
       return {
         driver,
         templateId: 'tiny',
@@ -66,14 +85,50 @@ if (template) {
             await new Promise((res) => setTimeout(res, 250));
           }
         },
-        async cleanup() {
-          await driver.close();
-          await store.close();
-          rmSync(dataDir, { recursive: true, force: true });
-          rmSync(storage, { recursive: true, force: true });
-        },
+        cleanup,
       };
     },
     { stopTimeoutMs: 3000 },
   );
+
+  describe('libvirt: a create that fails for good', () => {
+    test('gives back the host room, the addresses and the VM record', async () => {
+      const { store, driver, cleanup } = await setup(template);
+      try {
+        await store.db
+          .insertInto('os_templates')
+          .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+          .execute();
+        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+        await assert.rejects(
+          driver.create({
+            vmId,
+            hostname: 'failed.example.com',
+            username: 'root',
+            password: 'Secret-password-1',
+            templateId: 'no-image',
+            cpu: 2,
+            ramGb: 2,
+            diskGb: 10,
+            ipCount: 2,
+          }),
+          (err: unknown) => err instanceof DriverError && !err.transient && /no image/.test(err.message),
+        );
+        assert.equal(await driver.inspect(vmId), undefined);
+        const held = await store.db
+          .selectFrom('ip_addresses')
+          .select('address')
+          .where('vm_id', '=', vmId)
+          .execute();
+        assert.deepEqual(held, []);
+        const used = await store.db
+          .selectFrom('hypervisor_hosts')
+          .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
+          .execute();
+        for (const h of used) assert.deepEqual([h.used_cpu, h.used_ram_gb, h.used_disk_gb], [0, 0, 0]);
+      } finally {
+        await cleanup();
+      }
+    });
+  });
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
-import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo } from '../driver.ts';
+import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
 import { free, placeVm, resizeReservation } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
@@ -166,62 +166,105 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     );
   }
 
+  async function createVm(spec: VmSpec): Promise<VmInfo> {
+    let vm = await row(spec.vmId);
+    if (!vm) {
+      await db.transaction().execute(async (tx) => {
+        const hostId = await placeVm(
+          tx,
+          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+          o.hosts.map((h) => h.id),
+        );
+        await tx
+          .insertInto('libvirt_vms')
+          .values({
+            id: spec.vmId,
+            host_id: hostId,
+            hostname: spec.hostname,
+            cpu: spec.cpu,
+            ram_gb: spec.ramGb,
+            disk_gb: spec.diskGb,
+            created_at: now(),
+          })
+          .execute();
+      });
+      vm = await get(spec.vmId);
+    }
+    await ipPool.allocate(vm.id, spec.ipCount);
+    const template = await resolveTemplate(db, spec.templateId);
+    const f = files(vm.id);
+    await mkdir(dir(vm.id), { recursive: true, mode: 0o711 });
+    if (!(await exists(f.disk))) {
+      await run(
+        'qemu-img',
+        [
+          'create',
+          '-q',
+          '-f',
+          'qcow2',
+          '-b',
+          template.disk,
+          '-F',
+          'qcow2',
+          `${f.disk}.tmp`,
+          `${spec.diskGb}G`,
+        ],
+        'Could not create the VM disk',
+      );
+      await run('mv', ['-f', `${f.disk}.tmp`, f.disk], 'Could not create the VM disk');
+    }
+    if ((await state(vm)) === 'missing') {
+      await seed(vm, spec);
+      await define(vm, spec.templateId);
+    }
+    await startDomain(vm);
+    return info(vm);
+  }
+
+  /** Gives back everything the VM holds: the domain, its files, its addresses, its row and host room. */
+  async function remove(vmId: string): Promise<void> {
+    const vm = await row(vmId);
+    if (vm) {
+      await powerOffDomain(vm);
+      await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
+        (err) => {
+          if (!isNoDomain(err)) throw err;
+        },
+      );
+    }
+    await rm(dir(vmId), { recursive: true, force: true });
+    await ipPool.release(vmId);
+    if (vm) {
+      await db.transaction().execute(async (tx) => {
+        const r = await tx.deleteFrom('libvirt_vms').where('id', '=', vmId).executeTakeFirst();
+        if (r.numDeletedRows > 0n)
+          await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+      });
+    }
+  }
+
   return {
     name: 'libvirt',
 
     async create(spec) {
-      let vm = await row(spec.vmId);
-      if (!vm) {
-        await db.transaction().execute(async (tx) => {
-          const hostId = await placeVm(
-            tx,
-            { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
-            o.hosts.map((h) => h.id),
-          );
-          await tx
-            .insertInto('libvirt_vms')
-            .values({
-              id: spec.vmId,
-              host_id: hostId,
-              hostname: spec.hostname,
-              cpu: spec.cpu,
-              ram_gb: spec.ramGb,
-              disk_gb: spec.diskGb,
-              created_at: now(),
-            })
-            .execute();
-        });
-        vm = await get(spec.vmId);
+      try {
+        return await createVm(spec);
+      } catch (err) {
+        // A create that fails for good leaves nothing behind (row, host room, addresses, files,
+        // domain), also what an earlier attempt of the same job took; a transient failure keeps
+        // the work for the retry to finish.
+        if (err instanceof DriverError && err.transient) throw err;
+        try {
+          await remove(spec.vmId);
+        } catch (cleanup) {
+          // Left half-cleaned: retry, and the retry fails and cleans up again.
+          throw new DriverError(`${(err as Error).message} (cleaning up failed; retrying)`, {
+            transient: true,
+            cause: cleanup,
+          });
+        }
+        throw err;
       }
-      await ipPool.allocate(vm.id, spec.ipCount);
-      const template = await resolveTemplate(db, spec.templateId);
-      const f = files(vm.id);
-      await mkdir(dir(vm.id), { recursive: true, mode: 0o711 });
-      if (!(await exists(f.disk))) {
-        await run(
-          'qemu-img',
-          [
-            'create',
-            '-q',
-            '-f',
-            'qcow2',
-            '-b',
-            template.disk,
-            '-F',
-            'qcow2',
-            `${f.disk}.tmp`,
-            `${spec.diskGb}G`,
-          ],
-          'Could not create the VM disk',
-        );
-        await run('mv', ['-f', `${f.disk}.tmp`, f.disk], 'Could not create the VM disk');
-      }
-      if ((await state(vm)) === 'missing') {
-        await seed(vm, spec);
-        await define(vm, spec.templateId);
-      }
-      await startDomain(vm);
-      return info(vm);
     },
 
     async start(vmId) {
@@ -252,17 +295,27 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async resize(vmId, spec) {
       const vm = await get(vmId);
-      await resizeReservation(
-        db,
-        vm.host_id,
-        { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
-        { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
-      );
-      await db
-        .updateTable('libvirt_vms')
-        .set({ cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb })
-        .where('id', '=', vmId)
-        .execute();
+      // The host reservation and the recorded size change together, conditional on the size
+      // read: a concurrent resize that committed first makes this one roll back and retry.
+      await db.transaction().execute(async (tx) => {
+        await resizeReservation(
+          tx,
+          vm.host_id,
+          { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
+          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+        );
+        const r = await tx
+          .updateTable('libvirt_vms')
+          .set({ cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb })
+          .where('id', '=', vmId)
+          .where('cpu', '=', vm.cpu)
+          .where('ram_gb', '=', vm.ram_gb)
+          .where('disk_gb', '=', vm.disk_gb)
+          .executeTakeFirst();
+        if (r.numUpdatedRows === 0n) {
+          throw new DriverError(`VM ${vmId} was resized by another job meanwhile`, { transient: true });
+        }
+      });
       const wasRunning = (await state(vm)) === 'running';
       // vCPUs, memory and the disk change with the VM off; it comes back as it was.
       await stopDomain(vm, o.stopTimeoutMs);
@@ -302,24 +355,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     },
 
     async destroy(vmId) {
-      const vm = await row(vmId);
-      if (vm) {
-        await powerOffDomain(vm);
-        await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
-          (err) => {
-            if (!isNoDomain(err)) throw err;
-          },
-        );
-      }
-      await rm(dir(vmId), { recursive: true, force: true });
-      await ipPool.release(vmId);
-      if (vm) {
-        await db.transaction().execute(async (tx) => {
-          const r = await tx.deleteFrom('libvirt_vms').where('id', '=', vmId).executeTakeFirst();
-          if (r.numDeletedRows > 0n)
-            await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
-        });
-      }
+      await remove(vmId);
     },
 
     async inspect(vmId) {
