@@ -14,7 +14,8 @@ import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 test('PostgreSQL restarts under a running server: 503 while down, recovery, no job lost', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
 }, async () => {
-  const pg: PostgresServer = await startPostgres();
+  // Durable commits: the test crashes PostgreSQL and checks that no accepted job is lost.
+  const pg: PostgresServer = await startPostgres({ durable: true });
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-pgrestart-'));
   let server: ServerProcess | undefined;
   after(async () => {
