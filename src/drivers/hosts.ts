@@ -122,27 +122,55 @@ export async function freeBackupSpace(db: Kysely<Database>, hostId: string, size
   await reserveBackupSpace(db, hostId, -sizeGb);
 }
 
+/** What both drivers record of a VM's place and size (tables `sim_vms` and `libvirt_vms`). */
+export interface PlacedVm {
+  readonly id: string;
+  readonly host_id: string;
+  readonly cpu: number;
+  readonly ram_gb: number;
+  readonly disk_gb: number;
+}
+
 /**
- * Moves a VM's reservation on its host from its current size to `to` (disks only grow).
- * Throws a permanent DriverError if the disk would shrink or the host has no room.
+ * Resizes a VM's record and its reservation on its host together, in the caller's transaction:
+ * from the size `vm` was read with to `to` (disks only grow), with `extra` columns written in
+ * the same update. The update is conditional on that size, so a concurrent resize that
+ * committed first makes this one fail as transient (its reservation would be wrong; the
+ * transaction rolls back and the job retries). A disk that would shrink or a host without room
+ * fails permanently.
  */
-export async function resizeReservation(
-  db: Kysely<Database>,
-  hostId: string,
-  from: Need,
+export async function resizeVm(
+  tx: Kysely<Database>,
+  table: 'sim_vms' | 'libvirt_vms',
+  vm: PlacedVm,
   to: Need,
+  extra: { readonly ips?: string } = {},
 ): Promise<void> {
-  if (to.diskGb < from.diskGb) {
-    throw new DriverError(`The disk cannot shrink from ${from.diskGb} GB to ${to.diskGb} GB`, {
+  if (to.diskGb < vm.disk_gb) {
+    throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${to.diskGb} GB`, {
       transient: false,
     });
   }
-  const delta = { cpu: to.cpu - from.cpu, ramGb: to.ramGb - from.ramGb, diskGb: to.diskGb - from.diskGb };
-  if (delta.cpu === 0 && delta.ramGb === 0 && delta.diskGb === 0) return;
-  if (!(await reserve(db, hostId, delta))) {
+  const delta = { cpu: to.cpu - vm.cpu, ramGb: to.ramGb - vm.ram_gb, diskGb: to.diskGb - vm.disk_gb };
+  if (
+    (delta.cpu !== 0 || delta.ramGb !== 0 || delta.diskGb !== 0) &&
+    !(await reserve(tx, vm.host_id, delta))
+  ) {
     throw new DriverError(
-      `Host ${hostId} has no room to grow to ${to.cpu} vCPU, ${to.ramGb} GB RAM, ${to.diskGb} GB disk`,
+      `Host ${vm.host_id} has no room to grow to ${to.cpu} vCPU, ${to.ramGb} GB RAM, ${to.diskGb} GB disk`,
       { transient: false },
     );
+  }
+  // Both tables have these columns; `extra` only names columns of the table passed.
+  const r = await tx
+    .updateTable(table as 'sim_vms')
+    .set({ cpu: to.cpu, ram_gb: to.ramGb, disk_gb: to.diskGb, ...extra })
+    .where('id', '=', vm.id)
+    .where('cpu', '=', vm.cpu)
+    .where('ram_gb', '=', vm.ram_gb)
+    .where('disk_gb', '=', vm.disk_gb)
+    .executeTakeFirst();
+  if (r.numUpdatedRows === 0n) {
+    throw new DriverError(`VM ${vm.id} was resized by another job meanwhile`, { transient: true });
   }
 }

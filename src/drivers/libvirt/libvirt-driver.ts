@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
-import { free, placeVm, resizeReservation } from '../hosts.ts';
+import { free, placeVm, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
@@ -295,27 +295,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async resize(vmId, spec) {
       const vm = await get(vmId);
-      // The host reservation and the recorded size change together, conditional on the size
-      // read: a concurrent resize that committed first makes this one roll back and retry.
-      await db.transaction().execute(async (tx) => {
-        await resizeReservation(
-          tx,
-          vm.host_id,
-          { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
-          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+      await db
+        .transaction()
+        .execute((tx) =>
+          resizeVm(tx, 'libvirt_vms', vm, { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb }),
         );
-        const r = await tx
-          .updateTable('libvirt_vms')
-          .set({ cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb })
-          .where('id', '=', vmId)
-          .where('cpu', '=', vm.cpu)
-          .where('ram_gb', '=', vm.ram_gb)
-          .where('disk_gb', '=', vm.disk_gb)
-          .executeTakeFirst();
-        if (r.numUpdatedRows === 0n) {
-          throw new DriverError(`VM ${vmId} was resized by another job meanwhile`, { transient: true });
-        }
-      });
       const wasRunning = (await state(vm)) === 'running';
       // vCPUs, memory and the disk change with the VM off; it comes back as it was.
       await stopDomain(vm, o.stopTimeoutMs);

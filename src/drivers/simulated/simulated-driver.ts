@@ -3,7 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
-import { free, freeBackupSpace, placeVm, reserveBackupSpace, resizeReservation } from '../hosts.ts';
+import { free, freeBackupSpace, placeVm, reserveBackupSpace, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createFaults } from './faults.ts';
 import { createSleeper } from './timings.ts';
@@ -195,29 +195,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       // retry after a crash finds the work done.
       const resized = await transaction('resize', async (tx) => {
         const vm = await get(vmId, tx);
-        await resizeReservation(
-          tx,
-          vm.host_id,
-          { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb },
-          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
-        );
         // One of the two has nothing to do.
         await ipPool.shrink(vmId, spec.ipCount, tx);
         const ips = await ipPool.allocate(vmId, spec.ipCount, tx);
         const next = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb, ips: JSON.stringify(ips) };
-        // Compare-and-set on the size read above: a concurrent resize that committed first makes
-        // this reservation change wrong, so it is rolled back and the job retries.
-        const r = await tx
-          .updateTable('sim_vms')
-          .set(next)
-          .where('id', '=', vmId)
-          .where('cpu', '=', vm.cpu)
-          .where('ram_gb', '=', vm.ram_gb)
-          .where('disk_gb', '=', vm.disk_gb)
-          .executeTakeFirst();
-        if (r.numUpdatedRows === 0n) {
-          throw new DriverError(`VM ${vmId} was resized by another job meanwhile`, { transient: true });
-        }
+        await resizeVm(
+          tx,
+          'sim_vms',
+          vm,
+          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
+          { ips: next.ips },
+        );
         return { ...vm, ...next };
       });
       await sleeper.sleep('resize');
