@@ -11,12 +11,15 @@ import { EmptyBody, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 import { detailsView, jobView, statusView } from '../service-views.ts';
 
-/** The caller's service named by the path, or 404: another reseller's service is indistinguishable from none. */
-export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
-  const id = serviceIdOf(request);
-  const service = await findOwnedService(ctx.store.reads, request.caller!.resellerId, id);
+/** Another reseller's service is indistinguishable from none: 404 either way. */
+function found<T>(service: T | undefined): T {
   if (!service) throw new ApiError('service_not_found', 'Service not found');
   return service;
+}
+
+/** The caller's service named by the path, or 404. */
+export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
+  return found(await findOwnedService(ctx.store.reads, request.caller!.resellerId, serviceIdOf(request)));
 }
 
 const JobsQuery = Type.Object({ limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })) });
@@ -35,12 +38,9 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
     return successEnvelope(request.variant, detailsView(service, job, ctx.secretBox));
   };
   const status = async (request: FastifyRequest) => {
-    const service = await findOwnedServiceStatus(
-      ctx.store.reads,
-      request.caller!.resellerId,
-      serviceIdOf(request),
+    const service = found(
+      await findOwnedServiceStatus(ctx.store.reads, request.caller!.resellerId, serviceIdOf(request)),
     );
-    if (!service) throw new ApiError('service_not_found', 'Service not found');
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return successEnvelope(request.variant, statusView(service, job));
   };

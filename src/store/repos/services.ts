@@ -1,7 +1,7 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
 import { createGroupInserter, type GroupInserter } from '../group-insert.ts';
-import type { HotReads } from '../hot-reads.ts';
+import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
 import type { Database, ServiceTable } from '../schema.ts';
 
@@ -38,9 +38,26 @@ export interface Service {
 export type ServiceRow = ServiceTable;
 export type ServicePatch = Updateable<ServiceTable>;
 
-export function toService(r: ServiceRow): Service {
+/** What a status poll shows of a service. */
+export type ServiceStatus = Pick<
+  Service,
+  'id' | 'status' | 'projectedStatus' | 'projectedResume' | 'pendingJobs'
+>;
+
+/** The status part of a row: all a status poll reads (the covering index's columns). */
+function toServiceStatus(r: ServiceStatusRow): ServiceStatus {
   return {
     id: r.id,
+    status: r.status as Status,
+    projectedStatus: r.projected_status as StableStatus,
+    projectedResume: r.projected_resume as PowerStatus | null,
+    pendingJobs: r.pending_jobs,
+  };
+}
+
+export function toService(r: ServiceRow): Service {
+  return {
+    ...toServiceStatus(r),
     resellerId: r.reseller_id,
     clientId: r.client_id,
     productId: r.product_id,
@@ -53,12 +70,8 @@ export function toService(r: ServiceRow): Service {
     hdd: r.hdd,
     ipCount: r.ip_count,
     backup: r.backup,
-    status: r.status as Status,
     resumeStatus: r.resume_status as PowerStatus | null,
     suspendReason: r.suspend_reason,
-    projectedStatus: r.projected_status as StableStatus,
-    projectedResume: r.projected_resume as PowerStatus | null,
-    pendingJobs: r.pending_jobs,
     jobSeq: r.job_seq,
     activeJobId: r.active_job_id,
     hostId: r.host_id,
@@ -89,12 +102,6 @@ export async function findOwnedService(
   return row && toService(row);
 }
 
-/** What a status poll shows of a service. */
-export type ServiceStatus = Pick<
-  Service,
-  'id' | 'status' | 'projectedStatus' | 'projectedResume' | 'pendingJobs'
->;
-
 /** The status of the reseller's service, read from the covering index only; undefined if not theirs. */
 export async function findOwnedServiceStatus(
   reads: HotReads,
@@ -102,15 +109,7 @@ export async function findOwnedServiceStatus(
   id: string,
 ): Promise<ServiceStatus | undefined> {
   const r = await reads.ownedServiceStatus(resellerId, id);
-  return (
-    r && {
-      id: r.id,
-      status: r.status as Status,
-      projectedStatus: r.projected_status as StableStatus,
-      projectedResume: r.projected_resume as PowerStatus | null,
-      pendingJobs: r.pending_jobs,
-    }
-  );
+  return r && toServiceStatus(r);
 }
 
 export async function findService(db: Kysely<Database>, id: string): Promise<Service | undefined> {
