@@ -106,40 +106,38 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   async function createVm(spec: VmSpec): Promise<VmInfo> {
     let vm = await find(spec.vmId);
     faults.check('create', vm?.host_id ?? 'scheduler');
-    /** The addresses, when this call took them with the VM. */
-    let ips: string[] | undefined;
+    let ips: string[];
     if (!vm) {
       const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
       // Room on a host, the VM and its addresses are taken together or not at all.
-      await transaction('create', async (tx) => {
+      vm = await transaction('create', async (tx) => {
         const hostId = await placeVm(tx, need, o.hostIds);
-        ips = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
         const t = now();
-        await tx
-          .insertInto('sim_vms')
-          .values({
-            id: spec.vmId,
-            host_id: hostId,
-            power: 'stopped',
-            cpu: spec.cpu,
-            ram_gb: spec.ramGb,
-            disk_gb: spec.diskGb,
-            used_disk_gb: round1(baseDiskGb(spec.templateId)),
-            ips: JSON.stringify(ips),
-            hostname: spec.hostname,
-            password_hash: passwordHash(spec.password),
-            content_generation: 1,
-            boot_count: 0,
-            created_at: t,
-            updated_at: t,
-          })
-          .execute();
+        const row: SimVmTable = {
+          id: spec.vmId,
+          host_id: hostId,
+          power: 'stopped',
+          cpu: spec.cpu,
+          ram_gb: spec.ramGb,
+          disk_gb: spec.diskGb,
+          used_disk_gb: round1(baseDiskGb(spec.templateId)),
+          ips: JSON.stringify(await ipPool.allocate(spec.vmId, spec.ipCount, tx)),
+          hostname: spec.hostname,
+          password_hash: passwordHash(spec.password),
+          content_generation: 1,
+          boot_count: 0,
+          created_at: t,
+          updated_at: t,
+        };
+        await tx.insertInto('sim_vms').values(row).execute();
+        return row;
       });
+      ips = JSON.parse(vm.ips) as string[];
       await sleeper.sleep('cloneDisk');
-      vm = await get(spec.vmId);
+    } else {
+      // A retry finds the VM: top its addresses up (idempotent) in case an earlier attempt stopped short.
+      ips = await ipPool.allocate(spec.vmId, spec.ipCount);
     }
-    // A retry finds the VM: top its addresses up (idempotent) in case an earlier attempt stopped short.
-    ips ??= await ipPool.allocate(spec.vmId, spec.ipCount);
     if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
     await sleeper.sleep('boot');
     return update(vm, { ips: JSON.stringify(ips), power: 'running', boot_count: vm.boot_count + 1 }, false);
