@@ -130,5 +130,50 @@ if (template) {
         await cleanup();
       }
     });
+
+    test('whose clean-up fails is retried (transient), the record kept for the retry', async () => {
+      const { store, driver, cleanup } = await setup(template);
+      try {
+        await store.db
+          .insertInto('os_templates')
+          .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+          .execute();
+        // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
+        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
+        await store.db
+          .insertInto('libvirt_vms')
+          .values({
+            id: vmId,
+            host_id: 'gone',
+            hostname: 'x.example.com',
+            cpu: 1,
+            ram_gb: 1,
+            disk_gb: 10,
+            created_at: 0,
+          })
+          .execute();
+        await assert.rejects(
+          driver.create({
+            vmId,
+            hostname: 'x.example.com',
+            username: 'root',
+            password: 'Secret-password-1',
+            templateId: 'no-image',
+            cpu: 1,
+            ramGb: 1,
+            diskGb: 10,
+            ipCount: 1,
+          }),
+          (err: unknown) =>
+            err instanceof DriverError &&
+            err.transient &&
+            /no image.*cleaning up failed; retrying/.test(err.message),
+        );
+        const kept = await store.db.selectFrom('libvirt_vms').select('id').where('id', '=', vmId).execute();
+        assert.equal(kept.length, 1, 'the record stays for the retry to clean up');
+      } finally {
+        await cleanup();
+      }
+    });
   });
 }
