@@ -18,12 +18,3 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.dropIndex('services_reseller').execute();
 }
-
-export async function down(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createIndex('services_reseller')
-    .on('services')
-    .columns(['reseller_id', 'created_at'])
-    .execute();
-  await db.schema.dropIndex('services_status').execute();
-}
