@@ -5,12 +5,9 @@
  * so that nothing is accepted that cannot be written later.
  */
 
-// U+0000, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** True if `text` can be stored unchanged on every store. */
+/** True if `text` can be stored unchanged on every store: no U+0000, no lone surrogate. */
 export function isStorableText(text: string): boolean {
-  return !UNSTORABLE.test(text);
+  return !text.includes('\u0000') && text.isWellFormed();
 }
 
 /**
