@@ -3,9 +3,14 @@
  * PostgreSQL that this script starts and stops (VRP_TEST_STORES=sqlite skips it).
  * Arguments narrow it: `npm test -- test/http` runs one folder, flags pass through
  * (`npm test -- --test-name-pattern=oauth`).
+ *
+ * Every process the tests start carries VRP_TEST_RUN in its environment. A test that leaves
+ * one behind (a server, a worker, a PostgreSQL, any child) fails the run: it is named and ended.
  */
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { type PostgresServer, startPostgres } from './postgres.ts';
+import { leftBehind } from './processes.ts';
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -26,6 +31,7 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
+const runId = randomUUID();
 let status = 1;
 try {
   const result = spawnSync(
@@ -33,11 +39,30 @@ try {
     ['--test', '--test-concurrency=2', '--test-timeout=300000', ...flags, ...patterns],
     {
       stdio: 'inherit',
-      env: { ...process.env, NODE_ENV: 'test', ...(pg ? { VRP_TEST_PG_URL: pg.url } : {}) },
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        VRP_TEST_RUN: runId,
+        ...(pg ? { VRP_TEST_PG_URL: pg.url } : {}),
+      },
     },
   );
   status = result.status ?? 1;
 } finally {
   stopPg();
+}
+
+const left = leftBehind('VRP_TEST_RUN', runId);
+if (left.length > 0) {
+  console.error(`\nThe tests left ${left.length} process(es) running; each test must stop what it starts:`);
+  for (const p of left) {
+    console.error(`  pid ${p.pid}: ${p.command}`);
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  status = status || 1;
 }
 process.exit(status);
