@@ -77,6 +77,10 @@ export interface Config {
   /** How old a missed backup slot may be and still run after a restart (ms). */
   readonly schedulerGraceMs: number;
   readonly schedulerIntervalMs: number;
+  /** Finished jobs and handled schedule slots are deleted this long after they ended. */
+  readonly jobRetentionMs: number;
+  /** How often the retention pruner runs. */
+  readonly pruneIntervalMs: number;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -124,13 +128,14 @@ function readBool(env: Env, name: string, fallback: boolean): boolean {
 }
 
 /** Durations: a number of seconds, or a number with a unit ms, s, m, h. */
+const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
 function readDurationMs(env: Env, name: string, fallbackMs: number, minMs: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallbackMs;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim());
-  if (!m) throw new ConfigError(`${name} must be a duration such as 30s, 5m or 6h, got "${raw}"`);
-  const unit = m[2] ?? 's';
-  const factor = unit === 'ms' ? 1 : unit === 's' ? 1000 : unit === 'm' ? 60_000 : 3_600_000;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(raw.trim());
+  if (!m) throw new ConfigError(`${name} must be a duration such as 30s, 5m, 6h or 90d, got "${raw}"`);
+  const factor = DURATION_UNITS[(m[2] ?? 's') as keyof typeof DURATION_UNITS];
   const ms = Math.round(Number(m[1]) * factor);
   if (ms < minMs) throw new ConfigError(`${name} must be at least ${minMs} ms, got "${raw}"`);
   return ms;
@@ -297,6 +302,8 @@ export function loadConfig(env: Env = process.env): Config {
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
     schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
+    jobRetentionMs: readDurationMs(env, 'VRP_JOB_RETENTION', 90 * 86_400_000, 3_600_000),
+    pruneIntervalMs: readDurationMs(env, 'VRP_PRUNE_INTERVAL', 3_600_000, 1000),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import { createPruner, type Pruner } from './prune.ts';
 import type { RunOutcome } from './run-job.ts';
 import { createScheduler, type Scheduler } from './scheduler.ts';
 import { TASKS } from './tasks/index.ts';
@@ -9,6 +10,7 @@ import { createWorker, type Worker } from './worker.ts';
 export interface Background {
   readonly worker: Worker;
   readonly scheduler: Scheduler;
+  readonly pruner: Pruner;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -43,12 +45,22 @@ export function startBackground(
     graceMs: ctx.config.schedulerGraceMs,
     intervalMs: ctx.config.schedulerIntervalMs,
   });
+  const pruner = createPruner({
+    store: ctx.store,
+    clock: ctx.clock,
+    log,
+    retentionMs: ctx.config.jobRetentionMs,
+    intervalMs: ctx.config.pruneIntervalMs,
+  });
   worker.start();
   scheduler.start();
+  pruner.start();
   return {
     worker,
     scheduler,
+    pruner,
     async stop(graceMs) {
+      await pruner.stop();
       await scheduler.stop();
       await worker.stop(graceMs);
     },

@@ -1,0 +1,105 @@
+import { setImmediate } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../domain/clock.ts';
+import type { Store } from '../store/database.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import {
+  type PrunedCounts,
+  pruneFinishedJobs,
+  pruneIdempotencyKeys,
+  pruneScheduleSlots,
+} from '../store/repos/retention.ts';
+
+export interface PrunerOptions {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /** Finished jobs and handled schedule slots older than this go. */
+  readonly retentionMs: number;
+  /** Time between runs. */
+  readonly intervalMs: number;
+  /** Rows per delete statement: each is its own short transaction. */
+  readonly batch?: number;
+}
+
+export interface Pruner {
+  /** One full pass: batches until nothing old is left. Returns what it removed. */
+  run(): Promise<PrunedCounts>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
+ * retention period, idempotency keys after their 24 hours. It deletes in small batches, each its
+ * own statement, and yields between them, so no lock is held for long and requests go on. Any
+ * number of processes may run it at once: a row deleted by one is simply not found by another.
+ */
+export function createPruner(o: PrunerOptions): Pruner {
+  const batch = o.batch ?? 500;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let stopped = true;
+  /** Set by stop(): a pass under way ends after its current batch. */
+  let closing = false;
+
+  async function drain(step: () => Promise<number>): Promise<number> {
+    let total = 0;
+    for (;;) {
+      if (closing) return total;
+      const n = await step();
+      total += n;
+      if (n < batch) return total;
+      await setImmediate();
+    }
+  }
+
+  async function run(): Promise<PrunedCounts> {
+    const db = o.store.db;
+    const now = o.clock.now();
+    const before = now - o.retentionMs;
+    const counts: PrunedCounts = {
+      jobs: await drain(() => pruneFinishedJobs(db, before, batch)),
+      scheduleSlots: await drain(() => pruneScheduleSlots(db, before, batch)),
+      idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
+    };
+    if (counts.jobs + counts.scheduleSlots + counts.idempotencyKeys > 0)
+      o.log.info({ ...counts }, 'pruned old records');
+    return counts;
+  }
+
+  function schedule(delayMs: number) {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      running = run()
+        .catch((err) => {
+          if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'store unavailable; pruning later');
+          else o.log.error({ err }, 'pruning failed; trying again next time');
+        })
+        .finally(() => {
+          running = undefined;
+          schedule(o.intervalMs);
+        });
+    }, delayMs);
+    timer.unref();
+  }
+
+  return {
+    run,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      closing = false;
+      // The first pass soon after start, so a store that was down a long time is cleaned early.
+      schedule(Math.min(o.intervalMs, 60_000));
+    },
+    async stop() {
+      stopped = true;
+      closing = true;
+      clearTimeout(timer);
+      timer = undefined;
+      await running;
+    },
+  };
+}

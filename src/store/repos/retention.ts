@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.ts';
+import { IDEMPOTENCY_TTL_MS } from './idempotency-keys.ts';
+
+/** Rows removed by one batch of each kind. */
+export interface PrunedCounts {
+  jobs: number;
+  scheduleSlots: number;
+  idempotencyKeys: number;
+}
+
+/**
+ * Deletes at most `batch` finished jobs that ended before `jobsBefore`. Only finished jobs go:
+ * a queued or running job has no finished_at.
+ */
+export async function pruneFinishedJobs(
+  db: Kysely<Database>,
+  jobsBefore: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('jobs')
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('jobs')
+        .select('id')
+        .where('finished_at', '<', jobsBefore)
+        .where('status', 'in', ['succeeded', 'failed', 'skipped'])
+        .limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes at most `batch` handled schedule slots recorded before `before` (long past any grace period). */
+export async function pruneScheduleSlots(
+  db: Kysely<Database>,
+  before: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('schedule_slots')
+    .where(({ eb, refTuple, selectFrom }) =>
+      eb(
+        refTuple('schedule_id', 'slot_at'),
+        'in',
+        selectFrom('schedule_slots')
+          .select(['schedule_id', 'slot_at'])
+          .where('created_at', '<', before)
+          .limit(batch)
+          .$asTuple('schedule_id', 'slot_at'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes at most `batch` idempotency keys past their 24 hours. */
+export async function pruneIdempotencyKeys(
+  db: Kysely<Database>,
+  now: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('idempotency_keys')
+    .where(({ eb, refTuple, selectFrom }) =>
+      eb(
+        refTuple('reseller_id', 'key'),
+        'in',
+        selectFrom('idempotency_keys')
+          .select(['reseller_id', 'key'])
+          .where('created_at', '<=', now - IDEMPOTENCY_TTL_MS)
+          .limit(batch)
+          .$asTuple('reseller_id', 'key'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
