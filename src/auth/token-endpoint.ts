@@ -42,11 +42,19 @@ export interface TokenEndpoint {
   handle(req: TokenRequest): Promise<TokenResponse>;
 }
 
+export interface TokenEndpointOptions {
+  readonly throttle?: FailureThrottle;
+  /** Checks a secret against a stored hash; tests pass one that counts the scrypt work. */
+  readonly verifySecret?: (secret: string, stored: string) => Promise<boolean>;
+}
+
 /** OAuth 2.0 client credentials grant (RFC 6749 section 4.4) with guessing resistance. */
 export function createTokenEndpoint(
   ctx: AppContext,
-  throttle: FailureThrottle = createFailureThrottle(),
+  options: TokenEndpointOptions = {},
 ): TokenEndpoint {
+  const throttle = options.throttle ?? createFailureThrottle();
+  const verify = options.verifySecret ?? verifySecret;
   // A verified secret is remembered as an HMAC, so a client that asks often does not pay scrypt each time.
   const verified = new Map<string, { secretHash: string; mac: Buffer }>();
   const macKey = createSecretKey(ctx.keys.tokenKey);
@@ -56,7 +64,7 @@ export function createTokenEndpoint(
     const hit = verified.get(clientId);
     const mac = macOf(secret);
     if (hit && hit.secretHash === secretHash) return timingSafeEqual(hit.mac, mac);
-    const ok = await verifySecret(secret, secretHash);
+    const ok = await verify(secret, secretHash);
     if (ok) {
       if (verified.size > 10_000) verified.clear();
       verified.set(clientId, { secretHash, mac });
