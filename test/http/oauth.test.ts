@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { rotateApplicationSecret } from '../../src/auth/applications.ts';
 import { hashSecret } from '../../src/auth/secret-hash.ts';
@@ -524,6 +525,67 @@ for (const store of testStores()) {
     });
   });
 }
+
+describe('bearer tokens: only what the server issued, as it issued it', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  /** Signs `payload` exactly as the server signs tokens, with the server's own key. */
+  function sign(payload: unknown): string {
+    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+    const mac = createHmac('sha256', t.ctx.keys.tokenKey).update(body).digest('base64url');
+    return `vrp1.${body}.${mac}`;
+  }
+
+  test('a correctly signed token with a missing or mistyped payload field is invalid_token', async () => {
+    const issued = await t.token();
+    const payload = JSON.parse(Buffer.from(issued.split('.')[1]!, 'base64url').toString('utf8'));
+    // Control: the issued payload signed here is accepted, so the refusals below are the payload's.
+    assert.equal((await version(t, sign(payload))).status, 200);
+    const without = (key: string) => Object.fromEntries(Object.entries(payload).filter(([k]) => k !== key));
+    const bad: unknown[] = [
+      ...['c', 'r', 's', 'v', 'e', 'j'].map(without),
+      { ...payload, s: 5 },
+      { ...payload, s: null },
+      { ...payload, s: ['access'] },
+      { ...payload, s: 'access admin' },
+      { ...payload, c: 5 },
+      { ...payload, r: null },
+      { ...payload, v: String(payload.v) },
+      { ...payload, v: 1.5 },
+      { ...payload, e: String(payload.e) },
+      { ...payload, e: payload.e + 0.5 },
+      { ...payload, j: 5 },
+      { ...payload, x: 1 },
+      null,
+      [],
+      'vrp',
+      5,
+    ];
+    for (const p of bad) {
+      const res = await version(t, sign(p));
+      assert.equal(res.status, 401, `${JSON.stringify(p)}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error_code, 'invalid_token');
+    }
+  });
+
+  test('another spelling of a valid token is invalid_token', async () => {
+    const token = await t.token();
+    assert.equal((await version(t, token)).status, 200);
+    for (const other of [
+      `${token}=`,
+      `${token}==`,
+      `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+    ]) {
+      const res = await version(t, other);
+      assert.equal(res.status, 401, other);
+      assert.equal(res.body.error_code, 'invalid_token');
+    }
+  });
+});
 
 describe('token expiry', () => {
   test('a token stops working when expires_in has passed on the server clock', async (ctx) => {
