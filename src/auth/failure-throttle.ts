@@ -1,7 +1,10 @@
+import { LruMap } from './lru-map.ts';
+
 /**
  * Slows down guessing at the token endpoint: after `freeAttempts` failures for one key
- * (a client_id, or an address) within `windowMs`, further attempts are refused until a
- * lock-out that doubles with each failure (capped). A success clears the key.
+ * (the token endpoint uses the source address) within `windowMs`, further attempts are
+ * refused until a lock-out that doubles with each failure (capped). A success clears the key.
+ * At most `maxKeys` keys are remembered; beyond that the least recently used is forgotten.
  * Kept per process: with N processes an attacker gets at most N times the budget.
  */
 export interface FailureThrottle {
@@ -24,10 +27,12 @@ export function createFailureThrottle(options: FailureThrottleOptions = {}): Fai
   const windowMs = options.windowMs ?? 15 * 60_000;
   const baseLockMs = options.baseLockMs ?? 1000;
   const maxLockMs = options.maxLockMs ?? 15 * 60_000;
-  const maxKeys = options.maxKeys ?? 100_000;
-  const state = new Map<string, { failures: number; first: number; lockedUntil: number }>();
+  const state = new LruMap<string, { failures: number; first: number; lockedUntil: number }>(
+    options.maxKeys ?? 100_000,
+  );
   return {
     retryAfter(key, nowMs) {
+      // A look-up is a use: an address that keeps knocking while locked stays remembered.
       const s = state.get(key);
       if (!s || s.lockedUntil <= nowMs) return 0;
       return Math.ceil((s.lockedUntil - nowMs) / 1000);
@@ -35,7 +40,6 @@ export function createFailureThrottle(options: FailureThrottleOptions = {}): Fai
     fail(key, nowMs) {
       let s = state.get(key);
       if (!s || nowMs - s.first > windowMs) {
-        if (state.size >= maxKeys) state.clear();
         s = { failures: 0, first: nowMs, lockedUntil: 0 };
         state.set(key, s);
       }

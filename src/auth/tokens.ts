@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Scope } from './scopes.ts';
+import { isScope, type Scope } from './scopes.ts';
 
 /** What a verified access token says. */
 export interface TokenClaims {
@@ -22,6 +22,46 @@ interface Payload {
 }
 
 const PREFIX = 'vrp1.';
+const PAYLOAD_KEYS = ['c', 'r', 's', 'v', 'e', 'j'];
+
+/**
+ * The bytes `text` spells, if it is their one base64url spelling. Node's decoder skips
+ * padding, stray characters and the unused low bits of the last character, so several
+ * texts decode alike; a token is accepted in exactly the form it was issued in.
+ */
+function decodeCanonical(text: string): Buffer | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(text)) return undefined;
+  const bytes = Buffer.from(text, 'base64url');
+  return bytes.toString('base64url') === text ? bytes : undefined;
+}
+
+/**
+ * The claims of a signed payload, if it has exactly the fields issue() writes, each of its
+ * type: a payload signed with our key but of another shape (an older or damaged issuer)
+ * is an invalid token, not a crash further on.
+ */
+function claimsOf(value: unknown): TokenClaims | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const p: Record<string, unknown> = { ...value };
+  const keys = Object.keys(p);
+  if (keys.length !== PAYLOAD_KEYS.length || !PAYLOAD_KEYS.every((k) => Object.hasOwn(p, k)))
+    return undefined;
+  const { c, r, s, v, e, j } = p;
+  if (typeof c !== 'string' || typeof r !== 'string' || typeof s !== 'string' || typeof j !== 'string') {
+    return undefined;
+  }
+  if (
+    typeof v !== 'number' ||
+    !Number.isSafeInteger(v) ||
+    typeof e !== 'number' ||
+    !Number.isSafeInteger(e)
+  ) {
+    return undefined;
+  }
+  const scopes = s.split(' ').filter(Boolean);
+  if (!scopes.every(isScope)) return undefined;
+  return Object.freeze({ clientId: c, resellerId: r, scopes: Object.freeze(scopes), version: v, exp: e });
+}
 
 /**
  * Self-contained access tokens: `vrp1.<payload>.<HMAC-SHA256>`. Verifying one is a hash and a
@@ -58,26 +98,20 @@ export function createTokenSigner(key: Buffer): TokenSigner {
       const known = verified.get(token);
       if (known) return known.exp * 1000 > nowMs ? known : undefined;
       if (!token.startsWith(PREFIX) || token.length > 2048) return undefined;
-      const dot = token.indexOf('.', PREFIX.length);
-      if (dot < 0) return undefined;
-      const body = token.slice(PREFIX.length, dot);
-      const given = Buffer.from(token.slice(dot + 1), 'base64url');
+      const [body, signature, ...rest] = token.slice(PREFIX.length).split('.');
+      if (body === undefined || signature === undefined || rest.length > 0) return undefined;
+      const given = decodeCanonical(signature);
       const expected = mac(body);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-      let p: Payload;
+      if (!given || given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+      const json = decodeCanonical(body);
+      if (!json) return undefined;
+      let claims: TokenClaims | undefined;
       try {
-        p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Payload;
+        claims = claimsOf(JSON.parse(json.toString('utf8')));
       } catch {
         return undefined;
       }
-      if (typeof p.e !== 'number' || p.e * 1000 <= nowMs) return undefined;
-      const claims: TokenClaims = Object.freeze({
-        clientId: p.c,
-        resellerId: p.r,
-        scopes: Object.freeze(p.s.split(' ').filter(Boolean) as Scope[]),
-        version: p.v,
-        exp: p.e,
-      });
+      if (!claims || claims.exp * 1000 <= nowMs) return undefined;
       if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
       verified.set(token, claims);
       return claims;

@@ -66,4 +66,19 @@ describe('failure throttle (token endpoint guessing resistance)', () => {
     throttle.fail('k', 0);
     assert.ok(throttle.retryAfter('k', 0) >= 1);
   });
+
+  test('remembers at most maxKeys keys, forgetting the least recently used', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 1, baseLockMs: 60_000, maxKeys: 3 });
+    for (const k of ['a', 'b', 'c']) throttle.fail(k, 0);
+    // "a" is looked up again (its address keeps knocking), so "b" is now the least recently used.
+    assert.equal(throttle.retryAfter('a', 0), 60);
+    throttle.fail('d', 0);
+    assert.equal(throttle.retryAfter('b', 0), 0, 'the least recently used key is forgotten');
+    for (const k of ['c', 'd', 'a']) assert.equal(throttle.retryAfter(k, 0), 60, `${k} is still locked`);
+    // Filling the memory with new keys never frees a key that was just used.
+    for (let i = 0; i < 100; i++) {
+      throttle.fail(`flood-${i}`, 0);
+      assert.equal(throttle.retryAfter('a', 0), 60);
+    }
+  });
 });

@@ -68,6 +68,26 @@ describe('access token signer', () => {
     assert.equal(createTokenSigner(randomBytes(32)).verify(token, NOW), undefined);
   });
 
+  test('a token has one spelling: every one-character change or addition is rejected', () => {
+    const signer = createTokenSigner(randomBytes(32));
+    const token = signer.issue(claims);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=+/.';
+    const accepted: string[] = [];
+    for (let at = 0; at < token.length; at++) {
+      for (const c of alphabet) {
+        if (c === token[at]) continue;
+        const other = token.slice(0, at) + c + token.slice(at + 1);
+        if (signer.verify(other, NOW)) accepted.push(other);
+      }
+    }
+    for (const c of alphabet) {
+      if (signer.verify(token + c, NOW)) accepted.push(token + c);
+    }
+    assert.deepEqual(accepted, []);
+    // The original is still accepted (the rejections above are not a broken signer).
+    assert.deepEqual(signer.verify(token, NOW), claims);
+  });
+
   test('garbage is rejected without throwing', () => {
     const signer = createTokenSigner(randomBytes(32));
     const good = signer.issue(claims);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { rotateApplicationSecret } from '../../src/auth/applications.ts';
 import { hashSecret } from '../../src/auth/secret-hash.ts';
@@ -329,6 +330,34 @@ for (const store of testStores()) {
       assertOauthError(noSecret, 401, 'invalid_client');
     });
 
+    test('a client_id that can name no client (U+0000, a lone surrogate) is invalid_client, and counts', async () => {
+      const ip = freshIp();
+      const nul = `${id}\u0000`;
+      const attempts: Parameters<typeof tokenRequest>[1][] = [
+        { json: { grant_type: 'client_credentials', client_id: nul, client_secret: secret } },
+        { json: { grant_type: 'client_credentials', client_id: 'vrp_\ud800', client_secret: secret } },
+        { form: { grant_type: 'client_credentials', client_id: nul, client_secret: secret } },
+        { authorization: basic(nul, secret), form: { grant_type: 'client_credentials' } },
+        {
+          authorization: `Basic ${Buffer.from(`${nul}:${secret}`).toString('base64')}`,
+          form: { grant_type: 'client_credentials' },
+        },
+      ];
+      assert.equal(attempts.length, 5);
+      for (const options of attempts) {
+        assertOauthError(await tokenRequest(t, { ...options, ip }), 401, 'invalid_client');
+      }
+      // Five failures from one address: the guessing throttle counted every one of them.
+      assertOauthError(
+        await tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+          ip,
+        }),
+        429,
+        'temporarily_unavailable',
+      );
+    });
+
     test('invalid_client with Basic answers WWW-Authenticate: Basic', async () => {
       const wrong = await tokenRequest(t, {
         authorization: basic(id, `${secret}x`),
@@ -381,37 +410,67 @@ describe('token endpoint: guessing throttle', () => {
   });
   after(() => t.close());
 
-  test('five wrong secrets lock the client out, even for the right secret; the lock-out grows', async () => {
+  test('five wrong secrets lock the address out, not the application; the lock-out grows', async () => {
     const c = await t.client();
-    const ip = freshIp();
-    const attempt = (s: string, from = ip) =>
+    const attacker = freshIp();
+    const home = freshIp();
+    const attempt = (s: string, from: string) =>
       tokenRequest(t, {
         json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: s },
         ip: from,
       });
-    for (let i = 0; i < 5; i++) assertOauthError(await attempt('wrong'), 401, 'invalid_client');
+    for (let i = 0; i < 5; i++) assertOauthError(await attempt('wrong', attacker), 401, 'invalid_client');
 
-    const locked = await attempt(c.client_secret);
+    const locked = await attempt(c.client_secret, attacker);
     assertOauthError(locked, 429, 'temporarily_unavailable');
     assert.equal(locked.headers['retry-after'], '1');
-    // The lock is on the client, whatever the address.
-    assertOauthError(await attempt(c.client_secret, freshIp()), 429, 'temporarily_unavailable');
+    // A locked address is refused before anything in its request is looked at.
+    assertOauthError(await tokenRequest(t, { json: {}, ip: attacker }), 429, 'temporarily_unavailable');
+    // The application, from its own address, is not locked out.
+    assertTokenSuccess(await attempt(c.client_secret, home));
 
     await new Promise((r) => setTimeout(r, 1100));
     // One more failure after the lock-out: locked again, for longer.
-    assertOauthError(await attempt('wrong'), 401, 'invalid_client');
-    const again = await attempt(c.client_secret);
+    assertOauthError(await attempt('wrong', attacker), 401, 'invalid_client');
+    const again = await attempt(c.client_secret, attacker);
     assertOauthError(again, 429, 'temporarily_unavailable');
     assert.equal(again.headers['retry-after'], '2');
+    assertTokenSuccess(await attempt(c.client_secret, home));
 
     await new Promise((r) => setTimeout(r, 2100));
-    assertTokenSuccess(await attempt(c.client_secret));
+    assertTokenSuccess(await attempt(c.client_secret, attacker));
     // The success cleared the count: one wrong secret is a plain 401 again, not a lock-out.
-    assertOauthError(await attempt('wrong'), 401, 'invalid_client');
-    assertTokenSuccess(await attempt(c.client_secret));
+    assertOauthError(await attempt('wrong', attacker), 401, 'invalid_client');
+    assertTokenSuccess(await attempt(c.client_secret, attacker));
+  });
+
+  test('wrong secrets from other addresses never keep the right secret from its token', async () => {
+    const c = await t.client();
+    const home = freshIp();
+    const body = (s: string) => ({
+      grant_type: 'client_credentials',
+      client_id: c.client_id,
+      client_secret: s,
+    });
+    // Each attacker address makes its five free guesses in a row, then is locked out; the
+    // application keeps getting tokens all along.
+    for (const attacker of [freshIp(), freshIp(), freshIp()]) {
+      for (let i = 0; i < 5; i++) {
+        const guess = await tokenRequest(t, { json: body(`guess-${i}`), ip: attacker });
+        assertOauthError(guess, 401, 'invalid_client');
+      }
+      assertOauthError(
+        await tokenRequest(t, { json: body(`guess-5`), ip: attacker }),
+        429,
+        'temporarily_unavailable',
+      );
+      assertTokenSuccess(await tokenRequest(t, { json: body(c.client_secret), ip: home }));
+    }
   });
 
   test('an address that fails for many client ids is locked out too', async () => {
+    // Registered first: its scrypt hash must not eat into the 1 s lock-out checked below.
+    const c = await t.client();
     const ip = freshIp();
     for (let i = 0; i < 5; i++) {
       const res = await tokenRequest(t, {
@@ -420,7 +479,6 @@ describe('token endpoint: guessing throttle', () => {
       });
       assertOauthError(res, 401, 'invalid_client');
     }
-    const c = await t.client();
     const res = await tokenRequest(t, {
       json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
       ip,
@@ -524,6 +582,67 @@ for (const store of testStores()) {
     });
   });
 }
+
+describe('bearer tokens: only what the server issued, as it issued it', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  /** Signs `payload` exactly as the server signs tokens, with the server's own key. */
+  function sign(payload: unknown): string {
+    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+    const mac = createHmac('sha256', t.ctx.keys.tokenKey).update(body).digest('base64url');
+    return `vrp1.${body}.${mac}`;
+  }
+
+  test('a correctly signed token with a missing or mistyped payload field is invalid_token', async () => {
+    const issued = await t.token();
+    const payload = JSON.parse(Buffer.from(issued.split('.')[1]!, 'base64url').toString('utf8'));
+    // Control: the issued payload signed here is accepted, so the refusals below are the payload's.
+    assert.equal((await version(t, sign(payload))).status, 200);
+    const without = (key: string) => Object.fromEntries(Object.entries(payload).filter(([k]) => k !== key));
+    const bad: unknown[] = [
+      ...['c', 'r', 's', 'v', 'e', 'j'].map(without),
+      { ...payload, s: 5 },
+      { ...payload, s: null },
+      { ...payload, s: ['access'] },
+      { ...payload, s: 'access admin' },
+      { ...payload, c: 5 },
+      { ...payload, r: null },
+      { ...payload, v: String(payload.v) },
+      { ...payload, v: 1.5 },
+      { ...payload, e: String(payload.e) },
+      { ...payload, e: payload.e + 0.5 },
+      { ...payload, j: 5 },
+      { ...payload, x: 1 },
+      null,
+      [],
+      'vrp',
+      5,
+    ];
+    for (const p of bad) {
+      const res = await version(t, sign(p));
+      assert.equal(res.status, 401, `${JSON.stringify(p)}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error_code, 'invalid_token');
+    }
+  });
+
+  test('another spelling of a valid token is invalid_token', async () => {
+    const token = await t.token();
+    assert.equal((await version(t, token)).status, 200);
+    for (const other of [
+      `${token}=`,
+      `${token}==`,
+      `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+    ]) {
+      const res = await version(t, other);
+      assert.equal(res.status, 401, other);
+      assert.equal(res.body.error_code, 'invalid_token');
+    }
+  });
+});
 
 describe('token expiry', () => {
   test('a token stops working when expires_in has passed on the server clock', async (ctx) => {

@@ -1,0 +1,56 @@
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { isStorableText } from '../domain/storable-text.ts';
+import { type ClientWithSecret, findClientForAuth } from '../store/repos/clients.ts';
+import type { Database } from '../store/schema.ts';
+import { LruMap } from './lru-map.ts';
+import { generateSecret, hashSecret, verifySecret } from './secret-hash.ts';
+
+// Longer ids and secrets are never issued (ids are 28 characters, secrets 43).
+const MAX_CLIENT_ID_LENGTH = 200;
+const MAX_SECRET_LENGTH = 500;
+const REMEMBERED_SECRETS = 10_000;
+
+/** Checks a secret against a stored hash (secret-hash.ts's verifySecret). */
+export type SecretVerifier = (secret: string, stored: string) => Promise<boolean>;
+
+export interface ClientAuthenticator {
+  /** The application whose id and secret these are; undefined for any failure. */
+  authenticate(clientId: string, secret: string): Promise<ClientWithSecret | undefined>;
+}
+
+/**
+ * Client credentials checked so that every failure costs the same, one scrypt run: against the
+ * application's hash, or, for an id that names no application, against a dummy hash made at
+ * start by hashSecret (so with the same parameters as real ones). Only a correct secret that
+ * was verified before takes the fast path (an HMAC compared with the remembered one): how long
+ * a failure takes tells nothing about which client ids exist.
+ */
+export function createClientAuthenticator(
+  db: Kysely<Database>,
+  verify: SecretVerifier = verifySecret,
+): ClientAuthenticator {
+  const dummyHash = hashSecret(generateSecret());
+  // Remembered per process only, so the HMAC key never leaves it.
+  const macKey = createSecretKey(randomBytes(32));
+  const macOf = (secret: string) => createHmac('sha256', macKey).update(secret).digest();
+  const remembered = new LruMap<string, { secretHash: string; mac: Buffer }>(REMEMBERED_SECRETS);
+
+  return {
+    async authenticate(clientId, secret) {
+      // An id no application can have is not looked up (PostgreSQL refuses U+0000 in a query).
+      const canExist = clientId.length <= MAX_CLIENT_ID_LENGTH && isStorableText(clientId);
+      const client = canExist ? await findClientForAuth(db, clientId) : undefined;
+      if (!client || secret.length > MAX_SECRET_LENGTH) {
+        await verify(secret.slice(0, MAX_SECRET_LENGTH), await dummyHash);
+        return undefined;
+      }
+      const mac = macOf(secret);
+      const known = remembered.get(client.id);
+      if (known && known.secretHash === client.secretHash && timingSafeEqual(known.mac, mac)) return client;
+      if (!(await verify(secret, client.secretHash))) return undefined;
+      remembered.set(client.id, { secretHash: client.secretHash, mac });
+      return client;
+    },
+  };
+}
