@@ -22,6 +22,7 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
+import { assertStorableInput } from './storable-input.ts';
 import { createVariantResolver } from './variant.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -167,6 +168,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   // A request without a body is validated as an empty object.
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined || request.body === null) request.body = {};
+    assertStorableInput(request);
   });
 
   app.setErrorHandler(answerError);
