@@ -11,6 +11,7 @@ import { registerJsonOnly } from './body-parsers.ts';
 import { answerClientError } from './client-error.ts';
 import { isVariant, type Variant } from './envelope.ts';
 import { createErrorAnswer } from './error-handler.ts';
+import { redactUrl } from './log-url.ts';
 import type { RegisteredRoute } from './openapi.ts';
 import { createRateLimiter } from './rate-limit.ts';
 import { registerAccessRoutes } from './routes/access.ts';
@@ -85,6 +86,17 @@ export const LOG_REDACT = {
   censor: '[redacted]',
 };
 
+/** Fastify's request serializer, with secret query parameters taken out of the URL. */
+const LOG_SERIALIZERS = {
+  req: (request: FastifyRequest) => ({
+    method: request.method,
+    url: redactUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  }),
+};
+
 /** Builds the Fastify app; never listens (main.ts does). */
 export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   const logger =
@@ -93,6 +105,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
       : {
           level: ctx.config.logLevel,
           redact: LOG_REDACT,
+          serializers: LOG_SERIALIZERS,
           ...(typeof options.logger === 'object' ? options.logger : {}),
         };
   const answerError = createErrorAnswer(createVariantResolver(ctx));
