@@ -6,19 +6,18 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { RESOURCES } from '../../src/domain/catalog.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, BASE, call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const product = DEMO_CATALOG.products[0]!;
+// The smallest order the product takes (at least 10 GB of backup space).
 const order = {
   product_id: product.id,
   domain_name: 'nul.example.com',
   template_id: product.os_templates[0],
-  cpu: Number(product.config.cpu.min),
-  ram: Number(product.config.ram.min),
-  hdd: Number(product.config.hdd.min),
-  ip: Number(product.config.ip.min),
+  ...Object.fromEntries(RESOURCES.map((r) => [r, Number(product.config[r].min)])),
   backup: Math.max(10, Number(product.config.backup.min)),
 };
 

@@ -117,9 +117,24 @@ describe('catalogue file validation', () => {
 
   test('a lone surrogate (stored as U+FFFD, a silent change) is refused by its path', () => {
     const cases: [(f: AnyFile) => void, string][] = [
-      [(f) => void (f.products[1].plans[0].name = 'Plan \ud800'), 'products[1].plans[0].name'],
-      [(f) => void (f.os_templates[0].image = 'debian\udc00.qcow2'), 'os_templates[0].image'],
-      [(f) => void (f.products[0].template = '\udfff'), 'products[0].template'],
+      [
+        (f) => {
+          f.products[1].plans[0].name = 'Plan \ud800';
+        },
+        'products[1].plans[0].name',
+      ],
+      [
+        (f) => {
+          f.os_templates[0].image = 'debian\udc00.qcow2';
+        },
+        'os_templates[0].image',
+      ],
+      [
+        (f) => {
+          f.products[0].template = '\udfff';
+        },
+        'products[0].template',
+      ],
     ];
     for (const [spoil, path] of cases) {
       const bad = demo();
