@@ -1,4 +1,5 @@
 import { RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
+import { isStorableText, unstorableTextMessage } from './storable-text.ts';
 
 /** The catalogue file (`vrp catalog import|export`), documented in docs/catalog.md. */
 export interface CatalogFile {
@@ -40,6 +41,8 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     if (typeof v !== 'string' || v.trim() === '') problems.push(`${path} must be a non-empty string`);
     else if (v.trim().length > maxLength) problems.push(`${path} must be at most ${maxLength} characters`);
     else if (CONTROL.test(v.trim())) problems.push(`${path} must not contain control characters`);
+    // A lone surrogate would be stored as U+FFFD, a silent change (U+0000 is a control character).
+    else if (!isStorableText(v)) problems.push(unstorableTextMessage(path));
     return typeof v === 'string' ? v.trim() : '';
   };
   // A misspelt key ("plan") would otherwise be dropped without a word.

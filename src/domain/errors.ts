@@ -21,11 +21,14 @@ export const ERROR_CODES = {
   product_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  headers_too_large: 431,
   rate_limited: 429,
   internal_error: 500,
   store_unavailable: 503,
+  shutting_down: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

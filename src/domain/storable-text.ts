@@ -33,3 +33,11 @@ export function findUnstorableText(value: unknown, path = ''): string | undefine
   }
   return undefined;
 }
+
+/**
+ * The refusal of unstorable text, naming where it was (`body.suspend_reason`, an argument):
+ * escaped as JSON escapes it, since the name itself may hold the bad character.
+ */
+export function unstorableTextMessage(name: string): string {
+  return `${JSON.stringify(name).slice(1, -1)} holds text that cannot be stored (U+0000 or an unpaired surrogate)`;
+}

@@ -7,8 +7,11 @@ import type { AppContext } from '../context.ts';
 import { ApiError } from '../domain/errors.ts';
 import { authenticate, requireScope } from './authenticate.ts';
 import { BASE } from './base-path.ts';
-import { errorEnvelope, isVariant, type Variant } from './envelope.ts';
-import { registerErrorHandling } from './error-handler.ts';
+import { registerJsonOnly } from './body-parsers.ts';
+import { answerClientError } from './client-error.ts';
+import { isVariant, type Variant } from './envelope.ts';
+import { createErrorAnswer } from './error-handler.ts';
+import { redactUrl } from './log-url.ts';
 import type { RegisteredRoute } from './openapi.ts';
 import { createRateLimiter } from './rate-limit.ts';
 import { registerAccessRoutes } from './routes/access.ts';
@@ -20,6 +23,8 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
+import { assertStorableInput } from './storable-input.ts';
+import { createVariantResolver } from './variant.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -81,6 +86,17 @@ export const LOG_REDACT = {
   censor: '[redacted]',
 };
 
+/** Fastify's request serializer, with secret query parameters taken out of the URL. */
+const LOG_SERIALIZERS = {
+  req: (request: FastifyRequest) => ({
+    method: request.method,
+    url: redactUrl(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  }),
+};
+
 /** Builds the Fastify app; never listens (main.ts does). */
 export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   const logger =
@@ -89,10 +105,16 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
       : {
           level: ctx.config.logLevel,
           redact: LOG_REDACT,
+          serializers: LOG_SERIALIZERS,
           ...(typeof options.logger === 'object' ? options.logger : {}),
         };
+  const answerError = createErrorAnswer(createVariantResolver(ctx));
   const app = Fastify({
     logger,
+    // Errors Fastify meets before routing (a path that is not UTF-8, an overlong id) and those
+    // Node's parser meets before Fastify get the envelope too.
+    frameworkErrors: (err, request, reply) => void answerError(err, request, reply),
+    clientErrorHandler: answerClientError,
     bodyLimit: BODY_LIMIT,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -100,32 +122,14 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    return503OnClosing: true,
+    // Fastify's own 503 while closing has its own body; the onRequest hook below answers instead.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('variant', 'B');
   app.decorateRequest('caller', null);
 
-  // Endpoints without a body may still say Content-Type: application/json (section 4).
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = (body as string).trim();
-    if (text === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new ApiError('validation_failed', 'The body is not valid JSON'), undefined);
-    }
-  });
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-    const params = new URLSearchParams(body as string);
-    const out: Record<string, string | string[]> = {};
-    for (const [k, v] of params) {
-      const prev = out[k];
-      out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-    }
-    done(null, out);
-  });
+  registerJsonOnly(app);
 
   const limiter = createRateLimiter(ctx.config.rateLimit, ctx.config.rateBurst);
   const routes: { pattern: RegExp; method: string }[] = [];
@@ -155,8 +159,18 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     if (scope) route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope)];
   });
 
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      throw new ApiError('shutting_down', 'The server is shutting down; send the request again', {
+        headers: { connection: 'close', 'retry-after': '1' },
+      });
+    }
     const header = request.headers['x-envelope-variant'];
     if (header === undefined) return;
     if (!isVariant(header))
@@ -167,30 +181,24 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   // A request without a body is validated as an empty object.
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined || request.body === null) request.body = {};
+    assertStorableInput(request);
   });
 
-  registerErrorHandling(app);
+  app.setErrorHandler(answerError);
 
-  app.setNotFoundHandler((request: FastifyRequest, reply) => {
+  app.setNotFoundHandler(async (request: FastifyRequest) => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].filter(
       (m) => m !== 'HEAD',
     );
     if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return reply
-        .code(405)
-        .send(
-          errorEnvelope(
-            request.variant,
-            `Method ${request.method} is not allowed here; use ${allowed.join(' or ')}`,
-            'method_not_allowed',
-          ),
-        );
+      throw new ApiError(
+        'method_not_allowed',
+        `Method ${request.method} is not allowed here; use ${allowed.join(' or ')}`,
+        { headers: { allow: allowed.join(', ') } },
+      );
     }
-    return reply
-      .code(404)
-      .send(errorEnvelope(request.variant, `No route ${request.method} ${path}`, 'not_found'));
+    throw new ApiError('not_found', `No route ${request.method} ${path}`);
   });
 
   registerProbeRoutes(app, ctx);

@@ -14,6 +14,12 @@ function invalidToken(description: string): ApiError {
   });
 }
 
+/** The token of an `Authorization: Bearer <token>` header (RFC 6750 section 2.1), if it is one. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  return /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header)?.[1];
+}
+
 /**
  * RFC 6750 bearer authentication: signature and expiry from the token itself, then the
  * application's current state (enabled, token version) from a cache that is at most
@@ -22,9 +28,9 @@ function invalidToken(description: string): ApiError {
 export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Caller> {
   const header = request.headers.authorization;
   if (!header) throw invalidToken('The request has no bearer token');
-  const m = /^Bearer +([A-Za-z0-9._~+/-]+=*) *$/i.exec(header);
-  if (!m) throw invalidToken('The Authorization header is not a bearer token');
-  const claims = ctx.signer.verify(m[1]!, ctx.clock.now());
+  const token = bearerToken(header);
+  if (token === undefined) throw invalidToken('The Authorization header is not a bearer token');
+  const claims = ctx.signer.verify(token, ctx.clock.now());
   if (!claims) throw invalidToken('The access token is invalid or has expired');
   let state = await ctx.clientStates.get(claims.clientId, Date.now());
   if (state && claims.version > state.tokenVersion) {

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../domain/errors.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
-import type { App } from './app.ts';
 import { errorEnvelope } from './envelope.ts';
+import type { VariantResolver } from './variant.ts';
 
 interface ValidationIssue {
   instancePath?: string;
@@ -37,6 +37,9 @@ export function toApiError(err: unknown): ApiError {
     FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'validation_failed',
     FST_ERR_CTP_EMPTY_JSON_BODY: 'validation_failed',
     FST_ERR_CTP_INVALID_JSON_BODY: 'validation_failed',
+    FST_ERR_BAD_URL: 'validation_failed',
+    // An id of more than 200 characters is no id of ours, as any other id that is not one.
+    FST_ERR_MAX_PARAM_LENGTH: 'not_found',
   };
   const code = e?.code ? map[e.code] : undefined;
   if (code === 'payload_too_large')
@@ -44,6 +47,10 @@ export function toApiError(err: unknown): ApiError {
   if (code === 'unsupported_media_type') {
     return new ApiError(code, 'Send the body as application/json', { cause: err });
   }
+  if (e.code === 'FST_ERR_BAD_URL') {
+    return new ApiError('validation_failed', 'The path is not valid percent-encoded UTF-8', { cause: err });
+  }
+  if (code === 'not_found') return new ApiError(code, 'No route for this path', { cause: err });
   if (code) return new ApiError(code, e.message, { cause: err });
   if (isStoreUnavailable(err)) {
     return new ApiError('store_unavailable', 'The service is temporarily unavailable; try again shortly', {
@@ -57,18 +64,32 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('internal_error', 'Internal error', { cause: err });
 }
 
-export function registerErrorHandling(app: App): void {
-  app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
+/** Answers an error: the envelope of the request's variant, or an RFC 6749 body on the token endpoint. */
+export type ErrorAnswer = (
+  err: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) => Promise<FastifyReply>;
+
+/**
+ * The one place an error becomes a response, for the error handler, the not-found handler and
+ * the errors Fastify meets before routing (`frameworkErrors`), so that every answer has the
+ * envelope, an error_code and X-Request-Id.
+ */
+export function createErrorAnswer(resolveVariant: VariantResolver): ErrorAnswer {
+  return async (err, request, reply) => {
     const apiError = toApiError(err);
     if (apiError.status >= 500) {
       request.log.error({ err, reqId: request.id }, 'request failed');
     }
     const message = apiError.expose ? apiError.message : `Internal error (request ${request.id})`;
-    reply.code(apiError.status).headers(apiError.headers);
-    if (request.routeOptions.config?.oauth) {
+    reply.code(apiError.status).headers(apiError.headers).header('x-request-id', request.id);
+    // Requests Fastify refuses before routing have no route options and none of our decorations.
+    if (request.routeOptions?.config?.oauth) {
       const error = apiError.status < 500 ? 'invalid_request' : 'server_error';
       return reply.header('cache-control', 'no-store').send({ error, error_description: message });
     }
-    return reply.send(errorEnvelope(request.variant, message, apiError.code));
-  });
+    const variant = await resolveVariant(request.headers, request.caller ?? null);
+    return reply.send(errorEnvelope(variant, message, apiError.code));
+  };
 }

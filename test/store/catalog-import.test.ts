@@ -115,6 +115,36 @@ describe('catalogue file validation', () => {
     ]);
   });
 
+  test('a lone surrogate (stored as U+FFFD, a silent change) is refused by its path', () => {
+    const cases: [(f: AnyFile) => void, string][] = [
+      [
+        (f) => {
+          f.products[1].plans[0].name = 'Plan \ud800';
+        },
+        'products[1].plans[0].name',
+      ],
+      [
+        (f) => {
+          f.os_templates[0].image = 'debian\udc00.qcow2';
+        },
+        'os_templates[0].image',
+      ],
+      [
+        (f) => {
+          f.products[0].template = '\udfff';
+        },
+        'products[0].template',
+      ],
+    ];
+    for (const [spoil, path] of cases) {
+      const bad = demo();
+      spoil(bad);
+      assert.deepEqual(problems(bad), [
+        `${path} holds text that cannot be stored (U+0000 or an unpaired surrogate)`,
+      ]);
+    }
+  });
+
   test('ids are stored lower-case; names are trimmed', () => {
     const f = demo();
     f.products[0].id = f.products[0].id.toUpperCase();

@@ -4,6 +4,7 @@ import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
 import type { AppContext } from '../../context.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
+import { registerFormParser } from '../body-parsers.ts';
 
 /** {base_url}: the configured public URL, or the one this request reached us at. */
 export function baseUrl(ctx: AppContext, request: FastifyRequest): string {
@@ -14,17 +15,21 @@ export function baseUrl(ctx: AppContext, request: FastifyRequest): string {
 export function registerOauthRoutes(app: App, ctx: AppContext): void {
   const endpoint = createTokenEndpoint(ctx);
 
-  app.post(`${BASE}/oauth/token`, { config: { oauth: true } }, async (request, reply) => {
-    const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
-      string,
-      unknown
-    >;
-    const result = await endpoint.handle({
-      authorization: request.headers.authorization,
-      body,
-      ip: request.ip,
+  // RFC 6749 sends a form; its parser lives in this scope only, the rest of the API reads JSON.
+  app.register(async (scope) => {
+    registerFormParser(scope);
+    scope.post(`${BASE}/oauth/token`, { config: { oauth: true } }, async (request, reply) => {
+      const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
+        string,
+        unknown
+      >;
+      const result = await endpoint.handle({
+        authorization: request.headers.authorization,
+        body,
+        ip: request.ip,
+      });
+      return reply.code(result.status).headers(result.headers).send(result.body);
     });
-    return reply.code(result.status).headers(result.headers).send(result.body);
   });
 
   // RFC 8414 section 3: the metadata of issuer https://host/path lives at /.well-known/oauth-authorization-server/path.

@@ -1,0 +1,95 @@
+import type { Kysely } from 'kysely';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { isStorableText, unstorableTextMessage } from '../domain/storable-text.ts';
+import { createStore } from '../store/database.ts';
+import { migrateToLatest } from '../store/migrate.ts';
+import type { Database } from '../store/schema.ts';
+import { catalogCommand } from './catalog.ts';
+import { clientCommand } from './clients.ts';
+import { migrateCommand } from './migrate.ts';
+import { CommandError, createOutput, type Output, UsageError } from './output.ts';
+import { resellerCommand } from './resellers.ts';
+import { serveCommand } from './serve.ts';
+
+const USAGE = `usage: vrp <command> [--json]
+
+  serve [--no-worker | --worker-only]   run the server (settings from VRP_* environment)
+  migrate                               bring the store's schema up to date
+  reseller create NAME | list | enable NAME | disable NAME
+  client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
+  client list [--reseller NAME]
+  client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
+  catalog import FILE.json | catalog import - | catalog export
+
+--json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
+
+type StoreCommand = (db: Kysely<Database>, args: string[], out: Output) => Promise<void>;
+
+const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
+  reseller: resellerCommand,
+  client: clientCommand,
+  catalog: catalogCommand,
+};
+
+/** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */
+async function withStore(config: Config, run: (db: Kysely<Database>) => Promise<void>): Promise<void> {
+  const store = createStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  try {
+    await migrateToLatest(store.db as unknown as Kysely<unknown>);
+    await run(store.db);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Runs one `vrp` command and returns the exit code: 0 done, 1 failed, 2 wrong arguments or a
+ * bad setting. `serve` returns undefined: the server runs until a signal ends the process.
+ */
+export async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number | undefined> {
+  const json = argv.includes('--json');
+  const args = argv.filter((a) => a !== '--json');
+  const out = createOutput(json);
+  const [command, ...rest] = args;
+  try {
+    // Names and texts given here are stored as given: refuse what a store cannot hold.
+    const unstorable = args.find((a) => !isStorableText(a));
+    if (unstorable !== undefined) {
+      throw new UsageError(`argument ${unstorableTextMessage(unstorable)}`);
+    }
+    if (command === 'help' || command === '--help' || command === '-h') {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    if (!command) throw new UsageError('a command is required');
+    if (command === 'serve') {
+      await serveCommand(rest, env);
+      return undefined;
+    }
+    const storeCommand = STORE_COMMANDS[command];
+    if (command !== 'migrate' && !storeCommand) throw new UsageError(`unknown command: ${command}`);
+    const config = loadConfig(env);
+    if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out));
+    else await migrateCommand(config, rest, out);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`vrp: ${err.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`vrp: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof CommandError) {
+      if (json) process.stdout.write(`${JSON.stringify({ error: err.message, ...err.details })}\n`);
+      process.stderr.write(`vrp: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`vrp: ${(err as Error)?.stack ?? String(err)}\n`);
+    return 1;
+  }
+}
