@@ -1,5 +1,6 @@
 import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
-import { deriveKeys, type Keys, loadMasterKey } from './auth/keys.ts';
+import { checkKeyAgainstStore } from './auth/key-check.ts';
+import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
 import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
@@ -23,7 +24,10 @@ export interface AppContext {
   readonly jobSignal: JobSignal;
 }
 
-/** Opens (and migrates) the store and derives the keys. The caller closes `store`. */
+/**
+ * Opens (and migrates) the store, derives the keys and checks that they are the store's. The
+ * caller closes `store`.
+ */
 export async function createContext(config: Config): Promise<AppContext> {
   const keys = deriveKeys(loadMasterKey(config.secretKey, config.dataDir));
   const store = await openStore({
@@ -31,6 +35,15 @@ export async function createContext(config: Config): Promise<AppContext> {
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
   });
+  const keySource = config.secretKey
+    ? 'VRP_SECRET_KEY'
+    : `the key in ${keyFilePath(config.dataDir)} (VRP_SECRET_KEY is not set)`;
+  try {
+    await checkKeyAgainstStore(store.db, keys.check, keySource, store.location);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   return {
     config,
     store,

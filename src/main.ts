@@ -1,6 +1,7 @@
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
 import { createDriver } from './drivers/create-driver.ts';
+import { expectedFailure } from './expected-failure.ts';
 import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
@@ -54,9 +55,10 @@ if (import.meta.main) {
   try {
     await serve(loadConfig());
   } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`vrp: ${err.message}`);
-      process.exit(2);
+    const expected = expectedFailure(err);
+    if (expected) {
+      console.error(`vrp: ${expected.message}`);
+      process.exit(expected.exitCode);
     }
     console.error('vrp: could not start:', err);
     process.exit(1);

@@ -1,4 +1,4 @@
-import { hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -8,6 +8,11 @@ export interface Keys {
   readonly passwordKey: Buffer;
   /** HMAC-SHA256 key that signs access tokens. */
   readonly tokenKey: Buffer;
+  /**
+   * Identifies the master key without revealing it (an HMAC of a fixed label under a key of its
+   * own): the store keeps the first one it saw, so a process with another key is refused.
+   */
+  readonly check: string;
 }
 
 function decodeMaster(raw: string): Buffer {
@@ -20,7 +25,7 @@ function decodeMaster(raw: string): Buffer {
  */
 export function loadMasterKey(secretKey: string | undefined, dataDir: string): Buffer {
   if (secretKey) return decodeMaster(secretKey);
-  const file = join(dataDir, 'secret.key');
+  const file = keyFilePath(dataDir);
   if (!existsSync(file)) {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     try {
@@ -36,10 +41,16 @@ export function loadMasterKey(secretKey: string | undefined, dataDir: string): B
   return Buffer.from(raw, 'hex');
 }
 
+/** The key file used when VRP_SECRET_KEY is not set. */
+export function keyFilePath(dataDir: string): string {
+  return join(dataDir, 'secret.key');
+}
+
 export function deriveKeys(master: Buffer): Keys {
   const derive = (info: string) => Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), info, 32));
   return Object.freeze({
     passwordKey: derive('vrp password encryption v1'),
     tokenKey: derive('vrp token signing v1'),
+    check: `v1:${createHmac('sha256', derive('vrp key check v1')).update('vrp key check').digest('hex')}`,
   });
 }

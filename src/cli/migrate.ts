@@ -1,7 +1,5 @@
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
-import { createStore } from '../store/database.ts';
-import { migrateToLatest } from '../store/migrate.ts';
+import { openAndMigrate } from '../store/database.ts';
 import { type Output, positionals, UsageError } from './output.ts';
 
 /** `vrp migrate`: applies the migrations the store lacks and names them. */
@@ -9,9 +7,12 @@ export async function migrateCommand(config: Config, args: readonly string[], ou
   if (positionals(args, 'migrate').length > 0) {
     throw new UsageError(`migrate: unexpected arguments: ${args.join(' ')}`);
   }
-  const store = createStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  const { store, applied } = await openAndMigrate({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: 2,
+  });
   try {
-    const applied = await migrateToLatest(store.db as unknown as Kysely<unknown>);
     out.result({ applied }, (v) =>
       v.applied.length ? `applied: ${v.applied.join(', ')}` : 'the schema is up to date',
     );

@@ -1,8 +1,9 @@
+import { inspect } from 'node:util';
 import type { Kysely } from 'kysely';
-import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { type Config, loadConfig } from '../config.ts';
 import { isStorableText, unstorableTextMessage } from '../domain/storable-text.ts';
-import { createStore } from '../store/database.ts';
-import { migrateToLatest } from '../store/migrate.ts';
+import { expectedFailure } from '../expected-failure.ts';
+import { openStore } from '../store/database.ts';
 import type { Database } from '../store/schema.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
@@ -33,9 +34,8 @@ const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
 
 /** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */
 async function withStore(config: Config, run: (db: Kysely<Database>) => Promise<void>): Promise<void> {
-  const store = createStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
   try {
-    await migrateToLatest(store.db as unknown as Kysely<unknown>);
     await run(store.db);
   } finally {
     await store.close();
@@ -80,16 +80,18 @@ export async function runCli(
       process.stderr.write(`vrp: ${err.message}\n\n${USAGE}\n`);
       return 2;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`vrp: ${err.message}\n`);
-      return 2;
+    const expected = expectedFailure(err);
+    if (expected) {
+      process.stderr.write(`vrp: ${expected.message}\n`);
+      return expected.exitCode;
     }
     if (err instanceof CommandError) {
       if (json) process.stdout.write(`${JSON.stringify({ error: err.message, ...err.details })}\n`);
       process.stderr.write(`vrp: ${err.message}\n`);
       return 1;
     }
-    process.stderr.write(`vrp: ${(err as Error)?.stack ?? String(err)}\n`);
+    // inspect, not .stack: the stack of the `cause` (a driver's error under ours) says what went wrong.
+    process.stderr.write(`vrp: ${inspect(err)}\n`);
     return 1;
   }
 }

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { type HotReads, kyselyHotReads, sqliteHotReads } from './hot-reads.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
+import { describeStoreLocation, expectedOpenCause, StoreOpenError } from './open-failure.ts';
 import type { Database } from './schema.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -19,6 +20,8 @@ export interface Store {
   readonly db: Kysely<Database>;
   readonly dialect: DialectName;
   readonly features: DialectFeatures;
+  /** Where it is, for messages: `PostgreSQL host:port/database` or `SQLite <file>`; no password. */
+  readonly location: string;
   /** The hottest reads, prepared once (hot-reads.ts). */
   readonly reads: HotReads;
   /** Resolves when the database answers a trivial query. */
@@ -38,14 +41,34 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 
 /** Opens the store named by the settings and brings its schema up to date. */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  const store = createStore(options);
+  return (await openAndMigrate(options)).store;
+}
+
+/**
+ * Opens the store and brings its schema up to date, naming the migrations it applied. A store
+ * out of reach (refused, unknown database, bad password, timeout) fails with a StoreOpenError
+ * whose one-line message names the cause and the place; anything else keeps its stack.
+ */
+export async function openAndMigrate(options: StoreOptions): Promise<{ store: Store; applied: string[] }> {
+  let store: Store | undefined;
   try {
-    await migrateToLatest(store.db as Kysely<unknown>);
+    store = createStore(options);
+    const applied = await migrateToLatest(store.db as Kysely<unknown>);
+    return { store, applied };
   } catch (err) {
-    await store.close();
-    throw err;
+    await store?.close();
+    const cause = expectedOpenCause(err);
+    if (cause === undefined) throw err;
+    throw new StoreOpenError(`cannot open the store (${storeLocation(options)}): ${cause}`, { cause: err });
   }
-  return store;
+}
+
+function sqliteFile(options: StoreOptions): string {
+  return join(options.dataDir, 'vrp.sqlite');
+}
+
+function storeLocation(options: StoreOptions): string {
+  return describeStoreLocation(options.databaseUrl, sqliteFile(options));
 }
 
 /** Opens the store without migrating it. */
@@ -63,6 +86,7 @@ export function createStore(options: StoreOptions): Store {
       db,
       dialect: 'postgres',
       features: { skipLocked: true },
+      location: storeLocation(options),
       reads: kyselyHotReads(db),
       ping: async () => {
         await sql`select 1`.execute(db);
@@ -71,13 +95,14 @@ export function createStore(options: StoreOptions): Store {
     };
   }
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
-  const file = join(options.dataDir, 'vrp.sqlite');
+  const file = sqliteFile(options);
   const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(file) });
   const reads = sqliteHotReads(file);
   return {
     db,
     dialect: 'sqlite',
     features: { skipLocked: false },
+    location: storeLocation(options),
     reads,
     ping: async () => {
       await sql`select 1`.execute(db);

@@ -27,7 +27,9 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed`, { cause: result.error });
+    // No failed migration: the run itself could not start (no connection, no lock, no table).
+    const what = failed ? `migration ${failed.migrationName} failed` : 'the migrations could not run';
+    throw new Error(what, { cause: result.error });
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
