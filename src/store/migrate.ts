@@ -14,8 +14,9 @@ const MIGRATIONS: Record<string, Migration> = {
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
 /**
- * Brings the schema up to date. Kysely takes a lock for the run (an advisory lock on
- * PostgreSQL, the write lock on SQLite), so several processes may start at once.
+ * Brings the schema up to date. The run holds a lock (PostgreSQL: Kysely's advisory lock;
+ * SQLite: one BEGIN IMMEDIATE transaction around every pending migration, node-sqlite.ts), so
+ * several processes may start at once: the others wait, then find nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
   const migrator = new Migrator({

@@ -55,6 +55,18 @@ class ImmediateSqliteDriver extends SqliteDriver {
   }
 }
 
+/**
+ * SQLite does run DDL in transactions. Saying so makes Kysely's migrator run all pending
+ * migrations in one (BEGIN IMMEDIATE) transaction, which is the lock its SQLite adapter lacks:
+ * processes that start at once on a fresh file wait for the first to migrate, then find nothing
+ * left to do, instead of creating the same tables twice.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 class NodeSqliteDialect extends SqliteDialect {
   readonly #database: SqliteDatabase;
   constructor(database: SqliteDatabase) {
@@ -65,7 +77,7 @@ class NodeSqliteDialect extends SqliteDialect {
     return new ImmediateSqliteDriver({ database: this.#database });
   }
   override createAdapter() {
-    return new SqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
 }
 
