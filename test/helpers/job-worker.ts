@@ -1,64 +1,80 @@
 /**
- * A worker of the test app's store and driver with a task table of the test's choosing (a task
- * that fails, or one that hangs as if its process had died), and short leases and backoff so
- * recoveries happen within a test. The app's own worker should be stopped first.
+ * Jobs run by workers of the test's choosing: a task table that fails, or whose task hangs as
+ * if its process had died, with short leases and backoff so recoveries happen within a test.
  */
-
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
-import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
-import { call, type TestApp, waitForStatus } from './app.ts';
+import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
+import { smallOrder } from './e2e.ts';
+import type { StoreKind } from './stores.ts';
 
-export function testWorker(
-  t: TestApp,
-  tasks: Partial<TaskTable> = {},
-  options: { leaseMs?: number; maxAttempts?: number } = {},
-): Worker {
-  if (!t.driver) throw new Error('testWorker needs an app created with { worker: true }');
-  const worker = createWorker({
-    store: t.ctx.store,
-    driver: t.driver,
-    secretBox: t.ctx.secretBox,
-    clock: t.ctx.clock,
-    log: t.app.log,
-    signal: t.ctx.jobSignal,
-    tasks: { ...TASKS, ...tasks },
-    concurrency: 4,
-    leaseMs: options.leaseMs ?? 300,
-    retryBaseMs: 10,
-    maxAttempts: options.maxAttempts ?? 3,
-    stopTimeoutMs: 1000,
-    pollMs: 20,
-  });
-  worker.start();
-  return worker;
+export interface ServiceFixture {
+  readonly t: TestApp;
+  readonly token: string;
+  /** A running service; the app's own worker is stopped, so only the test's workers run its jobs. */
+  readonly id: string;
+  /** Starts a worker with `tasks` over the usual ones (stopped at the end of the test). */
+  worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number }): Worker;
+  /** The service's jobs as the API lists them, oldest first. */
+  jobs(): Promise<any[]>;
+  /** How many times the simulated hypervisor booted the service's VM. */
+  bootCount(): Promise<number>;
 }
 
-/** Orders and provisions a service with the app's worker, then stops that worker; returns the service id. */
-export async function runningServiceAlone(t: TestApp, token: string): Promise<string> {
-  const p = DEMO_CATALOG.products[0]!;
-  const res = await call(t, token, 'POST', 'service/create-order', {
-    product_id: p.id,
-    domain_name: 'jobs.example.com',
-    template_id: p.os_templates[0],
-    cpu: 1,
-    ram: 1,
-    hdd: 20,
-    ip: 1,
-    backup: 10,
-  });
-  const id = res.body.data[0].service_id as string;
-  await call(t, token, 'POST', `service/${id}/create`);
-  await waitForStatus(t, token, id, 'running');
-  await t.background?.stop(1000);
-  return id;
-}
-
-/** The service's jobs as the API lists them, oldest first. */
-export async function serviceJobs(t: TestApp, token: string, id: string): Promise<any[]> {
-  const res = await call(t, token, 'GET', `service/${id}/jobs`);
-  return (res.body.data as any[]).reverse();
+export async function withRunningService(
+  store: StoreKind,
+  body: (s: ServiceFixture) => Promise<void>,
+): Promise<void> {
+  const t = await createTestApp({}, { worker: true, store });
+  const workers: Worker[] = [];
+  try {
+    const token = await t.token();
+    const res = await call(t, token, 'POST', 'service/create-order', smallOrder('jobs.example.com'));
+    const id = res.body.data[0].service_id as string;
+    await call(t, token, 'POST', `service/${id}/create`);
+    await waitForStatus(t, token, id, 'running');
+    await t.background?.stop(1000);
+    await body({
+      t,
+      token,
+      id,
+      worker(tasks = {}, options = {}) {
+        const w = createWorker({
+          store: t.ctx.store,
+          driver: t.driver!,
+          secretBox: t.ctx.secretBox,
+          clock: t.ctx.clock,
+          log: t.app.log,
+          signal: t.ctx.jobSignal,
+          tasks: { ...TASKS, ...tasks },
+          concurrency: 4,
+          leaseMs: 300,
+          retryBaseMs: 10,
+          maxAttempts: options.maxAttempts ?? 3,
+          stopTimeoutMs: 1000,
+          pollMs: 20,
+        });
+        workers.push(w);
+        w.start();
+        return w;
+      },
+      async jobs() {
+        return ((await call(t, token, 'GET', `service/${id}/jobs`)).body.data as any[]).reverse();
+      },
+      async bootCount() {
+        const vm = await t.ctx.store.db
+          .selectFrom('sim_vms')
+          .select('boot_count')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        return vm.boot_count;
+      },
+    });
+  } finally {
+    for (const w of workers) await w.stop(0);
+    await t.close();
+  }
 }
 
 /** A promise that never settles: a task awaiting it is a worker that died mid-job. */
