@@ -52,6 +52,17 @@ export interface BackupInfo {
   readonly sizeGb: number;
 }
 
+/**
+ * A value a job records durably before a step that must not happen twice, and finds again when
+ * it re-runs after its worker died: how a reboot tells whether an earlier attempt already did it.
+ */
+export interface StepMarker {
+  /** What an earlier attempt of the same job recorded, or null. */
+  readonly recorded: string | null;
+  /** Records `value` in the job; resolves once it is stored. */
+  record(value: string): Promise<void>;
+}
+
 export interface StopOptions {
   /** How long to wait for a graceful (ACPI) shutdown before forcing the power off. */
   readonly timeoutMs: number;
@@ -64,7 +75,12 @@ export interface HypervisorDriver {
   start(vmId: string): Promise<VmInfo>;
   /** Graceful shutdown, forced off after `timeoutMs`. */
   stop(vmId: string, options: StopOptions): Promise<VmInfo>;
-  reboot(vmId: string): Promise<VmInfo>;
+  /**
+   * Reboots the VM (starts it if it is off). Not idempotent by nature: with `step`, the driver
+   * records the VM's boot identity (something that changes on every boot) before rebooting, and
+   * when the recorded identity is no longer the VM's, the reboot already happened and is skipped.
+   */
+  reboot(vmId: string, step?: StepMarker): Promise<VmInfo>;
   /** Immediate power-off, for suspension. */
   powerOff(vmId: string): Promise<VmInfo>;
   /** Changes vCPUs, memory, disk (grow only) and address count; leaves the power state as it found it. */

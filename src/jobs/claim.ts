@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Store } from '../store/database.ts';
 import { type Job, toJob } from '../store/repos/jobs.ts';
 import type { Database } from '../store/schema.ts';
+import { retryDelayMs, unfinishedError } from './attempts.ts';
 
 /**
  * Claims up to `limit` runnable jobs for `workerId`: queued, due, the first waiting job of its
@@ -127,17 +128,20 @@ export async function extendLeases(
  * runs fast does not expire them.
  *
  * Jobs whose worker stopped renewing its lease (the process died) go back to the queue, at
- * the head of their service's line; they run again from the start, and the driver's
- * idempotent operations find and finish the work already done.
+ * the head of their service's line, after the same backoff as a failed attempt (a job that
+ * kills its worker would otherwise take the next one down at once); they run again from the
+ * start, and the driver's idempotent operations find and finish the work already done. The
+ * claim counts the attempt, so a job whose workers keep dying ends failed (see run-job.ts).
  */
 export async function recoverExpiredJobs(
   db: Kysely<Database>,
   realNow: number,
   now: number,
+  retryBaseMs: number,
 ): Promise<number> {
   const expired = await db
     .selectFrom('jobs')
-    .select(['id', 'service_id'])
+    .select(['id', 'service_id', 'attempts'])
     .where('status', '=', 'running')
     .where('locked_until', '<', realNow)
     .execute();
@@ -146,7 +150,13 @@ export async function recoverExpiredJobs(
     await db.transaction().execute(async (tx) => {
       const r = await tx
         .updateTable('jobs')
-        .set({ status: 'queued', locked_by: null, locked_until: null, run_at: now })
+        .set({
+          status: 'queued',
+          locked_by: null,
+          locked_until: null,
+          run_at: now + retryDelayMs(retryBaseMs, e.attempts),
+          error: unfinishedError(e.attempts),
+        })
         .where('id', '=', e.id)
         .where('status', '=', 'running')
         .where('locked_until', '<', realNow)

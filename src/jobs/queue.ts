@@ -111,6 +111,7 @@ export async function enqueueInTransaction(
     finished_at: null,
     locked_by: null,
     locked_until: null,
+    step_marker: null,
   };
   await insertJob(tx, jobRow);
   const job = toJob(jobRow);

@@ -9,26 +9,34 @@ import {
   statusAfterFailure,
   transitionalStatus,
 } from '../domain/status-machine.ts';
-import { DriverError } from '../drivers/driver.ts';
+import { DriverError, type StepMarker } from '../drivers/driver.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
 import { type Job, queuedActions } from '../store/repos/jobs.ts';
 import { findService, type ServicePatch } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
+import { gaveUpError, retryDelayMs, retryingError } from './attempts.ts';
 import type { TaskContext, TaskTable } from './task.ts';
 
-export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from'> {
+export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 'stepMarker'> {
   readonly workerId: string;
   readonly tasks: TaskTable;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
 }
 
-const RETRY_CAP_MS = 5 * 60_000;
-
 /** What happened, for logs and tests. */
 export type RunOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
 
 /** Lost the lease to another worker (this process was presumed dead): drop the result, the new owner redoes it. */
 class LeaseLost extends Error {}
+
+/** How a job ends: the service's new state on success; on failure, the state it had (see statusAfterFailure). */
+type Ending =
+  | { readonly status: 'succeeded'; readonly patch: ServicePatch; readonly after: ServiceState }
+  | { readonly status: 'failed'; readonly error: string; readonly attempts?: number };
+
+const failed = (error: string): Ending => ({ status: 'failed', error });
+const words = (job: Job) => job.action.replaceAll('_', ' ');
 
 /**
  * Runs one claimed job: re-checks it against the service's actual status (an earlier job may
@@ -38,7 +46,7 @@ class LeaseLost extends Error {}
 export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
   const { db, clock, log } = deps;
   const service = await findService(db, job.serviceId);
-  if (!service) return finishFailed(deps, job, 'The service no longer exists', undefined);
+  if (!service) return finish(deps, job, undefined, failed('The service no longer exists'));
 
   // The state before this job: recorded at its first start, so a retry after a crash sees the same.
   const recorded = job.params['_from'] as ServiceState | undefined;
@@ -48,10 +56,18 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
       ? { status: service.status, resume: service.resumeStatus }
       : { status: service.projectedStatus, resume: service.projectedResume });
 
+  // Claimed once more than allowed: its workers kept dying (or could not save its end). Running
+  // it again would hold the service's queue for ever; it fails, with what the last attempt said.
+  if (job.attempts > deps.maxAttempts) {
+    const used = job.attempts - 1;
+    return finish(deps, job, from, { status: 'failed', error: gaveUpError(used, job.error), attempts: used });
+  }
+
   const decision = decide(from, job.action);
-  if (decision.kind === 'noop') return finish(deps, job, { status: 'succeeded', error: null }, {}, from);
+  if (decision.kind === 'noop')
+    return finish(deps, job, from, { status: 'succeeded', patch: {}, after: from });
   if (decision.kind === 'invalid') {
-    return finishFailed(deps, job, `${decision.message} (an earlier job did not succeed)`, from);
+    return finish(deps, job, from, failed(`${decision.message} (an earlier job did not succeed)`));
   }
 
   try {
@@ -74,8 +90,9 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
 
   let patch: ServicePatch;
   try {
-    patch = await deps.tasks[job.action]({ ...deps, job, service, from });
+    patch = await deps.tasks[job.action]({ ...deps, job, service, from, stepMarker: stepMarker(deps, job) });
   } catch (err) {
+    if (err instanceof LeaseLost) return 'lost';
     const driverError = err instanceof DriverError ? err : undefined;
     if (!driverError) log.error({ err, jobId: job.id, action: job.action }, 'job failed unexpectedly');
     else
@@ -85,19 +102,15 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
       );
     if (driverError?.transient && job.attempts < deps.maxAttempts)
       return retry(deps, job, from, driverError.message);
-    const message = driverError
-      ? driverError.message
-      : `Internal error while running ${job.action.replaceAll('_', ' ')}`;
-    return finishFailed(deps, job, message, from);
+    const message = driverError ? driverError.message : `Internal error while running ${words(job)}`;
+    return finish(deps, job, from, failed(message));
   }
   const next = decision.next;
-  return finish(
-    deps,
-    job,
-    { status: 'succeeded', error: null },
-    { ...patch, resume_status: next.resume },
-    next,
-  );
+  return finish(deps, job, from, {
+    status: 'succeeded',
+    patch: { ...patch, resume_status: next.resume },
+    after: next,
+  });
 }
 
 async function guarded(
@@ -119,18 +132,27 @@ async function guarded(
   });
 }
 
+/** The job's step marker, written only while this worker owns the job. */
+function stepMarker(deps: RunDeps, job: Job): StepMarker {
+  return {
+    recorded: job.stepMarker,
+    record: (value) =>
+      guarded(deps.db, job, deps.workerId, async (tx) => {
+        await tx.updateTable('jobs').set({ step_marker: value }).where('id', '=', job.id).execute();
+      }),
+  };
+}
+
 async function retry(deps: RunDeps, job: Job, from: ServiceState, message: string): Promise<RunOutcome> {
   const now = deps.clock.now();
-  const delay = Math.min(RETRY_CAP_MS, deps.retryBaseMs * 2 ** (job.attempts - 1));
-  const jittered = Math.round(delay * (0.8 + Math.random() * 0.4));
   try {
     await guarded(deps.db, job, deps.workerId, async (tx) => {
       await tx
         .updateTable('jobs')
         .set({
           status: 'queued',
-          run_at: now + jittered,
-          error: `Attempt ${job.attempts} failed, retrying: ${message}`,
+          run_at: now + retryDelayMs(deps.retryBaseMs, job.attempts),
+          error: retryingError(job.attempts, message),
           locked_by: null,
           locked_until: null,
         })
@@ -149,70 +171,75 @@ async function retry(deps: RunDeps, job: Job, from: ServiceState, message: strin
   return 'retrying';
 }
 
-async function finishFailed(
-  deps: RunDeps,
-  job: Job,
-  message: string,
-  from: ServiceState | undefined,
-): Promise<RunOutcome> {
-  const after: ServiceState | undefined = from && {
-    status: statusAfterFailure(job.action, from.status),
-    resume: from.resume,
-  };
-  return finish(deps, job, { status: 'failed', error: message }, {}, after);
-}
-
 /**
- * Records the end of a job and the service's state after it. On failure, the projection the
- * queued requests were accepted against is rebuilt from the real state.
+ * Records the end of a job and the service's state after it. If the store refuses that record
+ * (a value it cannot hold), the job fails instead, with a minimal record in a transaction of its
+ * own: left running, it would be recovered and re-run for ever, and its service's queue with it.
+ * A store out of reach is different: the lease runs out and the job re-runs, within its attempts.
  */
 async function finish(
   deps: RunDeps,
   job: Job,
-  result: { status: 'succeeded' | 'failed'; error: string | null },
-  patch: ServicePatch,
-  after: ServiceState | undefined,
+  from: ServiceState | undefined,
+  ending: Ending,
+  fallback = true,
 ): Promise<RunOutcome> {
-  const now = deps.clock.now();
   try {
-    await guarded(deps.db, job, deps.workerId, async (tx) => {
-      await tx
-        .updateTable('jobs')
-        .set({
-          status: result.status,
-          error: result.error,
-          finished_at: now,
-          locked_by: null,
-          locked_until: null,
-        })
-        .where('id', '=', job.id)
-        .execute();
-      const service = await tx
-        .selectFrom('services')
-        .select(['pending_jobs', 'projected_status', 'projected_resume'])
-        .where('id', '=', job.serviceId)
-        .executeTakeFirst();
-      if (!service) return;
-      const pending = Math.max(0, service.pending_jobs - 1);
-      const set: ServicePatch = { ...patch, active_job_id: null, pending_jobs: pending, updated_at: now };
-      if (after) {
-        set.status = after.status;
-        if (patch.resume_status === undefined) set.resume_status = after.resume;
-      }
-      if (result.status === 'failed' && after) {
-        const rest = pending === 0 ? [] : await queuedActions(tx, job.serviceId);
-        const projected = project(after, rest);
-        set.projected_status = projected.status;
-        set.projected_resume = projected.resume;
-      } else if (pending === 0 && after) {
-        set.projected_status = after.status as StableStatus;
-        set.projected_resume = after.resume as PowerStatus | null;
-      }
-      await tx.updateTable('services').set(set).where('id', '=', job.serviceId).execute();
-    });
+    await save(deps, job, from, ending);
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
-    throw err;
+    if (!fallback || isStoreUnavailable(err)) throw err;
+    deps.log.error(
+      { err, jobId: job.id, action: job.action },
+      'could not save the job result; failing the job',
+    );
+    return finish(deps, job, from, failed(`The result of ${words(job)} could not be saved`), false);
   }
-  return result.status;
+  return ending.status;
+}
+
+/** On failure, the projection the queued requests were accepted against is rebuilt from the real state. */
+async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, ending: Ending): Promise<void> {
+  const now = deps.clock.now();
+  const patch: ServicePatch = ending.status === 'succeeded' ? ending.patch : {};
+  const after: ServiceState | undefined =
+    ending.status === 'succeeded'
+      ? ending.after
+      : from && { status: statusAfterFailure(job.action, from.status), resume: from.resume };
+  await guarded(deps.db, job, deps.workerId, async (tx) => {
+    await tx
+      .updateTable('jobs')
+      .set({
+        status: ending.status,
+        error: ending.status === 'failed' ? ending.error : null,
+        ...(ending.status === 'failed' && ending.attempts !== undefined ? { attempts: ending.attempts } : {}),
+        finished_at: now,
+        locked_by: null,
+        locked_until: null,
+      })
+      .where('id', '=', job.id)
+      .execute();
+    const service = await tx
+      .selectFrom('services')
+      .select(['pending_jobs', 'projected_status', 'projected_resume'])
+      .where('id', '=', job.serviceId)
+      .executeTakeFirst();
+    if (!service) return;
+    const pending = Math.max(0, service.pending_jobs - 1);
+    const set: ServicePatch = { ...patch, active_job_id: null, pending_jobs: pending, updated_at: now };
+    if (after) {
+      set.status = after.status;
+      if (patch.resume_status === undefined) set.resume_status = after.resume;
+    }
+    if (ending.status === 'failed' && after) {
+      const rest = pending === 0 ? [] : await queuedActions(tx, job.serviceId);
+      const projected = project(after, rest);
+      set.projected_status = projected.status;
+      set.projected_resume = projected.resume;
+    } else if (pending === 0 && after) {
+      set.projected_status = after.status as StableStatus;
+      set.projected_resume = after.resume as PowerStatus | null;
+    }
+    await tx.updateTable('services').set(set).where('id', '=', job.serviceId).execute();
+  });
 }

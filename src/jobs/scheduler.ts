@@ -101,6 +101,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         finished_at: now,
         locked_by: null,
         locked_until: null,
+        step_marker: null,
       })
       .execute();
     o.log.info(

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
-import type { HypervisorDriver, VmInfo } from '../drivers/driver.ts';
+import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
 import type { Job } from '../store/repos/jobs.ts';
 import type { Service, ServicePatch } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
@@ -14,6 +14,8 @@ export interface TaskContext {
   readonly service: Service;
   /** The state the service was in before this job began. */
   readonly from: ServiceState;
+  /** This job's step marker, for a step that must not be repeated when the job re-runs. */
+  readonly stepMarker: StepMarker;
   readonly driver: HypervisorDriver;
   readonly db: Kysely<Database>;
   readonly secretBox: SecretBox;

@@ -2,13 +2,15 @@ import type { Kysely } from 'kysely';
 import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely/migration';
 import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
-import * as m005 from './migrations/005-retention-indexes.ts';
+import * as m003 from './migrations/003-job-step-marker.ts';
+import * as m004 from './migrations/004-retention-indexes.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
   '001-initial': m001,
   '002-services-status-index': m002,
-  '005-retention-indexes': m005,
+  '003-job-step-marker': m003,
+  '004-retention-indexes': m004,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -116,6 +116,8 @@ export interface JobTable {
   finished_at: number | null;
   locked_by: string | null;
   locked_until: number | null;
+  /** What a task recorded before a step that must not be repeated (see migrations/004). */
+  step_marker: string | null;
 }
 
 export interface IdempotencyKeyTable {

@@ -190,7 +190,9 @@ describe('vrp command', () => {
     try {
       const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
       assert.equal(first.code, 0, first.err);
-      assert.deepEqual(first.json(), { applied: ['001-initial', '002-services-status-index'] });
+      assert.deepEqual(first.json(), {
+        applied: ['001-initial', '002-services-status-index', '003-job-step-marker', '004-retention-indexes'],
+      });
       assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
       assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });
     } finally {

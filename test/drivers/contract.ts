@@ -67,6 +67,18 @@ export function driverContract(
         assert.equal((await d.start(vmId)).power, 'running', 'start is idempotent');
         assert.equal((await d.reboot(vmId)).power, 'running');
         await booted();
+        // A restart job re-run after its worker died: the driver recorded the boot identity before
+        // rebooting, so the re-run finds the VM booted since and does not reboot it again (a later
+        // boot report would otherwise be this extra boot's).
+        const recorded: string[] = [];
+        const record = async (value: string) => {
+          recorded.push(value);
+        };
+        await d.reboot(vmId, { recorded: null, record });
+        await booted();
+        assert.equal(recorded.length, 1, 'the boot identity is recorded before the reboot');
+        assert.equal((await d.reboot(vmId, { recorded: recorded[0]!, record })).power, 'running');
+        assert.equal(recorded.length, 1, 'the re-run does not reboot again');
         assert.equal((await d.powerOff(vmId)).power, 'stopped');
 
         const resized = await d.resize(vmId, { cpu: 2, ramGb: 2, diskGb: 3, ipCount: 1 });

@@ -279,8 +279,18 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return info(vm);
     },
 
-    async reboot(vmId) {
+    async reboot(vmId, step) {
       const vm = await get(vmId);
+      // The boot identity is the domain id: libvirt gives a domain a new one every time it starts
+      // (this reboot is shut down + start), and none ("-") while it is off.
+      const { stdout } = await virsh(
+        uriOf(vm.host_id),
+        ['domid', domainName(vmId)],
+        'Could not read the VM state',
+      );
+      const bootId = /^\d+$/.test(stdout.trim()) ? stdout.trim() : 'off';
+      if (step?.recorded != null && bootId !== 'off' && step.recorded !== bootId) return info(vm);
+      await step?.record(bootId);
       // A guest without ACPI handling would ignore `virsh reboot`: shut down (forced after the stop timeout), start.
       await stopDomain(vm, o.stopTimeoutMs);
       await startDomain(vm);

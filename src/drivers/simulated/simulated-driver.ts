@@ -174,8 +174,12 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       return update(vm, { power: 'stopped' }, graceful);
     },
 
-    async reboot(vmId) {
+    async reboot(vmId, step) {
       const vm = await entry(vmId, 'reboot');
+      const bootId = String(vm.boot_count);
+      // Booted since an earlier attempt of this job recorded the identity: that attempt rebooted it.
+      if (step?.recorded != null && vm.power === 'running' && step.recorded !== bootId) return info(vm);
+      await step?.record(bootId);
       await sleeper.sleep(vm.power === 'running' ? 'reboot' : 'boot');
       return update(vm, { power: 'running', boot_count: vm.boot_count + 1 }, true);
     },

@@ -1,3 +1,5 @@
 import { type Task, vmPatch } from '../task.ts';
 
-export const restart: Task = async ({ service, driver }) => vmPatch(await driver.reboot(service.id));
+/** A re-run after a crash must not reboot the guest twice: the driver checks the job's step marker. */
+export const restart: Task = async ({ service, driver, stepMarker }) =>
+  vmPatch(await driver.reboot(service.id, stepMarker));

@@ -21,6 +21,8 @@ export interface Job {
   readonly startedAt: number | null;
   readonly finishedAt: number | null;
   readonly lockedBy: string | null;
+  /** Recorded by the task before a step that must not be repeated; read back when the job re-runs. */
+  readonly stepMarker: string | null;
 }
 
 export function toJob(r: JobTable): Job {
@@ -39,6 +41,7 @@ export function toJob(r: JobTable): Job {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     lockedBy: r.locked_by,
+    stepMarker: r.step_marker,
   };
 }
 

@@ -1,0 +1,90 @@
+/**
+ * Jobs run by workers of the test's choosing: a task table that fails, or whose task hangs as
+ * if its process had died, with short leases and backoff so recoveries happen within a test.
+ */
+import type { TaskTable } from '../../src/jobs/task.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
+import { createWorker, type Worker } from '../../src/jobs/worker.ts';
+import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
+import { smallOrder } from './e2e.ts';
+import type { StoreKind } from './stores.ts';
+
+export interface ServiceFixture {
+  readonly t: TestApp;
+  readonly token: string;
+  /** A running service; the app's own worker is stopped, so only the test's workers run its jobs. */
+  readonly id: string;
+  /** Starts a worker with `tasks` over the usual ones (stopped at the end of the test). */
+  worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number }): Worker;
+  /** The service's jobs as the API lists them, oldest first. */
+  jobs(): Promise<any[]>;
+  /** How many times the simulated hypervisor booted the service's VM. */
+  bootCount(): Promise<number>;
+}
+
+export async function withRunningService(
+  store: StoreKind,
+  body: (s: ServiceFixture) => Promise<void>,
+): Promise<void> {
+  const t = await createTestApp({}, { worker: true, store });
+  const workers: Worker[] = [];
+  try {
+    const token = await t.token();
+    const res = await call(t, token, 'POST', 'service/create-order', smallOrder('jobs.example.com'));
+    const id = res.body.data[0].service_id as string;
+    await call(t, token, 'POST', `service/${id}/create`);
+    await waitForStatus(t, token, id, 'running');
+    await t.background?.stop(1000);
+    await body({
+      t,
+      token,
+      id,
+      worker(tasks = {}, options = {}) {
+        const w = createWorker({
+          store: t.ctx.store,
+          driver: t.driver!,
+          secretBox: t.ctx.secretBox,
+          clock: t.ctx.clock,
+          log: t.app.log,
+          signal: t.ctx.jobSignal,
+          tasks: { ...TASKS, ...tasks },
+          concurrency: 4,
+          leaseMs: 300,
+          retryBaseMs: 10,
+          maxAttempts: options.maxAttempts ?? 3,
+          stopTimeoutMs: 1000,
+          pollMs: 20,
+        });
+        workers.push(w);
+        w.start();
+        return w;
+      },
+      async jobs() {
+        return ((await call(t, token, 'GET', `service/${id}/jobs`)).body.data as any[]).reverse();
+      },
+      async bootCount() {
+        const vm = await t.ctx.store.db
+          .selectFrom('sim_vms')
+          .select('boot_count')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        return vm.boot_count;
+      },
+    });
+  } finally {
+    for (const w of workers) await w.stop(0);
+    await t.close();
+  }
+}
+
+/** A promise that never settles: a task awaiting it is a worker that died mid-job. */
+export const never = new Promise<never>(() => {});
+
+/** Polls `condition` until it holds (10 s at most). */
+export async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Issue 11, item 6: no job is retried for ever. A job that keeps failing, that cannot save its
+ * own result, or whose worker keeps dying ends `failed` after a bounded number of attempts, and
+ * the jobs queued behind it on the same service run.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { DriverError } from '../../src/drivers/driver.ts';
+import { retryDelayMs } from '../../src/jobs/attempts.ts';
+import { claimJobs, recoverExpiredJobs } from '../../src/jobs/claim.ts';
+import type { Task } from '../../src/jobs/task.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
+import { call, waitForStatus } from '../helpers/app.ts';
+import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+describe('retry delays', () => {
+  test('double with each attempt, vary by at most 20 %, and stop growing at 5 minutes', () => {
+    assert.equal(
+      retryDelayMs(1000, 1, () => 0.5),
+      1000,
+    );
+    assert.equal(
+      retryDelayMs(1000, 3, () => 0.5),
+      4000,
+    );
+    assert.equal(
+      retryDelayMs(1000, 3, () => 0),
+      3200,
+    );
+    assert.equal(
+      retryDelayMs(1000, 3, () => 1),
+      4800,
+    );
+    assert.equal(
+      retryDelayMs(1000, 40, () => 0.5),
+      300_000,
+    );
+  });
+});
+
+for (const store of testStores()) {
+  describe(`jobs end (${store})`, () => {
+    test('a job whose result the store refuses fails once, readably, and the next job of the service runs', () =>
+      withRunningService(store, async (s) => {
+        const before = await s.bootCount();
+        let runs = 0;
+        // A hypervisor that reports a garbled amount: NaN, which neither store takes in an integer column.
+        const restart: Task = async (tc) => {
+          runs++;
+          return { ...(await TASKS.restart(tc)), cpu: Number.NaN };
+        };
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/stop`)).status, 200);
+        s.worker({ restart });
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+
+        const [, restarted, stopped] = await s.jobs();
+        assert.equal(restarted.action, 'restart');
+        assert.equal(restarted.status, 'failed');
+        assert.equal(restarted.error, 'The result of restart could not be saved');
+        assert.equal(restarted.attempts, 1);
+        assert.equal(runs, 1, 'the job is not run again');
+        assert.equal(await s.bootCount(), before + 1);
+        assert.equal(stopped.action, 'stop');
+        assert.equal(stopped.status, 'succeeded');
+        const details = (await call(s.t, s.token, 'GET', `service/${s.id}/details`)).body.data;
+        assert.equal(details.cpu, 1, 'the refused value was not saved');
+      }));
+
+    test('a job whose worker keeps dying fails after its attempts, and the next job of the service runs', () =>
+      withRunningService(store, async (s) => {
+        const before = await s.bootCount();
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+        let claims = 0;
+        // Every worker that takes the job dies with it: it stops renewing the lease, and never finishes.
+        const dies: Task = async () => {
+          claims++;
+          return never;
+        };
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const dying = s.worker({ restart: dies });
+          await until(() => claims === attempt, `attempt ${attempt}`);
+          await dying.stop(0);
+        }
+        s.worker();
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+
+        const [, restarted, stopped] = await s.jobs();
+        assert.equal(restarted.status, 'failed', 'not run a fourth time');
+        assert.equal(restarted.attempts, 3);
+        assert.equal(restarted.error, 'Gave up after 3 attempts: the worker running it stopped');
+        assert.equal(claims, 3);
+        assert.equal(await s.bootCount(), before, 'no attempt rebooted');
+        assert.equal(stopped.status, 'succeeded');
+      }));
+
+    test('a job whose worker died waits the retry backoff before it runs again, and says so', () =>
+      withRunningService(store, async (s) => {
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        const now = s.t.ctx.clock.now();
+        // A worker claims the job and dies at once: its lease is already over.
+        const [job] = await claimJobs(s.t.ctx.store, 'dead-worker', 1, now, Date.now() - 1);
+        assert.ok(job);
+        assert.equal(await recoverExpiredJobs(s.t.ctx.store.db, Date.now(), now, 60_000), 1);
+        const row = await s.t.ctx.store.db
+          .selectFrom('jobs')
+          .select(['status', 'run_at'])
+          .where('id', '=', job.id)
+          .executeTakeFirstOrThrow();
+        assert.equal(row.status, 'queued');
+        assert.ok(Number(row.run_at) >= now + 48_000, `run_at ${Number(row.run_at) - now} ms after now`);
+        const [, restarted] = await s.jobs();
+        assert.equal(restarted.error, 'Attempt 1 did not finish, retrying: the worker running it stopped');
+      }));
+
+    test('a job that keeps failing transiently fails after its attempts with the last error; the next job runs', () =>
+      withRunningService(store, async (s) => {
+        let runs = 0;
+        const restart: Task = async () => {
+          runs++;
+          throw new DriverError(`Host busy (${runs})`, { transient: true });
+        };
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+        s.worker({ restart });
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        const [, restarted, stopped] = await s.jobs();
+        assert.equal(restarted.status, 'failed');
+        assert.equal(restarted.attempts, 3);
+        assert.equal(restarted.error, 'Host busy (3)');
+        assert.equal(runs, 3);
+        assert.equal(stopped.status, 'succeeded');
+      }));
+  });
+}
