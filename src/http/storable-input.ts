@@ -5,9 +5,13 @@ import { findUnstorableText, unstorableTextMessage } from '../domain/storable-te
 /**
  * Refuses a request whose body, query or path parameters (keys included) hold text a store
  * cannot keep as given, before any route sees it: PostgreSQL would refuse U+0000 only when a
- * job saves it, and retry that job for ever. Runs for every route, so no route can forget it.
+ * job saves it, and retry that job for ever. Runs for every route, so no route can forget it,
+ * except the token endpoint: it stores nothing it is sent, and must answer a client_id no
+ * client can have as a failed authentication that the guessing throttle counts
+ * (auth/client-authenticator.ts), not as a malformed request.
  */
 export function assertStorableInput(request: FastifyRequest): void {
+  if (request.routeOptions.config?.oauth) return;
   const parts = [
     ['body', request.body],
     ['query', request.query],

@@ -93,15 +93,34 @@ for (const store of testStores()) {
       assertRefused(path, 'params.service_id');
     });
 
-    test('the token endpoint refuses it as an RFC 6749 invalid_request', async () => {
-      const res = await t.app.inject({
+    test('the token endpoint answers it with an RFC 6749 error, never a 500', async () => {
+      // The token endpoint stores nothing it is sent. A client_id no client can have is a failed
+      // authentication that the guessing throttle counts (test/http/oauth.test.ts); any other
+      // field holding such text is refused as that field's own OAuth error.
+      const cases: [string, number, string][] = [
+        ['grant_type=client_credentials&client_id=vrp_%00&client_secret=x', 401, 'invalid_client'],
+        ['grant_type=client_credentials%00&client_id=vrp_x&client_secret=x', 401, 'invalid_client'],
+      ];
+      for (const [payload, status, error] of cases) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: `${BASE}/oauth/token`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          payload,
+          remoteAddress: `127.0.0.${cases.findIndex((c) => c[0] === payload) + 20}`,
+        });
+        assert.equal(res.statusCode, status, res.body);
+        assert.equal(res.json().error, error, res.body);
+      }
+      const c = await t.client();
+      const badScope = await t.app.inject({
         method: 'POST',
         url: `${BASE}/oauth/token`,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: 'grant_type=client_credentials&client_id=vrp_%00&client_secret=x',
+        payload: `grant_type=client_credentials&client_id=${c.client_id}&client_secret=${c.client_secret}&scope=access%00`,
       });
-      assert.equal(res.statusCode, 400, res.body);
-      assert.equal(res.json().error, 'invalid_request');
+      assert.equal(badScope.statusCode, 400, badScope.body);
+      assert.equal(badScope.json().error, 'invalid_scope');
     });
   });
 }
