@@ -4,7 +4,7 @@
  * and libvirtd runs (.ci/run sets both up).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -171,6 +171,32 @@ if (template) {
         );
         const kept = await store.db.selectFrom('libvirt_vms').select('id').where('id', '=', vmId).execute();
         assert.equal(kept.length, 1, 'the record stays for the retry to clean up');
+      } finally {
+        await cleanup();
+      }
+    });
+  });
+
+  describe('libvirt: terminate', () => {
+    test("removes libvirt's QEMU log of the domain too", async () => {
+      const { driver, cleanup } = await setup(template);
+      try {
+        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2e';
+        await driver.create({
+          vmId,
+          hostname: 'log.example.com',
+          username: 'root',
+          password: 'Secret-password-1',
+          templateId: 'tiny',
+          cpu: 1,
+          ramGb: 1,
+          diskGb: 1,
+          ipCount: 1,
+        });
+        const qemuLog = `/var/log/libvirt/qemu/vrp-${vmId}.log`;
+        assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
+        await driver.destroy(vmId);
+        assert.ok(!existsSync(qemuLog), 'nothing of the VM is left in /var/log/libvirt/qemu');
       } finally {
         await cleanup();
       }
