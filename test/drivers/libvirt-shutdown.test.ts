@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
+import { hasCommand, insertLibvirtVm } from '../helpers/libvirt.ts';
 
 /** Our own virsh children still running (pgrep exits 1 when there are none). */
 function virshChildren(): string[] {
@@ -26,17 +27,8 @@ function virshChildren(): string[] {
   }
 }
 
-function hasVirsh(): boolean {
-  try {
-    execFileSync('virsh', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 test('closing the driver ends its running virsh commands and waits for them; later ones are refused', {
-  skip: !hasVirsh() && 'needs virsh',
+  skip: !hasCommand('virsh') && 'needs virsh',
 }, async () => {
   const silent = createServer(() => {});
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
@@ -52,18 +44,7 @@ test('closing the driver ends its running virsh commands and waits for them; lat
   const driver = await createDriver(config, store.db);
   try {
     const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2d';
-    await store.db
-      .insertInto('libvirt_vms')
-      .values({
-        id: vmId,
-        host_id: 'libvirt-1',
-        hostname: 'x.example.com',
-        cpu: 1,
-        ram_gb: 1,
-        disk_gb: 10,
-        created_at: 0,
-      })
-      .execute();
+    await insertLibvirtVm(store.db, vmId, 'libvirt-1');
     const starting = driver.start(vmId).catch((e: unknown) => e);
     const until = Date.now() + 5000;
     while (virshChildren().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
+import { insertLibvirtVm } from '../helpers/libvirt.ts';
 import { driverContract } from './contract.ts';
 
 const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
@@ -140,18 +141,7 @@ if (template) {
           .execute();
         // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
         const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
-        await store.db
-          .insertInto('libvirt_vms')
-          .values({
-            id: vmId,
-            host_id: 'gone',
-            hostname: 'x.example.com',
-            cpu: 1,
-            ram_gb: 1,
-            disk_gb: 10,
-            created_at: 0,
-          })
-          .execute();
+        await insertLibvirtVm(store.db, vmId, 'gone');
         await assert.rejects(
           driver.create({
             vmId,

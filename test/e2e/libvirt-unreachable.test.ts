@@ -5,52 +5,35 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
-
-function has(command: string): boolean {
-  try {
-    execFileSync(command, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { test } from 'node:test';
+import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
+import { hasCommand, prepareLibvirtE2e } from '../helpers/libvirt.ts';
+import { startServer } from '../helpers/server-process.ts';
 
 test('a create that runs out of attempts gives everything back and its details are logged', {
-  skip: !(has('virsh') && has('qemu-img')) && 'needs virsh and qemu-img',
+  skip: !(hasCommand('virsh') && hasCommand('qemu-img')) && 'needs virsh and qemu-img',
   timeout: 60_000,
 }, async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvdown-'));
-  const storage = mkdtempSync(join(tmpdir(), 'vrp-lvdown-storage-'));
-  chmodSync(storage, 0o711);
-  let server: ServerProcess | undefined;
-  const { store, app } = await prepareStore(dataDir);
-  after(async () => {
-    await server?.kill();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(storage, { recursive: true, force: true });
-  });
+  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvdown');
   const image = join(dataDir, 'base.qcow2');
   execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', image, '1G']);
   const order = smallOrder('down.example.com');
   await store.db.updateTable('os_templates').set({ image }).where('id', '=', order.template_id).execute();
   const uri = `qemu+unix:///system?socket=${join(dataDir, 'no-libvirtd.sock')}`;
-  server = await startServer({
-    VRP_DATA_DIR: dataDir,
-    VRP_DRIVER: 'libvirt',
-    VRP_LIBVIRT_URI: uri,
-    VRP_LIBVIRT_STORAGE: storage,
-    VRP_JOB_MAX_ATTEMPTS: '2',
-    VRP_JOB_RETRY_BASE: '10ms',
-    VRP_LOG_LEVEL: 'warn',
-  });
-  const api = apiClient(() => server!.url, await fetchToken(server.url, app));
+  const server = serve(
+    await startServer({
+      VRP_DATA_DIR: dataDir,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_URI: uri,
+      VRP_LIBVIRT_STORAGE: storage,
+      VRP_JOB_MAX_ATTEMPTS: '2',
+      VRP_JOB_RETRY_BASE: '10ms',
+      VRP_LOG_LEVEL: 'warn',
+    }),
+  );
+  const api = apiClient(() => server.url, await fetchToken(server.url, app));
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 45_000;
