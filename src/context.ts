@@ -5,6 +5,7 @@ import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
+import { templatesNeedImages } from './drivers/template-images.ts';
 import { createJobSignal, type JobSignal } from './jobs/signal.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
@@ -52,7 +53,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     signer: createTokenSigner(keys.tokenKey),
     secretBox: createSecretBox(keys.passwordKey),
     clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
-    catalog: createCatalogCache(store.db, Date.now),
+    catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
   };
 }

@@ -1,12 +1,19 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Kysely } from 'kysely';
-import { CatalogFileError, parseCatalogFile } from '../domain/catalog-file.ts';
+import type { Config } from '../config.ts';
+import { type CatalogFile, CatalogFileError, parseCatalogFile } from '../domain/catalog-file.ts';
+import { templatesNeedImages } from '../drivers/template-images.ts';
 import { exportCatalog, importCatalog } from '../store/catalog-import.ts';
 import type { Database } from '../store/schema.ts';
 import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
 /** `vrp catalog import FILE.json|-` and `vrp catalog export` (docs/catalog.md). */
-export async function catalogCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
+export async function catalogCommand(
+  db: Kysely<Database>,
+  args: string[],
+  out: Output,
+  config: Pick<Config, 'driver'>,
+): Promise<void> {
   const [sub, file, ...rest] = positionals(args, 'catalog');
   if (rest.length > 0) throw new UsageError(`catalog: unexpected arguments: ${rest.join(' ')}`);
   if (sub === 'export' && file === undefined) {
@@ -31,6 +38,9 @@ export async function catalogCommand(db: Kysely<Database>, args: string[], out: 
       throw new CommandError(`${err.message}\nnothing was changed`, { problems: err.problems });
     }
     const summary = await importCatalog(db, catalog, Date.now());
+    if (templatesNeedImages(config)) {
+      for (const w of imageWarnings(catalog)) process.stderr.write(`vrp: warning: ${w}\n`);
+    }
     out.result(summary, (s) =>
       [
         `imported ${s.products} products, ${s.plans} plans, ${s.templates} OS templates`,
@@ -46,4 +56,18 @@ export async function catalogCommand(db: Kysely<Database>, args: string[], out: 
       ? 'catalog import: a FILE.json (or - for stdin) is required'
       : `unknown command: catalog ${sub ?? ''}`,
   );
+}
+
+/**
+ * Templates the libvirt driver cannot create VMs from, as seen from this machine: still
+ * imported (the images may be on the hosts only, or be copied there next), but said.
+ */
+function imageWarnings(catalog: CatalogFile): string[] {
+  return catalog.os_templates.flatMap((t) => {
+    if (!t.image) return [`OS template "${t.name}" has no image: orders for it are refused`];
+    if (!existsSync(t.image)) {
+      return [`OS template "${t.name}": image ${t.image} does not exist on this machine`];
+    }
+    return [];
+  });
 }

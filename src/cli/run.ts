@@ -24,7 +24,7 @@ const USAGE = `usage: vrp <command> [--json]
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
 
-type StoreCommand = (db: Kysely<Database>, args: string[], out: Output) => Promise<void>;
+type StoreCommand = (db: Kysely<Database>, args: string[], out: Output, config: Config) => Promise<void>;
 
 const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   reseller: resellerCommand,
@@ -72,7 +72,7 @@ export async function runCli(
     const storeCommand = STORE_COMMANDS[command];
     if (command !== 'migrate' && !storeCommand) throw new UsageError(`unknown command: ${command}`);
     const config = loadConfig(env);
-    if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out));
+    if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out, config));
     else await migrateCommand(config, rest, out);
     return 0;
   } catch (err) {

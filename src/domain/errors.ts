@@ -3,6 +3,7 @@ export const ERROR_CODES = {
   validation_failed: 400,
   out_of_bounds: 400,
   invalid_template: 400,
+  template_unavailable: 400,
   invalid_state: 400,
   service_busy: 400,
   service_id_mismatch: 400,

@@ -48,16 +48,28 @@ export const UPGRADE_FIELD_NAMES: Readonly<Record<Resource, string>> = {
   backup: 'BACKUP',
 };
 
-/** Validates an order against its product; returns the normalised domain name. */
+/**
+ * Validates an order against its product; returns the normalised domain name. `unavailable`:
+ * the templates the provider cannot create VMs from (no image on the hosts), refused now
+ * rather than failing at create.
+ */
 export function checkOrder(
   product: Product,
   order: { template_id: string; domain_name: string } & Amounts,
+  unavailable: ReadonlySet<string>,
 ): string {
   const template = order.template_id.toLowerCase();
-  if (!product.osTemplates.some((t) => t.templateId === template)) {
+  const ref = product.osTemplates.find((t) => t.templateId === template);
+  if (!ref) {
     throw new ApiError(
       'invalid_template',
       `template_id ${order.template_id} is not an OS template of product "${product.name}"`,
+    );
+  }
+  if (unavailable.has(template)) {
+    throw new ApiError(
+      'template_unavailable',
+      `OS template "${ref.name}" cannot be provisioned: the provider has no image for it yet; choose another template`,
     );
   }
   const domain = order.domain_name.toLowerCase();

@@ -99,16 +99,29 @@ export interface HypervisorDriver {
   close(): Promise<void>;
 }
 
+/** What the operator needs to see of a failed command (never shown to the reseller). */
+export interface CommandDetails {
+  /** The command line, e.g. `virsh -c qemu:///system start vrp-<id>`. */
+  readonly command: string;
+  /** Its exit status; null when it was killed (timeout, shutdown) or could not be started. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stderr: string;
+}
+
 /**
  * A driver failure. `transient` ones (a host busy, a lock held, a connection dropped) are
  * retried with backoff; permanent ones (no capacity, an unknown template) fail the job.
- * The message is readable and safe to show to the reseller; the cause is for the logs.
+ * The message is readable and safe to show to the reseller; `details` (plain data, so a log
+ * line can carry it) and the cause are for the logs.
  */
 export class DriverError extends Error {
   override name = 'DriverError';
   readonly transient: boolean;
-  constructor(message: string, options: { transient: boolean; cause?: unknown }) {
+  readonly details: CommandDetails | undefined;
+  constructor(message: string, options: { transient: boolean; cause?: unknown; details?: CommandDetails }) {
     super(message, { cause: options.cause });
     this.transient = options.transient;
+    this.details = options.details;
   }
 }

@@ -97,7 +97,13 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
     if (!driverError) log.error({ err, jobId: job.id, action: job.action }, 'job failed unexpectedly');
     else
       log.warn(
-        { jobId: job.id, action: job.action, transient: driverError.transient, msg: driverError.message },
+        {
+          jobId: job.id,
+          action: job.action,
+          transient: driverError.transient,
+          error: driverError.message,
+          details: driverError.details,
+        },
         'driver error',
       );
     if (driverError?.transient && job.attempts < deps.maxAttempts)

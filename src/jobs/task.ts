@@ -21,6 +21,8 @@ export interface TaskContext {
   readonly secretBox: SecretBox;
   readonly clock: Clock;
   readonly stopTimeoutMs: number;
+  /** The attempts a job gets; the one numbered `maxAttempts` is its last (nothing retries it). */
+  readonly maxAttempts: number;
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
 }
 

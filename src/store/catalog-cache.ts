@@ -11,6 +11,14 @@ export interface Catalog {
   readonly products: readonly Product[];
   readonly byId: ReadonlyMap<string, Product>;
   readonly plansByProduct: ReadonlyMap<string, readonly Plan[]>;
+  /** OS templates no VM can be created from (no image, with a driver that needs one): not orderable. */
+  readonly unavailableTemplates: ReadonlySet<string>;
+}
+
+export interface CatalogCacheOptions {
+  readonly ttlMs?: number;
+  /** The driver in use boots VMs from each template's image (libvirt), so one without is unavailable. */
+  readonly templatesNeedImages?: boolean;
 }
 
 export interface CatalogCache {
@@ -22,19 +30,31 @@ export interface CatalogCache {
 export function createCatalogCache(
   db: Kysely<Database>,
   now: () => number,
-  ttlMs = CATALOG_TTL_MS,
+  options: CatalogCacheOptions = {},
 ): CatalogCache {
+  const ttlMs = options.ttlMs ?? CATALOG_TTL_MS;
   let cached: { catalog: Catalog; until: number } | undefined;
   let inflight: Promise<Catalog> | undefined;
   const load = async (): Promise<Catalog> => {
-    const [products, plans] = await Promise.all([listProducts(db), listPlans(db)]);
+    const [products, plans, imageless] = await Promise.all([
+      listProducts(db),
+      listPlans(db),
+      options.templatesNeedImages
+        ? db.selectFrom('os_templates').select('id').where('image', 'is', null).execute()
+        : [],
+    ]);
     const plansByProduct = new Map<string, Plan[]>();
     for (const p of plans) {
       const list = plansByProduct.get(p.productId) ?? [];
       list.push(p);
       plansByProduct.set(p.productId, list);
     }
-    return { products, byId: new Map(products.map((p) => [p.id, p])), plansByProduct };
+    return {
+      products,
+      byId: new Map(products.map((p) => [p.id, p])),
+      plansByProduct,
+      unavailableTemplates: new Set(imageless.map((t) => t.id)),
+    };
   };
   return {
     async get() {

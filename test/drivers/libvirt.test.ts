@@ -4,7 +4,7 @@
  * and libvirtd runs (.ci/run sets both up).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { chmod } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
+import { insertLibvirtVm } from '../helpers/libvirt.ts';
 import { driverContract } from './contract.ts';
 
 const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
@@ -140,18 +141,7 @@ if (template) {
           .execute();
         // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
         const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
-        await store.db
-          .insertInto('libvirt_vms')
-          .values({
-            id: vmId,
-            host_id: 'gone',
-            hostname: 'x.example.com',
-            cpu: 1,
-            ram_gb: 1,
-            disk_gb: 10,
-            created_at: 0,
-          })
-          .execute();
+        await insertLibvirtVm(store.db, vmId, 'gone');
         await assert.rejects(
           driver.create({
             vmId,
@@ -171,6 +161,32 @@ if (template) {
         );
         const kept = await store.db.selectFrom('libvirt_vms').select('id').where('id', '=', vmId).execute();
         assert.equal(kept.length, 1, 'the record stays for the retry to clean up');
+      } finally {
+        await cleanup();
+      }
+    });
+  });
+
+  describe('libvirt: terminate', () => {
+    test("removes libvirt's QEMU log of the domain too", async () => {
+      const { driver, cleanup } = await setup(template);
+      try {
+        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2e';
+        await driver.create({
+          vmId,
+          hostname: 'log.example.com',
+          username: 'root',
+          password: 'Secret-password-1',
+          templateId: 'tiny',
+          cpu: 1,
+          ramGb: 1,
+          diskGb: 1,
+          ipCount: 1,
+        });
+        const qemuLog = `/var/log/libvirt/qemu/vrp-${vmId}.log`;
+        assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
+        await driver.destroy(vmId);
+        assert.ok(!existsSync(qemuLog), 'nothing of the VM is left in /var/log/libvirt/qemu');
       } finally {
         await cleanup();
       }

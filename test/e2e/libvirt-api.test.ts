@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
-import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import { test } from 'node:test';
+import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
+import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
+import { startServer } from '../helpers/server-process.ts';
 
 const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
 
@@ -18,17 +18,7 @@ test('a real VM through the API: order, create, running, terminate', {
   skip: !template && 'needs VRP_TEST_LIBVIRT_TEMPLATE',
   timeout: 600_000,
 }, async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvapi-'));
-  const storage = mkdtempSync(join(tmpdir(), 'vrp-lvapi-storage-'));
-  chmodSync(storage, 0o711);
-  let server: ServerProcess | undefined;
-  const { store, app } = await prepareStore(dataDir);
-  after(async () => {
-    await server?.kill();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(storage, { recursive: true, force: true });
-  });
+  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvapi');
   const order = smallOrder('vm1.example.com');
   // The operator maps the OS template to its image on the hosts (catalogue `image`).
   await store.db
@@ -36,13 +26,15 @@ test('a real VM through the API: order, create, running, terminate', {
     .set({ image: template! })
     .where('id', '=', order.template_id)
     .execute();
-  server = await startServer({
-    VRP_DATA_DIR: dataDir,
-    VRP_DRIVER: 'libvirt',
-    VRP_LIBVIRT_STORAGE: storage,
-    VRP_STOP_TIMEOUT: '3s',
-  });
-  const api = apiClient(() => server!.url, await fetchToken(server.url, app));
+  const server = serve(
+    await startServer({
+      VRP_DATA_DIR: dataDir,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_STORAGE: storage,
+      VRP_STOP_TIMEOUT: '3s',
+    }),
+  );
+  const api = apiClient(() => server.url, await fetchToken(server.url, app));
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 300_000;

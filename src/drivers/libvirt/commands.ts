@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { DriverError } from '../driver.ts';
+import { type ChildProcess, execFile } from 'node:child_process';
+import { type CommandDetails, DriverError } from '../driver.ts';
 
 export interface CommandResult {
   readonly stdout: string;
@@ -10,53 +10,115 @@ export interface CommandResult {
 const TRANSIENT =
   /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock/i;
 
+/** How long ended commands get to exit on SIGTERM before they are killed. */
+const END_GRACE_MS = 5000;
+
 /**
- * Runs virsh or qemu-img. Failures become DriverErrors with a readable message for the
- * reseller (`what`) and libvirt's own words kept as the cause, for the logs only.
+ * The commands one driver runs (virsh, qemu-img, genisoimage, mv). Failures become DriverErrors
+ * with a readable message for the reseller (`what`) and the command, its exit status and its
+ * stderr as `details`, for the logs only. The running ones are tracked, so that shutting the
+ * driver down ends them rather than leaving them behind the process.
  */
-export function run(
-  command: string,
-  args: readonly string[],
-  what: string,
-  timeoutMs = 120_000,
-): Promise<CommandResult> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      command,
-      [...args],
-      { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        if (!err) return resolve({ stdout, stderr });
-        const detail = `${command} ${args.join(' ')}: ${stderr || err.message}`.trim();
-        const transient = (err as { killed?: boolean }).killed === true || TRANSIENT.test(stderr);
-        reject(
-          new DriverError(`${what}${transient ? ' (the host did not answer; will retry)' : ''}`, {
-            transient,
-            cause: new Error(detail),
-          }),
-        );
-      },
-    );
-  });
+export interface Commands {
+  run(command: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
+  /** A virsh call on one host's connection. */
+  virsh(uri: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
+  /** Ends the commands still running (SIGTERM, then SIGKILL) and waits for them; later ones fail (transient). */
+  close(): Promise<void>;
 }
 
-/** A virsh call on one host's connection. */
-export function virsh(
-  uri: string,
-  args: readonly string[],
-  what: string,
-  timeoutMs?: number,
-): Promise<CommandResult> {
-  return run('virsh', ['-c', uri, ...args], what, timeoutMs);
+export function createCommands(): Commands {
+  /** Each running child, with a promise settled once it has exited. */
+  const running = new Map<ChildProcess, Promise<void>>();
+  let closed = false;
+
+  function run(
+    command: string,
+    args: readonly string[],
+    what: string,
+    timeoutMs = 120_000,
+  ): Promise<CommandResult> {
+    const line = `${command} ${args.join(' ')}`;
+    if (closed) {
+      return Promise.reject(
+        new DriverError(`${what} (the provider is shutting down)`, {
+          transient: true,
+          details: {
+            command: line,
+            exitCode: null,
+            signal: null,
+            stderr: 'not started: the driver is closed',
+          },
+        }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      let exited!: () => void;
+      const child = execFile(
+        command,
+        [...args],
+        { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          running.delete(child);
+          exited();
+          if (!err) return resolve({ stdout, stderr });
+          const e = err as { code?: number | string; signal?: string | null; killed?: boolean };
+          const details: CommandDetails = {
+            command: line,
+            exitCode: typeof e.code === 'number' ? e.code : null,
+            signal: e.signal ?? null,
+            stderr: (stderr || err.message).trim(),
+          };
+          const transient = e.killed === true || closed || TRANSIENT.test(stderr);
+          // Whether it is tried again is the job's decision, so the message does not promise it.
+          const why = closed
+            ? ' (the provider is shutting down)'
+            : transient
+              ? ' (the host did not answer)'
+              : '';
+          reject(
+            new DriverError(`${what}${why}`, {
+              transient,
+              details,
+              cause: new Error(`${line}: ${details.stderr}`),
+            }),
+          );
+        },
+      );
+      running.set(
+        child,
+        new Promise<void>((r) => {
+          exited = r;
+        }),
+      );
+    });
+  }
+
+  return {
+    run,
+    virsh: (uri, args, what, timeoutMs) => run('virsh', ['-c', uri, ...args], what, timeoutMs),
+    async close() {
+      closed = true;
+      const children = [...running];
+      for (const [child] of children) child.kill('SIGTERM');
+      const force = setTimeout(() => {
+        for (const [child] of children) child.kill('SIGKILL');
+      }, END_GRACE_MS);
+      await Promise.all(children.map(([, exited]) => exited));
+      clearTimeout(force);
+    },
+  };
 }
 
 /** virsh's words for "there is no such domain", which idempotent operations accept. */
 export function isNoDomain(err: unknown): boolean {
-  const cause = (err as { cause?: { message?: string } })?.cause?.message ?? '';
-  return /failed to get domain|Domain not found|no domain with matching/i.test(cause);
+  return /failed to get domain|Domain not found|no domain with matching/i.test(stderrOf(err));
 }
 
 export function isNotRunning(err: unknown): boolean {
-  const cause = (err as { cause?: { message?: string } })?.cause?.message ?? '';
-  return /domain is not running|not running/i.test(cause);
+  return /domain is not running|not running/i.test(stderrOf(err));
+}
+
+export function stderrOf(err: unknown): string {
+  return err instanceof DriverError ? (err.details?.stderr ?? '') : '';
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
@@ -7,8 +7,9 @@ import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
 import { free, placeVm, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
-import { isNoDomain, isNotRunning, run, virsh } from './commands.ts';
+import { createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
+import { isLocalSystem } from './local-system.ts';
 import { writeSeed } from './seed.ts';
 import { resolveTemplate } from './templates.ts';
 
@@ -25,6 +26,8 @@ export interface LibvirtDriverOptions {
 }
 
 const GB = 1024 ** 3;
+/** Where the system libvirtd has QEMU write each domain's log. */
+const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
 const domainName = (vmId: string) => `vrp-${vmId}`;
 
 /**
@@ -36,6 +39,8 @@ const domainName = (vmId: string) => `vrp-${vmId}`;
 export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const { db, ipPool } = o;
   const now = o.now ?? Date.now;
+  const commands = createCommands();
+  const { run, virsh } = commands;
   const uriOf = (hostId: string) => {
     const host = o.hosts.find((h) => h.id === hostId);
     if (!host) throw new DriverError(`Host ${hostId} is no longer configured`, { transient: false });
@@ -99,7 +104,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   ) {
     const [, bits] = ipPool.cidr.split('/');
     const gateway = ipPool.cidr.split('/')[0]!.replace(/\d+$/, (d) => String(Number(d) + 1));
-    await writeSeed(files(vm.id).seed, join(dir(vm.id), 'seed-src'), {
+    await writeSeed(commands, files(vm.id).seed, join(dir(vm.id), 'seed-src'), {
       instanceId: `vrp-${vm.id}-${randomUUID().slice(0, 8)}`,
       hostname: s.hostname,
       username: s.username,
@@ -129,7 +134,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     await writeFile(xmlFile, xml);
     await virsh(uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM').catch((err) => {
       // Defined by an earlier attempt of the same job: nothing left to do.
-      if (!/already exists/.test(String((err as Error).cause))) throw err;
+      if (!/already exists/.test(stderrOf(err))) throw err;
     });
   }
 
@@ -224,13 +229,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   /** Gives back everything the VM holds: the domain, its files, its addresses, its row and host room. */
   async function remove(vmId: string): Promise<void> {
     const vm = await row(vmId);
+    // The seed's source holds the password in clear: gone first, whatever fails later.
+    await rm(join(dir(vmId), 'seed-src'), { recursive: true, force: true });
+    await rm(files(vmId).seed, { force: true });
     if (vm) {
-      await powerOffDomain(vm);
-      await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
-        (err) => {
-          if (!isNoDomain(err)) throw err;
-        },
-      );
+      try {
+        await powerOffDomain(vm);
+        await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
+          (err) => {
+            if (!isNoDomain(err)) throw err;
+          },
+        );
+      } catch (err) {
+        // libvirt out of reach: if the definition was never written, there is no domain to
+        // remove (define writes domain.xml first), and the rest can go back without it.
+        const neverDefined = !(await exists(join(dir(vmId), 'domain.xml')));
+        if (!(err instanceof DriverError && err.transient && neverDefined)) throw err;
+      }
+      await removeQemuLog(vm.host_id, domainName(vmId));
     }
     await rm(dir(vmId), { recursive: true, force: true });
     await ipPool.release(vmId);
@@ -240,6 +256,20 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (r.numDeletedRows > 0n)
           await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
       });
+    }
+  }
+
+  /**
+   * libvirt keeps each domain's QEMU log (`<name>.log`, rotated as `<name>.log.N`) after the
+   * domain is gone. It is removed where it can be seen: on this machine's system connection;
+   * a remote host's logs are that host's to rotate.
+   */
+  async function removeQemuLog(hostId: string, name: string): Promise<void> {
+    if (!isLocalSystem(uriOf(hostId))) return;
+    const logs = await readdir(QEMU_LOG_DIR).catch(() => [] as string[]);
+    for (const f of logs) {
+      if (f === `${name}.log` || f.startsWith(`${name}.log.`))
+        await rm(join(QEMU_LOG_DIR, f), { force: true });
     }
   }
 
@@ -410,6 +440,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await rm(backupFile(backupId), { force: true });
     },
 
-    async close() {},
+    async close() {
+      // Shutting down: what still runs (a job past the shutdown grace) is ended, not left behind.
+      await commands.close();
+    },
   };
 }

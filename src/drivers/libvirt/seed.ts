@@ -1,6 +1,6 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { run } from './commands.ts';
+import type { Commands } from './commands.ts';
 
 export interface SeedSpec {
   /** Changes whenever the seed must be applied again (cloud-init runs per instance id). */
@@ -22,7 +22,12 @@ const quote = (s: string) => JSON.stringify(s);
  * Its source files stay in `sourceDir` (root only), so the addresses can change later
  * without the password.
  */
-export async function writeSeed(path: string, sourceDir: string, s: SeedSpec): Promise<void> {
+export async function writeSeed(
+  { run }: Pick<Commands, 'run'>,
+  path: string,
+  sourceDir: string,
+  s: SeedSpec,
+): Promise<void> {
   const dir = sourceDir;
   await mkdir(dir, { recursive: true, mode: 0o700 });
   {

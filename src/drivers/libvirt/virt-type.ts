@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { isLocalSystem } from './local-system.ts';
 
 /**
  * `auto`: KVM where libvirt's QEMU can use it, QEMU's TCG emulation otherwise. libvirt runs
@@ -8,7 +9,7 @@ import { stat } from 'node:fs/promises';
  */
 export async function detectVirtType(wanted: 'auto' | 'kvm' | 'qemu', uri: string): Promise<'kvm' | 'qemu'> {
   if (wanted !== 'auto') return wanted;
-  if (!/^qemu:\/\/\/system$/.test(uri)) return 'qemu';
+  if (!isLocalSystem(uri)) return 'qemu';
   const s = await stat('/dev/kvm').catch(() => undefined);
   return s?.isCharacterDevice() && (s.mode & 0o060) === 0o060 ? 'kvm' : 'qemu';
 }

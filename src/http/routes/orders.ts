@@ -101,7 +101,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     const catalog = await ctx.catalog.get();
     const product = isUuid(order.product_id) ? catalog.byId.get(order.product_id.toLowerCase()) : undefined;
     if (!product) throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
-    const domain = checkOrder(product, order);
+    const domain = checkOrder(product, order, catalog.unavailableTemplates);
 
     const now = ctx.clock.now();
     const id = uuidv7();

@@ -1,16 +1,41 @@
+import { DriverError } from '../../drivers/driver.ts';
 import { type Task, vmPatch } from '../task.ts';
 
-export const create: Task = async ({ service, driver, secretBox }) => {
-  const vm = await driver.create({
-    vmId: service.id,
-    hostname: service.domainName,
-    username: service.username,
-    password: secretBox.open(service.passwordEnc),
-    templateId: service.templateId,
-    cpu: service.cpu,
-    ramGb: service.ram,
-    diskGb: service.hdd,
-    ipCount: service.ipCount,
-  });
-  return vmPatch(vm);
+export const create: Task = async ({ service, driver, secretBox, job, maxAttempts }) => {
+  try {
+    const vm = await driver.create({
+      vmId: service.id,
+      hostname: service.domainName,
+      username: service.username,
+      password: secretBox.open(service.passwordEnc),
+      templateId: service.templateId,
+      cpu: service.cpu,
+      ramGb: service.ram,
+      diskGb: service.hdd,
+      ipCount: service.ipCount,
+    });
+    return vmPatch(vm);
+  } catch (err) {
+    // A transient failure keeps the work for the retry; on the last attempt there is none, so
+    // what the attempts took (addresses, host room, disk, the seed with the password) goes back.
+    if (!(err instanceof DriverError) || !err.transient || job.attempts < maxAttempts) throw err;
+    const gaveUp = `${err.message}; gave up after ${job.attempts} attempt${job.attempts === 1 ? '' : 's'}`;
+    try {
+      await driver.destroy(service.id);
+    } catch (cleanup) {
+      throw new DriverError(
+        `${gaveUp}; the VM could not be removed yet: terminate the service to remove it`,
+        {
+          transient: false,
+          cause: cleanup,
+          details: cleanup instanceof DriverError ? cleanup.details : err.details,
+        },
+      );
+    }
+    throw new DriverError(`${gaveUp}; nothing was kept`, {
+      transient: false,
+      cause: err,
+      details: err.details,
+    });
+  }
 };

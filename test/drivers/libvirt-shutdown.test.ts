@@ -1,0 +1,68 @@
+/**
+ * Issue 11, item 18: shutting the libvirt driver down (main.ts closes it on SIGTERM, once the
+ * running jobs had their grace) ends the virsh commands still running instead of leaving them
+ * behind the process. Real virsh, against a loopback "host" that accepts and never answers.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import { DriverError } from '../../src/drivers/driver.ts';
+import { openStore } from '../../src/store/database.ts';
+import { hasCommand, insertLibvirtVm } from '../helpers/libvirt.ts';
+
+/** Our own virsh children still running (pgrep exits 1 when there are none). */
+function virshChildren(): string[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(process.pid), '-x', 'virsh'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+test('closing the driver ends its running virsh commands and waits for them; later ones are refused', {
+  skip: !hasCommand('virsh') && 'needs virsh',
+}, async () => {
+  const silent = createServer(() => {});
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const { port } = silent.address() as { port: number };
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvclose-'));
+  const store = await openStore({ databaseUrl: undefined, dataDir });
+  const config = loadConfig({
+    VRP_DATA_DIR: dataDir,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_URI: `qemu+tcp://127.0.0.1:${port}/system`,
+    VRP_LIBVIRT_STORAGE: join(dataDir, 'storage'),
+  });
+  const driver = await createDriver(config, store.db);
+  try {
+    const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2d';
+    await insertLibvirtVm(store.db, vmId, 'libvirt-1');
+    const starting = driver.start(vmId).catch((e: unknown) => e);
+    const until = Date.now() + 5000;
+    while (virshChildren().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(virshChildren().length, 1, 'virsh runs, waiting for the host');
+    await driver.close();
+    assert.deepEqual(virshChildren(), [], 'no virsh left running once the driver is closed');
+    const err = await starting;
+    assert.ok(err instanceof DriverError);
+    assert.equal(err.transient, true, 'the job is redone (by this process after a restart, or another)');
+    assert.equal(err.message, 'Could not read the VM state (the provider is shutting down)');
+    const later = await driver.start(vmId).catch((e: unknown) => e);
+    assert.ok(later instanceof DriverError && later.transient, 'nothing new starts once closed');
+    assert.deepEqual(virshChildren(), []);
+  } finally {
+    // Before the fix the virsh child outlived close(): end it here, so the test process can exit.
+    for (const pid of virshChildren()) process.kill(Number(pid), 'SIGKILL');
+    silent.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});

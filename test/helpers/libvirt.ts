@@ -1,0 +1,73 @@
+/** Set-up shared by the tests that use real libvirt commands (virsh, qemu-img) and VMs. */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import type { Kysely } from 'kysely';
+import type { RegisteredApplication } from '../../src/auth/applications.ts';
+import type { Store } from '../../src/store/database.ts';
+import type { Database } from '../../src/store/schema.ts';
+import { prepareStore } from './e2e.ts';
+import type { ServerProcess } from './server-process.ts';
+
+/** Whether `command` can be run here (`--version` answers). */
+export function hasCommand(command: string): boolean {
+  try {
+    execFileSync(command, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A data dir with a prepared store (demo catalogue, one application) and a VM storage dir
+ * libvirt's QEMU can traverse; the server the test starts is registered with `serve` and
+ * killed, and everything removed, after the test.
+ */
+export async function prepareLibvirtE2e(name: string): Promise<{
+  dataDir: string;
+  storage: string;
+  store: Store;
+  app: RegisteredApplication;
+  serve(server: ServerProcess): ServerProcess;
+}> {
+  const dataDir = mkdtempSync(join(tmpdir(), `vrp-${name}-`));
+  const storage = mkdtempSync(join(tmpdir(), `vrp-${name}-storage-`));
+  chmodSync(storage, 0o711);
+  let server: ServerProcess | undefined;
+  const { store, app } = await prepareStore(dataDir);
+  after(async () => {
+    await server?.kill();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(storage, { recursive: true, force: true });
+  });
+  return {
+    dataDir,
+    storage,
+    store,
+    app,
+    serve(s) {
+      server = s;
+      return s;
+    },
+  };
+}
+
+/** A VM record as an earlier attempt would have left it, on `hostId`. */
+export async function insertLibvirtVm(db: Kysely<Database>, vmId: string, hostId: string): Promise<void> {
+  await db
+    .insertInto('libvirt_vms')
+    .values({
+      id: vmId,
+      host_id: hostId,
+      hostname: 'x.example.com',
+      cpu: 1,
+      ram_gb: 1,
+      disk_gb: 10,
+      created_at: 0,
+    })
+    .execute();
+}
