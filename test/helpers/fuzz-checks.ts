@@ -26,8 +26,9 @@ const RFC6749_ERRORS = new Set([
   'unauthorized_client',
   'unsupported_grant_type',
   'invalid_scope',
-  // RFC 6749 section 4.1.2.1's code, used by the endpoint's failure throttle.
+  // RFC 6749 section 4.1.2.1's codes: the failure throttle's, and a 5xx (reported as such).
   'temporarily_unavailable',
+  'server_error',
 ]);
 
 function parseJson(text: string): { ok: true; value: any } | { ok: false } {

@@ -48,6 +48,8 @@ interface Group {
   count: number;
   /** Routes it was met on, with counts. */
   readonly routes: Map<string, number>;
+  /** What was fuzzed in the requests that met it, with counts: the likely cause stands out. */
+  readonly tags: Map<string, number>;
   readonly examples: string[];
 }
 
@@ -78,10 +80,16 @@ export async function runFuzz<R extends FuzzRequest>(
     for (const p of problems) {
       // One group per broken rule, status and answer code: usually one defect, met on several routes.
       const key = `${p.check} | HTTP ${res?.status ?? '-'} ${res ? answerCode(res) : ''}`;
-      const g = groups.get(key) ?? { count: 0, routes: new Map<string, number>(), examples: [] };
+      const g = groups.get(key) ?? {
+        count: 0,
+        routes: new Map<string, number>(),
+        tags: new Map<string, number>(),
+        examples: [],
+      };
       g.count++;
       const seen = g.routes.get(req.expect.route) ?? 0;
       g.routes.set(req.expect.route, seen + 1);
+      for (const tag of req.expect.tags) g.tags.set(tag, (g.tags.get(tag) ?? 0) + 1);
       if (seen === 0 && g.examples.length < 3) g.examples.push(text);
       groups.set(key, g);
     }
@@ -102,7 +110,12 @@ export async function runFuzz<R extends FuzzRequest>(
   const report = sorted
     .map(([key, g]) => {
       const routes = [...g.routes].map(([r, n]) => `  ${String(n).padStart(4)}x ${r}`).join('\n');
-      return `=== ${key} (${g.count}x)\n${routes}\n${g.examples.join('\n- - -\n')}`;
+      const tags = [...g.tags]
+        .sort(([, a], [, b]) => b - a)
+        .slice(0, 12)
+        .map(([t, n]) => `${t} ${n}`)
+        .join(', ');
+      return `=== ${key} (${g.count}x)\n${routes}\n  most common: ${tags}\n${g.examples.join('\n- - -\n')}`;
     })
     .join('\n\n');
   const summary = sorted
