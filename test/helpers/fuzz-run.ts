@@ -99,6 +99,8 @@ export async function runFuzz<R extends FuzzRequest>(
     await fc.assert(property, {
       seed: settings.seed,
       numRuns: settings.numRuns,
+      // The report then holds the request and the answer, not only the generated value.
+      includeErrorInReport: true,
       // Shrinking re-sends requests; two minutes of it are plenty for a readable counterexample.
       plugins: [fc.interruptAfterTimeLimit(120_000)],
     });
