@@ -15,9 +15,12 @@ import type { FuzzRoute } from './fuzz-routes.ts';
 export interface FuzzAuth {
   readonly label: string;
   readonly authorization: string | undefined;
-  /** Set when the token is valid (signed, unexpired, application enabled): its application's variant. */
+  /**
+   * The variant of the application the token names under a valid signature (expired or not):
+   * CONTRACT.md section 2 answers such requests in it. Undefined for no or forged tokens.
+   */
   readonly variant: Variant | undefined;
-  /** Whose token it is, when valid: the reseller under test (`own`) or another one. */
+  /** Whose token it is, when it authenticates: the reseller under test (`own`) or another one. */
   readonly tenant: 'own' | 'other' | undefined;
   readonly scopes: readonly string[];
   /** How often it is picked, relative to the others. */

@@ -156,7 +156,17 @@ export async function createFuzzWorld(t: TestApp): Promise<FuzzSetup> {
       bearer(forgeToken(t.ctx.keys.tokenKey, { c: 5, r: null, s: ['service'], v: '1', e: now + 3600 })),
       1,
     ),
-    auth('expired', bearer(signed('ownB', SCOPES, now - 1)), 1),
+    // Expired but signed: the server still knows whose it is, so its errors are in that variant.
+    auth('expired-own-B', bearer(signed('ownB', SCOPES, now - 1)), 1, {
+      variant: 'B',
+      tenant: undefined,
+      scopes: [],
+    }),
+    auth('expired-own-A', bearer(signed('ownA', SCOPES, now - 1)), 1, {
+      variant: 'A',
+      tenant: undefined,
+      scopes: [],
+    }),
     auth('unknown-application', bearer(signed('unknown', SCOPES)), 1),
     auth('tampered', bearer(`${ownB.slice(0, -4)}${ownB.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`), 1),
     auth('garbage', 'Bearer abc', 1),
