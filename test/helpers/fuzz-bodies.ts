@@ -334,11 +334,14 @@ export function serializeBody(
       const form = new URLSearchParams();
       for (const [k, v] of Object.entries(body))
         form.append(k, typeof v === 'string' ? v : JSON.stringify(v));
+      const payload = form.toString();
+      // An empty body is no body, whatever its type (docs/api.md, Requests): `curl -d ''` and
+      // billing modules POST empty forms to operations that take no body.
       return {
-        payload: form.toString(),
+        payload,
         contentType: 'application/x-www-form-urlencoded',
         valid: false,
-        outcome: NOT_JSON,
+        outcome: payload === '' ? undefined : NOT_JSON,
       };
     }
     case 'text-plain':
