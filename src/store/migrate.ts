@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely/migration';
 import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
@@ -21,6 +21,9 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
  * several processes may start at once: the others wait, then find nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
+  // Up to date (every start but the first after an upgrade): no lock taken, so a start never
+  // waits behind a running server's writes.
+  if (await isUpToDate(db)) return [];
   const migrator = new Migrator({
     db,
     provider,
@@ -35,4 +38,16 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
     throw new Error(what, { cause: result.error });
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Whether every known migration is recorded as done; false if the store has no record yet. */
+async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
+  let done: Set<string>;
+  try {
+    const rows = await sql<{ name: string }>`select name from schema_migrations`.execute(db);
+    done = new Set(rows.rows.map((r) => r.name));
+  } catch {
+    return false; // a new store: the migrator creates the table
+  }
+  return Object.keys(MIGRATIONS).every((name) => done.has(name));
 }

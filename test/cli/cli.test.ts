@@ -7,6 +7,14 @@ import { after, describe, test } from 'node:test';
 import { freePort } from '../../scripts/postgres.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 
+/** Every migration, in order: what a new store applies. */
+const ALL_MIGRATIONS = [
+  '001-initial',
+  '002-services-status-index',
+  '003-job-step-marker',
+  '004-retention-indexes',
+];
+
 const dataDir = mkdtempSync(join(tmpdir(), 'vrp-cli-'));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -191,7 +199,7 @@ describe('vrp command', () => {
       const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
       assert.equal(first.code, 0, first.err);
       assert.deepEqual(first.json(), {
-        applied: ['001-initial', '002-services-status-index', '003-job-step-marker', '004-retention-indexes'],
+        applied: ALL_MIGRATIONS,
       });
       assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
       assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });
@@ -268,10 +276,7 @@ describe('vrp command against PostgreSQL', {
     const db = await createPgDatabase();
     try {
       const env = { VRP_DATABASE_URL: db.url };
-      assert.deepEqual(vrp(['migrate', '--json'], env).json().applied, [
-        '001-initial',
-        '002-services-status-index',
-      ]);
+      assert.deepEqual(vrp(['migrate', '--json'], env).json().applied, ALL_MIGRATIONS);
       assert.equal(vrp(['reseller', 'create', 'pgco'], env).code, 0);
       const c = vrp(['client', 'create', '--reseller', 'pgco', '--json'], env).json();
       assert.match(c.client_id, /^vrp_/);
