@@ -84,6 +84,9 @@ class NodeSqliteDialect extends SqliteDialect {
 /** Opens (creating if needed) a SQLite file with WAL, foreign keys and a busy timeout. */
 export function createNodeSqliteDialect(file: string, busyTimeoutMs = 5000): SqliteDialect {
   const db = new DatabaseSync(file);
+  // First, so that every statement below (switching a new file to WAL takes a lock too) waits
+  // for another process that is opening the same file instead of failing at once.
+  db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
   db.exec(`pragma journal_mode = wal`);
   db.exec(`pragma synchronous = normal`);
   db.exec(`pragma foreign_keys = on`);
@@ -92,6 +95,5 @@ export function createNodeSqliteDialect(file: string, busyTimeoutMs = 5000): Sql
   // write time at 1,000 services/s (bench/RESULTS.md). The WAL file is cut back after.
   db.exec(`pragma wal_autocheckpoint = 10000`);
   db.exec(`pragma journal_size_limit = ${64 * 1024 * 1024}`);
-  db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
   return new NodeSqliteDialect(new CachedDatabase(db));
 }
