@@ -74,7 +74,7 @@ export function createPruner(o: PrunerOptions): Pruner {
       timer = undefined;
       running = run()
         .catch((err) => {
-          if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'store unavailable; pruning later');
+          if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'store unavailable; pruning later');
           else o.log.error({ err }, 'pruning failed; trying again next time');
         })
         .finally(() => {

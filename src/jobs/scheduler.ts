@@ -234,7 +234,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     if (stopped) return;
     running = tick()
       .catch((err) => {
-        if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'scheduler: store unavailable');
+        if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'scheduler: store unavailable');
         else o.log.error({ err }, 'scheduler tick failed');
       })
       .finally(() => {

@@ -108,7 +108,7 @@ export function createWorker(o: WorkerOptions): Worker {
         await setImmediate();
       } catch (err) {
         backoff = Math.min(5000, backoff ? backoff * 2 : 100);
-        if (isStoreUnavailable(err)) o.log.warn({ msg: String(err) }, 'store unavailable; worker waits');
+        if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'store unavailable; worker waits');
         else o.log.error({ err }, 'worker loop error');
         await o.signal.wait(backoff, abort.signal);
       }
