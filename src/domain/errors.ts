@@ -1,4 +1,4 @@
-/** Every error code a client can see, with its HTTP status. One closed list, documented in docs/errors.md. */
+/** Every error code a client can see, with its HTTP status. One closed list, documented in the error table of docs/api.md (a test keeps the two equal). */
 export const ERROR_CODES = {
   validation_failed: 400,
   out_of_bounds: 400,
