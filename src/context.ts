@@ -6,6 +6,7 @@ import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import { createJobSignal, type JobSignal } from './jobs/signal.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
 import { loadClientState } from './store/repos/clients.ts';
@@ -22,6 +23,8 @@ export interface AppContext {
   readonly catalog: CatalogCache;
   /** Wakes this process's worker when a request enqueues a job. */
   readonly jobSignal: JobSignal;
+  /** This process's Prometheus metrics: HTTP answers, job runs, the queue. */
+  readonly metrics: Metrics;
 }
 
 /**
@@ -54,5 +57,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now),
     jobSignal: createJobSignal(),
+    metrics: createMetrics(store),
   };
 }

@@ -1,47 +1,49 @@
-/** Prometheus counters of this process's HTTP traffic, kept in memory. */
-export interface HttpMetrics {
-  observe(method: string, route: string, status: number, seconds: number): void;
-  render(): string;
-}
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import fp from 'fastify-plugin';
+import type { HttpMetrics } from '../../metrics.ts';
 
-const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5] as const;
+type Observer = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
 
-export function createHttpMetrics(): HttpMetrics {
-  const counts = new Map<string, number>();
-  const durations = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  return {
-    observe(method, route, status, seconds) {
-      const key = `method="${method}",route="${route}",status="${status}"`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      const dkey = `method="${method}",route="${route}"`;
-      let d = durations.get(dkey);
-      if (!d) {
-        d = { buckets: BUCKETS.map(() => 0), sum: 0, count: 0 };
-        durations.set(dkey, d);
-      }
-      for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) d.buckets[i]!++;
-      d.sum += seconds;
-      d.count++;
-    },
-    render() {
-      const lines = [
-        '# HELP vrp_http_requests_total HTTP requests answered.',
-        '# TYPE vrp_http_requests_total counter',
-      ];
-      for (const [k, v] of counts) lines.push(`vrp_http_requests_total{${k}} ${v}`);
-      lines.push(
-        '# HELP vrp_http_request_duration_seconds Time to answer.',
-        '# TYPE vrp_http_request_duration_seconds histogram',
-      );
-      for (const [k, d] of durations) {
-        for (const [i, b] of BUCKETS.entries()) {
-          lines.push(`vrp_http_request_duration_seconds_bucket{${k},le="${b}"} ${d.buckets[i]}`);
+/** The label of requests no route matched (404, 405): never the raw URL, which would hold ids. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/**
+ * Counts every answer and its latency by method, route pattern and status. Each route gets its
+ * own observer when it is registered (its pattern is known then), which keeps the labelled
+ * children it has used: prom-client's `labels()` lookup hashes the labels on every call, this
+ * is one Map lookup per request.
+ */
+export const httpMetrics = fp<{ metrics: HttpMetrics }>(
+  (app, { metrics }, done) => {
+    const observer = (route: string): Observer => {
+      const children = new Map<string, (seconds: number) => void>();
+      return (request, reply, next) => {
+        const key = `${request.method} ${reply.statusCode}`;
+        let record = children.get(key);
+        if (!record) {
+          const status = String(reply.statusCode);
+          const count = metrics.requests.labels(request.method, route, status);
+          const latency = metrics.duration.labels(request.method, route, status);
+          record = (seconds) => {
+            count.inc();
+            latency.observe(seconds);
+          };
+          children.set(key, record);
         }
-        lines.push(`vrp_http_request_duration_seconds_bucket{${k},le="+Inf"} ${d.count}`);
-        lines.push(`vrp_http_request_duration_seconds_sum{${k}} ${d.sum}`);
-        lines.push(`vrp_http_request_duration_seconds_count{${k}} ${d.count}`);
-      }
-      return lines.join('\n');
-    },
-  };
-}
+        record(reply.elapsedTime / 1000);
+        next();
+      };
+    };
+    app.addHook('onRoute', (route) => {
+      route.onResponse = [...[route.onResponse ?? []].flat(), observer(route.url)];
+    });
+    // Requests no route matched have no route hooks; this one counts them (and only them).
+    const unmatched = observer(UNMATCHED_ROUTE);
+    app.addHook('onResponse', (request, reply, next) => {
+      if (request.is404) return unmatched(request, reply, next);
+      next();
+    });
+    done();
+  },
+  { name: 'vrp-metrics' },
+);
