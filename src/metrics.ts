@@ -1,11 +1,16 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import type { Store } from './store/database.ts';
 
-/** What the HTTP layer records: every answer, by method, route pattern and status. */
+/**
+ * What the HTTP layer records: every answer's latency, by method, route pattern and status.
+ * `vrp_http_requests_total` is this histogram's count, copied at scrape time, so an answer
+ * costs one prom-client update, not two.
+ */
 export interface HttpMetrics {
-  readonly requests: Counter<'method' | 'route' | 'status'>;
-  readonly duration: Histogram<'method' | 'route' | 'status'>;
+  readonly duration: Histogram<HttpLabel>;
 }
+
+type HttpLabel = 'method' | 'route' | 'status';
 
 /**
  * How a job run of this process's worker ended: the worker's outcome (`succeeded`, `failed`,
@@ -48,20 +53,29 @@ export function createMetrics(store: Store): Metrics {
   for (const name of REFUSED_DEFAULT_METRICS) registry.removeSingleMetric(name);
   const labelNames = ['method', 'route', 'status'] as const;
   const http: HttpMetrics = {
-    requests: new Counter({
-      name: 'vrp_http_requests_total',
-      help: 'HTTP requests answered, by method, route pattern ("unmatched" when no route) and status.',
-      labelNames,
-      registers: [registry],
-    }),
     duration: new Histogram({
       name: 'vrp_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request, by method, route pattern and status.',
+      help: 'Time to answer an HTTP request, by method, route pattern ("unmatched" when no route) and status.',
       labelNames,
       buckets: HTTP_BUCKETS,
       registers: [registry],
     }),
   };
+  new Counter({
+    name: 'vrp_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern ("unmatched" when no route) and status.',
+    labelNames,
+    registers: [registry],
+    async collect() {
+      const { values } = await http.duration.get();
+      this.reset();
+      for (const v of values) {
+        if (v.metricName === 'vrp_http_request_duration_seconds_count') {
+          this.inc(v.labels as LabelValues<HttpLabel>, v.value);
+        }
+      }
+    },
+  });
   const finished = new Counter({
     name: 'vrp_jobs_finished_total',
     help: "Job runs of this process's worker, by action and how they ended.",
