@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
 import { createJobSignal, type JobSignal } from './jobs/signal.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
 import { loadClientState } from './store/repos/clients.ts';
@@ -23,6 +24,8 @@ export interface AppContext {
   readonly catalog: CatalogCache;
   /** Wakes this process's worker when a request enqueues a job. */
   readonly jobSignal: JobSignal;
+  /** This process's Prometheus metrics: HTTP answers, job runs, the queue. */
+  readonly metrics: Metrics;
 }
 
 /**
@@ -55,5 +58,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
+    metrics: createMetrics(store),
   };
 }

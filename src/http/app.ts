@@ -1,19 +1,21 @@
-import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { ClientState } from '../auth/client-state.ts';
-import type { Scope } from '../auth/scopes.ts';
 import type { AppContext } from '../context.ts';
-import { ApiError } from '../domain/errors.ts';
-import { authenticate, requireScope } from './authenticate.ts';
 import { BASE } from './base-path.ts';
-import { registerJsonOnly } from './body-parsers.ts';
 import { answerClientError } from './client-error.ts';
-import { isVariant, type Variant } from './envelope.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
-import type { RegisteredRoute } from './openapi.ts';
-import { createRateLimiter } from './rate-limit.ts';
+import { authentication } from './plugins/authenticate.ts';
+import { envelopeVariant } from './plugins/envelope-variant.ts';
+import { errorAnswers } from './plugins/errors.ts';
+import { jsonBody } from './plugins/json-body.ts';
+import { httpMetrics } from './plugins/metrics.ts';
+import { notFound } from './plugins/not-found.ts';
+import { openapiRoutes } from './plugins/openapi-routes.ts';
+import { rateLimit } from './plugins/rate-limit.ts';
+import { requestId, requestIdOf } from './plugins/request-id.ts';
+import { shutdownGate } from './plugins/shutdown.ts';
+import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
 import { registerBackupRoutes } from './routes/backups.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
@@ -23,37 +25,11 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
-import { assertStorableInput } from './storable-input.ts';
 import { createVariantResolver } from './variant.ts';
 
+export type { Caller } from './plugins/authenticate.ts';
+
 export const BODY_LIMIT = 1024 * 1024;
-
-/** The authenticated caller of an API request. */
-export interface Caller {
-  readonly clientId: string;
-  readonly resellerId: string;
-  readonly scopes: readonly Scope[];
-  readonly state: ClientState;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The envelope this request is answered in. */
-    variant: Variant;
-    /** Set by the auth hook on API routes. */
-    caller: Caller | null;
-  }
-  interface FastifyInstance {
-    /** Every route registered, for the OpenAPI document. */
-    registeredRoutes: RegisteredRoute[];
-  }
-  interface FastifyContextConfig {
-    /** The scope an API route needs; routes without it are not enveloped API routes. */
-    scope?: Scope;
-    /** Errors of this route are RFC 6749 error bodies, not envelopes. */
-    oauth?: boolean;
-  }
-}
 
 export type App = FastifyInstance<
   import('node:http').Server,
@@ -62,8 +38,6 @@ export type App = FastifyInstance<
   import('fastify').FastifyBaseLogger,
   TypeBoxTypeProvider
 >;
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */
@@ -97,6 +71,18 @@ const LOG_SERIALIZERS = {
   }),
 };
 
+const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
+  registerProbeRoutes,
+  registerOauthRoutes,
+  registerAccessRoutes,
+  registerProductRoutes,
+  registerOrderRoutes,
+  registerServiceRoutes,
+  registerServiceActionRoutes,
+  registerBackupRoutes,
+  registerScheduleRoutes,
+];
+
 /** Builds the Fastify app; never listens (main.ts does). */
 export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   const logger =
@@ -116,100 +102,30 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     frameworkErrors: (err, request, reply) => void answerError(err, request, reply),
     clientErrorHandler: answerClientError,
     bodyLimit: BODY_LIMIT,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: requestIdOf,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    // Fastify's own 503 while closing has its own body; the onRequest hook below answers instead.
+    // Fastify's own 503 while closing has its own body; the shutdown plugin answers instead.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.decorateRequest('variant', 'B');
-  app.decorateRequest('caller', null);
+  // The app's own plugins, one concern each. fastify-plugin lets their hooks, decorators and
+  // handlers reach the whole app; those that add route hooks do it from onRoute, so they must
+  // load before any route, and they do: routes are registered last.
+  app.register(requestId);
+  app.register(shutdownGate(app));
+  app.register(httpMetrics, { metrics: ctx.metrics.http });
+  app.register(openapiRoutes);
+  app.register(jsonBody);
+  app.register(storableInput);
+  app.register(envelopeVariant);
+  app.register(authentication, { ctx });
+  app.register(rateLimit, { rate: ctx.config.rateLimit, burst: ctx.config.rateBurst });
+  app.register(errorAnswers, { answer: answerError });
+  app.register(notFound);
 
-  registerJsonOnly(app);
-
-  const limiter = createRateLimiter(ctx.config.rateLimit, ctx.config.rateBurst);
-  const routes: { pattern: RegExp; method: string }[] = [];
-  const registered: RegisteredRoute[] = [];
-  app.decorate('registeredRoutes', registered);
-  /** Authentication of an API route: its scope is known when the route is registered. */
-  const authHook = (scope: Scope) => async (request: FastifyRequest) => {
-    const caller = await authenticate(ctx, request);
-    request.caller = caller;
-    if (request.headers['x-envelope-variant'] === undefined) request.variant = caller.state.variant;
-    requireScope(caller, scope);
-    const wait = limiter.take(caller.clientId, Date.now());
-    if (wait > 0) {
-      throw new ApiError('rate_limited', 'Too many requests; slow down', {
-        headers: { 'retry-after': String(Math.ceil(wait / 1000)) },
-      });
-    }
-  };
-  app.addHook('onRoute', (route) => {
-    const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
-    for (const m of [route.method].flat()) {
-      routes.push({ pattern, method: m });
-      registered.push({ method: m, url: route.url, schema: route.schema, scope: route.config?.scope });
-    }
-    // Route-level hooks, built once here rather than looking the route up on every request.
-    const scope = route.config?.scope;
-    if (scope) route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope)];
-  });
-
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    if (closing) {
-      throw new ApiError('shutting_down', 'The server is shutting down; send the request again', {
-        headers: { connection: 'close', 'retry-after': '1' },
-      });
-    }
-    const header = request.headers['x-envelope-variant'];
-    if (header === undefined) return;
-    if (!isVariant(header))
-      throw new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B');
-    request.variant = header;
-  });
-
-  // A request without a body is validated as an empty object.
-  app.addHook('preValidation', async (request) => {
-    if (request.body === undefined || request.body === null) request.body = {};
-    assertStorableInput(request);
-  });
-
-  app.setErrorHandler(answerError);
-
-  app.setNotFoundHandler(async (request: FastifyRequest) => {
-    const path = request.url.split('?')[0] ?? '';
-    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].filter(
-      (m) => m !== 'HEAD',
-    );
-    if (allowed.length > 0) {
-      throw new ApiError(
-        'method_not_allowed',
-        `Method ${request.method} is not allowed here; use ${allowed.join(' or ')}`,
-        { headers: { allow: allowed.join(', ') } },
-      );
-    }
-    throw new ApiError('not_found', `No route ${request.method} ${path}`);
-  });
-
-  registerProbeRoutes(app, ctx);
-  registerOauthRoutes(app, ctx);
-  registerAccessRoutes(app, ctx);
-  registerProductRoutes(app, ctx);
-  registerOrderRoutes(app, ctx);
-  registerServiceRoutes(app, ctx);
-  registerServiceActionRoutes(app, ctx);
-  registerBackupRoutes(app, ctx);
-  registerScheduleRoutes(app, ctx);
+  // Each route file in a scope of its own: none depends on another being registered before it.
+  for (const registerRoutes of ROUTES) app.register(async (scope) => registerRoutes(scope, ctx));
   return app;
 }
 

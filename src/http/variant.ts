@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AppContext } from '../context.ts';
-import type { Caller } from './app.ts';
-import { bearerToken } from './authenticate.ts';
 import { isVariant, type Variant } from './envelope.ts';
+import type { Caller } from './plugins/authenticate.ts';
+import { bearerToken } from './plugins/authenticate.ts';
 
 /** Decides the envelope of an answer from what the request names or implies. */
 export type VariantResolver = (headers: IncomingHttpHeaders, caller: Caller | null) => Promise<Variant>;

@@ -36,6 +36,7 @@ export function startBackground(
     stopTimeoutMs: ctx.config.stopTimeoutMs,
     pollMs: options.pollMs,
     onRun: options.onRun,
+    metrics: ctx.metrics.jobs,
   });
   const scheduler = createScheduler({
     store: ctx.store,

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import type { JobMetrics, JobRunStatus } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
@@ -26,8 +27,10 @@ export interface WorkerOptions {
   readonly stopTimeoutMs: number;
   /** Longest sleep between polls when idle. */
   readonly pollMs?: number;
-  /** Called after every job run (tests, metrics). */
+  /** Called after every job run (tests). */
   readonly onRun?: (jobId: string, outcome: RunOutcome) => void;
+  /** Where every job run is counted, with its action, how it ended and how long it took. */
+  readonly metrics?: JobMetrics;
 }
 
 export interface Worker {
@@ -80,12 +83,19 @@ export function createWorker(o: WorkerOptions): Worker {
     if (free <= 0) return false;
     const jobs = await claimJobs(o.store, id, free, now, Date.now() + o.leaseMs);
     for (const job of jobs) {
+      const started = performance.now();
+      // A run that throws has no outcome: its lease expires and it is retried.
+      let ended: JobRunStatus = 'error';
       const p = runJob(deps, job)
-        .then((outcome) => o.onRun?.(job.id, outcome))
+        .then((outcome) => {
+          ended = outcome;
+          o.onRun?.(job.id, outcome);
+        })
         .catch((err) =>
           o.log.error({ err, jobId: job.id }, 'job run failed; its lease will expire and it will be retried'),
         )
         .finally(() => {
+          o.metrics?.record(job.action, ended, (performance.now() - started) / 1000);
           running.delete(job.id);
           o.signal.notify();
         });

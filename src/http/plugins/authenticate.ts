@@ -1,8 +1,28 @@
 import type { FastifyRequest } from 'fastify';
-import type { Scope } from '../auth/scopes.ts';
-import type { AppContext } from '../context.ts';
-import { ApiError } from '../domain/errors.ts';
-import type { Caller } from './app.ts';
+import fp from 'fastify-plugin';
+import type { ClientState } from '../../auth/client-state.ts';
+import type { Scope } from '../../auth/scopes.ts';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+
+/** The authenticated caller of an API request. */
+export interface Caller {
+  readonly clientId: string;
+  readonly resellerId: string;
+  readonly scopes: readonly Scope[];
+  readonly state: ClientState;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the authentication hook on API routes. */
+    caller: Caller | null;
+  }
+  interface FastifyContextConfig {
+    /** The scope an API route needs; routes without it are not enveloped API routes. */
+    scope?: Scope;
+  }
+}
 
 const REALM = 'realm="vps_reseller_provider"';
 
@@ -52,3 +72,26 @@ export function requireScope(caller: Caller, scope: Scope): void {
     });
   }
 }
+
+/**
+ * Every route that names a scope authenticates its caller and checks the scope, before anything
+ * else of the route runs. The hook is added to the route itself when it is registered (its scope
+ * is known then), so routes without a scope pay nothing. The caller's application decides the
+ * envelope unless the request names one.
+ */
+export const authentication = fp<{ ctx: AppContext }>(
+  async (app, { ctx }) => {
+    app.decorateRequest('caller', null);
+    const authHook = (scope: Scope) => async (request: FastifyRequest) => {
+      const caller = await authenticate(ctx, request);
+      request.caller = caller;
+      if (request.headers['x-envelope-variant'] === undefined) request.variant = caller.state.variant;
+      requireScope(caller, scope);
+    };
+    app.addHook('onRoute', (route) => {
+      const scope = route.config?.scope;
+      if (scope) route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope)];
+    });
+  },
+  { name: 'vrp-authentication', dependencies: ['vrp-envelope-variant'] },
+);

@@ -1,0 +1,31 @@
+import fp from 'fastify-plugin';
+import { ApiError } from '../../domain/errors.ts';
+import { isVariant, type Variant } from '../envelope.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The envelope this request is answered in. */
+    variant: Variant;
+  }
+}
+
+/**
+ * The envelope a request is answered in: B unless `X-Envelope-Variant` names one (the
+ * authentication hook then sets the caller's own default when the header is absent). A header
+ * that names neither is refused before anything else of the request runs.
+ */
+export const envelopeVariant = fp(
+  (app, _options, done) => {
+    app.decorateRequest('variant', 'B');
+    app.addHook('onRequest', (request, _reply, next) => {
+      const header = request.headers['x-envelope-variant'];
+      if (header === undefined) return next();
+      if (!isVariant(header))
+        return next(new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B'));
+      request.variant = header;
+      next();
+    });
+    done();
+  },
+  { name: 'vrp-envelope-variant' },
+);

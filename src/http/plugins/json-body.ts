@@ -1,0 +1,34 @@
+import fp from 'fastify-plugin';
+import { ApiError } from '../../domain/errors.ts';
+
+/**
+ * The API reads JSON and nothing else (CONTRACT.md section 4). An empty body of any type is no
+ * body (billing modules send `Content-Type: application/json` or a form type on POSTs without
+ * one), and no body is validated as an empty object; any other body is 415, rather than text
+ * Fastify would hand to validation as a string. The token endpoint adds its form parser in its
+ * own scope (../body-parsers.ts).
+ */
+export const jsonBody = fp(
+  (app, _options, done) => {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, parsed) => {
+      const text = (body as string).trim();
+      if (text === '') return parsed(null, undefined);
+      try {
+        parsed(null, JSON.parse(text));
+      } catch {
+        parsed(new ApiError('validation_failed', 'The body is not valid JSON'), undefined);
+      }
+    });
+    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, parsed) => {
+      if ((body as Buffer).length === 0) return parsed(null, undefined);
+      parsed(new ApiError('unsupported_media_type', 'Send the body as application/json'), undefined);
+    });
+    app.addHook('preValidation', (request, _reply, next) => {
+      if (request.body === undefined || request.body === null) request.body = {};
+      next();
+    });
+    done();
+  },
+  { name: 'vrp-json-body' },
+);

@@ -1,0 +1,33 @@
+import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError } from '../../domain/errors.ts';
+
+/**
+ * A request no route matches: 405 with `Allow` when the path is a route's but the method is
+ * not, else 404. Both are thrown, so the error handler answers them like any other error.
+ */
+export const notFound = fp(
+  (app, _options, done) => {
+    const routes: { pattern: RegExp; method: string }[] = [];
+    app.addHook('onRoute', (route) => {
+      const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
+      for (const method of [route.method].flat()) routes.push({ pattern, method });
+    });
+    app.setNotFoundHandler(async (request: FastifyRequest) => {
+      const path = request.url.split('?')[0] ?? '';
+      const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].filter(
+        (m) => m !== 'HEAD',
+      );
+      if (allowed.length > 0) {
+        throw new ApiError(
+          'method_not_allowed',
+          `Method ${request.method} is not allowed here; use ${allowed.join(' or ')}`,
+          { headers: { allow: allowed.join(', ') } },
+        );
+      }
+      throw new ApiError('not_found', `No route ${request.method} ${path}`);
+    });
+    done();
+  },
+  { name: 'vrp-not-found' },
+);

@@ -1,0 +1,31 @@
+import fp from 'fastify-plugin';
+import { ApiError } from '../../domain/errors.ts';
+import { findUnstorableText, unstorableTextMessage } from '../../domain/storable-text.ts';
+
+/**
+ * Refuses a request whose body, query or path parameters (keys included) hold text a store
+ * cannot keep as given, before any route sees it: PostgreSQL would refuse U+0000 only when a
+ * job saves it, and retry that job for ever. A hook of every route, so no route can forget it,
+ * except the token endpoint: it stores nothing it is sent, and must answer a client_id no
+ * client can have as a failed authentication that the guessing throttle counts
+ * (auth/client-authenticator.ts), not as a malformed request.
+ */
+export const storableInput = fp(
+  (app, _options, done) => {
+    app.addHook('preValidation', (request, _reply, next) => {
+      if (request.routeOptions.config?.oauth) return next();
+      const parts = [
+        ['body', request.body],
+        ['query', request.query],
+        ['params', request.params],
+      ] as const;
+      for (const [where, value] of parts) {
+        const path = findUnstorableText(value, where);
+        if (path !== undefined) return next(new ApiError('validation_failed', unstorableTextMessage(path)));
+      }
+      next();
+    });
+    done();
+  },
+  { name: 'vrp-storable-input' },
+);

@@ -1,0 +1,133 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
+import type { Store } from './store/database.ts';
+
+/**
+ * What the HTTP layer records: every answer's latency, by method, route pattern and status.
+ * `vrp_http_requests_total` is this histogram's count, copied at scrape time, so an answer
+ * costs one prom-client update, not two.
+ */
+export interface HttpMetrics {
+  readonly duration: Histogram<HttpLabel>;
+}
+
+type HttpLabel = 'method' | 'route' | 'status';
+
+/**
+ * How a job run of this process's worker ended: the worker's outcome (`succeeded`, `failed`,
+ * `retrying`, `lost`), or `error` when the run itself threw (its lease expires and it is retried).
+ */
+export type JobRunStatus = 'succeeded' | 'failed' | 'retrying' | 'lost' | 'error';
+
+/** What the worker records: each job run, by action and how it ended, and how long it took. */
+export interface JobMetrics {
+  record(action: string, status: JobRunStatus, seconds: number): void;
+}
+
+/** The metrics of one process, served at `GET /metrics`. */
+export interface Metrics {
+  /**
+   * This context's own registry, not prom-client's global one: tests build many contexts in one
+   * process, and each must count only its own traffic.
+   */
+  readonly registry: Registry;
+  readonly http: HttpMetrics;
+  readonly jobs: JobMetrics;
+}
+
+/** HTTP answers are milliseconds; the slow end is a store under load. */
+const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** Jobs take from milliseconds (simulated hypervisor) to minutes (a real VM's backup). */
+const JOB_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800];
+
+const REFUSED_DEFAULT_METRICS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+export function createMetrics(store: Store): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // Gauges named like counters, which Prometheus's linter (promtool check metrics) refuses; the
+  // same gauges without "_total", labelled by type, sum to them.
+  for (const name of REFUSED_DEFAULT_METRICS) registry.removeSingleMetric(name);
+  const labelNames = ['method', 'route', 'status'] as const;
+  const http: HttpMetrics = {
+    duration: new Histogram({
+      name: 'vrp_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request, by method, route pattern ("unmatched" when no route) and status.',
+      labelNames,
+      buckets: HTTP_BUCKETS,
+      registers: [registry],
+    }),
+  };
+  new Counter({
+    name: 'vrp_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern ("unmatched" when no route) and status.',
+    labelNames,
+    registers: [registry],
+    async collect() {
+      const { values } = await http.duration.get();
+      this.reset();
+      for (const v of values) {
+        if (v.metricName === 'vrp_http_request_duration_seconds_count') {
+          this.inc(v.labels as LabelValues<HttpLabel>, v.value);
+        }
+      }
+    },
+  });
+  const finished = new Counter({
+    name: 'vrp_jobs_finished_total',
+    help: "Job runs of this process's worker, by action and how they ended.",
+    labelNames: ['action', 'status'] as const,
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'vrp_job_duration_seconds',
+    help: "Time a job run of this process's worker took, by action.",
+    labelNames: ['action'] as const,
+    buckets: JOB_BUCKETS,
+    registers: [registry],
+  });
+  // Read from the store at scrape time: the queue is shared by every process.
+  new Gauge({
+    name: 'vrp_jobs_waiting',
+    help: 'Jobs queued and not started yet, all processes (NaN when the store does not answer).',
+    registers: [registry],
+    async collect() {
+      this.set(await countQueuedJobs(store).catch(() => Number.NaN));
+    },
+  });
+  new Gauge({
+    name: 'vrp_store_up',
+    help: 'Whether the store answered this scrape (1) or not (0).',
+    registers: [registry],
+    async collect() {
+      this.set(
+        await store.ping().then(
+          () => 1,
+          () => 0,
+        ),
+      );
+    },
+  });
+  return {
+    registry,
+    http,
+    jobs: {
+      record(action, status, seconds) {
+        finished.labels(action, status).inc();
+        jobDuration.labels(action).observe(seconds);
+      },
+    },
+  };
+}
+
+async function countQueuedJobs(store: Store): Promise<number> {
+  const row = await store.db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('status', '=', 'queued')
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
