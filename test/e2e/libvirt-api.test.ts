@@ -10,12 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
+import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
-const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
-
 test('a real VM through the API: order, create, running, terminate', {
-  skip: !template && 'needs VRP_TEST_LIBVIRT_TEMPLATE',
+  skip: noLibvirtTemplate,
   timeout: 600_000,
 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvapi-'));
