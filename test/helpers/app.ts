@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import {
   ensureReseller,
   type RegisteredApplication,
@@ -61,7 +62,14 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
 
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { demo?: boolean; worker?: boolean; store?: StoreKind; clock?: Clock } = {},
+  options: {
+    demo?: boolean;
+    worker?: boolean;
+    store?: StoreKind;
+    clock?: Clock;
+    /** Where the app and its worker log, at trace level (silent without it). */
+    log?: Writable;
+  } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-test-'));
   const pgDb = options.store === 'postgres' ? await createPgDatabase() : undefined;
@@ -70,7 +78,7 @@ export async function createTestApp(
   // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock.
   const ctx: AppContext = options.clock ? { ...created, clock: options.clock } : created;
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
-  const app = buildApp(ctx, { logger: false });
+  const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
   await app.ready();
   // Loaded only when needed, so tests of the API alone do not depend on a driver.
   const driver = options.worker
