@@ -91,14 +91,20 @@ driverContract(
   { stopTimeoutMs: 3000, skip: noLibvirtTemplate },
 );
 
+/** As `setup`, with a template `no-image` that names no image: a create with it fails for good. */
+async function setupWithoutImage() {
+  const target = await setup(template);
+  await target.store.db
+    .insertInto('os_templates')
+    .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+    .execute();
+  return target;
+}
+
 describe('libvirt: a create that fails for good', () => {
   test('gives back the host room, the addresses and the VM record', { skip: noLibvirtTemplate }, async () => {
-    const { store, driver, cleanup } = await setup(template);
+    const { store, driver, cleanup } = await setupWithoutImage();
     try {
-      await store.db
-        .insertInto('os_templates')
-        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-        .execute();
       const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
       await assert.rejects(
         driver.create({
@@ -134,12 +140,8 @@ describe('libvirt: a create that fails for good', () => {
   test('whose clean-up fails is retried (transient), the record kept for the retry', {
     skip: noLibvirtTemplate,
   }, async () => {
-    const { store, driver, cleanup } = await setup(template);
+    const { store, driver, cleanup } = await setupWithoutImage();
     try {
-      await store.db
-        .insertInto('os_templates')
-        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-        .execute();
       // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
       const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
       await store.db
