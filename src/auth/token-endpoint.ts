@@ -54,8 +54,9 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
 
   return {
     async handle({ authorization, body, ip }) {
-      // A locked-out address is refused before anything it sent is looked at.
-      const wait = throttle.retryAfter(ip, Date.now());
+      // A locked-out address is refused before anything it sent is looked at. Lock-outs run on
+      // the server's clock, as token expiry does, so that a test can step through them.
+      const wait = throttle.retryAfter(ip, ctx.clock.now());
       if (wait > 0) {
         return oauthError(429, 'temporarily_unavailable', `Too many failed attempts; retry in ${wait} s`, {
           'retry-after': String(wait),
@@ -119,7 +120,7 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
 
       const client = await clients.authenticate(clientId, secret);
       if (!client) {
-        throttle.fail(ip, Date.now());
+        throttle.fail(ip, ctx.clock.now());
         return oauthError(
           401,
           'invalid_client',

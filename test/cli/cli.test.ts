@@ -1,26 +1,32 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { freePort } from '../../scripts/postgres.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
 
-/** Every migration, in order: what a new store applies. */
-const ALL_MIGRATIONS = [
+/** Every migration, in order: what `vrp migrate` applies to a new store of either kind. */
+const MIGRATIONS = [
   '001-initial',
   '002-services-status-index',
   '003-job-step-marker',
   '004-retention-indexes',
 ];
 
-const dataDir = mkdtempSync(join(tmpdir(), 'vrp-cli-'));
-after(() => rmSync(dataDir, { recursive: true, force: true }));
+/** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
+function cliFor(t: TestContext) {
+  const dataDir = ownDataDir(t);
+  const vrp = (args: string[], env: Record<string, string> = {}) =>
+    vrpInProcess(args, { VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent', ...env });
+  return { dataDir, vrp };
+}
 
-function vrp(args: string[], env: Record<string, string> = {}, input?: string) {
+/** `bin/vrp.js ARGS` as a real process: for what only a process shows (exit status, stdin). */
+function vrpProcess(dataDir: string, args: string[], input?: string) {
   const r = spawnSync(process.execPath, ['bin/vrp.js', ...args], {
-    env: { ...process.env, VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent', ...env },
+    env: { ...process.env, VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent' },
     encoding: 'utf8',
     input,
   });
@@ -28,40 +34,43 @@ function vrp(args: string[], env: Record<string, string> = {}, input?: string) {
 }
 
 describe('vrp command', () => {
-  test('reseller create and list', () => {
-    const created = vrp(['reseller', 'create', 'acme', '--json']);
+  test('reseller create and list', async (t) => {
+    const { vrp } = cliFor(t);
+    const created = await vrp(['reseller', 'create', 'acme', '--json']);
     assert.equal(created.code, 0, created.err);
     assert.equal(created.json().name, 'acme');
-    const dup = vrp(['reseller', 'create', 'acme']);
+    const dup = await vrp(['reseller', 'create', 'acme']);
     assert.equal(dup.code, 1);
     assert.match(dup.err, /exists already/);
-    const list = vrp(['reseller', 'list', '--json']).json();
+    const list = (await vrp(['reseller', 'list', '--json'])).json();
     assert.deepEqual(
       list.map((r: { name: string }) => r.name),
       ['acme'],
     );
-    assert.match(vrp(['reseller', 'list']).out, /^acme\tenabled\t/);
+    assert.match((await vrp(['reseller', 'list'])).out, /^acme\tenabled\t/);
 
-    assert.equal(vrp(['reseller', 'create', 'other']).code, 0);
-    assert.equal(vrp(['reseller', 'disable', 'other']).code, 0);
-    const states = () =>
+    assert.equal((await vrp(['reseller', 'create', 'other'])).code, 0);
+    assert.equal((await vrp(['reseller', 'disable', 'other'])).code, 0);
+    const states = async () =>
       Object.fromEntries(
-        vrp(['reseller', 'list', '--json'])
+        (await vrp(['reseller', 'list', '--json']))
           .json()
           .map((r: { name: string; enabled: boolean }) => [r.name, r.enabled]),
       );
-    assert.deepEqual(states(), { acme: true, other: false });
-    assert.equal(vrp(['reseller', 'enable', 'other']).code, 0);
-    assert.deepEqual(states(), { acme: true, other: true });
-    const missing = vrp(['reseller', 'disable', 'nobody']);
+    assert.deepEqual(await states(), { acme: true, other: false });
+    assert.equal((await vrp(['reseller', 'enable', 'other'])).code, 0);
+    assert.deepEqual(await states(), { acme: true, other: true });
+    const missing = await vrp(['reseller', 'disable', 'nobody']);
     assert.equal(missing.code, 1);
     assert.match(missing.err, /no reseller named "nobody"/);
-    assert.equal(vrp(['reseller', 'create', '-bad name']).code, 2, 'an option is not a name');
-    assert.equal(vrp(['reseller', 'create', 'bad/name']).code, 1);
+    assert.equal((await vrp(['reseller', 'create', '-bad name'])).code, 2, 'an option is not a name');
+    assert.equal((await vrp(['reseller', 'create', 'bad/name'])).code, 1);
   });
 
-  test('client create prints the documented JSON once; list never shows secrets', () => {
-    const c = vrp([
+  test('client create prints the documented JSON once; list never shows secrets', async (t) => {
+    const { vrp } = cliFor(t);
+    for (const name of ['acme', 'other']) assert.equal((await vrp(['reseller', 'create', name])).code, 0);
+    const c = await vrp([
       'client',
       'create',
       '--reseller',
@@ -79,58 +88,63 @@ describe('vrp command', () => {
     assert.ok(v.client_secret.length >= 40);
     assert.equal(v.scopes, 'access products');
     assert.equal(v.variant, 'A');
-    const list = vrp(['client', 'list', '--json']);
+    const list = await vrp(['client', 'list', '--json']);
     assert.ok(!list.out.includes(v.client_secret));
     assert.ok(!list.out.includes('scrypt'));
     assert.equal(list.json()[0].client_id, v.client_id);
 
-    assert.ok(!vrp(['client', 'list']).out.includes(v.client_secret));
+    assert.ok(!(await vrp(['client', 'list'])).out.includes(v.client_secret));
 
-    const other = vrp(['client', 'create', '--reseller', 'other', '--name', 'Billing', '--json']).json();
+    const other = (
+      await vrp(['client', 'create', '--reseller', 'other', '--name', 'Billing', '--json'])
+    ).json();
     assert.equal(other.scopes, 'access products service', 'all scopes by default');
     assert.equal(other.variant, 'B', 'variant B by default');
-    const ofOther = vrp(['client', 'list', '--reseller', 'other', '--json']).json();
+    const ofOther = (await vrp(['client', 'list', '--reseller', 'other', '--json'])).json();
     assert.deepEqual(
       ofOther.map((c: { client_id: string; name: string }) => [c.client_id, c.name]),
       [[other.client_id, 'Billing']],
     );
-    assert.equal(vrp(['client', 'list', '--reseller', 'nobody']).code, 1);
+    assert.equal((await vrp(['client', 'list', '--reseller', 'nobody'])).code, 1);
 
-    const rotated = vrp(['client', 'rotate-secret', v.client_id, '--json']).json();
+    const rotated = (await vrp(['client', 'rotate-secret', v.client_id, '--json'])).json();
     assert.equal(rotated.client_id, v.client_id);
     assert.notEqual(rotated.client_secret, v.client_secret);
-    assert.ok(!vrp(['client', 'list', '--json']).out.includes(rotated.client_secret));
-    const enabled = (id: string) =>
-      vrp(['client', 'list', '--json'])
-        .json()
-        .find((c: { client_id: string }) => c.client_id === id).enabled;
-    assert.equal(vrp(['client', 'disable', v.client_id]).code, 0);
-    assert.equal(enabled(v.client_id), false);
-    assert.equal(enabled(other.client_id), true);
-    assert.equal(vrp(['client', 'enable', v.client_id]).code, 0);
-    assert.equal(enabled(v.client_id), true);
-    assert.deepEqual(vrp(['client', 'revoke-tokens', v.client_id, '--json']).json(), {
+    assert.ok(!(await vrp(['client', 'list', '--json'])).out.includes(rotated.client_secret));
+    const enabled = async (id: string) =>
+      (await vrp(['client', 'list', '--json'])).json().find((c: { client_id: string }) => c.client_id === id)
+        .enabled;
+    assert.equal((await vrp(['client', 'disable', v.client_id])).code, 0);
+    assert.equal(await enabled(v.client_id), false);
+    assert.equal(await enabled(other.client_id), true);
+    assert.equal((await vrp(['client', 'enable', v.client_id])).code, 0);
+    assert.equal(await enabled(v.client_id), true);
+    assert.deepEqual((await vrp(['client', 'revoke-tokens', v.client_id, '--json'])).json(), {
       client_id: v.client_id,
       revoked: true,
     });
-    assert.equal(vrp(['client', 'disable', 'vrp_nope']).code, 1);
-    assert.equal(vrp(['client', 'rotate-secret', 'vrp_nope']).code, 1);
-    assert.equal(vrp(['client', 'disable', v.client_id, 'extra']).code, 2);
+    assert.equal((await vrp(['client', 'disable', 'vrp_nope'])).code, 1);
+    assert.equal((await vrp(['client', 'rotate-secret', 'vrp_nope'])).code, 1);
+    assert.equal((await vrp(['client', 'disable', v.client_id, 'extra'])).code, 2);
   });
 
-  test('client create errors: unknown reseller, bad scopes, bad variant', () => {
-    assert.equal(vrp(['client', 'create', '--reseller', 'nope']).code, 1);
-    assert.equal(vrp(['client', 'create', '--reseller', 'acme', '--scopes', 'admin']).code, 2);
-    assert.equal(vrp(['client', 'create', '--reseller', 'acme', '--variant', 'C']).code, 2);
-    assert.equal(vrp(['client', 'create']).code, 2);
+  test('client create errors: unknown reseller, bad scopes, bad variant', async (t) => {
+    const { vrp } = cliFor(t);
+    assert.equal((await vrp(['reseller', 'create', 'acme'])).code, 0);
+    assert.equal((await vrp(['client', 'create', '--reseller', 'nope'])).code, 1);
+    assert.equal((await vrp(['client', 'create', '--reseller', 'acme', '--scopes', 'admin'])).code, 2);
+    assert.equal((await vrp(['client', 'create', '--reseller', 'acme', '--variant', 'C'])).code, 2);
+    assert.equal((await vrp(['client', 'create'])).code, 2);
+    assert.deepEqual((await vrp(['client', 'list', '--json'])).json(), [], 'none was created');
   });
 
-  test('wrong arguments print usage and exit 2; a bad setting exits 2 naming it', () => {
-    const bad = vrp(['frobnicate']);
+  test('wrong arguments print usage and exit 2; a bad setting exits 2 naming it', async (t) => {
+    const { vrp } = cliFor(t);
+    const bad = await vrp(['frobnicate']);
     assert.equal(bad.code, 2);
     assert.match(bad.err, /usage: vrp/);
     assert.equal(bad.out, '');
-    assert.equal(vrp([]).code, 2);
+    assert.equal((await vrp([])).code, 2);
     for (const args of [
       ['reseller', 'create'],
       ['reseller', 'list', '--all'],
@@ -141,75 +155,103 @@ describe('vrp command', () => {
       ['migrate', 'now'],
       ['serve', '--no-worker', '--worker-only'],
     ]) {
-      const r = vrp(args);
+      const r = await vrp(args);
       assert.equal(r.code, 2, args.join(' '));
       assert.match(r.err, /usage: vrp/, args.join(' '));
     }
-    const help = vrp(['--help']);
+    const help = await vrp(['--help']);
     assert.equal(help.code, 0);
     assert.match(help.out, /catalog import FILE.json/);
-    const setting = vrp(['migrate'], { VRP_DRIVER: 'xen' });
+    const setting = await vrp(['migrate'], { VRP_DRIVER: 'xen' });
     assert.equal(setting.code, 2);
     assert.match(setting.err, /VRP_DRIVER/);
   });
 
-  test('catalog import and export round trip; a bad file changes nothing', () => {
+  test("the process exits with the command's code: stdout for answers, stderr for errors", async (t) => {
+    // Exit 0 with the answer on stdout: see the stdin test below.
+    const { dataDir, vrp } = cliFor(t);
+    assert.equal((await vrp(['reseller', 'create', 'acme'])).code, 0);
+    const dup = vrpProcess(dataDir, ['reseller', 'create', 'acme', '--json']);
+    assert.equal(dup.code, 1);
+    assert.deepEqual(dup.json(), { error: 'a reseller named "acme" exists already' });
+    assert.match(dup.err, /^vrp: .*exists already\n$/);
+    const usage = vrpProcess(dataDir, ['frobnicate']);
+    assert.equal(usage.code, 2);
+    assert.equal(usage.out, '');
+    assert.match(usage.err, /usage: vrp/);
+  });
+
+  test('catalog import and export round trip; a bad file changes nothing', async (t) => {
+    const { dataDir, vrp } = cliFor(t);
     const file = join(dataDir, 'catalog.json');
     writeFileSync(file, JSON.stringify(DEMO_CATALOG));
-    const imported = vrp(['catalog', 'import', file, '--json']);
+    const imported = await vrp(['catalog', 'import', file, '--json']);
     assert.equal(imported.code, 0, imported.err);
     assert.equal(imported.json().products, DEMO_CATALOG.products.length);
-    const exported = vrp(['catalog', 'export']).json();
+    const exported = (await vrp(['catalog', 'export'])).json();
     assert.equal(exported.products.length, DEMO_CATALOG.products.length);
     writeFileSync(join(dataDir, 'again.json'), JSON.stringify(exported));
-    vrp(['catalog', 'import', join(dataDir, 'again.json')]);
-    assert.deepEqual(vrp(['catalog', 'export']).json(), exported);
+    assert.equal((await vrp(['catalog', 'import', join(dataDir, 'again.json')])).code, 0);
+    assert.deepEqual((await vrp(['catalog', 'export'])).json(), exported);
 
     const broken = structuredClone(exported);
     broken.products[0].config.cpu.max = 0;
     broken.products[0].name = 'Changed';
     writeFileSync(join(dataDir, 'broken.json'), JSON.stringify(broken));
-    const r = vrp(['catalog', 'import', join(dataDir, 'broken.json')]);
+    const r = await vrp(['catalog', 'import', join(dataDir, 'broken.json')]);
     assert.equal(r.code, 1);
     assert.match(r.err, /products\[0\]\.config\.cpu\.max/);
-    assert.deepEqual(vrp(['catalog', 'export']).json(), exported, 'nothing changed');
+    assert.deepEqual((await vrp(['catalog', 'export'])).json(), exported, 'nothing changed');
     writeFileSync(join(dataDir, 'notjson.json'), '{');
-    assert.equal(vrp(['catalog', 'import', join(dataDir, 'notjson.json')]).code, 1);
-    assert.equal(vrp(['catalog', 'import', join(dataDir, 'absent.json')]).code, 1);
+    assert.equal((await vrp(['catalog', 'import', join(dataDir, 'notjson.json')])).code, 1);
+    assert.equal((await vrp(['catalog', 'import', join(dataDir, 'absent.json')])).code, 1);
 
+    // --json lists the problems for scripts.
+    const typo = structuredClone(exported);
+    typo.products[1].plan = typo.products[1].plans;
+    delete typo.products[1].plans;
+    writeFileSync(join(dataDir, 'typo.json'), JSON.stringify(typo));
+    const j = await vrp(['catalog', 'import', join(dataDir, 'typo.json'), '--json']);
+    assert.equal(j.code, 1);
+    assert.deepEqual(j.json().problems, ['products[1].plan is not a known field']);
+    assert.deepEqual((await vrp(['catalog', 'export'])).json(), exported, 'nothing changed');
+  });
+
+  test('catalog import - reads the catalogue from stdin', async (t) => {
+    // Standard input is the process's own: this one runs bin/vrp.js as a process.
+    const { dataDir, vrp } = cliFor(t);
+    const file = join(dataDir, 'catalog.json');
+    writeFileSync(file, JSON.stringify(DEMO_CATALOG));
+    assert.equal((await vrp(['catalog', 'import', file])).code, 0);
+    const exported = (await vrp(['catalog', 'export'])).json();
     // --json lists the problems for scripts; stdin (-) is a file too.
     const typo = structuredClone(exported);
     typo.products[1].plan = typo.products[1].plans;
     delete typo.products[1].plans;
-    const j = vrp(['catalog', 'import', '-', '--json'], {}, JSON.stringify(typo));
+    const j = vrpProcess(dataDir, ['catalog', 'import', '-', '--json'], JSON.stringify(typo));
     assert.equal(j.code, 1);
     assert.deepEqual(j.json().problems, ['products[1].plan is not a known field']);
-    assert.deepEqual(vrp(['catalog', 'export']).json(), exported, 'nothing changed');
+    assert.deepEqual((await vrp(['catalog', 'export'])).json(), exported, 'nothing changed');
     const renamed = structuredClone(exported);
     renamed.products[1].name = 'VPS Business Plus';
-    const viaStdin = vrp(['catalog', 'import', '-'], {}, JSON.stringify(renamed));
+    const viaStdin = vrpProcess(dataDir, ['catalog', 'import', '-'], JSON.stringify(renamed));
     assert.equal(viaStdin.code, 0, viaStdin.err);
     assert.match(viaStdin.out, /imported 3 products, 8 plans, 4 OS templates/);
-    assert.equal(vrp(['catalog', 'export']).json().products[1].name, 'VPS Business Plus');
+    assert.equal((await vrp(['catalog', 'export'])).json().products[1].name, 'VPS Business Plus');
   });
 
-  test('migrate applies the migrations of a new store once', () => {
-    const fresh = mkdtempSync(join(tmpdir(), 'vrp-cli-migrate-'));
-    try {
-      const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
-      assert.equal(first.code, 0, first.err);
-      assert.deepEqual(first.json(), {
-        applied: ALL_MIGRATIONS,
-      });
-      assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
-      assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });
-    } finally {
-      rmSync(fresh, { recursive: true, force: true });
-    }
+  test('migrate applies the migrations of a new store once', async (t) => {
+    const { vrp } = cliFor(t);
+    const first = await vrp(['migrate', '--json']);
+    assert.equal(first.code, 0, first.err);
+    assert.deepEqual(first.json(), { applied: MIGRATIONS });
+    assert.match((await vrp(['migrate'])).out, /the schema is up to date/);
+    assert.deepEqual((await vrp(['migrate', '--json'])).json(), { applied: [] });
   });
 
-  test('serve --no-worker answers HTTP; serve --worker-only does not listen; both stop on SIGTERM', async () => {
-    const serveDir = mkdtempSync(join(tmpdir(), 'vrp-cli-serve-'));
+  test('serve --no-worker answers HTTP; serve --worker-only does not listen; both stop on SIGTERM', async (t) => {
+    // The server runs until a signal ends its process: this one is a process of its own.
+    const serveDir = ownDataDir(t, 'vrp-cli-serve-');
     const start = async (flag: string) => {
       const port = await freePort();
       const child = spawn(process.execPath, ['bin/vrp.js', 'serve', flag], {
@@ -240,51 +282,51 @@ describe('vrp command', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     };
+    const api = await start('--no-worker');
     try {
-      const api = await start('--no-worker');
-      try {
-        await waitFor(
-          async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok,
-          'healthz',
-          api.output,
-        );
-        assert.match(api.output(), /demo catalogue was loaded/);
-      } finally {
-        api.child.kill('SIGTERM');
-      }
-      assert.equal(await api.exited, 0);
-
-      const worker = await start('--worker-only');
-      try {
-        await waitFor(async () => worker.output().includes('not listening'), 'worker start', worker.output);
-        await assert.rejects(fetch(`http://127.0.0.1:${worker.port}/healthz`));
-      } finally {
-        worker.child.kill('SIGTERM');
-      }
-      assert.equal(await worker.exited, 0);
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok,
+        'healthz',
+        api.output,
+      );
+      assert.match(api.output(), /demo catalogue was loaded/);
     } finally {
-      rmSync(serveDir, { recursive: true, force: true });
+      api.child.kill('SIGTERM');
     }
+    assert.equal(await api.exited, 0);
+
+    const worker = await start('--worker-only');
+    try {
+      await waitFor(async () => worker.output().includes('not listening'), 'worker start', worker.output);
+      await assert.rejects(fetch(`http://127.0.0.1:${worker.port}/healthz`));
+    } finally {
+      worker.child.kill('SIGTERM');
+    }
+    assert.equal(await worker.exited, 0);
   });
 });
 
 describe('vrp command against PostgreSQL', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
 }, () => {
-  test('migrate, reseller, client and catalog commands work on PostgreSQL', async () => {
+  test('migrate, reseller, client and catalog commands work on PostgreSQL', async (t) => {
     const { createPgDatabase } = await import('../helpers/stores.ts');
+    const { dataDir, vrp } = cliFor(t);
     const db = await createPgDatabase();
     try {
       const env = { VRP_DATABASE_URL: db.url };
-      assert.deepEqual(vrp(['migrate', '--json'], env).json().applied, ALL_MIGRATIONS);
-      assert.equal(vrp(['reseller', 'create', 'pgco'], env).code, 0);
-      const c = vrp(['client', 'create', '--reseller', 'pgco', '--json'], env).json();
+      assert.deepEqual((await vrp(['migrate', '--json'], env)).json().applied, MIGRATIONS);
+      assert.equal((await vrp(['reseller', 'create', 'pgco'], env)).code, 0);
+      const c = (await vrp(['client', 'create', '--reseller', 'pgco', '--json'], env)).json();
       assert.match(c.client_id, /^vrp_/);
-      assert.equal(vrp(['client', 'list', '--json'], env).json()[0].client_id, c.client_id);
+      assert.equal((await vrp(['client', 'list', '--json'], env)).json()[0].client_id, c.client_id);
       const file = join(dataDir, 'pg-catalog.json');
       writeFileSync(file, JSON.stringify(DEMO_CATALOG));
-      assert.equal(vrp(['catalog', 'import', file], env).code, 0);
-      assert.equal(vrp(['catalog', 'export'], env).json().products.length, DEMO_CATALOG.products.length);
+      assert.equal((await vrp(['catalog', 'import', file], env)).code, 0);
+      assert.equal(
+        (await vrp(['catalog', 'export'], env)).json().products.length,
+        DEMO_CATALOG.products.length,
+      );
     } finally {
       await db.drop();
     }

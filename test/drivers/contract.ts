@@ -20,7 +20,7 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 export function driverContract(
   name: string,
   make: () => Promise<ContractTarget>,
-  options: { stopTimeoutMs?: number } = {},
+  options: { stopTimeoutMs?: number; skip?: string | false } = {},
 ) {
   const stopTimeoutMs = options.stopTimeoutMs ?? 1000;
   const spec = (t: ContractTarget, vmId: string): VmSpec => ({
@@ -36,7 +36,7 @@ export function driverContract(
   });
 
   describe(`driver contract: ${name}`, () => {
-    test('a VM through its whole life', { timeout: 900_000 }, async () => {
+    test('a VM through its whole life', { timeout: 900_000, skip: options.skip ?? false }, async () => {
       const t = await make();
       const d = t.driver;
       const vmId = '0c0c0c0c-0000-4000-8000-000000000001';

@@ -14,9 +14,10 @@ import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { insertLibvirtVm } from '../helpers/libvirt.ts';
+import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { driverContract } from './contract.ts';
 
-const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
+const template = libvirtTemplate ?? '';
 
 /** The guest's reports (one line per boot) on its serial console. */
 function reports(storage: string, vmId: string): Record<string, string>[] {
@@ -69,127 +70,127 @@ async function setup(image: string) {
   };
 }
 
-if (template) {
-  driverContract(
-    'libvirt',
-    async () => {
-      const { driver, storage, cleanup } = await setup(template);
-      return {
-        driver,
-        templateId: 'tiny',
-        async guest(vmId, n) {
-          const until = Date.now() + 180_000;
-          for (;;) {
-            const r = reports(storage, vmId);
-            if (r.length >= n) return r[n - 1]!;
-            if (Date.now() > until) throw new Error(`the guest gave ${r.length} reports, not ${n}`);
-            await new Promise((res) => setTimeout(res, 250));
-          }
-        },
-        cleanup,
-      };
-    },
-    { stopTimeoutMs: 3000 },
-  );
+driverContract(
+  'libvirt',
+  async () => {
+    const { driver, storage, cleanup } = await setup(template);
+    return {
+      driver,
+      templateId: 'tiny',
+      async guest(vmId, n) {
+        const until = Date.now() + 180_000;
+        for (;;) {
+          const r = reports(storage, vmId);
+          if (r.length >= n) return r[n - 1]!;
+          if (Date.now() > until) throw new Error(`the guest gave ${r.length} reports, not ${n}`);
+          await new Promise((res) => setTimeout(res, 250));
+        }
+      },
+      cleanup,
+    };
+  },
+  { stopTimeoutMs: 3000, skip: noLibvirtTemplate },
+);
 
-  describe('libvirt: a create that fails for good', () => {
-    test('gives back the host room, the addresses and the VM record', async () => {
-      const { store, driver, cleanup } = await setup(template);
-      try {
-        await store.db
-          .insertInto('os_templates')
-          .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-          .execute();
-        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
-        await assert.rejects(
-          driver.create({
-            vmId,
-            hostname: 'failed.example.com',
-            username: 'root',
-            password: 'Secret-password-1',
-            templateId: 'no-image',
-            cpu: 2,
-            ramGb: 2,
-            diskGb: 10,
-            ipCount: 2,
-          }),
-          (err: unknown) => err instanceof DriverError && !err.transient && /no image/.test(err.message),
-        );
-        assert.equal(await driver.inspect(vmId), undefined);
-        const held = await store.db
-          .selectFrom('ip_addresses')
-          .select('address')
-          .where('vm_id', '=', vmId)
-          .execute();
-        assert.deepEqual(held, []);
-        const used = await store.db
-          .selectFrom('hypervisor_hosts')
-          .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
-          .execute();
-        for (const h of used) assert.deepEqual([h.used_cpu, h.used_ram_gb, h.used_disk_gb], [0, 0, 0]);
-      } finally {
-        await cleanup();
-      }
-    });
-
-    test('whose clean-up fails is retried (transient), the record kept for the retry', async () => {
-      const { store, driver, cleanup } = await setup(template);
-      try {
-        await store.db
-          .insertInto('os_templates')
-          .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-          .execute();
-        // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
-        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
-        await insertLibvirtVm(store.db, vmId, 'gone');
-        await assert.rejects(
-          driver.create({
-            vmId,
-            hostname: 'x.example.com',
-            username: 'root',
-            password: 'Secret-password-1',
-            templateId: 'no-image',
-            cpu: 1,
-            ramGb: 1,
-            diskGb: 10,
-            ipCount: 1,
-          }),
-          (err: unknown) =>
-            err instanceof DriverError &&
-            err.transient &&
-            /no image.*cleaning up failed; retrying/.test(err.message),
-        );
-        const kept = await store.db.selectFrom('libvirt_vms').select('id').where('id', '=', vmId).execute();
-        assert.equal(kept.length, 1, 'the record stays for the retry to clean up');
-      } finally {
-        await cleanup();
-      }
-    });
-  });
-
-  describe('libvirt: terminate', () => {
-    test("removes libvirt's QEMU log of the domain too", async () => {
-      const { driver, cleanup } = await setup(template);
-      try {
-        const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2e';
-        await driver.create({
+describe('libvirt: a create that fails for good', () => {
+  test('gives back the host room, the addresses and the VM record', { skip: noLibvirtTemplate }, async () => {
+    const { store, driver, cleanup } = await setup(template);
+    try {
+      await store.db
+        .insertInto('os_templates')
+        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+        .execute();
+      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+      await assert.rejects(
+        driver.create({
           vmId,
-          hostname: 'log.example.com',
+          hostname: 'failed.example.com',
           username: 'root',
           password: 'Secret-password-1',
-          templateId: 'tiny',
+          templateId: 'no-image',
+          cpu: 2,
+          ramGb: 2,
+          diskGb: 10,
+          ipCount: 2,
+        }),
+        (err: unknown) => err instanceof DriverError && !err.transient && /no image/.test(err.message),
+      );
+      assert.equal(await driver.inspect(vmId), undefined);
+      const held = await store.db
+        .selectFrom('ip_addresses')
+        .select('address')
+        .where('vm_id', '=', vmId)
+        .execute();
+      assert.deepEqual(held, []);
+      const used = await store.db
+        .selectFrom('hypervisor_hosts')
+        .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
+        .execute();
+      for (const h of used) assert.deepEqual([h.used_cpu, h.used_ram_gb, h.used_disk_gb], [0, 0, 0]);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  test('whose clean-up fails is retried (transient), the record kept for the retry', {
+    skip: noLibvirtTemplate,
+  }, async () => {
+    const { store, driver, cleanup } = await setup(template);
+    try {
+      await store.db
+        .insertInto('os_templates')
+        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+        .execute();
+      // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
+      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
+      await insertLibvirtVm(store.db, vmId, 'gone');
+      await assert.rejects(
+        driver.create({
+          vmId,
+          hostname: 'x.example.com',
+          username: 'root',
+          password: 'Secret-password-1',
+          templateId: 'no-image',
           cpu: 1,
           ramGb: 1,
-          diskGb: 1,
+          diskGb: 10,
           ipCount: 1,
-        });
-        const qemuLog = `/var/log/libvirt/qemu/vrp-${vmId}.log`;
-        assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
-        await driver.destroy(vmId);
-        assert.ok(!existsSync(qemuLog), 'nothing of the VM is left in /var/log/libvirt/qemu');
-      } finally {
-        await cleanup();
-      }
-    });
+        }),
+        (err: unknown) =>
+          err instanceof DriverError &&
+          err.transient &&
+          /no image.*cleaning up failed; retrying/.test(err.message),
+      );
+      const kept = await store.db.selectFrom('libvirt_vms').select('id').where('id', '=', vmId).execute();
+      assert.equal(kept.length, 1, 'the record stays for the retry to clean up');
+    } finally {
+      await cleanup();
+    }
   });
-}
+});
+
+describe('libvirt: terminate', () => {
+  test("removes libvirt's QEMU log of the domain too", { skip: noLibvirtTemplate }, async () => {
+    const { driver, cleanup } = await setup(template);
+    try {
+      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2e';
+      await driver.create({
+        vmId,
+        hostname: 'log.example.com',
+        username: 'root',
+        password: 'Secret-password-1',
+        templateId: 'tiny',
+        cpu: 1,
+        ramGb: 1,
+        diskGb: 1,
+        ipCount: 1,
+      });
+      const qemuLog = `/var/log/libvirt/qemu/vrp-${vmId}.log`;
+      assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
+      await driver.destroy(vmId);
+      assert.ok(!existsSync(qemuLog), 'nothing of the VM is left in /var/log/libvirt/qemu');
+    } finally {
+      await cleanup();
+    }
+  });
+});

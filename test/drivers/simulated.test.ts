@@ -267,19 +267,26 @@ for (const kind of testStores()) {
       }
     });
 
-    test('close: pending steps fail as transient and write nothing afterwards', async () => {
+    test('close: pending steps fail as transient and write nothing afterwards', async (ctx) => {
       const t = await simulated(kind, { VRP_SIMULATED_SPEED: '0.01' }); // a graceful stop takes 40 ms
       try {
         await t.driver.create(spec(id(1)));
+        // The steps' timers are the test's from here: the stop cannot finish before the close,
+        // however slow the machine, and the clock is run past its end afterwards.
+        ctx.mock.timers.enable({ apis: ['setTimeout'] });
         const stopping = t.driver.stop(id(1), { timeoutMs: 120_000 });
-        await new Promise((r) => setTimeout(r, 5));
+        // Real I/O (the store read before the step) is not a timer; let it happen.
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
         await t.driver.close();
+        // Past the end of every step: a step that the close did not fail would finish now.
+        ctx.mock.timers.tick(60_000);
         await assert.rejects(stopping, (e: unknown) => e instanceof DriverError && e.transient);
         await assert.rejects(t.driver.reboot(id(1)), (e: unknown) => e instanceof DriverError && e.transient);
-        await new Promise((r) => setTimeout(r, 100));
+        ctx.mock.timers.reset();
         const other = await t.restart();
         assert.equal((await other.inspect(id(1)))?.power, 'running', 'the stop never reached the store');
       } finally {
+        ctx.mock.timers.reset();
         await t.cleanup();
       }
     });

@@ -10,12 +10,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
 import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
 import { startServer } from '../helpers/server-process.ts';
 
-const template = process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
-
 test('a real VM through the API: order, create, running, terminate', {
-  skip: !template && 'needs VRP_TEST_LIBVIRT_TEMPLATE',
+  skip: noLibvirtTemplate,
   timeout: 600_000,
 }, async () => {
   const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvapi');

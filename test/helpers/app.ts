@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import {
   ensureReseller,
   type RegisteredApplication,
@@ -13,6 +14,7 @@ import {
 import type { Scope } from '../../src/auth/scopes.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AppContext, createContext } from '../../src/context.ts';
+import type { Clock } from '../../src/domain/clock.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type App, buildApp } from '../../src/http/app.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
@@ -60,14 +62,23 @@ export function testEnv(dataDir: string, extra: Record<string, string> = {}): Re
 
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { demo?: boolean; worker?: boolean; store?: StoreKind } = {},
+  options: {
+    demo?: boolean;
+    worker?: boolean;
+    store?: StoreKind;
+    clock?: Clock;
+    /** Where the app and its worker log, at trace level (silent without it). */
+    log?: Writable;
+  } = {},
 ): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-test-'));
   const pgDb = options.store === 'postgres' ? await createPgDatabase() : undefined;
   const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
-  const ctx = await createContext(config);
+  const created = await createContext(config);
+  // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock.
+  const ctx: AppContext = options.clock ? { ...created, clock: options.clock } : created;
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
-  const app = buildApp(ctx, { logger: false });
+  const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
   await app.ready();
   // Loaded only when needed, so tests of the API alone do not depend on a driver.
   const driver = options.worker

@@ -38,12 +38,18 @@ for (const store of testStores()) {
       const res = await call(t, token, 'POST', 'service/create-order', order(p, overrides));
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const id = res.body.data[0].service_id;
-      await call(t, token, 'POST', `service/${id}/create`);
+      await ok(token, 'POST', `service/${id}/create`);
       await waitForStatus(t, token, id, 'running');
       return id;
     }
-    const backups = async (id: string) => (await call(t, token, 'GET', `service/${id}/backups`)).body.data;
-    const details = async (id: string) => (await call(t, token, 'GET', `service/${id}/details`)).body.data;
+    /** A call that must be accepted (200); returns its `data`. */
+    async function ok(as: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> {
+      const res = await call(t, as, method, path, body);
+      assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
+      return res.body.data;
+    }
+    const backups = (id: string) => ok(token, 'GET', `service/${id}/backups`);
+    const details = (id: string) => ok(token, 'GET', `service/${id}/details`);
 
     test('create, list, restore brings back the disk content, delete frees the space', async () => {
       const id = await running();
@@ -61,13 +67,13 @@ for (const store of testStores()) {
       const revisionAtBackup = (await details(id)).disk_revision;
 
       // Change the disk: a restart and a password change write to it.
-      await call(t, token, 'POST', `service/${id}/restart`);
-      await call(t, token, 'POST', `service/${id}/reset-password`, { password: 'Another-pass-9' });
+      await ok(token, 'POST', `service/${id}/restart`);
+      await ok(token, 'POST', `service/${id}/reset-password`, { password: 'Another-pass-9' });
       await waitForStatus(t, token, id, 'running');
       const changed = (await details(id)).disk_revision;
       assert.ok(changed > revisionAtBackup, 'the disk changed after the backup');
 
-      await call(t, token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
+      await ok(token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
       const afterRestore = await waitForStatus(t, token, id, 'running');
       assert.equal(afterRestore.status, 'running', 'restore returns the server to its power state');
       assert.equal((await details(id)).disk_revision, revisionAtBackup, 'the disk is back as it was');
@@ -94,11 +100,11 @@ for (const store of testStores()) {
 
     test('restore of a stopped server leaves it stopped', async () => {
       const id = await running();
-      await call(t, token, 'POST', `service/${id}/backup/create`);
-      await call(t, token, 'POST', `service/${id}/stop`);
+      await ok(token, 'POST', `service/${id}/backup/create`);
+      await ok(token, 'POST', `service/${id}/stop`);
       await waitForStatus(t, token, id, 'stopped');
       const [b] = await backups(id);
-      await call(t, token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
+      await ok(token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
       await waitForStatus(t, token, id, 'stopped');
     });
 
@@ -140,6 +146,7 @@ for (const store of testStores()) {
             : Number(product.config.backup.min),
       });
       if (Math.floor(total) - 1 >= Number(product.config.backup.min)) {
+        assert.equal(shrink.status, 400, JSON.stringify(shrink.body));
         assert.equal(shrink.body.error_code, 'backup_quota_exceeded');
       }
     });
@@ -148,7 +155,7 @@ for (const store of testStores()) {
       const id = await running(product, { backup: 10 });
       // Mark backups as scheduled ones, as the scheduler makes them.
       for (let i = 0; i < 3; i++) {
-        await call(t, token, 'POST', `service/${id}/backup/create`);
+        await ok(token, 'POST', `service/${id}/backup/create`);
         await waitForStatus(t, token, id, 'running');
       }
       await t.ctx.store.db
@@ -172,19 +179,16 @@ for (const store of testStores()) {
 
     test('backup operations follow the status table', async () => {
       const id = await running();
-      await call(t, token, 'POST', `service/${id}/backup/create`);
+      await ok(token, 'POST', `service/${id}/backup/create`);
       await waitForStatus(t, token, id, 'running');
       const [b] = await backups(id);
-      await call(t, token, 'POST', `service/${id}/suspend`);
+      await ok(token, 'POST', `service/${id}/suspend`);
       await waitForStatus(t, token, id, 'suspended');
-      assert.equal(
-        (await call(t, token, 'POST', `service/${id}/backup/create`)).body.error_code,
-        'invalid_state',
-      );
-      assert.equal(
-        (await call(t, token, 'POST', `service/${id}/backup/restore/${b.backup_id}`)).body.error_code,
-        'invalid_state',
-      );
+      for (const path of [`service/${id}/backup/create`, `service/${id}/backup/restore/${b.backup_id}`]) {
+        const refused = await call(t, token, 'POST', path);
+        assert.equal(refused.status, 400, path);
+        assert.equal(refused.body.error_code, 'invalid_state', path);
+      }
       assert.equal((await call(t, token, 'POST', `service/${id}/backup/delete/${b.backup_id}`)).status, 200);
       await waitForStatus(t, token, id, 'suspended');
       assert.deepEqual(await backups(id), []);
@@ -201,20 +205,21 @@ for (const store of testStores()) {
       }
       // Another service's backup is not found through this service.
       const other = await running();
-      await call(t, token, 'POST', `service/${other}/backup/create`);
+      await ok(token, 'POST', `service/${other}/backup/create`);
       await waitForStatus(t, token, other, 'running');
       const [ob] = await backups(other);
       const res = await call(t, token, 'POST', `service/${id}/backup/restore/${ob.backup_id}`);
+      assert.equal(res.status, 404);
       assert.equal(res.body.error_code, 'backup_not_found');
     });
 
     test('terminate deletes the backups and frees their storage', async () => {
       const id = await running();
-      await call(t, token, 'POST', `service/${id}/backup/create`);
-      await call(t, token, 'POST', `service/${id}/backup/create`);
+      await ok(token, 'POST', `service/${id}/backup/create`);
+      await ok(token, 'POST', `service/${id}/backup/create`);
       await waitForStatus(t, token, id, 'running');
       assert.equal((await backups(id)).length, 2);
-      await call(t, token, 'POST', `service/${id}/terminate`);
+      await ok(token, 'POST', `service/${id}/terminate`);
       await waitForStatus(t, token, id, 'terminated');
       assert.deepEqual(await backups(id), []);
       const left = await t.ctx.store.db

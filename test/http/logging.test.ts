@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { buildApp } from '../../src/http/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import { startBackground } from '../../src/jobs/background.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
-import { API, BASE, createTestApp } from '../helpers/app.ts';
+import { API, BASE, call, createTestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 
 test('logs are JSON with request ids, and never carry secrets, tokens or passwords', async () => {
-  const t = await createTestApp({}, { worker: true });
   const lines: string[] = [];
   const stream = new Writable({
     write(chunk, _enc, done) {
@@ -14,11 +15,11 @@ test('logs are JSON with request ids, and never carry secrets, tokens or passwor
       done();
     },
   });
-  const app = buildApp(t.ctx, { logger: { level: 'trace', stream } });
+  // The app and its worker log to `stream`: job logs are checked as well as request logs.
+  const t = await createTestApp({}, { worker: true, log: stream });
   try {
-    await app.ready();
     const client = await t.client();
-    const tokenRes = await app.inject({
+    const tokenRes = await t.app.inject({
       method: 'POST',
       url: `${BASE}/oauth/token`,
       payload: {
@@ -27,10 +28,11 @@ test('logs are JSON with request ids, and never carry secrets, tokens or passwor
         client_secret: client.client_secret,
       },
     });
+    assert.equal(tokenRes.statusCode, 200);
     const token = tokenRes.json().access_token as string;
     const auth = { authorization: `Bearer ${token}`, 'x-request-id': 'trace-me-123' };
     const p = DEMO_CATALOG.products[0]!;
-    const order = await app.inject({
+    const order = await t.app.inject({
       method: 'POST',
       url: `${API}/service/create-order`,
       headers: { ...auth, 'x-envelope-variant': 'A' },
@@ -45,14 +47,38 @@ test('logs are JSON with request ids, and never carry secrets, tokens or passwor
         backup: 10,
       },
     });
+    assert.equal(order.statusCode, 200, order.body);
     const { service_id: id, password } = JSON.parse(order.json().data);
-    await app.inject({
+    assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
+    await waitForStatus(t, token, id, 'running');
+    const reset = await t.app.inject({
       method: 'POST',
       url: `${API}/service/${id}/reset-password`,
       headers: auth,
       payload: { password: 'Very-secret-9' },
     });
-    await app.inject({
+    assert.equal(reset.statusCode, 200, reset.body);
+    await waitForStatus(t, token, id, 'running');
+
+    // A job that fails logs what failed: a worker on a hypervisor that refuses everything.
+    await t.background?.stop(1000);
+    const refusing = await createDriver(
+      loadConfig(testEnv(t.dataDir, { VRP_SIM_FAULTS: 'permanent=1' })),
+      t.ctx.store.db,
+    );
+    const failing = startBackground(t.ctx, refusing, t.app.log, { pollMs: 20 });
+    try {
+      const again = await call(t, token, 'POST', `service/${id}/reset-password`, {
+        password: 'Failing-secret-7',
+      });
+      assert.equal(again.status, 200, JSON.stringify(again.body));
+      await waitForStatus(t, token, id, 'running');
+    } finally {
+      await failing.stop(1000);
+      await refusing.close();
+    }
+
+    await t.app.inject({
       method: 'POST',
       url: `${BASE}/oauth/token`,
       payload: {
@@ -61,24 +87,35 @@ test('logs are JSON with request ids, and never carry secrets, tokens or passwor
         client_secret: 'wrong-secret-value',
       },
     });
-    app.log.info(
+    t.app.log.info(
       { password: 'Very-secret-9', client_secret: client.client_secret, access_token: token },
       'a careless log line',
     );
 
     const all = lines.join('\n');
     assert.ok(lines.length > 5, 'requests were logged');
-    for (const l of lines) JSON.parse(l);
+    const parsed = lines.map((l) => JSON.parse(l));
     assert.ok(
-      lines.some((l) => JSON.parse(l).reqId === 'trace-me-123'),
+      parsed.some((l) => l.reqId === 'trace-me-123'),
       'the request id is on the log lines',
     );
-    for (const secret of [client.client_secret, token, password, 'Very-secret-9', 'wrong-secret-value']) {
+    // The worker's own line about the failed job (not the request's "job queued").
+    assert.ok(
+      parsed.some((l) => l.msg === 'driver error' && l.action === 'reset_password' && l.reqId === undefined),
+      `the worker logged the failed job: ${all}`,
+    );
+    for (const secret of [
+      client.client_secret,
+      token,
+      password,
+      'Very-secret-9',
+      'Failing-secret-7',
+      'wrong-secret-value',
+    ]) {
       assert.ok(!all.includes(secret), `a secret leaked into the logs: ${secret.slice(0, 6)}...`);
     }
     assert.match(all, /\[redacted\]/);
   } finally {
-    await app.close();
     await t.close();
   }
 });
