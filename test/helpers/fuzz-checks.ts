@@ -134,7 +134,8 @@ function checkOwnFormat(req: FuzzRequest, res: FuzzResponse, problems: Problem[]
       return;
     case 'metrics': {
       if (!String(res.headers['content-type']).startsWith('text/plain')) fail('not text/plain');
-      const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?([0-9.e+-]+|\+Inf|NaN)$/;
+      // Prometheus reads the value with Go's ParseFloat: Inf and NaN in any case (prom-client writes Nan).
+      const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?([0-9.e+-]+|\+?inf|nan)$/i;
       const bad = res.body
         .split('\n')
         .filter((l) => l !== '' && !l.startsWith('#'))

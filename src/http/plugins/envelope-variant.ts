@@ -11,8 +11,10 @@ declare module 'fastify' {
 
 /**
  * The envelope a request is answered in: B unless `X-Envelope-Variant` names one (the
- * authentication hook then sets the caller's own default when the header is absent). A header
- * that names neither is refused before anything else of the request runs.
+ * authentication hook then sets the caller's own default when the header is absent). On an API
+ * route, a header that names neither is refused before anything else of the request runs;
+ * routes that answer no envelope (probes, metrics, the token endpoint and its metadata) and
+ * paths no route matches ignore it.
  */
 export const envelopeVariant = fp(
   (app, _options, done) => {
@@ -20,9 +22,9 @@ export const envelopeVariant = fp(
     app.addHook('onRequest', (request, _reply, next) => {
       const header = request.headers['x-envelope-variant'];
       if (header === undefined) return next();
-      if (!isVariant(header))
+      if (isVariant(header)) request.variant = header;
+      else if (request.routeOptions.config?.scope)
         return next(new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B'));
-      request.variant = header;
       next();
     });
     done();

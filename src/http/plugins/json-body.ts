@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin';
 import { ApiError } from '../../domain/errors.ts';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json-depth.ts';
 
 /**
  * The API reads JSON and nothing else (CONTRACT.md section 4). An empty body of any type is no
@@ -14,6 +15,12 @@ export const jsonBody = fp(
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, parsed) => {
       const text = (body as string).trim();
       if (text === '') return parsed(null, undefined);
+      if (jsonDepthExceeds(text)) {
+        return parsed(
+          new ApiError('validation_failed', `The body is nested deeper than ${MAX_JSON_DEPTH} levels`),
+          undefined,
+        );
+      }
       try {
         parsed(null, JSON.parse(text));
       } catch {
