@@ -4,6 +4,7 @@ import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
 import * as m003 from './migrations/003-job-step-marker.ts';
 import * as m004 from './migrations/004-retention-indexes.ts';
+import * as m005 from './migrations/005-job-from-state.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002-services-status-index': m002,
   '003-job-step-marker': m003,
   '004-retention-indexes': m004,
+  '005-job-from-state': m005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -191,7 +191,13 @@ describe('vrp command', () => {
       const first = vrp(['migrate', '--json'], { VRP_DATA_DIR: fresh });
       assert.equal(first.code, 0, first.err);
       assert.deepEqual(first.json(), {
-        applied: ['001-initial', '002-services-status-index', '003-job-step-marker', '004-retention-indexes'],
+        applied: [
+          '001-initial',
+          '002-services-status-index',
+          '003-job-step-marker',
+          '004-retention-indexes',
+          '005-job-from-state',
+        ],
       });
       assert.match(vrp(['migrate'], { VRP_DATA_DIR: fresh }).out, /the schema is up to date/);
       assert.deepEqual(vrp(['migrate', '--json']).json(), { applied: [] });

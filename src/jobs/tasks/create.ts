@@ -1,6 +1,6 @@
 import { type Task, vmPatch } from '../task.ts';
 
-export const create: Task = async ({ service, driver, secretBox }) => {
+export const create: Task<'create'> = async ({ service, driver, secretBox }) => {
   const vm = await driver.create({
     vmId: service.id,
     hostname: service.domainName,
