@@ -9,7 +9,7 @@ import type { HypervisorDriver } from '../drivers/driver.ts';
 export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): HypervisorDriver {
   const wrap =
     <T extends unknown[], R>(call: (...args: T) => Promise<R>) =>
-    (...args: T): Promise<R> => {
+    async (...args: T): Promise<R> => {
       signal.throwIfAborted();
       return untilAborted(call.apply(driver, args), signal);
     };

@@ -23,13 +23,25 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
  * several processes may start at once: the others wait, then find nothing left to do.
  */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
+  return run(db, (m) => m.migrateToLatest());
+}
+
+/** Applies the migrations up to `name` and no further: tests of a migration start from the one before. */
+export async function migrateTo(db: Kysely<unknown>, name: string): Promise<string[]> {
+  return run(db, (m) => m.migrateTo(name));
+}
+
+async function run(
+  db: Kysely<unknown>,
+  how: (migrator: Migrator) => Promise<MigrationResultSet>,
+): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider,
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
   });
-  const result: MigrationResultSet = await migrator.migrateToLatest();
+  const result = await how(migrator);
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     // No failed migration: the run itself could not start (no connection, no lock, no table).
