@@ -84,23 +84,22 @@ export function toService(r: ServiceRow): Service {
 }
 
 /** What an order decides of a new service; the rest starts empty (pending, no VM, no job). */
-export interface NewService {
-  readonly id: string;
-  readonly resellerId: string;
-  readonly clientId: string;
-  readonly productId: string;
-  readonly templateId: string;
-  readonly domainName: string;
-  readonly username: string;
-  /** Sealed (auth/secret-box.ts), never the plain password. */
-  readonly passwordEnc: string;
-  readonly cpu: number;
-  readonly ram: number;
-  readonly hdd: number;
-  readonly ipCount: number;
-  readonly backup: number;
-  readonly now: number;
-}
+export type NewService = Pick<
+  Service,
+  | 'id'
+  | 'resellerId'
+  | 'clientId'
+  | 'productId'
+  | 'templateId'
+  | 'domainName'
+  | 'username'
+  | 'passwordEnc'
+  | 'cpu'
+  | 'ram'
+  | 'hdd'
+  | 'ipCount'
+  | 'backup'
+> & { readonly now: number };
 
 /** The row of a new service: the one place a whole services row is built. */
 export function newServiceRow(s: NewService): ServiceRow {
