@@ -4,6 +4,7 @@ import { createDriver } from './drivers/create-driver.ts';
 import { expectedFailure } from './expected-failure.ts';
 import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
+import { exitOnSignals } from './shutdown.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
 
 /**
@@ -19,28 +20,16 @@ export async function serve(config: Config): Promise<void> {
   const driver = await createDriver(config, ctx.store.db);
   let background: Background | undefined;
 
-  let closing = false;
-  const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => {
-      app.log.error('shutdown took longer than 30 s; exiting');
-      process.exit(1);
-    }, 30_000);
-    force.unref();
-    try {
-      await app.close();
-      await background?.stop(25_000);
-      await driver.close();
-      await ctx.store.close();
-    } finally {
-      clearTimeout(force);
-    }
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Stop taking requests, let running jobs finish (25 s, then abort them), close the rest.
+  exitOnSignals(
+    () => [
+      { name: 'http', run: () => app.close() },
+      { name: 'jobs', run: async () => background?.stop(25_000) },
+      { name: 'driver', run: () => driver.close() },
+      { name: 'store', run: () => ctx.store.close() },
+    ],
+    app.log,
+  );
 
   if (config.workerMode !== 'api') background = startBackground(ctx, driver, app.log);
   if (config.workerMode !== 'worker') {

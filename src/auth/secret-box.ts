@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
-import { randomPoolBytes } from './random-pool.ts';
+import { randomPoolBytes } from '../random-pool.ts';
 
 /** Encrypts short secrets (server passwords) with AES-256-GCM: `v1.iv.tag.ciphertext`, base64url. */
 export interface SecretBox {

@@ -1,4 +1,5 @@
 import { RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
+import { isUuid } from './ids.ts';
 import { isStorableText, unstorableTextMessage } from './storable-text.ts';
 
 /** The catalogue file (`vrp catalog import|export`), documented in docs/catalog.md. */
@@ -14,7 +15,6 @@ export interface CatalogFile {
   }[];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The largest amount a column holds on every store (PostgreSQL `integer`). */
 export const MAX_AMOUNT = 2147483647;
 const MAX_NAME = 200;
@@ -52,7 +52,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     }
   };
   const id = (v: unknown, path: string): string => {
-    if (typeof v !== 'string' || !UUID.test(v)) problems.push(`${path} must be a UUID`);
+    if (typeof v !== 'string' || !isUuid(v)) problems.push(`${path} must be a UUID`);
     return typeof v === 'string' ? v.toLowerCase() : '';
   };
   // NaN for a bad value: every comparison with it is false, so one mistake is reported once.

@@ -1,13 +1,20 @@
-import { randomPoolBytes } from '../auth/random-pool.ts';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UUID of any version, in either case: what every id of the API and of the catalogue file is. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
 
 /**
- * A UUID version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits.
- * Still a UUID to every client and still unguessable (74 bits), but new ids sort after old
- * ones, so the primary-key index grows at its end instead of at a random page: inserts touch
- * pages already in cache. Its time is the creation time, which `created_at` shows anyway.
+ * A UUID version 7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits taken
+ * from `random` (16 bytes; the first 6 make way for the time). Still a UUID to every client and
+ * still unguessable (74 bits), but new ids sort after old ones, so the primary-key index grows at
+ * its end instead of at a random page: inserts touch pages already in cache. Its time is the
+ * creation time, which `created_at` shows anyway.
  */
-export function uuidv7(nowMs: number = Date.now()): string {
-  const b = randomPoolBytes(16);
+export function uuidv7(nowMs: number, random: Uint8Array): string {
+  if (random.length !== 16) throw new RangeError('uuidv7 takes 16 random bytes');
+  const b = Buffer.from(random);
   const ms = Math.max(0, Math.floor(nowMs));
   b.writeUIntBE(ms % 2 ** 48, 0, 6);
   b[6] = (b[6]! & 0x0f) | 0x70;

@@ -48,6 +48,11 @@ export const UPGRADE_FIELD_NAMES: Readonly<Record<Resource, string>> = {
   backup: 'BACKUP',
 };
 
+/** Disks only grow (CONTRACT.md): whether going from `fromGb` to `toGb` would shrink one. */
+export function shrinksDisk(fromGb: number, toGb: number): boolean {
+  return toGb < fromGb;
+}
+
 /**
  * Validates an order against its product; returns the normalised domain name. `unavailable`:
  * the templates the provider cannot create VMs from (no image on the hosts), refused now

@@ -1,5 +1,7 @@
-import { randomPoolBytes } from '../auth/random-pool.ts';
 import { ApiError } from './errors.ts';
+
+/** Where random bytes come from: `n` fresh cryptographically strong bytes per call. */
+export type RandomBytes = (n: number) => Uint8Array;
 
 const LOWER = 'abcdefghijkmnopqrstuvwxyz';
 const UPPER = 'ABCDEFGHJKLMNPQRSTUVWXYZ';
@@ -11,14 +13,14 @@ const SYMBOL = '-_.+=@%';
  * above the largest multiple of n is discarded (rejection sampling), so no value is favoured.
  * A few pooled random bytes per password instead of one `randomInt` call per character.
  */
-function randomIndexes(): (n: number) => number {
-  let pool = randomPoolBytes(64);
+function randomIndexes(random: RandomBytes): (n: number) => number {
+  let pool = random(64);
   let at = 0;
   return (n) => {
     const limit = 256 - (256 % n);
     for (;;) {
       if (at === pool.length) {
-        pool = randomPoolBytes(64);
+        pool = random(64);
         at = 0;
       }
       const b = pool[at++]!;
@@ -28,8 +30,8 @@ function randomIndexes(): (n: number) => number {
 }
 
 /** A strong random server password: 20 characters, every class present, no look-alikes. */
-export function generatePassword(length = 20): string {
-  const below = randomIndexes();
+export function generatePassword(random: RandomBytes, length = 20): string {
+  const below = randomIndexes(random);
   const all = LOWER + UPPER + DIGIT + SYMBOL;
   const chars = [LOWER, UPPER, DIGIT, SYMBOL].map((set) => set[below(set.length)]!);
   while (chars.length < length) chars.push(all[below(all.length)]!);

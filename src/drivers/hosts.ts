@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { shrinksDisk } from '../domain/orders.ts';
 import type { Database } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
 
@@ -146,7 +147,7 @@ export async function resizeVm(
   to: Need,
   extra: { readonly ips?: string } = {},
 ): Promise<void> {
-  if (to.diskGb < vm.disk_gb) {
+  if (shrinksDisk(vm.disk_gb, to.diskGb)) {
     throw new DriverError(`The disk cannot shrink from ${vm.disk_gb} GB to ${to.diskGb} GB`, {
       transient: false,
     });

@@ -9,9 +9,5 @@ export const EmptyBody = Type.Object({ service_id: Type.Optional(Type.String({ m
 export const ServiceParams = Type.Object({ service_id: Type.String({ maxLength: 64 }) });
 export const ProductParams = Type.Object({ product_uuid: Type.String({ maxLength: 64 }) });
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Path ids are UUIDs; anything else cannot name an object, so it is reported as not found. */
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
+export { isUuid } from '../domain/ids.ts';

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Store } from '../store/database.ts';
-import { type Job, toJob } from '../store/repos/jobs.ts';
+import { type ClaimedJob, toClaimedJob } from '../store/repos/jobs.ts';
 import type { Database } from '../store/schema.ts';
 import { retryDelayMs, unfinishedError } from './attempts.ts';
 
@@ -18,7 +18,7 @@ export async function claimJobs(
   limit: number,
   now: number,
   leaseUntil: number,
-): Promise<Job[]> {
+): Promise<ClaimedJob[]> {
   return store.db
     .transaction()
     .execute((tx) => claimIn(tx, store.features.skipLocked, workerId, limit, now, leaseUntil));
@@ -31,7 +31,7 @@ async function claimIn(
   limit: number,
   now: number,
   leaseUntil: number,
-): Promise<Job[]> {
+): Promise<ClaimedJob[]> {
   const candidates = await db
     .selectFrom('jobs as j')
     .innerJoin('services as s', 's.id', 'j.service_id')
@@ -56,7 +56,7 @@ async function claimIn(
     .$if(skipLocked, (q) => q.forUpdate('j').skipLocked())
     .execute();
 
-  const claimed: Job[] = [];
+  const claimed: ClaimedJob[] = [];
   for (const c of candidates) {
     const job = await claimOne(db, c.id, c.service_id, workerId, now, leaseUntil);
     if (job) claimed.push(job);
@@ -72,7 +72,7 @@ async function claimOne(
   workerId: string,
   now: number,
   leaseUntil: number,
-): Promise<Job | undefined> {
+): Promise<ClaimedJob | undefined> {
   const s = await db
     .updateTable('services')
     .set({ active_job_id: jobId })
@@ -103,7 +103,7 @@ async function claimOne(
       .execute();
     return undefined;
   }
-  return toJob(row);
+  return toClaimedJob(row);
 }
 
 /** Keeps this worker's running jobs owned. */

@@ -1,24 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
+import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
-import { insertJob, type Job, toJob } from '../store/repos/jobs.ts';
+import { insertJob, type Job } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
-import type { Database, JobTable } from '../store/schema.ts';
+import type { Database } from '../store/schema.ts';
 
 /** CONTRACT.md section 7: at most this many jobs wait (queued, not running) per service. */
 export const MAX_WAITING_JOBS = 10;
 
-export interface OperationRequest {
-  readonly resellerId: string;
-  readonly serviceId: string;
-  readonly action: JobAction;
-  readonly params?: Record<string, unknown>;
-  /** Further checks against the service, inside the transaction (quota, bounds...). Throw ApiError to refuse. */
-  readonly check?: (service: Service, tx: Transaction<Database>) => Promise<void>;
-  /** Further writes that belong to the same change (a backup record...). */
-  readonly apply?: (tx: Transaction<Database>, job: Job, service: Service) => Promise<void>;
-}
+/** An operation on some service: the action, its parameters (omissible when it has none) and its checks. */
+export type Operation = {
+  // biome-ignore lint/complexity/noBannedTypes: `{}` here asks "can the parameters be empty?"
+  [A in JobAction]: ({} extends JobParams[A]
+    ? { readonly params?: JobParams[A] }
+    : { readonly params: JobParams[A] }) & {
+    readonly action: A;
+    /** Further checks against the service, inside the transaction (quota, bounds...). Throw ApiError to refuse. */
+    readonly check?: (service: Service, tx: Transaction<Database>) => Promise<void>;
+    /** Further writes that belong to the same change (a backup record...). */
+    readonly apply?: (tx: Transaction<Database>, job: Job, service: Service) => Promise<void>;
+  };
+}[JobAction];
+
+/** An operation on a reseller's service. */
+export type OperationRequest = Operation & { readonly resellerId: string; readonly serviceId: string };
 
 export type OperationOutcome =
   | { readonly kind: 'queued'; readonly job: Job; readonly service: Service }
@@ -95,26 +102,15 @@ export async function enqueueInTransaction(
     .where('job_seq', '=', service.jobSeq)
     .executeTakeFirst();
   if (updated.numUpdatedRows === 0n) throw new SeqConflict();
-  const jobRow: JobTable = {
+  const job = await insertJob(tx, {
     id: randomUUID(),
-    service_id: service.id,
-    reseller_id: service.resellerId,
+    serviceId: service.id,
+    resellerId: service.resellerId,
     action: req.action,
-    params: JSON.stringify(req.params ?? {}),
-    status: 'queued',
-    error: null,
-    attempts: 0,
+    params: req.params ?? {},
     seq,
-    run_at: now,
-    created_at: now,
-    started_at: null,
-    finished_at: null,
-    locked_by: null,
-    locked_until: null,
-    step_marker: null,
-  };
-  await insertJob(tx, jobRow);
-  const job = toJob(jobRow);
+    now,
+  });
   await req.apply?.(tx, job, service);
   return { kind: 'queued', job, service };
 }

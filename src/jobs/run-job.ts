@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import {
   decide,
   isStable,
+  type JobAction,
   type PowerStatus,
   project,
   type ServiceState,
@@ -11,10 +12,19 @@ import {
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
-import { type Job, queuedActions } from '../store/repos/jobs.ts';
+import {
+  type ClaimedJob,
+  type Job,
+  type JobOf,
+  queuedActions,
+  type RunnableJob,
+  recordJobFrom,
+  UnreadableJob,
+} from '../store/repos/jobs.ts';
 import { findService, type ServicePatch } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
-import { gaveUpError, retryDelayMs, retryingError } from './attempts.ts';
+import { abortableDriver } from './abortable-driver.ts';
+import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import type { TaskContext, TaskTable } from './task.ts';
 
 export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 'stepMarker'> {
@@ -43,15 +53,22 @@ const words = (job: Job) => job.action.replaceAll('_', ' ');
  * have failed), shows the transitional status, calls the task, and records the outcome and the
  * service's new state in one transaction, guarded by the lease so a job never completes twice.
  */
-export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
+export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOutcome> {
   const { db, clock, log } = deps;
+  let job: RunnableJob;
+  try {
+    job = claimed.read();
+  } catch (err) {
+    if (!(err instanceof UnreadableJob)) throw err;
+    log.error({ jobId: claimed.id, action: claimed.action, msg: err.message }, 'job cannot be read');
+    return finish(deps, claimed, undefined, failed(err.message));
+  }
   const service = await findService(db, job.serviceId);
   if (!service) return finish(deps, job, undefined, failed('The service no longer exists'));
 
   // The state before this job: recorded at its first start, so a retry after a crash sees the same.
-  const recorded = job.params['_from'] as ServiceState | undefined;
   const from: ServiceState =
-    recorded ??
+    job.from ??
     (isStable(service.status)
       ? { status: service.status, resume: service.resumeStatus }
       : { status: service.projectedStatus, resume: service.projectedResume });
@@ -72,11 +89,7 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
 
   try {
     await guarded(db, job, deps.workerId, async (tx) => {
-      await tx
-        .updateTable('jobs')
-        .set({ params: JSON.stringify({ ...job.params, _from: from }) })
-        .where('id', '=', job.id)
-        .execute();
+      await recordJobFrom(tx, job.id, from);
       await tx
         .updateTable('services')
         .set({ status: transitionalStatus(job.action, from.status), updated_at: clock.now() })
@@ -90,9 +103,21 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
 
   let patch: ServicePatch;
   try {
-    patch = await deps.tasks[job.action]({ ...deps, job, service, from, stepMarker: stepMarker(deps, job) });
+    patch = await runTask(deps.tasks, job, {
+      ...deps,
+      driver: abortableDriver(deps.driver, deps.signal),
+      service,
+      from,
+      stepMarker: stepMarker(deps, job),
+    });
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
+    // The worker is stopping and this job ran past the grace period: back to the queue at once,
+    // for another process (or this one, restarted), rather than held until its lease runs out.
+    if (deps.signal.aborted) {
+      log.warn({ jobId: job.id, action: job.action }, 'job interrupted by shutdown; queued again');
+      return retry(deps, job, from, { error: unfinishedError(job.attempts), delayMs: 0 });
+    }
     const driverError = err instanceof DriverError ? err : undefined;
     if (!driverError) log.error({ err, jobId: job.id, action: job.action }, 'job failed unexpectedly');
     else
@@ -107,7 +132,10 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
         'driver error',
       );
     if (driverError?.transient && job.attempts < deps.maxAttempts)
-      return retry(deps, job, from, driverError.message);
+      return retry(deps, job, from, {
+        error: retryingError(job.attempts, driverError.message),
+        delayMs: retryDelayMs(deps.retryBaseMs, job.attempts),
+      });
     const message = driverError ? driverError.message : `Internal error while running ${words(job)}`;
     return finish(deps, job, from, failed(message));
   }
@@ -117,6 +145,16 @@ export async function runJob(deps: RunDeps, job: Job): Promise<RunOutcome> {
     patch: { ...patch, resume_status: next.resume },
     after: next,
   });
+}
+
+/** Calls the task of the job's own action, which gets that action's parameters. */
+function runTask<A extends JobAction>(
+  tasks: TaskTable,
+  job: JobOf<A>,
+  rest: Omit<TaskContext<A>, 'job'>,
+): Promise<ServicePatch> {
+  const task: TaskTable[A] = tasks[job.action];
+  return task({ ...rest, job });
 }
 
 async function guarded(
@@ -139,7 +177,7 @@ async function guarded(
 }
 
 /** The job's step marker, written only while this worker owns the job. */
-function stepMarker(deps: RunDeps, job: Job): StepMarker {
+function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
   return {
     recorded: job.stepMarker,
     record: (value) =>
@@ -149,7 +187,13 @@ function stepMarker(deps: RunDeps, job: Job): StepMarker {
   };
 }
 
-async function retry(deps: RunDeps, job: Job, from: ServiceState, message: string): Promise<RunOutcome> {
+/** Puts the job back in the queue, to run again after `delayMs`, the service back as it was. */
+async function retry(
+  deps: RunDeps,
+  job: Job,
+  from: ServiceState,
+  next: { readonly error: string; readonly delayMs: number },
+): Promise<RunOutcome> {
   const now = deps.clock.now();
   try {
     await guarded(deps.db, job, deps.workerId, async (tx) => {
@@ -157,8 +201,8 @@ async function retry(deps: RunDeps, job: Job, from: ServiceState, message: strin
         .updateTable('jobs')
         .set({
           status: 'queued',
-          run_at: now + retryDelayMs(deps.retryBaseMs, job.attempts),
-          error: retryingError(job.attempts, message),
+          run_at: now + next.delayMs,
+          error: next.error,
           locked_by: null,
           locked_until: null,
         })

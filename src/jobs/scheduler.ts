@@ -7,10 +7,10 @@ import { nextRunAt, parseBsDays, parseBsTime, slotAfter, slotsBetween } from '..
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
 import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
-import { insertPendingBackup } from '../store/repos/backups.ts';
+import { insertJob } from '../store/repos/jobs.ts';
 import { insertSlot, type SlotOutcome } from '../store/repos/schedule-slots.ts';
 import type { Database } from '../store/schema.ts';
-import { checkBackupQuota } from './backup-quota.ts';
+import { backupCreateOperation } from './backup-operation.ts';
 import { enqueueInTransaction, SeqConflict } from './queue.ts';
 import type { JobSignal } from './signal.ts';
 
@@ -82,28 +82,16 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       .where('job_seq', '=', service.job_seq)
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) throw new SeqConflict();
-    const id = randomUUID();
-    await tx
-      .insertInto('jobs')
-      .values({
-        id,
-        service_id: s.serviceId,
-        reseller_id: s.resellerId,
-        action: 'backup_create',
-        params: JSON.stringify({ kind: 'scheduled', schedule_id: s.id, slot_at: slot }),
-        status: 'skipped',
-        error: reason,
-        attempts: 0,
-        seq,
-        run_at: now,
-        created_at: now,
-        started_at: null,
-        finished_at: now,
-        locked_by: null,
-        locked_until: null,
-        step_marker: null,
-      })
-      .execute();
+    const { id } = await insertJob(tx, {
+      id: randomUUID(),
+      serviceId: s.serviceId,
+      resellerId: s.resellerId,
+      action: 'backup_create',
+      params: { kind: 'scheduled', schedule_id: s.id, slot_at: slot },
+      seq,
+      now,
+      skipped: { reason },
+    });
     o.log.info(
       { serviceId: s.serviceId, scheduleId: s.id, slot: iso(slot), reason },
       'scheduled backup skipped',
@@ -118,7 +106,6 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     slot: number,
     now: number,
   ): Promise<{ outcome: SlotOutcome; jobId: string | null }> {
-    const backupId = randomUUID();
     let refusal: string;
     try {
       const r = await enqueueInTransaction(
@@ -126,18 +113,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
         {
           resellerId: s.resellerId,
           serviceId: s.serviceId,
-          action: 'backup_create',
-          params: { backup_id: backupId, kind: 'scheduled', schedule_id: s.id, slot_at: slot },
-          check: (service, t) => checkBackupQuota(t, service),
-          apply: async (t, job, service) => {
-            await insertPendingBackup(t, {
-              id: backupId,
-              serviceId: service.id,
-              resellerId: service.resellerId,
-              kind: 'scheduled',
-              now: job.createdAt,
-            });
-          },
+          ...backupCreateOperation('scheduled', { scheduleId: s.id, slotAt: slot }),
         },
         now,
       );

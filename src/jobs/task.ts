@@ -4,13 +4,13 @@ import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
 import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
-import type { Job } from '../store/repos/jobs.ts';
+import type { JobOf } from '../store/repos/jobs.ts';
 import type { Service, ServicePatch } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 
 /** What a task gets: the job, the service as it was when the job started, and the means to act. */
-export interface TaskContext {
-  readonly job: Job;
+export interface TaskContext<A extends JobAction = JobAction> {
+  readonly job: JobOf<A>;
   readonly service: Service;
   /** The state the service was in before this job began. */
   readonly from: ServiceState;
@@ -24,12 +24,19 @@ export interface TaskContext {
   /** The attempts a job gets; the one numbered `maxAttempts` is its last (nothing retries it). */
   readonly maxAttempts: number;
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /**
+   * Aborted when the worker stops and the job ran past the shutdown grace period: the task should
+   * stop where it is (the job goes back to the queue and its re-run finishes the work). `driver`
+   * already refuses new calls and gives up waiting on the current one once it fires.
+   */
+  readonly signal: AbortSignal;
 }
 
 /** A task does the driver work of one action and says what changed on the service. */
-export type Task = (tc: TaskContext) => Promise<ServicePatch>;
+export type Task<A extends JobAction = JobAction> = (tc: TaskContext<A>) => Promise<ServicePatch>;
 
-export type TaskTable = Readonly<Record<JobAction, Task>>;
+/** One task per action, each given its action's parameters. */
+export type TaskTable = { readonly [A in JobAction]: Task<A> };
 
 /** The service fields the hypervisor reports. */
 export function vmPatch(vm: VmInfo): ServicePatch {

@@ -27,6 +27,8 @@ export interface WorkerOptions {
   readonly stopTimeoutMs: number;
   /** Longest sleep between polls when idle. */
   readonly pollMs?: number;
+  /** How long stop() waits for aborted tasks to end after the grace period (default 2 s). */
+  readonly abortWaitMs?: number;
   /** Called after every job run (tests). */
   readonly onRun?: (jobId: string, outcome: RunOutcome) => void;
   /** Where every job run is counted, with its action, how it ended and how long it took. */
@@ -36,7 +38,11 @@ export interface WorkerOptions {
 export interface Worker {
   readonly id: string;
   start(): void;
-  /** Stops claiming, waits for running jobs (up to `graceMs`), then returns. */
+  /**
+   * Stops claiming and waits for running jobs up to `graceMs`; then aborts the tasks still
+   * running (their AbortSignal) and waits for them to put their jobs back in the queue, up to
+   * `abortWaitMs` more. A task that ignores its signal keeps its job until the lease runs out.
+   */
   stop(graceMs?: number): Promise<void>;
   /** Jobs running now in this worker. */
   readonly running: number;
@@ -50,6 +56,8 @@ export function createWorker(o: WorkerOptions): Worker {
   const id = `worker-${randomUUID()}`;
   const running = new Map<string, Promise<void>>();
   let abort = new AbortController();
+  /** Fired when stop()'s grace period is over: tells the tasks still running to give up. */
+  let tasksAbort = new AbortController();
   const pollMs = o.pollMs ?? 500;
   let loop: Promise<void> | undefined;
   let lastMaintenance = 0;
@@ -64,6 +72,9 @@ export function createWorker(o: WorkerOptions): Worker {
     retryBaseMs: o.retryBaseMs,
     maxAttempts: o.maxAttempts,
     log: o.log,
+    get signal() {
+      return tasksAbort.signal;
+    },
   };
 
   async function maintenance(now: number) {
@@ -133,20 +144,34 @@ export function createWorker(o: WorkerOptions): Worker {
     start() {
       if (loop) return;
       abort = new AbortController();
+      tasksAbort = new AbortController();
       loop = run();
     },
     async stop(graceMs = 30_000) {
       abort.abort();
       await loop;
       loop = undefined;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...running.values()]),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, graceMs);
-        }),
-      ]);
-      clearTimeout(timer);
+      if (await settledWithin(running.values(), graceMs)) return;
+      o.log.warn(
+        { running: running.size, graceMs },
+        'jobs still running after the grace period; aborting them',
+      );
+      tasksAbort.abort(new Error('The worker is stopping'));
+      await settledWithin(running.values(), o.abortWaitMs ?? 2000);
     },
   };
+}
+
+/** Whether every promise settled within `ms`. */
+async function settledWithin(promises: Iterable<Promise<unknown>>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const all = Promise.allSettled([...promises]).then(() => true);
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([all, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

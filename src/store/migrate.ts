@@ -4,6 +4,7 @@ import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
 import * as m003 from './migrations/003-job-step-marker.ts';
 import * as m004 from './migrations/004-retention-indexes.ts';
+import * as m005 from './migrations/005-job-from-state.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002-services-status-index': m002,
   '003-job-step-marker': m003,
   '004-retention-indexes': m004,
+  '005-job-from-state': m005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -24,13 +26,25 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
   // Up to date (every start but the first after an upgrade): no lock taken, so a start never
   // waits behind a running server's writes.
   if (await isUpToDate(db)) return [];
+  return run(db, (m) => m.migrateToLatest());
+}
+
+/** Applies the migrations up to `name` and no further: tests of a migration start from the one before. */
+export async function migrateTo(db: Kysely<unknown>, name: string): Promise<string[]> {
+  return run(db, (m) => m.migrateTo(name));
+}
+
+async function run(
+  db: Kysely<unknown>,
+  how: (migrator: Migrator) => Promise<MigrationResultSet>,
+): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider,
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
   });
-  const result: MigrationResultSet = await migrator.migrateToLatest();
+  const result = await how(migrator);
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     // No failed migration: the run itself could not start (no connection, no lock, no table).

@@ -1,7 +1,17 @@
 /**
  * Table types: they mirror the SQL (snake_case). Times are epoch milliseconds (bigint),
  * booleans are 0/1 integers and lists are JSON text, the same on SQLite and PostgreSQL.
+ * Status columns are typed as the values the code writes, so reads need no casts; only this
+ * code writes them.
  */
+import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/status-machine.ts';
+
+export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
+export type BackupStatus = 'creating' | 'available' | 'restoring' | 'deleting' | 'failed';
+export type BackupKind = 'manual' | 'scheduled';
+/** What became of a schedule's slot: a backup job was queued, or a skipped job records why not. */
+export type SlotOutcome = 'queued' | 'skipped';
+
 export interface ResellerTable {
   id: string;
   name: string;
@@ -76,13 +86,13 @@ export interface ServiceTable {
   hdd: number;
   ip_count: number;
   backup: number;
-  status: string;
-  /** The power state to return to after a suspension (running|stopped). */
-  resume_status: string | null;
+  status: Status;
+  /** The power state to return to after a suspension. */
+  resume_status: PowerStatus | null;
   suspend_reason: string | null;
   /** The status once every accepted job has succeeded; requests are checked against it. */
-  projected_status: string;
-  projected_resume: string | null;
+  projected_status: StableStatus;
+  projected_resume: PowerStatus | null;
   /** Jobs accepted but not finished (queued or running). */
   pending_jobs: number;
   /** Sequence number of the last job accepted for this service. */
@@ -103,10 +113,10 @@ export interface JobTable {
   id: string;
   service_id: string;
   reseller_id: string;
-  action: string;
-  /** JSON of the action's parameters (new amounts, encrypted password, backup id...). */
+  action: JobAction;
+  /** JSON of the action's parameters (domain/job-params.ts: new amounts, sealed password, backup id...). */
   params: string;
-  status: string;
+  status: JobStatus;
   error: string | null;
   attempts: number;
   seq: number;
@@ -116,8 +126,10 @@ export interface JobTable {
   finished_at: number | null;
   locked_by: string | null;
   locked_until: number | null;
-  /** What a task recorded before a step that must not be repeated (see migrations/004). */
+  /** What a task recorded before a step that must not be repeated (see migrations/003). */
   step_marker: string | null;
+  /** JSON {status, resume}: the service's state when the job first started, so a re-run sees the same (migrations/005). */
+  from_state: string | null;
 }
 
 export interface IdempotencyKeyTable {
@@ -132,8 +144,8 @@ export interface BackupTable {
   id: string;
   service_id: string;
   reseller_id: string;
-  status: string;
-  kind: string;
+  status: BackupStatus;
+  kind: BackupKind;
   size_gb: number;
   created_at: number;
   updated_at: number;
@@ -154,7 +166,7 @@ export interface ScheduleSlotTable {
   slot_at: number;
   service_id: string;
   job_id: string | null;
-  outcome: string;
+  outcome: SlotOutcome;
   created_at: number;
 }
 

@@ -13,6 +13,7 @@ const MIGRATIONS = [
   '002-services-status-index',
   '003-job-step-marker',
   '004-retention-indexes',
+  '005-job-from-state',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { checkPasswordStrength, generatePassword } from '../../src/domain/passwords.ts';
 
@@ -7,7 +8,7 @@ const ALPHABET = 'abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789-_.+=
 describe('generated server passwords', () => {
   test('20 characters from the alphabet, every class present, accepted by the strength check', () => {
     for (let i = 0; i < 2000; i++) {
-      const p = generatePassword();
+      const p = generatePassword(randomBytes);
       assert.equal(p.length, 20);
       for (const c of p) assert.ok(ALPHABET.includes(c), `unexpected character ${c} in ${p}`);
       assert.match(p, /[a-z]/);
@@ -19,8 +20,8 @@ describe('generated server passwords', () => {
   });
 
   test('other lengths are honoured', () => {
-    assert.equal(generatePassword(8).length, 8);
-    assert.equal(generatePassword(128).length, 128);
+    assert.equal(generatePassword(randomBytes, 8).length, 8);
+    assert.equal(generatePassword(randomBytes, 128).length, 128);
   });
 
   test('no repeats, and every character of the alphabet is about equally likely', () => {
@@ -28,7 +29,7 @@ describe('generated server passwords', () => {
     const counts = new Map<string, number>();
     const n = 20_000;
     for (let i = 0; i < n; i++) {
-      const p = generatePassword();
+      const p = generatePassword(randomBytes);
       assert.ok(!seen.has(p), 'a password repeated');
       seen.add(p);
       for (const c of p) counts.set(c, (counts.get(c) ?? 0) + 1);

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import type { JobStatus } from '../../src/store/schema.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
@@ -49,7 +50,7 @@ test('kill -9 while 200 services provision: after a restart all run, no job lost
   }
 
   // Let some provision, then crash in the middle of the rest.
-  const count = async (status: string) =>
+  const count = async (status: JobStatus) =>
     Number(
       (
         await store.db

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ensureReseller } from '../../src/auth/applications.ts';
+import type { StableStatus } from '../../src/domain/status-machine.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -202,7 +203,10 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
-    async function service(status: string, o: { projected?: string; backup?: number } = {}): Promise<string> {
+    async function service(
+      status: StableStatus,
+      o: { projected?: StableStatus; backup?: number } = {},
+    ): Promise<string> {
       const id = randomUUID();
       const projected = o.projected ?? status;
       await t.ctx.store.db
@@ -307,7 +311,7 @@ for (const store of testStores()) {
     });
 
     test('status rules: running and stopped accept both; suspended only delete; the projection counts', async () => {
-      for (const status of ['running', 'stopped']) {
+      for (const status of ['running', 'stopped'] as const) {
         const id = await service(status);
         assert.equal((await create(id, '01:00', 'mon')).status, 200, status);
       }
@@ -332,7 +336,7 @@ for (const store of testStores()) {
       assert.equal(del.status, 200);
       assert.deepEqual(await list(suspended), []);
 
-      const states: [string, string | undefined][] = [
+      const states: [StableStatus, StableStatus | undefined][] = [
         ['pending', undefined],
         ['failed', undefined],
         ['terminated', undefined],

@@ -46,7 +46,7 @@ for (const store of testStores()) {
         const before = await s.bootCount();
         let runs = 0;
         // A hypervisor that reports a garbled amount: NaN, which neither store takes in an integer column.
-        const restart: Task = async (tc) => {
+        const restart: Task<'restart'> = async (tc) => {
           runs++;
           return { ...(await TASKS.restart(tc)), cpu: Number.NaN };
         };
@@ -75,7 +75,7 @@ for (const store of testStores()) {
         await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
         let claims = 0;
         // Every worker that takes the job dies with it: it stops renewing the lease, and never finishes.
-        const dies: Task = async () => {
+        const dies: Task<'restart'> = async () => {
           claims++;
           return never;
         };
@@ -118,7 +118,7 @@ for (const store of testStores()) {
     test('a job that keeps failing transiently fails after its attempts with the last error; the next job runs', () =>
       withRunningService(store, async (s) => {
         let runs = 0;
-        const restart: Task = async () => {
+        const restart: Task<'restart'> = async () => {
           runs++;
           throw new DriverError(`Host busy (${runs})`, { transient: true });
         };

@@ -53,7 +53,7 @@ for (const store of testStores()) {
           slot_at: Date.now(),
           service_id: id,
           job_id: null,
-          outcome: 'skipped',
+          outcome: 'skipped' as const,
           created_at: Date.now(),
         };
         await t.ctx.store.db.insertInto('schedule_slots').values(slot).execute();

@@ -17,7 +17,7 @@ for (const store of testStores()) {
         withRunningService(store, async (s) => {
           const before = await s.bootCount();
           let died = false;
-          const dies: Task = async (tc) => {
+          const dies: Task<'restart'> = async (tc) => {
             if (when === 'after the reboot') await TASKS.restart(tc);
             died = true;
             return never;

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import type { Clock } from '../../src/domain/clock.ts';
+import type { StableStatus } from '../../src/domain/status-machine.ts';
 import { createScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
 import type { JobSignal } from '../../src/jobs/signal.ts';
 import type { Store } from '../../src/store/database.ts';
@@ -32,8 +33,8 @@ interface Harness {
 }
 
 interface ServiceFields {
-  status: string;
-  projected: string;
+  status: StableStatus;
+  projected: StableStatus;
   backup: number;
   pendingJobs: number;
   jobSeq: number;

@@ -4,6 +4,7 @@ import { type Kysely, sql } from 'kysely';
 import { CatalogFileError, MAX_AMOUNT, parseCatalogFile } from '../../src/domain/catalog-file.ts';
 import { exportCatalog, importCatalog } from '../../src/store/catalog-import.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
+import { newServiceRow } from '../../src/store/repos/services.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { createTestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -164,37 +165,25 @@ async function insertService(db: Kysely<Database>, id: string, productId: string
     .values({ id: RESELLER, name: 'r', enabled: 1, created_at: 0 })
     .onConflict((oc) => oc.doNothing())
     .execute();
+  const row = newServiceRow({
+    id,
+    resellerId: RESELLER,
+    clientId: 'c',
+    productId,
+    templateId,
+    domainName: 'x.example',
+    username: 'root',
+    passwordEnc: 'x',
+    cpu: 1,
+    ram: 1,
+    hdd: 20,
+    ipCount: 1,
+    backup: 0,
+    now: 0,
+  });
   await db
     .insertInto('services')
-    .values({
-      id,
-      reseller_id: RESELLER,
-      client_id: 'c',
-      product_id: productId,
-      template_id: templateId,
-      domain_name: 'x.example',
-      username: 'root',
-      password_enc: 'x',
-      cpu: 1,
-      ram: 1,
-      hdd: 20,
-      ip_count: 1,
-      backup: 0,
-      status: 'running',
-      resume_status: null,
-      suspend_reason: null,
-      projected_status: 'running',
-      projected_resume: null,
-      pending_jobs: 0,
-      job_seq: 0,
-      active_job_id: null,
-      host_id: null,
-      ips: '[]',
-      disk_revision: null,
-      created_at: 0,
-      updated_at: 0,
-      terminated_at: null,
-    })
+    .values({ ...row, status: 'running', projected_status: 'running' })
     .execute();
 }
 

@@ -1,14 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { checkBackupQuota } from '../../jobs/backup-quota.ts';
-import { type Backup, findBackup, insertPendingBackup, listBackups } from '../../store/repos/backups.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { backupCreateOperation } from '../../jobs/backup-operation.ts';
+import { type Backup, findBackup, listBackups, setBackupStatus } from '../../store/repos/backups.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { successEnvelope } from '../envelope.ts';
-import { EmptyBody, isUuid, ServiceParams } from '../schemas.ts';
+import { EmptyBody, ServiceParams } from '../schemas.ts';
 import { acceptOperation } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
@@ -51,20 +51,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
     `${API}/service/:service_id/backup/create`,
     { config: scope, schema: { params: ServiceParams, body: EmptyBody } },
     async (request, reply) => {
-      const backupId = randomUUID();
-      return acceptOperation(ctx, request, reply, 'backup_create', {
-        params: { backup_id: backupId, kind: 'manual' },
-        check: (service, tx) => checkBackupQuota(tx, service),
-        apply: async (tx, job, service) => {
-          await insertPendingBackup(tx, {
-            id: backupId,
-            serviceId: service.id,
-            resellerId: service.resellerId,
-            kind: 'manual',
-            now: job.createdAt,
-          });
-        },
-      });
+      return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
     },
   );
 
@@ -73,7 +60,8 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
     { config: scope, schema: { params: BackupParams, body: EmptyBody } },
     async (request, reply) => {
       const backupId = backupIdOf(request);
-      return acceptOperation(ctx, request, reply, 'backup_restore', {
+      return acceptOperation(ctx, request, reply, {
+        action: 'backup_restore',
         params: { backup_id: backupId },
         check: async (service, tx) => {
           const backup = await findBackup(tx, service.id, backupId);
@@ -91,7 +79,8 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
     { config: scope, schema: { params: BackupParams, body: EmptyBody } },
     async (request, reply) => {
       const backupId = backupIdOf(request);
-      const result = await acceptOperation(ctx, request, reply, 'backup_delete', {
+      const result = await acceptOperation(ctx, request, reply, {
+        action: 'backup_delete',
         params: { backup_id: backupId },
         check: async (service, tx) => {
           const backup = await findBackup(tx, service.id, backupId);
@@ -99,13 +88,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
           if (backup.status === 'deleting')
             throw new ApiError('invalid_state', 'The backup is already being deleted');
         },
-        apply: async (tx) => {
-          await tx
-            .updateTable('backups')
-            .set({ status: 'deleting', updated_at: ctx.clock.now() })
-            .where('id', '=', backupId)
-            .execute();
-        },
+        apply: (tx) => setBackupStatus(tx, backupId, 'deleting', ctx.clock.now()),
       });
       // Variant A carries a human message for a successful deletion (CONTRACT.md section 2).
       return request.variant === 'A' ? successEnvelope('A', [], 'Backup deletion accepted') : result;

@@ -3,21 +3,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { uuidv7 } from '../../domain/ids.ts';
+import { isUuid } from '../../domain/ids.ts';
 import { checkOrder } from '../../domain/orders.ts';
-import { generatePassword } from '../../domain/passwords.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
-import { findIdempotencyKey, insertIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
-import {
-  createServiceInserter,
-  findService,
-  insertService,
-  type ServiceRow,
-} from '../../store/repos/services.ts';
+import { createOrderPlacer, type PlacedOrder } from '../../store/place-order.ts';
+import { findIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
+import { findService } from '../../store/repos/services.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
 import { successEnvelope } from '../envelope.ts';
-import { isUuid } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
@@ -46,7 +40,7 @@ function requestHash(order: Order): string {
 
 export function registerOrderRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const services = createServiceInserter(db);
+  const orders = createOrderPlacer(db, ctx.secretBox);
 
   /** The answer to an order: variant A also carries the new server's login. */
   function answer(request: FastifyRequest, service: { id: string; username: string; password: string }) {
@@ -103,54 +97,24 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     if (!product) throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
     const domain = checkOrder(product, order, catalog.unavailableTemplates);
 
-    const now = ctx.clock.now();
-    const id = uuidv7();
-    const password = generatePassword();
-    const row: ServiceRow = {
-      id,
-      reseller_id: caller.resellerId,
-      client_id: caller.clientId,
-      product_id: product.id,
-      template_id: order.template_id.toLowerCase(),
-      domain_name: domain,
-      username: 'root',
-      password_enc: ctx.secretBox.seal(password),
-      cpu: order.cpu,
-      ram: order.ram,
-      hdd: order.hdd,
-      ip_count: order.ip,
-      backup: order.backup,
-      status: 'pending',
-      resume_status: null,
-      suspend_reason: null,
-      projected_status: 'pending',
-      projected_resume: null,
-      pending_jobs: 0,
-      job_seq: 0,
-      active_job_id: null,
-      host_id: null,
-      ips: '[]',
-      disk_revision: null,
-      created_at: now,
-      updated_at: now,
-      terminated_at: null,
-    };
+    let placed: PlacedOrder;
     try {
-      if (!key) {
-        await services.insert(row);
-      } else {
-        // The service and its key together, or neither: a retry then finds one or creates one.
-        await db.transaction().execute(async (tx) => {
-          await insertService(tx, row);
-          await insertIdempotencyKey(tx, {
-            resellerId: caller.resellerId,
-            key,
-            requestHash: hash,
-            response: JSON.stringify({ service_id: id }),
-            now,
-          });
-        });
-      }
+      placed = await orders.place(
+        {
+          resellerId: caller.resellerId,
+          clientId: caller.clientId,
+          productId: product.id,
+          templateId: order.template_id.toLowerCase(),
+          domainName: domain,
+          cpu: order.cpu,
+          ram: order.ram,
+          hdd: order.hdd,
+          ipCount: order.ip,
+          backup: order.backup,
+        },
+        ctx.clock.now(),
+        key ? { key, requestHash: hash } : undefined,
+      );
     } catch (err) {
       // A concurrent request with the same key won the race: answer as it did.
       if (key && isUniqueViolation(err)) {
@@ -159,8 +123,8 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
       }
       throw err;
     }
-    request.log.info({ serviceId: id, productId: product.id }, 'order created');
-    return answer(request, { id, username: row.username, password });
+    request.log.info({ serviceId: placed.id, productId: product.id }, 'order created');
+    return answer(request, placed);
   };
 
   const options = { config: { scope: 'service' as const }, schema: { body: OrderBody } };

@@ -2,10 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { checkBounds, UPGRADE_FIELD_NAMES } from '../../domain/orders.ts';
+import { checkBounds, shrinksDisk, UPGRADE_FIELD_NAMES } from '../../domain/orders.ts';
 import { checkPasswordStrength } from '../../domain/passwords.ts';
-import type { JobAction } from '../../domain/status-machine.ts';
-import { type OperationRequest, requestOperation } from '../../jobs/queue.ts';
+import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { usedBackupGb } from '../../store/repos/backups.ts';
 import type { Service } from '../../store/repos/services.ts';
 import type { App } from '../app.ts';
@@ -22,12 +21,12 @@ export async function acceptOperation(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
-  action: JobAction,
-  extra: Omit<OperationRequest, 'resellerId' | 'serviceId' | 'action'> = {},
+  operation: Operation,
 ) {
+  const { action } = operation;
   const outcome = await requestOperation(
     ctx.store.db,
-    { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), action, ...extra },
+    { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), ...operation },
     ctx.clock.now(),
   );
   if (outcome.kind === 'noop') return successEnvelope(request.variant, [], outcome.message);
@@ -69,7 +68,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
       handler as never,
     );
 
-  const simple: [string, JobAction][] = [
+  const simple: [string, 'create' | 'terminate' | 'unsuspend' | 'start' | 'stop' | 'restart'][] = [
     ['create', 'create'],
     ['terminate', 'terminate'],
     ['unsuspend', 'unsuspend'],
@@ -78,11 +77,12 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     ['restart', 'restart'],
   ];
   for (const [path, action] of simple) {
-    route(path, EmptyBody, (request, reply) => acceptOperation(ctx, request, reply, action));
+    route(path, EmptyBody, (request, reply) => acceptOperation(ctx, request, reply, { action }));
   }
 
   route('suspend', SuspendBody, (request, reply) =>
-    acceptOperation(ctx, request, reply, 'suspend', {
+    acceptOperation(ctx, request, reply, {
+      action: 'suspend',
       params: { reason: request.body.suspend_reason ?? null },
     }),
   );
@@ -91,14 +91,15 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     const b = request.body;
     const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
     const catalog = await ctx.catalog.get();
-    return acceptOperation(ctx, request, reply, 'upgrade', {
+    return acceptOperation(ctx, request, reply, {
+      action: 'upgrade',
       params: amounts,
       check: async (service: Service, tx) => {
         const product = catalog.byId.get(service.productId);
         if (!product)
           throw new ApiError('product_not_found', 'The product of this service is no longer offered');
         checkBounds(product, amounts, UPGRADE_FIELD_NAMES);
-        if (amounts.hdd < service.hdd) {
+        if (shrinksDisk(service.hdd, amounts.hdd)) {
           throw new ApiError(
             'disk_shrink_not_supported',
             `HDD cannot go below the current ${service.hdd} GB; disks only grow`,
@@ -117,7 +118,8 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
 
   route('reset-password', ResetPasswordBody, async (request, reply) => {
     checkPasswordStrength(request.body.password);
-    return acceptOperation(ctx, request, reply, 'reset_password', {
+    return acceptOperation(ctx, request, reply, {
+      action: 'reset_password',
       params: { password_enc: ctx.secretBox.seal(request.body.password) },
     });
   });

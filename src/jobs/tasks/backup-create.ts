@@ -7,8 +7,10 @@ import type { Task } from '../task.ts';
  * Takes the backup, then keeps the service within its backup quota: the oldest scheduled
  * backups are rotated out; if that cannot make room, the new backup is discarded and the job fails.
  */
-export const backupCreate: Task = async ({ service, driver, db, clock, job }) => {
-  const backupId = String(job.params['backup_id']);
+export const backupCreate: Task<'backup_create'> = async ({ service, driver, db, clock, job, signal }) => {
+  const backupId = job.params.backup_id;
+  // Only the record of a skipped slot has none, and it never runs.
+  if (!backupId) throw new DriverError('This backup job names no backup', { transient: false });
   const backup = await findBackup(db, service.id, backupId);
   if (!backup) throw new DriverError(`Backup ${backupId} no longer exists`, { transient: false });
   try {
@@ -28,7 +30,8 @@ export const backupCreate: Task = async ({ service, driver, db, clock, job }) =>
     }
     await setBackupStatus(db, backupId, 'available', clock.now(), info.sizeGb);
   } catch (err) {
-    if (!(err instanceof DriverError && err.transient))
+    // A transient error or a shutdown: the job runs again and takes the backup then.
+    if (!signal.aborted && !(err instanceof DriverError && err.transient))
       await setBackupStatus(db, backupId, 'failed', clock.now());
     throw err;
   }

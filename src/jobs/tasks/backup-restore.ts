@@ -3,8 +3,8 @@ import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
 import { type Task, vmPatch } from '../task.ts';
 
 /** The driver powers off if needed, restores, and returns the VM to the power state it had. */
-export const backupRestore: Task = async ({ service, driver, db, clock, job }) => {
-  const backupId = String(job.params['backup_id']);
+export const backupRestore: Task<'backup_restore'> = async ({ service, driver, db, clock, job }) => {
+  const backupId = job.params.backup_id;
   const backup = await findBackup(db, service.id, backupId);
   if (!backup || backup.status === 'failed') {
     throw new DriverError(`Backup ${backupId} is not available to restore`, { transient: false });

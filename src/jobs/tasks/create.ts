@@ -1,7 +1,7 @@
 import { DriverError } from '../../drivers/driver.ts';
 import { type Task, vmPatch } from '../task.ts';
 
-export const create: Task = async ({ service, driver, secretBox, job, maxAttempts }) => {
+export const create: Task<'create'> = async ({ service, driver, secretBox, job, maxAttempts }) => {
   try {
     const vm = await driver.create({
       vmId: service.id,

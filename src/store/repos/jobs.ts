@@ -1,17 +1,18 @@
-import type { Kysely, Updateable } from 'kysely';
-import type { JobAction } from '../../domain/status-machine.ts';
+import type { Kysely } from 'kysely';
+import { type JobParams, jobParamsProblem } from '../../domain/job-params.ts';
+import { isStable, type JobAction, type ServiceState } from '../../domain/status-machine.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
-import type { Database, JobTable } from '../schema.ts';
+import type { Database, JobStatus, JobTable } from '../schema.ts';
 
-export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
+export type { JobStatus };
 
+/** A job as the API shows it: everything but what its task needs to run (see RunnableJob). */
 export interface Job {
   readonly id: string;
   readonly serviceId: string;
   readonly resellerId: string;
   readonly action: JobAction;
-  readonly params: Record<string, unknown>;
   readonly status: JobStatus;
   readonly error: string | null;
   readonly attempts: number;
@@ -21,8 +22,29 @@ export interface Job {
   readonly startedAt: number | null;
   readonly finishedAt: number | null;
   readonly lockedBy: string | null;
+}
+
+/** A job of one action, with that action's parameters. */
+export interface JobOf<A extends JobAction> extends Job {
+  readonly action: A;
+  readonly params: JobParams[A];
   /** Recorded by the task before a step that must not be repeated; read back when the job re-runs. */
   readonly stepMarker: string | null;
+  /** The service's state when the job first started (recorded then, so a re-run sees the same). */
+  readonly from: ServiceState | null;
+}
+
+/** A job with its parameters, checked against its action when read: what a worker runs. */
+export type RunnableJob = { [A in JobAction]: JobOf<A> }[JobAction];
+
+/** A stored job whose parameters or recorded state do not fit its action: it cannot run. */
+export class UnreadableJob extends Error {
+  override name = 'UnreadableJob';
+  readonly job: Job;
+  constructor(job: Job, problem: string) {
+    super(`The stored parameters of this ${job.action.replaceAll('_', ' ')} job are invalid: ${problem}`);
+    this.job = job;
+  }
 }
 
 export function toJob(r: JobTable): Job {
@@ -30,9 +52,8 @@ export function toJob(r: JobTable): Job {
     id: r.id,
     serviceId: r.service_id,
     resellerId: r.reseller_id,
-    action: r.action as JobAction,
-    params: JSON.parse(r.params) as Record<string, unknown>,
-    status: r.status as JobStatus,
+    action: r.action,
+    status: r.status,
     error: r.error,
     attempts: r.attempts,
     seq: r.seq,
@@ -41,17 +62,93 @@ export function toJob(r: JobTable): Job {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     lockedBy: r.locked_by,
-    stepMarker: r.step_marker,
   };
 }
 
-export async function insertJob(db: Kysely<Database>, row: JobTable): Promise<void> {
-  await insertRow(db, 'jobs', row);
+/** The job with its parameters; throws UnreadableJob if its stored parameters do not fit its action. */
+export function toRunnableJob(r: JobTable): RunnableJob {
+  const summary = toJob(r);
+  const params = parseJson(r.params);
+  const problem = params === undefined ? 'the parameters are not JSON' : jobParamsProblem(r.action, params);
+  if (problem) throw new UnreadableJob(summary, problem);
+  const from = r.from_state === null ? null : toServiceState(parseJson(r.from_state));
+  if (from === undefined) throw new UnreadableJob(summary, `the recorded state ${r.from_state} is not one`);
+  // Checked just above against the schema of r.action.
+  return { ...summary, params, from, stepMarker: r.step_marker } as RunnableJob;
 }
 
-export async function findJob(db: Kysely<Database>, id: string): Promise<Job | undefined> {
-  const row = await db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
-  return row && toJob(row);
+/** A job a worker claimed: `read()` gives it with its parameters, or throws UnreadableJob. */
+export interface ClaimedJob extends Job {
+  read(): RunnableJob;
+}
+
+export function toClaimedJob(r: JobTable): ClaimedJob {
+  return { ...toJob(r), read: () => toRunnableJob(r) };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function toServiceState(v: unknown): ServiceState | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { status, resume } = v as Record<string, unknown>;
+  if (typeof status !== 'string' || !isStable(status)) return undefined;
+  if (resume !== null && resume !== 'running' && resume !== 'stopped') return undefined;
+  return { status, resume };
+}
+
+/** What a new job row needs; the rest starts empty. */
+export interface NewJob<A extends JobAction> {
+  readonly id: string;
+  readonly serviceId: string;
+  readonly resellerId: string;
+  readonly action: A;
+  readonly params: JobParams[A];
+  readonly seq: number;
+  readonly now: number;
+  /** A job `skipped` at once records why a request made no job (a scheduled slot); it never runs. */
+  readonly skipped?: { readonly reason: string };
+}
+
+/**
+ * The row of a new job: the one place jobs are built, so every job's parameters are checked
+ * against its action before they are stored. Parameters of the wrong shape are a programming
+ * error (the routes and the scheduler build them), so they throw a plain Error, not an ApiError.
+ */
+export function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
+  const problem = jobParamsProblem(j.action, j.params);
+  if (problem) throw new Error(`Parameters of a ${j.action} job do not fit: ${problem}`);
+  return {
+    id: j.id,
+    service_id: j.serviceId,
+    reseller_id: j.resellerId,
+    action: j.action,
+    params: JSON.stringify(j.params),
+    status: j.skipped ? 'skipped' : 'queued',
+    error: j.skipped ? j.skipped.reason : null,
+    attempts: 0,
+    seq: j.seq,
+    run_at: j.now,
+    created_at: j.now,
+    started_at: null,
+    finished_at: j.skipped ? j.now : null,
+    locked_by: null,
+    locked_until: null,
+    step_marker: null,
+    from_state: null,
+  };
+}
+
+/** Inserts a new job; returns it. */
+export async function insertJob<A extends JobAction>(db: Kysely<Database>, j: NewJob<A>): Promise<Job> {
+  const row = newJobRow(j);
+  await insertRow(db, 'jobs', row);
+  return toJob(row);
 }
 
 /** A service's jobs, newest first. */
@@ -85,13 +182,14 @@ export async function queuedActions(db: Kysely<Database>, serviceId: string): Pr
     .where('status', '=', 'queued')
     .orderBy('seq')
     .execute();
-  return rows.map((r) => r.action as JobAction);
+  return rows.map((r) => r.action);
 }
 
-export async function updateJob(
-  db: Kysely<Database>,
-  id: string,
-  patch: Updateable<JobTable>,
-): Promise<void> {
-  await db.updateTable('jobs').set(patch).where('id', '=', id).execute();
+/** Records the state a job started from (see JobOf.from). */
+export async function recordJobFrom(db: Kysely<Database>, id: string, from: ServiceState): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({ from_state: JSON.stringify(from) })
+    .where('id', '=', id)
+    .execute();
 }

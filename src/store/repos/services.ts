@@ -83,6 +83,57 @@ export function toService(r: ServiceRow): Service {
   };
 }
 
+/** What an order decides of a new service; the rest starts empty (pending, no VM, no job). */
+export type NewService = Pick<
+  Service,
+  | 'id'
+  | 'resellerId'
+  | 'clientId'
+  | 'productId'
+  | 'templateId'
+  | 'domainName'
+  | 'username'
+  | 'passwordEnc'
+  | 'cpu'
+  | 'ram'
+  | 'hdd'
+  | 'ipCount'
+  | 'backup'
+> & { readonly now: number };
+
+/** The row of a new service: the one place a whole services row is built. */
+export function newServiceRow(s: NewService): ServiceRow {
+  return {
+    id: s.id,
+    reseller_id: s.resellerId,
+    client_id: s.clientId,
+    product_id: s.productId,
+    template_id: s.templateId,
+    domain_name: s.domainName,
+    username: s.username,
+    password_enc: s.passwordEnc,
+    cpu: s.cpu,
+    ram: s.ram,
+    hdd: s.hdd,
+    ip_count: s.ipCount,
+    backup: s.backup,
+    status: 'pending',
+    resume_status: null,
+    suspend_reason: null,
+    projected_status: 'pending',
+    projected_resume: null,
+    pending_jobs: 0,
+    job_seq: 0,
+    active_job_id: null,
+    host_id: null,
+    ips: '[]',
+    disk_revision: null,
+    created_at: s.now,
+    updated_at: s.now,
+    terminated_at: null,
+  };
+}
+
 /** Inserts of new services, group-committed (group-insert.ts). */
 export function createServiceInserter(db: Kysely<Database>): GroupInserter<ServiceRow> {
   return createGroupInserter(db, 'services');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { randomPoolBytes } from '../../src/auth/random-pool.ts';
-import { createSecretBox } from '../../src/auth/secret-box.ts';
+import { createSecretBox } from '../src/auth/secret-box.ts';
+import { randomPoolBytes } from '../src/random-pool.ts';
 
 describe('pooled random bytes', () => {
   test('the length asked for, small and large', () => {

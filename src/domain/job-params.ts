@@ -1,0 +1,54 @@
+/**
+ * The parameters each job action carries, as one map keyed by `JobAction`: the types the routes,
+ * the scheduler and the tasks share, and the check a job's parameters pass when it is enqueued
+ * and again when it is read back from the store (a row written by an older version, or by hand).
+ */
+import { type Static, type TSchema, Type } from 'typebox';
+import { Compile, type Validator } from 'typebox/compile';
+import type { JobAction } from './status-machine.ts';
+
+const None = Type.Object({});
+const Amount = Type.Integer({ minimum: 0 });
+const BackupId = Type.Object({ backup_id: Type.String({ minLength: 1 }) });
+
+const JOB_PARAMS = {
+  create: None,
+  start: None,
+  stop: None,
+  restart: None,
+  suspend: Type.Object({ reason: Type.Union([Type.String(), Type.Null()]) }),
+  unsuspend: None,
+  terminate: None,
+  upgrade: Type.Object({ cpu: Amount, ram: Amount, hdd: Amount, ip: Amount, backup: Amount }),
+  /** The new password, sealed like the stored one (auth/secret-box.ts): never plain text in a job. */
+  reset_password: Type.Object({ password_enc: Type.String({ minLength: 1 }) }),
+  /**
+   * `backup_id` is absent only on the record of a scheduled slot that made no backup (a
+   * `skipped` job, which never runs); `schedule_id` and `slot_at` name that slot.
+   */
+  backup_create: Type.Object({
+    backup_id: Type.Optional(Type.String({ minLength: 1 })),
+    kind: Type.Union([Type.Literal('manual'), Type.Literal('scheduled')]),
+    schedule_id: Type.Optional(Type.String()),
+    slot_at: Type.Optional(Type.Integer()),
+  }),
+  backup_restore: BackupId,
+  backup_delete: BackupId,
+} as const satisfies Record<JobAction, TSchema>;
+
+/** The parameters of each action's job. */
+export type JobParams = { readonly [A in JobAction]: Readonly<Static<(typeof JOB_PARAMS)[A]>> };
+
+/** Compiled once, as a regular expression is: a check is then a few property tests (every job, twice). */
+const CHECKS = Object.fromEntries(
+  Object.entries(JOB_PARAMS).map(([action, schema]) => [action, Compile(schema)]),
+) as Readonly<Record<string, Validator>>;
+
+/** Why `value` is not the parameters of an `action` job, or undefined if it is. */
+export function jobParamsProblem(action: JobAction, value: unknown): string | undefined {
+  const check = CHECKS[action];
+  if (!check) return `${String(action)} is not a job action`;
+  if (check.Check(value)) return undefined;
+  const first = check.Errors(value)[0];
+  return first ? `${first.instancePath || 'the parameters'} ${first.message}` : 'invalid parameters';
+}

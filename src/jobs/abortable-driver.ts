@@ -1,0 +1,54 @@
+/**
+ * The driver as a task sees it: once the job's signal fires (the worker is stopping and the job
+ * ran past the grace period), no new driver call starts and the task stops waiting on the one
+ * under way, so it ends at once and its job goes back to the queue. The abandoned call is left to
+ * finish or fail on its own: driver operations are idempotent, and the re-run finds its work.
+ */
+import type { HypervisorDriver } from '../drivers/driver.ts';
+
+export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): HypervisorDriver {
+  const wrap =
+    <T extends unknown[], R>(call: (...args: T) => Promise<R>) =>
+    async (...args: T): Promise<R> => {
+      signal.throwIfAborted();
+      return untilAborted(call.apply(driver, args), signal);
+    };
+  return {
+    name: driver.name,
+    create: wrap(driver.create),
+    start: wrap(driver.start),
+    stop: wrap(driver.stop),
+    reboot: wrap(driver.reboot),
+    powerOff: wrap(driver.powerOff),
+    resize: wrap(driver.resize),
+    setPassword: wrap(driver.setPassword),
+    destroy: wrap(driver.destroy),
+    inspect: wrap(driver.inspect),
+    createBackup: wrap(driver.createBackup),
+    restoreBackup: wrap(driver.restoreBackup),
+    deleteBackup: wrap(driver.deleteBackup),
+    close: () => driver.close(),
+  };
+}
+
+/** `work`, or the signal's reason if it fires first. */
+export function untilAborted<R>(work: Promise<R>, signal: AbortSignal): Promise<R> {
+  return new Promise<R>((resolve, reject) => {
+    const onAbort = () => {
+      // The abandoned work may still fail: that is no longer anyone's concern.
+      work.catch(() => {});
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}

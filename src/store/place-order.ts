@@ -1,0 +1,76 @@
+import type { Kysely } from 'kysely';
+import type { SecretBox } from '../auth/secret-box.ts';
+import { uuidv7 } from '../domain/ids.ts';
+import { generatePassword } from '../domain/passwords.ts';
+import { randomPoolBytes } from '../random-pool.ts';
+import { insertIdempotencyKey } from './repos/idempotency-keys.ts';
+import { createServiceInserter, insertService, newServiceRow } from './repos/services.ts';
+import type { Database } from './schema.ts';
+
+/** An order already checked against its product (domain/orders.ts). */
+export interface Order {
+  readonly resellerId: string;
+  readonly clientId: string;
+  readonly productId: string;
+  readonly templateId: string;
+  readonly domainName: string;
+  readonly cpu: number;
+  readonly ram: number;
+  readonly hdd: number;
+  readonly ipCount: number;
+  readonly backup: number;
+}
+
+/** The new service's login: the password is shown once, in the answer to the order. */
+export interface PlacedOrder {
+  readonly id: string;
+  readonly username: string;
+  readonly password: string;
+}
+
+export interface OrderPlacer {
+  /**
+   * Records a new `pending` service with a generated root password. With an idempotency key, the
+   * service and the key are written together or not at all; a key already recorded fails with
+   * the database's unique violation (the caller answers as the first request did).
+   */
+  place(
+    order: Order,
+    now: number,
+    idempotency?: { readonly key: string; readonly requestHash: string },
+  ): Promise<PlacedOrder>;
+}
+
+export function createOrderPlacer(db: Kysely<Database>, secretBox: SecretBox): OrderPlacer {
+  // Orders without a key need no transaction of their own: a burst of them is group-committed.
+  const services = createServiceInserter(db);
+  return {
+    async place(order, now, idempotency) {
+      // Ids are time-ordered by the real time, like every insert's place in the index.
+      const id = uuidv7(Date.now(), randomPoolBytes(16));
+      const password = generatePassword(randomPoolBytes);
+      const row = newServiceRow({
+        ...order,
+        id,
+        username: 'root',
+        passwordEnc: secretBox.seal(password),
+        now,
+      });
+      if (!idempotency) {
+        await services.insert(row);
+      } else {
+        await db.transaction().execute(async (tx) => {
+          await insertService(tx, row);
+          await insertIdempotencyKey(tx, {
+            resellerId: order.resellerId,
+            key: idempotency.key,
+            requestHash: idempotency.requestHash,
+            response: JSON.stringify({ service_id: id }),
+            now,
+          });
+        });
+      }
+      return { id, username: row.username, password };
+    },
+  };
+}

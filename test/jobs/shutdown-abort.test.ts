@@ -1,0 +1,76 @@
+/**
+ * Issue 12: a worker that stops aborts the tasks still running after its grace period (their
+ * AbortSignal fires) and puts their jobs back in the queue at once, rather than leaving them
+ * `running` until their lease runs out.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Task } from '../../src/jobs/task.ts';
+import { findService } from '../../src/store/repos/services.ts';
+import { call, waitForStatus } from '../helpers/app.ts';
+import { until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+for (const store of testStores()) {
+  describe(`worker shutdown past the grace period (${store})`, () => {
+    test('the task is aborted, its job queued again at once, and the next worker runs it', () =>
+      withRunningService(store, async (s) => {
+        const { db } = s.t.ctx.store;
+        let started = false;
+        let aborted = false;
+        let driverRefused = false;
+        // A restart that outlasts any grace period, but listens to its signal.
+        const slow: Task<'restart'> = async (tc) => {
+          started = true;
+          await new Promise((_, reject) =>
+            tc.signal.addEventListener('abort', () => {
+              aborted = true;
+              reject(tc.signal.reason);
+            }),
+          );
+          return {};
+        };
+        let driverCheck: Promise<void> = Promise.resolve();
+        const watch: Task<'restart'> = async (tc) => {
+          // Once aborted, the task's driver refuses new calls.
+          tc.signal.addEventListener('abort', () => {
+            driverCheck = tc.driver.start(tc.service.id).then(
+              () => {},
+              () => {
+                driverRefused = true;
+              },
+            );
+          });
+          return slow(tc);
+        };
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        const worker = s.worker({ restart: watch });
+        await until(() => started, 'the restart to start');
+
+        const stopping = Date.now();
+        await worker.stop(100);
+        await driverCheck;
+        assert.ok(aborted, 'the task saw its signal fire');
+        assert.ok(driverRefused, 'the driver refused a call after the abort');
+        // Back in the queue when stop() returns, well before the lease (300 ms) would run out.
+        assert.ok(Date.now() - stopping < 2000);
+        const job = await db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('service_id', '=', s.id)
+          .where('action', '=', 'restart')
+          .executeTakeFirstOrThrow();
+        assert.equal(job.status, 'queued');
+        assert.equal(job.locked_by, null);
+        assert.equal(job.error, 'Attempt 1 did not finish, retrying: the worker running it stopped');
+        const service = await findService(db, s.id);
+        assert.equal(service?.status, 'running', 'not left restarting');
+        assert.equal(service?.activeJobId, null);
+
+        s.worker();
+        await until(async () => (await s.jobs()).at(-1).status === 'succeeded', 'the re-run');
+        await waitForStatus(s.t, s.token, s.id, 'running');
+        assert.equal((await s.jobs()).at(-1).attempts, 2);
+      }));
+  });
+}
