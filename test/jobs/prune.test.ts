@@ -1,30 +1,20 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPruner } from '../../src/jobs/prune.ts';
-import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
 const DAY = 86_400_000;
 
 async function order(t: TestApp, token: string, key?: string): Promise<string> {
-  const p = DEMO_CATALOG.products[0]!;
   const res = await call(
     t,
     token,
     'POST',
     'service/create-order',
-    {
-      product_id: p.id,
-      domain_name: 'prune.example.com',
-      template_id: p.os_templates[0],
-      cpu: 1,
-      ram: 1,
-      hdd: 20,
-      ip: 1,
-      backup: 10,
-    },
+    smallOrder('prune.example.com'),
     key ? { 'idempotency-key': key } : {},
   );
   assert.equal(res.status, 200, JSON.stringify(res.body));
