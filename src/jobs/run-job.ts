@@ -21,7 +21,12 @@ import {
   recordJobFrom,
   UnreadableJob,
 } from '../store/repos/jobs.ts';
-import { findService, type ServicePatch } from '../store/repos/services.ts';
+import {
+  findService,
+  type ServiceChange,
+  type ServicePatch,
+  serviceChangeColumns,
+} from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
@@ -101,9 +106,9 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     throw err;
   }
 
-  let patch: ServicePatch;
+  let change: ServiceChange;
   try {
-    patch = await runTask(deps.tasks, job, {
+    change = await runTask(deps.tasks, job, {
       ...deps,
       driver: abortableDriver(deps.driver, deps.signal),
       service,
@@ -142,7 +147,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   const next = decision.next;
   return finish(deps, job, from, {
     status: 'succeeded',
-    patch: { ...patch, resume_status: next.resume },
+    patch: { ...serviceChangeColumns(change), resume_status: next.resume },
     after: next,
   });
 }
@@ -152,7 +157,7 @@ function runTask<A extends JobAction>(
   tasks: TaskTable,
   job: JobOf<A>,
   rest: Omit<TaskContext<A>, 'job'>,
-): Promise<ServicePatch> {
+): Promise<ServiceChange> {
   const task: TaskTable[A] = tasks[job.action];
   return task({ ...rest, job });
 }

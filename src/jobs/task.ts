@@ -5,7 +5,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
 import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
 import type { JobOf } from '../store/repos/jobs.ts';
-import type { Service, ServicePatch } from '../store/repos/services.ts';
+import type { Service, ServiceChange } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 
 /** What a task gets: the job, the service as it was when the job started, and the means to act. */
@@ -33,12 +33,12 @@ export interface TaskContext<A extends JobAction = JobAction> {
 }
 
 /** A task does the driver work of one action and says what changed on the service. */
-export type Task<A extends JobAction = JobAction> = (tc: TaskContext<A>) => Promise<ServicePatch>;
+export type Task<A extends JobAction = JobAction> = (tc: TaskContext<A>) => Promise<ServiceChange>;
 
 /** One task per action, each given its action's parameters. */
 export type TaskTable = { readonly [A in JobAction]: Task<A> };
 
 /** The service fields the hypervisor reports. */
-export function vmPatch(vm: VmInfo): ServicePatch {
-  return { host_id: vm.hostId, ips: JSON.stringify(vm.ips), disk_revision: vm.diskRevision ?? null };
+export function vmChange(vm: VmInfo): ServiceChange {
+  return { hostId: vm.hostId, ips: vm.ips, diskRevision: vm.diskRevision ?? null };
 }

@@ -1,6 +1,6 @@
 import { DriverError } from '../../drivers/driver.ts';
 import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
-import { type Task, vmPatch } from '../task.ts';
+import { type Task, vmChange } from '../task.ts';
 
 /** The driver powers off if needed, restores, and returns the VM to the power state it had. */
 export const backupRestore: Task<'backup_restore'> = async ({ service, driver, db, clock, job }) => {
@@ -16,5 +16,5 @@ export const backupRestore: Task<'backup_restore'> = async ({ service, driver, d
     await setBackupStatus(db, backupId, 'available', clock.now());
   }
   const vm = await driver.inspect(service.id);
-  return vm ? vmPatch(vm) : {};
+  return vm ? vmChange(vm) : {};
 };

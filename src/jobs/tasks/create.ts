@@ -1,5 +1,5 @@
 import { DriverError } from '../../drivers/driver.ts';
-import { type Task, vmPatch } from '../task.ts';
+import { type Task, vmChange } from '../task.ts';
 
 export const create: Task<'create'> = async ({ service, driver, secretBox, job, maxAttempts }) => {
   try {
@@ -14,7 +14,7 @@ export const create: Task<'create'> = async ({ service, driver, secretBox, job, 
       diskGb: service.hdd,
       ipCount: service.ipCount,
     });
-    return vmPatch(vm);
+    return vmChange(vm);
   } catch (err) {
     // A transient failure keeps the work for the retry; on the last attempt there is none, so
     // what the attempts took (addresses, host room, disk, the seed with the password) goes back.

@@ -4,5 +4,5 @@ import type { Task } from '../task.ts';
 export const resetPassword: Task<'reset_password'> = async ({ service, driver, secretBox, job }) => {
   const sealed = job.params.password_enc;
   await driver.setPassword(service.id, service.username, secretBox.open(sealed));
-  return { password_enc: sealed };
+  return { passwordEnc: sealed };
 };

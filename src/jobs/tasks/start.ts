@@ -1,3 +1,3 @@
-import { type Task, vmPatch } from '../task.ts';
+import { type Task, vmChange } from '../task.ts';
 
-export const start: Task<'start'> = async ({ service, driver }) => vmPatch(await driver.start(service.id));
+export const start: Task<'start'> = async ({ service, driver }) => vmChange(await driver.start(service.id));

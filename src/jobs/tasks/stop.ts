@@ -1,4 +1,4 @@
-import { type Task, vmPatch } from '../task.ts';
+import { type Task, vmChange } from '../task.ts';
 
 export const stop: Task<'stop'> = async ({ service, driver, stopTimeoutMs }) =>
-  vmPatch(await driver.stop(service.id, { timeoutMs: stopTimeoutMs }));
+  vmChange(await driver.stop(service.id, { timeoutMs: stopTimeoutMs }));

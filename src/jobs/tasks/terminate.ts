@@ -9,5 +9,5 @@ export const terminate: Task<'terminate'> = async ({ service, driver, db, clock 
   }
   await driver.destroy(service.id);
   await db.deleteFrom('backup_schedules').where('service_id', '=', service.id).execute();
-  return { ips: '[]', host_id: null, terminated_at: clock.now(), suspend_reason: null };
+  return { ips: [], hostId: null, terminatedAt: clock.now(), suspendReason: null };
 };

@@ -38,6 +38,41 @@ export interface Service {
 export type ServiceRow = ServiceTable;
 export type ServicePatch = Updateable<ServiceTable>;
 
+/**
+ * What a job's work changed on a service, in the domain's words (jobs/tasks return it);
+ * serviceChangeColumns is the one place that turns it into columns.
+ */
+export interface ServiceChange {
+  readonly hostId?: string | null;
+  readonly ips?: readonly string[];
+  readonly diskRevision?: number | null;
+  readonly passwordEnc?: string;
+  readonly suspendReason?: string | null;
+  readonly terminatedAt?: number;
+  readonly cpu?: number;
+  readonly ram?: number;
+  readonly hdd?: number;
+  readonly ipCount?: number;
+  readonly backup?: number;
+}
+
+/** The columns of a ServiceChange (only the fields it sets). */
+export function serviceChangeColumns(c: ServiceChange): ServicePatch {
+  const set: ServicePatch = {};
+  if (c.hostId !== undefined) set.host_id = c.hostId;
+  if (c.ips !== undefined) set.ips = JSON.stringify(c.ips);
+  if (c.diskRevision !== undefined) set.disk_revision = c.diskRevision;
+  if (c.passwordEnc !== undefined) set.password_enc = c.passwordEnc;
+  if (c.suspendReason !== undefined) set.suspend_reason = c.suspendReason;
+  if (c.terminatedAt !== undefined) set.terminated_at = c.terminatedAt;
+  if (c.cpu !== undefined) set.cpu = c.cpu;
+  if (c.ram !== undefined) set.ram = c.ram;
+  if (c.hdd !== undefined) set.hdd = c.hdd;
+  if (c.ipCount !== undefined) set.ip_count = c.ipCount;
+  if (c.backup !== undefined) set.backup = c.backup;
+  return set;
+}
+
 /** What a status poll shows of a service. */
 export type ServiceStatus = Pick<
   Service,
