@@ -25,63 +25,33 @@ function payloadOf(schema: Schema, variant: Variant): Schema {
   return payload;
 }
 
-/** CONTRACT.md section 2: variant B carries the payload, variant A its JSON text. */
-function successEnvelopes(payload: Schema): Schema {
+/** The envelope of `variant` around `data` (CONTRACT.md section 2); errors add `error_code`. */
+function envelope(variant: Variant, success: boolean, data: Schema, extra: Schema = {}): Schema {
+  const [flag, value] =
+    variant === 'A' ? ['success', String(success)] : ['status', success ? 'Success' : 'Error'];
   return {
-    oneOf: [
-      {
-        title: 'Variant B',
-        type: 'object',
-        required: ['status', 'message', 'data'],
-        properties: {
-          status: { const: 'Success' },
-          message: { type: 'string' },
-          data: payloadOf(payload, 'B'),
-        },
-      },
-      {
-        title: 'Variant A',
-        type: 'object',
-        required: ['success', 'message', 'data'],
-        properties: {
-          success: { const: 'true' },
-          message: { type: 'string' },
-          data: {
-            type: 'string',
-            description: 'The JSON text of the payload',
-            contentMediaType: 'application/json',
-            contentSchema: payloadOf(payload, 'A'),
-          },
-        },
-      },
-    ],
+    title: `Variant ${variant}${success ? '' : ' error'}`,
+    type: 'object',
+    required: [flag, 'message', 'data', ...Object.keys(extra)],
+    properties: { [flag]: { const: value }, message: { type: 'string' }, data, ...extra },
   };
 }
 
-const ERROR_CODE = { type: 'string', enum: Object.keys(ERROR_CODES) };
+/** Variant B carries the payload, variant A its JSON text. */
+function successEnvelopes(payload: Schema): Schema {
+  const text = {
+    type: 'string',
+    description: 'The JSON text of the payload',
+    contentMediaType: 'application/json',
+    contentSchema: payloadOf(payload, 'A'),
+  };
+  return { oneOf: [envelope('B', true, payloadOf(payload, 'B')), envelope('A', true, text)] };
+}
+
+const errorCode = { error_code: { type: 'string', enum: Object.keys(ERROR_CODES) } };
 const ERROR_ENVELOPES: Record<string, Schema> = {
-  ErrorB: {
-    title: 'Variant B error',
-    type: 'object',
-    required: ['status', 'message', 'data', 'error_code'],
-    properties: {
-      status: { const: 'Error' },
-      message: { type: 'string' },
-      data: { type: 'array', maxItems: 0 },
-      error_code: ERROR_CODE,
-    },
-  },
-  ErrorA: {
-    title: 'Variant A error',
-    type: 'object',
-    required: ['success', 'message', 'data', 'error_code'],
-    properties: {
-      success: { const: 'false' },
-      message: { type: 'string' },
-      data: { const: '[]' },
-      error_code: ERROR_CODE,
-    },
-  },
+  ErrorB: envelope('B', false, { type: 'array', maxItems: 0 }, errorCode),
+  ErrorA: envelope('A', false, { const: '[]' }, errorCode),
 };
 
 /** Errors of API routes: one error handler answers them all, so they are declared here once. */
