@@ -39,7 +39,8 @@ export const VARIANT_KEYWORD = 'x-envelope-variant';
 
 /**
  * A payload that differs between the variants: the handler answers the one of `request.variant`.
- * The OpenAPI document shows each under its own envelope.
+ * The OpenAPI document shows each under its own envelope. This one is an `anyOf`: fast-json-stringify
+ * checks which branch a value is, a fraction of a microsecond on the small answer of an order.
  */
 export function ByVariant<A extends TSchema, B extends TSchema>(payloads: { A: A; B: B }) {
   const mark = (variant: Variant, schema: TSchema) => ({ ...schema, [VARIANT_KEYWORD]: variant });
