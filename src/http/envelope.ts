@@ -9,10 +9,14 @@ export function isVariant(value: unknown): value is Variant {
 /**
  * Variant B: `{status: "Success"|"Error", message, data}`.
  * Variant A: `{success: "true"|"false", message, data: "<JSON text>"}` (CONTRACT.md section 2).
+ *
+ * A success envelope is wrapped around its payload already serialized (`data`, JSON text), so
+ * that a payload is serialized once, by its route's response schema, whatever the variant.
  */
-export function successEnvelope(variant: Variant, data: unknown, message = '') {
-  if (variant === 'A') return { success: 'true', message, data: JSON.stringify(data) };
-  return { status: 'Success', message, data };
+export function successEnvelope(variant: Variant, data: string, message = ''): string {
+  const text = message === '' ? '""' : JSON.stringify(message);
+  if (variant === 'A') return `{"success":"true","message":${text},"data":${JSON.stringify(data)}}`;
+  return `{"status":"Success","message":${text},"data":${data}}`;
 }
 
 export function errorEnvelope(variant: Variant, message: string, code: ErrorCode) {

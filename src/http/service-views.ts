@@ -1,12 +1,31 @@
+import { type Static, Type } from 'typebox';
 import type { SecretBox } from '../auth/secret-box.ts';
-import { allowedActions } from '../domain/status-machine.ts';
+import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../domain/status-machine.ts';
 import { projectedState } from '../jobs/queue.ts';
 import type { Job } from '../store/repos/jobs.ts';
 import type { Service, ServiceStatus } from '../store/repos/services.ts';
+import { Nullable, StringEnum } from './schemas.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-export function jobView(job: Job) {
+// Each view declares its return type from its schema, so a field the schema lacks fails to
+// compile rather than being dropped silently from the answer by the response serializer.
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const JobPayload = Type.Object({
+  job_id: Type.String(),
+  service_id: Type.String(),
+  action: StringEnum(JOB_ACTIONS),
+  status: StringEnum(['queued', 'running', 'succeeded', 'failed', 'skipped']),
+  error: Nullable(Type.String()),
+  attempts: Type.Integer(),
+  created_at: Timestamp,
+  started_at: Nullable(Timestamp),
+  finished_at: Nullable(Timestamp),
+});
+
+export function jobView(job: Job): Static<typeof JobPayload> {
   return {
     job_id: job.id,
     service_id: job.serviceId,
@@ -14,14 +33,23 @@ export function jobView(job: Job) {
     status: job.status,
     error: job.error,
     attempts: job.attempts,
-    created_at: iso(job.createdAt),
+    created_at: new Date(job.createdAt).toISOString(),
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),
   };
 }
 
+const CurrentJob = Nullable(JobPayload);
+const AllowedActions = Type.Array(StringEnum(OPERATIONS));
+
+export const StatusPayload = Type.Object({
+  status: StringEnum(STATUSES),
+  allowed_actions: AllowedActions,
+  job: CurrentJob,
+});
+
 /** Status: the same in both variants (CONTRACT.md section 3). */
-export function statusView(service: ServiceStatus, job: Job | undefined) {
+export function statusView(service: ServiceStatus, job: Job | undefined): Static<typeof StatusPayload> {
   return {
     status: service.status,
     allowed_actions: allowedActions(projectedState(service)),
@@ -29,13 +57,40 @@ export function statusView(service: ServiceStatus, job: Job | undefined) {
   };
 }
 
+export const DetailsPayload = Type.Object({
+  service_id: Type.String(),
+  status: StringEnum(STATUSES),
+  ip: Type.String(),
+  ips: Type.Array(Type.String()),
+  username: Type.String(),
+  password: Type.String(),
+  domain_name: Type.String(),
+  product_id: Type.String(),
+  template_id: Type.String(),
+  cpu: Type.Integer(),
+  ram: Type.Integer(),
+  hdd: Type.Integer(),
+  ip_count: Type.Integer(),
+  backup: Type.Integer(),
+  suspend_reason: Nullable(Type.String()),
+  disk_revision: Nullable(Type.Number()),
+  allowed_actions: AllowedActions,
+  job: CurrentJob,
+  created_at: Timestamp,
+  terminated_at: Nullable(Timestamp),
+});
+
 /** Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs. */
-export function detailsView(service: Service, job: Job | undefined, box: SecretBox) {
+export function detailsView(
+  service: Service,
+  job: Job | undefined,
+  box: SecretBox,
+): Static<typeof DetailsPayload> {
   return {
     service_id: service.id,
     status: service.status,
     ip: service.ips[0] ?? '',
-    ips: service.ips,
+    ips: [...service.ips],
     username: service.username,
     password: box.open(service.passwordEnc),
     domain_name: service.domainName,
@@ -50,7 +105,7 @@ export function detailsView(service: Service, job: Job | undefined, box: SecretB
     disk_revision: service.diskRevision,
     allowed_actions: allowedActions(projectedState(service)),
     job: job ? jobView(job) : null,
-    created_at: iso(service.createdAt),
+    created_at: new Date(service.createdAt).toISOString(),
     terminated_at: iso(service.terminatedAt),
   };
 }

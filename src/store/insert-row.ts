@@ -52,10 +52,10 @@ export async function insertRows<DB, T extends keyof DB & string>(
     await db.executeQuery(CompiledQuery.raw(text, values));
     return;
   }
-  // biome-ignore lint/suspicious/noExplicitAny: the table is generic; the row type is checked above.
-  const compiled = (db as Kysely<any>)
-    .insertInto(table)
-    .values(rows as never)
+  // The table is generic, so Kysely cannot tie the rows to it here; the row type is checked above.
+  const compiled = (db as unknown as Kysely<Record<string, Record<string, unknown>>>)
+    .insertInto(table as string)
+    .values(rows as unknown as Record<string, unknown>[])
     .compile();
   // Reusable only if every value went in as a parameter, in order (Kysely's way today).
   const reusable =

@@ -4,7 +4,7 @@
  * caches prepared statements, and opens write transactions with BEGIN IMMEDIATE so that
  * several processes on one file wait on the busy timeout instead of failing to upgrade a lock.
  */
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -29,11 +29,13 @@ class CachedDatabase implements SqliteDatabase {
     const hit = this.#cache.get(sql);
     if (hit) return hit;
     const stmt: StatementSync = this.#db.prepare(sql);
+    // Kysely hands over its parameters untyped; node:sqlite binds what SQLite can hold.
+    const bind = (params: readonly unknown[]) => params as SQLInputValue[];
     const wrapped: SqliteStatement = {
       reader: stmt.columns().length > 0,
-      all: (params) => stmt.all(...(params as never[])),
-      run: (params) => stmt.run(...(params as never[])),
-      iterate: (params) => stmt.iterate(...(params as never[])) as IterableIterator<unknown>,
+      all: (params) => stmt.all(...bind(params)),
+      run: (params) => stmt.run(...bind(params)),
+      iterate: (params) => stmt.iterate(...bind(params)) as IterableIterator<unknown>,
     };
     if (this.#cache.size >= STATEMENT_CACHE_SIZE) {
       const oldest = this.#cache.keys().next().value;

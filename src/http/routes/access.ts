@@ -1,18 +1,24 @@
+import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { successEnvelope } from '../envelope.ts';
-import { EmptyBody } from '../schemas.ts';
+import { EmptyBody, EmptyList } from '../schemas.ts';
 
 export const API_VERSION = '2.0.0';
+
+const Version = Type.Object({ version: Type.String() });
 
 export function registerAccessRoutes(app: App, _ctx: AppContext): void {
   app.post(
     `${API}/test-connection`,
-    { config: { scope: 'access' }, schema: { body: EmptyBody } },
-    async (request) => successEnvelope(request.variant, [], 'Connection successful'),
+    apiRoute('access', { body: EmptyBody, response: { 200: EmptyList } }),
+    async (_request, reply) => {
+      answerMessage(reply, 'Connection successful');
+      return [];
+    },
   );
-  app.get(`${API}/version`, { config: { scope: 'access' } }, async (request) =>
-    successEnvelope(request.variant, { version: API_VERSION }),
-  );
+  app.get(`${API}/version`, apiRoute('access', { response: { 200: Version } }), async () => ({
+    version: API_VERSION,
+  }));
 }

@@ -1,14 +1,14 @@
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { backupCreateOperation } from '../../jobs/backup-operation.ts';
 import { type Backup, findBackup, listBackups, setBackupStatus } from '../../store/repos/backups.ts';
+import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { successEnvelope } from '../envelope.ts';
-import { EmptyBody, ServiceParams } from '../schemas.ts';
+import { EmptyBody, EmptyList, ServiceParams, StringEnum } from '../schemas.ts';
 import { acceptOperation } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
@@ -17,7 +17,16 @@ const BackupParams = Type.Object({
   backup_id: Type.String({ maxLength: 64 }),
 });
 
-export function backupView(b: Backup) {
+export const BackupPayload = Type.Object({
+  backup_id: Type.String(),
+  service_id: Type.String(),
+  status: StringEnum(['creating', 'available', 'restoring', 'deleting', 'failed']),
+  size_gb: Type.Number(),
+  kind: StringEnum(['manual', 'scheduled']),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export function backupView(b: Backup): Static<typeof BackupPayload> {
   return {
     backup_id: b.id,
     service_id: b.serviceId,
@@ -36,20 +45,20 @@ function backupIdOf(request: FastifyRequest): string {
 
 export function registerBackupRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const scope = { scope: 'service' as const };
+  const accepted = { response: { 200: EmptyList } };
 
   app.get(
     `${API}/service/:service_id/backups`,
-    { config: scope, schema: { params: ServiceParams } },
+    apiRoute('service', { params: ServiceParams, response: { 200: Type.Array(BackupPayload) } }),
     async (request) => {
       const service = await ownedService(ctx, request);
-      return successEnvelope(request.variant, (await listBackups(db, service.id)).map(backupView));
+      return (await listBackups(db, service.id)).map(backupView);
     },
   );
 
   app.post(
     `${API}/service/:service_id/backup/create`,
-    { config: scope, schema: { params: ServiceParams, body: EmptyBody } },
+    apiRoute('service', { params: ServiceParams, body: EmptyBody, ...accepted }),
     async (request, reply) => {
       return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
     },
@@ -57,7 +66,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/restore/:backup_id`,
-    { config: scope, schema: { params: BackupParams, body: EmptyBody } },
+    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       return acceptOperation(ctx, request, reply, {
@@ -76,7 +85,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/delete/:backup_id`,
-    { config: scope, schema: { params: BackupParams, body: EmptyBody } },
+    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       const result = await acceptOperation(ctx, request, reply, {
@@ -91,7 +100,8 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
         apply: (tx) => setBackupStatus(tx, backupId, 'deleting', ctx.clock.now()),
       });
       // Variant A carries a human message for a successful deletion (CONTRACT.md section 2).
-      return request.variant === 'A' ? successEnvelope('A', [], 'Backup deletion accepted') : result;
+      if (request.variant === 'A') answerMessage(reply, 'Backup deletion accepted');
+      return result;
     },
   );
 }

@@ -9,9 +9,10 @@ import { isUniqueViolation } from '../../store/errors.ts';
 import { createOrderPlacer, type PlacedOrder } from '../../store/place-order.ts';
 import { findIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
 import { findService } from '../../store/repos/services.ts';
+import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
-import { successEnvelope } from '../envelope.ts';
+import { ByVariant } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
@@ -26,6 +27,14 @@ export const OrderBody = Type.Object({
   backup: Amount,
 });
 type Order = Static<typeof OrderBody>;
+
+/** The answer to an order differs by variant (CONTRACT.md section 3): A also carries the new server's login. */
+const OrderPayload = ByVariant({
+  A: Type.Object({ service_id: Type.String(), username: Type.String(), password: Type.String() }),
+  B: Type.Array(Type.Object({ service_id: Type.String() })),
+});
+
+const OrderSchema = { body: OrderBody, response: { 200: OrderPayload } };
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -43,12 +52,13 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
   const orders = createOrderPlacer(db, ctx.secretBox);
 
   /** The answer to an order: variant A also carries the new server's login. */
-  function answer(request: FastifyRequest, service: { id: string; username: string; password: string }) {
-    const data =
-      request.variant === 'A'
-        ? { service_id: service.id, username: service.username, password: service.password }
-        : [{ service_id: service.id }];
-    return successEnvelope(request.variant, data);
+  function answer(
+    request: FastifyRequest,
+    service: { id: string; username: string; password: string },
+  ): Static<typeof OrderPayload> {
+    return request.variant === 'A'
+      ? { service_id: service.id, username: service.username, password: service.password }
+      : [{ service_id: service.id }];
   }
 
   /** The answer again, for a replayed order, from the service as stored. */
@@ -75,7 +85,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     return respond(request, (JSON.parse(found.response) as { service_id: string }).service_id);
   }
 
-  const handler = async (request: FastifyRequest<{ Body: Order }>, reply: FastifyReply) => {
+  const handler: ApiHandler<typeof OrderSchema> = async (request, reply) => {
     const caller = request.caller!;
     const order = request.body;
     const keyHeader = request.headers['idempotency-key'];
@@ -127,7 +137,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     return answer(request, placed);
   };
 
-  const options = { config: { scope: 'service' as const }, schema: { body: OrderBody } };
+  const options = apiRoute('service', OrderSchema);
   app.post(`${API}/service/create-order`, options, handler);
   // Variant B's spelling of the same route (CONTRACT.md section 1).
   app.post(`${BASE}/v2/service/create-order`, options, handler);

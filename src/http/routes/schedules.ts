@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import {
@@ -18,15 +18,24 @@ import {
   listSchedules,
   lockServiceForSchedules,
 } from '../../store/repos/backup-schedules.ts';
+import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { successEnvelope } from '../envelope.ts';
-import { EmptyBody, isUuid, ServiceParams } from '../schemas.ts';
+import { EmptyBody, EmptyList, isUuid, ServiceParams } from '../schemas.ts';
 import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function scheduleView(s: BackupSchedule) {
+export const SchedulePayload = Type.Object({
+  backup_schedule_id: Type.String(),
+  BsTime: Type.String(),
+  BSDays: Type.String(),
+  timezone: Type.Literal('UTC'),
+  next_run_at: Type.String({ format: 'date-time' }),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
   return {
     backup_schedule_id: s.id,
     BsTime: s.bsTime,
@@ -61,20 +70,19 @@ const ScheduleParams = Type.Object({
  */
 export function registerScheduleRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const config = { scope: 'service' as const };
 
   app.get(
     `${API}/service/:service_id/backup-schedule`,
-    { config, schema: { params: ServiceParams } },
+    apiRoute('service', { params: ServiceParams, response: { 200: Type.Array(SchedulePayload) } }),
     async (request) => {
       const service = await ownedService(ctx, request);
-      return successEnvelope(request.variant, (await listSchedules(db, service.id)).map(scheduleView));
+      return (await listSchedules(db, service.id)).map(scheduleView);
     },
   );
 
   app.post(
     `${API}/service/:service_id/backup-schedule/create`,
-    { config, schema: { params: ServiceParams, body: ScheduleBody } },
+    apiRoute('service', { params: ServiceParams, body: ScheduleBody, response: { 200: EmptyList } }),
     async (request) => {
       const owned = await ownedService(ctx, request);
       const time = parseBsTime(request.body.BsTime);
@@ -116,14 +124,14 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
           created_at: now,
         });
       });
-      return successEnvelope(request.variant, []);
+      return [];
     },
   );
 
   app.post(
     `${API}/service/:service_id/backup-schedule/delete/:backup_schedule_id`,
-    { config, schema: { params: ScheduleParams, body: EmptyBody } },
-    async (request) => {
+    apiRoute('service', { params: ScheduleParams, body: EmptyBody, response: { 200: EmptyList } }),
+    async (request, reply) => {
       const service = await ownedService(ctx, request);
       const id = request.params.backup_schedule_id.toLowerCase();
       const decision = decide(projectedState(service), 'schedule_delete');
@@ -131,7 +139,8 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
       if (!isUuid(id) || !(await deleteSchedule(db, service.id, id))) {
         throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
       }
-      return successEnvelope(request.variant, [], request.variant === 'A' ? 'Backup schedule deleted' : '');
+      if (request.variant === 'A') answerMessage(reply, 'Backup schedule deleted');
+      return [];
     },
   );
 }

@@ -7,10 +7,10 @@ import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { usedBackupGb } from '../../store/repos/backups.ts';
 import type { Service } from '../../store/repos/services.ts';
+import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { successEnvelope } from '../envelope.ts';
-import { EmptyBody, ServiceParams } from '../schemas.ts';
+import { EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 
 /**
@@ -22,18 +22,21 @@ export async function acceptOperation(
   request: FastifyRequest,
   reply: FastifyReply,
   operation: Operation,
-) {
+): Promise<Static<typeof EmptyList>> {
   const { action } = operation;
   const outcome = await requestOperation(
     ctx.store.db,
     { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), ...operation },
     ctx.clock.now(),
   );
-  if (outcome.kind === 'noop') return successEnvelope(request.variant, [], outcome.message);
+  if (outcome.kind === 'noop') {
+    answerMessage(reply, outcome.message);
+    return [];
+  }
   ctx.jobSignal.notify();
   reply.header('x-job-id', outcome.job.id);
   request.log.info({ serviceId: outcome.service.id, jobId: outcome.job.id, action }, 'job queued');
-  return successEnvelope(request.variant, []);
+  return [];
 }
 
 const WithServiceId = { service_id: Type.Optional(Type.String({ maxLength: 64 })) };
@@ -57,16 +60,9 @@ export const ResetPasswordBody = Type.Object({
 });
 
 export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
-  const route = <B extends TSchema>(
-    path: string,
-    body: B,
-    handler: (request: FastifyRequest<{ Body: Static<B> }>, reply: FastifyReply) => Promise<unknown>,
-  ) =>
-    app.post(
-      `${API}/service/:service_id/${path}`,
-      { config: { scope: 'service' }, schema: { params: ServiceParams, body } },
-      handler as never,
-    );
+  const url = (path: string) => `${API}/service/:service_id/${path}`;
+  const options = <B extends TSchema>(body: B) =>
+    apiRoute('service', { params: ServiceParams, body, response: { 200: EmptyList } });
 
   const simple: [string, 'create' | 'terminate' | 'unsuspend' | 'start' | 'stop' | 'restart'][] = [
     ['create', 'create'],
@@ -77,17 +73,19 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     ['restart', 'restart'],
   ];
   for (const [path, action] of simple) {
-    route(path, EmptyBody, (request, reply) => acceptOperation(ctx, request, reply, { action }));
+    app.post(url(path), options(EmptyBody), (request, reply) =>
+      acceptOperation(ctx, request, reply, { action }),
+    );
   }
 
-  route('suspend', SuspendBody, (request, reply) =>
+  app.post(url('suspend'), options(SuspendBody), (request, reply) =>
     acceptOperation(ctx, request, reply, {
       action: 'suspend',
       params: { reason: request.body.suspend_reason ?? null },
     }),
   );
 
-  route('upgrade', UpgradeBody, async (request, reply) => {
+  app.post(url('upgrade'), options(UpgradeBody), async (request, reply) => {
     const b = request.body;
     const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
     const catalog = await ctx.catalog.get();
@@ -116,7 +114,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     });
   });
 
-  route('reset-password', ResetPasswordBody, async (request, reply) => {
+  app.post(url('reset-password'), options(ResetPasswordBody), async (request, reply) => {
     checkPasswordStrength(request.body.password);
     return acceptOperation(ctx, request, reply, {
       action: 'reset_password',

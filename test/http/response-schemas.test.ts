@@ -1,0 +1,258 @@
+/**
+ * Issue 12: every route answers what docs/openapi.json declares for it. Each API route's 200
+ * schema is its payload, the same schema that serializes the answer; this drives every route
+ * through a service's whole life in both envelopes and checks each real answer against the
+ * document with Ajv: the envelope, variant B's `data`, and the JSON text in variant A's `data`
+ * against its `contentSchema`.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import type { Variant } from '../../src/http/envelope.ts';
+import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { API, BASE, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const doc = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'));
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats.default(ajv);
+ajv.addSchema(doc, 'openapi');
+
+const pointer = (...parts: string[]) =>
+  parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+
+/** Asserts `value` is valid against the schema at `parts` of the document. */
+function assertValid(value: unknown, what: string, ...parts: string[]): void {
+  const validate = ajv.getSchema(`openapi#/${pointer(...parts)}`);
+  assert.ok(validate, `the document has no schema at ${parts.join(' ')}`);
+  assert.ok(
+    validate(value),
+    `${what}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value, null, 1).slice(0, 2000)}`,
+  );
+}
+
+const product = DEMO_CATALOG.products[0]!;
+const amounts = {
+  cpu: Number(product.config.cpu.min),
+  ram: Number(product.config.ram.min),
+  hdd: Number(product.config.hdd.min),
+  ip: Number(product.config.ip.min),
+  backup: Number(product.config.backup.min),
+};
+const order = {
+  product_id: product.id,
+  domain_name: 'schemas.example.com',
+  template_id: product.os_templates[0],
+  ...amounts,
+};
+const NOBODY = '00000000-0000-4000-8000-000000000000';
+
+for (const store of testStores()) {
+  describe(`every answer matches the schema docs/openapi.json declares for it (${store})`, () => {
+    let t: TestApp;
+    let token: string;
+    /** The API operations answered 200, per variant: "B GET /path/{id}". */
+    const answered = new Set<string>();
+
+    before(async () => {
+      t = await createTestApp({}, { worker: true, store });
+      token = await t.token();
+    });
+    after(() => t.close());
+
+    /**
+     * Sends `method template` (path parameters filled from `params`) in `variant`, checks the
+     * answer against the document, and returns the payload (variant A's `data` parsed).
+     */
+    async function send(
+      variant: Variant,
+      method: 'GET' | 'POST',
+      template: string,
+      params: Record<string, string> = {},
+      body?: unknown,
+      auth = `Bearer ${token}`,
+    ): Promise<{ status: number; payload: any }> {
+      const url = template.replace(/\{(\w+)\}/g, (_, name: string) => params[name] ?? '');
+      const res = await t.app.inject({
+        method,
+        url,
+        headers: {
+          authorization: auth,
+          'x-envelope-variant': variant,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const op = doc.paths[template]?.[method.toLowerCase()];
+      assert.ok(op, `the document has ${method} ${template}`);
+      const status = String(res.statusCode);
+      const code = status in op.responses ? status : `${status[0]}XX`;
+      const what = `${variant} ${method} ${url} ${status}`;
+      assert.ok(op.responses[code]?.content, `${what}: the document declares no answer ${code}`);
+      const json = res.json();
+      const schema = ['paths', template, method.toLowerCase(), 'responses', code];
+      const jsonSchema = [...schema, 'content', 'application/json', 'schema'];
+      assertValid(json, what, ...jsonSchema);
+      if (res.statusCode !== 200) return { status: res.statusCode, payload: json };
+      answered.add(`${variant} ${method} ${template}`);
+      if (variant === 'B') return { status: 200, payload: json.data };
+      const payload = JSON.parse(json.data);
+      assertValid(
+        payload,
+        `${what} data`,
+        ...jsonSchema,
+        'oneOf',
+        '1',
+        'properties',
+        'data',
+        'contentSchema',
+      );
+      return { status: 200, payload };
+    }
+
+    const api = (path: string) => `${API}/${path}`;
+    const svc = (path: string) => api(`service/{service_id}/${path}`);
+
+    for (const variant of ['B', 'A'] as const) {
+      test(`variant ${variant}: every API route, through a service's life, and its errors`, async () => {
+        const ok = async (...args: Parameters<typeof send>) => {
+          const res = await send(...args);
+          assert.equal(res.status, 200, `${args[1]} ${args[2]}: ${JSON.stringify(res.payload)}`);
+          return res.payload;
+        };
+        await ok(variant, 'POST', api('test-connection'));
+        await ok(variant, 'GET', api('version'));
+        await ok(variant, 'GET', api('products'));
+        await ok(variant, 'POST', api('products'));
+        await ok(variant, 'GET', api('product/{product_uuid}/plans'), { product_uuid: product.id });
+
+        const ordered = await ok(variant, 'POST', api('service/create-order'), {}, order);
+        const service_id: string = variant === 'A' ? ordered.service_id : ordered[0].service_id;
+        await ok(variant, 'POST', `${BASE}/v2/service/create-order`, {}, order);
+        const id = { service_id };
+        const settle = (status = 'running') => waitForStatus(t, token, service_id, status);
+
+        await ok(variant, 'POST', svc('details'), id);
+        await ok(variant, 'POST', svc('create'), id);
+        await settle();
+        for (const method of ['GET', 'POST'] as const) {
+          await ok(variant, method, svc('details'), id);
+          await ok(variant, method, svc('status'), id);
+        }
+        await ok(variant, 'POST', svc('start'), id); // already running: a message, no job
+        await ok(variant, 'POST', svc('stop'), id);
+        await settle('stopped');
+        await ok(variant, 'POST', svc('start'), id);
+        await ok(variant, 'POST', svc('restart'), id);
+        const { cpu, ram, hdd, ip, backup } = amounts;
+        await ok(variant, 'POST', svc('upgrade'), id, {
+          CPU: cpu,
+          RAM: ram,
+          HDD: hdd,
+          IP: ip,
+          BACKUP: backup,
+        });
+        await ok(variant, 'POST', svc('reset-password'), id, { password: 'Another-pass-9' });
+        await settle();
+
+        await ok(variant, 'POST', svc('backup/create'), id);
+        await settle();
+        const [made] = await ok(variant, 'GET', svc('backups'), id);
+        const backupId = { ...id, backup_id: made.backup_id };
+        await ok(variant, 'POST', svc('backup/restore/{backup_id}'), backupId);
+        await settle();
+        await ok(variant, 'POST', svc('backup/delete/{backup_id}'), backupId);
+        await settle();
+
+        await ok(variant, 'POST', svc('backup-schedule/create'), id, { BsTime: '03:30', BSDays: 'mon,thu' });
+        const [schedule] = await ok(variant, 'GET', svc('backup-schedule'), id);
+        await ok(variant, 'POST', svc('backup-schedule/delete/{backup_schedule_id}'), {
+          ...id,
+          backup_schedule_id: schedule.backup_schedule_id,
+        });
+
+        await ok(variant, 'POST', svc('suspend'), id, { suspend_reason: 'unpaid' });
+        await settle('suspended');
+        assert.equal((await ok(variant, 'GET', svc('details'), id)).suspend_reason, 'unpaid');
+        await ok(variant, 'POST', svc('unsuspend'), id);
+        await settle();
+        await ok(variant, 'POST', svc('terminate'), id);
+        await settle('terminated');
+        assert.ok((await ok(variant, 'GET', svc('details'), id)).terminated_at);
+        const jobs = await ok(variant, 'GET', svc('jobs'), id);
+        assert.ok(jobs.length > 10 && jobs.every((j: any) => j.finished_at !== null));
+
+        // Errors: the error envelope of the variant, with a documented error_code.
+        const refused = [
+          await send(variant, 'GET', svc('details'), { service_id: NOBODY }),
+          await send(variant, 'POST', api('service/create-order'), {}, { ...order, cpu: 'two' }),
+          await send(variant, 'POST', svc('start'), id),
+          await send(variant, 'GET', api('version'), {}, undefined, 'Bearer nonsense'),
+        ];
+        assert.deepEqual(
+          refused.map((r) => r.status),
+          [404, 400, 400, 401],
+        );
+      });
+    }
+
+    test('the token endpoint and the server metadata, outside the envelopes', async () => {
+      const c = await t.client();
+      const tokenPath = `${BASE}/oauth/token`;
+      for (const [secret, status] of [
+        [c.client_secret, 200],
+        ['wrong', 401],
+      ] as const) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: tokenPath,
+          payload: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret },
+        });
+        assert.equal(res.statusCode, status);
+        const code = status === 200 ? '200' : '4XX';
+        assertValid(
+          res.json(),
+          `token ${status}`,
+          'paths',
+          tokenPath,
+          'post',
+          'responses',
+          code,
+          'content',
+          'application/json',
+          'schema',
+        );
+      }
+      const metadataPath = `/.well-known/oauth-authorization-server${BASE}`;
+      const metadata = await t.app.inject({ method: 'GET', url: metadataPath });
+      assert.equal(metadata.statusCode, 200);
+      assertValid(
+        metadata.json(),
+        'metadata',
+        'paths',
+        metadataPath,
+        'get',
+        'responses',
+        '200',
+        'content',
+        'application/json',
+        'schema',
+      );
+    });
+
+    test('every API operation of the document was answered 200 in both variants', () => {
+      const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops as Record<string, { security?: unknown }>)
+          .filter(([, op]) => op.security)
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      );
+      assert.ok(operations.length >= 25);
+      const missed = operations
+        .flatMap((op) => ['B', 'A'].map((v) => `${v} ${op}`))
+        .filter((k) => !answered.has(k));
+      assert.deepEqual(missed, []);
+    });
+  });
+}
