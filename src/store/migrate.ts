@@ -54,7 +54,7 @@ async function run(
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** Whether every known migration is recorded as done; false if the store has no record yet. */
+/** Whether the store records exactly the known migrations as done; false if it has no record yet. */
 async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
   let done: Set<string>;
   try {
@@ -63,5 +63,7 @@ async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
   } catch {
     return false; // a new store: the migrator creates the table
   }
-  return Object.keys(MIGRATIONS).every((name) => done.has(name));
+  // Exactly the known ones: a store migrated by a newer version goes to the migrator, which says so.
+  const known = Object.keys(MIGRATIONS);
+  return done.size === known.length && known.every((name) => done.has(name));
 }
