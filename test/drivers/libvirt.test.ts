@@ -92,14 +92,19 @@ driverContract(
   { stopTimeoutMs: 3000, skip: noLibvirtTemplate },
 );
 
+/** An OS template the provider has given no image: a create from it fails for good. */
+async function addTemplateWithoutImage(store: { db: Awaited<ReturnType<typeof setup>>['store']['db'] }) {
+  await store.db
+    .insertInto('os_templates')
+    .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
+    .execute();
+}
+
 describe('libvirt: a create that fails for good', () => {
   test('gives back the host room, the addresses and the VM record', { skip: noLibvirtTemplate }, async () => {
     const { store, driver, cleanup } = await setup(template);
     try {
-      await store.db
-        .insertInto('os_templates')
-        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-        .execute();
+      await addTemplateWithoutImage(store);
       const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
       await assert.rejects(
         driver.create({
@@ -137,10 +142,7 @@ describe('libvirt: a create that fails for good', () => {
   }, async () => {
     const { store, driver, cleanup } = await setup(template);
     try {
-      await store.db
-        .insertInto('os_templates')
-        .values({ id: 'no-image', name: 'no image', image: null, created_at: 0, updated_at: 0 })
-        .execute();
+      await addTemplateWithoutImage(store);
       // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
       const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
       await insertLibvirtVm(store.db, vmId, 'gone');
