@@ -2,13 +2,13 @@ import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
 import type { Store } from '../store/database.ts';
-import { isStoreUnavailable } from '../store/errors.ts';
 import {
   type PrunedCounts,
   pruneFinishedJobs,
   pruneIdempotencyKeys,
   pruneScheduleSlots,
 } from '../store/repos/retention.ts';
+import { createPeriodic } from './periodic.ts';
 
 export interface PrunerOptions {
   readonly store: Store;
@@ -37,9 +37,6 @@ export interface Pruner {
  */
 export function createPruner(o: PrunerOptions): Pruner {
   const batch = o.batch ?? 500;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = true;
   /** Set by stop(): a pass under way ends after its current batch. */
   let closing = false;
 
@@ -68,38 +65,24 @@ export function createPruner(o: PrunerOptions): Pruner {
     return counts;
   }
 
-  function schedule(delayMs: number) {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      running = run()
-        .catch((err) => {
-          if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'store unavailable; pruning later');
-          else o.log.error({ err }, 'pruning failed; trying again next time');
-        })
-        .finally(() => {
-          running = undefined;
-          schedule(o.intervalMs);
-        });
-    }, delayMs);
-    timer.unref();
-  }
+  const periodic = createPeriodic({
+    pass: run,
+    intervalMs: o.intervalMs,
+    // The first pass soon after start, so a store that was down a long time is cleaned early.
+    firstDelayMs: Math.min(o.intervalMs, 60_000),
+    name: 'pruner',
+    log: o.log,
+  });
 
   return {
     run,
     start() {
-      if (!stopped) return;
-      stopped = false;
       closing = false;
-      // The first pass soon after start, so a store that was down a long time is cleaned early.
-      schedule(Math.min(o.intervalMs, 60_000));
+      periodic.start();
     },
     async stop() {
-      stopped = true;
       closing = true;
-      clearTimeout(timer);
-      timer = undefined;
-      await running;
+      await periodic.stop();
     },
   };
 }

@@ -11,6 +11,7 @@ import { insertJob } from '../store/repos/jobs.ts';
 import { insertSlot, type SlotOutcome } from '../store/repos/schedule-slots.ts';
 import type { Database } from '../store/schema.ts';
 import { backupCreateOperation } from './backup-operation.ts';
+import { createPeriodic } from './periodic.ts';
 import { enqueueInTransaction, SeqConflict } from './queue.ts';
 import type { JobSignal } from './signal.ts';
 
@@ -53,9 +54,6 @@ const MISSED_COUNT_LIMIT = 1000;
  */
 export function createScheduler(o: SchedulerOptions): Scheduler {
   const db = o.store.db;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> | undefined;
-  let stopped = true;
 
   /**
    * A job that records why a slot made no backup. Like every job it takes the service's next
@@ -206,30 +204,11 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
     return outcomes;
   }
 
-  const loop = () => {
-    if (stopped) return;
-    running = tick()
-      .catch((err) => {
-        if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'scheduler: store unavailable');
-        else o.log.error({ err }, 'scheduler tick failed');
-      })
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(loop, o.intervalMs);
-      });
-  };
+  const periodic = createPeriodic({ pass: tick, intervalMs: o.intervalMs, name: 'scheduler', log: o.log });
 
   return {
     tick,
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      loop();
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
+    start: () => periodic.start(),
+    stop: () => periodic.stop(),
   };
 }
