@@ -1,20 +1,116 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { RouteOptions } from 'fastify';
-import { ERROR_CODES } from '../domain/errors.ts';
+import { SCOPES } from '../auth/scopes.ts';
+import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
+import { BASE } from './base-path.ts';
 import type { Variant } from './envelope.ts';
 import { API_VERSION } from './routes/access.ts';
-import { VARIANT_KEYWORD } from './schemas.ts';
+import { DOCUMENT_ONLY, VARIANT_KEYWORD } from './schemas.ts';
+
+/**
+ * What a route's schema may say for the document besides what Fastify reads (Fastify ignores
+ * these fields; the names are those of OpenAPI and of @fastify/swagger).
+ */
+export interface RouteDocs {
+  /** camelCase, unique: the method name a generated client gives the operation. */
+  readonly operationId?: string;
+  readonly summary?: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+  /**
+   * An OpenAPI Request Body Object, for the document only: for a route that reads its body
+   * itself (the token endpoint takes a form or JSON and answers RFC 6749 errors, not 400s).
+   */
+  readonly requestBody?: Schema;
+  /**
+   * Answers for the document only, as `response` entries are written: for answers a route sends
+   * without a response schema, because Fastify would serialize every answer of that status with
+   * it, the error envelope included.
+   */
+  readonly responses?: Readonly<Record<string, Schema>>;
+}
 
 /** A route as registered: what the OpenAPI document is made from. */
 export interface RegisteredRoute {
   readonly method: string;
   readonly url: string;
+  /** As the route gave it: with the document-only keywords (schemas.ts, DOCUMENT_ONLY). */
   readonly schema: RouteOptions['schema'];
+  /** The scope of an API route: it answers in the envelopes and needs a bearer token. */
   readonly scope: string | undefined;
+  /** Errors are RFC 6749 bodies, which the route declares itself. */
+  readonly oauth: boolean;
 }
 
 type Schema = Record<string, unknown>;
 
+const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string) => ({
+  $ref: `#/components/${kind}/${name}`,
+});
+
 const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
+
+const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A request schema as the document shows it: its document-only keywords merged in. */
+function documented(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(documented);
+  if (!isObject(schema)) return schema;
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === DOCUMENT_ONLY) Object.assign(out, value);
+    else out[key] = documented(value);
+  }
+  return out;
+}
+
+/** A request schema as Fastify validates it: without its document-only keywords. */
+export function forValidation<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map(forValidation) as T;
+  if (!isObject(schema)) return schema;
+  const out: Schema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key !== DOCUMENT_ONLY) out[key] = forValidation(value);
+  }
+  return out as T;
+}
+
+/**
+ * Named schemas: every response schema with a `title` becomes `#/components/schemas/<title>`
+ * (generated clients give it that type name), the same title always for the same schema. A
+ * nullable one (`type: [..., 'null']`) refers to its non-null form.
+ */
+class NamedSchemas {
+  readonly schemas: Record<string, Schema> = {};
+
+  /** `schema` with every titled subschema replaced by a reference. */
+  hoist(schema: unknown): unknown {
+    if (Array.isArray(schema)) return schema.map((s) => this.hoist(s));
+    if (!isObject(schema)) return schema;
+    const body: Schema = {};
+    for (const [key, value] of Object.entries(schema)) body[key] = this.hoist(value);
+    const title = body['title'];
+    if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title)) return body;
+    const type = body['type'];
+    if (Array.isArray(type) && type.includes('null')) {
+      // Where it may be null says what it is there; the named schema is the same everywhere.
+      const { description, ...rest } = body;
+      const types = type.filter((t) => t !== 'null');
+      const nonNull = { ...rest, type: types.length === 1 ? types[0] : types };
+      return { anyOf: [this.name(title, nonNull), { type: 'null' }], description };
+    }
+    return this.name(title, body);
+  }
+
+  private name(title: string, schema: Schema) {
+    const known = this.schemas[title];
+    if (known && !isDeepStrictEqual(known, schema)) {
+      throw new Error(`two different response schemas are titled ${title}`);
+    }
+    this.schemas[title] = schema;
+    return ref('schemas', title);
+  }
+}
 
 /** The payload a route answers in `variant`: its 200 schema, or that schema's branch for the variant. */
 function payloadOf(schema: Schema, variant: Variant): Schema {
@@ -26,123 +122,327 @@ function payloadOf(schema: Schema, variant: Variant): Schema {
 }
 
 /** The envelope of `variant` around `data` (CONTRACT.md section 2); errors add `error_code`. */
-function envelope(variant: Variant, success: boolean, data: Schema, extra: Schema = {}): Schema {
+function envelope(variant: Variant, success: boolean, data: unknown, extra: Schema = {}): Schema {
   const [flag, value] =
     variant === 'A' ? ['success', String(success)] : ['status', success ? 'Success' : 'Error'];
   return {
     title: `Variant ${variant}${success ? '' : ' error'}`,
     type: 'object',
     required: [flag, 'message', 'data', ...Object.keys(extra)],
-    properties: { [flag]: { const: value }, message: { type: 'string' }, data, ...extra },
+    properties: {
+      [flag]: { const: value },
+      message: {
+        type: 'string',
+        description: success
+          ? 'Empty, or says why nothing was done (the target status was reached already)'
+          : 'What went wrong, for a person',
+      },
+      data,
+      ...extra,
+    },
+    additionalProperties: false,
   };
 }
 
-/** Variant B carries the payload, variant A its JSON text. */
-function successEnvelopes(payload: Schema): Schema {
+/** Variant B carries the payload, variant A its JSON text (CONTRACT.md section 2). */
+function successEnvelopes(payload: Schema, names: NamedSchemas): Schema {
   const text = {
     type: 'string',
-    description: 'The JSON text of the payload',
+    description: 'The JSON text of the payload: what variant B sends as `data`',
     contentMediaType: 'application/json',
-    contentSchema: payloadOf(payload, 'A'),
+    contentSchema: names.hoist(payloadOf(payload, 'A')),
   };
-  return { oneOf: [envelope('B', true, payloadOf(payload, 'B')), envelope('A', true, text)] };
+  return { oneOf: [envelope('B', true, names.hoist(payloadOf(payload, 'B'))), envelope('A', true, text)] };
 }
 
-const errorCode = { error_code: { type: 'string', enum: Object.keys(ERROR_CODES) } };
-const ERROR_ENVELOPES: Record<string, Schema> = {
-  ErrorB: envelope('B', false, { type: 'array', maxItems: 0 }, errorCode),
-  ErrorA: envelope('A', false, { const: '[]' }, errorCode),
+const ERROR_TEXT: Record<number, string> = {
+  400: 'The request is refused as it is',
+  401: 'No valid bearer token (RFC 6750): no token, a malformed, expired or revoked one',
+  403: 'The token lacks the scope this operation needs',
+  404: 'Nothing here has this id for this reseller (another reseller’s objects look the same)',
+  413: 'The body is larger than 1 MiB',
+  415: 'The body is not application/json',
+  429: 'Too many requests from this application; wait as long as Retry-After says',
+  500: 'An unexpected failure; the message names the request id to quote',
+  503: 'The store is unreachable, or this process is shutting down; retry after Retry-After',
 };
 
-/** Errors of API routes: one error handler answers them all, so they are declared here once. */
-function errorAnswer(description: string) {
-  const schema = {
-    oneOf: [{ $ref: '#/components/schemas/ErrorB' }, { $ref: '#/components/schemas/ErrorA' }],
+/** Headers of error answers, besides X-Request-Id. */
+const ERROR_HEADERS: Record<number, string[]> = {
+  401: ['WWW-Authenticate'],
+  403: ['WWW-Authenticate'],
+  429: ['Retry-After'],
+  503: ['Retry-After'],
+};
+
+const codesOf = (status: number) =>
+  (Object.keys(ERROR_CODES) as ErrorCode[]).filter((c) => ERROR_CODES[c] === status);
+
+/** `#/components/responses/Error<status>`: the error envelopes with the codes of that status. */
+function errorResponse(status: number): Schema {
+  const codes = codesOf(status);
+  return {
+    description: `${ERROR_TEXT[status] ?? 'Refused'}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+    headers: {
+      'X-Request-Id': ref('headers', 'RequestId'),
+      ...Object.fromEntries((ERROR_HEADERS[status] ?? []).map((h) => [h, ref('headers', h)])),
+    },
+    content: {
+      'application/json': {
+        schema: {
+          allOf: [ref('schemas', 'ErrorEnvelope')],
+          properties: { error_code: { enum: codes } },
+        },
+      },
+    },
   };
-  return { description, content: { 'application/json': { schema } } };
 }
 
-function apiResponses(response: Schema): Schema {
-  return {
+const ERROR_STATUSES = [...new Set(Object.values(ERROR_CODES))].sort((a, b) => a - b);
+
+const OK_HEADERS = { 'X-Request-Id': ref('headers', 'RequestId') };
+
+/** The answers of an API route: its payload in the envelope of the request's variant, and the error envelopes. */
+function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
+  const schema = (route.schema ?? {}) as Schema;
+  const response = (schema['response'] ?? {}) as Schema;
+  const statuses = [400, 401, 403, 404, 429, 500, 503];
+  if (schema['body']) statuses.push(413, 415);
+  const out: Schema = {
     '200': {
       description:
-        'Success, in the envelope of the request (X-Envelope-Variant, else the application default)',
-      content: { 'application/json': { schema: successEnvelopes(response['200'] as Schema) } },
+        'Success, in the envelope of the request: X-Envelope-Variant, else the default of the application',
+      headers: OK_HEADERS,
+      content: { 'application/json': { schema: successEnvelopes(response['200'] as Schema, names) } },
     },
-    '401': errorAnswer('invalid_token'),
-    '403': errorAnswer('insufficient_scope'),
-    '4XX': errorAnswer('Refused; error_code says why (docs/api.md, Error codes)'),
-    '5XX': errorAnswer('internal_error, store_unavailable or shutting_down'),
   };
+  for (const status of statuses.sort((a, b) => a - b))
+    out[String(status)] = ref('responses', `Error${status}`);
+  return out;
 }
 
-/** Routes outside the envelopes (token endpoint, metadata, probes) answer their schemas as they are. */
-function plainResponses(response: Schema | undefined): Schema {
-  if (!response) return { '200': { description: 'Success' } };
+/** A declared answer as an OpenAPI Response Object: a schema means JSON; `content` is kept as it is. */
+function declaredResponse(status: string, declared: Schema, names: NamedSchemas): Schema {
+  const content = isObject(declared['content'])
+    ? Object.fromEntries(
+        Object.entries(declared['content']).map(([type, media]) => [
+          type,
+          { schema: names.hoist((media as Schema)['schema']) },
+        ]),
+      )
+    : { 'application/json': { schema: names.hoist(declared) } };
+  const description =
+    typeof declared['description'] === 'string'
+      ? declared['description']
+      : status.startsWith('2')
+        ? 'Success'
+        : 'Refused';
+  const headers = isObject(declared['headers']) ? declared['headers'] : {};
+  return { description, headers: { ...OK_HEADERS, ...headers }, content };
+}
+
+/**
+ * Routes outside the envelopes answer what they declare. Errors that the error handler answers
+ * for any route (a malformed query or path, an id that names nothing, a failure, shutting down)
+ * come in the error envelope, unless the route answers RFC 6749 errors (it declares those).
+ */
+function plainResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
+  const schema = (route.schema ?? {}) as Schema;
+  const response = { ...(schema['response'] as Schema), ...(schema['responses'] as Schema) };
   const out: Schema = {};
-  for (const [status, schema] of Object.entries(response)) {
-    out[status.toUpperCase()] = {
-      description: status.startsWith('2') ? 'Success' : 'Error',
-      content: { 'application/json': { schema } },
-    };
+  for (const [status, declared] of Object.entries(response)) {
+    out[status.toUpperCase()] = declaredResponse(status, declared as Schema, names);
+  }
+  if (route.oauth) return out;
+  const generic = [400, 500, 503];
+  if (schema['params']) generic.push(404);
+  for (const status of generic.sort((a, b) => a - b)) {
+    const own = out[String(status)] as Schema | undefined;
+    if (!own) {
+      out[String(status)] = ref('responses', `Error${status}`);
+      continue;
+    }
+    // The route's own answer for this status, or the error envelope.
+    const json = (own['content'] as Schema)['application/json'] as Schema;
+    json['schema'] = { anyOf: [json['schema'], ref('schemas', 'ErrorEnvelope')] };
   }
   return out;
 }
 
-/** OpenAPI 3.1 from the route schemas: the same TypeBox schemas that validate requests and serialize answers. */
+/** The parameters of a route: path, query and headers from its schemas; the headers every API route reads. */
+function parametersOf(route: RegisteredRoute): unknown[] {
+  const schema = (route.schema ?? {}) as Record<string, Schema | undefined>;
+  const parameters: unknown[] = [];
+  for (const [where, part] of [
+    ['path', schema['params']],
+    ['query', schema['querystring']],
+    ['header', schema['headers']],
+  ] as const) {
+    const props = (part?.['properties'] ?? {}) as Record<string, Schema>;
+    const required = (part?.['required'] ?? []) as string[];
+    for (const [name, s] of Object.entries(props)) {
+      const { description, ...rest } = documented(s) as Schema;
+      parameters.push({
+        name,
+        in: where,
+        ...(description ? { description } : {}),
+        required: where === 'path' || required.includes(name),
+        schema: rest,
+      });
+    }
+  }
+  if (route.scope) parameters.push(ref('parameters', 'EnvelopeVariant'));
+  parameters.push(ref('parameters', 'RequestId'));
+  return parameters;
+}
+
+function requestBodyOf(schema: Schema): Schema | undefined {
+  if (schema['requestBody']) return schema['requestBody'] as Schema;
+  const body = schema['body'] as Schema | undefined;
+  if (!body) return undefined;
+  const required = ((body['required'] ?? []) as string[]).length > 0;
+  return {
+    required,
+    description: required
+      ? undefined
+      : 'Optional: no body, an empty one and `{}` are the same. Unknown fields are ignored.',
+    content: { 'application/json': { schema: documented(body) } },
+  };
+}
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Access: 'Checking credentials and the API version (scope `access`)',
+  Products: 'The catalogue: products with their bounds and templates, and default plans (scope `products`)',
+  Orders: 'Ordering a virtual server (scope `service`)',
+  Services: 'Reading a service: details, status, jobs (scope `service`)',
+  'Service actions':
+    'Operations on a service; each is queued as a job and answered as soon as it is recorded (scope `service`)',
+  Backups: 'Backups of a service (scope `service`)',
+  'Backup schedules': 'Schedules that create backups (scope `service`)',
+  OAuth: 'OAuth 2.0 client credentials (RFC 6749) and the authorization server metadata (RFC 8414)',
+  Operations: 'Probes and metrics for the operator; the OpenAPI document and this reference',
+};
+
+/** Components every document has: envelopes, error answers, shared parameters and headers, security. */
+function baseComponents(): Schema {
+  const allCodes = {
+    type: 'string',
+    enum: Object.keys(ERROR_CODES),
+    description: 'docs/api.md, Error codes',
+  };
+  const errorCode = { error_code: allCodes };
+  return {
+    schemas: {
+      ErrorEnvelope: {
+        description: 'An error, in the envelope of the request (CONTRACT.md section 2)',
+        oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
+      },
+      ErrorEnvelopeB: envelope('B', false, { type: 'array', maxItems: 0 }, errorCode),
+      ErrorEnvelopeA: envelope('A', false, { const: '[]' }, errorCode),
+    },
+    responses: Object.fromEntries(ERROR_STATUSES.map((s) => [`Error${s}`, errorResponse(s)])),
+    parameters: {
+      EnvelopeVariant: {
+        name: 'X-Envelope-Variant',
+        in: 'header',
+        required: false,
+        description:
+          'The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`.',
+        schema: { type: 'string', enum: ['A', 'B'] },
+      },
+      RequestId: {
+        name: 'X-Request-Id',
+        in: 'header',
+        required: false,
+        description: 'Echoed in the answer and logged with the request; else the server makes one',
+        schema: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+      },
+    },
+    headers: {
+      RequestId: {
+        description: 'The id of the request in the server’s logs (the one sent, or a new UUID)',
+        schema: { type: 'string' },
+      },
+      'WWW-Authenticate': {
+        description:
+          'RFC 6750 challenge: `Bearer realm=..., error="invalid_token"` or `"insufficient_scope"`',
+        schema: { type: 'string' },
+      },
+      'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer' } },
+    },
+    securitySchemes: {
+      oauth2: {
+        type: 'oauth2',
+        description: 'OAuth 2.0 client credentials (RFC 6749 section 4.4) at the token endpoint',
+        flows: {
+          clientCredentials: {
+            tokenUrl: `${BASE}/oauth/token`,
+            scopes: Object.fromEntries(SCOPES.map((s) => [s, `The ${s} operations`])),
+          },
+        },
+      },
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An access token of the token endpoint, sent as `Authorization: Bearer <token>`',
+      },
+    },
+  };
+}
+
+/**
+ * OpenAPI 3.1 from the route schemas: the same TypeBox schemas that validate requests and
+ * serialize answers, with each route's own metadata (RouteDocs). A new route needs nothing here.
+ */
 export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string, unknown> {
+  const names = new NamedSchemas();
   const paths: Record<string, Record<string, unknown>> = {};
+  const tags = new Set<string>();
   const sorted = [...routes]
     .filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS')
     .sort((a, b) => a.url.localeCompare(b.url) || a.method.localeCompare(b.method));
   for (const r of sorted) {
-    const schema = (r.schema ?? {}) as Record<string, Schema | undefined>;
-    const parameters: unknown[] = [];
-    for (const [where, part] of [
-      ['path', schema['params']],
-      ['query', schema['querystring']],
-    ] as const) {
-      const props = (part?.['properties'] ?? {}) as Record<string, unknown>;
-      const required = (part?.['required'] ?? []) as string[];
-      for (const [name, s] of Object.entries(props)) {
-        parameters.push({
-          name,
-          in: where,
-          required: where === 'path' || required.includes(name),
-          schema: s,
-        });
-      }
-    }
+    const schema = (r.schema ?? {}) as Schema & RouteDocs;
+    for (const tag of schema.tags ?? []) tags.add(tag);
+    const requestBody = requestBodyOf(schema);
     const op: Record<string, unknown> = {
-      operationId: `${r.method.toLowerCase()} ${r.url}`,
-      parameters,
-      responses: r.scope ? apiResponses(schema['response'] ?? {}) : plainResponses(schema['response']),
+      operationId: schema.operationId,
+      tags: schema.tags,
+      summary: schema.summary,
+      description: schema.description,
+      parameters: parametersOf(r),
+      requestBody,
+      responses: r.scope ? apiResponses(r, names) : plainResponses(r, names),
+      security: r.scope ? [{ oauth2: [r.scope] }, { bearer: [] }] : undefined,
     };
-    if (r.scope) op['security'] = [{ oauth2: [r.scope] }];
-    if (schema['body'])
-      op['requestBody'] = { required: false, content: { 'application/json': { schema: schema['body'] } } };
     const path = toOpenApiPath(r.url);
     paths[path] ??= {};
-    paths[path][r.method.toLowerCase()] = op;
+    paths[path][r.method.toLowerCase()] = JSON.parse(JSON.stringify(op));
   }
+  const components = baseComponents();
+  components['schemas'] = { ...(components['schemas'] as Schema), ...names.schemas };
   return {
     openapi: '3.1.0',
-    info: { title: 'Virtual Server Reseller Provisioning API', version: API_VERSION },
-    servers: [{ url: '/' }],
-    components: {
-      schemas: ERROR_ENVELOPES,
-      securitySchemes: {
-        oauth2: {
-          type: 'oauth2',
-          flows: {
-            clientCredentials: {
-              tokenUrl: '/vps_reseller_provider/public/oauth/token',
-              scopes: { access: 'access control', products: 'products control', service: 'service control' },
-            },
-          },
-        },
-      },
+    info: {
+      title: 'Virtual Server Reseller Provisioning API',
+      version: API_VERSION,
+      description: [
+        'The provider side of the reseller provisioning API: resellers order and manage virtual servers.',
+        '',
+        'Every API answer is an envelope: variant B `{"status","message","data"}` (the default) or',
+        'variant A `{"success","message","data"}` where `data` is the JSON text of the payload.',
+        'An application has a default variant; `X-Envelope-Variant` overrides it per request.',
+        'Errors carry a stable `error_code`. docs/api.md in the repository is the guide.',
+      ].join('\n'),
+      contact: { name: 'The provider operating this server' },
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
+    servers: [{ url: '/', description: 'This server' }],
+    tags: [...tags].sort().map((name) => ({
+      name,
+      ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+    })),
     paths,
+    components,
   };
 }

@@ -2,13 +2,42 @@ import { type Static, type TSchema, Type } from 'typebox';
 import type { Variant } from './envelope.ts';
 
 /**
+ * Keywords only the OpenAPI document shows, not the server's validation: under this keyword a
+ * request schema holds keywords merged into its copy in the document (`{ format: 'uuid' }`).
+ * The openapi-routes plugin takes them out before Fastify compiles the schema.
+ */
+export const DOCUMENT_ONLY = 'x-document-only';
+
+/**
+ * An id sent in a path or a body: documented as a UUID, but anything else is accepted by the
+ * schema and answered as an id that names nothing (404 `..._not_found`, CONTRACT.md section 4),
+ * not as a malformed request.
+ */
+export function RequestId(description: string) {
+  return Type.String({ maxLength: 64, description, [DOCUMENT_ONLY]: { format: 'uuid' } });
+}
+
+/** An id in an answer: always a UUID, in lower case. */
+export function Id(description?: string) {
+  return Type.String({ format: 'uuid', ...(description ? { description } : {}) });
+}
+
+/**
+ * `service_id` in a body: variant A sends it on per-service operations; when present it must be
+ * the one of the path (400 `service_id_mismatch`).
+ */
+export const BodyServiceId = Type.Optional(
+  RequestId('Variant A sends the service id in the body too; it must equal the one in the path'),
+);
+
+/**
  * A body with nothing required. Variant A sends `service_id` on per-service operations;
  * unknown fields are ignored so that billing modules that send extras keep working.
  */
-export const EmptyBody = Type.Object({ service_id: Type.Optional(Type.String({ maxLength: 64 })) });
+export const EmptyBody = Type.Object({ service_id: BodyServiceId });
 
-export const ServiceParams = Type.Object({ service_id: Type.String({ maxLength: 64 }) });
-export const ProductParams = Type.Object({ product_uuid: Type.String({ maxLength: 64 }) });
+export const ServiceParams = Type.Object({ service_id: RequestId('The service') });
+export const ProductParams = Type.Object({ product_uuid: RequestId('The product') });
 
 /** Path ids are UUIDs; anything else cannot name an object, so it is reported as not found. */
 export { isUuid } from '../domain/ids.ts';
@@ -26,8 +55,11 @@ export function StringEnum<const T extends string>(values: readonly T[]) {
 }
 
 /** `schema` or null, for a schema of one `type` (a string, a number, an object). */
-export function Nullable<S extends TSchema & { type: string }>(schema: S) {
-  return Type.Unsafe<Static<S> | null>({ ...schema, type: [schema.type, 'null'] });
+export function Nullable<S extends TSchema & { type: string }>(
+  schema: S,
+  options: { description?: string } = {},
+) {
+  return Type.Unsafe<Static<S> | null>({ ...schema, ...options, type: [schema.type, 'null'] });
 }
 
 /** Marks which envelope variant a payload belongs to, where the two differ (CONTRACT.md section 3). */

@@ -4,7 +4,7 @@ import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../domain/sta
 import { projectedState } from '../jobs/queue.ts';
 import type { Job } from '../store/repos/jobs.ts';
 import type { Service, ServiceStatus } from '../store/repos/services.ts';
-import { Nullable, StringEnum } from './schemas.ts';
+import { Id, Nullable, StringEnum } from './schemas.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -13,17 +13,20 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 const Timestamp = Type.String({ format: 'date-time' });
 
-export const JobPayload = Type.Object({
-  job_id: Type.String(),
-  service_id: Type.String(),
-  action: StringEnum(JOB_ACTIONS),
-  status: StringEnum(['queued', 'running', 'succeeded', 'failed', 'skipped']),
-  error: Nullable(Type.String()),
-  attempts: Type.Integer(),
-  created_at: Timestamp,
-  started_at: Nullable(Timestamp),
-  finished_at: Nullable(Timestamp),
-});
+export const JobPayload = Type.Object(
+  {
+    job_id: Id(),
+    service_id: Id(),
+    action: StringEnum(JOB_ACTIONS),
+    status: StringEnum(['queued', 'running', 'succeeded', 'failed', 'skipped']),
+    error: Nullable(Type.String({ description: 'Why the job failed or was skipped, for a person' })),
+    attempts: Type.Integer({ description: 'How many times it was started (a crashed run is retried)' }),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    finished_at: Nullable(Timestamp),
+  },
+  { title: 'Job' },
+);
 
 export function jobView(job: Job): Static<typeof JobPayload> {
   return {
@@ -39,14 +42,17 @@ export function jobView(job: Job): Static<typeof JobPayload> {
   };
 }
 
-const CurrentJob = Nullable(JobPayload);
-const AllowedActions = Type.Array(StringEnum(OPERATIONS));
-
-export const StatusPayload = Type.Object({
-  status: StringEnum(STATUSES),
-  allowed_actions: AllowedActions,
-  job: CurrentJob,
+const CurrentJob = Nullable(JobPayload, {
+  description: 'The job running now, else the next queued one, else null',
 });
+const AllowedActions = Type.Array(StringEnum(OPERATIONS), {
+  description: 'The operations the service accepts now (CONTRACT.md section 6)',
+});
+
+export const StatusPayload = Type.Object(
+  { status: StringEnum(STATUSES), allowed_actions: AllowedActions, job: CurrentJob },
+  { title: 'ServiceStatus' },
+);
 
 /** Status: the same in both variants (CONTRACT.md section 3). */
 export function statusView(service: ServiceStatus, job: Job | undefined): Static<typeof StatusPayload> {
@@ -57,28 +63,31 @@ export function statusView(service: ServiceStatus, job: Job | undefined): Static
   };
 }
 
-export const DetailsPayload = Type.Object({
-  service_id: Type.String(),
-  status: StringEnum(STATUSES),
-  ip: Type.String(),
-  ips: Type.Array(Type.String()),
-  username: Type.String(),
-  password: Type.String(),
-  domain_name: Type.String(),
-  product_id: Type.String(),
-  template_id: Type.String(),
-  cpu: Type.Integer(),
-  ram: Type.Integer(),
-  hdd: Type.Integer(),
-  ip_count: Type.Integer(),
-  backup: Type.Integer(),
-  suspend_reason: Nullable(Type.String()),
-  disk_revision: Nullable(Type.Number()),
-  allowed_actions: AllowedActions,
-  job: CurrentJob,
-  created_at: Timestamp,
-  terminated_at: Nullable(Timestamp),
-});
+export const DetailsPayload = Type.Object(
+  {
+    service_id: Id(),
+    status: StringEnum(STATUSES),
+    ip: Type.String({ description: 'The first address; empty until the server is created' }),
+    ips: Type.Array(Type.String(), { description: 'Every address of the server' }),
+    username: Type.String(),
+    password: Type.String(),
+    domain_name: Type.String(),
+    product_id: Id(),
+    template_id: Id(),
+    cpu: Type.Integer(),
+    ram: Type.Integer(),
+    hdd: Type.Integer(),
+    ip_count: Type.Integer(),
+    backup: Type.Integer(),
+    suspend_reason: Nullable(Type.String()),
+    disk_revision: Nullable(Type.Number()),
+    allowed_actions: AllowedActions,
+    job: CurrentJob,
+    created_at: Timestamp,
+    terminated_at: Nullable(Timestamp),
+  },
+  { title: 'ServiceDetails' },
+);
 
 /** Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs. */
 export function detailsView(

@@ -20,6 +20,7 @@ import { type App, buildApp } from '../../src/http/app.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
+import { checkResponses } from './response-check.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
 
 export const BASE = '/vps_reseller_provider/public';
@@ -79,6 +80,8 @@ export async function createTestApp(
   const ctx: AppContext = options.clock ? { ...created, clock: options.clock } : created;
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
+  // Every answer a test sees must be one docs/openapi.json gives (response-check.ts).
+  const responses = checkResponses(app);
   await app.ready();
   // Loaded only when needed, so tests of the API alone do not depend on a driver.
   const driver = options.worker
@@ -116,6 +119,9 @@ export async function createTestApp(
       await ctx.store.close();
       await pgDb?.drop();
       rmSync(dataDir, { recursive: true, force: true });
+      const problems = responses.problems();
+      if (problems.length > 0)
+        throw new Error(`answers on sockets that docs/openapi.json does not give:\n${problems.join('\n')}`);
     },
   };
   return t;

@@ -1,37 +1,19 @@
 /**
- * Issue 12: every route answers what docs/openapi.json declares for it. Each API route's 200
- * schema is its payload, the same schema that serializes the answer; this drives every route
- * through a service's whole life in both envelopes and checks each real answer against the
- * document with Ajv: the envelope, variant B's `data`, and the JSON text in variant A's `data`
- * against its `contentSchema`.
+ * Issue 12: every route answers what docs/openapi.json declares for it. The harness
+ * (test/helpers/response-check.ts) holds every answer of `app.inject` to the document with Ajv:
+ * the envelope, variant B's `data`, and the JSON text in variant A's `data` against its
+ * `contentSchema`. This drives every route through a service's whole life in both envelopes,
+ * so that every operation of the document is met, answered 200 in each variant.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import type { Variant } from '../../src/http/envelope.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, BASE, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const doc = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'));
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats.default(ajv);
-ajv.addSchema(doc, 'openapi');
-
-const pointer = (...parts: string[]) =>
-  parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
-
-/** Asserts `value` is valid against the schema at `parts` of the document. */
-function assertValid(value: unknown, what: string, ...parts: string[]): void {
-  const validate = ajv.getSchema(`openapi#/${pointer(...parts)}`);
-  assert.ok(validate, `the document has no schema at ${parts.join(' ')}`);
-  assert.ok(
-    validate(value),
-    `${what}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value, null, 1).slice(0, 2000)}`,
-  );
-}
 
 const product = DEMO_CATALOG.products[0]!;
 const amounts = {
@@ -85,31 +67,11 @@ for (const store of testStores()) {
         },
         payload: body === undefined ? undefined : JSON.stringify(body),
       });
-      const op = doc.paths[template]?.[method.toLowerCase()];
-      assert.ok(op, `the document has ${method} ${template}`);
-      const status = String(res.statusCode);
-      const code = status in op.responses ? status : `${status[0]}XX`;
-      const what = `${variant} ${method} ${url} ${status}`;
-      assert.ok(op.responses[code]?.content, `${what}: the document declares no answer ${code}`);
+      assert.ok(doc.paths[template]?.[method.toLowerCase()], `the document has ${method} ${template}`);
       const json = res.json();
-      const schema = ['paths', template, method.toLowerCase(), 'responses', code];
-      const jsonSchema = [...schema, 'content', 'application/json', 'schema'];
-      assertValid(json, what, ...jsonSchema);
       if (res.statusCode !== 200) return { status: res.statusCode, payload: json };
       answered.add(`${variant} ${method} ${template}`);
-      if (variant === 'B') return { status: 200, payload: json.data };
-      const payload = JSON.parse(json.data);
-      assertValid(
-        payload,
-        `${what} data`,
-        ...jsonSchema,
-        'oneOf',
-        '1',
-        'properties',
-        'data',
-        'contentSchema',
-      );
-      return { status: 200, payload };
+      return { status: 200, payload: variant === 'B' ? json.data : JSON.parse(json.data) };
     }
 
     const api = (path: string) => `${API}/${path}`;
@@ -200,46 +162,22 @@ for (const store of testStores()) {
 
     test('the token endpoint and the server metadata, outside the envelopes', async () => {
       const c = await t.client();
-      const tokenPath = `${BASE}/oauth/token`;
       for (const [secret, status] of [
         [c.client_secret, 200],
         ['wrong', 401],
       ] as const) {
         const res = await t.app.inject({
           method: 'POST',
-          url: tokenPath,
+          url: `${BASE}/oauth/token`,
           payload: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret },
         });
         assert.equal(res.statusCode, status);
-        const code = status === 200 ? '200' : '4XX';
-        assertValid(
-          res.json(),
-          `token ${status}`,
-          'paths',
-          tokenPath,
-          'post',
-          'responses',
-          code,
-          'content',
-          'application/json',
-          'schema',
-        );
       }
-      const metadataPath = `/.well-known/oauth-authorization-server${BASE}`;
-      const metadata = await t.app.inject({ method: 'GET', url: metadataPath });
+      const metadata = await t.app.inject({
+        method: 'GET',
+        url: `/.well-known/oauth-authorization-server${BASE}`,
+      });
       assert.equal(metadata.statusCode, 200);
-      assertValid(
-        metadata.json(),
-        'metadata',
-        'paths',
-        metadataPath,
-        'get',
-        'responses',
-        '200',
-        'content',
-        'application/json',
-        'schema',
-      );
     });
 
     test('every API operation of the document was answered 200 in both variants', () => {

@@ -1,22 +1,43 @@
 import fp from 'fastify-plugin';
-import type { RegisteredRoute } from '../openapi.ts';
+import { forValidation, type RegisteredRoute, type RouteDocs } from '../openapi.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Every route registered, for the OpenAPI document. */
     registeredRoutes: RegisteredRoute[];
   }
+  /** A route's own part of the OpenAPI document (src/http/openapi.ts). */
+  interface FastifySchema extends RouteDocs {}
 }
 
-/** Keeps every route as it is registered, with its schema and scope, for the OpenAPI document. */
+const REQUEST_PARTS = ['body', 'params', 'querystring', 'headers'] as const;
+
+/**
+ * Keeps every route as it is registered, with its schema and scope, for the OpenAPI document;
+ * then takes the document-only keywords out of its request schemas, before Fastify compiles
+ * them. Loaded before any route, so it sees them all.
+ */
 export const openapiRoutes = fp(
   (app, _options, done) => {
     const registered: RegisteredRoute[] = [];
     app.decorate('registeredRoutes', registered);
     app.addHook('onRoute', (route) => {
+      const schema = route.schema;
       for (const method of [route.method].flat()) {
-        registered.push({ method, url: route.url, schema: route.schema, scope: route.config?.scope });
+        registered.push({
+          method,
+          url: route.url,
+          schema,
+          scope: route.config?.scope,
+          oauth: route.config?.oauth === true,
+        });
       }
+      if (!schema) return;
+      const validated = { ...schema };
+      for (const part of REQUEST_PARTS) {
+        if (schema[part] !== undefined) validated[part] = forValidation(schema[part]);
+      }
+      route.schema = validated;
     });
     done();
   },

@@ -8,23 +8,26 @@ import { type Backup, findBackup, listBackups, setBackupStatus } from '../../sto
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, EmptyList, ServiceParams, StringEnum } from '../schemas.ts';
-import { acceptOperation } from './service-actions.ts';
+import { EmptyBody, EmptyList, Id, RequestId, ServiceParams, StringEnum } from '../schemas.ts';
+import { acceptOperation, JOB_ANSWER } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
 const BackupParams = Type.Object({
-  service_id: Type.String({ maxLength: 64 }),
-  backup_id: Type.String({ maxLength: 64 }),
+  service_id: RequestId('The service'),
+  backup_id: RequestId('The backup'),
 });
 
-export const BackupPayload = Type.Object({
-  backup_id: Type.String(),
-  service_id: Type.String(),
-  status: StringEnum(['creating', 'available', 'restoring', 'deleting', 'failed']),
-  size_gb: Type.Number(),
-  kind: StringEnum(['manual', 'scheduled']),
-  created_at: Type.String({ format: 'date-time' }),
-});
+export const BackupPayload = Type.Object(
+  {
+    backup_id: Id(),
+    service_id: Id(),
+    status: StringEnum(['creating', 'available', 'restoring', 'deleting', 'failed']),
+    size_gb: Type.Number({ description: 'Counted against the service’s `backup` GB' }),
+    kind: StringEnum(['manual', 'scheduled']),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Backup' },
+);
 
 export function backupView(b: Backup): Static<typeof BackupPayload> {
   return {
@@ -45,11 +48,18 @@ function backupIdOf(request: FastifyRequest): string {
 
 export function registerBackupRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const accepted = { response: { 200: EmptyList } };
+  const accepted = { tags: ['Backups'], body: EmptyBody, response: { 200: EmptyList } };
 
   app.get(
     `${API}/service/:service_id/backups`,
-    apiRoute('service', { params: ServiceParams, response: { 200: Type.Array(BackupPayload) } }),
+    apiRoute('service', {
+      operationId: 'backups',
+      tags: ['Backups'],
+      summary: 'List the service’s backups',
+      description: 'Every backup of the service, with its status and size.',
+      params: ServiceParams,
+      response: { 200: Type.Array(BackupPayload) },
+    }),
     async (request) => {
       const service = await ownedService(ctx, request);
       return (await listBackups(db, service.id)).map(backupView);
@@ -58,7 +68,13 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/create`,
-    apiRoute('service', { params: ServiceParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', {
+      ...accepted,
+      operationId: 'createBackup',
+      summary: 'Back up the service',
+      description: `A manual backup; the oldest scheduled backups are rotated out to make room within the service’s \`backup\` GB (400 \`backup_quota_exceeded\` if that is not enough, \`backups_disabled\` if it is 0).${JOB_ANSWER}`,
+      params: ServiceParams,
+    }),
     async (request, reply) => {
       return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
     },
@@ -66,7 +82,13 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/restore/:backup_id`,
-    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', {
+      ...accepted,
+      operationId: 'restoreBackup',
+      summary: 'Restore a backup',
+      description: `Puts the server’s disk back as the backup holds it.${JOB_ANSWER}`,
+      params: BackupParams,
+    }),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       return acceptOperation(ctx, request, reply, {
@@ -85,7 +107,13 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/delete/:backup_id`,
-    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', {
+      ...accepted,
+      operationId: 'deleteBackup',
+      summary: 'Delete a backup',
+      description: `Frees the backup’s space.${JOB_ANSWER}`,
+      params: BackupParams,
+    }),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       const result = await acceptOperation(ctx, request, reply, {

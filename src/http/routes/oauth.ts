@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { SCOPES } from '../../auth/scopes.ts';
 import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
+import { StringEnum } from '../schemas.ts';
 
 /** {base_url}: the configured public URL, or the one this request reached us at. */
 export function baseUrl(ctx: AppContext, request: FastifyRequest): string {
@@ -13,25 +14,109 @@ export function baseUrl(ctx: AppContext, request: FastifyRequest): string {
   return `${request.protocol}://${request.host}${BASE}`;
 }
 
+/** RFC 6749 section 4.4.2, as a form or as JSON; the endpoint reads it itself (token-endpoint.ts). */
+const TokenRequest = Type.Object(
+  {
+    grant_type: Type.Literal('client_credentials'),
+    client_id: Type.Optional(
+      Type.String({
+        description: 'With `client_secret_post`; with HTTP Basic, leave it out or send the same',
+      }),
+    ),
+    client_secret: Type.Optional(
+      Type.String({ description: 'With `client_secret_post`; never with HTTP Basic' }),
+    ),
+    scope: Type.Optional(
+      Type.String({
+        description: 'A space-separated subset of the application’s scopes; all of them without it',
+        examples: ['access products service'],
+      }),
+    ),
+  },
+  { title: 'TokenRequest' },
+);
+
+const NO_STORE_HEADERS = {
+  'Cache-Control': { description: '`no-store`', schema: { type: 'string' } },
+  Pragma: { description: '`no-cache`', schema: { type: 'string' } },
+};
+
 /** RFC 6749 section 5.1. */
-const TokenAnswer = Type.Object({
-  access_token: Type.String(),
-  token_type: Type.Literal('Bearer'),
-  expires_in: Type.Integer(),
-  scope: Type.String(),
-});
-/** RFC 6749 section 5.2: every error of the token endpoint, 5xx included. */
-const OauthError = Type.Object({ error: Type.String(), error_description: Type.String() });
+const TokenAnswer = Type.Object(
+  {
+    access_token: Type.String(),
+    token_type: Type.Literal('Bearer'),
+    expires_in: Type.Integer({ description: 'Seconds the token is valid for' }),
+    scope: Type.String({ description: 'The scopes granted, space-separated' }),
+  },
+  { title: 'TokenResponse' },
+);
+
+/**
+ * RFC 6749 section 5.2: an error of the token endpoint with the codes it answers with `status`,
+ * 5xx included (`server_error`).
+ */
+function oauthError(description: string, codes: readonly string[], headers: Record<string, unknown> = {}) {
+  const schema = Type.Object({ error: StringEnum(codes), error_description: Type.String() });
+  return {
+    description,
+    headers: { ...NO_STORE_HEADERS, ...headers },
+    content: { 'application/json': { schema } },
+  };
+}
 
 /** RFC 8414 section 2. */
-const ServerMetadata = Type.Object({
-  issuer: Type.String(),
-  token_endpoint: Type.String(),
-  grant_types_supported: Type.Array(Type.String()),
-  token_endpoint_auth_methods_supported: Type.Array(Type.String()),
-  scopes_supported: Type.Array(Type.String()),
-  response_types_supported: Type.Array(Type.String()),
-});
+const ServerMetadata = Type.Object(
+  {
+    issuer: Type.String({ description: '{base_url}: this server’s public URL and BASE' }),
+    token_endpoint: Type.String(),
+    grant_types_supported: Type.Array(Type.String()),
+    token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    scopes_supported: Type.Array(Type.String()),
+    response_types_supported: Type.Array(Type.String()),
+  },
+  { title: 'AuthorizationServerMetadata' },
+);
+
+const TOKEN_DOCS = {
+  operationId: 'token',
+  tags: ['OAuth'],
+  summary: 'Get an access token',
+  description:
+    'OAuth 2.0 client credentials (RFC 6749 section 4.4). The application authenticates with HTTP Basic (`client_secret_basic`: `Authorization: Basic base64(client_id:client_secret)`) or with `client_id` and `client_secret` in the body (`client_secret_post`). Answers and errors are RFC 6749 bodies, not the envelope. Failed authentications are counted per address; too many lock the address out for a while (429 `temporarily_unavailable`).',
+  requestBody: {
+    required: true,
+    content: {
+      'application/x-www-form-urlencoded': { schema: TokenRequest },
+      'application/json': { schema: TokenRequest },
+    },
+  },
+  response: {
+    200: {
+      description: 'A bearer token (RFC 6749 section 5.1)',
+      headers: NO_STORE_HEADERS,
+      content: { 'application/json': { schema: TokenAnswer } },
+    },
+    400: oauthError('A malformed request, another grant type, or a scope the application does not have', [
+      'invalid_request',
+      'unsupported_grant_type',
+      'invalid_scope',
+    ]),
+    401: oauthError('The application did not authenticate, or is disabled', ['invalid_client'], {
+      'WWW-Authenticate': {
+        description: 'A Basic challenge, when the request tried HTTP Basic',
+        schema: { type: 'string' },
+      },
+    }),
+    413: oauthError('The body is larger than 1 MiB', ['invalid_request']),
+    415: oauthError('The body is neither a form nor JSON', ['invalid_request']),
+    429: oauthError('Too many failed authentications from this address', ['temporarily_unavailable'], {
+      'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer' } },
+    }),
+    500: oauthError('An unexpected failure', ['server_error']),
+    503: oauthError('The store is unreachable, or this process is shutting down', ['server_error']),
+  },
+};
 
 export function registerOauthRoutes(app: App, ctx: AppContext): void {
   const endpoint = createTokenEndpoint(ctx);
@@ -39,23 +124,41 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
   // RFC 6749 sends a form; its parser lives in this scope only, the rest of the API reads JSON.
   app.register(async (scope) => {
     registerFormParser(scope);
-    const schema = { response: { 200: TokenAnswer, '4xx': OauthError, '5xx': OauthError } };
-    scope.post(`${BASE}/oauth/token`, { config: { oauth: true }, schema }, async (request, reply) => {
-      const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
-        string,
-        unknown
-      >;
-      const result = await endpoint.handle({
-        authorization: request.headers.authorization,
-        body,
-        ip: request.ip,
-      });
-      return reply.code(result.status).headers(result.headers).send(result.body);
-    });
+    scope.post(
+      `${BASE}/oauth/token`,
+      { config: { oauth: true }, schema: TOKEN_DOCS },
+      async (request, reply: FastifyReply) => {
+        const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
+          string,
+          unknown
+        >;
+        const result = await endpoint.handle({
+          authorization: request.headers.authorization,
+          body,
+          ip: request.ip,
+        });
+        return reply.code(result.status).headers(result.headers).send(result.body);
+      },
+    );
   });
 
   // RFC 8414 section 3: the metadata of issuer https://host/path lives at /.well-known/oauth-authorization-server/path.
-  const metadata = { schema: { response: { 200: ServerMetadata } } };
+  const metadata = {
+    schema: {
+      operationId: 'authorizationServerMetadata',
+      tags: ['OAuth'],
+      summary: 'The authorization server metadata (RFC 8414)',
+      description:
+        'Where RFC 8414 puts it for the issuer {base_url}, so that OAuth client libraries find the token endpoint by themselves.',
+      response: {
+        200: {
+          description: 'RFC 8414 metadata',
+          headers: { 'Cache-Control': { description: '`public, max-age=3600`', schema: { type: 'string' } } },
+          content: { 'application/json': { schema: ServerMetadata } },
+        },
+      },
+    },
+  };
   app.get(`/.well-known/oauth-authorization-server${BASE}`, metadata, async (request, reply) => {
     const issuer = baseUrl(ctx, request);
     reply.header('cache-control', 'public, max-age=3600');

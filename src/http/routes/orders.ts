@@ -12,14 +12,19 @@ import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
-import { ByVariant } from '../schemas.ts';
+import { ByVariant, Id, RequestId } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
 export const OrderBody = Type.Object({
-  product_id: Type.String({ maxLength: 64 }),
-  domain_name: Type.String({ minLength: 1, maxLength: 253 }),
-  template_id: Type.String({ maxLength: 64 }),
+  product_id: RequestId('The product (404 `product_not_found` if none has this id)'),
+  domain_name: Type.String({
+    minLength: 1,
+    maxLength: 253,
+    description: 'An RFC 1123 host name; stored in lower case',
+    examples: ['server1.example.com'],
+  }),
+  template_id: RequestId('One of the product’s `os_templates` (400 `invalid_template` otherwise)'),
   cpu: Amount,
   ram: Amount,
   hdd: Amount,
@@ -30,13 +35,35 @@ type Order = Static<typeof OrderBody>;
 
 /** The answer to an order differs by variant (CONTRACT.md section 3): A also carries the new server's login. */
 const OrderPayload = ByVariant({
-  A: Type.Object({ service_id: Type.String(), username: Type.String(), password: Type.String() }),
-  B: Type.Array(Type.Object({ service_id: Type.String() })),
+  A: Type.Object(
+    {
+      service_id: Id('The new service'),
+      username: Type.String({ examples: ['root'] }),
+      password: Type.String({ description: 'The generated password of the server' }),
+    },
+    { title: 'OrderedServiceA' },
+  ),
+  B: Type.Array(Type.Object({ service_id: Id('The new service') }, { title: 'OrderedService' })),
 });
 
-const OrderSchema = { body: OrderBody, response: { 200: OrderPayload } };
+/** CONTRACT.md section 8: an order is safe to retry with the same key. */
+const OrderHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      pattern: '^[!-~]{1,255}$',
+      description:
+        'Makes the order safe to retry: the same key with the same body within 24 h answers what the first request answered (with `Idempotent-Replayed: true`) and creates nothing; with another body, 400 `idempotency_key_reused`. 1 to 255 visible ASCII characters, per reseller.',
+    }),
+  ),
+});
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+const OrderSchema = { body: OrderBody, headers: OrderHeaders, response: { 200: OrderPayload } };
+const OrderDocs = {
+  tags: ['Orders'],
+  summary: 'Order a virtual server',
+  description:
+    'Checks the amounts against the product’s bounds and the template against its `os_templates`, and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.',
+};
 
 function requestHash(order: Order): string {
   const canonical = JSON.stringify(
@@ -88,14 +115,8 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
   const handler: ApiHandler<typeof OrderSchema> = async (request, reply) => {
     const caller = request.caller!;
     const order = request.body;
-    const keyHeader = request.headers['idempotency-key'];
-    let key: string | undefined;
-    if (keyHeader !== undefined) {
-      if (typeof keyHeader !== 'string' || !IDEMPOTENCY_KEY.test(keyHeader)) {
-        throw new ApiError('validation_failed', 'Idempotency-Key must be 1 to 255 visible ASCII characters');
-      }
-      key = keyHeader;
-    }
+    // Checked by the route's headers schema.
+    const key = request.headers['idempotency-key'];
     const hash = key ? requestHash(order) : '';
     if (key) {
       const replayed = await replay(request, reply, caller.resellerId, key, hash);
@@ -137,8 +158,21 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     return answer(request, placed);
   };
 
-  const options = apiRoute('service', OrderSchema);
-  app.post(`${API}/service/create-order`, options, handler);
+  app.post(
+    `${API}/service/create-order`,
+    apiRoute('service', { ...OrderSchema, ...OrderDocs, operationId: 'createOrder' }),
+    handler,
+  );
   // Variant B's spelling of the same route (CONTRACT.md section 1).
-  app.post(`${BASE}/v2/service/create-order`, options, handler);
+  app.post(
+    `${BASE}/v2/service/create-order`,
+    apiRoute('service', {
+      ...OrderSchema,
+      ...OrderDocs,
+      operationId: 'createOrderAlias',
+      summary: 'Order a virtual server (variant B’s path)',
+      description: `The same as \`POST ${API}/service/create-order\`, at the path variant B of the interface gives.`,
+    }),
+    handler,
+  );
 }

@@ -5,28 +5,45 @@ import { ApiError } from '../../domain/errors.ts';
 import { apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, isUuid, ProductParams, type SameKeys } from '../schemas.ts';
+import { EmptyBody, Id, isUuid, ProductParams, type SameKeys } from '../schemas.ts';
 
 /** Bounds as numeric strings with their unit (section 2.2 of the interface document). */
-const Bounds = Type.Object({ min: Type.String(), max: Type.String(), unit: Type.String() });
+const Bounds = Type.Object(
+  {
+    min: Type.String({ pattern: '^[0-9]+$', description: 'The smallest amount an order may have' }),
+    max: Type.String({ pattern: '^[0-9]+$', description: 'The largest amount an order may have' }),
+    unit: Type.String({ examples: ['GB', 'vCore', 'IP'] }),
+  },
+  { title: 'Bounds' },
+);
 
-const ProductPayload = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  template: Type.String(),
-  // Each resource, in the order productView writes them.
-  config: Type.Object(Object.fromEntries(RESOURCES.map((r) => [r, Bounds]))),
-  os_templates: Type.Array(Type.Object({ template_id: Type.String(), name: Type.String() })),
-});
+const ProductPayload = Type.Object(
+  {
+    id: Id('The product, as `product_id` of an order'),
+    name: Type.String(),
+    template: Type.String({ description: 'The kind of virtual server the product is' }),
+    // Each resource, in the order productView writes them.
+    config: Type.Object(Object.fromEntries(RESOURCES.map((r) => [r, Bounds])), {
+      description: 'The bounds of each amount an order or upgrade of this product may ask for',
+    }),
+    os_templates: Type.Array(
+      Type.Object({ template_id: Id('As `template_id` of an order'), name: Type.String() }),
+    ),
+  },
+  { title: 'Product' },
+);
 
-const PlanPayload = Type.Object({
-  uuid: Type.String(),
-  name: Type.String(),
-  cpu: Type.Integer(),
-  ram: Type.Integer(),
-  hdd: Type.Integer(),
-  price: Type.Number(),
-});
+const PlanPayload = Type.Object(
+  {
+    uuid: Id(),
+    name: Type.String(),
+    cpu: Type.Integer(),
+    ram: Type.Integer(),
+    hdd: Type.Integer(),
+    price: Type.Number(),
+  },
+  { title: 'Plan' },
+);
 
 // The views live in the domain; a field they write that a schema lacks would vanish from answers.
 const productKeys: SameKeys<ReturnType<typeof productView>, Static<typeof ProductPayload>> = true;
@@ -35,14 +52,39 @@ void [productKeys, planKeys];
 
 export function registerProductRoutes(app: App, ctx: AppContext): void {
   const list = async () => (await ctx.catalog.get()).products.map(productView);
-  const products = { response: { 200: Type.Array(ProductPayload) } };
+  const products = {
+    tags: ['Products'],
+    summary: 'List the products',
+    response: { 200: Type.Array(ProductPayload) },
+  };
   // Variant B lists products with GET, variant A with POST: both are served.
-  app.get(`${API}/products`, apiRoute('products', products), list);
-  app.post(`${API}/products`, apiRoute('products', { ...products, body: EmptyBody }), list);
+  app.get(
+    `${API}/products`,
+    apiRoute('products', {
+      ...products,
+      operationId: 'products',
+      description: 'Every product on offer, with the bounds of its amounts and its OS templates.',
+    }),
+    list,
+  );
+  app.post(
+    `${API}/products`,
+    apiRoute('products', {
+      ...products,
+      operationId: 'productsPost',
+      description: 'The same as `GET`, as variant A of the interface sends it.',
+      body: EmptyBody,
+    }),
+    list,
+  );
 
   app.get(
     `${API}/product/:product_uuid/plans`,
     apiRoute('products', {
+      operationId: 'plans',
+      tags: ['Products'],
+      summary: 'List the default plans of a product',
+      description: 'Ready-made amounts within the product’s bounds, with their price.',
       params: ProductParams,
       response: { 200: Type.Object({ default_plans: Type.Array(PlanPayload) }) },
     }),

@@ -21,19 +21,22 @@ import {
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, EmptyList, isUuid, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, Id, isUuid, RequestId, ServiceParams } from '../schemas.ts';
 import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export const SchedulePayload = Type.Object({
-  backup_schedule_id: Type.String(),
-  BsTime: Type.String(),
-  BSDays: Type.String(),
-  timezone: Type.Literal('UTC'),
-  next_run_at: Type.String({ format: 'date-time' }),
-  created_at: Type.String({ format: 'date-time' }),
-});
+export const SchedulePayload = Type.Object(
+  {
+    backup_schedule_id: Id(),
+    BsTime: Type.String({ description: '`HH:MM`, 24-hour, UTC', examples: ['03:30'] }),
+    BSDays: Type.String({ description: 'Comma-separated days', examples: ['mon,thu'] }),
+    timezone: Type.Literal('UTC'),
+    next_run_at: Type.String({ format: 'date-time' }),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'BackupSchedule' },
+);
 
 export function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
   return {
@@ -55,13 +58,17 @@ function sameSchedule(s: BackupSchedule, key: string): boolean {
 }
 
 const ScheduleBody = Type.Object({
-  service_id: Type.Optional(Type.String({ maxLength: 64 })),
-  BsTime: Type.String({ maxLength: 16 }),
-  BSDays: Type.String({ maxLength: 64 }),
+  service_id: BodyServiceId,
+  BsTime: Type.String({ maxLength: 16, description: '`HH:MM`, 24-hour, UTC', examples: ['03:30'] }),
+  BSDays: Type.String({
+    maxLength: 64,
+    description: 'A comma-separated, non-empty, duplicate-free list of `mon,tue,wed,thu,fri,sat,sun`',
+    examples: ['mon,thu'],
+  }),
 });
 const ScheduleParams = Type.Object({
-  service_id: Type.String({ maxLength: 64 }),
-  backup_schedule_id: Type.String({ maxLength: 64 }),
+  service_id: RequestId('The service'),
+  backup_schedule_id: RequestId('The backup schedule'),
 });
 
 /**
@@ -73,7 +80,14 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 
   app.get(
     `${API}/service/:service_id/backup-schedule`,
-    apiRoute('service', { params: ServiceParams, response: { 200: Type.Array(SchedulePayload) } }),
+    apiRoute('service', {
+      operationId: 'backupSchedules',
+      tags: ['Backup schedules'],
+      summary: 'List the service’s backup schedules',
+      description: 'Every schedule of the service, with the time of its next backup.',
+      params: ServiceParams,
+      response: { 200: Type.Array(SchedulePayload) },
+    }),
     async (request) => {
       const service = await ownedService(ctx, request);
       return (await listSchedules(db, service.id)).map(scheduleView);
@@ -82,7 +96,15 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup-schedule/create`,
-    apiRoute('service', { params: ServiceParams, body: ScheduleBody, response: { 200: EmptyList } }),
+    apiRoute('service', {
+      operationId: 'createBackupSchedule',
+      tags: ['Backup schedules'],
+      summary: 'Schedule backups',
+      description: `Takes effect at once, no job. The same time and days again answers 200 and adds nothing; at most ${MAX_SCHEDULES_PER_SERVICE} per service (400 \`schedule_limit_reached\`).`,
+      params: ServiceParams,
+      body: ScheduleBody,
+      response: { 200: EmptyList },
+    }),
     async (request) => {
       const owned = await ownedService(ctx, request);
       const time = parseBsTime(request.body.BsTime);
@@ -130,7 +152,15 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup-schedule/delete/:backup_schedule_id`,
-    apiRoute('service', { params: ScheduleParams, body: EmptyBody, response: { 200: EmptyList } }),
+    apiRoute('service', {
+      operationId: 'deleteBackupSchedule',
+      tags: ['Backup schedules'],
+      summary: 'Delete a backup schedule',
+      description: 'Takes effect at once, no job; the backups it made stay.',
+      params: ScheduleParams,
+      body: EmptyBody,
+      response: { 200: EmptyList },
+    }),
     async (request, reply) => {
       const service = await ownedService(ctx, request);
       const id = request.params.backup_schedule_id.toLowerCase();

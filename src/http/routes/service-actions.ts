@@ -10,7 +10,7 @@ import type { Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 
 /**
@@ -39,53 +39,89 @@ export async function acceptOperation(
   return [];
 }
 
-const WithServiceId = { service_id: Type.Optional(Type.String({ maxLength: 64 })) };
-const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
+const WithServiceId = { service_id: BodyServiceId };
+const Amount = (description: string) => Type.Integer({ minimum: 0, maximum: 1_000_000, description });
 
 export const SuspendBody = Type.Object({
   ...WithServiceId,
-  suspend_reason: Type.Optional(Type.String({ maxLength: 1000 })),
+  suspend_reason: Type.Optional(
+    Type.String({ maxLength: 1000, description: 'Why (billing); shown in details as `suspend_reason`' }),
+  ),
 });
 export const UpgradeBody = Type.Object({
   ...WithServiceId,
-  CPU: Amount,
-  RAM: Amount,
-  HDD: Amount,
-  IP: Amount,
-  BACKUP: Amount,
+  CPU: Amount('vCores, within the product’s bounds'),
+  RAM: Amount('GB, within the product’s bounds'),
+  HDD: Amount('GB, within the product’s bounds; never below the current size'),
+  IP: Amount('Addresses; the first one stays'),
+  BACKUP: Amount('GB of backup space; never below what the backups use now'),
 });
 export const ResetPasswordBody = Type.Object({
   ...WithServiceId,
-  password: Type.String({ maxLength: 1024 }),
+  password: Type.String({
+    maxLength: 1024,
+    description:
+      '8 to 128 characters with at least three of lower case, upper case, digits and symbols (400 `weak_password` otherwise)',
+  }),
 });
+
+/** Each operation's part of the OpenAPI document: its summary and what it does. */
+const DOCS = {
+  create: ['Provision the server', 'Creates the virtual server of a `pending` (or `failed`) service.'],
+  terminate: [
+    'Terminate the service',
+    'Releases the server, its addresses and backups; the record stays, `terminated`. Terminating a terminated service answers 200 and does nothing.',
+  ],
+  suspend: [
+    'Suspend the service',
+    'Powers the server off and locks it (billing). Suspending a suspended service answers 200 and does nothing.',
+  ],
+  unsuspend: [
+    'Unsuspend the service',
+    'Returns the service to the power state it had before the suspension.',
+  ],
+  start: ['Start the server', 'Starting a running server answers 200 and does nothing.'],
+  stop: ['Stop the server', 'Stopping a stopped server answers 200 and does nothing.'],
+  restart: ['Restart the server', 'Restarts a running server.'],
+  upgrade: [
+    'Change the amounts',
+    'All five amounts, each within the product’s bounds. HDD cannot shrink (400 `disk_shrink_not_supported`); BACKUP cannot go below what the backups use (400 `backup_quota_exceeded`).',
+  ],
+  resetPassword: ['Set a new root password', 'The password details will show once the job has run.'],
+} as const;
+
+/** How every job-creating operation answers (CONTRACT.md section 7). */
+export const JOB_ANSWER =
+  ' Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).';
 
 export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
   const url = (path: string) => `${API}/service/:service_id/${path}`;
-  const options = <B extends TSchema>(body: B) =>
-    apiRoute('service', { params: ServiceParams, body, response: { 200: EmptyList } });
+  const options = <B extends TSchema>(operationId: keyof typeof DOCS, body: B) =>
+    apiRoute('service', {
+      operationId,
+      tags: ['Service actions'],
+      summary: DOCS[operationId][0],
+      description: DOCS[operationId][1] + JOB_ANSWER,
+      params: ServiceParams,
+      body,
+      response: { 200: EmptyList },
+    });
 
-  const simple: [string, 'create' | 'terminate' | 'unsuspend' | 'start' | 'stop' | 'restart'][] = [
-    ['create', 'create'],
-    ['terminate', 'terminate'],
-    ['unsuspend', 'unsuspend'],
-    ['start', 'start'],
-    ['stop', 'stop'],
-    ['restart', 'restart'],
-  ];
-  for (const [path, action] of simple) {
-    app.post(url(path), options(EmptyBody), (request, reply) =>
+  const simple = ['create', 'terminate', 'unsuspend', 'start', 'stop', 'restart'] as const;
+  for (const action of simple) {
+    app.post(url(action), options(action, EmptyBody), (request, reply) =>
       acceptOperation(ctx, request, reply, { action }),
     );
   }
 
-  app.post(url('suspend'), options(SuspendBody), (request, reply) =>
+  app.post(url('suspend'), options('suspend', SuspendBody), (request, reply) =>
     acceptOperation(ctx, request, reply, {
       action: 'suspend',
       params: { reason: request.body.suspend_reason ?? null },
     }),
   );
 
-  app.post(url('upgrade'), options(UpgradeBody), async (request, reply) => {
+  app.post(url('upgrade'), options('upgrade', UpgradeBody), async (request, reply) => {
     const b = request.body;
     const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
     const catalog = await ctx.catalog.get();
@@ -114,7 +150,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     });
   });
 
-  app.post(url('reset-password'), options(ResetPasswordBody), async (request, reply) => {
+  app.post(url('reset-password'), options('resetPassword', ResetPasswordBody), async (request, reply) => {
     checkPasswordStrength(request.body.password);
     return acceptOperation(ctx, request, reply, {
       action: 'reset_password',

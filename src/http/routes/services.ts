@@ -29,7 +29,27 @@ export async function ownedService(ctx: AppContext, request: FastifyRequest): Pr
   return found(await findOwnedService(ctx.store.reads, request.caller!.resellerId, serviceIdOf(request)));
 }
 
-const JobsQuery = Type.Object({ limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })) });
+const JobsQuery = Type.Object({
+  limit: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,4}$', description: 'How many jobs, 1 to 1000 (default 100)' }),
+  ),
+});
+
+const readDocs = {
+  details: {
+    tags: ['Services'],
+    summary: 'The service’s details',
+    description:
+      'Everything about the service: its amounts, addresses, login (`username`, `password`), status, the operations it accepts now and its current job.',
+  },
+  status: {
+    tags: ['Services'],
+    summary: 'The service’s status',
+    description:
+      'The status, the operations the service accepts now and the job running (or next queued), if any: what a panel polls.',
+  },
+};
+const viaPost = 'The same as `GET`, as variant A of the interface sends it.';
 
 export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
@@ -49,22 +69,46 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   // Variant B reads with GET, variant A with POST (with a body): both are served.
   const readDetails = { params: ServiceParams, response: { 200: DetailsPayload } };
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
-  app.get(`${API}/service/:service_id/details`, apiRoute('service', readDetails), details);
-  app.post(
+  app.get(
     `${API}/service/:service_id/details`,
-    apiRoute('service', { ...readDetails, body: EmptyBody }),
+    apiRoute('service', { ...readDetails, ...readDocs.details, operationId: 'details' }),
     details,
   );
-  app.get(`${API}/service/:service_id/status`, apiRoute('service', readStatus), status);
+  app.post(
+    `${API}/service/:service_id/details`,
+    apiRoute('service', {
+      ...readDetails,
+      ...readDocs.details,
+      operationId: 'detailsPost',
+      description: viaPost,
+      body: EmptyBody,
+    }),
+    details,
+  );
+  app.get(
+    `${API}/service/:service_id/status`,
+    apiRoute('service', { ...readStatus, ...readDocs.status, operationId: 'status' }),
+    status,
+  );
   app.post(
     `${API}/service/:service_id/status`,
-    apiRoute('service', { ...readStatus, body: EmptyBody }),
+    apiRoute('service', {
+      ...readStatus,
+      ...readDocs.status,
+      operationId: 'statusPost',
+      description: viaPost,
+      body: EmptyBody,
+    }),
     status,
   );
 
   app.get(
     `${API}/service/:service_id/jobs`,
     apiRoute('service', {
+      operationId: 'jobs',
+      tags: ['Services'],
+      summary: 'The service’s jobs',
+      description: 'The jobs of the service, newest first: every operation that acted on the server.',
       params: ServiceParams,
       querystring: JobsQuery,
       response: { 200: Type.Array(JobPayload) },
