@@ -18,6 +18,7 @@ import { shutdownGate } from './plugins/shutdown.ts';
 import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
 import { registerBackupRoutes } from './routes/backups.ts';
+import { registerDocsRoutes } from './routes/docs-page.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
@@ -81,6 +82,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerServiceActionRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
+  registerDocsRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

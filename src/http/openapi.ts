@@ -221,16 +221,25 @@ function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
   return out;
 }
 
-/** A declared answer as an OpenAPI Response Object: a schema means JSON; `content` is kept as it is. */
+const SCHEMA_KEYWORDS = ['type', 'anyOf', 'oneOf', 'allOf', '$ref', 'const', 'enum'];
+
+/**
+ * A declared answer as an OpenAPI Response Object: a schema means JSON; an object with
+ * `content` (Fastify's form for other media types), or with no schema keyword (an answer without
+ * a body), is one already.
+ */
 function declaredResponse(status: string, declared: Schema, names: NamedSchemas): Schema {
-  const content = isObject(declared['content'])
-    ? Object.fromEntries(
-        Object.entries(declared['content']).map(([type, media]) => [
-          type,
-          { schema: names.hoist((media as Schema)['schema']) },
-        ]),
-      )
-    : { 'application/json': { schema: names.hoist(declared) } };
+  const isResponse = 'content' in declared || !SCHEMA_KEYWORDS.some((k) => k in declared);
+  const content = !isResponse
+    ? { 'application/json': { schema: names.hoist(declared) } }
+    : isObject(declared['content'])
+      ? Object.fromEntries(
+          Object.entries(declared['content']).map(([type, media]) => [
+            type,
+            { schema: names.hoist((media as Schema)['schema']) },
+          ]),
+        )
+      : undefined;
   const description =
     typeof declared['description'] === 'string'
       ? declared['description']
@@ -263,8 +272,13 @@ function plainResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
       continue;
     }
     // The route's own answer for this status, or the error envelope.
-    const json = (own['content'] as Schema)['application/json'] as Schema;
-    json['schema'] = { anyOf: [json['schema'], ref('schemas', 'ErrorEnvelope')] };
+    const content = (own['content'] ?? {}) as Schema;
+    const json = content['application/json'] as Schema | undefined;
+    const envelope = ref('schemas', 'ErrorEnvelope');
+    own['content'] = {
+      ...content,
+      'application/json': { schema: json ? { anyOf: [json['schema'], envelope] } : envelope },
+    };
   }
   return out;
 }

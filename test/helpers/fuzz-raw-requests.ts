@@ -34,7 +34,9 @@ type Twist = (typeof KEEPS_ROUTE)[number] | (typeof BREAKS)[number];
 function build(req: FuzzRequest, twist: Twist): RawFuzzRequest {
   let target: Buffer = Buffer.from(req.url, 'utf8');
   let version = 'HTTP/1.1';
-  const breaks = (BREAKS as readonly string[]).includes(twist);
+  // Node's parser refuses a target with raw bytes outside visible ASCII (a path segment such as
+  // `ü` as it is), whatever the twist.
+  const breaks = (BREAKS as readonly string[]).includes(twist) || /[^\x21-\x7e]/.test(req.url);
   // A refused request has no application to take a variant from.
   const headers: [string, string][] = Object.entries(req.headers).filter(
     ([k]) => !breaks || (k !== 'authorization' && k !== 'x-envelope-variant' && k !== 'x-request-id'),

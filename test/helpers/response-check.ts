@@ -8,7 +8,7 @@
  */
 import { AssertionError } from 'node:assert';
 import { readFileSync } from 'node:fs';
-import { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { App } from '../../src/http/app.ts';
@@ -183,10 +183,45 @@ export function committedDocumentChecker(): ResponseChecker {
   return checkerFor(JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8')));
 }
 
+/** Records what a response writes, for checking once it is sent. */
+function capture(res: ServerResponse, done: (body: string, contentType: string | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  // Fastify hands its headers to writeHead, which does not keep them for getHeader.
+  let contentType: string | undefined;
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    const headers = args.find((a) => typeof a === 'object' && a !== null) as
+      | Record<string, unknown>
+      | undefined;
+    const given = headers && Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type');
+    if (given) contentType = String(given[1]);
+    return writeHead(...args);
+  }) as ServerResponse['writeHead'];
+  const keep = (chunk: unknown) => {
+    if (typeof chunk === 'string' || chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk));
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return write(chunk, ...rest);
+  }) as ServerResponse['write'];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return end(chunk, ...rest);
+  }) as ServerResponse['end'];
+  res.once('finish', () =>
+    done(
+      Buffer.concat(chunks).toString('utf8'),
+      contentType ?? (res.getHeader('content-type') as string | undefined),
+    ),
+  );
+}
+
 /**
  * Checks every answer of `app` against the document built from its own routes: `app.inject`
- * answers at once (the awaiting test fails), answers on real sockets are collected for
- * `problems()` (the harness fails the test at close). Call before `app.ready()`.
+ * answers at once (the awaiting test fails); answers on real sockets, as written, are collected
+ * for `problems()` (the harness fails the test when it closes the app).
  */
 export function checkResponses(app: App): { problems(): string[] } {
   let checker: ResponseChecker | undefined;
@@ -195,20 +230,18 @@ export function checkResponses(app: App): { problems(): string[] } {
     return checker;
   };
   const seen: string[] = [];
-  app.addHook('onSend', async (request, reply, payload) => {
-    // Injected requests have no socket of their own; the inject wrapper checks them.
-    if (!(request.raw.socket instanceof Socket)) return payload;
-    if (typeof payload === 'string' || Buffer.isBuffer(payload)) {
+  // Before Fastify's own listener: every request that reaches the HTTP server.
+  app.server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    capture(res, (body, contentType) => {
       const problem = checkerOf().problem({
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        contentType: reply.getHeader('content-type') as string | undefined,
-        body: payload.toString(),
+        method: req.method ?? '',
+        url: req.url ?? '',
+        status: res.statusCode,
+        contentType,
+        body,
       });
       if (problem !== undefined) seen.push(problem);
-    }
-    return payload;
+    });
   });
   const inject = app.inject.bind(app);
   app.inject = ((options?: unknown, callback?: unknown) => {
