@@ -198,8 +198,6 @@ function errorResponse(status: number): Schema {
   };
 }
 
-const ERROR_STATUSES = [...new Set(Object.values(ERROR_CODES))].sort((a, b) => a - b);
-
 const OK_HEADERS = { 'X-Request-Id': ref('headers', 'RequestId') };
 
 /** The answers of an API route: its payload in the envelope of the request's variant, and the error envelopes. */
@@ -337,8 +335,11 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   Operations: 'Probes and metrics for the operator; the OpenAPI document and this reference',
 };
 
-/** Components every document has: envelopes, error answers, shared parameters and headers, security. */
-function baseComponents(): Schema {
+/**
+ * Components every document has: envelopes, the error answers `statuses` (those the operations
+ * refer to), shared parameters and headers, security.
+ */
+function baseComponents(statuses: readonly number[]): Schema {
   const allCodes = {
     type: 'string',
     enum: Object.keys(ERROR_CODES),
@@ -351,10 +352,10 @@ function baseComponents(): Schema {
         description: 'An error, in the envelope of the request (CONTRACT.md section 2)',
         oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
       },
-      ErrorEnvelopeB: envelope('B', false, { type: 'array', maxItems: 0 }, errorCode),
+      ErrorEnvelopeB: envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode),
       ErrorEnvelopeA: envelope('A', false, { const: '[]' }, errorCode),
     },
-    responses: Object.fromEntries(ERROR_STATUSES.map((s) => [`Error${s}`, errorResponse(s)])),
+    responses: Object.fromEntries(statuses.map((s) => [`Error${s}`, errorResponse(s)])),
     parameters: {
       EnvelopeVariant: {
         name: 'X-Envelope-Variant',
@@ -433,7 +434,10 @@ export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string,
     paths[path] ??= {};
     paths[path][r.method.toLowerCase()] = JSON.parse(JSON.stringify(op));
   }
-  const components = baseComponents();
+  const referred = JSON.stringify(paths).matchAll(/#\/components\/responses\/Error(\d+)/g);
+  const components = baseComponents(
+    [...new Set([...referred].map((m) => Number(m[1])))].sort((a, b) => a - b),
+  );
   components['schemas'] = { ...(components['schemas'] as Schema), ...names.schemas };
   return {
     openapi: '3.1.0',
