@@ -7,6 +7,7 @@ import {
 } from '../../src/auth/applications.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
+import { committedDocumentChecker } from './response-check.ts';
 
 export const API = '/vps_reseller_provider/public/api/v2';
 
@@ -22,8 +23,23 @@ export async function prepareStore(
   return { store, app };
 }
 
+/** `fetch`, with the answer held to docs/openapi.json (response-check.ts); the body comes back as text. */
+async function checkedFetch(url: string, init: RequestInit): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  const { pathname, search } = new URL(url);
+  committedDocumentChecker().assert({
+    method: init.method ?? 'GET',
+    url: `${pathname}${search}`,
+    status: res.status,
+    contentType: res.headers.get('content-type') ?? undefined,
+    body: text,
+  });
+  return { status: res.status, text };
+}
+
 export async function fetchToken(baseUrl: string, app: RegisteredApplication): Promise<string> {
-  const res = await fetch(`${baseUrl}/vps_reseller_provider/public/oauth/token`, {
+  const res = await checkedFetch(`${baseUrl}/vps_reseller_provider/public/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
@@ -33,18 +49,18 @@ export async function fetchToken(baseUrl: string, app: RegisteredApplication): P
     }),
   });
   assert.equal(res.status, 200);
-  return ((await res.json()) as { access_token: string }).access_token;
+  return (JSON.parse(res.text) as { access_token: string }).access_token;
 }
 
 /** API calls with a bearer token; `ok` asserts 200 and returns `data`. */
 export function apiClient(baseUrl: () => string, token: string) {
   const call = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const res = await fetch(`${baseUrl()}${API}/${path}`, {
+    const res = await checkedFetch(`${baseUrl()}${API}/${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: method === 'GET' ? undefined : body === undefined ? '' : JSON.stringify(body),
     });
-    return { status: res.status, body: (await res.json()) as any };
+    return { status: res.status, body: JSON.parse(res.text) as any };
   };
   return {
     call,
