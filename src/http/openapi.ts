@@ -28,6 +28,8 @@ export interface RouteDocs {
    * it, the error envelope included.
    */
   readonly responses?: Readonly<Record<string, Schema>>;
+  /** Headers of an API route's success answer (OpenAPI Header Objects by name). */
+  readonly successHeaders?: Readonly<Record<string, Schema>>;
 }
 
 /** A route as registered: what the OpenAPI document is made from. */
@@ -210,7 +212,7 @@ function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
     '200': {
       description:
         'Success, in the envelope of the request: X-Envelope-Variant, else the default of the application',
-      headers: OK_HEADERS,
+      headers: { ...OK_HEADERS, ...(schema['successHeaders'] as Schema | undefined) },
       content: { 'application/json': { schema: successEnvelopes(response['200'] as Schema, names) } },
     },
   };
@@ -432,6 +434,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string,
     };
     const path = toOpenApiPath(r.url);
     paths[path] ??= {};
+    // Through JSON: the fields a route leaves out are left out, not written as undefined.
     paths[path][r.method.toLowerCase()] = JSON.parse(JSON.stringify(op));
   }
   const referred = JSON.stringify(paths).matchAll(/#\/components\/responses\/Error(\d+)/g);

@@ -195,6 +195,10 @@ describe('API operations', () => {
       assert.equal(body.properties.product_id.format, 'uuid');
     }
     assert.equal(doc.components.schemas.Job.properties.job_id.format, 'uuid');
+    const headers = (method: string, path: string) => Object.keys(op(method, path).responses['200'].headers);
+    assert.ok(headers('post', `${API}/service/{service_id}/start`).includes('X-Job-Id'));
+    assert.ok(headers('post', `${API}/service/{service_id}/backup/create`).includes('X-Job-Id'));
+    assert.ok(headers('post', `${API}/service/create-order`).includes('Idempotent-Replayed'));
     assert.deepEqual(doc.components.securitySchemes.bearer, {
       type: 'http',
       scheme: 'bearer',

@@ -9,7 +9,7 @@ import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { EmptyBody, EmptyList, Id, RequestId, ServiceParams, StringEnum } from '../schemas.ts';
-import { acceptOperation, JOB_ANSWER } from './service-actions.ts';
+import { acceptOperation, JOB_ANSWER, JOB_HEADERS } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
 const BackupParams = Type.Object({
@@ -48,7 +48,12 @@ function backupIdOf(request: FastifyRequest): string {
 
 export function registerBackupRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const accepted = { tags: ['Backups'], body: EmptyBody, response: { 200: EmptyList } };
+  const accepted = {
+    tags: ['Backups'],
+    body: EmptyBody,
+    response: { 200: EmptyList },
+    successHeaders: JOB_HEADERS,
+  };
 
   app.get(
     `${API}/service/:service_id/backups`,

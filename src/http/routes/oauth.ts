@@ -124,6 +124,7 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
   // RFC 6749 sends a form; its parser lives in this scope only, the rest of the API reads JSON.
   app.register(async (scope) => {
     registerFormParser(scope);
+    // Any reply: the endpoint decides the status of each RFC 6749 answer (token-endpoint.ts).
     scope.post(
       `${BASE}/oauth/token`,
       { config: { oauth: true }, schema: TOKEN_DOCS },

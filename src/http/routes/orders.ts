@@ -60,6 +60,12 @@ const OrderHeaders = Type.Object({
 const OrderSchema = { body: OrderBody, headers: OrderHeaders, response: { 200: OrderPayload } };
 const OrderDocs = {
   tags: ['Orders'],
+  successHeaders: {
+    'Idempotent-Replayed': {
+      description: '`true` when this is the answer of an earlier request with the same Idempotency-Key',
+      schema: { type: 'string', const: 'true' },
+    },
+  },
   summary: 'Order a virtual server',
   description:
     'Checks the amounts against the product’s bounds and the template against its `os_templates`, and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.',

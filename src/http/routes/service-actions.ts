@@ -90,6 +90,14 @@ const DOCS = {
   resetPassword: ['Set a new root password', 'The password details will show once the job has run.'],
 } as const;
 
+/** The header of the answer that names the job an operation queued. */
+export const JOB_HEADERS = {
+  'X-Job-Id': {
+    description: 'The job queued (absent when nothing was to be done)',
+    schema: { type: 'string', format: 'uuid' },
+  },
+};
+
 /** How every job-creating operation answers (CONTRACT.md section 7). */
 export const JOB_ANSWER =
   ' Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).';
@@ -102,6 +110,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
       tags: ['Service actions'],
       summary: DOCS[operationId][0],
       description: DOCS[operationId][1] + JOB_ANSWER,
+      successHeaders: JOB_HEADERS,
       params: ServiceParams,
       body,
       response: { 200: EmptyList },
