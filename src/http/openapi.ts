@@ -456,7 +456,6 @@ export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string,
         'Errors carry a stable `error_code`. docs/api.md in the repository is the guide.',
       ].join('\n'),
       contact: { name: 'The provider operating this server' },
-      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [{ url: '/', description: 'This server' }],
     tags: [...tags].sort().map((name) => ({
