@@ -13,7 +13,7 @@ export const DOCUMENT_ONLY = 'x-document-only';
  * schema and answered as an id that names nothing (404 `..._not_found`, CONTRACT.md section 4),
  * not as a malformed request.
  */
-export function RequestId(description: string) {
+export function InputId(description: string) {
   return Type.String({ maxLength: 64, description, [DOCUMENT_ONLY]: { format: 'uuid' } });
 }
 
@@ -27,7 +27,7 @@ export function Id(description?: string) {
  * the one of the path (400 `service_id_mismatch`).
  */
 export const BodyServiceId = Type.Optional(
-  RequestId('Variant A sends the service id in the body too; it must equal the one in the path'),
+  InputId('Variant A sends the service id in the body too; it must equal the one in the path'),
 );
 
 /**
@@ -36,8 +36,8 @@ export const BodyServiceId = Type.Optional(
  */
 export const EmptyBody = Type.Object({ service_id: BodyServiceId });
 
-export const ServiceParams = Type.Object({ service_id: RequestId('The service') });
-export const ProductParams = Type.Object({ product_uuid: RequestId('The product') });
+export const ServiceParams = Type.Object({ service_id: InputId('The service') });
+export const ProductParams = Type.Object({ product_uuid: InputId('The product') });
 
 /** Path ids are UUIDs; anything else cannot name an object, so it is reported as not found. */
 export { isUuid } from '../domain/ids.ts';

@@ -6,7 +6,7 @@ import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { apiRoute } from '../../src/http/api-route.ts';
 import { errorEnvelope } from '../../src/http/envelope.ts';
 import { buildOpenApi } from '../../src/http/openapi.ts';
-import { EmptyBody, Id, RequestId, ServiceParams } from '../../src/http/schemas.ts';
+import { EmptyBody, Id, InputId, ServiceParams } from '../../src/http/schemas.ts';
 import { API, BASE } from '../helpers/app.ts';
 import { renderOpenApi } from '../helpers/openapi.ts';
 import { checkerFor } from '../helpers/response-check.ts';
@@ -258,7 +258,7 @@ test('a new route needs only its own schema metadata to appear complete in the d
     summary: 'List widgets',
     description: 'Widgets of a service.',
     params: ServiceParams,
-    querystring: Type.Object({ after: Type.Optional(RequestId('Only those after this one')) }),
+    querystring: Type.Object({ after: Type.Optional(InputId('Only those after this one')) }),
     body: EmptyBody,
     response: { 200: Type.Array(Type.Object({ widget_id: Id() }, { title: 'Widget' })) },
   });

@@ -8,13 +8,13 @@ import { type Backup, findBackup, listBackups, setBackupStatus } from '../../sto
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, EmptyList, Id, RequestId, ServiceParams, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, Id, InputId, ServiceParams, StringEnum } from '../schemas.ts';
 import { acceptOperation, JOB_ANSWER, JOB_HEADERS } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
 const BackupParams = Type.Object({
-  service_id: RequestId('The service'),
-  backup_id: RequestId('The backup'),
+  service_id: InputId('The service'),
+  backup_id: InputId('The backup'),
 });
 
 export const BackupPayload = Type.Object(

@@ -12,19 +12,19 @@ import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
-import { ByVariant, Id, RequestId } from '../schemas.ts';
+import { ByVariant, Id, InputId } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
 export const OrderBody = Type.Object({
-  product_id: RequestId('The product (404 `product_not_found` if none has this id)'),
+  product_id: InputId('The product (404 `product_not_found` if none has this id)'),
   domain_name: Type.String({
     minLength: 1,
     maxLength: 253,
     description: 'An RFC 1123 host name; stored in lower case',
     examples: ['server1.example.com'],
   }),
-  template_id: RequestId('One of the product’s `os_templates` (400 `invalid_template` otherwise)'),
+  template_id: InputId('One of the product’s `os_templates` (400 `invalid_template` otherwise)'),
   cpu: Amount,
   ram: Amount,
   hdd: Amount,

@@ -21,7 +21,7 @@ import {
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { BodyServiceId, EmptyBody, EmptyList, Id, isUuid, RequestId, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';
 import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -67,8 +67,8 @@ const ScheduleBody = Type.Object({
   }),
 });
 const ScheduleParams = Type.Object({
-  service_id: RequestId('The service'),
-  backup_schedule_id: RequestId('The backup schedule'),
+  service_id: InputId('The service'),
+  backup_schedule_id: InputId('The backup schedule'),
 });
 
 /**
