@@ -58,7 +58,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/create`,
-    apiRoute('service', { params: ServiceParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', { params: ServiceParams, body: EmptyBody, ...accepted }, 'backup.create'),
     async (request, reply) => {
       return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
     },
@@ -66,7 +66,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/restore/:backup_id`,
-    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }, 'backup.restore'),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       return acceptOperation(ctx, request, reply, {
@@ -85,7 +85,7 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/delete/:backup_id`,
-    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }),
+    apiRoute('service', { params: BackupParams, body: EmptyBody, ...accepted }, 'backup.delete'),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       const result = await acceptOperation(ctx, request, reply, {

@@ -12,6 +12,8 @@ import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
 import { ByVariant } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
@@ -86,7 +88,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
   }
 
   const handler: ApiHandler<typeof OrderSchema> = async (request, reply) => {
-    const caller = request.caller!;
+    const caller = applicationCaller(request);
     const order = request.body;
     const keyHeader = request.headers['idempotency-key'];
     let key: string | undefined;
@@ -124,6 +126,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
         },
         ctx.clock.now(),
         key ? { key, requestHash: hash } : undefined,
+        auditContext(request),
       );
     } catch (err) {
       // A concurrent request with the same key won the race: answer as it did.
@@ -137,7 +140,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     return answer(request, placed);
   };
 
-  const options = apiRoute('service', OrderSchema);
+  const options = apiRoute('service', OrderSchema, 'service.order');
   app.post(`${API}/service/create-order`, options, handler);
   // Variant B's spelling of the same route (CONTRACT.md section 1).
   app.post(`${BASE}/v2/service/create-order`, options, handler);

@@ -10,6 +10,8 @@ import type { Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
 import { EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 
@@ -26,7 +28,12 @@ export async function acceptOperation(
   const { action } = operation;
   const outcome = await requestOperation(
     ctx.store.db,
-    { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), ...operation },
+    {
+      resellerId: applicationCaller(request).resellerId,
+      serviceId: serviceIdOf(request),
+      audit: auditContext(request),
+      ...operation,
+    },
     ctx.clock.now(),
   );
   if (outcome.kind === 'noop') {
@@ -61,8 +68,8 @@ export const ResetPasswordBody = Type.Object({
 
 export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
   const url = (path: string) => `${API}/service/:service_id/${path}`;
-  const options = <B extends TSchema>(body: B) =>
-    apiRoute('service', { params: ServiceParams, body, response: { 200: EmptyList } });
+  const options = <B extends TSchema>(body: B, audit: string) =>
+    apiRoute('service', { params: ServiceParams, body, response: { 200: EmptyList } }, audit);
 
   const simple: [string, 'create' | 'terminate' | 'unsuspend' | 'start' | 'stop' | 'restart'][] = [
     ['create', 'create'],
@@ -73,19 +80,19 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     ['restart', 'restart'],
   ];
   for (const [path, action] of simple) {
-    app.post(url(path), options(EmptyBody), (request, reply) =>
+    app.post(url(path), options(EmptyBody, `service.${action}`), (request, reply) =>
       acceptOperation(ctx, request, reply, { action }),
     );
   }
 
-  app.post(url('suspend'), options(SuspendBody), (request, reply) =>
+  app.post(url('suspend'), options(SuspendBody, 'service.suspend'), (request, reply) =>
     acceptOperation(ctx, request, reply, {
       action: 'suspend',
       params: { reason: request.body.suspend_reason ?? null },
     }),
   );
 
-  app.post(url('upgrade'), options(UpgradeBody), async (request, reply) => {
+  app.post(url('upgrade'), options(UpgradeBody, 'service.upgrade'), async (request, reply) => {
     const b = request.body;
     const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
     const catalog = await ctx.catalog.get();
@@ -114,11 +121,15 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     });
   });
 
-  app.post(url('reset-password'), options(ResetPasswordBody), async (request, reply) => {
-    checkPasswordStrength(request.body.password);
-    return acceptOperation(ctx, request, reply, {
-      action: 'reset_password',
-      params: { password_enc: ctx.secretBox.seal(request.body.password) },
-    });
-  });
+  app.post(
+    url('reset-password'),
+    options(ResetPasswordBody, 'service.reset_password'),
+    async (request, reply) => {
+      checkPasswordStrength(request.body.password);
+      return acceptOperation(ctx, request, reply, {
+        action: 'reset_password',
+        params: { password_enc: ctx.secretBox.seal(request.body.password) },
+      });
+    },
+  );
 }
