@@ -78,8 +78,10 @@ export async function insertOperator(
 }
 
 export async function findOperatorByName(db: Kysely<Database>, name: string): Promise<Operator | undefined> {
-  const row = await db.selectFrom('operators').selectAll().where('name', '=', name).executeTakeFirst();
-  return row && toOperator(row);
+  const found = await findOperatorLogin(db, name);
+  if (!found) return undefined;
+  const { passwordHash: _, ...operator } = found;
+  return operator;
 }
 
 /** The operator named `name` with its password hash, for the console's login only. */
