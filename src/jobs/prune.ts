@@ -64,8 +64,7 @@ export function createPruner(o: PrunerOptions): Pruner {
       idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
       auditEntries: await drain(() => pruneAuditEntries(db, now - o.auditRetentionMs, batch)),
     };
-    if (Object.values(counts).some((n) => n > 0))
-      o.log.info({ ...counts }, 'pruned old records');
+    if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;
   }
 

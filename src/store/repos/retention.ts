@@ -80,7 +80,11 @@ export async function pruneIdempotencyKeys(
 }
 
 /** Deletes at most `batch` audit entries written before `before` (the audit retention period ago). */
-export async function pruneAuditEntries(db: Kysely<Database>, before: number, batch: number): Promise<number> {
+export async function pruneAuditEntries(
+  db: Kysely<Database>,
+  before: number,
+  batch: number,
+): Promise<number> {
   const r = await db
     .deleteFrom('audit_log')
     .where('id', 'in', (eb) =>
