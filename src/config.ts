@@ -79,6 +79,8 @@ export interface Config {
   readonly schedulerIntervalMs: number;
   /** Finished jobs and handled schedule slots are deleted this long after they ended. */
   readonly jobRetentionMs: number;
+  /** Audit log entries are deleted this long after they were written. */
+  readonly auditRetentionMs: number;
   /** How often the retention pruner runs. */
   readonly pruneIntervalMs: number;
   /** Start of the server's clock (tests); undefined means the real time. */
@@ -303,6 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
     schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
     jobRetentionMs: readDurationMs(env, 'VRP_JOB_RETENTION', 90 * 86_400_000, 3_600_000),
+    auditRetentionMs: readDurationMs(env, 'VRP_AUDIT_RETENTION', 365 * 86_400_000, 86_400_000),
     pruneIntervalMs: readDurationMs(env, 'VRP_PRUNE_INTERVAL', 3_600_000, 1000),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),

@@ -1,3 +1,4 @@
+import { loadAnyClientState } from './auth/client-lookup.ts';
 import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
 import { checkKeyAgainstStore } from './auth/key-check.ts';
 import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
@@ -10,7 +11,6 @@ import { createJobSignal, type JobSignal } from './jobs/signal.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
-import { loadClientState } from './store/repos/clients.ts';
 
 /** Everything the HTTP app, the worker and the scheduler share; built once per process. */
 export interface AppContext {
@@ -55,7 +55,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     keys,
     signer: createTokenSigner(keys.tokenKey),
     secretBox: createSecretBox(keys.passwordKey),
-    clientStates: createClientStateCache((id) => loadClientState(store.db, id)),
+    clientStates: createClientStateCache((id) => loadAnyClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
     metrics: createMetrics(store),

@@ -251,3 +251,15 @@ describe('loadConfig', () => {
     }
   });
 });
+
+describe('VRP_AUDIT_RETENTION', () => {
+  test('a year by default, any duration of at least a day, else refused naming the setting', () => {
+    const DAY = 86_400_000;
+    assert.equal(loadConfig({}).auditRetentionMs, 365 * DAY);
+    assert.equal(loadConfig({ VRP_AUDIT_RETENTION: '' }).auditRetentionMs, 365 * DAY);
+    assert.equal(loadConfig({ VRP_AUDIT_RETENTION: '30d' }).auditRetentionMs, 30 * DAY);
+    assert.equal(loadConfig({ VRP_AUDIT_RETENTION: '24h' }).auditRetentionMs, DAY);
+    for (const bad of ['12h', '0', 'forever', '-1d'])
+      refuses({ VRP_AUDIT_RETENTION: bad }, 'VRP_AUDIT_RETENTION');
+  });
+});

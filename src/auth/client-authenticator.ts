@@ -1,8 +1,8 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { isStorableText } from '../domain/storable-text.ts';
-import { type ClientWithSecret, findClientForAuth } from '../store/repos/clients.ts';
 import type { Database } from '../store/schema.ts';
+import { type ClientCredential, findClientCredential } from './client-lookup.ts';
 import { LruMap } from './lru-map.ts';
 import { generateSecret, hashSecret, verifySecret } from './secret-hash.ts';
 
@@ -15,8 +15,8 @@ const REMEMBERED_SECRETS = 10_000;
 export type SecretVerifier = (secret: string, stored: string) => Promise<boolean>;
 
 export interface ClientAuthenticator {
-  /** The application whose id and secret these are; undefined for any failure. */
-  authenticate(clientId: string, secret: string): Promise<ClientWithSecret | undefined>;
+  /** The client (application or operator) whose id and secret these are; undefined for any failure. */
+  authenticate(clientId: string, secret: string): Promise<ClientCredential | undefined>;
 }
 
 /**
@@ -38,9 +38,9 @@ export function createClientAuthenticator(
 
   return {
     async authenticate(clientId, secret) {
-      // An id no application can have is not looked up (PostgreSQL refuses U+0000 in a query).
+      // An id no client can have is not looked up (PostgreSQL refuses U+0000 in a query).
       const canExist = clientId.length <= MAX_CLIENT_ID_LENGTH && isStorableText(clientId);
-      const client = canExist ? await findClientForAuth(db, clientId) : undefined;
+      const client = canExist ? await findClientCredential(db, clientId) : undefined;
       if (!client || secret.length > MAX_SECRET_LENGTH) {
         await verify(secret.slice(0, MAX_SECRET_LENGTH), await dummyHash);
         return undefined;

@@ -1,20 +1,37 @@
-/** How long a process trusts what it read about an application; revocations reach every process within it. */
+/** How long a process trusts what it read about a client; revocations reach every process within it. */
 export const CLIENT_STATE_TTL_MS = 2000;
 
-export interface ClientState {
+interface ClientStateBase {
   readonly clientId: string;
-  readonly resellerId: string;
+  /** The client is enabled, and so is its reseller or operator. */
   readonly enabled: boolean;
   readonly tokenVersion: number;
+  /** The envelope its answers default to. */
   readonly variant: 'A' | 'B';
 }
+
+/** A reseller application: its tokens act in its reseller's tenant. */
+export interface ApplicationState extends ClientStateBase {
+  readonly kind: 'application';
+  readonly resellerId: string;
+}
+
+/** An operator's client: its tokens carry the scope `operator` and act for no tenant. */
+export interface OperatorState extends ClientStateBase {
+  readonly kind: 'operator';
+  readonly operatorId: string;
+  readonly operatorName: string;
+}
+
+/** What token verification needs to know of a client now (auth/client-lookup.ts reads it). */
+export type ClientState = ApplicationState | OperatorState;
 
 export type ClientStateLoader = (clientId: string) => Promise<ClientState | undefined>;
 
 /**
- * A short-lived cache of each application's enabled flag and token version, read from the
- * store (which all processes share). A disabled application, a disabled reseller or a rotated
- * secret makes tokens fail on every process within CLIENT_STATE_TTL_MS (well inside 5 s).
+ * A short-lived cache of each client's enabled flag and token version, read from the store
+ * (which all processes share). A disabled application, reseller or operator, or a rotated
+ * secret, makes tokens fail on every process within CLIENT_STATE_TTL_MS (well inside 5 s).
  */
 export interface ClientStateCache {
   get(clientId: string, nowMs: number): Promise<ClientState | undefined>;

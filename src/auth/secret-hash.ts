@@ -3,7 +3,14 @@ import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:c
 // scrypt cost: N=2^15, r=8, p=1 (OWASP's minimum is 2^17 with r=8 for passwords; client secrets
 // are 256-bit random values, so the hash only has to resist a leaked table, not a dictionary).
 const PARAMS = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
+// Passwords people choose (the operator console's) get OWASP's minimum: a dictionary is their risk.
+const PASSWORD_PARAMS = { N: 1 << 17, r: 8, p: 1 } as const;
 const KEY_LEN = 32;
+
+/** scrypt needs 128 * N * r bytes; room for that, and never less than the secrets' allowance. */
+function maxmemFor(N: number, r: number): number {
+  return Math.max(PARAMS.maxmem, 2 * 128 * N * r);
+}
 
 function derive(secret: string, salt: Buffer, params: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -11,13 +18,22 @@ function derive(secret: string, salt: Buffer, params: ScryptOptions): Promise<Bu
   });
 }
 
-/** A salted scrypt hash: `scrypt$N$r$p$salt$hash` (base64url). */
-export async function hashSecret(secret: string): Promise<string> {
+async function hashWith(secret: string, params: { N: number; r: number; p: number }): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(secret, salt, PARAMS);
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join(
+  const key = await derive(secret, salt, { ...params, maxmem: maxmemFor(params.N, params.r) });
+  return ['scrypt', params.N, params.r, params.p, salt.toString('base64url'), key.toString('base64url')].join(
     '$',
   );
+}
+
+/** A salted scrypt hash: `scrypt$N$r$p$salt$hash` (base64url). */
+export function hashSecret(secret: string): Promise<string> {
+  return hashWith(secret, PARAMS);
+}
+
+/** A salted scrypt hash of a password a person chose, at a higher cost; verifySecret checks it too. */
+export function hashPassword(password: string): Promise<string> {
+  return hashWith(password, PASSWORD_PARAMS);
 }
 
 /** Compares in constant time; false for any malformed stored hash. */
@@ -27,11 +43,12 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
   const [, n, r, p, salt, hash] = parts;
   const expected = Buffer.from(hash!, 'base64url');
   try {
+    const params = { N: Number(n), r: Number(r), p: Number(p) };
+    // No more than a password's cost: a damaged stored hash must not make us allocate without bound.
+    if (params.N * params.r > PASSWORD_PARAMS.N * PASSWORD_PARAMS.r) return false;
     const key = await derive(secret, Buffer.from(salt!, 'base64url'), {
-      N: Number(n),
-      r: Number(r),
-      p: Number(p),
-      maxmem: PARAMS.maxmem,
+      ...params,
+      maxmem: maxmemFor(params.N, params.r),
     });
     return key.length === expected.length && timingSafeEqual(key, expected);
   } catch {

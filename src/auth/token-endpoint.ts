@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.ts';
 import { createClientAuthenticator, type SecretVerifier } from './client-authenticator.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
-import { parseScopes } from './scopes.ts';
+import { parseRequestedScopes } from './scopes.ts';
 
 /** What the token endpoint answers: an RFC 6749 body, its status and headers. */
 export interface TokenResponse {
@@ -128,11 +128,11 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
           usedBasic ? basicChallenge() : {},
         );
       }
-      if (!client.enabled || !client.resellerEnabled) {
+      if (!client.enabled) {
         return oauthError(
           401,
           'invalid_client',
-          'This application is disabled',
+          client.kind === 'operator' ? 'This operator is disabled' : 'This application is disabled',
           usedBasic ? basicChallenge() : {},
         );
       }
@@ -141,9 +141,11 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
       if (grantType !== 'client_credentials') {
         return oauthError(400, 'unsupported_grant_type', 'Only grant_type=client_credentials is supported');
       }
+      // One rule for both kinds of client: the scopes asked for must be ones it may hold. An
+      // application may never hold `operator`, an operator client holds nothing else.
       let scopes = client.scopes;
       if (typeof scope === 'string') {
-        const asked = parseScopes(scope);
+        const asked = parseRequestedScopes(scope);
         if (!asked || asked.length === 0 || !asked.every((s) => client.scopes.includes(s))) {
           return oauthError(
             400,

@@ -1,12 +1,13 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
-import { isScope, type Scope } from './scopes.ts';
+import { isTokenScope, type TokenScope } from './scopes.ts';
 
 /** What a verified access token says. */
 export interface TokenClaims {
   readonly clientId: string;
+  /** The tenant the token acts in; '' for an operator's token, which acts in none. */
   readonly resellerId: string;
-  readonly scopes: readonly Scope[];
-  /** The application's token version at issue time; a rotation or revocation bumps it. */
+  readonly scopes: readonly TokenScope[];
+  /** The client's token version at issue time; a rotation or revocation bumps it. */
   readonly version: number;
   /** Expiry, epoch seconds. */
   readonly exp: number;
@@ -59,7 +60,7 @@ function claimsOf(value: unknown): TokenClaims | undefined {
     return undefined;
   }
   const scopes = s.split(' ').filter(Boolean);
-  if (!scopes.every(isScope)) return undefined;
+  if (!scopes.every(isTokenScope)) return undefined;
   return Object.freeze({ clientId: c, resellerId: r, scopes: Object.freeze(scopes), version: v, exp: e });
 }
 

@@ -1,10 +1,17 @@
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
-import { ApplicationError, registerApplication, rotateApplicationSecret } from '../auth/applications.ts';
+import {
+  ApplicationError,
+  registerApplication,
+  revokeApplicationTokens,
+  rotateApplicationSecret,
+  setApplicationEnabled,
+} from '../auth/applications.ts';
 import { parseScopes } from '../auth/scopes.ts';
-import { listClients, revokeClientTokens, setClientEnabled } from '../store/repos/clients.ts';
+import { listClients } from '../store/repos/clients.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
+import { cliAudit } from './audit.ts';
 import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
 export async function clientCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
@@ -40,6 +47,7 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
           name: values.name,
         },
         now,
+        cliAudit('client.create'),
       );
       out.result(
         {
@@ -96,19 +104,20 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
     if (!id) throw new UsageError(`client ${sub}: a CLIENT_ID is required`);
     const missing = () => new CommandError(`no application with client_id "${id}"`);
     if (sub === 'rotate-secret') {
-      const secret = await rotateApplicationSecret(db, id, now);
+      const secret = await rotateApplicationSecret(db, id, now, cliAudit('client.rotate_secret'));
       out.result(
         { client_id: id, client_secret: secret },
         (v) => `new client_secret: ${v.client_secret}\n(tokens issued before no longer work)`,
       );
     } else if (sub === 'disable' || sub === 'enable') {
-      if (!(await setClientEnabled(db, id, sub === 'enable', now))) throw missing();
+      const enable = sub === 'enable';
+      if (!(await setApplicationEnabled(db, id, enable, now, cliAudit(`client.${sub}`)))) throw missing();
       out.result(
-        { client_id: id, enabled: sub === 'enable' },
+        { client_id: id, enabled: enable },
         (v) => `application ${v.client_id} ${v.enabled ? 'enabled' : 'disabled'}`,
       );
     } else {
-      if (!(await revokeClientTokens(db, id, now))) throw missing();
+      if (!(await revokeApplicationTokens(db, id, now, cliAudit('client.revoke_tokens')))) throw missing();
       out.result(
         { client_id: id, revoked: true },
         (v) => `every token of ${v.client_id} issued until now is revoked`,

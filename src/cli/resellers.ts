@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../store/errors.ts';
+import { recordAudit } from '../store/repos/audit.ts';
 import {
   createReseller,
   findResellerByName,
@@ -7,6 +8,7 @@ import {
   setResellerEnabled,
 } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
+import { cliAudit } from './audit.ts';
 import { CommandError, type Output, positionals, UsageError } from './output.ts';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
@@ -44,17 +46,31 @@ export async function resellerCommand(db: Kysely<Database>, args: string[], out:
       );
     if (await findResellerByName(db, name))
       throw new CommandError(`a reseller named "${name}" exists already`);
-    const r = await createReseller(db, name, Date.now()).catch((err) => {
-      // Another `vrp reseller create` of the same name won the race.
-      if (isUniqueViolation(err)) throw new CommandError(`a reseller named "${name}" exists already`);
-      throw err;
-    });
+    const now = Date.now();
+    const r = await db
+      .transaction()
+      .execute(async (tx) => {
+        const created = await createReseller(tx, name, now);
+        const subject = { target: { type: 'reseller', id: created.id }, resellerId: created.id };
+        await recordAudit(tx, cliAudit('reseller.create'), subject, now);
+        return created;
+      })
+      .catch((err) => {
+        // Another `vrp reseller create` of the same name won the race.
+        if (isUniqueViolation(err)) throw new CommandError(`a reseller named "${name}" exists already`);
+        throw err;
+      });
     out.result({ id: r.id, name: r.name }, (v) => `reseller "${v.name}" created (${v.id})`);
     return;
   }
-  const r = await findResellerByName(db, name);
-  if (!r) throw new CommandError(`no reseller named "${name}"`);
-  await setResellerEnabled(db, r.id, sub === 'enable');
+  const now = Date.now();
+  await db.transaction().execute(async (tx) => {
+    const r = await findResellerByName(tx, name);
+    if (!r) throw new CommandError(`no reseller named "${name}"`);
+    await setResellerEnabled(tx, r.id, sub === 'enable');
+    const subject = { target: { type: 'reseller', id: r.id }, resellerId: r.id };
+    await recordAudit(tx, cliAudit(`reseller.${sub}`), subject, now);
+  });
   out.result(
     { name, enabled: sub === 'enable' },
     (v) => `reseller "${v.name}" ${v.enabled ? 'enabled' : 'disabled'}`,

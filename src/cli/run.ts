@@ -8,6 +8,7 @@ import type { Database } from '../store/schema.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
 import { migrateCommand } from './migrate.ts';
+import { operatorCommand } from './operators.ts';
 import { CommandError, createOutput, type Output, UsageError } from './output.ts';
 import { resellerCommand } from './resellers.ts';
 import { serveCommand } from './serve.ts';
@@ -20,6 +21,8 @@ const USAGE = `usage: vrp <command> [--json]
   client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
   client list [--reseller NAME]
   client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
+  operator create NAME [--password-stdin] | list | disable NAME | enable NAME
+  operator rotate-secret NAME | set-password NAME --password-stdin
   catalog import FILE.json | catalog import - | catalog export
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
@@ -29,6 +32,7 @@ type StoreCommand = (db: Kysely<Database>, args: string[], out: Output, config: 
 const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   reseller: resellerCommand,
   client: clientCommand,
+  operator: operatorCommand,
   catalog: catalogCommand,
 };
 

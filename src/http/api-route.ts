@@ -11,7 +11,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { Scope } from '../auth/scopes.ts';
+import type { TokenScope } from '../auth/scopes.ts';
 import { successEnvelope } from './envelope.ts';
 
 /** The schemas of an API route: its 200 answer is its payload, what variant B puts in `data`. */
@@ -43,11 +43,12 @@ function wrapInEnvelope(
 }
 
 /**
- * Options of an API route: the scope its token needs (app.ts authenticates it) and its schemas,
- * whose 200 response is the payload its handler returns, typed by the TypeBox type provider.
+ * Options of an API route: the scope its token needs (app.ts authenticates it), its schemas,
+ * whose 200 response is the payload its handler returns, typed by the TypeBox type provider,
+ * and, for a route that changes state, its audit action (plugins/audit.ts).
  */
-export function apiRoute<const S extends ApiSchema>(scope: Scope, schema: S) {
-  return { config: { scope }, schema, onSend: wrapInEnvelope };
+export function apiRoute<const S extends ApiSchema>(scope: TokenScope, schema: S, audit?: string) {
+  return { config: { scope, audit }, schema, onSend: wrapInEnvelope };
 }
 
 /**

@@ -5,6 +5,8 @@ import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
+import { registerWhoamiRoute } from './operator/whoami.ts';
+import { auditRefusals } from './plugins/audit.ts';
 import { authentication } from './plugins/authenticate.ts';
 import { envelopeVariant } from './plugins/envelope-variant.ts';
 import { errorAnswers } from './plugins/errors.ts';
@@ -28,7 +30,7 @@ import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
 import { createVariantResolver } from './variant.ts';
 
-export type { Caller } from './plugins/authenticate.ts';
+export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -83,6 +85,8 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerBackupRoutes,
   registerScheduleRoutes,
   registerDocsRoutes,
+  // The operator API (CONTRACT.md section 11): src/http/operator/.
+  registerWhoamiRoute,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */
@@ -122,6 +126,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   app.register(storableInput);
   app.register(envelopeVariant);
   app.register(authentication, { ctx });
+  app.register(auditRefusals, { ctx });
   app.register(rateLimit, { rate: ctx.config.rateLimit, burst: ctx.config.rateBurst });
   app.register(errorAnswers, { answer: answerError });
   app.register(notFound);

@@ -89,7 +89,9 @@ export function createErrorAnswer(resolveVariant: VariantResolver): ErrorAnswer 
       const error = apiError.status < 500 ? 'invalid_request' : 'server_error';
       return reply.header('cache-control', 'no-store').send({ error, error_description: message });
     }
-    const variant = await resolveVariant(request.headers, request.caller ?? null);
+    const variant =
+      request.routeOptions?.config?.variant ??
+      (await resolveVariant(request.headers, request.caller ?? null));
     return reply.send(errorEnvelope(variant, message, apiError.code));
   };
 }

@@ -51,6 +51,7 @@ export function startBackground(
     clock: ctx.clock,
     log,
     retentionMs: ctx.config.jobRetentionMs,
+    auditRetentionMs: ctx.config.auditRetentionMs,
     intervalMs: ctx.config.pruneIntervalMs,
   });
   worker.start();

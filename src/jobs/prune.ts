@@ -4,6 +4,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { Store } from '../store/database.ts';
 import {
   type PrunedCounts,
+  pruneAuditEntries,
   pruneFinishedJobs,
   pruneIdempotencyKeys,
   pruneScheduleSlots,
@@ -16,6 +17,8 @@ export interface PrunerOptions {
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   /** Finished jobs and handled schedule slots older than this go. */
   readonly retentionMs: number;
+  /** Audit log entries older than this go. */
+  readonly auditRetentionMs: number;
   /** Time between runs. */
   readonly intervalMs: number;
   /** Rows per delete statement: each is its own short transaction. */
@@ -31,7 +34,7 @@ export interface Pruner {
 
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
- * retention period, idempotency keys after their 24 hours. It deletes in small batches, each its
+ * retention period, idempotency keys after their 24 hours, audit entries after theirs. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
  */
@@ -59,9 +62,9 @@ export function createPruner(o: PrunerOptions): Pruner {
       jobs: await drain(() => pruneFinishedJobs(db, before, batch)),
       scheduleSlots: await drain(() => pruneScheduleSlots(db, before, batch)),
       idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
+      auditEntries: await drain(() => pruneAuditEntries(db, now - o.auditRetentionMs, batch)),
     };
-    if (counts.jobs + counts.scheduleSlots + counts.idempotencyKeys > 0)
-      o.log.info({ ...counts }, 'pruned old records');
+    if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;
   }
 

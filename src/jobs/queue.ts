@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
+import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
 import { insertJob, type Job } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
@@ -24,8 +25,15 @@ export type Operation = {
   };
 }[JobAction];
 
-/** An operation on a reseller's service. */
-export type OperationRequest = Operation & { readonly resellerId: string; readonly serviceId: string };
+/**
+ * An operation on a reseller's service. A request's operation carries its audit context and is
+ * recorded in the transaction that accepts it; the scheduler's own backups carry none.
+ */
+export type OperationRequest = Operation & {
+  readonly resellerId: string;
+  readonly serviceId: string;
+  readonly audit?: AuditContext;
+};
 
 export type OperationOutcome =
   | { readonly kind: 'queued'; readonly job: Job; readonly service: Service }
@@ -78,7 +86,11 @@ export async function enqueueInTransaction(
   if (!row) throw new ApiError('service_not_found', 'Service not found');
   const service = toService(row);
   const decision = decide(projectedState(service), req.action);
-  if (decision.kind === 'noop') return { kind: 'noop', message: decision.message, service };
+  if (decision.kind === 'noop') {
+    // Accepted with nothing to do (a billing system's retry): still who asked for what.
+    await recordOperation(tx, req, service, now);
+    return { kind: 'noop', message: decision.message, service };
+  }
   if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
   const waiting = service.pendingJobs - (service.activeJobId ? 1 : 0);
   if (waiting >= MAX_WAITING_JOBS) {
@@ -112,5 +124,27 @@ export async function enqueueInTransaction(
     now,
   });
   await req.apply?.(tx, job, service);
+  await recordOperation(tx, req, service, now);
   return { kind: 'queued', job, service };
+}
+
+/** The audit entry of an accepted operation: its target is the backup it names, else the service. */
+async function recordOperation(
+  tx: Transaction<Database>,
+  req: OperationRequest,
+  service: Service,
+  now: number,
+): Promise<void> {
+  if (!req.audit) return;
+  const backupId = (req.params as { readonly backup_id?: string } | undefined)?.backup_id;
+  await recordAudit(
+    tx,
+    req.audit,
+    {
+      target: backupId ? { type: 'backup', id: backupId } : { type: 'service', id: service.id },
+      serviceId: service.id,
+      resellerId: service.resellerId,
+    },
+    now,
+  );
 }

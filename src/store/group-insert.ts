@@ -1,13 +1,17 @@
 /**
  * Group commit for inserts that need no transaction of their own (a new order without an
  * Idempotency-Key): rows arriving while the database is busy are written together by one
- * multi-row insert, so a burst of orders pays for one statement and one commit instead of one each. Each caller's
- * promise settles after the commit that holds its row. The first row waits one turn of the
- * event loop (setImmediate) for company; rows arriving during a write form the next group. If the group's transaction fails,
- * every row is tried again alone, so one bad row fails only its own caller.
+ * multi-row insert per table, so a burst of orders pays for one statement per table and one commit instead of one each. Each caller's
+ * promise settles after the commit that holds its rows. The first set waits one turn of the
+ * event loop (setImmediate) for company; sets arriving during a write form the next group. If the group's write fails,
+ * every set is tried again alone, so one bad row fails only its own caller.
+ *
+ * A caller may give rows of several tables that belong together (an order's service and its
+ * audit entry): they are written all or none, in one transaction (a single table needs none,
+ * its one statement is atomic).
  */
 import type { Insertable, Kysely } from 'kysely';
-import { insertRow, insertRows } from './insert-row.ts';
+import { insertRows } from './insert-row.ts';
 
 /** Rows per statement at most: bounds the write lock's time and the statement's parameters (64 x 27 columns). */
 const MAX_GROUP = 64;
@@ -16,11 +20,34 @@ export interface GroupInserter<Row> {
   insert(row: Row): Promise<void>;
 }
 
+/** Rows that belong together, at most one per table: written all or none. */
+export type RowSet<DB> = { readonly [T in keyof DB & string]?: Insertable<DB[T]> };
+
+/** Group commit of one table's rows. */
 export function createGroupInserter<DB, T extends keyof DB & string>(
   db: Kysely<DB>,
   table: T,
 ): GroupInserter<Insertable<DB[T]>> {
-  type Row = Insertable<DB[T]>;
+  const writer = createGroupWriter(db);
+  return { insert: (row) => writer.insert({ [table]: row } as RowSet<DB>) };
+}
+
+/** Writes sets of rows: each table's rows in one statement, in a transaction when there are several tables. */
+async function writeSets<DB>(db: Kysely<DB>, sets: readonly RowSet<DB>[]): Promise<void> {
+  const tables = [...new Set(sets.flatMap((s) => Object.keys(s)))] as (keyof DB & string)[];
+  const write = async (conn: Kysely<DB>) => {
+    for (const table of tables) {
+      const rows = sets.map((s) => s[table]).filter((r) => r !== undefined) as Insertable<DB[typeof table]>[];
+      await insertRows(conn, table, rows);
+    }
+  };
+  if (tables.length <= 1) await write(db);
+  else await db.transaction().execute(write);
+}
+
+/** Group commit of sets of rows (see the top of this file). */
+export function createGroupWriter<DB>(db: Kysely<DB>): GroupInserter<RowSet<DB>> {
+  type Row = RowSet<DB>;
   interface Waiting {
     row: Row;
     resolve(): void;
@@ -33,21 +60,20 @@ export function createGroupInserter<DB, T extends keyof DB & string>(
   async function writeGroup(group: Waiting[]): Promise<void> {
     if (group.length > 1) {
       try {
-        // One statement: all the rows or none, in one commit.
-        await insertRows(
+        // One statement per table: all the rows or none, in one commit.
+        await writeSets(
           db,
-          table,
           group.map((w) => w.row),
         );
         for (const w of group) w.resolve();
         return;
       } catch {
-        // Find the row at fault: each alone, below.
+        // Find the set at fault: each alone, below.
       }
     }
     for (const w of group) {
       try {
-        await insertRow(db, table, w.row);
+        await writeSets(db, [w.row]);
         w.resolve();
       } catch (err) {
         w.reject(err);

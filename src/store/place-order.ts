@@ -3,8 +3,10 @@ import type { SecretBox } from '../auth/secret-box.ts';
 import { uuidv7 } from '../domain/ids.ts';
 import { generatePassword } from '../domain/passwords.ts';
 import { randomPoolBytes } from '../random-pool.ts';
+import { createGroupWriter } from './group-insert.ts';
+import { type AuditContext, auditRow } from './repos/audit.ts';
 import { insertIdempotencyKey } from './repos/idempotency-keys.ts';
-import { createServiceInserter, insertService, newServiceRow } from './repos/services.ts';
+import { insertService, newServiceRow } from './repos/services.ts';
 import type { Database } from './schema.ts';
 
 /** An order already checked against its product (domain/orders.ts). */
@@ -32,20 +34,22 @@ export interface OrderPlacer {
   /**
    * Records a new `pending` service with a generated root password. With an idempotency key, the
    * service and the key are written together or not at all; a key already recorded fails with
-   * the database's unique violation (the caller answers as the first request did).
+   * the database's unique violation (the caller answers as the first request did). With an audit
+   * context, its entry is written with the service, all or none.
    */
   place(
     order: Order,
     now: number,
     idempotency?: { readonly key: string; readonly requestHash: string },
+    audit?: AuditContext,
   ): Promise<PlacedOrder>;
 }
 
 export function createOrderPlacer(db: Kysely<Database>, secretBox: SecretBox): OrderPlacer {
   // Orders without a key need no transaction of their own: a burst of them is group-committed.
-  const services = createServiceInserter(db);
+  const services = createGroupWriter(db);
   return {
-    async place(order, now, idempotency) {
+    async place(order, now, idempotency, audit) {
       // Ids are time-ordered by the real time, like every insert's place in the index.
       const id = uuidv7(Date.now(), randomPoolBytes(16));
       const password = generatePassword(randomPoolBytes);
@@ -56,11 +60,14 @@ export function createOrderPlacer(db: Kysely<Database>, secretBox: SecretBox): O
         passwordEnc: secretBox.seal(password),
         now,
       });
+      const subject = { target: { type: 'service', id }, serviceId: id, resellerId: order.resellerId };
+      const entry = audit && auditRow(audit, subject, now);
       if (!idempotency) {
-        await services.insert(row);
+        await services.insert(entry ? { services: row, audit_log: entry } : { services: row });
       } else {
         await db.transaction().execute(async (tx) => {
           await insertService(tx, row);
+          if (entry) await tx.insertInto('audit_log').values(entry).execute();
           await insertIdempotencyKey(tx, {
             resellerId: order.resellerId,
             key: idempotency.key,

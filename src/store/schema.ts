@@ -34,6 +34,52 @@ export interface ClientTable {
   updated_at: number;
 }
 
+/** The provider's people and scripts that use the operator API and console (migrations/008). */
+export interface OperatorTable {
+  id: string;
+  name: string;
+  /** Console login password as a salted scrypt hash (auth/secret-hash.ts); null: no console login. */
+  password_hash: string | null;
+  enabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** An operator's OAuth client (scope `operator`); one per operator. */
+export interface OperatorClientTable {
+  /** The client_id, `vrpop_` + 24 hex digits. */
+  id: string;
+  operator_id: string;
+  secret_hash: string;
+  /** Bumped when the secret rotates or the operator is disabled; tokens carry the version they were issued at. */
+  token_version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Who acted. `cli`: the `vrp` command on the server (actor_id: the local user name). */
+export type AuditActorType = 'application' | 'operator' | 'cli';
+
+/** One state-changing request (or CLI command), written in the transaction of its change (migrations/008). */
+export interface AuditLogTable {
+  /** UUIDv7: time-ordered, the key lists page by. */
+  id: string;
+  created_at: number;
+  actor_type: AuditActorType;
+  /** Application: its client_id; operator: the operator's id; cli: the local user name. */
+  actor_id: string;
+  /** What was asked, `object.verb`: `service.order`, `backup.restore`, `client.rotate_secret`... */
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  /** The service the action concerns, if any (also for its backups and schedules). */
+  service_id: string | null;
+  reseller_id: string | null;
+  /** `ok`, or the error code the request was refused with. */
+  outcome: string;
+  request_id: string | null;
+}
+
 export interface ProductTable {
   id: string;
   name: string;
@@ -237,6 +283,9 @@ export interface MetaTable {
 export interface Database {
   resellers: ResellerTable;
   clients: ClientTable;
+  operators: OperatorTable;
+  operator_clients: OperatorClientTable;
+  audit_log: AuditLogTable;
   products: ProductTable;
   plans: PlanTable;
   os_templates: OsTemplateTable;

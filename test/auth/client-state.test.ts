@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import { type ClientState, createClientStateCache } from '../../src/auth/client-state.ts';
 
 function state(tokenVersion: number, enabled = true): ClientState {
-  return { clientId: 'c1', resellerId: 'r1', enabled, tokenVersion, variant: 'B' };
+  return { kind: 'application', clientId: 'c1', resellerId: 'r1', enabled, tokenVersion, variant: 'B' };
 }
 
 /** A loader over a mutable "store" that counts its calls. */

@@ -1,17 +1,31 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ClientState } from '../../auth/client-state.ts';
-import type { Scope } from '../../auth/scopes.ts';
+import type { ApplicationState, OperatorState } from '../../auth/client-state.ts';
+import { OPERATOR_SCOPE, type TokenScope } from '../../auth/scopes.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 
-/** The authenticated caller of an API request. */
-export interface Caller {
+/** A reseller application: it acts in its reseller's tenant. */
+export interface ApplicationCaller {
+  readonly kind: 'application';
   readonly clientId: string;
   readonly resellerId: string;
-  readonly scopes: readonly Scope[];
-  readonly state: ClientState;
+  readonly scopes: readonly TokenScope[];
+  readonly state: ApplicationState;
 }
+
+/** An operator (scope `operator`): it acts across tenants, on the operator API only. */
+export interface OperatorCaller {
+  readonly kind: 'operator';
+  readonly clientId: string;
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly scopes: readonly TokenScope[];
+  readonly state: OperatorState;
+}
+
+/** The authenticated caller of an API request; `kind` tells an operator from an application. */
+export type Caller = ApplicationCaller | OperatorCaller;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,8 +33,11 @@ declare module 'fastify' {
     caller: Caller | null;
   }
   interface FastifyContextConfig {
-    /** The scope an API route needs; routes without it are not enveloped API routes. */
-    scope?: Scope;
+    /**
+     * The scope an API route needs; routes without it are not enveloped API routes. Reseller
+     * API routes name an application scope, operator routes `operator`.
+     */
+    scope?: TokenScope;
   }
 }
 
@@ -58,34 +75,76 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
     ctx.clientStates.invalidate(claims.clientId);
     state = await ctx.clientStates.get(claims.clientId, Date.now());
   }
-  if (!state?.enabled || state.tokenVersion !== claims.version || state.resellerId !== claims.resellerId) {
+  if (!state?.enabled || state.tokenVersion !== claims.version) {
     throw invalidToken('The access token has been revoked');
   }
-  return { clientId: claims.clientId, resellerId: claims.resellerId, scopes: claims.scopes, state };
+  const { clientId, scopes } = claims;
+  // The token endpoint never mixes the kinds; a token that does anyway is not one of ours.
+  const operatorScopes = scopes.filter((s) => s === OPERATOR_SCOPE).length;
+  if (state.kind === 'application') {
+    if (state.resellerId !== claims.resellerId || operatorScopes > 0) {
+      throw invalidToken('The access token is invalid or has expired');
+    }
+    return { kind: 'application', clientId, resellerId: state.resellerId, scopes, state };
+  }
+  if (claims.resellerId !== '' || operatorScopes !== scopes.length) {
+    throw invalidToken('The access token is invalid or has expired');
+  }
+  const { operatorId, operatorName } = state;
+  return { kind: 'operator', clientId, operatorId, operatorName, scopes, state };
+}
+
+function insufficientScope(scope: TokenScope): ApiError {
+  return new ApiError('insufficient_scope', `This operation needs the scope "${scope}"`, {
+    headers: { 'www-authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${scope}"` },
+  });
 }
 
 /** 403 unless the caller's token carries `scope`. */
-export function requireScope(caller: Caller, scope: Scope): void {
-  if (!caller.scopes.includes(scope)) {
-    throw new ApiError('insufficient_scope', `This operation needs the scope "${scope}"`, {
-      headers: { 'www-authenticate': `Bearer ${REALM}, error="insufficient_scope", scope="${scope}"` },
-    });
-  }
+export function requireScope(caller: Caller, scope: TokenScope): void {
+  if (!caller.scopes.includes(scope)) throw insufficientScope(scope);
+}
+
+/** The caller of a route that authenticates (its `scope` config), whoever it is. */
+function callerOf(request: FastifyRequest): Caller {
+  // A route without a scope has no caller: using one there is a mistake in the route, a 500.
+  if (!request.caller) throw new Error(`${request.routeOptions.url} has no authenticated caller`);
+  return request.caller;
+}
+
+/**
+ * The application calling a reseller API route: its tenant is `resellerId`. Only applications
+ * hold reseller scopes, so the route's scope check has already refused anyone else.
+ */
+export function applicationCaller(request: FastifyRequest): ApplicationCaller {
+  const caller = callerOf(request);
+  if (caller.kind !== 'application') throw insufficientScope(request.routeOptions.config.scope ?? 'service');
+  return caller;
+}
+
+/** The operator calling an operator route (scope `operator`, which only operators hold). */
+export function operatorCaller(request: FastifyRequest): OperatorCaller {
+  const caller = callerOf(request);
+  if (caller.kind !== 'operator') throw insufficientScope(OPERATOR_SCOPE);
+  return caller;
 }
 
 /**
  * Every route that names a scope authenticates its caller and checks the scope, before anything
  * else of the route runs. The hook is added to the route itself when it is registered (its scope
  * is known then), so routes without a scope pay nothing. The caller's application decides the
- * envelope unless the request names one.
+ * envelope unless the request or the route names one.
  */
 export const authentication = fp<{ ctx: AppContext }>(
   async (app, { ctx }) => {
     app.decorateRequest('caller', null);
-    const authHook = (scope: Scope) => async (request: FastifyRequest) => {
+    const authHook = (scope: TokenScope) => async (request: FastifyRequest) => {
       const caller = await authenticate(ctx, request);
       request.caller = caller;
-      if (request.headers['x-envelope-variant'] === undefined) request.variant = caller.state.variant;
+      // A route with an envelope of its own (the operator API's B) keeps it.
+      if (request.headers['x-envelope-variant'] === undefined && !request.routeOptions.config.variant) {
+        request.variant = caller.state.variant;
+      }
       requireScope(caller, scope);
     };
     app.addHook('onRoute', (route) => {

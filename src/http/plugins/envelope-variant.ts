@@ -7,19 +7,28 @@ declare module 'fastify' {
     /** The envelope this request is answered in. */
     variant: Variant;
   }
+  interface FastifyContextConfig {
+    /** The one envelope this route answers in, whatever the request asks (the operator API's B). */
+    variant?: Variant;
+  }
 }
 
 /**
  * The envelope a request is answered in: B unless `X-Envelope-Variant` names one (the
  * authentication hook then sets the caller's own default when the header is absent). On an API
  * route, a header that names neither is refused before anything else of the request runs;
- * routes that answer no envelope (probes, metrics, the token endpoint and its metadata) and
- * paths no route matches ignore it.
+ * routes that answer no envelope (probes, metrics, the token endpoint and its metadata), routes
+ * with an envelope of their own (the operator API) and paths no route matches ignore it.
  */
 export const envelopeVariant = fp(
   (app, _options, done) => {
     app.decorateRequest('variant', 'B');
     app.addHook('onRequest', (request, _reply, next) => {
+      const fixed = request.routeOptions.config?.variant;
+      if (fixed) {
+        request.variant = fixed;
+        return next();
+      }
       const header = request.headers['x-envelope-variant'];
       if (header === undefined) return next();
       if (isVariant(header)) request.variant = header;

@@ -73,13 +73,17 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/create`,
-    apiRoute('service', {
-      ...accepted,
-      operationId: 'createBackup',
-      summary: 'Back up the service',
-      description: `A manual backup; the oldest scheduled backups are rotated out to make room within the service’s \`backup\` GB (400 \`backup_quota_exceeded\` if that is not enough, \`backups_disabled\` if it is 0).${JOB_ANSWER}`,
-      params: ServiceParams,
-    }),
+    apiRoute(
+      'service',
+      {
+        ...accepted,
+        operationId: 'createBackup',
+        summary: 'Back up the service',
+        description: `A manual backup; the oldest scheduled backups are rotated out to make room within the service’s \`backup\` GB (400 \`backup_quota_exceeded\` if that is not enough, \`backups_disabled\` if it is 0).${JOB_ANSWER}`,
+        params: ServiceParams,
+      },
+      'backup.create',
+    ),
     async (request, reply) => {
       return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
     },
@@ -87,13 +91,17 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/restore/:backup_id`,
-    apiRoute('service', {
-      ...accepted,
-      operationId: 'restoreBackup',
-      summary: 'Restore a backup',
-      description: `Puts the server’s disk back as the backup holds it.${JOB_ANSWER}`,
-      params: BackupParams,
-    }),
+    apiRoute(
+      'service',
+      {
+        ...accepted,
+        operationId: 'restoreBackup',
+        summary: 'Restore a backup',
+        description: `Puts the server’s disk back as the backup holds it.${JOB_ANSWER}`,
+        params: BackupParams,
+      },
+      'backup.restore',
+    ),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       return acceptOperation(ctx, request, reply, {
@@ -112,13 +120,17 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup/delete/:backup_id`,
-    apiRoute('service', {
-      ...accepted,
-      operationId: 'deleteBackup',
-      summary: 'Delete a backup',
-      description: `Frees the backup’s space.${JOB_ANSWER}`,
-      params: BackupParams,
-    }),
+    apiRoute(
+      'service',
+      {
+        ...accepted,
+        operationId: 'deleteBackup',
+        summary: 'Delete a backup',
+        description: `Frees the backup’s space.${JOB_ANSWER}`,
+        params: BackupParams,
+      },
+      'backup.delete',
+    ),
     async (request, reply) => {
       const backupId = backupIdOf(request);
       const result = await acceptOperation(ctx, request, reply, {

@@ -12,6 +12,8 @@ import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API, BASE } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
 import { ByVariant, Id, InputId } from '../schemas.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
@@ -119,7 +121,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
   }
 
   const handler: ApiHandler<typeof OrderSchema> = async (request, reply) => {
-    const caller = request.caller!;
+    const caller = applicationCaller(request);
     const order = request.body;
     // Checked by the route's headers schema.
     const key = request.headers['idempotency-key'];
@@ -151,6 +153,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
         },
         ctx.clock.now(),
         key ? { key, requestHash: hash } : undefined,
+        auditContext(request),
       );
     } catch (err) {
       // A concurrent request with the same key won the race: answer as it did.
@@ -166,19 +169,23 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/create-order`,
-    apiRoute('service', { ...OrderSchema, ...OrderDocs, operationId: 'createOrder' }),
+    apiRoute('service', { ...OrderSchema, ...OrderDocs, operationId: 'createOrder' }, 'service.order'),
     handler,
   );
   // Variant B's spelling of the same route (CONTRACT.md section 1).
   app.post(
     `${BASE}/v2/service/create-order`,
-    apiRoute('service', {
-      ...OrderSchema,
-      ...OrderDocs,
-      operationId: 'createOrderAlias',
-      summary: 'Order a virtual server (variant B’s path)',
-      description: `The same as \`POST ${API}/service/create-order\`, at the path variant B of the interface gives.`,
-    }),
+    apiRoute(
+      'service',
+      {
+        ...OrderSchema,
+        ...OrderDocs,
+        operationId: 'createOrderAlias',
+        summary: 'Order a virtual server (variant B’s path)',
+        description: `The same as \`POST ${API}/service/create-order\`, at the path variant B of the interface gives.`,
+      },
+      'service.order',
+    ),
     handler,
   );
 }

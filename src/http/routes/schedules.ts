@@ -11,6 +11,7 @@ import {
 } from '../../domain/schedules.ts';
 import { decide } from '../../domain/status-machine.ts';
 import { projectedState } from '../../jobs/queue.ts';
+import { recordAudit } from '../../store/repos/audit.ts';
 import {
   type BackupSchedule,
   deleteSchedule,
@@ -21,6 +22,7 @@ import {
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
 import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';
 import { ownedService } from './services.ts';
 
@@ -96,20 +98,25 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup-schedule/create`,
-    apiRoute('service', {
-      operationId: 'createBackupSchedule',
-      tags: ['Backup schedules'],
-      summary: 'Schedule backups',
-      description: `Takes effect at once, no job. The same time and days again answers 200 and adds nothing; at most ${MAX_SCHEDULES_PER_SERVICE} per service (400 \`schedule_limit_reached\`).`,
-      params: ServiceParams,
-      body: ScheduleBody,
-      response: { 200: EmptyList },
-    }),
+    apiRoute(
+      'service',
+      {
+        operationId: 'createBackupSchedule',
+        tags: ['Backup schedules'],
+        summary: 'Schedule backups',
+        description: `Takes effect at once, no job. The same time and days again answers 200 and adds nothing; at most ${MAX_SCHEDULES_PER_SERVICE} per service (400 \`schedule_limit_reached\`).`,
+        params: ServiceParams,
+        body: ScheduleBody,
+        response: { 200: EmptyList },
+      },
+      'backup_schedule.create',
+    ),
     async (request) => {
       const owned = await ownedService(ctx, request);
       const time = parseBsTime(request.body.BsTime);
       const days = parseBsDays(request.body.BSDays);
       const key = scheduleKey(time, days);
+      const audit = auditContext(request);
       await db.transaction().execute(async (tx) => {
         // Re-read under the service's lock: the state, the duplicate check and the cap hold together.
         const service = await lockServiceForSchedules(tx, owned.id);
@@ -126,18 +133,31 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
             'This service has no backup space (backup is 0 GB); upgrade BACKUP first',
           );
         }
+        const now = ctx.clock.now();
+        const record = (scheduleId: string) =>
+          recordAudit(
+            tx,
+            audit,
+            {
+              target: { type: 'backup_schedule', id: scheduleId },
+              serviceId: service.id,
+              resellerId: service.resellerId,
+            },
+            now,
+          );
         const existing = await listSchedules(tx, service.id);
         // The same time and days again (a retried request): already done, not a second backup per slot.
-        if (existing.some((s) => sameSchedule(s, key))) return;
+        const same = existing.find((s) => sameSchedule(s, key));
+        if (same) return record(same.id);
         if (existing.length >= MAX_SCHEDULES_PER_SERVICE) {
           throw new ApiError(
             'schedule_limit_reached',
             `A service has at most ${MAX_SCHEDULES_PER_SERVICE} backup schedules`,
           );
         }
-        const now = ctx.clock.now();
+        const id = randomUUID();
         await insertSchedule(tx, {
-          id: randomUUID(),
+          id,
           service_id: service.id,
           reseller_id: service.resellerId,
           bs_time: request.body.BsTime,
@@ -145,6 +165,7 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
           next_run_at: nextRunAt(time, days, now),
           created_at: now,
         });
+        await record(id);
       });
       return [];
     },
@@ -152,23 +173,37 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 
   app.post(
     `${API}/service/:service_id/backup-schedule/delete/:backup_schedule_id`,
-    apiRoute('service', {
-      operationId: 'deleteBackupSchedule',
-      tags: ['Backup schedules'],
-      summary: 'Delete a backup schedule',
-      description: 'Takes effect at once, no job; the backups it made stay.',
-      params: ScheduleParams,
-      body: EmptyBody,
-      response: { 200: EmptyList },
-    }),
+    apiRoute(
+      'service',
+      {
+        operationId: 'deleteBackupSchedule',
+        tags: ['Backup schedules'],
+        summary: 'Delete a backup schedule',
+        description: 'Takes effect at once, no job; the backups it made stay.',
+        params: ScheduleParams,
+        body: EmptyBody,
+        response: { 200: EmptyList },
+      },
+      'backup_schedule.delete',
+    ),
     async (request, reply) => {
       const service = await ownedService(ctx, request);
       const id = request.params.backup_schedule_id.toLowerCase();
       const decision = decide(projectedState(service), 'schedule_delete');
       if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
-      if (!isUuid(id) || !(await deleteSchedule(db, service.id, id))) {
-        throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
-      }
+      if (!isUuid(id)) throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
+      const audit = auditContext(request);
+      await db.transaction().execute(async (tx) => {
+        if (!(await deleteSchedule(tx, service.id, id))) {
+          throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
+        }
+        const subject = {
+          target: { type: 'backup_schedule', id },
+          serviceId: service.id,
+          resellerId: service.resellerId,
+        };
+        await recordAudit(tx, audit, subject, ctx.clock.now());
+      });
       if (request.variant === 'A') answerMessage(reply, 'Backup schedule deleted');
       return [];
     },

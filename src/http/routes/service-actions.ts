@@ -10,6 +10,8 @@ import type { Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
 import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 
@@ -26,7 +28,12 @@ export async function acceptOperation(
   const { action } = operation;
   const outcome = await requestOperation(
     ctx.store.db,
-    { resellerId: request.caller!.resellerId, serviceId: serviceIdOf(request), ...operation },
+    {
+      resellerId: applicationCaller(request).resellerId,
+      serviceId: serviceIdOf(request),
+      audit: auditContext(request),
+      ...operation,
+    },
     ctx.clock.now(),
   );
   if (outcome.kind === 'noop') {
@@ -104,17 +111,26 @@ export const JOB_ANSWER =
 
 export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
   const url = (path: string) => `${API}/service/:service_id/${path}`;
-  const options = <B extends TSchema>(operationId: keyof typeof DOCS, body: B) =>
-    apiRoute('service', {
-      operationId,
-      tags: ['Service actions'],
-      summary: DOCS[operationId][0],
-      description: DOCS[operationId][1] + JOB_ANSWER,
-      successHeaders: JOB_HEADERS,
-      params: ServiceParams,
-      body,
-      response: { 200: EmptyList },
-    });
+  // The audit action of each: `service.` and the operation in snake case.
+  const options = <B extends TSchema>(
+    operationId: keyof typeof DOCS,
+    body: B,
+    audit = `service.${operationId}`,
+  ) =>
+    apiRoute(
+      'service',
+      {
+        operationId,
+        tags: ['Service actions'],
+        summary: DOCS[operationId][0],
+        description: DOCS[operationId][1] + JOB_ANSWER,
+        successHeaders: JOB_HEADERS,
+        params: ServiceParams,
+        body,
+        response: { 200: EmptyList },
+      },
+      audit,
+    );
 
   const simple = ['create', 'terminate', 'unsuspend', 'start', 'stop', 'restart'] as const;
   for (const action of simple) {
@@ -159,11 +175,15 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     });
   });
 
-  app.post(url('reset-password'), options('resetPassword', ResetPasswordBody), async (request, reply) => {
-    checkPasswordStrength(request.body.password);
-    return acceptOperation(ctx, request, reply, {
-      action: 'reset_password',
-      params: { password_enc: ctx.secretBox.seal(request.body.password) },
-    });
-  });
+  app.post(
+    url('reset-password'),
+    options('resetPassword', ResetPasswordBody, 'service.reset_password'),
+    async (request, reply) => {
+      checkPasswordStrength(request.body.password);
+      return acceptOperation(ctx, request, reply, {
+        action: 'reset_password',
+        params: { password_enc: ctx.secretBox.seal(request.body.password) },
+      });
+    },
+  );
 }

@@ -7,6 +7,7 @@ import { findOwnedService, findOwnedServiceStatus, type Service } from '../../st
 import { apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
 import { EmptyBody, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 import {
@@ -26,7 +27,9 @@ function found<T>(service: T | undefined): T {
 
 /** The caller's service named by the path, or 404. */
 export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
-  return found(await findOwnedService(ctx.store.reads, request.caller!.resellerId, serviceIdOf(request)));
+  return found(
+    await findOwnedService(ctx.store.reads, applicationCaller(request).resellerId, serviceIdOf(request)),
+  );
 }
 
 const JobsQuery = Type.Object({
@@ -61,7 +64,11 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   };
   const status = async (request: FastifyRequest) => {
     const service = found(
-      await findOwnedServiceStatus(ctx.store.reads, request.caller!.resellerId, serviceIdOf(request)),
+      await findOwnedServiceStatus(
+        ctx.store.reads,
+        applicationCaller(request).resellerId,
+        serviceIdOf(request),
+      ),
     );
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return statusView(service, job);

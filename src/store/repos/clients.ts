@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { ClientState } from '../../auth/client-state.ts';
+import type { ApplicationState } from '../../auth/client-state.ts';
 import type { Scope } from '../../auth/scopes.ts';
 import type { Database } from '../schema.ts';
 
@@ -83,7 +83,10 @@ export async function findClientForAuth(
 }
 
 /** What token verification needs: one indexed read, cached for a short time by auth/client-state.ts. */
-export async function loadClientState(db: Kysely<Database>, id: string): Promise<ClientState | undefined> {
+export async function loadClientState(
+  db: Kysely<Database>,
+  id: string,
+): Promise<ApplicationState | undefined> {
   const row = await db
     .selectFrom('clients')
     .innerJoin('resellers', 'resellers.id', 'clients.reseller_id')
@@ -99,6 +102,7 @@ export async function loadClientState(db: Kysely<Database>, id: string): Promise
     .executeTakeFirst();
   if (!row) return undefined;
   return {
+    kind: 'application',
     clientId: row.id,
     resellerId: row.reseller_id,
     enabled: row.enabled === 1 && row.reseller_enabled === 1,

@@ -7,6 +7,7 @@ export interface PrunedCounts {
   jobs: number;
   scheduleSlots: number;
   idempotencyKeys: number;
+  auditEntries: number;
 }
 
 /**
@@ -73,6 +74,21 @@ export async function pruneIdempotencyKeys(
           .limit(batch)
           .$asTuple('reseller_id', 'key'),
       ),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes at most `batch` audit entries written before `before` (the audit retention period ago). */
+export async function pruneAuditEntries(
+  db: Kysely<Database>,
+  before: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('audit_log')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('audit_log').select('id').where('created_at', '<', before).limit(batch),
     )
     .executeTakeFirst();
   return Number(r.numDeletedRows);

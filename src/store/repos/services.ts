@@ -1,6 +1,5 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
-import { createGroupInserter, type GroupInserter } from '../group-insert.ts';
 import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
 import type { Database, ServiceTable } from '../schema.ts';
@@ -170,10 +169,6 @@ export function newServiceRow(s: NewService): ServiceRow {
 }
 
 /** Inserts of new services, group-committed (group-insert.ts). */
-export function createServiceInserter(db: Kysely<Database>): GroupInserter<ServiceRow> {
-  return createGroupInserter(db, 'services');
-}
-
 export async function insertService(db: Kysely<Database>, row: ServiceRow): Promise<void> {
   await insertRow(db, 'services', row);
 }

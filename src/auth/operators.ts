@@ -1,0 +1,197 @@
+/**
+ * Operators: the provider's people and scripts on the operator API (CONTRACT.md section 11) and
+ * the console (section 12). Each has one OAuth client (scope `operator`) and, for the console,
+ * an optional password. The `vrp operator` commands call these; each change is one transaction
+ * with its audit entry.
+ */
+import type { Kysely } from 'kysely';
+import { isStorableText } from '../domain/storable-text.ts';
+import { isUniqueViolation } from '../store/errors.ts';
+import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
+import {
+  findOperatorByName,
+  findOperatorClientId,
+  findOperatorLogin,
+  insertOperator,
+  newOperatorClientId,
+  type Operator,
+  rotateOperatorClientSecret,
+  setOperatorEnabled,
+  setOperatorPasswordHash,
+} from '../store/repos/operators.ts';
+import type { Database } from '../store/schema.ts';
+import type { SecretVerifier } from './client-authenticator.ts';
+import { generateSecret, hashPassword, hashSecret, verifySecret } from './secret-hash.ts';
+
+/** A refusal to show the operator as it is (an unknown name, a weak password...). */
+export class OperatorError extends Error {
+  override name = 'OperatorError';
+}
+
+/** Names: as resellers' (docs/cli.md), 1-100 letters, digits, spaces, `.`, `_`, `-`. */
+export const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
+
+/** Console passwords: long enough to resist guessing through a throttled login, short enough to hash. */
+export const PASSWORD_MIN_LENGTH = 12;
+export const PASSWORD_MAX_LENGTH = 1024;
+
+/** Why `password` cannot be a console password, or undefined if it can. */
+export function passwordProblem(password: string): string | undefined {
+  const length = [...password].length;
+  if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
+    return `a console password is ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long, got ${length}`;
+  }
+  // Control characters cannot be typed into a login form; U+0000 cannot even be stored.
+  if (/\p{Cc}/u.test(password) || !isStorableText(password)) {
+    return 'a console password must not contain control characters';
+  }
+  return undefined;
+}
+
+/** What creating an operator prints, once: the secret is stored only as a hash. */
+export interface CreatedOperator {
+  readonly operator: string;
+  readonly client_id: string;
+  readonly client_secret: string;
+}
+
+function checkPassword(password: string): void {
+  const problem = passwordProblem(password);
+  if (problem) throw new OperatorError(problem);
+}
+
+async function operatorNamed(db: Kysely<Database>, name: string): Promise<Operator> {
+  const operator = await findOperatorByName(db, name);
+  if (!operator) throw new OperatorError(`no operator named "${name}"`);
+  return operator;
+}
+
+const targetOf = (operator: Operator) => ({ target: { type: 'operator', id: operator.id } });
+
+/** Creates an operator with its client and, if given, its console password. */
+export async function createOperator(
+  db: Kysely<Database>,
+  options: { readonly name: string; readonly password?: string },
+  now: number,
+  audit?: AuditContext,
+): Promise<CreatedOperator> {
+  const { name, password } = options;
+  if (!OPERATOR_NAME.test(name)) {
+    throw new OperatorError(
+      'an operator name is 1-100 letters, digits, spaces, dots, underscores or hyphens, starting with a letter or digit',
+    );
+  }
+  if (password !== undefined) checkPassword(password);
+  const secret = generateSecret();
+  const clientId = newOperatorClientId();
+  // The slow hashes before the transaction: SQLite holds its write lock for the whole of one.
+  const [secretHash, passwordHash] = await Promise.all([
+    hashSecret(secret),
+    password === undefined ? null : hashPassword(password),
+  ]);
+  const exists = () => new OperatorError(`an operator named "${name}" exists already`);
+  try {
+    await db.transaction().execute(async (tx) => {
+      if (await findOperatorByName(tx, name)) throw exists();
+      const operator = await insertOperator(tx, { name, passwordHash, clientId, secretHash }, now);
+      if (audit) await recordAudit(tx, audit, targetOf(operator), now);
+    });
+  } catch (err) {
+    // Another `vrp operator create` of the same name won the race.
+    if (isUniqueViolation(err)) throw exists();
+    throw err;
+  }
+  return { operator: name, client_id: clientId, client_secret: secret };
+}
+
+/** A new secret for the operator's client; the old secret and every token issued before stop working. */
+export async function rotateOperatorSecret(
+  db: Kysely<Database>,
+  name: string,
+  now: number,
+  audit?: AuditContext,
+): Promise<CreatedOperator> {
+  const secret = generateSecret();
+  const secretHash = await hashSecret(secret);
+  const clientId = await db.transaction().execute(async (tx) => {
+    const operator = await operatorNamed(tx, name);
+    await rotateOperatorClientSecret(tx, operator.id, secretHash, now);
+    if (audit) await recordAudit(tx, audit, targetOf(operator), now);
+    return findOperatorClientId(tx, operator.id);
+  });
+  if (!clientId) throw new OperatorError(`operator "${name}" has no client`);
+  return { operator: name, client_id: clientId, client_secret: secret };
+}
+
+/**
+ * Enables or disables an operator. A disabled operator gets no token and its tokens fail within
+ * 2 s; enabling it again does not revive them (it asks for new ones).
+ */
+export async function setOperatorEnabledByName(
+  db: Kysely<Database>,
+  name: string,
+  enabled: boolean,
+  now: number,
+  audit?: AuditContext,
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const operator = await operatorNamed(tx, name);
+    await setOperatorEnabled(tx, operator.id, enabled, now);
+    if (audit) await recordAudit(tx, audit, targetOf(operator), now);
+  });
+}
+
+/** Sets (or replaces) the operator's console password, stored as a slow salted hash. */
+export async function setOperatorPassword(
+  db: Kysely<Database>,
+  name: string,
+  password: string,
+  now: number,
+  audit?: AuditContext,
+): Promise<void> {
+  checkPassword(password);
+  // Unknown names are refused before the slow hash, and again in the transaction (a race).
+  await operatorNamed(db, name);
+  const passwordHash = await hashPassword(password);
+  await db.transaction().execute(async (tx) => {
+    const operator = await operatorNamed(tx, name);
+    await setOperatorPasswordHash(tx, operator.id, passwordHash, now);
+    if (audit) await recordAudit(tx, audit, targetOf(operator), now);
+  });
+}
+
+/** Checks console logins. */
+export interface OperatorLogin {
+  /** The operator if `name` is an enabled operator whose password is `password`; undefined otherwise. */
+  verify(name: string, password: string): Promise<Operator | undefined>;
+}
+
+/**
+ * Console logins checked so that every answer costs one password hash: an unknown name, an
+ * operator without a password and a wrong password all run scrypt once at the password cost
+ * (against a dummy hash made at start, or the operator's own), so how long a refusal takes does
+ * not tell which names exist. The comparison itself is constant time (verifySecret). Login
+ * attempts are throttled by the console, not here.
+ */
+export function createOperatorLogin(
+  db: Kysely<Database>,
+  verify: SecretVerifier = verifySecret,
+): OperatorLogin {
+  const dummyHash = hashPassword(generateSecret());
+  return {
+    async verify(name, password) {
+      // What no operator can have is not looked up (PostgreSQL refuses U+0000 in a query), nor
+      // hashed whole: the dummy check still runs, on at most the longest password there can be.
+      const candidate = password.slice(0, PASSWORD_MAX_LENGTH * 2);
+      const operator = OPERATOR_NAME.test(name) ? await findOperatorLogin(db, name) : undefined;
+      if (!operator?.passwordHash) {
+        await verify(candidate, await dummyHash);
+        return undefined;
+      }
+      const ok = await verify(candidate, operator.passwordHash);
+      if (!ok || !operator.enabled) return undefined;
+      const { passwordHash: _, ...found } = operator;
+      return found;
+    },
+  };
+}

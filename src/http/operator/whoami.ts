@@ -1,0 +1,15 @@
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import type { App } from '../app.ts';
+import { OPS } from '../base-path.ts';
+import { operatorCaller } from '../plugins/authenticate.ts';
+import { operatorRoute } from './operator-route.ts';
+
+const WhoamiPayload = Type.Object({ operator: Type.String() });
+
+/** `GET OPS/whoami`: the operator the token belongs to; a first call for a script or console to check its credentials. */
+export function registerWhoamiRoute(app: App, _ctx: AppContext): void {
+  app.get(`${OPS}/whoami`, operatorRoute({ response: { 200: WhoamiPayload } }), async (request) => ({
+    operator: operatorCaller(request).operatorName,
+  }));
+}

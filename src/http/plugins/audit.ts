@@ -1,0 +1,94 @@
+import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { AppContext } from '../../context.ts';
+import { isUuid } from '../../domain/ids.ts';
+import {
+  type AuditActor,
+  type AuditContext,
+  type AuditSubject,
+  recordAudit,
+} from '../../store/repos/audit.ts';
+import { toApiError } from '../error-handler.ts';
+import type { Caller } from './authenticate.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The audit action of a state-changing route (`service.start`...). Its handler passes
+     * auditContext(request) into the domain operation, which records the change in its own
+     * transaction; a refusal after authentication is recorded by the hook below. Routes that
+     * change nothing (every GET, the POST reads) have none and cost nothing.
+     */
+    audit?: string;
+  }
+}
+
+/** Who the caller is, in the audit log's terms: an application by its client_id, an operator by its id. */
+export function auditActor(caller: Caller): AuditActor {
+  return caller.kind === 'application'
+    ? { type: 'application', id: caller.clientId }
+    : { type: 'operator', id: caller.operatorId };
+}
+
+/** The audit context of a state-changing request, for the domain operation its route calls. */
+export function auditContext(request: FastifyRequest): AuditContext {
+  const action = request.routeOptions.config.audit;
+  // A route that changes state without saying so is a mistake in the route: a 500, found by tests.
+  if (!action || !request.caller) throw new Error(`${request.routeOptions.url} records no audit action`);
+  return { actor: auditActor(request.caller), requestId: request.id, action };
+}
+
+/**
+ * Path parameters that name what a route acts on, and the target type each one means. The most
+ * specific one present is the target; `service_id` is also the entry's service. Routes that
+ * name objects by other parameters add them here.
+ */
+const TARGET_PARAMS = [
+  ['backup_id', 'backup'],
+  ['backup_schedule_id', 'backup_schedule'],
+  ['service_id', 'service'],
+] as const;
+
+/** What a refused request was about, from its path: ids only, and only well-formed ones. */
+function subjectOf(request: FastifyRequest): AuditSubject {
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  const id = (name: string) => {
+    const v = params[name];
+    return typeof v === 'string' && isUuid(v) ? v.toLowerCase() : undefined;
+  };
+  const found = TARGET_PARAMS.find(([name]) => id(name) !== undefined);
+  const caller = request.caller;
+  return {
+    ...(found && { target: { type: found[1], id: id(found[0])! } }),
+    ...(id('service_id') !== undefined && { serviceId: id('service_id') }),
+    ...(caller?.kind === 'application' && { resellerId: caller.resellerId }),
+  };
+}
+
+/**
+ * Records refusals: a state-changing request refused with a 4xx after authentication (a 403 for
+ * the wrong scope, a validation failure, an invalid state...) gets an entry with its error code
+ * as the outcome, in a write of its own (nothing changed, so there is no transaction to share),
+ * before the answer goes out. 429 is not recorded: a client over its rate would otherwise turn
+ * every refused request into a write, which is what the limit protects the store from.
+ */
+export const auditRefusals = fp<{ ctx: AppContext }>(
+  (app, { ctx }, done) => {
+    app.addHook('onError', async (request, _reply, error) => {
+      const action = request.routeOptions.config?.audit;
+      const caller = request.caller;
+      if (!action || !caller) return;
+      const { code, status } = toApiError(error);
+      if (status < 400 || status >= 500 || code === 'rate_limited') return;
+      const audit = { actor: auditActor(caller), requestId: request.id, action };
+      try {
+        await recordAudit(ctx.store.db, audit, subjectOf(request), ctx.clock.now(), code);
+      } catch (err) {
+        // The refusal is the answer; an entry that could not be written must not change it.
+        request.log.warn({ err, action }, 'could not record a refused request in the audit log');
+      }
+    });
+    done();
+  },
+  { name: 'vrp-audit', dependencies: ['vrp-authentication'] },
+);

@@ -1,0 +1,136 @@
+import type { Insertable, Kysely } from 'kysely';
+import { uuidv7 } from '../../domain/ids.ts';
+import { randomPoolBytes } from '../../random-pool.ts';
+import type { AuditActorType, AuditLogTable, Database } from '../schema.ts';
+
+export type { AuditActorType } from '../schema.ts';
+
+/** Who acts: an application (its client_id), an operator (its id) or the `vrp` command (the local user). */
+export interface AuditActor {
+  readonly type: AuditActorType;
+  readonly id: string;
+}
+
+/**
+ * What a state-changing operation needs to record itself: who asks, in which request, for what.
+ * Routes build it (http/audit.ts) and pass it into the domain operation, which writes the entry
+ * in the transaction of its change; the CLI builds one with actor `cli`.
+ */
+export interface AuditContext {
+  readonly actor: AuditActor;
+  /** The request's X-Request-Id; null for the CLI. */
+  readonly requestId: string | null;
+  /** `object.verb`: `service.order`, `service.start`, `backup.restore`, `client.rotate_secret`... */
+  readonly action: string;
+}
+
+/** What an entry is about. Ids only: never a secret, a password or a request body. */
+export interface AuditSubject {
+  /** The object acted on: a service, backup, backup_schedule, reseller, client or operator. */
+  readonly target?: { readonly type: string; readonly id: string };
+  /** The service concerned (for its backups and schedules too), so its history can be listed. */
+  readonly serviceId?: string;
+  readonly resellerId?: string;
+}
+
+/** The outcome of an accepted change. A refused request records its error code instead. */
+export const AUDIT_OK = 'ok';
+
+/** One entry as read back. */
+export interface AuditEntry {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly actor: AuditActor;
+  readonly action: string;
+  readonly target: { readonly type: string; readonly id: string } | null;
+  readonly serviceId: string | null;
+  readonly resellerId: string | null;
+  readonly outcome: string;
+  readonly requestId: string | null;
+}
+
+/** The row of an entry, for writers that insert it with others (the order's group commit). */
+export function auditRow(
+  audit: AuditContext,
+  subject: AuditSubject,
+  now: number,
+  outcome: string = AUDIT_OK,
+): Insertable<AuditLogTable> {
+  return {
+    // Time-ordered by the real time, as services' ids: lists page by it.
+    id: uuidv7(Date.now(), randomPoolBytes(16)),
+    created_at: now,
+    actor_type: audit.actor.type,
+    actor_id: audit.actor.id,
+    action: audit.action,
+    target_type: subject.target?.type ?? null,
+    target_id: subject.target?.id ?? null,
+    service_id: subject.serviceId ?? null,
+    reseller_id: subject.resellerId ?? null,
+    outcome,
+    request_id: audit.requestId,
+  };
+}
+
+/**
+ * Records an entry. Called with the transaction of the change it records, so that the entry
+ * exists exactly when the change does: one more insert in a transaction already open.
+ */
+export async function recordAudit(
+  db: Kysely<Database>,
+  audit: AuditContext,
+  subject: AuditSubject,
+  now: number,
+  outcome: string = AUDIT_OK,
+): Promise<void> {
+  await db
+    .insertInto('audit_log')
+    .values(auditRow(audit, subject, now, outcome))
+    .execute();
+}
+
+export interface AuditQuery {
+  /** The id of the last entry of the previous page: the list goes on after it, in its order. */
+  readonly after?: string;
+  readonly actor?: { readonly type: AuditActorType; readonly id?: string };
+  readonly serviceId?: string;
+  readonly resellerId?: string;
+  /** 1..1000. */
+  readonly limit: number;
+  /** Newest first (the default: what a person looks for) or oldest first (an export that follows along). */
+  readonly order?: 'newest' | 'oldest';
+}
+
+type Row = Database['audit_log'];
+const toEntry = (r: Row): AuditEntry => ({
+  id: r.id,
+  createdAt: r.created_at,
+  actor: { type: r.actor_type, id: r.actor_id },
+  action: r.action,
+  target: r.target_type !== null && r.target_id !== null ? { type: r.target_type, id: r.target_id } : null,
+  serviceId: r.service_id,
+  resellerId: r.reseller_id,
+  outcome: r.outcome,
+  requestId: r.request_id,
+});
+
+/**
+ * Entries matching every filter given, a page of `limit` in id order (time order). Each filter
+ * has an index that ends with the id (migrations/008), so a page is an index range, not a scan.
+ */
+export async function listAuditEntries(db: Kysely<Database>, q: AuditQuery): Promise<AuditEntry[]> {
+  const newest = (q.order ?? 'newest') === 'newest';
+  let query = db.selectFrom('audit_log').selectAll();
+  if (q.actor) {
+    query = query.where('actor_type', '=', q.actor.type);
+    if (q.actor.id !== undefined) query = query.where('actor_id', '=', q.actor.id);
+  }
+  if (q.serviceId !== undefined) query = query.where('service_id', '=', q.serviceId);
+  if (q.resellerId !== undefined) query = query.where('reseller_id', '=', q.resellerId);
+  if (q.after !== undefined) query = query.where('id', newest ? '<' : '>', q.after);
+  const rows = await query
+    .orderBy('id', newest ? 'desc' : 'asc')
+    .limit(q.limit)
+    .execute();
+  return rows.map(toEntry);
+}
