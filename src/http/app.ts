@@ -25,6 +25,7 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
+import { registerUsageRoutes } from './routes/usage.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { Caller } from './plugins/authenticate.ts';
@@ -81,6 +82,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerServiceActionRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
+  registerUsageRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

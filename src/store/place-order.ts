@@ -3,7 +3,9 @@ import type { SecretBox } from '../auth/secret-box.ts';
 import { uuidv7 } from '../domain/ids.ts';
 import { generatePassword } from '../domain/passwords.ts';
 import { randomPoolBytes } from '../random-pool.ts';
+import type { DialectFeatures } from './database.ts';
 import { insertIdempotencyKey } from './repos/idempotency-keys.ts';
+import { checkOrderQuota, findQuota } from './repos/quotas.ts';
 import { createServiceInserter, insertService, newServiceRow } from './repos/services.ts';
 import type { Database } from './schema.ts';
 
@@ -32,7 +34,8 @@ export interface OrderPlacer {
   /**
    * Records a new `pending` service with a generated root password. With an idempotency key, the
    * service and the key are written together or not at all; a key already recorded fails with
-   * the database's unique violation (the caller answers as the first request did).
+   * the database's unique violation (the caller answers as the first request did). A reseller
+   * with a quota has it checked in the same transaction (ApiError `quota_exceeded`).
    */
   place(
     order: Order,
@@ -41,8 +44,13 @@ export interface OrderPlacer {
   ): Promise<PlacedOrder>;
 }
 
-export function createOrderPlacer(db: Kysely<Database>, secretBox: SecretBox): OrderPlacer {
-  // Orders without a key need no transaction of their own: a burst of them is group-committed.
+export function createOrderPlacer(
+  db: Kysely<Database>,
+  features: DialectFeatures,
+  secretBox: SecretBox,
+): OrderPlacer {
+  // Orders without a key or a quota need no transaction of their own: a burst of them is
+  // group-committed. A quota set while such an order is under way does not apply to it.
   const services = createServiceInserter(db);
   return {
     async place(order, now, idempotency) {
@@ -56,21 +64,27 @@ export function createOrderPlacer(db: Kysely<Database>, secretBox: SecretBox): O
         passwordEnc: secretBox.seal(password),
         now,
       });
-      if (!idempotency) {
+      const quota = await findQuota(db, order.resellerId);
+      if (!idempotency && !quota) {
         await services.insert(row);
       } else {
         await db.transaction().execute(async (tx) => {
+          if (quota) await checkOrderQuota(tx, features, order.resellerId, amountsOf(order));
           await insertService(tx, row);
-          await insertIdempotencyKey(tx, {
-            resellerId: order.resellerId,
-            key: idempotency.key,
-            requestHash: idempotency.requestHash,
-            response: JSON.stringify({ service_id: id }),
-            now,
-          });
+          if (idempotency) {
+            await insertIdempotencyKey(tx, {
+              resellerId: order.resellerId,
+              key: idempotency.key,
+              requestHash: idempotency.requestHash,
+              response: JSON.stringify({ service_id: id }),
+              now,
+            });
+          }
         });
       }
       return { id, username: row.username, password };
     },
   };
 }
+
+const amountsOf = (o: Order) => ({ cpu: o.cpu, ram: o.ram, hdd: o.hdd, ip: o.ipCount, backup: o.backup });
