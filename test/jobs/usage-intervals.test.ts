@@ -160,28 +160,6 @@ for (const store of testStores()) {
       assert.equal(stillRunning[0]!.ended_at, null);
     });
 
-    test('a repeat that changes nothing (suspend twice in a row) keeps one interval', async () => {
-      const order = await call(t, token, 'POST', 'service/create-order', smallOrder('twice.example.com'));
-      const id = order.body.data[0].service_id;
-      await call(t, token, 'POST', `service/${id}/create`);
-      await waitForStatus(t, token, id, 'running');
-      // Both accepted back to back (the second is checked against the projected status): the
-      // second runs as a no-op once the first has succeeded.
-      const first = await call(t, token, 'POST', `service/${id}/suspend`, {});
-      clock.advance(MIN);
-      await call(t, token, 'POST', `service/${id}/unsuspend`);
-      await call(t, token, 'POST', `service/${id}/suspend`, {});
-      assert.equal(first.status, 200);
-      await waitForStatus(t, token, id, 'suspended');
-      const intervals = await listServiceIntervals(t.ctx.store.db, id);
-      assert.deepEqual(
-        intervals.map((i) => i.suspended),
-        [0, 1, 0, 1],
-      );
-      // The last two changes happened at the same instant: the middle interval is empty.
-      assert.equal(intervals[2]!.started_at, intervals[2]!.ended_at);
-    });
-
     test('per reseller: a report for one reseller holds only its lines; without one, every reseller', async () => {
       const other = await t.token({ reseller: 'other-reseller' });
       const order = await call(t, other, 'POST', 'service/create-order', smallOrder('other.example.com'));

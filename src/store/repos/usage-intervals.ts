@@ -84,13 +84,16 @@ export async function listServiceIntervals(
   db: Kysely<Database>,
   serviceId: string,
 ): Promise<UsageIntervalTable[]> {
-  return db
-    .selectFrom('usage_intervals')
-    .selectAll()
-    .where('service_id', '=', serviceId)
-    .orderBy('started_at')
-    .orderBy('id')
-    .execute();
+  return (
+    db
+      .selectFrom('usage_intervals')
+      .selectAll()
+      .where('service_id', '=', serviceId)
+      .orderBy('started_at')
+      // Two changes in one millisecond leave an empty interval: it comes before the one still open.
+      .orderBy(sql`coalesce(ended_at, ${Number.MAX_SAFE_INTEGER})`)
+      .execute()
+  );
 }
 
 /** A period: [from, until), epoch milliseconds; `until` is the period's end or now, whichever is first. */
