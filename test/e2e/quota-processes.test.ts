@@ -35,7 +35,8 @@ for (const kind of testStores()) {
       VRP_ROLE: 'api',
       ...(pgDb ? { VRP_DATABASE_URL: pgDb.url } : {}),
     };
-    servers.push(...(await Promise.all([startServer(env), startServer(env)])));
+    // A loaded machine starts a process slowly: a minute each.
+    servers.push(...(await Promise.all([startServer(env, 60_000), startServer(env, 60_000)])));
     const token = await fetchToken(servers[0]!.url, app);
     const clients = servers.map((s) => apiClient(() => s.url, token));
     const answers = await Promise.all(
