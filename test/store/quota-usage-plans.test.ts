@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { openStore } from '../../src/store/database.ts';
+import { sqliteHotReadSql } from '../../src/store/hot-reads.ts';
 import { createNodeSqliteDialect } from '../../src/store/node-sqlite.ts';
 import { quotaUse } from '../../src/store/repos/quotas.ts';
 import { recordUsageChange, sumUsage } from '../../src/store/repos/usage-intervals.ts';
@@ -117,3 +118,21 @@ for (const kind of testStores()) {
     }
   });
 }
+
+test("every order's quota read is one primary-key search (sqlite)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-plans-'));
+  try {
+    await (await openStore({ databaseUrl: undefined, dataDir: dir })).close();
+    const raw = new DatabaseSync(join(dir, 'vrp.sqlite'), { readOnly: true });
+    const plan = raw.prepare(`explain query plan ${sqliteHotReadSql().resellerQuota}`).all('r1') as {
+      detail: string;
+    }[];
+    raw.close();
+    assert.deepEqual(
+      plan.map((r) => r.detail),
+      ['SEARCH reseller_quotas USING INDEX sqlite_autoindex_reseller_quotas_1 (reseller_id=?)'],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
