@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
-import { QUOTA_RESOURCES, type Quota, type QuotaUse, UNLIMITED } from '../domain/quotas.ts';
+import { MAX_QUOTA, QUOTA_RESOURCES, type Quota, type QuotaUse, UNLIMITED } from '../domain/quotas.ts';
 import { findQuota, quotaUse, setQuota } from '../store/repos/quotas.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { CommandError, type Output, UsageError } from './output.ts';
 
 /** A cap: a whole number, or `unlimited` to lift it. */
-const CAP = /^[0-9]{1,9}$/;
+const CAP = /^[0-9]{1,10}$/;
 
 /**
  * `vrp reseller quota NAME [--services N] [--cpu N] [--ram N] [--hdd N] [--ip N] [--backup N] [--clear]`:
@@ -32,10 +32,10 @@ export async function resellerQuotaCommand(db: Kysely<Database>, args: string[],
     const v = values[r];
     if (v === undefined) continue;
     if (v === 'unlimited') changes[r] = null;
-    else if (CAP.test(v)) changes[r] = Number(v);
+    else if (CAP.test(v) && Number(v) <= MAX_QUOTA) changes[r] = Number(v);
     else
       throw new UsageError(
-        `reseller quota: --${r} is a whole number (0 to 999999999) or "unlimited", got "${v}"`,
+        `reseller quota: --${r} is a whole number (0 to ${MAX_QUOTA}) or "unlimited", got "${v}"`,
       );
   }
   const changing = Object.keys(changes).length > 0;

@@ -12,7 +12,10 @@ import type { Amounts } from './orders.ts';
 export const QUOTA_RESOURCES = ['services', 'cpu', 'ram', 'hdd', 'ip', 'backup'] as const;
 export type QuotaResource = (typeof QUOTA_RESOURCES)[number];
 
-/** A reseller's caps; null: unlimited. A reseller without any quota has every cap null. */
+/** The largest cap (the store keeps caps as 32-bit integers). */
+export const MAX_QUOTA = 999_999_999;
+
+/** A reseller's caps (0 to MAX_QUOTA); null: unlimited. A reseller without any quota has every cap null. */
 export type Quota = Readonly<Record<QuotaResource, number | null>>;
 
 /** Totals over a reseller's services that are not terminated (or what one request adds to them). */

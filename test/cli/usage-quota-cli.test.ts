@@ -196,7 +196,7 @@ for (const store of testStores()) {
           /--cpu is a whole number \(0 to 999999999\) or "unlimited", got "-1"/,
         ],
         [['reseller', 'quota', 'acme', '--ram', '1.5'], /--ram is a whole number/],
-        [['reseller', 'quota', 'acme', '--hdd', '9999999999'], /--hdd is a whole number/],
+        [['reseller', 'quota', 'acme', '--hdd', '1000000000'], /--hdd is a whole number \(0 to 999999999\)/],
         [['reseller', 'quota', 'acme', '--clear', '--ip', '3'], /--clear takes no other caps/],
         [['reseller', 'quota', 'acme', '--disk', '3'], /Unknown option '--disk'/],
         [['reseller', 'quota', 'acme', 'extra'], /unexpected arguments: extra/],
