@@ -4,7 +4,9 @@ import {
   checkQuota,
   countedSize,
   isUnlimited,
+  MAX_QUOTA,
   orderDemand,
+  QUOTA_RESOURCES,
   type Quota,
   type QuotaUse,
   upgradeDemand,
@@ -51,6 +53,13 @@ export async function setQuota(
   quota: Quota,
   now: number,
 ): Promise<void> {
+  // Callers validate their input (the CLI, the operator API's schema); this guards the column.
+  for (const r of QUOTA_RESOURCES) {
+    const cap = quota[r];
+    if (cap !== null && !(Number.isInteger(cap) && cap >= 0 && cap <= MAX_QUOTA)) {
+      throw new RangeError(`a ${r} cap is a whole number from 0 to ${MAX_QUOTA} or null, got ${cap}`);
+    }
+  }
   if (isUnlimited(quota)) {
     await db.deleteFrom('reseller_quotas').where('reseller_id', '=', resellerId).execute();
     return;
