@@ -48,9 +48,9 @@ export function createOrderPlacer(
 ): OrderPlacer {
   const { db, features, reads } = store;
   // Orders without a key or a quota need no transaction of their own: a burst of them is
-  // group-committed. Whether there is a quota is one prepared read (a Kysely query there cost
-  // a sixth of an order's CPU time); a quota set while such an order is under way does not
-  // apply to it.
+  // group-committed. Whether there is a quota is one prepared read (a Kysely query there added
+  // about a sixth to an order's CPU time in the bench); a quota set while such an order is under
+  // way does not apply to it.
   const services = createServiceInserter(db);
   return {
     async place(order, now, idempotency) {
