@@ -10,11 +10,13 @@ import {
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
 import { CommandError, type Output, positionals, UsageError } from './output.ts';
+import { resellerQuotaCommand } from './quotas.ts';
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 
-/** `vrp reseller create|list|enable|disable`. */
+/** `vrp reseller create|list|enable|disable|quota`. */
 export async function resellerCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
+  if (args[0] === 'quota') return resellerQuotaCommand(db, args.slice(1), out);
   const [sub, name, ...rest] = positionals(args, 'reseller');
   if (sub !== 'list' && sub !== 'create' && sub !== 'enable' && sub !== 'disable') {
     throw new UsageError(`unknown command: reseller ${sub ?? ''}`);

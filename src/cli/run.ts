@@ -12,18 +12,21 @@ import { operatorCommand } from './operators.ts';
 import { CommandError, createOutput, type Output, UsageError } from './output.ts';
 import { resellerCommand } from './resellers.ts';
 import { serveCommand } from './serve.ts';
+import { usageCommand } from './usage.ts';
 
 const USAGE = `usage: vrp <command> [--json]
 
   serve [--no-worker | --worker-only]   run the server (settings from VRP_* environment)
   migrate                               bring the store's schema up to date
   reseller create NAME | list | enable NAME | disable NAME
+  reseller quota NAME [--services N] [--cpu N] [--ram N] [--hdd N] [--ip N] [--backup N] [--clear]
   client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
   client list [--reseller NAME]
   client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
   operator create NAME [--password-stdin] | list | disable NAME | enable NAME
   operator rotate-secret NAME | set-password NAME --password-stdin
   catalog import FILE.json | catalog import - | catalog export
+  usage --from ISO --to ISO [--reseller NAME] [--csv]
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
 
@@ -34,6 +37,7 @@ const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   client: clientCommand,
   operator: operatorCommand,
   catalog: catalogCommand,
+  usage: usageCommand,
 };
 
 /** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */

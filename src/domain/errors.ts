@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   disk_shrink_not_supported: 400,
   backup_quota_exceeded: 400,
   backups_disabled: 400,
+  quota_exceeded: 400,
   weak_password: 400,
   schedule_limit_reached: 400,
   invalid_envelope_variant: 400,

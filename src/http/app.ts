@@ -28,6 +28,7 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
+import { registerUsageRoutes } from './routes/usage.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
@@ -84,6 +85,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerServiceActionRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
+  registerUsageRoutes,
   registerDocsRoutes,
   // The operator API (CONTRACT.md section 11): src/http/operator/.
   registerWhoamiRoute,

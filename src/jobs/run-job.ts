@@ -27,6 +27,7 @@ import {
   type ServicePatch,
   serviceChangeColumns,
 } from '../store/repos/services.ts';
+import { recordUsageChange } from '../store/repos/usage-intervals.ts';
 import type { Database } from '../store/schema.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
@@ -296,5 +297,6 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.projected_resume = after.resume as PowerStatus | null;
     }
     await tx.updateTable('services').set(set).where('id', '=', job.serviceId).execute();
+    if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, now);
   });
 }

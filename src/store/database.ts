@@ -14,6 +14,11 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface DialectFeatures {
   /** `SELECT ... FOR UPDATE SKIP LOCKED` is available (PostgreSQL). */
   readonly skipLocked: boolean;
+  /**
+   * `SELECT ... FOR UPDATE` locks rows (PostgreSQL). SQLite has no row locks and needs none:
+   * its write transactions (BEGIN IMMEDIATE, node-sqlite.ts) already run one at a time.
+   */
+  readonly rowLocks: boolean;
 }
 
 export interface Store {
@@ -85,7 +90,7 @@ export function createStore(options: StoreOptions): Store {
     return {
       db,
       dialect: 'postgres',
-      features: { skipLocked: true },
+      features: { skipLocked: true, rowLocks: true },
       location: storeLocation(options),
       reads: kyselyHotReads(db),
       ping: async () => {
@@ -101,7 +106,7 @@ export function createStore(options: StoreOptions): Store {
   return {
     db,
     dialect: 'sqlite',
-    features: { skipLocked: false },
+    features: { skipLocked: false, rowLocks: false },
     location: storeLocation(options),
     reads,
     ping: async () => {

@@ -11,7 +11,7 @@
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { Database, JobTable, ServiceTable } from './schema.ts';
+import type { Database, JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
 
 export interface HotReads {
   /** The service row if it exists and belongs to the reseller. */
@@ -20,6 +20,8 @@ export interface HotReads {
   ownedServiceStatus(resellerId: string, id: string): Promise<ServiceStatusRow | undefined>;
   /** The service's running job, or else its first queued one. */
   currentJob(serviceId: string): Promise<JobTable | undefined>;
+  /** The reseller's quota row, if it has a quota (every order asks). */
+  resellerQuota(resellerId: string): Promise<ResellerQuotaTable | undefined>;
   close(): void;
 }
 
@@ -35,6 +37,7 @@ const SQL = {
   ownedServiceStatus:
     'select id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
+  resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
 } as const;
 
 type Name = keyof typeof SQL;
@@ -67,6 +70,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
     ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
+    resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
     close: () => db.close(),
   };
 }
@@ -85,6 +89,7 @@ export function kyselyHotReads(db: Kysely<Database>): HotReads {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
     ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
+    resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
     close: () => {},
   };
 }

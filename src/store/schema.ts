@@ -275,6 +275,37 @@ export interface SimBackupTable {
   created_at: number;
 }
 
+/** A reseller's quota (migration 007); a null cap is unlimited, no row no quota at all. */
+export interface ResellerQuotaTable {
+  reseller_id: string;
+  services: number | null;
+  cpu: number | null;
+  ram: number | null;
+  hdd: number | null;
+  ip: number | null;
+  backup: number | null;
+  updated_at: number;
+}
+
+/** A stretch of a service's life with the same resources, for usage reports (migration 007). */
+export interface UsageIntervalTable {
+  id: string;
+  service_id: string;
+  reseller_id: string;
+  product_id: string;
+  cpu: number;
+  ram: number;
+  hdd: number;
+  /** Number of IP addresses. */
+  ip: number;
+  /** Backup space in GB (the service's allowance, not what its backups use). */
+  backup: number;
+  suspended: number;
+  started_at: number;
+  /** Null while open. */
+  ended_at: number | null;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -302,4 +333,6 @@ export interface Database {
   libvirt_vms: LibvirtVmTable;
   sim_backups: SimBackupTable;
   meta: MetaTable;
+  reseller_quotas: ResellerQuotaTable;
+  usage_intervals: UsageIntervalTable;
 }

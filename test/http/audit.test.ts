@@ -353,7 +353,7 @@ for (const store of testStores()) {
     test('an order whose transaction fails leaves no entry (and no service)', async () => {
       // The key is taken between the request's look-up and its write: the transaction that
       // wrote the service and its entry fails at the key, and all of it is rolled back.
-      const placer = createOrderPlacer(t.ctx.store.db, t.ctx.secretBox);
+      const placer = createOrderPlacer(t.ctx.store, t.ctx.secretBox);
       await t.ctx.store.db
         .insertInto('idempotency_keys')
         .values({

@@ -86,6 +86,7 @@ for (const store of testStores()) {
         };
         await ok(variant, 'POST', api('test-connection'));
         await ok(variant, 'GET', api('version'));
+        await ok(variant, 'GET', api('usage'));
         await ok(variant, 'GET', api('products'));
         await ok(variant, 'POST', api('products'));
         await ok(variant, 'GET', api('product/{product_uuid}/plans'), { product_uuid: product.id });

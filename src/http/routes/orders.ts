@@ -84,7 +84,7 @@ function requestHash(order: Order): string {
 
 export function registerOrderRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const orders = createOrderPlacer(db, ctx.secretBox);
+  const orders = createOrderPlacer(ctx.store, ctx.secretBox);
 
   /** The answer to an order: variant A also carries the new server's login. */
   function answer(

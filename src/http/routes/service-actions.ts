@@ -6,6 +6,7 @@ import { checkBounds, shrinksDisk, UPGRADE_FIELD_NAMES } from '../../domain/orde
 import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { usedBackupGb } from '../../store/repos/backups.ts';
+import { checkUpgradeQuota } from '../../store/repos/quotas.ts';
 import type { Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
@@ -171,6 +172,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
             `BACKUP cannot go below the ${used} GB the service's backups use now; delete backups first`,
           );
         }
+        await checkUpgradeQuota(tx, ctx.store.features, service, amounts);
       },
     });
   });

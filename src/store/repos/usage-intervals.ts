@@ -1,0 +1,181 @@
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { uuidv7 } from '../../domain/ids.ts';
+import type { JobAction } from '../../domain/status-machine.ts';
+import {
+  type MeasureTotals,
+  USAGE_MEASURES,
+  type UsageMeasure,
+  type UsageTotals,
+} from '../../domain/usage-report.ts';
+import { randomPoolBytes } from '../../random-pool.ts';
+import type { Database, UsageIntervalTable } from '../schema.ts';
+
+/** The actions whose success changes what a service uses: each closes its interval and opens the next. */
+const USAGE_ACTIONS: ReadonlySet<JobAction> = new Set([
+  'create',
+  'upgrade',
+  'suspend',
+  'unsuspend',
+  'terminate',
+]);
+
+/**
+ * Brings the service's usage interval in line with the service as a job just left it, in the
+ * transaction that records the job's success (jobs/run-job.ts): a service on a host, not
+ * terminated, has one open interval with its current resources and suspension; a change closes
+ * the open one at `now` and opens the next; a terminated service has none open. A job that
+ * changed nothing (a repeat) leaves the interval as it is.
+ */
+export async function recordUsageChange(
+  tx: Kysely<Database>,
+  action: JobAction,
+  serviceId: string,
+  now: number,
+): Promise<void> {
+  if (!USAGE_ACTIONS.has(action)) return;
+  const service = await tx
+    .selectFrom('services')
+    .select(['reseller_id', 'product_id', 'cpu', 'ram', 'hdd', 'ip_count', 'backup', 'status', 'host_id'])
+    .where('id', '=', serviceId)
+    .executeTakeFirst();
+  const open = await tx
+    .selectFrom('usage_intervals')
+    .selectAll()
+    .where('service_id', '=', serviceId)
+    .where('ended_at', 'is', null)
+    .executeTakeFirst();
+  const live = service && service.status !== 'terminated' && service.host_id !== null;
+  const next: UsageIntervalTable | undefined = live
+    ? {
+        id: uuidv7(now, randomPoolBytes(16)),
+        service_id: serviceId,
+        reseller_id: service.reseller_id,
+        product_id: service.product_id,
+        cpu: service.cpu,
+        ram: service.ram,
+        hdd: service.hdd,
+        ip: service.ip_count,
+        backup: service.backup,
+        suspended: service.status === 'suspended' ? 1 : 0,
+        started_at: now,
+        ended_at: null,
+      }
+    : undefined;
+  if (open && next && sameUsage(open, next)) return;
+  if (open)
+    await tx.updateTable('usage_intervals').set({ ended_at: now }).where('id', '=', open.id).execute();
+  if (next) await tx.insertInto('usage_intervals').values(next).execute();
+}
+
+function sameUsage(a: UsageIntervalTable, b: UsageIntervalTable): boolean {
+  return (
+    a.product_id === b.product_id &&
+    a.cpu === b.cpu &&
+    a.ram === b.ram &&
+    a.hdd === b.hdd &&
+    a.ip === b.ip &&
+    a.backup === b.backup &&
+    a.suspended === b.suspended
+  );
+}
+
+/** The intervals of one service, oldest first (tests, the operator's service page). */
+export async function listServiceIntervals(
+  db: Kysely<Database>,
+  serviceId: string,
+): Promise<UsageIntervalTable[]> {
+  return (
+    db
+      .selectFrom('usage_intervals')
+      .selectAll()
+      .where('service_id', '=', serviceId)
+      .orderBy('started_at')
+      // Two changes in one millisecond leave an empty interval: it comes before the one still open.
+      .orderBy(sql`coalesce(ended_at, ${Number.MAX_SAFE_INTEGER})`)
+      .execute()
+  );
+}
+
+/** A period: [from, until), epoch milliseconds; `until` is the period's end or now, whichever is first. */
+export interface UsagePeriod {
+  readonly from: number;
+  readonly until: number;
+  readonly resellerId?: string;
+}
+
+/** Totals of one reseller's use of one product in a period, as the store sums them. */
+export interface UsageTotalsRow {
+  readonly resellerId: string;
+  readonly resellerName: string;
+  readonly productId: string;
+  readonly productName: string;
+  readonly totals: UsageTotals;
+}
+
+/** What each measure sums per interval: 1 for the service itself, else the resource's column. */
+const MEASURE_SQL: Readonly<Record<UsageMeasure, RawBuilder<unknown>>> = {
+  service: sql`1`,
+  cpu: sql.ref('cpu'),
+  ram: sql.ref('ram'),
+  hdd: sql.ref('hdd'),
+  ip: sql.ref('ip'),
+  backup: sql.ref('backup'),
+};
+const STATES = ['running', 'suspended'] as const;
+
+/**
+ * Per reseller and product, the milliseconds x resource its services used in the period, time
+ * suspended apart, each interval clipped to [from, until) (one still open runs until `until`).
+ *
+ * Exact and overflow-free on both databases: milliseconds x GB summed over a million services
+ * could pass 2^63, so each sum is split into whole seconds and remaining milliseconds (both far
+ * from it), put back together with BigInt. The reads are two index ranges: intervals still open,
+ * and those that ended after `from` (usage_intervals_reseller_end for one reseller,
+ * usage_intervals_end for all); one that ended before `from` cannot overlap the period.
+ */
+export async function sumUsage(db: Kysely<Database>, period: UsagePeriod): Promise<UsageTotalsRow[]> {
+  if (period.until <= period.from) return [];
+  // node:sqlite binds numbers as REAL: cast, so that SQLite divides integers as PostgreSQL does.
+  const from = sql`cast(${period.from} as bigint)`;
+  const until = sql`cast(${period.until} as bigint)`;
+  const reseller = period.resellerId === undefined ? sql`` : sql`reseller_id = ${period.resellerId} and`;
+  const start = sql`(case when started_at < ${from} then ${from} else started_at end)`;
+  const columns = STATES.flatMap((state) =>
+    USAGE_MEASURES.flatMap((m) => {
+      const value = sql`(case when suspended = ${sql.lit(state === 'suspended' ? 1 : 0)} then ${MEASURE_SQL[m]} else 0 end)`;
+      return [
+        sql`cast(sum((d / 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_s`)}`,
+        sql`cast(sum((d % 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_ms`)}`,
+      ];
+    }),
+  );
+  const { rows } = await sql<Record<string, string | number | null>>`
+    select i.reseller_id, r.name as reseller_name, i.product_id, p.name as product_name,
+      count(distinct i.service_id) as services, ${sql.join(columns)}
+    from (
+      select service_id, reseller_id, product_id, suspended, cpu, ram, hdd, ip, backup,
+        ${until} - ${start} as d
+      from usage_intervals where ${reseller} ended_at is null and started_at < ${until}
+      union all
+      select service_id, reseller_id, product_id, suspended, cpu, ram, hdd, ip, backup,
+        (case when ended_at > ${until} then ${until} else ended_at end) - ${start} as d
+      from usage_intervals where ${reseller} ended_at > ${from} and started_at < ${until}
+    ) i
+    join resellers r on r.id = i.reseller_id
+    left join products p on p.id = i.product_id
+    group by i.reseller_id, r.name, i.product_id, p.name
+    order by r.name, i.reseller_id, p.name, i.product_id`.execute(db);
+  return rows.map((row) => {
+    const ms = (state: (typeof STATES)[number], m: UsageMeasure) =>
+      BigInt(row[`${state}_${m}_s`] ?? 0) * 1000n + BigInt(row[`${state}_${m}_ms`] ?? 0);
+    const of = (state: (typeof STATES)[number]) =>
+      Object.fromEntries(USAGE_MEASURES.map((m) => [m, ms(state, m)])) as MeasureTotals;
+    return {
+      resellerId: String(row['reseller_id']),
+      resellerName: String(row['reseller_name']),
+      productId: String(row['product_id']),
+      productName: row['product_name'] === null ? '' : String(row['product_name']),
+      totals: { running: of('running'), suspended: of('suspended'), services: Number(row['services']) },
+    };
+  });
+}
