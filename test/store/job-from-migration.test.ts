@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { createStore, type Store } from '../../src/store/database.ts';
-import { migrateTo, migrateToLatest } from '../../src/store/migrate.ts';
+import { migrateTo } from '../../src/store/migrate.ts';
 import { toRunnableJob } from '../../src/store/repos/jobs.ts';
 import { newServiceRow } from '../../src/store/repos/services.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
@@ -82,7 +82,9 @@ for (const kind of testStores()) {
         await oldJob('j1', 1, 'suspend', { reason: 'unpaid', _from: { status: 'stopped', resume: null } });
         await oldJob('j2', 2, 'upgrade', { cpu: 2, ram: 2, hdd: 20, ip: 1, backup: 0 });
 
-        assert.deepEqual(await migrateToLatest(db as Kysely<unknown>), ['005-job-from-state']);
+        assert.deepEqual(await migrateTo(db as Kysely<unknown>, '005-job-from-state'), [
+          '005-job-from-state',
+        ]);
 
         const rows = await db.selectFrom('jobs').selectAll().orderBy('seq').execute();
         const [suspend, upgrade] = rows.map(toRunnableJob);
