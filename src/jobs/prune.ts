@@ -4,9 +4,11 @@ import type { Clock } from '../domain/clock.ts';
 import type { Store } from '../store/database.ts';
 import {
   type PrunedCounts,
+  pruneEvents,
   pruneFinishedJobs,
   pruneIdempotencyKeys,
   pruneScheduleSlots,
+  pruneWebhookDeliveries,
 } from '../store/repos/retention.ts';
 import { createPeriodic } from './periodic.ts';
 
@@ -16,6 +18,8 @@ export interface PrunerOptions {
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   /** Finished jobs and handled schedule slots older than this go. */
   readonly retentionMs: number;
+  /** Events and webhook deliveries older than this go. */
+  readonly eventRetentionMs: number;
   /** Time between runs. */
   readonly intervalMs: number;
   /** Rows per delete statement: each is its own short transaction. */
@@ -31,7 +35,8 @@ export interface Pruner {
 
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
- * retention period, idempotency keys after their 24 hours. It deletes in small batches, each its
+ * retention period, idempotency keys after their 24 hours, events and webhook deliveries after
+ * theirs. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
  */
@@ -55,13 +60,15 @@ export function createPruner(o: PrunerOptions): Pruner {
     const db = o.store.db;
     const now = o.clock.now();
     const before = now - o.retentionMs;
+    const eventsBefore = now - o.eventRetentionMs;
     const counts: PrunedCounts = {
       jobs: await drain(() => pruneFinishedJobs(db, before, batch)),
       scheduleSlots: await drain(() => pruneScheduleSlots(db, before, batch)),
       idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
+      events: await drain(() => pruneEvents(db, eventsBefore, batch)),
+      webhookDeliveries: await drain(() => pruneWebhookDeliveries(db, eventsBefore, batch)),
     };
-    if (counts.jobs + counts.scheduleSlots + counts.idempotencyKeys > 0)
-      o.log.info({ ...counts }, 'pruned old records');
+    if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;
   }
 
