@@ -5,6 +5,9 @@
 import type { JobAction, Status } from './status-machine.ts';
 
 export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
+
+/** CONTRACT.md section 9: webhooks a reseller may register at most. */
+export const MAX_WEBHOOKS_PER_RESELLER = 10;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** A finished job's end: what `job.finished` reports. */

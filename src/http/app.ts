@@ -18,6 +18,7 @@ import { shutdownGate } from './plugins/shutdown.ts';
 import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
 import { registerBackupRoutes } from './routes/backups.ts';
+import { registerEventRoutes } from './routes/events.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
@@ -25,6 +26,7 @@ import { registerProductRoutes } from './routes/products.ts';
 import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
+import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { Caller } from './plugins/authenticate.ts';
@@ -81,6 +83,8 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerServiceActionRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
+  registerEventRoutes,
+  registerWebhookRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

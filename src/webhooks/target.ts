@@ -5,7 +5,7 @@ import type { HostLookup, ResolvedAddress } from './lookup.ts';
 /** The longest receiver URL a webhook may have. */
 export const MAX_URL_LENGTH = 2048;
 
-/** A receiver URL or a host that may not be used; the message says why, for the reseller. */
+/** A receiver URL or a host that may not be used; the message says why (after "url: "), for the reseller. */
 export class TargetRefused extends Error {
   override name = 'TargetRefused';
 }
@@ -20,15 +20,15 @@ export function parseWebhookUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new TargetRefused('url is not an absolute URL');
+    throw new TargetRefused('not an absolute URL');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new TargetRefused('url must start with https:// or http://');
+    throw new TargetRefused('must start with https:// or http://');
   }
   if (url.username !== '' || url.password !== '') {
-    throw new TargetRefused('url must not hold a user name or password; check the signature instead');
+    throw new TargetRefused('must not hold a user name or password (the signature authenticates the sender)');
   }
-  if (url.hostname === '') throw new TargetRefused('url has no host');
+  if (url.hostname === '') throw new TargetRefused('has no host');
   url.hash = '';
   return url;
 }

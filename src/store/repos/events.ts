@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { EventType, NewEvent } from '../../domain/events.ts';
-import { uuidv7 } from '../../domain/ids.ts';
+import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
 import { insertRows } from '../insert-row.ts';
@@ -16,6 +16,9 @@ export interface StoredEvent {
   readonly data: string;
   readonly createdAt: number;
 }
+
+/** Event ids: time-ordered, and in the order this process recorded them within a millisecond too. */
+const nextEventId = createMonotonicUuidv7(() => randomPoolBytes(16));
 
 const toEvent = (r: Pick<EventTable, 'id' | 'type' | 'data' | 'created_at'>): StoredEvent => ({
   id: r.id,
@@ -38,7 +41,7 @@ export async function recordEvents(
 ): Promise<StoredEvent[]> {
   if (events.length === 0) return [];
   const rows = events.map((e) => ({
-    id: uuidv7(now, randomPoolBytes(16)),
+    id: nextEventId(now),
     reseller_id: resellerId,
     type: e.type,
     data: JSON.stringify(e.data),
