@@ -9,6 +9,8 @@ import { Webhook } from 'standardwebhooks';
 import type { HostLookup, ResolvedAddress } from '../../src/webhooks/lookup.ts';
 
 export interface Received {
+  /** The request's path and query. */
+  readonly url: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
   /** The parsed body, once its signature was verified with the webhook's secret. */
@@ -49,6 +51,7 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
     });
     req.on('end', () => {
       const r: Received = {
+        url: req.url ?? '',
         headers: req.headers,
         body,
         verified: (secret) => verify(secret, body, req.headers),
