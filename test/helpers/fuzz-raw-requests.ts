@@ -32,7 +32,12 @@ const BREAKS = [
 type Twist = (typeof KEEPS_ROUTE)[number] | (typeof BREAKS)[number];
 
 function build(req: FuzzRequest, twist: Twist): RawFuzzRequest {
-  let target: Buffer = Buffer.from(req.url, 'utf8');
+  // Characters beyond ASCII go percent-encoded, as app.inject sends them: raw, Node's parser
+  // refuses the request line (that is the raw-byte twists' case, not the route's).
+  let target: Buffer = Buffer.from(
+    req.url.replace(/[^\x00-\x7e]/gu, (c) => encodeURIComponent(c)),
+    'utf8',
+  );
   let version = 'HTTP/1.1';
   const breaks = (BREAKS as readonly string[]).includes(twist);
   // A refused request has no application to take a variant from.
