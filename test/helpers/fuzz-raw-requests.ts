@@ -35,7 +35,7 @@ function build(req: FuzzRequest, twist: Twist): RawFuzzRequest {
   // Characters beyond ASCII go percent-encoded, as app.inject sends them: raw, Node's parser
   // refuses the request line (that is the raw-byte twists' case, not the route's).
   let target: Buffer = Buffer.from(
-    req.url.replace(/[^\x00-\x7e]/gu, (c) => encodeURIComponent(c)),
+    req.url.replace(/[\u{7f}-\u{10ffff}]/gu, (c) => encodeURIComponent(c.toWellFormed())),
     'utf8',
   );
   let version = 'HTTP/1.1';
