@@ -197,7 +197,7 @@ function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
   };
 }
 
-/** Puts the job back in the queue, to run again after `delayMs`, the service back as it was (from its transitional status). */
+/** Puts the job back in the queue, to run again after `delayMs`, the service back as it was. */
 async function retry(
   deps: RunDeps,
   job: Job,

@@ -9,6 +9,7 @@ import { DriverError } from '../../src/drivers/driver.ts';
 import { createScheduler } from '../../src/jobs/scheduler.ts';
 import { createJobSignal } from '../../src/jobs/signal.ts';
 import type { Task } from '../../src/jobs/task.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { withRunningService } from '../helpers/job-worker.ts';
@@ -284,6 +285,43 @@ for (const store of testStores()) {
             action: 'stop',
             status: 'failed',
             error: 'the VM is locked',
+          },
+        ]);
+      }));
+
+    test('a job whose result the store refused is told as the failure it became, never as a success', () =>
+      withRunningService(store, async (s) => {
+        // A hypervisor that reports a garbled amount: NaN, which neither store takes in an integer column.
+        const restart: Task<'restart'> = async (tc) => ({ ...(await TASKS.restart(tc)), cpu: Number.NaN });
+        const before = (await feed(s.t, s.token)).body.data.length;
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        s.worker({ restart });
+        await waitForStatus(s.t, s.token, s.id, 'running');
+        const [job] = (await call(s.t, s.token, 'GET', `service/${s.id}/jobs`)).body.data;
+        assert.equal(job.status, 'failed');
+        const events = (await feed(s.t, s.token)).body.data.slice(before);
+        assert.deepEqual(events.map(gist), [
+          {
+            type: 'service.status_changed',
+            service_id: s.id,
+            from: 'running',
+            to: 'restarting',
+            job_id: job.job_id,
+          },
+          {
+            type: 'service.status_changed',
+            service_id: s.id,
+            from: 'restarting',
+            to: 'running',
+            job_id: job.job_id,
+          },
+          {
+            type: 'job.finished',
+            job_id: job.job_id,
+            service_id: s.id,
+            action: 'restart',
+            status: 'failed',
+            error: 'The result of restart could not be saved',
           },
         ]);
       }));
