@@ -43,8 +43,6 @@ export interface DelivererOptions {
   /** Longest wait between looks at the queue when nothing wakes the loop (default 1 s). */
   readonly pollMs?: number;
   readonly metrics?: WebhookMetrics;
-  /** Called after each attempt with its outcome (tests). */
-  readonly onAttempt?: (delivery: Delivery, outcome: AttemptOutcome) => void;
 }
 
 export interface Deliverer {
@@ -128,7 +126,6 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
     const owned = await recordAttempt(db, d, id, outcome, o.clock.now());
     if (!owned)
       o.log.warn({ webhookId: d.webhookId, eventId: d.eventId }, 'webhook attempt outlived its lease');
-    o.onAttempt?.(d, outcome);
   }
 
   /** Claims what is due for the free senders and starts them; returns how many it started. */
