@@ -231,13 +231,9 @@ export interface SimBackupTable {
   created_at: number;
 }
 
-/**
- * An event of a reseller (CONTRACT.md section 9), recorded in the transaction of the change it
- * tells. On PostgreSQL the row also has `tx` (xid8, its transaction), which only the feed's
- * query reads (see migrations/006).
- */
+/** An event of a reseller (CONTRACT.md section 9), recorded in the transaction of the change it tells. */
 export interface EventTable {
-  /** Feed order, assigned by the store. */
+  /** Feed order, assigned by the store: a reseller's events in commit order (see migrations/006). */
   seq: Generated<number>;
   /** UUIDv7: the event_id clients see, time-ordered. */
   id: string;

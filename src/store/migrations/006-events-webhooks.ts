@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { dialectOf } from '../dialect-of.ts';
 
 // Released migrations are never edited; add a new numbered file instead.
@@ -6,12 +6,10 @@ import { dialectOf } from '../dialect-of.ts';
 /**
  * Events, webhooks and their deliveries (CONTRACT.md section 9).
  *
- * `events.seq` orders the feed. On SQLite writers take turns (BEGIN IMMEDIATE), so a larger seq
- * is always committed later and a reader that has seen seq N will never find a smaller one
- * appear. PostgreSQL hands out identity values before commit, so there each event also records
- * its transaction (`tx`, xid8): the feed orders by (tx, seq) and shows only events of
- * transactions older than every one still running (src/store/repos/events.ts), and a cursor
- * never skips an event that commits late.
+ * `events.seq` orders each reseller's feed in commit order, so that a reader that has seen seq N
+ * never finds a smaller one appear later: on SQLite writers take turns (BEGIN IMMEDIATE); on
+ * PostgreSQL, which hands out identity values before commit, the transactions that record a
+ * reseller's events take turns from their insert to their commit (src/store/repos/events.ts).
  *
  * `webhook_deliveries` is the durable queue: one row per event and webhook, with its attempts,
  * when the next is due, the lease of the process sending it and what the last attempt got. No
@@ -22,7 +20,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   const ms = 'bigint';
   const postgres = dialectOf(db) === 'postgres';
 
-  let events = db.schema
+  await db.schema
     .createTable('events')
     .addColumn('seq', postgres ? 'bigint' : 'integer', (c) =>
       postgres ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey().autoIncrement(),
@@ -31,16 +29,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('reseller_id', 'text', (c) => c.notNull())
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('data', 'text', (c) => c.notNull())
-    .addColumn('created_at', ms, (c) => c.notNull());
-  if (postgres) {
-    events = events.addColumn('tx', sql`xid8`, (c) => c.notNull().defaultTo(sql`pg_current_xact_id()`));
-  }
-  await events.execute();
-  await db.schema
-    .createIndex('events_feed')
-    .on('events')
-    .columns(postgres ? ['reseller_id', 'tx', 'seq'] : ['reseller_id', 'seq'])
+    .addColumn('created_at', ms, (c) => c.notNull())
     .execute();
+  await db.schema.createIndex('events_feed').on('events').columns(['reseller_id', 'seq']).execute();
   await db.schema.createIndex('events_created').on('events').column('created_at').execute();
 
   await db.schema

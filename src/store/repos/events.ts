@@ -27,11 +27,22 @@ const toEvent = (r: Pick<EventTable, 'id' | 'type' | 'data' | 'created_at'>): St
   createdAt: Number(r.created_at),
 });
 
+/** The class of the advisory locks that order a reseller's events on PostgreSQL ("vrpe"). */
+const EVENTS_LOCK_CLASS = 0x76727065;
+
 /**
  * Records a reseller's events, and queues them for each of its webhooks that wants them, in the
- * caller's transaction (the one that makes the change the events tell): the events exist if and
- * only if the change does. One insert for the events, one read of the reseller's webhooks, and
- * one insert of deliveries only if some webhook wants them. Returns the events recorded.
+ * caller's transaction (the one that makes the change the events tell; always a transaction):
+ * the events exist if and only if the change does. One insert for the events, one read of the
+ * reseller's webhooks, and one insert of deliveries only if some webhook wants them. Returns
+ * the events recorded.
+ *
+ * The feed pages by `seq`, so a reseller's events must commit in `seq` order. SQLite's writers
+ * take turns already. On PostgreSQL, which hands out identity values before commit, the
+ * transaction first takes the reseller's advisory lock, held to its commit: transactions that
+ * record one reseller's events take turns from here on (the last statements of a job's end, a
+ * millisecond or two), other resellers' are not held up. The caller writes nothing after this
+ * but new rows, so the lock is never held while waiting for another.
  */
 export async function recordEvents(
   db: Kysely<Database>,
@@ -40,6 +51,9 @@ export async function recordEvents(
   now: number,
 ): Promise<StoredEvent[]> {
   if (events.length === 0) return [];
+  if (dialectOf(db) === 'postgres') {
+    await sql`select pg_advisory_xact_lock(${EVENTS_LOCK_CLASS}, hashtext(${resellerId}))`.execute(db);
+  }
   const rows = events.map((e) => ({
     id: nextEventId(now),
     reseller_id: resellerId,
@@ -60,14 +74,9 @@ export async function recordEvents(
 
 /**
  * The reseller's events after the event `after` (from the first kept if undefined), oldest
- * first; undefined when `after` is not one of the reseller's events (unknown, another
+ * first, in commit order (see recordEvents): a client that pages with the last id it got never
+ * misses an event. Undefined when `after` is not one of the reseller's events (unknown, another
  * reseller's, or pruned).
- *
- * The order is the store's commit order, so a client that pages with the last id it got never
- * misses an event that committed after it read: on SQLite commits take turns, so `seq` is that
- * order; on PostgreSQL events are ordered by their transaction id and shown only once every
- * transaction that could still commit one before them has ended (pg_snapshot_xmin), which holds
- * an event back at most as long as the longest transaction running beside it.
  */
 export async function listEvents(
   db: Kysely<Database>,
@@ -75,47 +84,22 @@ export async function listEvents(
   after: string | undefined,
   limit: number,
 ): Promise<StoredEvent[] | undefined> {
-  const columns = ['id', 'type', 'data', 'created_at'] as const;
-  if (dialectOf(db) === 'sqlite') {
-    let afterSeq = 0;
-    if (after !== undefined) {
-      const cursor = await db
-        .selectFrom('events')
-        .select('seq')
-        .where('id', '=', after)
-        .where('reseller_id', '=', resellerId)
-        .executeTakeFirst();
-      if (!cursor) return undefined;
-      afterSeq = cursor.seq;
-    }
-    const rows = await db
-      .selectFrom('events')
-      .select(columns)
-      .where('reseller_id', '=', resellerId)
-      .where('seq', '>', afterSeq)
-      .orderBy('seq')
-      .limit(limit)
-      .execute();
-    return rows.map(toEvent);
-  }
-  let from = sql<boolean>`true`;
+  let afterSeq = 0;
   if (after !== undefined) {
     const cursor = await db
       .selectFrom('events')
-      .select([sql<string>`tx::text`.as('tx'), 'seq'])
+      .select('seq')
       .where('id', '=', after)
       .where('reseller_id', '=', resellerId)
       .executeTakeFirst();
     if (!cursor) return undefined;
-    from = sql<boolean>`(tx, seq) > (${cursor.tx}::xid8, ${cursor.seq})`;
+    afterSeq = cursor.seq;
   }
   const rows = await db
     .selectFrom('events')
-    .select(columns)
+    .select(['id', 'type', 'data', 'created_at'])
     .where('reseller_id', '=', resellerId)
-    .where(from)
-    .where(sql<boolean>`tx < pg_snapshot_xmin(pg_current_snapshot())`)
-    .orderBy(sql`tx`)
+    .where('seq', '>', afterSeq)
     .orderBy('seq')
     .limit(limit)
     .execute();
