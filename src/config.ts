@@ -83,6 +83,12 @@ export interface Config {
   readonly auditRetentionMs: number;
   /** How often the retention pruner runs. */
   readonly pruneIntervalMs: number;
+  /** Events and webhook deliveries are deleted this long after they were recorded (at least 7 days). */
+  readonly eventRetentionMs: number;
+  /** Webhooks may reach private, loopback and link-local addresses (tests, private deployments). */
+  readonly webhookAllowPrivate: boolean;
+  /** Webhook delivery attempts one process makes at once (one per webhook at a time). */
+  readonly webhookConcurrency: number;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -307,6 +313,9 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetentionMs: readDurationMs(env, 'VRP_JOB_RETENTION', 90 * 86_400_000, 3_600_000),
     auditRetentionMs: readDurationMs(env, 'VRP_AUDIT_RETENTION', 365 * 86_400_000, 86_400_000),
     pruneIntervalMs: readDurationMs(env, 'VRP_PRUNE_INTERVAL', 3_600_000, 1000),
+    eventRetentionMs: readDurationMs(env, 'VRP_EVENT_RETENTION', 30 * 86_400_000, 7 * 86_400_000),
+    webhookAllowPrivate: readBool(env, 'VRP_WEBHOOK_ALLOW_PRIVATE', false),
+    webhookConcurrency: readInt(env, 'VRP_WEBHOOK_CONCURRENCY', 16, 1, 1000),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

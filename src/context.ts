@@ -11,6 +11,7 @@ import { createJobSignal, type JobSignal } from './jobs/signal.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';
+import { type HostLookup, systemLookup } from './webhooks/lookup.ts';
 
 /** Everything the HTTP app, the worker and the scheduler share; built once per process. */
 export interface AppContext {
@@ -24,8 +25,10 @@ export interface AppContext {
   readonly catalog: CatalogCache;
   /** Wakes this process's worker when a request enqueues a job. */
   readonly jobSignal: JobSignal;
-  /** This process's Prometheus metrics: HTTP answers, job runs, the queue. */
+  /** This process's Prometheus metrics: HTTP answers, job runs, the queue, webhook deliveries. */
   readonly metrics: Metrics;
+  /** Resolves webhook receivers' host names (the system resolver; tests give their own). */
+  readonly lookup: HostLookup;
 }
 
 /**
@@ -48,16 +51,18 @@ export async function createContext(config: Config): Promise<AppContext> {
     await store.close();
     throw err;
   }
+  const clock = createClock(config.clockStart, config.clockRate);
   return {
     config,
     store,
-    clock: createClock(config.clockStart, config.clockRate),
+    clock,
     keys,
     signer: createTokenSigner(keys.tokenKey),
     secretBox: createSecretBox(keys.passwordKey),
     clientStates: createClientStateCache((id) => loadAnyClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
-    metrics: createMetrics(store),
+    metrics: createMetrics(store, clock),
+    lookup: systemLookup,
   };
 }

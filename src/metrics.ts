@@ -1,5 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
+import { type Clock, systemClock } from './domain/clock.ts';
 import type { Store } from './store/database.ts';
+import { oldestDueAttempt } from './store/repos/webhook-deliveries.ts';
+import type { FailureReason } from './webhooks/send.ts';
 
 /**
  * What the HTTP layer records: every answer's latency, by method, route pattern and status.
@@ -23,6 +26,14 @@ export interface JobMetrics {
   record(action: string, status: JobRunStatus, seconds: number): void;
 }
 
+/** What the webhook sender records: each attempt, by how it ended. */
+export interface WebhookMetrics {
+  /** An attempt answered 2xx. */
+  sent(): void;
+  /** An attempt that got no 2xx; `final` when it was the delivery's last. */
+  failed(reason: FailureReason, final: boolean): void;
+}
+
 /** The metrics of one process, served at `GET /metrics`. */
 export interface Metrics {
   /**
@@ -32,6 +43,7 @@ export interface Metrics {
   readonly registry: Registry;
   readonly http: HttpMetrics;
   readonly jobs: JobMetrics;
+  readonly webhooks: WebhookMetrics;
 }
 
 /** HTTP answers are milliseconds; the slow end is a store under load. */
@@ -45,7 +57,8 @@ const REFUSED_DEFAULT_METRICS = [
   'nodejs_active_resources_total',
 ];
 
-export function createMetrics(store: Store): Metrics {
+/** `clock` is the server's: the one delivery attempts are scheduled by. */
+export function createMetrics(store: Store, clock: Clock = systemClock): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   // Gauges named like counters, which Prometheus's linter (promtool check metrics) refuses; the
@@ -111,9 +124,45 @@ export function createMetrics(store: Store): Metrics {
       );
     },
   });
+  const sent = new Counter({
+    name: 'vrp_webhook_deliveries_sent_total',
+    help: "Webhook delivery attempts of this process's sender answered with a 2xx.",
+    registers: [registry],
+  });
+  const failed = new Counter({
+    name: 'vrp_webhook_deliveries_failed_total',
+    help: "Webhook delivery attempts of this process's sender that got no 2xx, by reason (status, timeout, network, refused, internal).",
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const abandoned = new Counter({
+    name: 'vrp_webhook_deliveries_abandoned_total',
+    help: "Webhook deliveries this process's sender gave up after their last attempt failed.",
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'vrp_webhook_queue_age_seconds',
+    help: 'How long the longest-waiting due webhook delivery attempt has waited, all processes (0 when none waits; NaN when the store does not answer).',
+    registers: [registry],
+    async collect() {
+      const now = clock.now();
+      const due = await oldestDueAttempt(store.db, now).then(
+        (at) => (at === undefined ? 0 : Math.max(0, now - at) / 1000),
+        () => Number.NaN,
+      );
+      this.set(due);
+    },
+  });
   return {
     registry,
     http,
+    webhooks: {
+      sent: () => sent.inc(),
+      failed(reason, final) {
+        failed.labels(reason).inc();
+        if (final) abandoned.inc();
+      },
+    },
     jobs: {
       record(action, status, seconds) {
         finished.labels(action, status).inc();

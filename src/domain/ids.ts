@@ -22,3 +22,28 @@ export function uuidv7(nowMs: number, random: Uint8Array): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+/**
+ * UUIDv7 ids that sort in the order they were made by this generator, also within one
+ * millisecond or when the clock steps back (RFC 9562 section 6.2, method 2): such an id reuses
+ * the last one's time and random bits and counts up in its last 56 bits, which stay unguessable
+ * as the first value was random. `random` gives 16 fresh bytes per call.
+ */
+export function createMonotonicUuidv7(random: () => Uint8Array): (nowMs: number) => string {
+  let lastMs = Number.NEGATIVE_INFINITY;
+  let last = new Uint8Array(16);
+  return (nowMs) => {
+    const ms = Math.floor(nowMs);
+    if (ms > lastMs) {
+      lastMs = ms;
+      last = Uint8Array.from(random());
+    } else {
+      // Bytes 9..15 as one counter; byte 8 keeps the variant bits.
+      for (let i = 15; i >= 9; i--) {
+        last[i] = (last[i]! + 1) & 0xff;
+        if (last[i] !== 0) break;
+      }
+    }
+    return uuidv7(lastMs, last);
+  };
+}

@@ -21,6 +21,7 @@ import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
 import { registerBackupRoutes } from './routes/backups.ts';
 import { registerDocsRoutes } from './routes/docs-page.ts';
+import { registerEventRoutes } from './routes/events.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
@@ -29,6 +30,7 @@ import { registerScheduleRoutes } from './routes/schedules.ts';
 import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
+import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
@@ -89,6 +91,8 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerDocsRoutes,
   // The operator API (CONTRACT.md section 11): src/http/operator/.
   registerWhoamiRoute,
+  registerEventRoutes,
+  registerWebhookRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

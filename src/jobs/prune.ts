@@ -5,9 +5,11 @@ import type { Store } from '../store/database.ts';
 import {
   type PrunedCounts,
   pruneAuditEntries,
+  pruneEvents,
   pruneFinishedJobs,
   pruneIdempotencyKeys,
   pruneScheduleSlots,
+  pruneWebhookDeliveries,
 } from '../store/repos/retention.ts';
 import { createPeriodic } from './periodic.ts';
 
@@ -19,6 +21,8 @@ export interface PrunerOptions {
   readonly retentionMs: number;
   /** Audit log entries older than this go. */
   readonly auditRetentionMs: number;
+  /** Events and webhook deliveries older than this go. */
+  readonly eventRetentionMs: number;
   /** Time between runs. */
   readonly intervalMs: number;
   /** Rows per delete statement: each is its own short transaction. */
@@ -34,7 +38,8 @@ export interface Pruner {
 
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
- * retention period, idempotency keys after their 24 hours, audit entries after theirs. It deletes in small batches, each its
+ * retention period, idempotency keys after their 24 hours, audit entries, events and webhook
+ * deliveries after theirs. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
  */
@@ -58,11 +63,14 @@ export function createPruner(o: PrunerOptions): Pruner {
     const db = o.store.db;
     const now = o.clock.now();
     const before = now - o.retentionMs;
+    const eventsBefore = now - o.eventRetentionMs;
     const counts: PrunedCounts = {
       jobs: await drain(() => pruneFinishedJobs(db, before, batch)),
       scheduleSlots: await drain(() => pruneScheduleSlots(db, before, batch)),
       idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
       auditEntries: await drain(() => pruneAuditEntries(db, now - o.auditRetentionMs, batch)),
+      events: await drain(() => pruneEvents(db, eventsBefore, batch)),
+      webhookDeliveries: await drain(() => pruneWebhookDeliveries(db, eventsBefore, batch)),
     };
     if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;

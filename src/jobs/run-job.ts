@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { jobFinished, statusChanged } from '../domain/events.ts';
 import {
   decide,
   isStable,
@@ -12,6 +13,7 @@ import {
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { recordEvents } from '../store/repos/events.ts';
 import {
   type ClaimedJob,
   type Job,
@@ -95,12 +97,15 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
 
   try {
     await guarded(db, job, deps.workerId, async (tx) => {
+      const now = clock.now();
+      const shown = transitionalStatus(job.action, from.status);
       await recordJobFrom(tx, job.id, from);
       await tx
         .updateTable('services')
-        .set({ status: transitionalStatus(job.action, from.status), updated_at: clock.now() })
+        .set({ status: shown, updated_at: now })
         .where('id', '=', service.id)
         .execute();
+      await recordEvents(tx, job.resellerId, statusChanged(service.id, service.status, shown, job.id), now);
     });
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
@@ -219,6 +224,8 @@ async function retry(
         .set({ status: from.status, active_job_id: null, updated_at: now })
         .where('id', '=', job.serviceId)
         .execute();
+      const shown = transitionalStatus(job.action, from.status);
+      await recordEvents(tx, job.resellerId, statusChanged(job.serviceId, shown, from.status, job.id), now);
     });
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
@@ -277,10 +284,14 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       .execute();
     const service = await tx
       .selectFrom('services')
-      .select(['pending_jobs', 'projected_status', 'projected_resume'])
+      .select(['status', 'pending_jobs', 'projected_status', 'projected_resume'])
       .where('id', '=', job.serviceId)
       .executeTakeFirst();
-    if (!service) return;
+    const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
+    if (!service) {
+      await recordEvents(tx, job.resellerId, [finished], now);
+      return;
+    }
     const pending = Math.max(0, service.pending_jobs - 1);
     const set: ServicePatch = { ...patch, active_job_id: null, pending_jobs: pending, updated_at: now };
     if (after) {
@@ -298,5 +309,8 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     }
     await tx.updateTable('services').set(set).where('id', '=', job.serviceId).execute();
     if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, now);
+    const changed =
+      set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id);
+    await recordEvents(tx, job.resellerId, [...changed, finished], now);
   });
 }

@@ -3,10 +3,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError } from '../domain/errors.ts';
+import { jobFinished } from '../domain/events.ts';
 import { nextRunAt, parseBsDays, parseBsTime, slotAfter, slotsBetween } from '../domain/schedules.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
 import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
+import { recordEvents } from '../store/repos/events.ts';
 import { insertJob } from '../store/repos/jobs.ts';
 import { insertSlot, type SlotOutcome } from '../store/repos/schedule-slots.ts';
 import type { Database } from '../store/schema.ts';
@@ -80,7 +82,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       .where('job_seq', '=', service.job_seq)
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) throw new SeqConflict();
-    const { id } = await insertJob(tx, {
+    const job = await insertJob(tx, {
       id: randomUUID(),
       serviceId: s.serviceId,
       resellerId: s.resellerId,
@@ -90,11 +92,13 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       now,
       skipped: { reason },
     });
+    // A skipped job is a finished one: it is told like any other.
+    await recordEvents(tx, s.resellerId, [jobFinished(job, 'skipped', reason)], now);
     o.log.info(
       { serviceId: s.serviceId, scheduleId: s.id, slot: iso(slot), reason },
       'scheduled backup skipped',
     );
-    return id;
+    return job.id;
   }
 
   /** Queues the slot's backup, or records why the service refuses it. */

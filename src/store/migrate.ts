@@ -5,6 +5,7 @@ import * as m002 from './migrations/002-services-status-index.ts';
 import * as m003 from './migrations/003-job-step-marker.ts';
 import * as m004 from './migrations/004-retention-indexes.ts';
 import * as m005 from './migrations/005-job-from-state.ts';
+import * as m006 from './migrations/006-events-webhooks.ts';
 import * as m007 from './migrations/007-quotas-usage.ts';
 import * as m008 from './migrations/008-operators-audit.ts';
 
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003-job-step-marker': m003,
   '004-retention-indexes': m004,
   '005-job-from-state': m005,
+  '006-events-webhooks': m006,
   '007-quotas-usage': m007,
   '008-operators-audit': m008,
 };

@@ -4,6 +4,8 @@
  * Status columns are typed as the values the code writes, so reads need no casts; only this
  * code writes them.
  */
+import type { Generated } from 'kysely';
+import type { EventType } from '../domain/events.ts';
 import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/status-machine.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
@@ -306,6 +308,52 @@ export interface UsageIntervalTable {
   ended_at: number | null;
 }
 
+/** An event of a reseller (CONTRACT.md section 9), recorded in the transaction of the change it tells. */
+export interface EventTable {
+  /** Feed order, assigned by the store: a reseller's events in commit order (see migrations/006). */
+  seq: Generated<number>;
+  /** UUIDv7: the event_id clients see, time-ordered. */
+  id: string;
+  reseller_id: string;
+  type: EventType;
+  /** JSON of the event's data. */
+  data: string;
+  created_at: number;
+}
+
+export interface WebhookTable {
+  id: string;
+  reseller_id: string;
+  url: string;
+  /** JSON array of the event types to send; null: all of them. */
+  event_types: string | null;
+  /** The `whsec_` secret, sealed by the secret box (auth/secret-box.ts). */
+  secret_enc: string;
+  created_at: number;
+}
+
+/** `pending` until a 2xx (`succeeded`) or the last attempt (`failed`). */
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One event for one webhook: the durable delivery queue. */
+export interface WebhookDeliveryTable {
+  webhook_id: string;
+  event_id: string;
+  status: DeliveryStatus;
+  /** Attempts started (counted when claimed). */
+  attempts: number;
+  /** When the next attempt is due (server clock). */
+  next_attempt_at: number;
+  /** The process sending it now, and until when (real time) it owns the attempt. */
+  locked_by: string | null;
+  locked_until: number | null;
+  /** HTTP status of the last attempt, if it got one. */
+  last_status: number | null;
+  last_error: string | null;
+  created_at: number;
+  finished_at: number | null;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -335,4 +383,7 @@ export interface Database {
   meta: MetaTable;
   reseller_quotas: ResellerQuotaTable;
   usage_intervals: UsageIntervalTable;
+  events: EventTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
 }

@@ -14,6 +14,7 @@ const MIGRATIONS = [
   '003-job-step-marker',
   '004-retention-indexes',
   '005-job-from-state',
+  '006-events-webhooks',
   '007-quotas-usage',
   '008-operators-audit',
 ];

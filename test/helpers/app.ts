@@ -20,8 +20,10 @@ import { type App, buildApp } from '../../src/http/app.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
+import type { HostLookup } from '../../src/webhooks/lookup.ts';
 import { checkResponses } from './response-check.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
+import { offlineLookup } from './webhooks.ts';
 
 export const BASE = '/vps_reseller_provider/public';
 export const API = `${BASE}/api/v2`;
@@ -68,6 +70,8 @@ export async function createTestApp(
     worker?: boolean;
     store?: StoreKind;
     clock?: Clock;
+    /** Resolves webhook hosts (default: no name resolves; no test asks a DNS server anything). */
+    lookup?: HostLookup;
     /** Where the app and its worker log, at trace level (silent without it). */
     log?: Writable;
   } = {},
@@ -77,7 +81,11 @@ export async function createTestApp(
   const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
   const created = await createContext(config);
   // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock.
-  const ctx: AppContext = options.clock ? { ...created, clock: options.clock } : created;
+  const ctx: AppContext = {
+    ...created,
+    ...(options.clock ? { clock: options.clock } : {}),
+    lookup: options.lookup ?? offlineLookup,
+  };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
   // Every answer a test sees must be one docs/openapi.json gives (response-check.ts).

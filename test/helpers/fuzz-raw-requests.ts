@@ -32,7 +32,12 @@ const BREAKS = [
 type Twist = (typeof KEEPS_ROUTE)[number] | (typeof BREAKS)[number];
 
 function build(req: FuzzRequest, twist: Twist): RawFuzzRequest {
-  let target: Buffer = Buffer.from(req.url, 'utf8');
+  // Characters beyond ASCII go percent-encoded, as app.inject sends them: raw, Node's parser
+  // refuses the request line (that is the raw-byte twists' case, not the route's).
+  let target: Buffer = Buffer.from(
+    req.url.replace(/[\u{7f}-\u{10ffff}]/gu, (c) => encodeURIComponent(c.toWellFormed())),
+    'utf8',
+  );
   let version = 'HTTP/1.1';
   // Node's parser refuses a target with raw bytes outside visible ASCII (a path segment such as
   // `ü` as it is), whatever the twist.

@@ -480,6 +480,7 @@ for (const store of testStores()) {
           log: silent,
           retentionMs: 90 * DAY,
           auditRetentionMs: 365 * DAY,
+          eventRetentionMs: 30 * DAY,
           intervalMs: 60_000,
           batch: 3,
         });

@@ -146,6 +146,11 @@ for (const store of testStores()) {
         assert.ok((await ok(variant, 'GET', svc('details'), id)).terminated_at);
         const jobs = await ok(variant, 'GET', svc('jobs'), id);
         assert.ok(jobs.length > 10 && jobs.every((j: any) => j.finished_at !== null));
+        const events = await ok(variant, 'GET', api('events'));
+        assert.ok(events.some((e: any) => e.type === 'job.finished' && e.data.service_id === service_id));
+        const hook = await ok(variant, 'POST', api('webhooks'), {}, { url: 'https://93.184.216.34/hook' });
+        assert.equal((await ok(variant, 'GET', api('webhooks'))).length, 1);
+        await ok(variant, 'POST', api('webhooks/{webhook_id}/delete'), { webhook_id: hook.webhook_id });
 
         // Errors: the error envelope of the variant, with a documented error_code.
         const refused = [

@@ -55,18 +55,34 @@ for (const store of testStores()) {
             log: silent,
             retentionMs: 90 * DAY,
             auditRetentionMs: 365 * DAY,
+            eventRetentionMs: 90 * DAY,
             intervalMs: 60_000,
             batch: 3,
           });
 
         // 89 days on: jobs and slots are kept; the idempotency key (24 h) is gone.
         const early = await prunerAt(Date.now() + 89 * DAY).run();
-        assert.deepEqual(early, { jobs: 0, scheduleSlots: 0, idempotencyKeys: 1, auditEntries: 0 });
+        assert.deepEqual(early, {
+          jobs: 0,
+          scheduleSlots: 0,
+          idempotencyKeys: 1,
+          events: 0,
+          webhookDeliveries: 0,
+          auditEntries: 0,
+        });
         assert.equal((await call(t, token, 'GET', `service/${id}/jobs`)).body.data.length, 4);
 
         // 91 days on: every finished job goes (4, in batches of 3), the queued one stays.
         const late = await prunerAt(Date.now() + 91 * DAY).run();
-        assert.deepEqual(late, { jobs: 4, scheduleSlots: 1, idempotencyKeys: 0, auditEntries: 0 });
+        // Each job told its start, its end and its outcome: 3 events each.
+        assert.deepEqual(late, {
+          jobs: 4,
+          scheduleSlots: 1,
+          idempotencyKeys: 0,
+          events: 12,
+          webhookDeliveries: 0,
+          auditEntries: 0,
+        });
         assert.deepEqual((await call(t, token, 'GET', `service/${id}/jobs`)).body.data, []);
         const queued = (await call(t, token, 'GET', `service/${waiting}/jobs`)).body.data;
         assert.deepEqual(
@@ -112,6 +128,7 @@ for (const store of testStores()) {
           log,
           retentionMs: DAY,
           auditRetentionMs: DAY,
+          eventRetentionMs: 7 * DAY,
           intervalMs: 10,
         });
         pruner.start();

@@ -46,6 +46,7 @@ export function auditContext(request: FastifyRequest): AuditContext {
 const TARGET_PARAMS = [
   ['backup_id', 'backup'],
   ['backup_schedule_id', 'backup_schedule'],
+  ['webhook_id', 'webhook'],
   ['service_id', 'service'],
 ] as const;
 

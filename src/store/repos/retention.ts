@@ -8,6 +8,8 @@ export interface PrunedCounts {
   scheduleSlots: number;
   idempotencyKeys: number;
   auditEntries: number;
+  events: number;
+  webhookDeliveries: number;
 }
 
 /**
@@ -73,6 +75,44 @@ export async function pruneIdempotencyKeys(
           .where('created_at', '<=', now - IDEMPOTENCY_TTL_MS)
           .limit(batch)
           .$asTuple('reseller_id', 'key'),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes at most `batch` events recorded before `before` (the events' retention). */
+export async function pruneEvents(db: Kysely<Database>, before: number, batch: number): Promise<number> {
+  const r = await db
+    .deleteFrom('events')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('events').select('id').where('created_at', '<', before).limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/**
+ * Deletes at most `batch` webhook deliveries queued before `before`. Kept as long as their
+ * events, they are long finished by then (the last retry comes about 28 hours after the
+ * event; events are kept at least 7 days); this also takes those of deleted webhooks.
+ */
+export async function pruneWebhookDeliveries(
+  db: Kysely<Database>,
+  before: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('webhook_deliveries')
+    .where(({ eb, refTuple, selectFrom }) =>
+      eb(
+        refTuple('webhook_id', 'event_id'),
+        'in',
+        selectFrom('webhook_deliveries')
+          .select(['webhook_id', 'event_id'])
+          .where('created_at', '<', before)
+          .limit(batch)
+          .$asTuple('webhook_id', 'event_id'),
       ),
     )
     .executeTakeFirst();

@@ -1,0 +1,56 @@
+/**
+ * The events a reseller can pull from the feed or receive by webhook (CONTRACT.md section 9):
+ * their types and the data each carries, in the API's words (snake_case, as sent).
+ */
+import type { JobAction, Status } from './status-machine.ts';
+
+export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
+
+/** CONTRACT.md section 9: webhooks a reseller may register at most. */
+export const MAX_WEBHOOKS_PER_RESELLER = 10;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** A finished job's end: what `job.finished` reports. */
+export type FinishedJobStatus = 'succeeded' | 'failed' | 'skipped';
+
+export interface StatusChangedData {
+  readonly service_id: string;
+  readonly from: Status;
+  readonly to: Status;
+  /** The job whose run changed the status. */
+  readonly job_id: string | null;
+}
+
+export interface JobFinishedData {
+  readonly job_id: string;
+  readonly service_id: string;
+  readonly action: JobAction;
+  readonly status: FinishedJobStatus;
+  readonly error: string | null;
+}
+
+/** An event still to be recorded: its type and its data. */
+export type NewEvent =
+  | { readonly type: 'service.status_changed'; readonly data: StatusChangedData }
+  | { readonly type: 'job.finished'; readonly data: JobFinishedData };
+
+/** `service.status_changed`, or nothing when the status stays as it was. */
+export function statusChanged(serviceId: string, from: Status, to: Status, jobId: string | null): NewEvent[] {
+  if (from === to) return [];
+  return [{ type: 'service.status_changed', data: { service_id: serviceId, from, to, job_id: jobId } }];
+}
+
+export function jobFinished(
+  job: { readonly id: string; readonly serviceId: string; readonly action: JobAction },
+  status: FinishedJobStatus,
+  error: string | null,
+): NewEvent {
+  return {
+    type: 'job.finished',
+    data: { job_id: job.id, service_id: job.serviceId, action: job.action, status, error },
+  };
+}
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}

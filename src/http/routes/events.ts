@@ -1,0 +1,103 @@
+import { type Static, Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { JOB_ACTIONS, STATUSES } from '../../domain/status-machine.ts';
+import { listEvents, type StoredEvent } from '../../store/repos/events.ts';
+import { apiRoute } from '../api-route.ts';
+import type { App } from '../app.ts';
+import { API } from '../base-path.ts';
+import { applicationCaller } from '../plugins/authenticate.ts';
+import { isUuid, Nullable, StringEnum } from '../schemas.ts';
+
+const Id = Type.String({ format: 'uuid' });
+const Timestamp = Type.String({ format: 'date-time' });
+
+const StatusChangedEvent = Type.Object(
+  {
+    event_id: Id,
+    type: Type.Literal('service.status_changed'),
+    created_at: Timestamp,
+    data: Type.Object({
+      service_id: Id,
+      from: StringEnum(STATUSES),
+      to: StringEnum(STATUSES),
+      job_id: Nullable(Type.String({ format: 'uuid' })),
+    }),
+  },
+  {
+    title: 'service.status_changed',
+    description: "A service's status changed; job_id is the job that changed it.",
+  },
+);
+
+const JobFinishedEvent = Type.Object(
+  {
+    event_id: Id,
+    type: Type.Literal('job.finished'),
+    created_at: Timestamp,
+    data: Type.Object({
+      job_id: Id,
+      service_id: Id,
+      action: StringEnum(JOB_ACTIONS),
+      status: StringEnum(['succeeded', 'failed', 'skipped']),
+      error: Nullable(Type.String()),
+    }),
+  },
+  {
+    title: 'job.finished',
+    description: 'A job ended: succeeded, failed (error says why) or skipped (a scheduled backup).',
+  },
+);
+
+/** An event as the feed shows it; webhooks send the same `type` and `data`. */
+export const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
+
+export function eventView(e: StoredEvent): Static<typeof EventPayload> {
+  // The data was recorded from the same shapes (domain/events.ts) as JSON text.
+  return {
+    event_id: e.id,
+    type: e.type,
+    created_at: new Date(e.createdAt).toISOString(),
+    data: JSON.parse(e.data),
+  } as Static<typeof EventPayload>;
+}
+
+const EventsQuery = Type.Object({
+  after: Type.Optional(Type.String({ maxLength: 64 })),
+  limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
+});
+
+/** CONTRACT.md section 9: the events feed, for clients that pull instead of receiving webhooks. */
+export function registerEventRoutes(app: App, ctx: AppContext): void {
+  app.get(
+    `${API}/events`,
+    apiRoute('service', {
+      operationId: 'events',
+      tags: ['Events'],
+      summary: "The reseller's events, oldest first",
+      description:
+        'Events after the event `after` (from the oldest kept when absent), oldest first, at most `limit` ' +
+        '(1 to 1000, default 100). Page by passing the last event_id received as `after`; an empty list ' +
+        'means there is nothing newer yet. Events are kept at least 7 days; an `after` that names no ' +
+        'event of the reseller (unknown or no longer kept) is 400 validation_failed.',
+      querystring: EventsQuery,
+      response: { 200: Type.Array(EventPayload) },
+    }),
+    async (request) => {
+      const limit = Number(request.query.limit ?? 100);
+      if (limit < 1 || limit > 1000)
+        throw new ApiError('validation_failed', 'limit must be between 1 and 1000');
+      const after = request.query.after?.toLowerCase();
+      if (after !== undefined && !isUuid(after))
+        throw new ApiError('validation_failed', 'after must be an event_id received from this feed');
+      const events = await listEvents(ctx.store.db, applicationCaller(request).resellerId, after, limit);
+      if (!events) {
+        throw new ApiError(
+          'validation_failed',
+          'after names no event of yours (unknown, or older than the events kept); read the feed again without after',
+        );
+      }
+      return events.map(eventView);
+    },
+  );
+}

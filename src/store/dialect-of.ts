@@ -1,0 +1,11 @@
+import { type Kysely, PostgresAdapter } from 'kysely';
+import type { DialectName } from './database.ts';
+
+/**
+ * The dialect behind a database or transaction, for the few statements that must differ (a
+ * migration's column types, the event feed's visibility rule). Read from Kysely's adapter, which a
+ * database and its transactions share, so code that gets only a `Kysely` need not be told.
+ */
+export function dialectOf<DB>(db: Kysely<DB>): DialectName {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}

@@ -1,0 +1,121 @@
+import { type Kysely, sql } from 'kysely';
+import type { EventType, NewEvent } from '../../domain/events.ts';
+import { createMonotonicUuidv7 } from '../../domain/ids.ts';
+import { randomPoolBytes } from '../../random-pool.ts';
+import { dialectOf } from '../dialect-of.ts';
+import { insertRows } from '../insert-row.ts';
+import type { Database, EventTable } from '../schema.ts';
+import { type DeliveryKey, enqueueDeliveries } from './webhook-deliveries.ts';
+import { receives, webhookSubscriptions } from './webhooks.ts';
+
+/** An event as stored: its data is kept as the JSON text it was recorded as. */
+export interface StoredEvent {
+  readonly id: string;
+  readonly type: EventType;
+  /** JSON text of the event's data. */
+  readonly data: string;
+  readonly createdAt: number;
+}
+
+/** Event ids: time-ordered, and in the order this process recorded them within a millisecond too. */
+const nextEventId = createMonotonicUuidv7(() => randomPoolBytes(16));
+
+const toEvent = (r: Pick<EventTable, 'id' | 'type' | 'data' | 'created_at'>): StoredEvent => ({
+  id: r.id,
+  type: r.type,
+  data: r.data,
+  createdAt: Number(r.created_at),
+});
+
+/** The class of the advisory locks that order a reseller's events on PostgreSQL ("vrpe"). */
+const EVENTS_LOCK_CLASS = 0x76727065;
+
+/**
+ * Records a reseller's events, and queues them for each of its webhooks that wants them, in the
+ * caller's transaction (the one that makes the change the events tell; always a transaction):
+ * the events exist if and only if the change does. One insert for the events, one read of the
+ * reseller's webhooks, and one insert of deliveries only if some webhook wants them. Returns
+ * the events recorded.
+ *
+ * The feed pages by `seq`, so a reseller's events must commit in `seq` order. SQLite's writers
+ * take turns already. On PostgreSQL, which hands out identity values before commit, the
+ * transaction first takes the reseller's advisory lock, held to its commit: transactions that
+ * record one reseller's events take turns from here on (the last statements of a job's end, a
+ * millisecond or two), other resellers' are not held up. The caller writes nothing after this
+ * but new rows, so the lock is never held while waiting for another.
+ */
+export async function recordEvents(
+  db: Kysely<Database>,
+  resellerId: string,
+  events: readonly NewEvent[],
+  now: number,
+): Promise<StoredEvent[]> {
+  if (events.length === 0) return [];
+  if (dialectOf(db) === 'postgres') {
+    await sql`select pg_advisory_xact_lock(${EVENTS_LOCK_CLASS}, hashtext(${resellerId}))`.execute(db);
+  }
+  const rows = events.map((e) => ({
+    id: nextEventId(now),
+    reseller_id: resellerId,
+    type: e.type,
+    data: JSON.stringify(e.data),
+    created_at: now,
+  }));
+  await insertRows(db, 'events', rows);
+  const hooks = await webhookSubscriptions(db, resellerId);
+  const deliveries: DeliveryKey[] = [];
+  for (const hook of hooks) {
+    for (const row of rows)
+      if (receives(hook, row.type)) deliveries.push({ webhookId: hook.id, eventId: row.id });
+  }
+  if (deliveries.length > 0) await enqueueDeliveries(db, deliveries, now);
+  return rows.map(toEvent);
+}
+
+/**
+ * The reseller's events after the event `after` (from the first kept if undefined), oldest
+ * first, in commit order (see recordEvents): a client that pages with the last id it got never
+ * misses an event. Undefined when `after` is not one of the reseller's events (unknown, another
+ * reseller's, or pruned).
+ */
+export async function listEvents(
+  db: Kysely<Database>,
+  resellerId: string,
+  after: string | undefined,
+  limit: number,
+): Promise<StoredEvent[] | undefined> {
+  let afterSeq = 0;
+  if (after !== undefined) {
+    const cursor = await db
+      .selectFrom('events')
+      .select('seq')
+      .where('id', '=', after)
+      .where('reseller_id', '=', resellerId)
+      .executeTakeFirst();
+    if (!cursor) return undefined;
+    afterSeq = cursor.seq;
+  }
+  const rows = await db
+    .selectFrom('events')
+    .select(['id', 'type', 'data', 'created_at'])
+    .where('reseller_id', '=', resellerId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+  return rows.map(toEvent);
+}
+
+/** Events by id, whoever owns them (the sender's read). */
+export async function eventsById(
+  db: Kysely<Database>,
+  ids: readonly string[],
+): Promise<Map<string, StoredEvent>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('events')
+    .select(['id', 'type', 'data', 'created_at'])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(rows.map((r) => [r.id, toEvent(r)]));
+}

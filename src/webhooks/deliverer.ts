@@ -1,0 +1,256 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { SecretBox } from '../auth/secret-box.ts';
+import type { Clock } from '../domain/clock.ts';
+import { createJobSignal } from '../jobs/signal.ts';
+import type { WebhookMetrics } from '../metrics.ts';
+import type { Store } from '../store/database.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import { eventsById, type StoredEvent } from '../store/repos/events.ts';
+import {
+  type AttemptOutcome,
+  claimDeliveries,
+  type Delivery,
+  dropDelivery,
+  recordAttempt,
+  releaseAttempt,
+} from '../store/repos/webhook-deliveries.ts';
+import { type Webhook, webhooksById } from '../store/repos/webhooks.ts';
+import type { HostLookup } from './lookup.ts';
+import { retryDelayMs } from './retry-schedule.ts';
+import { postWebhook, SendFailure } from './send.ts';
+import { signMessage } from './signature.ts';
+import { resolveTarget, TargetRefused } from './target.ts';
+
+/** CONTRACT.md section 9: a 2xx within 10 s is a success. */
+export const DELIVERY_TIMEOUT_MS = 10_000;
+
+export interface DelivererOptions {
+  readonly store: Store;
+  /** The server's clock: when attempts are due. Leases and the signature's timestamp are in real time. */
+  readonly clock: Clock;
+  readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  readonly secretBox: SecretBox;
+  readonly lookup: HostLookup;
+  /** Receivers on private, loopback and link-local addresses are allowed (VRP_WEBHOOK_ALLOW_PRIVATE). */
+  readonly allowPrivate: boolean;
+  /** Attempts under way at once, each to a different webhook. */
+  readonly concurrency: number;
+  /** How long an attempt waits for an answer (default 10 s). */
+  readonly timeoutMs?: number;
+  /** How long a claimed attempt stays this process's (default: three times the timeout). */
+  readonly leaseMs?: number;
+  /** Longest wait between looks at the queue when nothing wakes the loop (default 1 s). */
+  readonly pollMs?: number;
+  readonly metrics?: WebhookMetrics;
+}
+
+export interface Deliverer {
+  readonly id: string;
+  start(): void;
+  /**
+   * Stops claiming, waits up to `graceMs` for the attempts under way, then aborts the rest and
+   * gives them back to the queue unmade (another process, or this one restarted, makes them).
+   */
+  stop(graceMs?: number): Promise<void>;
+  /** Looks at the queue now (events were just recorded in this process). */
+  notify(): void;
+  /** Makes every attempt due now, and waits for them; returns how many (tests, without the loop). */
+  pass(): Promise<number>;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The message body (Standard Webhooks): type, the event's time, and its data as recorded. */
+function messageBody(event: StoredEvent): string {
+  return `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(iso(event.createdAt))},"data":${event.data}}`;
+}
+
+/**
+ * Sends the queued webhook deliveries: claims due attempts (at most one per webhook at a time in
+ * this process, so a receiver that hangs or has a backlog holds one of `concurrency` senders and
+ * never delays other webhooks), signs and POSTs each to its checked address, and records the
+ * outcome: success, or the next attempt on the retry schedule, or, after the last, failure.
+ */
+export function createDeliverer(o: DelivererOptions): Deliverer {
+  const id = `webhooks-${randomUUID()}`;
+  const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const leaseMs = o.leaseMs ?? timeoutMs * 3;
+  const pollMs = o.pollMs ?? 1000;
+  const db = o.store.db;
+  const wake = createJobSignal();
+  /** Attempts under way, by webhook. */
+  const sending = new Map<string, Promise<void>>();
+  let loopAbort = new AbortController();
+  let sendAbort = new AbortController();
+  let loop: Promise<void> | undefined;
+
+  async function attempt(d: Delivery, hook: Webhook | undefined, event: StoredEvent | undefined) {
+    if (!hook || !event) {
+      // Its webhook was deleted, or its event pruned: nothing left to send.
+      await dropDelivery(db, d);
+      return;
+    }
+    const body = messageBody(event);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'vrp-webhooks/2.0',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signMessage(o.secretBox.open(hook.secretEnc), event.id, timestamp, body),
+    };
+    const deadline = Date.now() + timeoutMs;
+    const signal = sendAbort.signal;
+    let outcome: AttemptOutcome;
+    try {
+      const url = new URL(hook.url);
+      const address = await withDeadline(resolveTarget(url, o.lookup, o.allowPrivate), deadline);
+      const status = await postWebhook({ url, address, headers, body, deadline, signal });
+      outcome = { ok: true, httpStatus: status };
+    } catch (err) {
+      if (signal.aborted) {
+        await releaseAttempt(db, d, id);
+        return;
+      }
+      const failure = asFailure(err);
+      if (failure.reason === 'internal')
+        o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt failed unexpectedly');
+      // Attempts are counted when claimed, so one whose process died counts too, and it ends.
+      const delay = retryDelayMs(d.attempts);
+      const next = delay === undefined ? null : o.clock.now() + delay;
+      outcome = { ok: false, httpStatus: failure.httpStatus, error: failure.message, retryAt: next };
+      o.metrics?.failed(failure.reason, next === null);
+    }
+    if (outcome.ok) o.metrics?.sent();
+    const owned = await recordAttempt(db, d, id, outcome, o.clock.now());
+    if (!owned)
+      o.log.warn({ webhookId: d.webhookId, eventId: d.eventId }, 'webhook attempt outlived its lease');
+  }
+
+  /** Claims what is due for the free senders and starts them; returns how many it started. */
+  async function claimAndStart(): Promise<number> {
+    const free = o.concurrency - sending.size;
+    if (free <= 0) return 0;
+    const realNow = Date.now();
+    const claimed = await claimDeliveries(o.store, {
+      workerId: id,
+      limit: free,
+      now: o.clock.now(),
+      realNow,
+      leaseUntil: realNow + leaseMs,
+      exceptWebhooks: [...sending.keys()],
+    });
+    if (claimed.length === 0) return 0;
+    const [hooks, events] = await Promise.all([
+      webhooksById(
+        db,
+        claimed.map((d) => d.webhookId),
+      ),
+      eventsById(
+        db,
+        claimed.map((d) => d.eventId),
+      ),
+    ]);
+    for (const d of claimed) {
+      const p = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
+        .catch((err) => {
+          // Its lease runs out and the attempt is made again.
+          if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable');
+          else o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt could not be recorded');
+        })
+        .finally(() => {
+          sending.delete(d.webhookId);
+          wake.notify();
+        });
+      sending.set(d.webhookId, p);
+    }
+    return claimed.length;
+  }
+
+  async function run() {
+    let backoff = 0;
+    while (!loopAbort.signal.aborted) {
+      try {
+        const started = await claimAndStart();
+        backoff = 0;
+        // Started some and senders are free: other webhooks may have attempts due too.
+        if (started > 0 && sending.size < o.concurrency) continue;
+        await wake.wait(pollMs, loopAbort.signal);
+      } catch (err) {
+        backoff = Math.min(5000, backoff ? backoff * 2 : 100);
+        if (isStoreUnavailable(err))
+          o.log.warn({ error: String(err) }, 'webhooks: store unavailable; waiting');
+        else o.log.error({ err }, 'webhooks: delivery loop error');
+        await wake.wait(backoff, loopAbort.signal);
+      }
+    }
+  }
+
+  return {
+    id,
+    start() {
+      if (loop) return;
+      loopAbort = new AbortController();
+      sendAbort = new AbortController();
+      loop = run();
+    },
+    async stop(graceMs = 2000) {
+      loopAbort.abort();
+      await loop;
+      loop = undefined;
+      const all = Promise.allSettled([...sending.values()]);
+      let timer: NodeJS.Timeout | undefined;
+      const late = await Promise.race([
+        all.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (late) {
+        sendAbort.abort();
+        await all;
+      }
+    },
+    notify() {
+      wake.notify();
+    },
+    async pass() {
+      let total = 0;
+      for (;;) {
+        const started = await claimAndStart();
+        total += started;
+        if (started === 0 && sending.size === 0) return total;
+        if (started === 0) await Promise.race(sending.values());
+      }
+    },
+  };
+}
+
+function asFailure(err: unknown): SendFailure {
+  if (err instanceof SendFailure) return err;
+  if (err instanceof TargetRefused) return new SendFailure('refused', err.message);
+  if (err instanceof DeadlineExceeded) return new SendFailure('timeout', err.message);
+  return new SendFailure('internal', 'internal error while sending; the provider has the details');
+}
+
+class DeadlineExceeded extends Error {}
+
+/** `p`, or a DeadlineExceeded at `deadline` (a resolver that does not answer). */
+async function withDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new DeadlineExceeded('the host name was not resolved in time')),
+          Math.max(0, deadline - Date.now()),
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
