@@ -109,7 +109,12 @@ function build(req: FuzzRequest, twist: Twist): RawFuzzRequest {
     ? {
         ...req.expect,
         route: `raw ${twist}`,
-        format: 'envelope' as const,
+        // A route that reads no body (a GET of the document, the probes) may answer before
+        // Node's parser meets the broken chunk: then its own format, else the parser's envelope.
+        format:
+          twist === 'bad-chunk' && req.expect.format !== 'envelope'
+            ? ('any' as const)
+            : ('envelope' as const),
         variant: 'B' as const,
         requestId: undefined,
         outcome: undefined,

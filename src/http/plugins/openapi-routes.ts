@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin';
+import { OPS } from '../base-path.ts';
 import { forValidation, type RegisteredRoute, type RouteDocs } from '../openapi.ts';
 
 declare module 'fastify' {
@@ -8,6 +9,11 @@ declare module 'fastify' {
   }
   /** A route's own part of the OpenAPI document (src/http/openapi.ts). */
   interface FastifySchema extends RouteDocs {}
+}
+
+/** The routes of the reseller API's document (docs/openapi.json): all but the operator API's. */
+export function resellerApiRoutes(routes: readonly RegisteredRoute[]): RegisteredRoute[] {
+  return routes.filter((r) => !r.url.startsWith(OPS));
 }
 
 const REQUEST_PARTS = ['body', 'params', 'querystring', 'headers'] as const;

@@ -7,6 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
 import { buildOpenApi } from '../openapi.ts';
+import { resellerApiRoutes } from '../plugins/openapi-routes.ts';
 import { DOCUMENT_ONLY } from '../schemas.ts';
 
 /** Where the reference page lives, and the document it shows. */
@@ -112,7 +113,7 @@ export function registerDocsRoutes(app: App, _ctx: AppContext): void {
     },
     async (request, reply) => {
       // Every route is registered once the server answers; the document is made once.
-      document ??= JSON.stringify(buildOpenApi(request.server.registeredRoutes));
+      document ??= JSON.stringify(buildOpenApi(resellerApiRoutes(request.server.registeredRoutes)));
       return reply.type('application/json; charset=utf-8').send(document);
     },
   );
