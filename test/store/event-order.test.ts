@@ -21,14 +21,14 @@ test('PostgreSQL: a transaction that records events commits before the next one 
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
 }, async () => {
   const t = await createTestApp({}, { store: 'postgres', demo: false });
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
   try {
     const db = t.ctx.store.db;
     const acme = (await ensureReseller(db, 'acme', Date.now())).id;
     const globex = (await ensureReseller(db, 'globex', Date.now())).id;
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
     // The first transaction records its event, then waits before committing.
     let recorded!: () => void;
     const first = new Promise<void>((r) => {
@@ -66,6 +66,7 @@ test('PostgreSQL: a transaction that records events commits before the next one 
     );
     assert.deepEqual(await listEvents(db, acme, events[0]!.id, 10), [events[1]]);
   } finally {
+    release(); // a failed check must not leave the first transaction open
     await t.close();
   }
 });
