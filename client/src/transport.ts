@@ -71,7 +71,9 @@ export function createTransport(options: TransportOptions) {
       return await doFetch(url, init);
     } catch (err) {
       if (init.signal?.aborted) throw init.signal.reason;
-      const why = err instanceof Error ? err.message : String(err);
+      // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a TLS error...) is its cause.
+      const inner = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+      const why = (err instanceof Error ? err.message : String(err)) + inner;
       throw new VrpError(0, 'network_error', `${init.method ?? 'GET'} ${url} failed: ${why}`, { cause: err });
     }
   }
@@ -101,7 +103,8 @@ export function createTransport(options: TransportOptions) {
     }
   }
 
-  async function requestToken(signal: AbortSignal | undefined): Promise<Token> {
+  /** Not abortable: callers share it, and one caller's abort must not fail the others' calls. */
+  async function requestToken(): Promise<Token> {
     // client_secret_post as a form (RFC 6749 section 2.3.1): no Basic encoding needed in browsers.
     const form = new URLSearchParams({
       grant_type: 'client_credentials',
@@ -113,7 +116,6 @@ export function createTransport(options: TransportOptions) {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
-      signal: signal ?? null,
     }));
     const body = (await readJson(res)) as Record<string, unknown> | null;
     if (!res.ok) {
@@ -135,9 +137,9 @@ export function createTransport(options: TransportOptions) {
   }
 
   /** The current token, asking for one (once, whoever asks meanwhile) when there is none or it is due. */
-  async function currentToken(signal: AbortSignal | undefined): Promise<Token> {
+  async function currentToken(): Promise<Token> {
     if (token && now() < token.refreshAt) return token;
-    pending ??= requestToken(signal).then(
+    pending ??= requestToken().then(
       (t) => {
         token = t;
         pending = undefined;
@@ -156,7 +158,7 @@ export function createTransport(options: TransportOptions) {
     const url = new URL(`${base}/api/v2/${req.path}`);
     for (const [k, v] of Object.entries(req.query ?? {}))
       if (v !== undefined) url.searchParams.set(k, String(v));
-    let used = await currentToken(req.signal);
+    let used = await currentToken();
     const init = (): RequestInit => ({
       method: req.method,
       headers: {
@@ -175,7 +177,7 @@ export function createTransport(options: TransportOptions) {
       // means the request was not acted on, so sending it again is safe.
       await res.body?.cancel();
       if (token === used) token = undefined;
-      used = await currentToken(req.signal);
+      used = await currentToken();
       res = await sendWithRetry(url.href, init);
     }
     const body = (await readJson(res)) as Record<string, unknown> | null;

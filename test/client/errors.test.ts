@@ -110,7 +110,7 @@ for (const store of testStores()) {
       const err = await vrpError(gone.version(), {
         status: 0,
         errorCode: 'network_error',
-        message: /oauth\/token/,
+        message: /oauth\/token.*ECONNREFUSED/,
       });
       assert.ok(err.cause instanceof Error);
       assert.equal(err.requestId, undefined);
