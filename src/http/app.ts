@@ -5,6 +5,7 @@ import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
+import { registerResellerRoutes } from './operator/resellers.ts';
 import { registerWhoamiRoute } from './operator/whoami.ts';
 import { auditRefusals } from './plugins/audit.ts';
 import { authentication } from './plugins/authenticate.ts';
@@ -89,6 +90,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerDocsRoutes,
   // The operator API (CONTRACT.md section 11): src/http/operator/.
   registerWhoamiRoute,
+  registerResellerRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

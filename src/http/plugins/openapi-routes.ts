@@ -30,6 +30,7 @@ export const openapiRoutes = fp(
           schema,
           scope: route.config?.scope,
           oauth: route.config?.oauth === true,
+          variant: route.config?.variant,
         });
       }
       if (!schema) return;
