@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type Quota, UNLIMITED } from '../../src/domain/quotas.ts';
 import { cliAudit } from '../../src/cli/audit.ts';
+import { type Quota, UNLIMITED } from '../../src/domain/quotas.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { API, call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
@@ -35,7 +35,8 @@ for (const store of testStores()) {
         name,
         id,
         token,
-        caps: (caps: Partial<Quota>) => setQuota(t.ctx.store.db, id, { ...UNLIMITED, ...caps }, Date.now(), TEST_AUDIT),
+        caps: (caps: Partial<Quota>) =>
+          setQuota(t.ctx.store.db, id, { ...UNLIMITED, ...caps }, Date.now(), TEST_AUDIT),
         order: (overrides: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
           call(
             t,
