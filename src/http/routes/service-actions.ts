@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../domain/errors.ts';
 import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { upgradeOperation } from '../../jobs/upgrade-operation.ts';

@@ -87,3 +87,9 @@ export async function setHostState(
     return true;
   });
 }
+
+/** A host's state, or undefined if the store has no such host. */
+export async function findHostState(db: Kysely<Database>, id: string): Promise<HostState | undefined> {
+  const row = await db.selectFrom('hypervisor_hosts').select('state').where('id', '=', id).executeTakeFirst();
+  return row?.state;
+}
