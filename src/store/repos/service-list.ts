@@ -51,7 +51,7 @@ export async function listServicesPage(db: Kysely<Database>, query: ServiceListQ
                   .selectFrom('ip_addresses')
                   .select('vm_id')
                   .where('address', '=', text)
-                  .where('released_at', 'is', null)
+                  // Held now: a released address has no vm_id (repos/ip-addresses.ts).
                   .where('vm_id', 'is not', null)
                   .$narrowType<{ vm_id: string }>(),
               ),
