@@ -62,7 +62,13 @@ export async function retryJob(
   const operation = operationOf(job, deps.catalog, deps.features, now);
   return requestOperation(
     db,
-    { ...operation, resellerId: job.resellerId, serviceId: job.serviceId, audit },
+    {
+      ...operation,
+      resellerId: job.resellerId,
+      serviceId: job.serviceId,
+      audit,
+      auditTarget: { type: 'job', id: job.id },
+    },
     now,
   );
 }
