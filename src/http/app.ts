@@ -8,6 +8,7 @@ import { redactUrl } from './log-url.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
+import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
 import { registerResellerRoutes } from './operator/resellers.ts';
 import { registerOperatorServiceRoutes } from './operator/services.ts';
 import { registerOperatorUsageRoutes } from './operator/usage.ts';
@@ -101,6 +102,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOperatorHostRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
+  registerOperatorDocumentRoute,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */
