@@ -113,7 +113,7 @@ async function stateBeforeQueue(tx: Transaction<Database>, service: Service): Pr
     : { status: service.projectedStatus, resume: service.projectedResume };
   if (!service.activeJobId) return own;
   const running = await findJobRow(tx, service.activeJobId);
-  if (!running || running.status !== 'running') return own;
+  if (running?.status !== 'running') return own;
   let from: ServiceState | null = null;
   try {
     from = toRunnableJob(running).from;
