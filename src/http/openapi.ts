@@ -359,7 +359,8 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Operator services': 'Services across resellers: the list, the details (scope `operator`)',
   'Operator service actions':
     'The reseller API’s operations on any reseller’s service, acting for the reseller (scope `operator`)',
-  'Operator backups': 'Backups of any reseller’s service, acting for the reseller (scope `operator`)',
+  'Operator backups':
+    'Backups and backup schedules of any reseller’s service, acting for the reseller (scope `operator`)',
   Jobs: 'Jobs across resellers: the list, retry a failed one, cancel a queued one (scope `operator`)',
   Hosts: 'Hypervisor hosts: capacity and use; drain and activate (scope `operator`)',
   'Operator usage':

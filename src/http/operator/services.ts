@@ -12,6 +12,7 @@ import { findService, type Service } from '../../store/repos/services.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
 import { BackupPayload, backupView, registerBackupActions } from '../routes/backups.ts';
+import { registerScheduleActions } from '../routes/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../routes/service-actions.ts';
 import { Id, InputId, isUuid, Nullable, ServiceParams, StringEnum } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
@@ -109,7 +110,7 @@ function operatorDoor(ctx: AppContext): ServiceDoor {
     url: (path) => `${OPS}/services/:service_id/${path}`,
     route: (schema, audit) => operatorRoute(schema, audit),
     operationId: (name) => `service${name[0]!.toUpperCase()}${name.slice(1)}`,
-    tag: (group) => (group === 'Backups' ? 'Operator backups' : 'Operator service actions'),
+    tag: (group) => (group === 'Service actions' ? 'Operator service actions' : 'Operator backups'),
     target: async (request) => {
       const service = await anyService(ctx, request);
       return { resellerId: service.resellerId, serviceId: service.id };
@@ -188,4 +189,5 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
   const door = operatorDoor(ctx);
   registerServiceActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
+  registerScheduleActions(app, ctx, door);
 }

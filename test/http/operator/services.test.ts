@@ -234,6 +234,54 @@ for (const store of testStores()) {
       );
     });
 
+    test('backup schedules too: created and deleted for the reseller, who sees them', async () => {
+      const id = await order(beta, 'sched.example.com');
+      const early = await opsCall(t, ops, 'POST', `services/${id}/backup-schedule/create`, {
+        BsTime: '03:00',
+        BSDays: 'mon,thu',
+      });
+      assert.equal(early.status, 400);
+      assert.equal(early.body.error_code, 'invalid_state');
+      await opsCall(t, ops, 'POST', `services/${id}/create`);
+      await waitForStatus(t, beta, id, 'running');
+      const made = await opsCall(t, ops, 'POST', `services/${id}/backup-schedule/create`, {
+        BsTime: '03:00',
+        BSDays: 'mon,thu',
+      });
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const bad = await opsCall(t, ops, 'POST', `services/${id}/backup-schedule/create`, {
+        BsTime: '25:00',
+        BSDays: 'mon',
+      });
+      assert.equal(bad.body.error_code, 'validation_failed');
+      const seen = await call(t, beta, 'GET', `service/${id}/backup-schedule`, undefined, {
+        'x-envelope-variant': 'B',
+      });
+      assert.equal(seen.body.data.length, 1);
+      const scheduleId = seen.body.data[0].backup_schedule_id;
+      const gone = await opsCall(t, ops, 'POST', `services/${id}/backup-schedule/delete/${scheduleId}`);
+      assert.equal(gone.status, 200);
+      const none = await call(t, beta, 'GET', `service/${id}/backup-schedule`, undefined, {
+        'x-envelope-variant': 'B',
+      });
+      assert.deepEqual(none.body.data, []);
+      const missing = await opsCall(t, ops, 'POST', `services/${id}/backup-schedule/delete/${scheduleId}`);
+      assert.equal(missing.body.error_code, 'backup_schedule_not_found');
+      const entries = await listAuditEntries(t.ctx.store.db, { serviceId: id, limit: 100, order: 'oldest' });
+      assert.deepEqual(
+        entries
+          .filter((e) => e.action.startsWith('backup_schedule.'))
+          .map((e) => [e.actor.type, e.action, e.outcome]),
+        [
+          ['operator', 'backup_schedule.create', 'invalid_state'],
+          ['operator', 'backup_schedule.create', 'ok'],
+          ['operator', 'backup_schedule.create', 'validation_failed'],
+          ['operator', 'backup_schedule.delete', 'ok'],
+          ['operator', 'backup_schedule.delete', 'backup_schedule_not_found'],
+        ],
+      );
+    });
+
     test('a reseller token reaches no operator service route', async () => {
       const id = await order(acme, 'mine.example.com');
       for (const [method, path] of [
