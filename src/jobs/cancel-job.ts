@@ -46,7 +46,12 @@ async function cancelIn(
   audit: AuditContext,
   now: number,
 ): Promise<{ readonly job: Job; readonly service: Service }> {
-  const row = await findJobRow(tx, jobId);
+  // PostgreSQL: the job's row, then the service's, locked in the order a worker's claim and a
+  // job's end take them (jobs, then services), so that neither waits for the other in a cycle.
+  // A job a worker is claiming now is read once its claim has committed: running.
+  const row = features.rowLocks
+    ? await tx.selectFrom('jobs').selectAll().where('id', '=', jobId).forUpdate().executeTakeFirst()
+    : await findJobRow(tx, jobId);
   if (!row) throw new ApiError('job_not_found', 'Job not found');
   if (row.status !== 'queued') {
     throw new ApiError(
@@ -56,7 +61,7 @@ async function cancelIn(
         : `The job has finished (${row.status}); only a queued job can be cancelled`,
     );
   }
-  // The service's row first (PostgreSQL: locked until the end), so a job finishing or a request
+  // The service's row (PostgreSQL: locked until the end), so a job finishing or a request
   // accepted meanwhile on this service waits for this change, or this one for it.
   let sq = tx.selectFrom('services').selectAll().where('id', '=', row.service_id);
   if (features.rowLocks) sq = sq.forUpdate();
