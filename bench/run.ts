@@ -21,6 +21,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureReseller, registerApplication } from '../src/auth/applications.ts';
+import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
 import { type ServerProcess, startServer } from '../test/helpers/server-process.ts';
@@ -53,7 +54,16 @@ const SETTINGS = {
   pipeline: quick ? 500 : 2000,
   pipelineConcurrency: 32,
 };
-const ALL = ['token', 'version', 'products', 'status', 'order', 'running', 'status-big'] as const;
+const ALL = [
+  'token',
+  'version',
+  'products',
+  'status',
+  'order',
+  'running',
+  'status-big',
+  'ops-lists',
+] as const;
 type Key = (typeof ALL)[number];
 const only = args.only ? new Set(args.only.split(',')) : undefined;
 for (const k of only ?? [])
@@ -62,6 +72,7 @@ const enabled = (k: Key) => !only || only.has(k);
 
 const BASE = '/vps_reseller_provider/public';
 const API = `${BASE}/api/v2`;
+const OPS = '/vps_reseller_provider/operator/v1';
 
 // ---- child processes: every one is tracked, and killed at the end or on an interruption ----
 const children = new Set<ChildProcess>();
@@ -413,6 +424,7 @@ async function main() {
         `ratios to floor ${(status1k!.ratio! / big.ratio!).toFixed(3)}x)`,
     );
   }
+  if (enabled('ops-lists')) rows.push(...(await operatorLists(env)));
   if (statusRss.length > 0) {
     const peak = Math.max(...statusRss);
     rows.push({
@@ -507,6 +519,120 @@ async function orderToRunning(
     ok: perSecond >= 1000 && invalid.length === 0,
     ...(invalid.length ? { invalid: invalid.join('; ') } : {}),
   };
+}
+
+/**
+ * The operator API's list routes at scale (issue 14): a store whose measured reseller has
+ * `smallStore` services, and the same with `bigStore` - `smallStore` services of another
+ * reseller beside them, every service with its open usage interval. Two servers, one on each
+ * store, are loaded in turn in the same minutes (as the status slowdown is), with the filtered,
+ * paged services list (by reseller and status; by status across resellers) and the measured
+ * reseller's usage for the last 30 days; the ratio of their median req/s must stay within 3x.
+ */
+async function operatorLists(env: Record<string, string>): Promise<Row[]> {
+  const since = Date.now() - 40 * 86_400_000;
+  const make = async (name: string, others: number) => {
+    const dir = join(dataDir!, name);
+    mkdirSync(dir);
+    const store = await openStore({ databaseUrl: undefined, dataDir: dir });
+    await seedDemoCatalog(store.db, Date.now());
+    const target = await ensureReseller(store.db, 'target', Date.now());
+    const targetApp = await registerApplication(store.db, { reseller: 'target' }, Date.now());
+    const other = await ensureReseller(store.db, 'others', Date.now());
+    const otherApp = await registerApplication(store.db, { reseller: 'others' }, Date.now());
+    const operator = await createOperator(store.db, { name: 'bench' }, Date.now());
+    await store.close();
+    const file = join(dir, 'vrp.sqlite');
+    const ids = join(dir, 'ids.txt');
+    resetIds(ids);
+    seedServices(file, { resellerId: target.id, clientId: targetApp.client_id }, SETTINGS.smallStore, ids, {
+      since,
+    });
+    const ms =
+      others > 0
+        ? seedServices(file, { resellerId: other.id, clientId: otherApp.client_id }, others, ids, { since })
+        : 0;
+    if (others > 0)
+      console.log(
+        `ops-lists: seeded ${others.toLocaleString('en')} services of another reseller in ${(ms / 1000).toFixed(1)} s`,
+      );
+    const server = await startServer({ ...env, VRP_DATA_DIR: dir });
+    track(server.child);
+    const res = await fetch(`${server.url}${BASE}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        grant_type: 'client_credentials',
+        client_id: operator.client_id,
+        client_secret: operator.client_secret,
+      }),
+    });
+    if (!res.ok) throw new Error(`operator token: ${res.status} ${await res.text()}`);
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    return { server, headers: { authorization: `Bearer ${token}` }, targetId: target.id };
+  };
+  const small = await make('ops-small', 0);
+  const big = await make('ops-big', SETTINGS.bigStore - SETTINGS.smallStore);
+  const month = `from=${new Date(Date.now() - 30 * 86_400_000).toISOString()}&to=${new Date().toISOString()}`;
+  const cases = [
+    [
+      'services list, one reseller and status, first page of 100',
+      (id: string) => `${OPS}/services?reseller_id=${id}&status=running&limit=100`,
+    ],
+    [
+      'services list, one status across resellers, first page of 100',
+      () => `${OPS}/services?status=running&limit=100`,
+    ],
+    ['usage of one reseller, last 30 days', (id: string) => `${OPS}/usage?${month}&reseller_id=${id}`],
+  ] as const;
+  const base = { connections: SETTINGS.connections, duration: SETTINGS.duration, warmup: SETTINGS.warmup };
+  const rows: Row[] = [];
+  for (const [what, path] of cases) {
+    const smallRuns: Measured[] = [];
+    const bigRuns: Measured[] = [];
+    for (let r = 0; r < SETTINGS.repeats; r++) {
+      for (const [side, runs] of [
+        [small, smallRuns],
+        [big, bigRuns],
+      ] as const) {
+        runs.push(
+          await runLoad(
+            {
+              ...base,
+              method: 'GET',
+              path: path(side.targetId),
+              headers: side.headers,
+              url: side.server.url,
+            },
+            side.server.child.pid!,
+          ),
+        );
+      }
+    }
+    const failed = [...smallRuns, ...bigRuns].some((x) => x.non2xx > 0 || x.errors > 0 || x.timeouts > 0);
+    const rpsSmall = median(smallRuns.map((x) => x.rps));
+    const rpsBig = median(bigRuns.map((x) => x.rps));
+    const slowdown = rpsSmall / rpsBig;
+    const name =
+      `operator ${what}: ${SETTINGS.bigStore.toLocaleString('en')} vs ${SETTINGS.smallStore.toLocaleString('en')} services ` +
+      `(two servers loaded in turn: ${rpsSmall.toFixed(0)} vs ${rpsBig.toFixed(0)} req/s)`;
+    rows.push({
+      key: 'ops-lists',
+      name,
+      unit: 'x',
+      server: slowdown,
+      runs: { server: smallRuns.map((x) => x.rps), floor: bigRuns.map((x) => x.rps) },
+      p50: median(bigRuns.map((x) => x.p50)),
+      p99: median(bigRuns.map((x) => x.p99)),
+      target: '<= 3',
+      ok: slowdown <= 3 && !failed,
+      ...(failed ? { invalid: 'a run answered non-2xx or failed' } : {}),
+    });
+    console.log(`${name}: slowdown ${slowdown.toFixed(3)}x${failed ? '  INVALID: non-2xx or errors' : ''}`);
+  }
+  await stopServer(small.server);
+  await stopServer(big.server);
+  return rows;
 }
 
 const started = Date.now();

@@ -46,14 +46,16 @@ void allColumns;
 const ROWS_PER_INSERT = 500;
 
 /**
- * Inserts `n` running services and appends their ids, one a line, to `idsFile`.
- * Returns how long it took (ms).
+ * Inserts `n` running services and appends their ids, one a line, to `idsFile`; with
+ * `intervals`, each also gets an open usage interval from `intervals.since` (what a create that
+ * succeeded records), for the usage report. Returns how long it took (ms).
  */
 export function seedServices(
   file: string,
   owner: { resellerId: string; clientId: string },
   n: number,
   idsFile: string,
+  intervals?: { readonly since: number },
 ): number {
   const t0 = performance.now();
   const db = new DatabaseSync(file);
@@ -66,6 +68,13 @@ export function seedServices(
     'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null)`;
   const head = `insert into services (${COLUMNS.join(', ')}) values `;
   const full = db.prepare(head + Array.from({ length: ROWS_PER_INSERT }, () => row).join(','));
+  const interval = `(?, ?, '${owner.resellerId}', '${product.id}', 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
+  const intervalHead =
+    'insert into usage_intervals (id, service_id, reseller_id, product_id, cpu, ram, hdd, ip, backup, suspended, started_at, ended_at) values ';
+  const fullIntervals = db.prepare(
+    intervalHead + Array.from({ length: ROWS_PER_INSERT }, () => interval).join(','),
+  );
+  const intervalParams: string[] = [];
   const now = Date.now();
   const ids: string[] = [];
   const params: (string | number)[] = [];
@@ -75,14 +84,23 @@ export function seedServices(
     while (done < n) {
       const batch = Math.min(ROWS_PER_INSERT, n - done);
       params.length = 0;
+      intervalParams.length = 0;
       for (let i = 0; i < batch; i++) {
         const id = randomUUID();
         ids.push(id);
         const t = now - n + done + i;
         params.push(id, t, t);
+        intervalParams.push(randomUUID(), id);
       }
       if (batch === ROWS_PER_INSERT) full.run(...params);
       else db.prepare(head + Array.from({ length: batch }, () => row).join(',')).run(...params);
+      if (intervals) {
+        if (batch === ROWS_PER_INSERT) fullIntervals.run(...intervalParams);
+        else
+          db.prepare(intervalHead + Array.from({ length: batch }, () => interval).join(',')).run(
+            ...intervalParams,
+          );
+      }
       done += batch;
       if (ids.length >= 100_000) {
         appendFileSync(idsFile, `${ids.join('\n')}\n`);

@@ -4,6 +4,7 @@ import { MAX_QUOTA, QUOTA_RESOURCES, type Quota, type QuotaUse, UNLIMITED } from
 import { findQuota, quotaUse, setQuota } from '../store/repos/quotas.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
+import { cliAudit } from './audit.ts';
 import { CommandError, type Output, UsageError } from './output.ts';
 
 /** A cap: a whole number, or `unlimited` to lift it. */
@@ -47,7 +48,7 @@ export async function resellerQuotaCommand(db: Kysely<Database>, args: string[],
     const quota = values.clear
       ? UNLIMITED
       : { ...((await findQuota(db, reseller.id)) ?? UNLIMITED), ...changes };
-    await setQuota(db, reseller.id, quota, Date.now());
+    await setQuota(db, reseller.id, quota, Date.now(), cliAudit('reseller.quota'));
   }
   const quota = (await findQuota(db, reseller.id)) ?? UNLIMITED;
   const use = await quotaUse(db, reseller.id);

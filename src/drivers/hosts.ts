@@ -34,6 +34,7 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
         used_ram_gb: 0,
         used_disk_gb: 0,
         used_backup_gb: 0,
+        state: 'active',
       })
       .onConflict((oc) =>
         oc
@@ -46,15 +47,22 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
 
 /**
  * Reserves room on the host with the most free RAM that fits, among `hostIds` (the driver's
- * configured hosts; rows of hosts no longer configured stay in the store for the VMs on them).
- * The reservation is a conditional update, so concurrent placements (workers, processes) never
- * overbook a host.
+ * configured hosts; rows of hosts no longer configured stay in the store for the VMs on them)
+ * that are active: a host the operator drains takes no new VM, on every driver, since both
+ * place through here. The reservation is a conditional update, on the room and on the state, so
+ * concurrent placements (workers, processes) never overbook a host nor place on one drained
+ * meanwhile.
  */
 export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonly string[]): Promise<string> {
   const hosts =
     hostIds.length === 0
       ? []
-      : await db.selectFrom('hypervisor_hosts').selectAll().where('id', 'in', hostIds).execute();
+      : await db
+          .selectFrom('hypervisor_hosts')
+          .selectAll()
+          .where('id', 'in', hostIds)
+          .where('state', '=', 'active')
+          .execute();
   const fitting = hosts
     .filter(
       (h) =>
@@ -64,7 +72,7 @@ export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonl
     )
     .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb));
   for (const h of fitting) {
-    if (await reserve(db, h.id, need)) return h.id;
+    if (await reserve(db, h.id, need, { activeOnly: true })) return h.id;
   }
   throw new DriverError(
     `No host has room for ${need.cpu} vCPU, ${need.ramGb} GB RAM, ${need.diskGb} GB disk`,
@@ -75,10 +83,16 @@ export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonl
 }
 
 /**
- * Adds `delta` to a host's reservation; false if an amount that grows does not fit. Amounts that
- * shrink never stop it, so room given back is given back even on a host configured below its use.
+ * Adds `delta` to a host's reservation; false if an amount that grows does not fit (or, with
+ * `activeOnly`, a new placement, if the host is draining). Amounts that shrink never stop it, so
+ * room given back is given back even on a host configured below its use.
  */
-export async function reserve(db: Kysely<Database>, hostId: string, delta: Need): Promise<boolean> {
+export async function reserve(
+  db: Kysely<Database>,
+  hostId: string,
+  delta: Need,
+  options: { readonly activeOnly?: boolean } = {},
+): Promise<boolean> {
   const r = await db
     .updateTable('hypervisor_hosts')
     .set((eb) => ({
@@ -89,6 +103,7 @@ export async function reserve(db: Kysely<Database>, hostId: string, delta: Need)
     .where('id', '=', hostId)
     .where((eb) =>
       eb.and([
+        ...(options.activeOnly ? [eb('state', '=', 'active')] : []),
         ...(delta.cpu > 0 ? [eb(eb('used_cpu', '+', delta.cpu), '<=', eb.ref('cpu'))] : []),
         ...(delta.ramGb > 0 ? [eb(eb('used_ram_gb', '+', delta.ramGb), '<=', eb.ref('ram_gb'))] : []),
         ...(delta.diskGb > 0 ? [eb(eb('used_disk_gb', '+', delta.diskGb), '<=', eb.ref('disk_gb'))] : []),

@@ -5,6 +5,13 @@ import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
+import { registerOperatorAuditRoutes } from './operator/audit.ts';
+import { registerOperatorHostRoutes } from './operator/hosts.ts';
+import { registerOperatorJobRoutes } from './operator/jobs.ts';
+import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
+import { registerResellerRoutes } from './operator/resellers.ts';
+import { registerOperatorServiceRoutes } from './operator/services.ts';
+import { registerOperatorUsageRoutes } from './operator/usage.ts';
 import { registerWhoamiRoute } from './operator/whoami.ts';
 import { auditRefusals } from './plugins/audit.ts';
 import { authentication } from './plugins/authenticate.ts';
@@ -93,6 +100,13 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerWhoamiRoute,
   registerEventRoutes,
   registerWebhookRoutes,
+  registerResellerRoutes,
+  registerOperatorServiceRoutes,
+  registerOperatorJobRoutes,
+  registerOperatorHostRoutes,
+  registerOperatorUsageRoutes,
+  registerOperatorAuditRoutes,
+  registerOperatorDocumentRoute,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { RouteOptions } from 'fastify';
-import { SCOPES } from '../auth/scopes.ts';
+import { OPERATOR_SCOPE, SCOPES } from '../auth/scopes.ts';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
-import { BASE } from './base-path.ts';
+import { BASE, OPS } from './base-path.ts';
 import type { Variant } from './envelope.ts';
 import { API_VERSION } from './routes/access.ts';
 import { DOCUMENT_ONLY, VARIANT_KEYWORD } from './schemas.ts';
@@ -30,6 +30,13 @@ export interface RouteDocs {
   readonly responses?: Readonly<Record<string, Schema>>;
   /** Headers of an API route's success answer (OpenAPI Header Objects by name). */
   readonly successHeaders?: Readonly<Record<string, Schema>>;
+  /**
+   * Media types an API route also answers with, besides its enveloped JSON (by name, with their
+   * schemas): the operator's usage report as CSV.
+   */
+  readonly successMedia?: Readonly<Record<string, Schema>>;
+  /** Error statuses an API route answers besides the usual ones (409 for a conflict). */
+  readonly errorStatuses?: readonly number[];
 }
 
 /** A route as registered: what the OpenAPI document is made from. */
@@ -42,6 +49,8 @@ export interface RegisteredRoute {
   readonly scope: string | undefined;
   /** Errors are RFC 6749 bodies, which the route declares itself. */
   readonly oauth: boolean;
+  /** The one envelope an API route answers in whatever the request asks (the operator API's B). */
+  readonly variant?: Variant | undefined;
 }
 
 type Schema = Record<string, unknown>;
@@ -146,8 +155,12 @@ function envelope(variant: Variant, success: boolean, data: unknown, extra: Sche
   };
 }
 
-/** Variant B carries the payload, variant A its JSON text (CONTRACT.md section 2). */
-function successEnvelopes(payload: Schema, names: NamedSchemas): Schema {
+/**
+ * Variant B carries the payload, variant A its JSON text (CONTRACT.md section 2); a route with
+ * an envelope of its own answers in that one only.
+ */
+function successEnvelopes(payload: Schema, names: NamedSchemas, only?: Variant): Schema {
+  if (only === 'B') return envelope('B', true, names.hoist(payloadOf(payload, 'B')));
   const text = {
     type: 'string',
     description: 'The JSON text of the payload: what variant B sends as `data`',
@@ -162,6 +175,7 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'No valid bearer token (RFC 6750): no token, a malformed, expired or revoked one',
   403: 'The token lacks the scope this operation needs',
   404: 'Nothing here has this id for this reseller (another reseller’s objects look the same)',
+  409: 'The request conflicts with the current state of what it names',
   413: 'The body is larger than 1 MiB',
   415: 'The body is not application/json',
   429: 'Too many requests from this application; wait as long as Retry-After says',
@@ -206,14 +220,19 @@ const OK_HEADERS = { 'X-Request-Id': ref('headers', 'RequestId') };
 function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
   const schema = (route.schema ?? {}) as Schema;
   const response = (schema['response'] ?? {}) as Schema;
-  const statuses = [400, 401, 403, 404, 429, 500, 503];
+  const statuses = [400, 401, 403, 404, 429, 500, 503, ...((schema['errorStatuses'] as number[]) ?? [])];
   if (schema['body']) statuses.push(413, 415);
+  const media = (schema['successMedia'] ?? {}) as Record<string, Schema>;
   const out: Schema = {
     '200': {
-      description:
-        'Success, in the envelope of the request: X-Envelope-Variant, else the default of the application',
+      description: route.variant
+        ? `Success, in the variant ${route.variant} envelope`
+        : 'Success, in the envelope of the request: X-Envelope-Variant, else the default of the application',
       headers: { ...OK_HEADERS, ...(schema['successHeaders'] as Schema | undefined) },
-      content: { 'application/json': { schema: successEnvelopes(response['200'] as Schema, names) } },
+      content: {
+        'application/json': { schema: successEnvelopes(response['200'] as Schema, names, route.variant) },
+        ...Object.fromEntries(Object.entries(media).map(([type, m]) => [type, { schema: names.hoist(m) }])),
+      },
     },
   };
   for (const status of statuses.sort((a, b) => a - b))
@@ -305,7 +324,7 @@ function parametersOf(route: RegisteredRoute): unknown[] {
       });
     }
   }
-  if (route.scope) parameters.push(ref('parameters', 'EnvelopeVariant'));
+  if (route.scope && !route.variant) parameters.push(ref('parameters', 'EnvelopeVariant'));
   parameters.push(ref('parameters', 'RequestId'));
   return parameters;
 }
@@ -335,13 +354,56 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   'Backup schedules': 'Schedules that create backups (scope `service`)',
   OAuth: 'OAuth 2.0 client credentials (RFC 6749) and the authorization server metadata (RFC 8414)',
   Operations: 'Probes and metrics for the operator; the OpenAPI document and this reference',
+  Operator: 'Who the operator is (scope `operator`)',
+  Resellers: 'Resellers: their applications, quota and use; create, disable, enable (scope `operator`)',
+  'Operator services': 'Services across resellers: the list, the details (scope `operator`)',
+  'Operator service actions':
+    'The reseller API’s operations on any reseller’s service, acting for the reseller (scope `operator`)',
+  'Operator backups':
+    'Backups and backup schedules of any reseller’s service, acting for the reseller (scope `operator`)',
+  Jobs: 'Jobs across resellers: the list, retry a failed one, cancel a queued one (scope `operator`)',
+  Hosts: 'Hypervisor hosts: capacity and use; drain and activate (scope `operator`)',
+  'Operator usage':
+    'Usage for invoicing: service-hours and resource-hours per reseller and product (scope `operator`)',
+  Audit: 'The audit log: who changed what (scope `operator`)',
+};
+
+/** What the operator API's document says of itself. */
+const OPERATOR_INFO = {
+  title: 'Virtual Server Reseller Provisioning API: operator API',
+  version: '1.0.0',
+  description: [
+    'The provider side: resellers, services across resellers, jobs, hosts, usage and the audit log.',
+    '',
+    'Every answer is a variant B envelope `{"status","message","data"}`; errors carry a stable',
+    '`error_code`. Tokens come from the same token endpoint, with the scope `operator`, which only',
+    'operator clients (`vrp operator create`) hold. docs/operator-api.md in the repository is the guide.',
+  ].join('\n'),
+  contact: { name: 'The provider operating this server' },
+};
+
+/** Which document: the reseller API's (docs/openapi.json) or the operator API's (docs/openapi-operator.json). */
+export type DocumentKind = 'reseller' | 'operator';
+
+/** Whether a route belongs to the operator API's document rather than the reseller API's. */
+export function isOperatorRoute(route: Pick<RegisteredRoute, 'url'>): boolean {
+  return route.url.startsWith(OPS);
+}
+
+const ENVELOPE_VARIANT_PARAMETER = {
+  name: 'X-Envelope-Variant',
+  in: 'header',
+  required: false,
+  description:
+    'The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`.',
+  schema: { type: 'string', enum: ['A', 'B'] },
 };
 
 /**
  * Components every document has: envelopes, the error answers `statuses` (those the operations
  * refer to), shared parameters and headers, security.
  */
-function baseComponents(statuses: readonly number[]): Schema {
+function baseComponents(statuses: readonly number[], kind: DocumentKind): Schema {
   const allCodes = {
     type: 'string',
     enum: Object.keys(ERROR_CODES),
@@ -350,23 +412,22 @@ function baseComponents(statuses: readonly number[]): Schema {
   const errorCode = { error_code: allCodes };
   return {
     schemas: {
-      ErrorEnvelope: {
-        description: 'An error, in the envelope of the request (CONTRACT.md section 2)',
-        oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
-      },
+      ErrorEnvelope:
+        kind === 'operator'
+          ? {
+              description: 'An error, in the variant B envelope (CONTRACT.md sections 2 and 11)',
+              allOf: [ref('schemas', 'ErrorEnvelopeB')],
+            }
+          : {
+              description: 'An error, in the envelope of the request (CONTRACT.md section 2)',
+              oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
+            },
       ErrorEnvelopeB: envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode),
-      ErrorEnvelopeA: envelope('A', false, { const: '[]' }, errorCode),
+      ...(kind === 'operator' ? {} : { ErrorEnvelopeA: envelope('A', false, { const: '[]' }, errorCode) }),
     },
     responses: Object.fromEntries(statuses.map((s) => [`Error${s}`, errorResponse(s)])),
     parameters: {
-      EnvelopeVariant: {
-        name: 'X-Envelope-Variant',
-        in: 'header',
-        required: false,
-        description:
-          'The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`.',
-        schema: { type: 'string', enum: ['A', 'B'] },
-      },
+      ...(kind === 'operator' ? {} : { EnvelopeVariant: ENVELOPE_VARIANT_PARAMETER }),
       RequestId: {
         name: 'X-Request-Id',
         in: 'header',
@@ -394,7 +455,10 @@ function baseComponents(statuses: readonly number[]): Schema {
         flows: {
           clientCredentials: {
             tokenUrl: `${BASE}/oauth/token`,
-            scopes: Object.fromEntries(SCOPES.map((s) => [s, `The ${s} operations`])),
+            scopes:
+              kind === 'operator'
+                ? { [OPERATOR_SCOPE]: 'The operator API (operator clients only)' }
+                : Object.fromEntries(SCOPES.map((s) => [s, `The ${s} operations`])),
           },
         },
       },
@@ -411,7 +475,10 @@ function baseComponents(statuses: readonly number[]): Schema {
  * OpenAPI 3.1 from the route schemas: the same TypeBox schemas that validate requests and
  * serialize answers, with each route's own metadata (RouteDocs). A new route needs nothing here.
  */
-export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string, unknown> {
+export function buildOpenApi(
+  routes: readonly RegisteredRoute[],
+  kind: DocumentKind = 'reseller',
+): Record<string, unknown> {
   const names = new NamedSchemas();
   const paths: Record<string, Record<string, unknown>> = {};
   const tags = new Set<string>();
@@ -440,23 +507,27 @@ export function buildOpenApi(routes: readonly RegisteredRoute[]): Record<string,
   const referred = JSON.stringify(paths).matchAll(/#\/components\/responses\/Error(\d+)/g);
   const components = baseComponents(
     [...new Set([...referred].map((m) => Number(m[1])))].sort((a, b) => a - b),
+    kind,
   );
   components['schemas'] = { ...(components['schemas'] as Schema), ...names.schemas };
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Virtual Server Reseller Provisioning API',
-      version: API_VERSION,
-      description: [
-        'The provider side of the reseller provisioning API: resellers order and manage virtual servers.',
-        '',
-        'Every API answer is an envelope: variant B `{"status","message","data"}` (the default) or',
-        'variant A `{"success","message","data"}` where `data` is the JSON text of the payload.',
-        'An application has a default variant; `X-Envelope-Variant` overrides it per request.',
-        'Errors carry a stable `error_code`. docs/api.md in the repository is the guide.',
-      ].join('\n'),
-      contact: { name: 'The provider operating this server' },
-    },
+    info:
+      kind === 'operator'
+        ? OPERATOR_INFO
+        : {
+            title: 'Virtual Server Reseller Provisioning API',
+            version: API_VERSION,
+            description: [
+              'The provider side of the reseller provisioning API: resellers order and manage virtual servers.',
+              '',
+              'Every API answer is an envelope: variant B `{"status","message","data"}` (the default) or',
+              'variant A `{"success","message","data"}` where `data` is the JSON text of the payload.',
+              'An application has a default variant; `X-Envelope-Variant` overrides it per request.',
+              'Errors carry a stable `error_code`. docs/api.md in the repository is the guide.',
+            ].join('\n'),
+            contact: { name: 'The provider operating this server' },
+          },
     servers: [{ url: '/', description: 'This server' }],
     tags: [...tags].sort().map((name) => ({
       name,

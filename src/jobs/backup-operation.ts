@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { insertPendingBackup } from '../store/repos/backups.ts';
+import { ApiError } from '../domain/errors.ts';
+import { findBackup, insertPendingBackup, setBackupStatus } from '../store/repos/backups.ts';
 import type { BackupKind } from '../store/schema.ts';
 import { checkBackupQuota } from './backup-quota.ts';
 import type { Operation } from './queue.ts';
@@ -36,5 +37,38 @@ export function backupCreateOperation(
         now: job.createdAt,
       });
     },
+  };
+}
+
+/** Restoring backup `backupId` of the service: it must exist and be neither failed nor being deleted. */
+export function backupRestoreOperation(backupId: string): Extract<Operation, { action: 'backup_restore' }> {
+  return {
+    action: 'backup_restore',
+    params: { backup_id: backupId },
+    check: async (service, tx) => {
+      const backup = await findBackup(tx, service.id, backupId);
+      if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
+      if (backup.status === 'failed' || backup.status === 'deleting') {
+        throw new ApiError('invalid_state', `Cannot restore a backup that is ${backup.status}`);
+      }
+    },
+  };
+}
+
+/** Deleting backup `backupId` of the service: it shows `deleting` from the moment the job is accepted. */
+export function backupDeleteOperation(
+  backupId: string,
+  now: number,
+): Extract<Operation, { action: 'backup_delete' }> {
+  return {
+    action: 'backup_delete',
+    params: { backup_id: backupId },
+    check: async (service, tx) => {
+      const backup = await findBackup(tx, service.id, backupId);
+      if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
+      if (backup.status === 'deleting')
+        throw new ApiError('invalid_state', 'The backup is already being deleted');
+    },
+    apply: (tx) => setBackupStatus(tx, backupId, 'deleting', now),
   };
 }

@@ -33,6 +33,8 @@ export type OperationRequest = Operation & {
   readonly resellerId: string;
   readonly serviceId: string;
   readonly audit?: AuditContext;
+  /** What the audit entry names as acted on, where it is not the service or backup (a retried job). */
+  readonly auditTarget?: { readonly type: string; readonly id: string };
 };
 
 export type OperationOutcome =
@@ -141,7 +143,9 @@ async function recordOperation(
     tx,
     req.audit,
     {
-      target: backupId ? { type: 'backup', id: backupId } : { type: 'service', id: service.id },
+      target:
+        req.auditTarget ??
+        (backupId ? { type: 'backup', id: backupId } : { type: 'service', id: service.id }),
       serviceId: service.id,
       resellerId: service.resellerId,
     },

@@ -237,7 +237,12 @@ export interface HypervisorHostTable {
   used_ram_gb: number;
   used_disk_gb: number;
   used_backup_gb: number;
+  /** `draining`: no new placements (the operator's drain); its VMs stay (migration 009). */
+  state: HostState;
 }
+
+/** Whether a host takes new VMs. */
+export type HostState = 'active' | 'draining';
 
 /** A libvirt VM's placement and size, for capacity accounting (libvirt itself holds the rest). */
 export interface LibvirtVmTable {

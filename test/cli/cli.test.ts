@@ -17,6 +17,7 @@ const MIGRATIONS = [
   '006-events-webhooks',
   '007-quotas-usage',
   '008-operators-audit',
+  '009-host-state',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

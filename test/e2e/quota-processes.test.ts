@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { cliAudit } from '../../src/cli/audit.ts';
 import { UNLIMITED } from '../../src/domain/quotas.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
@@ -28,7 +29,7 @@ for (const kind of testStores()) {
       rmSync(dataDir, { recursive: true, force: true });
     });
     const acme = (await findResellerByName(store.db, 'acme'))!;
-    await setQuota(store.db, acme.id, { ...UNLIMITED, services: 5 }, Date.now());
+    await setQuota(store.db, acme.id, { ...UNLIMITED, services: 5 }, Date.now(), cliAudit('reseller.quota'));
     const env = {
       VRP_DATA_DIR: dataDir,
       VRP_SECRET_KEY: randomBytes(32).toString('hex'),

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { cliAudit } from '../../src/cli/audit.ts';
 import { type Quota, UNLIMITED } from '../../src/domain/quotas.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { API, call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
+
+const TEST_AUDIT = cliAudit('reseller.quota');
 
 const RESOURCES = ['services', 'cpu', 'ram', 'hdd', 'ip', 'backup'] as const;
 const UNITS = { services: 'services', cpu: 'vCore', ram: 'GB', hdd: 'GB', ip: 'IP', backup: 'GB' };
@@ -32,7 +35,8 @@ for (const store of testStores()) {
         name,
         id,
         token,
-        caps: (caps: Partial<Quota>) => setQuota(t.ctx.store.db, id, { ...UNLIMITED, ...caps }, Date.now()),
+        caps: (caps: Partial<Quota>) =>
+          setQuota(t.ctx.store.db, id, { ...UNLIMITED, ...caps }, Date.now(), TEST_AUDIT),
         order: (overrides: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
           call(
             t,
@@ -300,7 +304,7 @@ for (const store of testStores()) {
       await waitForStatus(t, token, id, 'running');
       // No worker from here on: the upgrade stays queued.
       await t.background?.stop(1000);
-      await setQuota(t.ctx.store.db, resellerId, { ...UNLIMITED, cpu: 4, ram: 4 }, Date.now());
+      await setQuota(t.ctx.store.db, resellerId, { ...UNLIMITED, cpu: 4, ram: 4 }, Date.now(), TEST_AUDIT);
       const up = await call(t, token, 'POST', `service/${id}/upgrade`, {
         CPU: 3,
         RAM: 1,

@@ -821,8 +821,14 @@ export interface components {
         | 'backup_schedule_not_found'
         | 'product_not_found'
         | 'webhook_not_found'
+        | 'reseller_not_found'
+        | 'job_not_found'
+        | 'host_not_found'
         | 'not_found'
         | 'method_not_allowed'
+        | 'reseller_name_taken'
+        | 'job_not_queued'
+        | 'job_not_failed'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -868,8 +874,14 @@ export interface components {
         | 'backup_schedule_not_found'
         | 'product_not_found'
         | 'webhook_not_found'
+        | 'reseller_not_found'
+        | 'job_not_found'
+        | 'host_not_found'
         | 'not_found'
         | 'method_not_allowed'
+        | 'reseller_name_taken'
+        | 'job_not_queued'
+        | 'job_not_failed'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1200,7 +1212,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `not_found` */
+    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `not_found` */
     Error404: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1215,6 +1227,9 @@ export interface components {
             | 'backup_schedule_not_found'
             | 'product_not_found'
             | 'webhook_not_found'
+            | 'reseller_not_found'
+            | 'job_not_found'
+            | 'host_not_found'
             | 'not_found';
         } & components['schemas']['ErrorEnvelope'];
       };

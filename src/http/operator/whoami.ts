@@ -9,7 +9,17 @@ const WhoamiPayload = Type.Object({ operator: Type.String() });
 
 /** `GET OPS/whoami`: the operator the token belongs to; a first call for a script or console to check its credentials. */
 export function registerWhoamiRoute(app: App, _ctx: AppContext): void {
-  app.get(`${OPS}/whoami`, operatorRoute({ response: { 200: WhoamiPayload } }), async (request) => ({
-    operator: operatorCaller(request).operatorName,
-  }));
+  app.get(
+    `${OPS}/whoami`,
+    operatorRoute({
+      operationId: 'whoami',
+      tags: ['Operator'],
+      summary: 'The operator of the token',
+      description: 'The name of the operator the token belongs to: a first call to check credentials.',
+      response: { 200: WhoamiPayload },
+    }),
+    async (request) => ({
+      operator: operatorCaller(request).operatorName,
+    }),
+  );
 }

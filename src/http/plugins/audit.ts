@@ -48,6 +48,8 @@ const TARGET_PARAMS = [
   ['backup_schedule_id', 'backup_schedule'],
   ['webhook_id', 'webhook'],
   ['service_id', 'service'],
+  ['job_id', 'job'],
+  ['reseller_id', 'reseller'],
 ] as const;
 
 /** What a refused request was about, from its path: ids only, and only well-formed ones. */
@@ -63,6 +65,8 @@ function subjectOf(request: FastifyRequest): AuditSubject {
     ...(found && { target: { type: found[1], id: id(found[0])! } }),
     ...(id('service_id') !== undefined && { serviceId: id('service_id') }),
     ...(caller?.kind === 'application' && { resellerId: caller.resellerId }),
+    // An operator's request about a reseller is that reseller's.
+    ...(found?.[1] === 'reseller' && { resellerId: id('reseller_id') }),
   };
 }
 

@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin';
-import { OPS } from '../base-path.ts';
 import { forValidation, type RegisteredRoute, type RouteDocs } from '../openapi.ts';
 
 declare module 'fastify' {
@@ -9,11 +8,6 @@ declare module 'fastify' {
   }
   /** A route's own part of the OpenAPI document (src/http/openapi.ts). */
   interface FastifySchema extends RouteDocs {}
-}
-
-/** The routes of the reseller API's document (docs/openapi.json): all but the operator API's. */
-export function resellerApiRoutes(routes: readonly RegisteredRoute[]): RegisteredRoute[] {
-  return routes.filter((r) => !r.url.startsWith(OPS));
 }
 
 const REQUEST_PARTS = ['body', 'params', 'querystring', 'headers'] as const;
@@ -36,6 +30,7 @@ export const openapiRoutes = fp(
           schema,
           scope: route.config?.scope,
           oauth: route.config?.oauth === true,
+          variant: route.config?.variant,
         });
       }
       if (!schema) return;

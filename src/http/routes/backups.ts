@@ -3,13 +3,23 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { backupCreateOperation } from '../../jobs/backup-operation.ts';
-import { type Backup, findBackup, listBackups, setBackupStatus } from '../../store/repos/backups.ts';
+import {
+  backupCreateOperation,
+  backupDeleteOperation,
+  backupRestoreOperation,
+} from '../../jobs/backup-operation.ts';
+import { type Backup, listBackups } from '../../store/repos/backups.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { EmptyBody, EmptyList, Id, InputId, ServiceParams, StringEnum } from '../schemas.ts';
-import { acceptOperation, JOB_ANSWER, JOB_HEADERS } from './service-actions.ts';
+import {
+  acceptOperation,
+  JOB_ANSWER,
+  JOB_HEADERS,
+  RESELLER_DOOR,
+  type ServiceDoor,
+} from './service-actions.ts';
 import { ownedService } from './services.ts';
 
 const BackupParams = Type.Object({
@@ -40,7 +50,7 @@ export function backupView(b: Backup): Static<typeof BackupPayload> {
   };
 }
 
-function backupIdOf(request: FastifyRequest): string {
+export function backupIdOf(request: FastifyRequest): string {
   const id = (request.params as { backup_id: string }).backup_id;
   if (!isUuid(id)) throw new ApiError('backup_not_found', 'Backup not found');
   return id.toLowerCase();
@@ -48,12 +58,6 @@ function backupIdOf(request: FastifyRequest): string {
 
 export function registerBackupRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
-  const accepted = {
-    tags: ['Backups'],
-    body: EmptyBody,
-    response: { 200: EmptyList },
-    successHeaders: JOB_HEADERS,
-  };
 
   app.get(
     `${API}/service/:service_id/backups`,
@@ -70,14 +74,24 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
       return (await listBackups(db, service.id)).map(backupView);
     },
   );
+  registerBackupActions(app, ctx, RESELLER_DOOR);
+}
+
+/** Backup create, restore and delete (jobs), through `door`. */
+export function registerBackupActions(app: App, ctx: AppContext, door: ServiceDoor): void {
+  const accepted = {
+    tags: [door.tag('Backups')],
+    body: EmptyBody,
+    response: { 200: EmptyList },
+    successHeaders: JOB_HEADERS,
+  };
 
   app.post(
-    `${API}/service/:service_id/backup/create`,
-    apiRoute(
-      'service',
+    door.url('backup/create'),
+    door.route(
       {
         ...accepted,
-        operationId: 'createBackup',
+        operationId: door.operationId('createBackup'),
         summary: 'Back up the service',
         description: `A manual backup; the oldest scheduled backups are rotated out to make room within the service’s \`backup\` GB (400 \`backup_quota_exceeded\` if that is not enough, \`backups_disabled\` if it is 0).${JOB_ANSWER}`,
         params: ServiceParams,
@@ -85,17 +99,16 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
       'backup.create',
     ),
     async (request, reply) => {
-      return acceptOperation(ctx, request, reply, backupCreateOperation('manual'));
+      return acceptOperation(ctx, request, reply, backupCreateOperation('manual'), door);
     },
   );
 
   app.post(
-    `${API}/service/:service_id/backup/restore/:backup_id`,
-    apiRoute(
-      'service',
+    door.url('backup/restore/:backup_id'),
+    door.route(
       {
         ...accepted,
-        operationId: 'restoreBackup',
+        operationId: door.operationId('restoreBackup'),
         summary: 'Restore a backup',
         description: `Puts the server’s disk back as the backup holds it.${JOB_ANSWER}`,
         params: BackupParams,
@@ -103,28 +116,16 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
       'backup.restore',
     ),
     async (request, reply) => {
-      const backupId = backupIdOf(request);
-      return acceptOperation(ctx, request, reply, {
-        action: 'backup_restore',
-        params: { backup_id: backupId },
-        check: async (service, tx) => {
-          const backup = await findBackup(tx, service.id, backupId);
-          if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
-          if (backup.status === 'failed' || backup.status === 'deleting') {
-            throw new ApiError('invalid_state', `Cannot restore a backup that is ${backup.status}`);
-          }
-        },
-      });
+      return acceptOperation(ctx, request, reply, backupRestoreOperation(backupIdOf(request)), door);
     },
   );
 
   app.post(
-    `${API}/service/:service_id/backup/delete/:backup_id`,
-    apiRoute(
-      'service',
+    door.url('backup/delete/:backup_id'),
+    door.route(
       {
         ...accepted,
-        operationId: 'deleteBackup',
+        operationId: door.operationId('deleteBackup'),
         summary: 'Delete a backup',
         description: `Frees the backup’s space.${JOB_ANSWER}`,
         params: BackupParams,
@@ -132,18 +133,13 @@ export function registerBackupRoutes(app: App, ctx: AppContext): void {
       'backup.delete',
     ),
     async (request, reply) => {
-      const backupId = backupIdOf(request);
-      const result = await acceptOperation(ctx, request, reply, {
-        action: 'backup_delete',
-        params: { backup_id: backupId },
-        check: async (service, tx) => {
-          const backup = await findBackup(tx, service.id, backupId);
-          if (!backup) throw new ApiError('backup_not_found', 'Backup not found');
-          if (backup.status === 'deleting')
-            throw new ApiError('invalid_state', 'The backup is already being deleted');
-        },
-        apply: (tx) => setBackupStatus(tx, backupId, 'deleting', ctx.clock.now()),
-      });
+      const result = await acceptOperation(
+        ctx,
+        request,
+        reply,
+        backupDeleteOperation(backupIdOf(request), ctx.clock.now()),
+        door,
+      );
       // Variant A carries a human message for a successful deletion (CONTRACT.md section 2).
       if (request.variant === 'A') answerMessage(reply, 'Backup deletion accepted');
       return result;

@@ -6,8 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
-import { buildOpenApi } from '../openapi.ts';
-import { resellerApiRoutes } from '../plugins/openapi-routes.ts';
+import { buildOpenApi, isOperatorRoute } from '../openapi.ts';
 import { DOCUMENT_ONLY } from '../schemas.ts';
 
 /** Where the reference page lives, and the document it shows. */
@@ -113,7 +112,10 @@ export function registerDocsRoutes(app: App, _ctx: AppContext): void {
     },
     async (request, reply) => {
       // Every route is registered once the server answers; the document is made once.
-      document ??= JSON.stringify(buildOpenApi(resellerApiRoutes(request.server.registeredRoutes)));
+      // The operator API has a document of its own (OPS/openapi.json).
+      document ??= JSON.stringify(
+        buildOpenApi(request.server.registeredRoutes.filter((r) => !isOperatorRoute(r))),
+      );
       return reply.type('application/json; charset=utf-8').send(document);
     },
   );

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -19,11 +20,13 @@ import {
   listSchedules,
   lockServiceForSchedules,
 } from '../../store/repos/backup-schedules.ts';
+import { findOwnedService, type Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';
+import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -96,13 +99,26 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
     },
   );
 
+  registerScheduleActions(app, ctx, RESELLER_DOOR);
+}
+
+/** The service `door` finds for the request, read whole; 404 if it has none. */
+async function doorService(ctx: AppContext, door: ServiceDoor, request: FastifyRequest): Promise<Service> {
+  const { resellerId, serviceId } = await door.target(request);
+  const service = await findOwnedService(ctx.store.reads, resellerId, serviceId);
+  if (!service) throw new ApiError('service_not_found', 'Service not found');
+  return service;
+}
+
+/** Schedule create and delete (no job; they take effect at once), through `door`. */
+export function registerScheduleActions(app: App, ctx: AppContext, door: ServiceDoor): void {
+  const { db } = ctx.store;
   app.post(
-    `${API}/service/:service_id/backup-schedule/create`,
-    apiRoute(
-      'service',
+    door.url('backup-schedule/create'),
+    door.route(
       {
-        operationId: 'createBackupSchedule',
-        tags: ['Backup schedules'],
+        operationId: door.operationId('createBackupSchedule'),
+        tags: [door.tag('Backup schedules')],
         summary: 'Schedule backups',
         description: `Takes effect at once, no job. The same time and days again answers 200 and adds nothing; at most ${MAX_SCHEDULES_PER_SERVICE} per service (400 \`schedule_limit_reached\`).`,
         params: ServiceParams,
@@ -112,7 +128,7 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
       'backup_schedule.create',
     ),
     async (request) => {
-      const owned = await ownedService(ctx, request);
+      const owned = await doorService(ctx, door, request);
       const time = parseBsTime(request.body.BsTime);
       const days = parseBsDays(request.body.BSDays);
       const key = scheduleKey(time, days);
@@ -172,12 +188,11 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
   );
 
   app.post(
-    `${API}/service/:service_id/backup-schedule/delete/:backup_schedule_id`,
-    apiRoute(
-      'service',
+    door.url('backup-schedule/delete/:backup_schedule_id'),
+    door.route(
       {
-        operationId: 'deleteBackupSchedule',
-        tags: ['Backup schedules'],
+        operationId: door.operationId('deleteBackupSchedule'),
+        tags: [door.tag('Backup schedules')],
         summary: 'Delete a backup schedule',
         description: 'Takes effect at once, no job; the backups it made stay.',
         params: ScheduleParams,
@@ -187,7 +202,7 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
       'backup_schedule.delete',
     ),
     async (request, reply) => {
-      const service = await ownedService(ctx, request);
+      const service = await doorService(ctx, door, request);
       const id = request.params.backup_schedule_id.toLowerCase();
       const decision = decide(projectedState(service), 'schedule_delete');
       if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);

@@ -1,14 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../domain/errors.ts';
-import { checkBounds, shrinksDisk, UPGRADE_FIELD_NAMES } from '../../domain/orders.ts';
 import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
-import { usedBackupGb } from '../../store/repos/backups.ts';
-import { checkUpgradeQuota } from '../../store/repos/quotas.ts';
-import type { Service } from '../../store/repos/services.ts';
-import { answerMessage, apiRoute } from '../api-route.ts';
+import { upgradeOperation } from '../../jobs/upgrade-operation.ts';
+import { type ApiSchema, answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
@@ -16,22 +12,61 @@ import { applicationCaller } from '../plugins/authenticate.ts';
 import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
 
+/** A service an operation acts on, and the reseller it belongs to (the tenant the operation runs in). */
+export interface ServiceTarget {
+  readonly resellerId: string;
+  readonly serviceId: string;
+}
+
+/**
+ * A door through which operations reach services: the reseller API (an application acts on its
+ * reseller's services) or the operator API (an operator acts for any reseller). The routes of
+ * each door are registered from the same code, so both ask the same operations with the same
+ * bodies and the same checks.
+ */
+export interface ServiceDoor {
+  /** The path of a per-service route, with `:service_id`. */
+  readonly url: (path: string) => string;
+  /** The route's options around `schema`: scope, envelope, audit action. */
+  readonly route: <const S extends ApiSchema>(schema: S, audit: string) => ReturnType<typeof apiRoute<S>>;
+  /** The operationId in the door's OpenAPI document, from the reseller API's one. */
+  readonly operationId: (name: string) => string;
+  /** The tag of operations of `group` (`Service actions`, `Backups`). */
+  readonly tag: (group: string) => string;
+  /** The service the request names, if the caller may act on it; 404 `service_not_found` otherwise. */
+  readonly target: (request: FastifyRequest) => Promise<ServiceTarget>;
+}
+
+/** The reseller API's door: the application's own services only. */
+export const RESELLER_DOOR: ServiceDoor = {
+  url: (path) => `${API}/service/:service_id/${path}`,
+  route: (schema, audit) => apiRoute('service', schema, audit),
+  operationId: (name) => name,
+  tag: (group) => group,
+  target: async (request) => ({
+    resellerId: applicationCaller(request).resellerId,
+    serviceId: serviceIdOf(request),
+  }),
+};
+
 /**
  * Accepts an operation as a job and answers `[]` once it is durably queued (CONTRACT.md
  * section 7); a repeat whose target is already reached answers 200 with a message and no job.
+ * The service is the one `door` finds for the request (the reseller API's by default).
  */
 export async function acceptOperation(
   ctx: AppContext,
   request: FastifyRequest,
   reply: FastifyReply,
   operation: Operation,
+  door: ServiceDoor = RESELLER_DOOR,
 ): Promise<Static<typeof EmptyList>> {
   const { action } = operation;
+  const target = await door.target(request);
   const outcome = await requestOperation(
     ctx.store.db,
     {
-      resellerId: applicationCaller(request).resellerId,
-      serviceId: serviceIdOf(request),
+      ...target,
       audit: auditContext(request),
       ...operation,
     },
@@ -111,18 +146,22 @@ export const JOB_ANSWER =
   ' Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).';
 
 export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
-  const url = (path: string) => `${API}/service/:service_id/${path}`;
+  registerServiceActions(app, ctx, RESELLER_DOOR);
+}
+
+/** The lifecycle operations of CONTRACT.md section 6, through `door`. */
+export function registerServiceActions(app: App, ctx: AppContext, door: ServiceDoor): void {
+  const { url } = door;
   // The audit action of each: `service.` and the operation in snake case.
   const options = <B extends TSchema>(
     operationId: keyof typeof DOCS,
     body: B,
     audit = `service.${operationId}`,
   ) =>
-    apiRoute(
-      'service',
+    door.route(
       {
-        operationId,
-        tags: ['Service actions'],
+        operationId: door.operationId(operationId),
+        tags: [door.tag('Service actions')],
         summary: DOCS[operationId][0],
         description: DOCS[operationId][1] + JOB_ANSWER,
         successHeaders: JOB_HEADERS,
@@ -136,45 +175,28 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
   const simple = ['create', 'terminate', 'unsuspend', 'start', 'stop', 'restart'] as const;
   for (const action of simple) {
     app.post(url(action), options(action, EmptyBody), (request, reply) =>
-      acceptOperation(ctx, request, reply, { action }),
+      acceptOperation(ctx, request, reply, { action }, door),
     );
   }
 
   app.post(url('suspend'), options('suspend', SuspendBody), (request, reply) =>
-    acceptOperation(ctx, request, reply, {
-      action: 'suspend',
-      params: { reason: request.body.suspend_reason ?? null },
-    }),
+    acceptOperation(
+      ctx,
+      request,
+      reply,
+      {
+        action: 'suspend',
+        params: { reason: request.body.suspend_reason ?? null },
+      },
+      door,
+    ),
   );
 
   app.post(url('upgrade'), options('upgrade', UpgradeBody), async (request, reply) => {
     const b = request.body;
     const amounts = { cpu: b.CPU, ram: b.RAM, hdd: b.HDD, ip: b.IP, backup: b.BACKUP };
     const catalog = await ctx.catalog.get();
-    return acceptOperation(ctx, request, reply, {
-      action: 'upgrade',
-      params: amounts,
-      check: async (service: Service, tx) => {
-        const product = catalog.byId.get(service.productId);
-        if (!product)
-          throw new ApiError('product_not_found', 'The product of this service is no longer offered');
-        checkBounds(product, amounts, UPGRADE_FIELD_NAMES);
-        if (shrinksDisk(service.hdd, amounts.hdd)) {
-          throw new ApiError(
-            'disk_shrink_not_supported',
-            `HDD cannot go below the current ${service.hdd} GB; disks only grow`,
-          );
-        }
-        const used = await usedBackupGb(tx, service.id);
-        if (amounts.backup < used) {
-          throw new ApiError(
-            'backup_quota_exceeded',
-            `BACKUP cannot go below the ${used} GB the service's backups use now; delete backups first`,
-          );
-        }
-        await checkUpgradeQuota(tx, ctx.store.features, service, amounts);
-      },
-    });
+    return acceptOperation(ctx, request, reply, upgradeOperation(catalog, ctx.store.features, amounts), door);
   });
 
   app.post(
@@ -182,10 +204,16 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
     options('resetPassword', ResetPasswordBody, 'service.reset_password'),
     async (request, reply) => {
       checkPasswordStrength(request.body.password);
-      return acceptOperation(ctx, request, reply, {
-        action: 'reset_password',
-        params: { password_enc: ctx.secretBox.seal(request.body.password) },
-      });
+      return acceptOperation(
+        ctx,
+        request,
+        reply,
+        {
+          action: 'reset_password',
+          params: { password_enc: ctx.secretBox.seal(request.body.password) },
+        },
+        door,
+      );
     },
   );
 }

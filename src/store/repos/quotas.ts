@@ -14,6 +14,7 @@ import {
 import type { DialectFeatures } from '../database.ts';
 import type { HotReads } from '../hot-reads.ts';
 import type { Database, ResellerQuotaTable } from '../schema.ts';
+import { type AuditContext, recordAudit } from './audit.ts';
 import type { Service } from './services.ts';
 
 const toQuota = (r: ResellerQuotaTable): Quota => ({
@@ -44,14 +45,16 @@ export async function findQuota(db: Kysely<Database>, resellerId: string): Promi
 /**
  * Sets the reseller's quota to exactly `quota` (null caps: unlimited); a quota that caps nothing
  * is removed, so that the reseller's orders skip the check. Services above a lowered cap stay;
- * only new orders and upgrades are refused. The one writer of quotas: the CLI and the operator
- * API call it.
+ * only new orders and upgrades are refused. The one writer of quotas: the CLI (actor `cli`) and
+ * the operator API (the operator) call it, and it records the change in the audit log in the
+ * same transaction.
  */
 export async function setQuota(
   db: Kysely<Database>,
   resellerId: string,
   quota: Quota,
   now: number,
+  audit: AuditContext,
 ): Promise<void> {
   // Callers validate their input (the CLI, the operator API's schema); this guards the column.
   for (const r of QUOTA_RESOURCES) {
@@ -60,16 +63,19 @@ export async function setQuota(
       throw new RangeError(`a ${r} cap is a whole number from 0 to ${MAX_QUOTA} or null, got ${cap}`);
     }
   }
-  if (isUnlimited(quota)) {
-    await db.deleteFrom('reseller_quotas').where('reseller_id', '=', resellerId).execute();
-    return;
-  }
-  const row: ResellerQuotaTable = { reseller_id: resellerId, ...quota, updated_at: now };
-  await db
-    .insertInto('reseller_quotas')
-    .values(row)
-    .onConflict((oc) => oc.column('reseller_id').doUpdateSet({ ...quota, updated_at: now }))
-    .execute();
+  await db.transaction().execute(async (tx) => {
+    if (isUnlimited(quota)) {
+      await tx.deleteFrom('reseller_quotas').where('reseller_id', '=', resellerId).execute();
+    } else {
+      const row: ResellerQuotaTable = { reseller_id: resellerId, ...quota, updated_at: now };
+      await tx
+        .insertInto('reseller_quotas')
+        .values(row)
+        .onConflict((oc) => oc.column('reseller_id').doUpdateSet({ ...quota, updated_at: now }))
+        .execute();
+    }
+    await recordAudit(tx, audit, { target: { type: 'reseller', id: resellerId }, resellerId }, now);
+  });
 }
 
 interface Use {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
+import { type AuditContext, recordAudit } from './audit.ts';
 
 export interface Reseller {
   readonly id: string;
@@ -55,4 +56,57 @@ export async function ensureResellerRow(db: Kysely<Database>, name: string, now:
     .execute();
   const row = await db.selectFrom('resellers').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
   return toReseller(row);
+}
+
+export async function findReseller(db: Kysely<Database>, id: string): Promise<Reseller | undefined> {
+  const row = await db.selectFrom('resellers').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toReseller(row);
+}
+
+/** Resellers in name order after `afterName` (names are unique: a stable key to page by). */
+export async function listResellersPage(
+  db: Kysely<Database>,
+  page: { readonly afterName?: string; readonly limit: number },
+): Promise<Reseller[]> {
+  let q = db.selectFrom('resellers').selectAll();
+  if (page.afterName !== undefined) q = q.where('name', '>', page.afterName);
+  const rows = await q.orderBy('name').limit(page.limit).execute();
+  return rows.map(toReseller);
+}
+
+const subjectOf = (r: { id: string }) => ({ target: { type: 'reseller', id: r.id }, resellerId: r.id });
+
+/**
+ * Creates a reseller and records who did, in one transaction: the CLI and the operator API call
+ * it. A name taken already (also by a concurrent create) is a unique violation (store/errors.ts).
+ */
+export async function createResellerRecorded(
+  db: Kysely<Database>,
+  name: string,
+  now: number,
+  audit: AuditContext,
+): Promise<Reseller> {
+  return db.transaction().execute(async (tx) => {
+    const created = await createReseller(tx, name, now);
+    await recordAudit(tx, audit, subjectOf(created), now);
+    return created;
+  });
+}
+
+/**
+ * Enables or disables the reseller with id `id` and records it, in one transaction; undefined
+ * if there is none. A disabled reseller's tokens are refused (auth/client-lookup.ts).
+ */
+export async function setResellerEnabledRecorded(
+  db: Kysely<Database>,
+  id: string,
+  enabled: boolean,
+  now: number,
+  audit: AuditContext,
+): Promise<Reseller | undefined> {
+  return db.transaction().execute(async (tx) => {
+    if (!(await setResellerEnabled(tx, id, enabled))) return undefined;
+    await recordAudit(tx, audit, subjectOf({ id }), now);
+    return findReseller(tx, id);
+  });
 }

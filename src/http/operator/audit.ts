@@ -1,0 +1,110 @@
+import { type Static, Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { type AuditEntry, listAuditEntries } from '../../store/repos/audit.ts';
+import type { App } from '../app.ts';
+import { OPS } from '../base-path.ts';
+import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { operatorRoute } from './operator-route.ts';
+import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
+
+export const AuditEntryPayload = Type.Object(
+  {
+    entry_id: Id('Time-ordered (UUIDv7)'),
+    created_at: Type.String({ format: 'date-time' }),
+    actor: Type.Object({
+      type: StringEnum(['application', 'operator', 'cli']),
+      id: Type.String({ description: 'Application: its client_id; operator: its id; cli: the local user' }),
+    }),
+    action: Type.String({
+      description: '`object.verb`: `service.order`, `backup.restore`, `reseller.quota`, `job.cancel`...',
+    }),
+    target: Nullable(Type.Object({ type: Type.String(), id: Type.String() })),
+    service_id: Nullable(Type.String()),
+    reseller_id: Nullable(Type.String()),
+    outcome: Type.String({ description: '`ok`, or the error code the request was refused with' }),
+    request_id: Nullable(Type.String({ description: 'The request’s X-Request-Id; null for the CLI' })),
+  },
+  { title: 'AuditEntry' },
+);
+
+function entryView(e: AuditEntry): Static<typeof AuditEntryPayload> {
+  return {
+    entry_id: e.id,
+    created_at: new Date(e.createdAt).toISOString(),
+    actor: { type: e.actor.type, id: e.actor.id },
+    action: e.action,
+    target: e.target && { type: e.target.type, id: e.target.id },
+    service_id: e.serviceId,
+    reseller_id: e.resellerId,
+    outcome: e.outcome,
+    request_id: e.requestId,
+  };
+}
+
+const ACTOR = /^(application|operator|cli)(?::(.{1,200}))?$/;
+
+const AuditQuery = Type.Object({
+  after: Type.Optional(
+    InputId('Entries after this one, oldest first (to follow the log); without it the newest come first'),
+  ),
+  actor: Type.Optional(
+    Type.String({
+      maxLength: 220,
+      description: '`operator`, `application` or `cli`, alone or with `:` and the id (`application:vrp_...`)',
+    }),
+  ),
+  service_id: Type.Optional(InputId('Entries about this service (its backups and schedules too)')),
+  reseller_id: Type.Optional(InputId('Entries about this reseller’s objects')),
+  ...PageQuery,
+});
+
+/** `GET OPS/audit`: who changed what (CONTRACT.md section 11). */
+export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+  app.get(
+    `${OPS}/audit`,
+    operatorRoute({
+      operationId: 'listAudit',
+      tags: ['Audit'],
+      summary: 'The audit log',
+      description:
+        'Every state-changing request of applications and operators, and every change by the `vrp` command: time, actor, action, target, outcome (`ok` or the refusal’s error code), request id. Newest first; with `after`, the entries after that one, oldest first. Filters combine.',
+      querystring: AuditQuery,
+      response: { 200: Page(AuditEntryPayload) },
+    }),
+    async (request) => {
+      const q = request.query;
+      const limit = limitOf(q);
+      const actor = q.actor === undefined ? undefined : ACTOR.exec(q.actor);
+      if (actor === null) {
+        throw new ApiError(
+          'validation_failed',
+          'actor must be operator, application or cli, optionally with :id',
+        );
+      }
+      if (q.after !== undefined && !isUuid(q.after))
+        throw new ApiError('validation_failed', 'after must be an entry id');
+      // The cursor carries the order of its list: a page goes on the way the first one went.
+      const cursor =
+        q.cursor === undefined ? undefined : decodeCursor('audit', q.cursor, ['string', 'string'] as const);
+      if (cursor && cursor[0] !== 'newest' && cursor[0] !== 'oldest') {
+        throw new ApiError('validation_failed', 'cursor is not one this list gave');
+      }
+      const order = cursor ? (cursor[0] as 'newest' | 'oldest') : q.after !== undefined ? 'oldest' : 'newest';
+      const after = cursor ? cursor[1] : q.after?.toLowerCase();
+      const ids = [q.service_id, q.reseller_id];
+      // An id that is no UUID is in no entry.
+      if (ids.some((id) => id !== undefined && !isUuid(id))) return { items: [], next_cursor: null };
+      const rows = await listAuditEntries(db, {
+        after,
+        order,
+        actor: actor ? { type: actor[1] as 'application' | 'operator' | 'cli', id: actor[2] } : undefined,
+        serviceId: q.service_id?.toLowerCase(),
+        resellerId: q.reseller_id?.toLowerCase(),
+        limit: limit + 1,
+      });
+      return pageOf(rows, limit, entryView, (e) => encodeCursor('audit', [order, e.id]));
+    },
+  );
+}

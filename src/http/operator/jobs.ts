@@ -1,0 +1,169 @@
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
+import { cancelJob } from '../../jobs/cancel-job.ts';
+import { projectedState } from '../../jobs/queue.ts';
+import { retryJob } from '../../jobs/retry-job.ts';
+import { listJobsPage } from '../../store/repos/job-list.ts';
+import { answerMessage } from '../api-route.ts';
+import type { App } from '../app.ts';
+import { OPS } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
+import { JOB_HEADERS } from '../routes/service-actions.ts';
+import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { JobPayload, jobView } from '../service-views.ts';
+import { operatorRoute } from './operator-route.ts';
+import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
+
+/** A job in the operator's list: which reseller's it is too. */
+const OperatorJobPayload = Type.Object(
+  { ...JobPayload.properties, reseller_id: Id() },
+  { title: 'OperatorJob' },
+);
+
+const JobParams = Type.Object({ job_id: InputId('The job') });
+
+const ListQuery = Type.Object({
+  status: Type.Optional(StringEnum(['queued', 'running', 'failed', 'succeeded', 'skipped'])),
+  service_id: Type.Optional(InputId('Only this service’s jobs')),
+  ...PageQuery,
+});
+
+/** Where the service stands after a cancel: the status now, and the one its remaining jobs lead to. */
+const CancelPayload = Type.Object({
+  job: JobPayload,
+  service: Type.Object({
+    service_id: Id(),
+    status: StringEnum(STATUSES),
+    projected_status: StringEnum(STATUSES),
+    allowed_actions: Type.Array(Type.String(), {
+      description: 'What the service accepts now, from its projected status',
+    }),
+    pending_jobs: Type.Integer(),
+  }),
+});
+
+const RetryPayload = Type.Object({
+  job: Nullable(JobPayload, {
+    description: 'The new job; null when there was nothing left to do (see message)',
+  }),
+});
+
+function jobIdOf(request: FastifyRequest): string {
+  const id = (request.params as { job_id: string }).job_id;
+  if (!isUuid(id)) throw new ApiError('job_not_found', 'Job not found');
+  return id.toLowerCase();
+}
+
+const tags = ['Jobs'];
+
+/** `OPS/jobs...`: jobs across resellers; retry a failed one, cancel a queued one (CONTRACT.md section 11). */
+export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+
+  app.get(
+    `${OPS}/jobs`,
+    operatorRoute({
+      operationId: 'listJobs',
+      tags,
+      summary: 'List jobs across resellers',
+      description:
+        'Newest first, by status (`queued`, `running`, `failed`...) and service, a page at a time: where the failed jobs are.',
+      querystring: ListQuery,
+      response: { 200: Page(OperatorJobPayload) },
+    }),
+    async (request) => {
+      const query = request.query;
+      const limit = limitOf(query);
+      const before = query.cursor && decodeCursor('jobs', query.cursor, ['number', 'string'] as const);
+      if (query.service_id !== undefined && !isUuid(query.service_id))
+        return { items: [], next_cursor: null };
+      const rows = await listJobsPage(db, {
+        status: query.status,
+        serviceId: query.service_id?.toLowerCase(),
+        before: before ? { createdAt: before[0], id: before[1] } : undefined,
+        limit: limit + 1,
+      });
+      return pageOf(
+        rows,
+        limit,
+        (j) => ({ ...jobView(j), reseller_id: j.resellerId }),
+        (j) => encodeCursor('jobs', [j.createdAt, j.id]),
+      );
+    },
+  );
+
+  app.post(
+    `${OPS}/jobs/:job_id/retry`,
+    operatorRoute(
+      {
+        operationId: 'retryJob',
+        tags,
+        summary: 'Retry a failed job',
+        description:
+          'Queues the failed job’s operation again as a new job, for its reseller, checked like a new request: 400 `invalid_state` if the service no longer accepts it, 200 with no job when its target was reached meanwhile. A job that did not fail is 409 `job_not_failed`.',
+        params: JobParams,
+        errorStatuses: [409],
+        successHeaders: JOB_HEADERS,
+        response: { 200: RetryPayload },
+      },
+      'job.retry',
+    ),
+    async (request, reply) => {
+      const catalog = await ctx.catalog.get();
+      const outcome = await retryJob(
+        db,
+        { catalog, features: ctx.store.features },
+        jobIdOf(request),
+        auditContext(request),
+        ctx.clock.now(),
+      );
+      if (outcome.kind === 'noop') {
+        answerMessage(reply, outcome.message);
+        return { job: null };
+      }
+      ctx.jobSignal.notify();
+      reply.header('x-job-id', outcome.job.id);
+      return { job: jobView(outcome.job) };
+    },
+  );
+
+  app.post(
+    `${OPS}/jobs/:job_id/cancel`,
+    operatorRoute(
+      {
+        operationId: 'cancelJob',
+        tags,
+        summary: 'Cancel a queued job',
+        description:
+          'The job ends `skipped` with the reason, never having run, and the service’s projected status (what the requests after it are checked against) is recomputed from the jobs left. A running or finished job is 409 `job_not_queued`.',
+        params: JobParams,
+        errorStatuses: [409],
+        response: { 200: CancelPayload },
+      },
+      'job.cancel',
+    ),
+    async (request) => {
+      const { job, service } = await cancelJob(
+        db,
+        ctx.store.features,
+        jobIdOf(request),
+        auditContext(request),
+        ctx.clock.now(),
+      );
+      ctx.jobSignal.notify();
+      return {
+        job: jobView(job),
+        service: {
+          service_id: service.id,
+          status: service.status,
+          projected_status: service.projectedStatus,
+          allowed_actions: allowedActions(projectedState(service)),
+          pending_jobs: service.pendingJobs,
+        },
+      };
+    },
+  );
+}

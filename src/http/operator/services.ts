@@ -1,0 +1,193 @@
+import type { FastifyRequest } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { STATUSES } from '../../domain/status-machine.ts';
+import { projectedState } from '../../jobs/queue.ts';
+import { listBackups } from '../../store/repos/backups.ts';
+import { findHostState } from '../../store/repos/hosts.ts';
+import { listServiceJobs } from '../../store/repos/jobs.ts';
+import { listServicesPage } from '../../store/repos/service-list.ts';
+import { findService, type Service } from '../../store/repos/services.ts';
+import type { App } from '../app.ts';
+import { OPS } from '../base-path.ts';
+import { BackupPayload, backupView, registerBackupActions } from '../routes/backups.ts';
+import { registerScheduleActions } from '../routes/schedules.ts';
+import { registerServiceActions, type ServiceDoor } from '../routes/service-actions.ts';
+import { Id, InputId, isUuid, Nullable, ServiceParams, StringEnum } from '../schemas.ts';
+import { serviceIdOf } from '../service-id.ts';
+import { DetailsPayload, detailsView, JobPayload, jobView } from '../service-views.ts';
+import { operatorRoute } from './operator-route.ts';
+import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+/** A service in the operator's list: who owns it, where it runs, what it has; no password. */
+export const ServiceSummaryPayload = Type.Object(
+  {
+    service_id: Id(),
+    reseller_id: Id(),
+    status: StringEnum(STATUSES),
+    projected_status: StringEnum(STATUSES),
+    domain_name: Type.String(),
+    product_id: Id(),
+    ip: Type.String({ description: 'The first address; empty until the server is created' }),
+    cpu: Type.Integer(),
+    ram: Type.Integer(),
+    hdd: Type.Integer(),
+    ip_count: Type.Integer(),
+    backup: Type.Integer(),
+    host_id: Nullable(Type.String(), { description: 'The host its server is on; null before it is created' }),
+    pending_jobs: Type.Integer({ description: 'Jobs accepted and not finished' }),
+    created_at: Timestamp,
+    terminated_at: Nullable(Timestamp),
+  },
+  { title: 'OperatorServiceSummary' },
+);
+
+/** Everything about a service: what the reseller sees, and who owns it, where it runs, its jobs and backups. */
+const ServiceDetailsPayload = Type.Object(
+  {
+    ...DetailsPayload.properties,
+    reseller_id: Id(),
+    client_id: Type.String({ description: 'The application that ordered it' }),
+    projected_status: StringEnum(STATUSES),
+    pending_jobs: Type.Integer(),
+    host: Nullable(Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining']) }), {
+      description: 'The host its server is on; null before it is created',
+    }),
+    updated_at: Timestamp,
+    jobs: Type.Array(JobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
+    backups: Type.Array(BackupPayload),
+  },
+  { title: 'OperatorServiceDetails' },
+);
+
+function summaryView(s: Service): Static<typeof ServiceSummaryPayload> {
+  return {
+    service_id: s.id,
+    reseller_id: s.resellerId,
+    status: s.status,
+    projected_status: s.projectedStatus,
+    domain_name: s.domainName,
+    product_id: s.productId,
+    ip: s.ips[0] ?? '',
+    cpu: s.cpu,
+    ram: s.ram,
+    hdd: s.hdd,
+    ip_count: s.ipCount,
+    backup: s.backup,
+    host_id: s.hostId,
+    pending_jobs: s.pendingJobs,
+    created_at: new Date(s.createdAt).toISOString(),
+    terminated_at: s.terminatedAt === null ? null : new Date(s.terminatedAt).toISOString(),
+  };
+}
+
+const ListQuery = Type.Object({
+  reseller_id: Type.Optional(InputId('Only this reseller’s services')),
+  status: Type.Optional(StringEnum(STATUSES)),
+  q: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 253,
+      description: 'An id prefix, a domain name (exact) or an IPv4 address the service holds now',
+    }),
+  ),
+  ...PageQuery,
+});
+
+/** The service the path names, whoever owns it; 404 `service_not_found` if none. */
+async function anyService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
+  const service = await findService(ctx.store.db, serviceIdOf(request));
+  if (!service) throw new ApiError('service_not_found', 'Service not found');
+  return service;
+}
+
+/** The operator API's door to the reseller API's operations: any reseller's service, acting for that reseller. */
+function operatorDoor(ctx: AppContext): ServiceDoor {
+  return {
+    url: (path) => `${OPS}/services/:service_id/${path}`,
+    route: (schema, audit) => operatorRoute(schema, audit),
+    operationId: (name) => `service${name[0]!.toUpperCase()}${name.slice(1)}`,
+    tag: (group) => (group === 'Service actions' ? 'Operator service actions' : 'Operator backups'),
+    target: async (request) => {
+      const service = await anyService(ctx, request);
+      return { resellerId: service.resellerId, serviceId: service.id };
+    },
+  };
+}
+
+const tags = ['Operator services'];
+
+/** `OPS/services...`: services across resellers, their details and every operation on them (CONTRACT.md section 11). */
+export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
+  const { db } = ctx.store;
+
+  app.get(
+    `${OPS}/services`,
+    operatorRoute({
+      operationId: 'listServices',
+      tags,
+      summary: 'List services across resellers',
+      description:
+        'Newest first, filtered by reseller, status and `q` (an id prefix, a domain name or an IP address), a page at a time. Services ordered while you page come before the first page, so paging on neither skips nor repeats one.',
+      querystring: ListQuery,
+      response: { 200: Page(ServiceSummaryPayload) },
+    }),
+    async (request) => {
+      const query = request.query;
+      const limit = limitOf(query);
+      const beforeId = query.cursor && decodeCursor('services', query.cursor, ['string'] as const)[0];
+      // A reseller id that is no UUID names no reseller: an empty list, as for an unknown one.
+      if (query.reseller_id !== undefined && !isUuid(query.reseller_id))
+        return { items: [], next_cursor: null };
+      const rows = await listServicesPage(db, {
+        resellerId: query.reseller_id?.toLowerCase(),
+        status: query.status,
+        q: query.q,
+        beforeId,
+        limit: limit + 1,
+      });
+      return pageOf(rows, limit, summaryView, (s) => encodeCursor('services', [s.id]));
+    },
+  );
+
+  app.get(
+    `${OPS}/services/:service_id`,
+    operatorRoute({
+      operationId: 'getService',
+      tags,
+      summary: 'A service with its host, jobs and backups',
+      description:
+        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs and its backups.',
+      params: ServiceParams,
+      response: { 200: ServiceDetailsPayload },
+    }),
+    async (request) => {
+      const service = await anyService(ctx, request);
+      const [jobs, backups, host] = await Promise.all([
+        listServiceJobs(db, service.id, 50),
+        listBackups(db, service.id),
+        service.hostId === null ? undefined : findHostState(db, service.hostId),
+      ]);
+      const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
+      return {
+        ...detailsView(service, current, ctx.secretBox),
+        reseller_id: service.resellerId,
+        client_id: service.clientId,
+        projected_status: projectedState(service).status,
+        pending_jobs: service.pendingJobs,
+        host: service.hostId !== null && host ? { host_id: service.hostId, state: host } : null,
+        updated_at: new Date(service.updatedAt).toISOString(),
+        jobs: jobs.map(jobView),
+        backups: backups.map(backupView),
+      };
+    },
+  );
+
+  const door = operatorDoor(ctx);
+  registerServiceActions(app, ctx, door);
+  registerBackupActions(app, ctx, door);
+  registerScheduleActions(app, ctx, door);
+}

@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { placeVm, syncHosts } from '../../../src/drivers/hosts.ts';
+import { listAuditEntries } from '../../../src/store/repos/audit.ts';
+import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
+import { smallOrder } from '../../helpers/e2e.ts';
+import { operatorToken, opsCall } from '../../helpers/operator.ts';
+import { testStores } from '../../helpers/stores.ts';
+
+const B = { 'x-envelope-variant': 'B' };
+
+for (const store of testStores()) {
+  describe(`operator API: hosts (${store})`, () => {
+    let t: TestApp;
+    let ops: string;
+    let acme: string;
+
+    before(async () => {
+      t = await createTestApp({}, { store, worker: true });
+      ops = await operatorToken(t);
+      acme = await t.token({ reseller: 'acme' });
+    });
+    after(() => t.close());
+
+    async function provision(domain: string): Promise<string> {
+      const res = await call(t, acme, 'POST', 'service/create-order', smallOrder(domain), B);
+      const id = res.body.data[0].service_id;
+      assert.equal((await call(t, acme, 'POST', `service/${id}/create`, undefined, B)).status, 200);
+      return id;
+    }
+
+    test('the list shows each configured host: driver, state, capacity, use, free room, VMs', async () => {
+      const res = await opsCall(t, ops, 'GET', 'hosts');
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.data.items.map((h: any) => [h.host_id, h.driver, h.state]),
+        [
+          ['sim-host-1', 'simulated', 'active'],
+          ['sim-host-2', 'simulated', 'active'],
+        ],
+      );
+      const id = await provision('counted.example.com');
+      await waitForStatus(t, acme, id, 'running');
+      const after = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items;
+      const used = after.find((h: any) => h.services === 1);
+      assert.ok(used, JSON.stringify(after));
+      assert.equal(used.used.cpu, 1);
+      assert.equal(used.free.cpu, used.capacity.cpu - 1);
+      assert.equal(used.free.ram_gb, used.capacity.ram_gb - 1);
+      const paged = await opsCall(t, ops, 'GET', 'hosts?limit=1');
+      assert.equal(paged.body.data.items.length, 1);
+      const next = await opsCall(t, ops, 'GET', `hosts?limit=1&cursor=${paged.body.data.next_cursor}`);
+      assert.equal(next.body.data.items[0].host_id, 'sim-host-2');
+      assert.equal(next.body.data.next_cursor, null);
+    });
+
+    test('a draining host gets no new servers; the one still active gets them all; activate undoes it', async () => {
+      const drained = await opsCall(t, ops, 'POST', 'hosts/sim-host-1/drain');
+      assert.equal(drained.status, 200);
+      assert.equal(drained.body.data.state, 'draining');
+      const ids = [];
+      for (let i = 0; i < 4; i++) ids.push(await provision(`drain${i}.example.com`));
+      for (const id of ids) {
+        await waitForStatus(t, acme, id, 'running');
+        assert.equal((await opsCall(t, ops, 'GET', `services/${id}`)).body.data.host.host_id, 'sim-host-2');
+      }
+      // Both drained: nothing can be placed; the create fails with the reason.
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-2/drain');
+      const stuck = await provision('nowhere.example.com');
+      await waitForStatus(t, acme, stuck, 'failed');
+      const jobs = await call(t, acme, 'GET', `service/${stuck}/jobs`, undefined, B);
+      assert.match(jobs.body.data[0].error, /No host has room/);
+      // Servers on a draining host keep working.
+      assert.equal((await call(t, acme, 'POST', `service/${ids[0]}/stop`, undefined, B)).status, 200);
+      await waitForStatus(t, acme, ids[0]!, 'stopped');
+
+      const active = await opsCall(t, ops, 'POST', 'hosts/sim-host-1/activate');
+      assert.equal(active.body.data.state, 'active');
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-2/activate');
+      assert.equal((await call(t, acme, 'POST', `service/${stuck}/create`, undefined, B)).status, 200);
+      await waitForStatus(t, acme, stuck, 'running');
+    });
+
+    test('placement itself, which both drivers call, skips draining hosts', async () => {
+      const db = t.ctx.store.db;
+      // Hosts as the libvirt driver registers its own (createDriver -> syncHosts).
+      await syncHosts(db, [
+        { id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 },
+        { id: 'kvm-b', cpu: 8, ramGb: 8, diskGb: 200 },
+      ]);
+      await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-a').execute();
+      const need = { cpu: 1, ramGb: 1, diskGb: 10 };
+      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b']), 'kvm-b');
+      await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-b').execute();
+      await assert.rejects(placeVm(db, need, ['kvm-a', 'kvm-b']), /No host has room/);
+      // A re-sync (a restart) keeps the operator's state.
+      await syncHosts(db, [{ id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 }]);
+      await assert.rejects(placeVm(db, need, ['kvm-a']), /No host has room/);
+    });
+
+    test('unknown hosts are 404 host_not_found; changes are audited; resellers get 403', async () => {
+      for (const path of ['hosts/nope/drain', 'hosts/kvm-a/activate']) {
+        const res = await opsCall(t, ops, 'POST', path);
+        assert.equal(res.status, 404, path);
+        assert.equal(res.body.error_code, 'host_not_found');
+      }
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-2/drain');
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-2/activate');
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      const hostEntries = entries.filter((e) => e.target?.type === 'host' && e.target.id === 'sim-host-2');
+      assert.deepEqual(
+        hostEntries.slice(-2).map((e) => [e.actor.type, e.action, e.outcome]),
+        [
+          ['operator', 'host.drain', 'ok'],
+          ['operator', 'host.activate', 'ok'],
+        ],
+      );
+      assert.deepEqual(
+        entries.filter((e) => e.action === 'host.drain' && e.outcome !== 'ok').map((e) => e.outcome),
+        ['host_not_found'],
+      );
+      for (const [method, path] of [
+        ['GET', 'hosts'],
+        ['POST', 'hosts/sim-host-1/drain'],
+      ] as const) {
+        const res = await opsCall(t, acme, method, path);
+        assert.equal(res.status, 403);
+      }
+      assert.equal((await opsCall(t, ops, 'GET', 'hosts')).body.data.items[0].state, 'active');
+    });
+  });
+}

@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { CANCELLED } from '../../../src/jobs/cancel-job.ts';
+import { claimJobs } from '../../../src/jobs/claim.ts';
+import { listAuditEntries } from '../../../src/store/repos/audit.ts';
+import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
+import { smallOrder } from '../../helpers/e2e.ts';
+import { operatorToken, opsCall } from '../../helpers/operator.ts';
+import { testStores } from '../../helpers/stores.ts';
+
+const MISSING = '00000000-0000-4000-8000-000000000000';
+const B = { 'x-envelope-variant': 'B' };
+
+async function order(t: TestApp, token: string, domain: string): Promise<string> {
+  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain), B);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data[0].service_id;
+}
+
+/** Asks the reseller API for `op` on the service; returns the job id it queued. */
+async function ask(t: TestApp, token: string, id: string, op: string): Promise<string> {
+  const res = await call(t, token, 'POST', `service/${id}/${op}`, undefined, B);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return String(res.headers['x-job-id']);
+}
+
+for (const store of testStores()) {
+  describe(`operator API: jobs, queued (${store})`, () => {
+    // No worker: jobs stay queued until a test claims one.
+    let t: TestApp;
+    let ops: string;
+    let acme: string;
+
+    before(async () => {
+      t = await createTestApp({}, { store });
+      ops = await operatorToken(t);
+      acme = await t.token({ reseller: 'acme' });
+    });
+    after(() => t.close());
+
+    test('cancelling the only queued job: skipped, the service back to where it was, and it accepts again', async () => {
+      const id = await order(t, acme, 'one.example.com');
+      const job = await ask(t, acme, id, 'create');
+      const res = await opsCall(t, ops, 'POST', `jobs/${job}/cancel`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.data.job.status, 'skipped');
+      assert.equal(res.body.data.job.error, CANCELLED);
+      assert.deepEqual(res.body.data.service, {
+        service_id: id,
+        status: 'pending',
+        projected_status: 'pending',
+        allowed_actions: ['create', 'terminate'],
+        pending_jobs: 0,
+      });
+      const status = await call(t, acme, 'GET', `service/${id}/status`, undefined, B);
+      assert.deepEqual([status.body.data.status, status.body.data.job], ['pending', null]);
+      // The reseller sees the job cancelled among its jobs, and may ask again.
+      const jobs = await call(t, acme, 'GET', `service/${id}/jobs`, undefined, B);
+      assert.equal(jobs.body.data[0].status, 'skipped');
+      await ask(t, acme, id, 'create');
+    });
+
+    test('cancelling a job in the middle of the queue recomputes the projection from the rest', async () => {
+      const id = await order(t, acme, 'queue.example.com');
+      const create = await ask(t, acme, id, 'create');
+      await ask(t, acme, id, 'stop');
+      // Projected: running after create, stopped after stop.
+      const cancelCreate = await opsCall(t, ops, 'POST', `jobs/${create}/cancel`);
+      // Without the create, the stop would be refused when it runs: projected stays pending.
+      assert.equal(cancelCreate.body.data.service.projected_status, 'pending');
+      assert.equal(cancelCreate.body.data.service.pending_jobs, 1);
+      const again = await call(t, acme, 'POST', `service/${id}/create`, undefined, B);
+      assert.equal(again.status, 200);
+
+      const other = await order(t, acme, 'term.example.com');
+      const create2 = await ask(t, acme, other, 'create');
+      const term = await ask(t, acme, other, 'terminate');
+      assert.equal(
+        (await opsCall(t, ops, 'POST', `jobs/${term}/cancel`)).body.data.service.projected_status,
+        'running',
+      );
+      const last = await opsCall(t, ops, 'POST', `jobs/${create2}/cancel`);
+      assert.equal(last.body.data.service.projected_status, 'pending');
+      assert.equal(last.body.data.service.pending_jobs, 0);
+    });
+
+    test('a running job cannot be cancelled (409 job_not_queued); the one behind it can', async () => {
+      const id = await order(t, acme, 'running.example.com');
+      const create = await ask(t, acme, id, 'create');
+      const stop = await ask(t, acme, id, 'stop');
+      const now = Date.now();
+      // A worker takes the create (the oldest waiting job in the store may be another test's: take until ours).
+      for (let i = 0; i < 20; i++) {
+        const claimed = await claimJobs(t.ctx.store, 'test-worker', 10, now, now + 600_000);
+        if (claimed.some((c) => c.id === create) || claimed.length === 0) break;
+      }
+      const refused = await opsCall(t, ops, 'POST', `jobs/${create}/cancel`);
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.error_code, 'job_not_queued');
+      assert.match(refused.body.message, /running/);
+      // The stop is cancelled; the projection is where the running create leads: running.
+      const res = await opsCall(t, ops, 'POST', `jobs/${stop}/cancel`);
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.service.projected_status, 'running');
+      assert.equal(res.body.data.service.pending_jobs, 1);
+      // Cancelled once; not twice.
+      const twice = await opsCall(t, ops, 'POST', `jobs/${stop}/cancel`);
+      assert.equal(twice.status, 409);
+      assert.match(twice.body.message, /finished \(skipped\)/);
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      assert.deepEqual(
+        entries
+          .filter((e) => e.action === 'job.cancel' && [create, stop].includes(e.target?.id ?? ''))
+          .map((e) => [e.target?.id, e.outcome]),
+        [
+          [create, 'job_not_queued'],
+          [stop, 'ok'],
+          [stop, 'job_not_queued'],
+        ],
+      );
+    });
+
+    test('unknown or malformed job ids are 404 job_not_found; retry of a job that did not fail is 409', async () => {
+      for (const path of [`jobs/${MISSING}/cancel`, 'jobs/nope/cancel', `jobs/${MISSING}/retry`]) {
+        const res = await opsCall(t, ops, 'POST', path);
+        assert.equal(res.status, 404, path);
+        assert.equal(res.body.error_code, 'job_not_found');
+      }
+      const id = await order(t, acme, 'notfailed.example.com');
+      const job = await ask(t, acme, id, 'create');
+      const res = await opsCall(t, ops, 'POST', `jobs/${job}/retry`);
+      assert.equal(res.status, 409);
+      assert.equal(res.body.error_code, 'job_not_failed');
+    });
+
+    test('the list filters by status and service and pages newest first without repeats', async () => {
+      const id = await order(t, acme, 'list.example.com');
+      const create = await ask(t, acme, id, 'create');
+      const mine = await opsCall(t, ops, 'GET', `jobs?service_id=${id}`);
+      assert.deepEqual(
+        mine.body.data.items.map((j: any) => [j.job_id, j.action, j.status]),
+        [[create, 'create', 'queued']],
+      );
+      const queued = await opsCall(t, ops, 'GET', 'jobs?status=queued&limit=1000');
+      assert.ok(queued.body.data.items.every((j: any) => j.status === 'queued'));
+      assert.ok(queued.body.data.items.some((j: any) => j.job_id === create));
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let extra = 0;
+      do {
+        const res: any = await opsCall(t, ops, 'GET', `jobs?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(res.status, 200);
+        seen.push(...res.body.data.items.map((j: any) => j.job_id));
+        cursor = res.body.data.next_cursor;
+        if (extra++ < 3) await ask(t, acme, await order(t, acme, `late${extra}.example.com`), 'create');
+      } while (cursor);
+      assert.equal(new Set(seen).size, seen.length);
+      assert.ok(seen.includes(create));
+      for (const q of ['status=done', 'limit=0', 'cursor=xyz']) {
+        const res = await opsCall(t, ops, 'GET', `jobs?${q}`);
+        assert.equal(res.status, 400, q);
+        assert.equal(res.body.error_code, 'validation_failed');
+      }
+      assert.deepEqual((await opsCall(t, ops, 'GET', 'jobs?service_id=nope')).body.data.items, []);
+      assert.equal((await opsCall(t, acme, 'GET', 'jobs')).status, 403);
+      assert.equal((await opsCall(t, acme, 'POST', `jobs/${create}/cancel`)).status, 403);
+    });
+  });
+
+  describe(`operator API: retrying failed jobs (${store})`, () => {
+    let t: TestApp;
+    let ops: string;
+    let acme: string;
+
+    before(async () => {
+      t = await createTestApp({}, { store, worker: true });
+      ops = await operatorToken(t);
+      acme = await t.token({ reseller: 'acme' });
+    });
+    after(() => t.close());
+
+    test('a create that failed on drained hosts is retried once a host is active; the new job runs there', async () => {
+      for (const host of ['sim-host-1', 'sim-host-2']) {
+        assert.equal((await opsCall(t, ops, 'POST', `hosts/${host}/drain`)).status, 200);
+      }
+      const id = await order(t, acme, 'retry.example.com');
+      const failedJob = await ask(t, acme, id, 'create');
+      await waitForStatus(t, acme, id, 'failed');
+      const failed = await opsCall(t, ops, 'GET', `jobs?status=failed&service_id=${id}`);
+      assert.equal(failed.body.data.items.length, 1);
+      assert.match(failed.body.data.items[0].error, /No host has room/);
+
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-2/activate');
+      const retried = await opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`);
+      assert.equal(retried.status, 200, JSON.stringify(retried.body));
+      const newJob = retried.body.data.job;
+      assert.notEqual(newJob.job_id, failedJob);
+      assert.equal(retried.headers['x-job-id'], newJob.job_id);
+      assert.equal(newJob.action, 'create');
+      await waitForStatus(t, acme, id, 'running');
+      const details = await opsCall(t, ops, 'GET', `services/${id}`);
+      assert.equal(details.body.data.host.host_id, 'sim-host-2');
+
+      // The service runs now: the failed create no longer fits it.
+      const again = await opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`);
+      assert.equal(again.status, 400);
+      assert.equal(again.body.error_code, 'invalid_state');
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      assert.deepEqual(
+        entries.filter((e) => e.action === 'job.retry').map((e) => [e.actor.type, e.target?.id, e.outcome]),
+        [
+          ['operator', failedJob, 'ok'],
+          ['operator', failedJob, 'invalid_state'],
+        ],
+      );
+      await opsCall(t, ops, 'POST', 'hosts/sim-host-1/activate');
+    });
+  });
+}
