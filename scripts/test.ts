@@ -9,8 +9,15 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { globSync } from 'node:fs';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
+import { writeGroups } from './test-groups.ts';
+
+/** Test processes at once: the machines we run on have two cores. */
+const CONCURRENCY = 2;
+/** More groups than processes, so that a group that finishes early takes up the next one. */
+const GROUPS = 4;
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -19,6 +26,11 @@ const patterns =
   paths.length > 0
     ? paths.map((p) => (p.endsWith('.ts') ? p : `${p.replace(/\/$/, '')}/**/*.test.ts`))
     : ['test/**/*.test.ts'];
+const files = [...new Set(patterns.flatMap((p) => globSync(p)))].sort();
+if (files.length === 0) {
+  console.error(`No test files match ${patterns.join(' ')}`);
+  process.exit(1);
+}
 
 let pg: PostgresServer | undefined;
 if (process.env['VRP_TEST_STORES'] !== 'sqlite' && !process.env['VRP_TEST_PG_URL']) {
@@ -32,11 +44,12 @@ process.on('SIGINT', () => {
 });
 
 const runId = randomUUID();
+const groups = writeGroups(files, GROUPS);
 let status = 1;
 try {
   const result = spawnSync(
     process.execPath,
-    ['--test', '--test-concurrency=2', '--test-timeout=300000', ...flags, ...patterns],
+    ['--test', `--test-concurrency=${CONCURRENCY}`, '--test-timeout=300000', ...flags, ...groups.paths],
     {
       stdio: 'inherit',
       env: {
@@ -50,6 +63,7 @@ try {
   status = result.status ?? 1;
 } finally {
   stopPg();
+  groups.remove();
 }
 
 const left = leftBehind('VRP_TEST_RUN', runId);
