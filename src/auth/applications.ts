@@ -3,7 +3,7 @@ import { insertClient, newClientId, rotateClientSecret, type Variant } from '../
 import { ensureResellerRow, findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { SCOPES, type Scope } from './scopes.ts';
-import { generateSecret, hashSecret } from './secret-hash.ts';
+import { generateSecret, hashSecret, type SecretCost } from './secret-hash.ts';
 
 /** What registering an application prints, once: the secret is not stored in the clear anywhere. */
 export interface RegisteredApplication {
@@ -18,10 +18,19 @@ export class ApplicationError extends Error {
   override name = 'ApplicationError';
 }
 
-/** Registers an application (OAuth client) for an existing reseller. */
+/**
+ * Registers an application (OAuth client) for an existing reseller. Its secret is hashed at
+ * `secretCost`, SECRET_COST unless given: only tests give a lower one, to save the CPU time.
+ */
 export async function registerApplication(
   db: Kysely<Database>,
-  options: { reseller: string; scopes?: readonly Scope[]; variant?: Variant; name?: string },
+  options: {
+    reseller: string;
+    scopes?: readonly Scope[];
+    variant?: Variant;
+    name?: string;
+    secretCost?: SecretCost;
+  },
   now: number,
 ): Promise<RegisteredApplication> {
   const reseller = await findResellerByName(db, options.reseller);
@@ -34,7 +43,7 @@ export async function registerApplication(
       id: newClientId(),
       resellerId: reseller.id,
       name: options.name ?? `${reseller.name} application`,
-      secretHash: await hashSecret(secret),
+      secretHash: await hashSecret(secret, options.secretCost),
       scopes,
       variant: options.variant ?? 'B',
     },
@@ -54,14 +63,15 @@ export async function ensureReseller(db: Kysely<Database>, name: string, now: nu
   return ensureResellerRow(db, name, now);
 }
 
-/** A new secret for an application; tokens issued before stop working. */
+/** A new secret for an application; tokens issued before stop working. `secretCost` as above. */
 export async function rotateApplicationSecret(
   db: Kysely<Database>,
   clientId: string,
   now: number,
+  options: { secretCost?: SecretCost } = {},
 ): Promise<string> {
   const secret = generateSecret();
-  if (!(await rotateClientSecret(db, clientId, await hashSecret(secret), now))) {
+  if (!(await rotateClientSecret(db, clientId, await hashSecret(secret, options.secretCost), now))) {
     throw new ApplicationError(`No application with client_id "${clientId}"`);
   }
   return secret;

@@ -19,6 +19,11 @@ export interface ClientAuthenticator {
   authenticate(clientId: string, secret: string): Promise<ClientWithSecret | undefined>;
 }
 
+// The dummy hash is made once per process, when the first authenticator is: its secret is
+// random and never kept, so every authenticator of the process may share it, and a process that
+// builds many apps (a test run) pays its scrypt run once.
+let processDummyHash: Promise<string> | undefined;
+
 /**
  * Client credentials checked so that every failure costs the same, one scrypt run: against the
  * application's hash, or, for an id that names no application, against a dummy hash made at
@@ -30,7 +35,8 @@ export function createClientAuthenticator(
   db: Kysely<Database>,
   verify: SecretVerifier = verifySecret,
 ): ClientAuthenticator {
-  const dummyHash = hashSecret(generateSecret());
+  processDummyHash ??= hashSecret(generateSecret());
+  const dummyHash = processDummyHash;
   // Remembered per process only, so the HMAC key never leaves it.
   const macKey = createSecretKey(randomBytes(32));
   const macOf = (secret: string) => createHmac('sha256', macKey).update(secret).digest();

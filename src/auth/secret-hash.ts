@@ -1,8 +1,20 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
 
-// scrypt cost: N=2^15, r=8, p=1 (OWASP's minimum is 2^17 with r=8 for passwords; client secrets
-// are 256-bit random values, so the hash only has to resist a leaked table, not a dictionary).
-const PARAMS = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 } as const;
+/** scrypt's cost parameters. A hash carries the ones it was made with, and is checked with those. */
+export interface SecretCost {
+  readonly N: number;
+  readonly r: number;
+  readonly p: number;
+}
+
+/**
+ * The cost of every hash the server and the CLI make: N=2^15, r=8, p=1 (OWASP's minimum is 2^17
+ * with r=8 for passwords; client secrets are 256-bit random values, so the hash only has to
+ * resist a leaked table, not a dictionary).
+ */
+export const SECRET_COST: SecretCost = Object.freeze({ N: 1 << 15, r: 8, p: 1 });
+
+const MAXMEM = 64 * 1024 * 1024;
 const KEY_LEN = 32;
 
 function derive(secret: string, salt: Buffer, params: ScryptOptions): Promise<Buffer> {
@@ -11,13 +23,14 @@ function derive(secret: string, salt: Buffer, params: ScryptOptions): Promise<Bu
   });
 }
 
-/** A salted scrypt hash: `scrypt$N$r$p$salt$hash` (base64url). */
-export async function hashSecret(secret: string): Promise<string> {
+/**
+ * A salted scrypt hash: `scrypt$N$r$p$salt$hash` (base64url). `cost` is SECRET_COST unless a
+ * test asks for less (each hash at SECRET_COST takes about 0.1 s of CPU and 32 MiB).
+ */
+export async function hashSecret(secret: string, cost: SecretCost = SECRET_COST): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(secret, salt, PARAMS);
-  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64url'), key.toString('base64url')].join(
-    '$',
-  );
+  const key = await derive(secret, salt, { ...cost, maxmem: MAXMEM });
+  return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64url'), key.toString('base64url')].join('$');
 }
 
 /** Compares in constant time; false for any malformed stored hash. */
@@ -31,7 +44,7 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
       N: Number(n),
       r: Number(r),
       p: Number(p),
-      maxmem: PARAMS.maxmem,
+      maxmem: MAXMEM,
     });
     return key.length === expected.length && timingSafeEqual(key, expected);
   } catch {

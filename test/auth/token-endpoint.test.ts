@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
-import { verifySecret } from '../../src/auth/secret-hash.ts';
+import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
 import { createTokenEndpoint, type TokenEndpoint } from '../../src/auth/token-endpoint.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -36,7 +36,8 @@ for (const store of testStores()) {
 
     before(async () => {
       t = await createTestApp({}, { store });
-      c = await t.client();
+      // At the real cost: the dummy hash is compared with a real application's.
+      c = await t.client({ secretCost: SECRET_COST });
       endpoint = createTokenEndpoint(t.ctx, {
         verifySecret: (secret, stored) => {
           checked.push(stored);

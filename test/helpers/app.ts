@@ -12,6 +12,7 @@ import {
   registerApplication,
 } from '../../src/auth/applications.ts';
 import type { Scope } from '../../src/auth/scopes.ts';
+import type { SecretCost } from '../../src/auth/secret-hash.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AppContext, createContext } from '../../src/context.ts';
 import type { Clock } from '../../src/domain/clock.ts';
@@ -24,6 +25,13 @@ import { createPgDatabase, type StoreKind } from './stores.ts';
 
 export const BASE = '/vps_reseller_provider/public';
 export const API = `${BASE}/api/v2`;
+
+/**
+ * The scrypt cost of the applications tests register (the least scrypt takes): at the real
+ * cost (SECRET_COST) each registration and first token costs about 0.2 s of CPU, which was a
+ * good part of the suite's. The tests of the cost itself register at SECRET_COST.
+ */
+export const TEST_SECRET_COST: SecretCost = Object.freeze({ N: 2, r: 1, p: 1 });
 
 export interface TestApp {
   readonly app: App;
@@ -38,6 +46,8 @@ export interface TestApp {
     reseller?: string;
     scopes?: Scope[];
     variant?: Variant;
+    /** TEST_SECRET_COST unless given. */
+    secretCost?: SecretCost;
   }): Promise<RegisteredApplication>;
   /** A bearer token for a new application (or the given one). */
   token(options?: {
@@ -95,7 +105,12 @@ export async function createTestApp(
       await ensureReseller(ctx.store.db, o.reseller ?? 'acme', Date.now());
       return registerApplication(
         ctx.store.db,
-        { reseller: o.reseller ?? 'acme', scopes: o.scopes, variant: o.variant },
+        {
+          reseller: o.reseller ?? 'acme',
+          scopes: o.scopes,
+          variant: o.variant,
+          secretCost: o.secretCost ?? TEST_SECRET_COST,
+        },
         Date.now(),
       );
     },

@@ -5,7 +5,7 @@ import { rotateApplicationSecret } from '../../src/auth/applications.ts';
 import { hashSecret } from '../../src/auth/secret-hash.ts';
 import { revokeClientTokens, setClientEnabled } from '../../src/store/repos/clients.ts';
 import { findResellerByName, setResellerEnabled } from '../../src/store/repos/resellers.ts';
-import { API, BASE, createTestApp, type TestApp } from '../helpers/app.ts';
+import { API, BASE, createTestApp, TEST_SECRET_COST, type TestApp } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -156,7 +156,7 @@ for (const store of testStores()) {
       const special = 'p@ss w+rd:/%&=é';
       await t.ctx.store.db
         .updateTable('clients')
-        .set({ secret_hash: await hashSecret(special) })
+        .set({ secret_hash: await hashSecret(special, TEST_SECRET_COST) })
         .where('id', '=', c.client_id)
         .execute();
       const viaBasic = await tokenRequest(t, {
@@ -545,7 +545,9 @@ for (const store of testStores()) {
 
     test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {
       const { c, token } = await issued();
-      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now(), {
+        secretCost: TEST_SECRET_COST,
+      });
       assert.notEqual(newSecret, c.client_secret);
       assertOauthError(
         await tokenRequest(t, {
@@ -578,7 +580,9 @@ for (const store of testStores()) {
 
     test('a token issued right after a rotation works at once', async () => {
       const { c } = await issued();
-      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now(), {
+        secretCost: TEST_SECRET_COST,
+      });
       const fresh = assertTokenSuccess(
         await tokenRequest(t, {
           json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },
