@@ -10,6 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { globSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
 import { writeGroups } from './test-groups.ts';
@@ -43,6 +44,11 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
+// Node keeps what it compiled (our TypeScript after type stripping, the dependencies) here, so
+// the group processes and every server or CLI process a test starts skip most of that work:
+// about a third of a process start. Safe to share: entries are keyed by the source's content.
+const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-cache');
+
 const runId = randomUUID();
 const groups = writeGroups(files, GROUPS);
 let status = 1;
@@ -55,6 +61,7 @@ try {
       env: {
         ...process.env,
         NODE_ENV: 'test',
+        NODE_COMPILE_CACHE: compileCache,
         VRP_TEST_RUN: runId,
         ...(pg ? { VRP_TEST_PG_URL: pg.url } : {}),
       },

@@ -9,8 +9,9 @@ import { ensureReseller, registerApplication, rotateApplicationSecret } from '..
 import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
 import { openStore } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
-import { createTestApp, TEST_SECRET_COST } from '../helpers/app.ts';
+import { createTestApp } from '../helpers/app.ts';
 import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const REAL = `scrypt$${SECRET_COST.N}$${SECRET_COST.r}$${SECRET_COST.p}$`;

@@ -21,17 +21,11 @@ import { type App, buildApp } from '../../src/http/app.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
+import { TEST_SECRET_COST } from './secret-cost.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
 
 export const BASE = '/vps_reseller_provider/public';
 export const API = `${BASE}/api/v2`;
-
-/**
- * The scrypt cost of the applications tests register (the least scrypt takes): at the real
- * cost (SECRET_COST) each registration and first token costs about 0.2 s of CPU, which was a
- * good part of the suite's. The tests of the cost itself register at SECRET_COST.
- */
-export const TEST_SECRET_COST: SecretCost = Object.freeze({ N: 2, r: 1, p: 1 });
 
 export interface TestApp {
   readonly app: App;

@@ -5,8 +5,9 @@ import { rotateApplicationSecret } from '../../src/auth/applications.ts';
 import { hashSecret } from '../../src/auth/secret-hash.ts';
 import { revokeClientTokens, setClientEnabled } from '../../src/store/repos/clients.ts';
 import { findResellerByName, setResellerEnabled } from '../../src/store/repos/resellers.ts';
-import { API, BASE, createTestApp, TEST_SECRET_COST, type TestApp } from '../helpers/app.ts';
+import { API, BASE, createTestApp, type TestApp } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const TOKEN_URL = `${BASE}/oauth/token`;
