@@ -13,12 +13,10 @@ import { globSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
-import { writeGroups } from './test-groups.ts';
+import { writeLanes } from './test-lanes.ts';
 
-/** Test processes at once: the machines we run on have two cores. */
-const CONCURRENCY = 2;
-/** More groups than processes, so that a group that finishes early takes up the next one. */
-const GROUPS = 4;
+/** Test processes (lanes, scripts/test-lanes.ts) at once: the machines we run on have two cores. */
+const LANES = 2;
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -45,17 +43,17 @@ process.on('SIGINT', () => {
 });
 
 // Node keeps what it compiled (our TypeScript after type stripping, the dependencies) here, so
-// the group processes and every server or CLI process a test starts skip most of that work:
+// the lanes and every server or CLI process a test starts skip most of that work:
 // about a third of a process start. Safe to share: entries are keyed by the source's content.
 const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-cache');
 
 const runId = randomUUID();
-const groups = writeGroups(files, GROUPS);
+const lanes = writeLanes(files, LANES);
 let status = 1;
 try {
   const result = spawnSync(
     process.execPath,
-    ['--test', `--test-concurrency=${CONCURRENCY}`, '--test-timeout=300000', ...flags, ...groups.paths],
+    ['--test', `--test-concurrency=${LANES}`, '--test-timeout=300000', ...flags, ...lanes.paths],
     {
       stdio: 'inherit',
       env: {
@@ -70,7 +68,7 @@ try {
   status = result.status ?? 1;
 } finally {
   stopPg();
-  groups.remove();
+  lanes.remove();
 }
 
 const left = leftBehind('VRP_TEST_RUN', runId);
