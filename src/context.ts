@@ -2,6 +2,7 @@ import { type ClientStateCache, createClientStateCache } from './auth/client-sta
 import { checkKeyAgainstStore } from './auth/key-check.ts';
 import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
 import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
+import { SECRET_COST, type SecretCost } from './auth/secret-hash.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
@@ -26,6 +27,12 @@ export interface AppContext {
   readonly jobSignal: JobSignal;
   /** This process's Prometheus metrics: HTTP answers, job runs, the queue. */
   readonly metrics: Metrics;
+  /**
+   * The scrypt cost of the applications' secret hashes, which the token endpoint's dummy hash
+   * (for ids that name no application) matches: SECRET_COST. Tests that register their
+   * applications at a lower cost set theirs here, as they set their own clock.
+   */
+  readonly secretCost: SecretCost;
 }
 
 /**
@@ -59,5 +66,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
     metrics: createMetrics(store),
+    secretCost: SECRET_COST,
   };
 }

@@ -7,9 +7,11 @@ import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { ensureReseller, registerApplication, rotateApplicationSecret } from '../../src/auth/applications.ts';
 import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createContext } from '../../src/context.ts';
 import { openStore } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
-import { createTestApp } from '../helpers/app.ts';
+import { createTestApp, testEnv } from '../helpers/app.ts';
 import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
 import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -28,6 +30,15 @@ async function storedHash(db: Kysely<Database>, clientId: string): Promise<strin
 describe('the real cost', () => {
   test('is N=2^15, r=8, p=1', () => {
     assert.deepEqual({ ...SECRET_COST }, { N: 32768, r: 8, p: 1 });
+  });
+
+  test("is a server's: its token endpoint checks unknown ids against a hash of that cost", async (t) => {
+    const ctx = await createContext(loadConfig(testEnv(ownDataDir(t))));
+    try {
+      assert.deepEqual(ctx.secretCost, SECRET_COST);
+    } finally {
+      await ctx.store.close();
+    }
   });
 });
 

@@ -4,6 +4,7 @@ import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
 import { createTokenEndpoint, type TokenEndpoint } from '../../src/auth/token-endpoint.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 let addresses = 0;
@@ -36,10 +37,11 @@ for (const store of testStores()) {
     const checked: string[] = [];
 
     before(async () => {
-      t = await createTestApp({}, { store });
-      c = await t.client();
-      // The dummy hash is compared with the hash of an application registered as the CLI does.
-      atRealCost = await t.client({ secretCost: SECRET_COST });
+      // At the real cost: the dummy hash is compared with the hash of an application registered
+      // as the CLI does. The other tests count scrypt runs, whatever their cost.
+      t = await createTestApp({}, { store, secretCost: SECRET_COST });
+      c = await t.client({ secretCost: TEST_SECRET_COST });
+      atRealCost = await t.client();
       endpoint = createTokenEndpoint(t.ctx, {
         verifySecret: (secret, stored) => {
           checked.push(stored);

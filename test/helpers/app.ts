@@ -40,7 +40,7 @@ export interface TestApp {
     reseller?: string;
     scopes?: Scope[];
     variant?: Variant;
-    /** TEST_SECRET_COST unless given. */
+    /** The app's (ctx.secretCost) unless given. */
     secretCost?: SecretCost;
   }): Promise<RegisteredApplication>;
   /** A bearer token for a new application (or the given one). */
@@ -71,6 +71,8 @@ export async function createTestApp(
     worker?: boolean;
     store?: StoreKind;
     clock?: Clock;
+    /** The scrypt cost of its applications and of the token endpoint's dummy hash (TEST_SECRET_COST). */
+    secretCost?: SecretCost;
     /** Where the app and its worker log, at trace level (silent without it). */
     log?: Writable;
   } = {},
@@ -79,8 +81,13 @@ export async function createTestApp(
   const pgDb = options.store === 'postgres' ? await createPgDatabase() : undefined;
   const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
   const created = await createContext(config);
-  // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock.
-  const ctx: AppContext = options.clock ? { ...created, clock: options.clock } : created;
+  // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock;
+  // its secret cost replaces SECRET_COST (test/helpers/secret-cost.ts).
+  const ctx: AppContext = {
+    ...created,
+    clock: options.clock ?? created.clock,
+    secretCost: options.secretCost ?? TEST_SECRET_COST,
+  };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
   await app.ready();
@@ -103,7 +110,7 @@ export async function createTestApp(
           reseller: o.reseller ?? 'acme',
           scopes: o.scopes,
           variant: o.variant,
-          secretCost: o.secretCost ?? TEST_SECRET_COST,
+          secretCost: o.secretCost ?? ctx.secretCost,
         },
         Date.now(),
       );
