@@ -3,6 +3,7 @@ import { type ClientStateCache, createClientStateCache } from './auth/client-sta
 import { checkKeyAgainstStore } from './auth/key-check.ts';
 import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
 import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
+import { SECRET_COST, type SecretCost } from './auth/secret-hash.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
@@ -29,6 +30,12 @@ export interface AppContext {
   readonly metrics: Metrics;
   /** Resolves webhook receivers' host names (the system resolver; tests give their own). */
   readonly lookup: HostLookup;
+  /**
+   * The scrypt cost of the applications' secret hashes, which the token endpoint's dummy hash
+   * (for ids that name no application) matches: SECRET_COST. Tests that register their
+   * applications at a lower cost set theirs here, as they set their own clock.
+   */
+  readonly secretCost: SecretCost;
 }
 
 /**
@@ -64,5 +71,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     jobSignal: createJobSignal(),
     metrics: createMetrics(store, clock),
     lookup: systemLookup,
+    secretCost: SECRET_COST,
   };
 }

@@ -22,8 +22,8 @@ function terminatedWith(steps: string) {
   return runToExit(['--input-type=module', '-e', script], {});
 }
 
-test('a failing shutdown step is logged, the next steps run, and the process exits 1', () => {
-  const r = terminatedWith(`[
+test('a failing shutdown step is logged, the next steps run, and the process exits 1', async () => {
+  const r = await terminatedWith(`[
     { name: 'http', run: async () => { throw new Error('close failed: boom'); } },
     { name: 'store', run: async () => console.log('store closed') },
   ]`);
@@ -39,6 +39,6 @@ test('a failing shutdown step is logged, the next steps run, and the process exi
   assert.match(r.stdout, /store closed/, 'the store is closed all the same');
 });
 
-test('a clean shutdown exits 0', () => {
-  assert.equal(terminatedWith(`[{ name: 'store', run: async () => {} }]`).code, 0);
+test('a clean shutdown exits 0', async () => {
+  assert.equal((await terminatedWith(`[{ name: 'store', run: async () => {} }]`)).code, 0);
 });

@@ -11,7 +11,7 @@ import {
 import { ensureResellerRow, findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { SCOPES, type Scope } from './scopes.ts';
-import { generateSecret, hashSecret } from './secret-hash.ts';
+import { generateSecret, hashSecret, type SecretCost } from './secret-hash.ts';
 
 /** What registering an application prints, once: the secret is not stored in the clear anywhere. */
 export interface RegisteredApplication {
@@ -28,17 +28,24 @@ export class ApplicationError extends Error {
 
 /**
  * Registers an application (OAuth client) for an existing reseller. With an audit context, the
- * entry is written in the same transaction (the CLI's changes are audited as actor `cli`).
+ * entry is written in the same transaction (the CLI's changes are audited as actor `cli`). Its
+ * secret is hashed at `secretCost`, SECRET_COST unless given: only tests give a lower one.
  */
 export async function registerApplication(
   db: Kysely<Database>,
-  options: { reseller: string; scopes?: readonly Scope[]; variant?: Variant; name?: string },
+  options: {
+    reseller: string;
+    scopes?: readonly Scope[];
+    variant?: Variant;
+    name?: string;
+    secretCost?: SecretCost;
+  },
   now: number,
   audit?: AuditContext,
 ): Promise<RegisteredApplication> {
   const secret = generateSecret();
   // The slow hash before the transaction: SQLite holds its write lock for the whole of one.
-  const secretHash = await hashSecret(secret);
+  const secretHash = await hashSecret(secret, options.secretCost);
   const scopes = options.scopes && options.scopes.length > 0 ? options.scopes : SCOPES;
   return db.transaction().execute(async (tx) => {
     const reseller = await findResellerByName(tx, options.reseller);
@@ -104,15 +111,16 @@ async function changeApplication(
   });
 }
 
-/** A new secret for an application; tokens issued before stop working. */
+/** A new secret for an application; tokens issued before stop working. `secretCost` as above. */
 export async function rotateApplicationSecret(
   db: Kysely<Database>,
   clientId: string,
   now: number,
   audit?: AuditContext,
+  options: { secretCost?: SecretCost } = {},
 ): Promise<string> {
   const secret = generateSecret();
-  const secretHash = await hashSecret(secret);
+  const secretHash = await hashSecret(secret, options.secretCost);
   const done = await changeApplication(db, clientId, now, audit, (tx) =>
     rotateClientSecret(tx, clientId, secretHash, now),
   );

@@ -4,7 +4,7 @@ import { isStorableText } from '../domain/storable-text.ts';
 import type { Database } from '../store/schema.ts';
 import { type ClientCredential, findClientCredential } from './client-lookup.ts';
 import { LruMap } from './lru-map.ts';
-import { generateSecret, hashSecret, verifySecret } from './secret-hash.ts';
+import { generateSecret, hashSecret, SECRET_COST, type SecretCost, verifySecret } from './secret-hash.ts';
 
 // Longer ids and secrets are never issued (ids are 28 characters, secrets 43).
 const MAX_CLIENT_ID_LENGTH = 200;
@@ -19,18 +19,34 @@ export interface ClientAuthenticator {
   authenticate(clientId: string, secret: string): Promise<ClientCredential | undefined>;
 }
 
+// Dummy hashes are made once per process and cost, when the first authenticator needs one: the
+// secret is random and never kept, so every authenticator of the process may share it, and a
+// process that builds many apps (a test run) pays for its scrypt run once.
+const dummyHashes = new Map<string, Promise<string>>();
+
+function dummyHash(cost: SecretCost): Promise<string> {
+  const key = `${cost.N}$${cost.r}$${cost.p}`;
+  let hash = dummyHashes.get(key);
+  if (!hash) {
+    hash = hashSecret(generateSecret(), cost);
+    dummyHashes.set(key, hash);
+  }
+  return hash;
+}
+
 /**
  * Client credentials checked so that every failure costs the same, one scrypt run: against the
  * application's hash, or, for an id that names no application, against a dummy hash made at
- * start by hashSecret (so with the same parameters as real ones). Only a correct secret that
- * was verified before takes the fast path (an HMAC compared with the remembered one): how long
- * a failure takes tells nothing about which client ids exist.
+ * start by hashSecret with `secretCost`, the cost of the real ones (SECRET_COST). Only a
+ * correct secret that was verified before takes the fast path (an HMAC compared with the
+ * remembered one): how long a failure takes tells nothing about which client ids exist.
  */
 export function createClientAuthenticator(
   db: Kysely<Database>,
   verify: SecretVerifier = verifySecret,
+  secretCost: SecretCost = SECRET_COST,
 ): ClientAuthenticator {
-  const dummyHash = hashSecret(generateSecret());
+  const dummy = dummyHash(secretCost);
   // Remembered per process only, so the HMAC key never leaves it.
   const macKey = createSecretKey(randomBytes(32));
   const macOf = (secret: string) => createHmac('sha256', macKey).update(secret).digest();
@@ -42,7 +58,7 @@ export function createClientAuthenticator(
       const canExist = clientId.length <= MAX_CLIENT_ID_LENGTH && isStorableText(clientId);
       const client = canExist ? await findClientCredential(db, clientId) : undefined;
       if (!client || secret.length > MAX_SECRET_LENGTH) {
-        await verify(secret.slice(0, MAX_SECRET_LENGTH), await dummyHash);
+        await verify(secret.slice(0, MAX_SECRET_LENGTH), await dummy);
         return undefined;
       }
       const mac = macOf(secret);

@@ -50,7 +50,7 @@ export interface TokenEndpointOptions {
  */
 export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptions = {}): TokenEndpoint {
   const throttle = options.throttle ?? createFailureThrottle();
-  const clients = createClientAuthenticator(ctx.store.db, options.verifySecret);
+  const clients = createClientAuthenticator(ctx.store.db, options.verifySecret, ctx.secretCost);
 
   return {
     async handle({ authorization, body, ip }) {

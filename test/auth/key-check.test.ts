@@ -52,17 +52,19 @@ for (const kind of testStores()) {
         await startAndClose({ ...store.env, VRP_SECRET_KEY: key });
 
         const wrong = newKey();
-        assertRefused(runToExit(['src/main.ts'], { ...store.env, VRP_SECRET_KEY: wrong }), wrong);
-        assertRefused(
+        // The processes at once: they are independent, and each spends most of a second starting.
+        const [main, worker, fromFile] = await Promise.all([
+          runToExit(['src/main.ts'], { ...store.env, VRP_SECRET_KEY: wrong }),
           runToExit(['bin/vrp.js', 'serve', '--worker-only'], { ...store.env, VRP_SECRET_KEY: wrong }),
-          wrong,
-        );
+          // Without VRP_SECRET_KEY the key file (created now, so a new key) is named too.
+          runToExit(['src/main.ts'], store.env),
+        ]);
+        assertRefused(main, wrong);
+        assertRefused(worker, wrong);
         // The base64 spelling of the same key is the same key.
         const b64 = Buffer.from(key, 'hex').toString('base64');
         await startAndClose({ ...store.env, VRP_SECRET_KEY: b64 });
 
-        // Without VRP_SECRET_KEY the key file (created now, so a new key) is named too.
-        const fromFile = runToExit(['src/main.ts'], store.env);
         assertRefused(fromFile, undefined);
         assert.ok(fromFile.stderr.includes(join(store.env['VRP_DATA_DIR']!, 'secret.key')), fromFile.stderr);
 

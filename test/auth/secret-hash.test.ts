@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { generateSecret, hashSecret, verifySecret } from '../../src/auth/secret-hash.ts';
+import { generateSecret, hashSecret, SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 
 describe('client secret hashing (scrypt, salted)', () => {
   test('a hash verifies its own secret and no other', async () => {
     const secret = generateSecret();
     const hash = await hashSecret(secret);
     assert.match(hash, /^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/);
+    assert.ok(hash.startsWith(`scrypt$${SECRET_COST.N}$${SECRET_COST.r}$${SECRET_COST.p}$`), 'the real cost');
     assert.ok(!hash.includes(secret), 'the secret must not appear in its hash');
     assert.equal(await verifySecret(secret, hash), true);
     assert.equal(await verifySecret(`${secret}x`, hash), false);
@@ -14,7 +16,10 @@ describe('client secret hashing (scrypt, salted)', () => {
   });
 
   test('the same secret hashes differently each time (random salt), and both verify', async () => {
-    const [a, b] = await Promise.all([hashSecret('s3cret'), hashSecret('s3cret')]);
+    const [a, b] = await Promise.all([
+      hashSecret('s3cret', TEST_SECRET_COST),
+      hashSecret('s3cret', TEST_SECRET_COST),
+    ]);
     assert.notEqual(a, b);
     assert.equal(await verifySecret('s3cret', a), true);
     assert.equal(await verifySecret('s3cret', b), true);
@@ -30,7 +35,7 @@ describe('client secret hashing (scrypt, salted)', () => {
   });
 
   test('a malformed stored hash verifies as false, without throwing', async () => {
-    const good = await hashSecret('x');
+    const good = await hashSecret('x', TEST_SECRET_COST);
     const malformed = [
       '',
       'plain-text-secret',

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
-import { verifySecret } from '../../src/auth/secret-hash.ts';
+import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
 import { createTokenEndpoint, type TokenEndpoint } from '../../src/auth/token-endpoint.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 let addresses = 0;
@@ -31,12 +32,16 @@ for (const store of testStores()) {
   describe(`token endpoint: every failing credential costs one scrypt (${store})`, () => {
     let t: TestApp;
     let c: RegisteredApplication;
+    let atRealCost: RegisteredApplication;
     let endpoint: TokenEndpoint;
     const checked: string[] = [];
 
     before(async () => {
-      t = await createTestApp({}, { store });
-      c = await t.client();
+      // At the real cost: the dummy hash is compared with the hash of an application registered
+      // as the CLI does. The other tests count scrypt runs, whatever their cost.
+      t = await createTestApp({}, { store, secretCost: SECRET_COST });
+      c = await t.client({ secretCost: TEST_SECRET_COST });
+      atRealCost = await t.client();
       endpoint = createTokenEndpoint(t.ctx, {
         verifySecret: (secret, stored) => {
           checked.push(stored);
@@ -75,7 +80,7 @@ for (const store of testStores()) {
     });
 
     test('ids that name no client cost one scrypt, against a hash as costly as a real one', async () => {
-      const [real] = (await attempt(c.client_id, 'wrong')).hashes;
+      const [real] = (await attempt(atRealCost.client_id, 'wrong')).hashes;
       assert.ok(real);
       for (const id of ['vrp_000000000000000000000000', 'vrp_\u0000', 'x'.repeat(201), 'vrp_\ud800']) {
         const res = await attempt(id, c.client_secret);

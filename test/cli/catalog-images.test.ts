@@ -4,25 +4,17 @@
  * exist), on stderr, and imports anyway (the images may live on the hosts only).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'vrp-cli-images-'));
-after(() => rmSync(dataDir, { recursive: true, force: true }));
-
-function vrp(args: string[], env: Record<string, string>) {
-  const r = spawnSync(process.execPath, ['bin/vrp.js', ...args], {
-    env: { ...process.env, VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent', ...env },
-    encoding: 'utf8',
-  });
-  return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) };
-}
-
-test('catalog import warns about images libvirt cannot use, and still imports', () => {
+test('catalog import warns about images libvirt cannot use, and still imports', async (t) => {
+  // In this process (test/helpers/cli.ts): what is checked is what the command prints and its code.
+  const dataDir = ownDataDir(t, 'vrp-cli-images-');
+  const vrp = (args: string[], env: Record<string, string>) =>
+    vrpInProcess(args, { VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent', ...env });
   const present = join(dataDir, 'debian.qcow2');
   writeFileSync(present, '');
   const missing = join(dataDir, 'absent', 'ubuntu.qcow2');
@@ -36,7 +28,7 @@ test('catalog import warns about images libvirt cannot use, and still imports', 
     }),
   );
 
-  const r = vrp(['catalog', 'import', file], { VRP_DRIVER: 'libvirt' });
+  const r = await vrp(['catalog', 'import', file], { VRP_DRIVER: 'libvirt' });
   assert.equal(r.code, 0, r.err);
   assert.match(r.out, /imported 3 products, 8 plans, 4 OS templates/);
   const warnings = r.err.split('\n').filter(Boolean);
@@ -45,14 +37,14 @@ test('catalog import warns about images libvirt cannot use, and still imports', 
     'vrp: warning: OS template "Rocky Linux 9" has no image: orders for it are refused',
     'vrp: warning: OS template "AlmaLinux 9" has no image: orders for it are refused',
   ]);
-  const exported = vrp(['catalog', 'export'], {}).json();
+  const exported = (await vrp(['catalog', 'export'], {})).json();
   assert.equal(
     exported.os_templates.find((t: { id: string }) => t.id === ubuntu!.id).image,
     missing,
     'imported as given',
   );
 
-  const simulated = vrp(['catalog', 'import', file], { VRP_DRIVER: 'simulated' });
+  const simulated = await vrp(['catalog', 'import', file], { VRP_DRIVER: 'simulated' });
   assert.equal(simulated.code, 0, simulated.err);
   assert.equal(simulated.err, '', 'the simulated driver needs no images: nothing to warn about');
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -29,13 +29,24 @@ function cliFor(t: TestContext) {
 }
 
 /** `bin/vrp.js ARGS` as a real process: for what only a process shows (exit status, stdin). */
-function vrpProcess(dataDir: string, args: string[], input?: string) {
-  const r = spawnSync(process.execPath, ['bin/vrp.js', ...args], {
+async function vrpProcess(dataDir: string, args: string[], input?: string) {
+  const child = spawn(process.execPath, ['bin/vrp.js', ...args], {
     env: { ...process.env, VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'silent' },
-    encoding: 'utf8',
-    input,
   });
-  return { code: r.status, out: r.stdout, err: r.stderr, json: () => JSON.parse(r.stdout) };
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
+  child.stdin.end(input);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  return { code, out, err, json: () => JSON.parse(out) };
 }
 
 describe('vrp command', () => {
@@ -176,11 +187,13 @@ describe('vrp command', () => {
     // Exit 0 with the answer on stdout: see the stdin test below.
     const { dataDir, vrp } = cliFor(t);
     assert.equal((await vrp(['reseller', 'create', 'acme'])).code, 0);
-    const dup = vrpProcess(dataDir, ['reseller', 'create', 'acme', '--json']);
+    const [dup, usage] = await Promise.all([
+      vrpProcess(dataDir, ['reseller', 'create', 'acme', '--json']),
+      vrpProcess(dataDir, ['frobnicate']),
+    ]);
     assert.equal(dup.code, 1);
     assert.deepEqual(dup.json(), { error: 'a reseller named "acme" exists already' });
     assert.match(dup.err, /^vrp: .*exists already\n$/);
-    const usage = vrpProcess(dataDir, ['frobnicate']);
     assert.equal(usage.code, 2);
     assert.equal(usage.out, '');
     assert.match(usage.err, /usage: vrp/);
@@ -233,13 +246,13 @@ describe('vrp command', () => {
     const typo = structuredClone(exported);
     typo.products[1].plan = typo.products[1].plans;
     delete typo.products[1].plans;
-    const j = vrpProcess(dataDir, ['catalog', 'import', '-', '--json'], JSON.stringify(typo));
+    const j = await vrpProcess(dataDir, ['catalog', 'import', '-', '--json'], JSON.stringify(typo));
     assert.equal(j.code, 1);
     assert.deepEqual(j.json().problems, ['products[1].plan is not a known field']);
     assert.deepEqual((await vrp(['catalog', 'export'])).json(), exported, 'nothing changed');
     const renamed = structuredClone(exported);
     renamed.products[1].name = 'VPS Business Plus';
-    const viaStdin = vrpProcess(dataDir, ['catalog', 'import', '-'], JSON.stringify(renamed));
+    const viaStdin = await vrpProcess(dataDir, ['catalog', 'import', '-'], JSON.stringify(renamed));
     assert.equal(viaStdin.code, 0, viaStdin.err);
     assert.match(viaStdin.out, /imported 3 products, 8 plans, 4 OS templates/);
     assert.equal((await vrp(['catalog', 'export'])).json().products[1].name, 'VPS Business Plus');
@@ -255,9 +268,10 @@ describe('vrp command', () => {
   });
 
   test('serve --no-worker answers HTTP; serve --worker-only does not listen; both stop on SIGTERM', async (t) => {
-    // The server runs until a signal ends its process: this one is a process of its own.
-    const serveDir = ownDataDir(t, 'vrp-cli-serve-');
+    // The server runs until a signal ends its process: these are processes of their own, each
+    // with its own data dir (each loads the demo catalogue), started at once.
     const start = async (flag: string) => {
+      const serveDir = ownDataDir(t, 'vrp-cli-serve-');
       const port = await freePort();
       const child = spawn(process.execPath, ['bin/vrp.js', 'serve', flag], {
         env: {
@@ -287,7 +301,7 @@ describe('vrp command', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     };
-    const api = await start('--no-worker');
+    const [api, worker] = await Promise.all([start('--no-worker'), start('--worker-only')]);
     try {
       await waitFor(
         async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok,
@@ -295,18 +309,13 @@ describe('vrp command', () => {
         api.output,
       );
       assert.match(api.output(), /demo catalogue was loaded/);
-    } finally {
-      api.child.kill('SIGTERM');
-    }
-    assert.equal(await api.exited, 0);
-
-    const worker = await start('--worker-only');
-    try {
       await waitFor(async () => worker.output().includes('not listening'), 'worker start', worker.output);
       await assert.rejects(fetch(`http://127.0.0.1:${worker.port}/healthz`));
     } finally {
+      api.child.kill('SIGTERM');
       worker.child.kill('SIGTERM');
     }
+    assert.equal(await api.exited, 0);
     assert.equal(await worker.exited, 0);
   });
 });

@@ -10,7 +10,12 @@ import { after, test } from 'node:test';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
-const SLOTS = ['10:01', '10:02', '10:03', '10:04', '10:05'];
+const SLOTS = 5;
+const MINUTE = 60_000;
+// The servers' clocks start at this time (a Monday) and run 120 times faster than real time:
+// a minute every half second, so that five slots a minute apart take two seconds.
+const CLOCK_START = Date.parse('2026-01-05T09:59:00Z');
+const CLOCK_RATE = 120;
 
 test('two processes, one store: every schedule slot makes exactly one backup', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-sched-'));
@@ -19,16 +24,17 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     for (const s of servers) await s.kill();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  // 20 times real time: a minute every 3 seconds, from just before 10:00 on a Monday.
   const env = {
     VRP_DATA_DIR: dataDir,
     VRP_SIMULATED_SPEED: '0',
-    VRP_CLOCK_START: '2026-01-05T09:59:00Z',
-    VRP_CLOCK_RATE: '20',
+    VRP_CLOCK_START: new Date(CLOCK_START).toISOString(),
+    VRP_CLOCK_RATE: String(CLOCK_RATE),
     VRP_SCHEDULER_INTERVAL: '100ms',
   };
   const { store, app } = await prepareStore(dataDir);
-  servers.push(await startServer(env));
+  // Both at once: their clocks start within the time one takes to start, so both schedulers
+  // reach each slot at nearly the same moment and race for it.
+  servers.push(...(await Promise.all([startServer(env), startServer(env)])));
   const base = servers[0]!.url;
   const api = apiClient(() => base, await fetchToken(base, app));
   const [{ service_id: id }] = await api.ok(
@@ -36,20 +42,45 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     'service/create-order',
     smallOrder('sched.example.com', 100),
   );
+  const sent = Date.now();
   await api.ok('POST', `service/${id}/create`);
-  for (const time of SLOTS) {
-    await api.ok('POST', `service/${id}/backup-schedule/create`, { BsTime: time, BSDays: 'mon' });
-  }
-  servers.push(await startServer(env));
+  // The create job was stamped by the first server's clock after `sent`: from it, the latest
+  // time that clock can show at any moment, whatever the server took to start.
+  const created = await store.db
+    .selectFrom('jobs')
+    .select('created_at')
+    .where('service_id', '=', id)
+    .where('action', '=', 'create')
+    .executeTakeFirstOrThrow();
+  const latestServerNow = () => Number(created.created_at) + (Date.now() - sent) * CLOCK_RATE;
 
-  // Wait until every slot of the day has been handled (about 20 s of real time).
+  // Each slot is a whole minute at least two minutes (a second of real time) after that, so
+  // that its schedule exists before the slot comes due however slowly the machine answers (the
+  // schedule's next run, in the store, is checked to be that slot).
+  const wanted: string[] = [];
+  let slot = 0;
+  for (let i = 0; i < SLOTS; i++) {
+    slot = Math.max(slot + MINUTE, Math.ceil((latestServerNow() + 2 * MINUTE) / MINUTE) * MINUTE);
+    const time = new Date(slot).toISOString().slice(11, 16);
+    await api.ok('POST', `service/${id}/backup-schedule/create`, { BsTime: time, BSDays: 'mon' });
+    const schedule = await store.db
+      .selectFrom('backup_schedules')
+      .select('next_run_at')
+      .where('service_id', '=', id)
+      .where('bs_time', '=', time)
+      .executeTakeFirstOrThrow();
+    assert.equal(new Date(schedule.next_run_at).toISOString(), new Date(slot).toISOString(), time);
+    wanted.push(time);
+  }
+
+  // Wait until every slot has been handled (about 3 s of real time).
   const until = Date.now() + 60_000;
   for (;;) {
     const slots = await store.db
       .selectFrom('schedule_slots')
       .select(['schedule_id', 'slot_at', 'outcome'])
       .execute();
-    if (slots.length >= SLOTS.length) break;
+    if (slots.length >= SLOTS) break;
     assert.ok(Date.now() < until, `only ${slots.length} slots handled`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -58,7 +89,7 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
   const slots = await store.db.selectFrom('schedule_slots').select(['slot_at', 'outcome']).execute();
   assert.deepEqual(
     slots.map((s) => new Date(s.slot_at).toISOString().slice(11, 16)).sort(),
-    SLOTS,
+    wanted,
     'each slot once',
   );
   assert.ok(slots.every((s) => s.outcome === 'queued'));
@@ -68,14 +99,11 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     .where('service_id', '=', id)
     .where('action', '=', 'backup_create')
     .execute();
-  assert.equal(jobs.length, SLOTS.length, 'one backup job per slot');
+  assert.equal(jobs.length, SLOTS, 'one backup job per slot');
   const deadline = Date.now() + 20_000;
   for (;;) {
     const backups = await api.ok('GET', `service/${id}/backups`);
-    if (
-      backups.length === SLOTS.length &&
-      backups.every((b: { status: string }) => b.status === 'available')
-    ) {
+    if (backups.length === SLOTS && backups.every((b: { status: string }) => b.status === 'available')) {
       assert.ok(backups.every((b: { kind: string }) => b.kind === 'scheduled'));
       break;
     }

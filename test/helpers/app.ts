@@ -12,6 +12,7 @@ import {
   registerApplication,
 } from '../../src/auth/applications.ts';
 import type { Scope } from '../../src/auth/scopes.ts';
+import type { SecretCost } from '../../src/auth/secret-hash.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AppContext, createContext } from '../../src/context.ts';
 import type { Clock } from '../../src/domain/clock.ts';
@@ -22,6 +23,7 @@ import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
 import { checkResponses } from './response-check.ts';
+import { TEST_SECRET_COST } from './secret-cost.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
 import { offlineLookup } from './webhooks.ts';
 
@@ -41,6 +43,8 @@ export interface TestApp {
     reseller?: string;
     scopes?: Scope[];
     variant?: Variant;
+    /** The app's (ctx.secretCost) unless given. */
+    secretCost?: SecretCost;
   }): Promise<RegisteredApplication>;
   /** A bearer token for a new application (or the given one). */
   token(options?: {
@@ -72,6 +76,8 @@ export async function createTestApp(
     clock?: Clock;
     /** Resolves webhook hosts (default: no name resolves; no test asks a DNS server anything). */
     lookup?: HostLookup;
+    /** The scrypt cost of its applications and of the token endpoint's dummy hash (TEST_SECRET_COST). */
+    secretCost?: SecretCost;
     /** Where the app and its worker log, at trace level (silent without it). */
     log?: Writable;
   } = {},
@@ -80,11 +86,13 @@ export async function createTestApp(
   const pgDb = options.store === 'postgres' ? await createPgDatabase() : undefined;
   const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
   const created = await createContext(config);
-  // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock.
+  // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock;
+  // its secret cost replaces SECRET_COST (test/helpers/secret-cost.ts).
   const ctx: AppContext = {
     ...created,
-    ...(options.clock ? { clock: options.clock } : {}),
+    clock: options.clock ?? created.clock,
     lookup: options.lookup ?? offlineLookup,
+    secretCost: options.secretCost ?? TEST_SECRET_COST,
   };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
@@ -106,7 +114,12 @@ export async function createTestApp(
       await ensureReseller(ctx.store.db, o.reseller ?? 'acme', Date.now());
       return registerApplication(
         ctx.store.db,
-        { reseller: o.reseller ?? 'acme', scopes: o.scopes, variant: o.variant },
+        {
+          reseller: o.reseller ?? 'acme',
+          scopes: o.scopes,
+          variant: o.variant,
+          secretCost: o.secretCost ?? ctx.secretCost,
+        },
         Date.now(),
       );
     },

@@ -14,8 +14,12 @@ export interface ServiceFixture {
   readonly token: string;
   /** A running service; the app's own worker is stopped, so only the test's workers run its jobs. */
   readonly id: string;
-  /** Starts a worker with `tasks` over the usual ones (stopped at the end of the test). */
-  worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number }): Worker;
+  /**
+   * Starts a worker with `tasks` over the usual ones (stopped at the end of the test).
+   * `abortWaitMs`: how long its stop() waits for aborted tasks (the worker's default, 2 s,
+   * unless given); a worker whose task never ends, to play a dead process, passes 0.
+   */
+  worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number; abortWaitMs?: number }): Worker;
   /** The service's jobs as the API lists them, oldest first. */
   jobs(): Promise<any[]>;
   /** How many times the simulated hypervisor booted the service's VM. */
@@ -53,6 +57,7 @@ export async function withRunningService(
           retryBaseMs: 10,
           maxAttempts: options.maxAttempts ?? 3,
           stopTimeoutMs: 1000,
+          abortWaitMs: options.abortWaitMs,
           pollMs: 20,
         });
         workers.push(w);

@@ -1,9 +1,10 @@
 /**
  * Runs a real process of ours (`node <args>` in the project directory) to its exit, for
  * start-up failures: a process that keeps running instead is killed after `timeoutMs` and its
- * code is null, which fails the test's exit-code assertion.
+ * code is null, which fails the test's exit-code assertion. Asynchronous, so that a test can
+ * run several at once (each spends most of a second loading our code).
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 
 export interface Exited {
   readonly code: number | null;
@@ -11,11 +12,22 @@ export interface Exited {
   readonly stderr: string;
 }
 
-export function runToExit(args: string[], env: Record<string, string>, timeoutMs = 20_000): Exited {
-  const r = spawnSync(process.execPath, args, {
+export function runToExit(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<Exited> {
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, VRP_LOG_LEVEL: 'warn', VRP_HOST: '127.0.0.1', VRP_PORT: '0', ...env },
-    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
     timeout: timeoutMs,
   });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }

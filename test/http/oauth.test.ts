@@ -7,6 +7,7 @@ import { revokeClientTokens, setClientEnabled } from '../../src/store/repos/clie
 import { findResellerByName, setResellerEnabled } from '../../src/store/repos/resellers.ts';
 import { API, BASE, createTestApp, type TestApp } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
+import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const TOKEN_URL = `${BASE}/oauth/token`;
@@ -156,7 +157,7 @@ for (const store of testStores()) {
       const special = 'p@ss w+rd:/%&=é';
       await t.ctx.store.db
         .updateTable('clients')
-        .set({ secret_hash: await hashSecret(special) })
+        .set({ secret_hash: await hashSecret(special, TEST_SECRET_COST) })
         .where('id', '=', c.client_id)
         .execute();
       const viaBasic = await tokenRequest(t, {
@@ -545,7 +546,9 @@ for (const store of testStores()) {
 
     test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {
       const { c, token } = await issued();
-      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now(), undefined, {
+        secretCost: TEST_SECRET_COST,
+      });
       assert.notEqual(newSecret, c.client_secret);
       assertOauthError(
         await tokenRequest(t, {
@@ -578,7 +581,9 @@ for (const store of testStores()) {
 
     test('a token issued right after a rotation works at once', async () => {
       const { c } = await issued();
-      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now());
+      const newSecret = await rotateApplicationSecret(t.ctx.store.db, c.client_id, Date.now(), undefined, {
+        secretCost: TEST_SECRET_COST,
+      });
       const fresh = assertTokenSuccess(
         await tokenRequest(t, {
           json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: newSecret },

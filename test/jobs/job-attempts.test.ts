@@ -80,7 +80,7 @@ for (const store of testStores()) {
           return never;
         };
         for (let attempt = 1; attempt <= 3; attempt++) {
-          const dying = s.worker({ restart: dies });
+          const dying = s.worker({ restart: dies }, { abortWaitMs: 0 });
           await until(() => claims === attempt, `attempt ${attempt}`);
           await dying.stop(0);
         }

@@ -23,7 +23,7 @@ for (const store of testStores()) {
             return never;
           };
           await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
-          const dying = s.worker({ restart: dies });
+          const dying = s.worker({ restart: dies }, { abortWaitMs: 0 });
           await until(() => died, 'the first attempt');
           await dying.stop(0);
 

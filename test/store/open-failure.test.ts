@@ -34,13 +34,9 @@ describe('a store that cannot be opened', () => {
   test('a closed port: server, worker and CLI say "connection refused" and where, in one line', async () => {
     const port = await freePort();
     const env = { VRP_DATA_DIR: dataDir, VRP_DATABASE_URL: `postgres://vrp:hunter2@127.0.0.1:${port}/vrpdb` };
-    for (const args of STARTS) {
-      assertOneLine(
-        runToExit(args, env),
-        `PostgreSQL 127.0.0.1:${port}/vrpdb`,
-        /connection refused/,
-        args.join(' '),
-      );
+    const exits = await Promise.all(STARTS.map((args) => runToExit(args, env)));
+    for (const [i, args] of STARTS.entries()) {
+      assertOneLine(exits[i]!, `PostgreSQL 127.0.0.1:${port}/vrpdb`, /connection refused/, args.join(' '));
     }
   });
 
@@ -50,7 +46,7 @@ describe('a store that cannot be opened', () => {
     // A store migrated by a newer version: Kysely refuses it; that is no connection problem.
     await sql`insert into schema_migrations (name, timestamp) values ('999-future', 'now')`.execute(store.db);
     await store.close();
-    const r = runToExit(['bin/vrp.js', 'migrate'], { VRP_DATA_DIR: dir });
+    const r = await runToExit(['bin/vrp.js', 'migrate'], { VRP_DATA_DIR: dir });
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /999-future/);
     assert.match(r.stderr, /\n\s+at /, 'a stack');
@@ -62,22 +58,23 @@ describe('a PostgreSQL store that cannot be opened', {
 }, () => {
   const server = () => new URL(process.env['VRP_TEST_PG_URL']!);
 
-  test('an unknown database is named, in one line', () => {
+  test('an unknown database is named, in one line', async () => {
     const url = server();
     url.pathname = '/vrp_absent_db';
     url.password = 'hunter2';
     const place = `PostgreSQL 127.0.0.1:${url.port}/vrp_absent_db`;
-    for (const args of STARTS) {
-      const r = runToExit(args, { VRP_DATA_DIR: dataDir, VRP_DATABASE_URL: url.toString() });
-      assertOneLine(r, place, /database "vrp_absent_db" does not exist/, args.join(' '));
+    const env = { VRP_DATA_DIR: dataDir, VRP_DATABASE_URL: url.toString() };
+    const exits = await Promise.all(STARTS.map((args) => runToExit(args, env)));
+    for (const [i, args] of STARTS.entries()) {
+      assertOneLine(exits[i]!, place, /database "vrp_absent_db" does not exist/, args.join(' '));
     }
   });
 
-  test('an unknown role (authentication) is named, in one line', () => {
+  test('an unknown role (authentication) is named, in one line', async () => {
     const url = server();
     url.username = 'vrp_absent_role';
     url.password = 'hunter2';
-    const r = runToExit(['bin/vrp.js', 'migrate'], {
+    const r = await runToExit(['bin/vrp.js', 'migrate'], {
       VRP_DATA_DIR: dataDir,
       VRP_DATABASE_URL: url.toString(),
     });

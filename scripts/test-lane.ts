@@ -1,0 +1,82 @@
+/**
+ * What a lane (scripts/test-lanes.ts) runs: it takes the next test file nobody has taken from
+ * the queue and runs it as a suite of its own, named after the file, with the file's tests and
+ * top-level hooks (an `after` that removes a data dir) inside; then the next, until none is left.
+ * One file at a time, so a test never shares its process with a test of another file running at
+ * the same time (mocked timers, the CLI's captured stdout stay safe).
+ *
+ * With VRP_TEST_TIMES=<file>, each test file adds a line to <file>: its wall time, the CPU time
+ * of this process while it ran (threads included: scrypt runs on libuv's), the CPU time of the
+ * processes it started and waited for, in seconds, and its name. That is how the suite's time
+ * is measured (README.md, "Development").
+ */
+import { appendFileSync, closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe } from 'node:test';
+
+const timesFile = process.env['VRP_TEST_TIMES'];
+
+/** Runs the files of the queue in `dir` that no other lane has taken, one after another. */
+export async function runQueue(dir: string): Promise<void> {
+  const files = JSON.parse(readFileSync(join(dir, 'files.json'), 'utf8')) as [string, string][];
+  for (const [i, [name, url]] of files.entries()) {
+    if (!take(dir, i)) continue;
+    // Resolves when the suite, its tests and its hooks are done.
+    await describe(name, async () => {
+      const times = timesFile ? measure(timesFile, name) : undefined;
+      await import(url);
+      // Hooks run in the order they were added: this one comes after the file's own.
+      if (times) after(times.record);
+    });
+  }
+}
+
+/** Whether this lane got file `i`: creating a file that must not exist is atomic. */
+function take(dir: string, i: number): boolean {
+  try {
+    closeSync(openSync(join(dir, `taken-${i}`), 'wx'));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/** Starts measuring `name` before its tests; `record` adds its line to `file`. */
+function measure(file: string, name: string): { record(): void } {
+  let start: Sample | undefined;
+  before(() => {
+    start = sample();
+  });
+  return {
+    record() {
+      const end = sample();
+      const s = (n: number) => n.toFixed(2).padStart(7);
+      const spent = [end.wall - start!.wall, end.cpu - start!.cpu, end.children - start!.children];
+      appendFileSync(file, `${spent.map(s).join(' ')}  ${name}\n`);
+    },
+  };
+}
+
+interface Sample {
+  readonly wall: number;
+  readonly cpu: number;
+  readonly children: number;
+}
+
+function sample(): Sample {
+  const { user, system } = process.cpuUsage();
+  return { wall: performance.now() / 1000, cpu: (user + system) / 1e6, children: childrenCpu() };
+}
+
+/** CPU seconds of the children this process waited for (Linux /proc; 0 elsewhere). */
+function childrenCpu(): number {
+  try {
+    // After the command name: cutime and cstime are the 14th and 15th fields, in ticks of 1/100 s.
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return 0;
+  }
+}
