@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../domain/errors.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { OPS } from './base-path.ts';
 import { errorEnvelope } from './envelope.ts';
 import type { VariantResolver } from './variant.ts';
 
@@ -89,9 +90,12 @@ export function createErrorAnswer(resolveVariant: VariantResolver): ErrorAnswer 
       const error = apiError.status < 500 ? 'invalid_request' : 'server_error';
       return reply.header('cache-control', 'no-store').send({ error, error_description: message });
     }
+    // The operator API answers variant B, also on paths under it that name no route.
     const variant =
       request.routeOptions?.config?.variant ??
-      (await resolveVariant(request.headers, request.caller ?? null));
+      (request.url.startsWith(`${OPS}/`)
+        ? 'B'
+        : await resolveVariant(request.headers, request.caller ?? null));
     return reply.send(errorEnvelope(variant, message, apiError.code));
   };
 }

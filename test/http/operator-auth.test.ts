@@ -110,6 +110,15 @@ for (const store of testStores()) {
       const appToken = await t.token({ variant: 'A' });
       const refused = await whoami(t, appToken, { 'x-envelope-variant': 'A' });
       assertInsufficientScope(refused, 'operator');
+      // And on a path under it that names no route.
+      const missing = await t.app.inject({
+        method: 'GET',
+        url: `${OPS}/no-such-thing`,
+        headers: { authorization: `Bearer ${appToken}`, 'x-envelope-variant': 'A' },
+      });
+      assert.equal(missing.statusCode, 404);
+      assert.equal(missing.json().status, 'Error');
+      assert.equal(typeof missing.json().error_code, 'string');
     });
 
     test('an operator client asking for a reseller scope gets invalid_scope', async () => {
