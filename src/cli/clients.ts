@@ -12,7 +12,7 @@ import { listClients } from '../store/repos/clients.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
-import { CommandError, type Output, positionals, UsageError } from './output.ts';
+import { CommandError, isParseArgsError, type Output, positionals, UsageError } from './output.ts';
 
 export async function clientCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
   const [sub, ...rest] = args;
@@ -125,9 +125,7 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
     }
   } catch (err) {
     if (err instanceof ApplicationError) throw new CommandError(err.message);
-    if (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      throw new UsageError(err.message);
-    }
+    if (isParseArgsError(err)) throw new UsageError(err.message);
     throw err;
   }
 }

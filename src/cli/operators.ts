@@ -11,7 +11,7 @@ import {
 import { listOperators } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
-import { CommandError, type Output, positionals, UsageError } from './output.ts';
+import { CommandError, isParseArgsError, type Output, positionals, UsageError } from './output.ts';
 
 /**
  * The console password from standard input (as `docker login --password-stdin` takes one):
@@ -116,9 +116,7 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
     );
   } catch (err) {
     if (err instanceof OperatorError) throw new CommandError(err.message);
-    if (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      throw new UsageError(err.message);
-    }
+    if (isParseArgsError(err)) throw new UsageError(err.message);
     throw err;
   }
 }

@@ -37,3 +37,20 @@ export function positionals(args: readonly string[], command: string): string[] 
   if (option !== undefined) throw new UsageError(`${command}: unknown option ${option}`);
   return [...args];
 }
+
+/** Whether `err` is node:util parseArgs refusing the arguments (an unknown option, a missing value). */
+export function isParseArgsError(err: unknown): err is Error {
+  return (
+    err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true
+  );
+}
+
+/** Runs a parseArgs call; its refusal of the arguments becomes a UsageError (exit code 2). */
+export function parseArguments<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (isParseArgsError(err)) throw new UsageError(err.message);
+    throw err;
+  }
+}

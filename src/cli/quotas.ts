@@ -5,7 +5,7 @@ import { findQuota, quotaUse, setQuota } from '../store/repos/quotas.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
-import { CommandError, type Output, UsageError } from './output.ts';
+import { CommandError, type Output, parseArguments, UsageError } from './output.ts';
 
 /** A cap: a whole number, or `unlimited` to lift it. */
 const CAP = /^[0-9]{1,10}$/;
@@ -16,15 +16,7 @@ const CAP = /^[0-9]{1,10}$/;
  * neither, shows the quota. Prints the quota and the use after the change.
  */
 export async function resellerQuotaCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS'))
-      throw new UsageError((err as Error).message);
-    throw err;
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseArguments(() => parse(args));
   const [name, ...extra] = positionals;
   if (!name) throw new UsageError('reseller quota: a NAME is required');
   if (extra.length > 0) throw new UsageError(`reseller quota: unexpected arguments: ${extra.join(' ')}`);

@@ -8,7 +8,7 @@ import { parsePeriod, type UsageReport } from '../domain/usage-report.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
 import { usageReport } from '../store/usage-report.ts';
-import { CommandError, type Output, UsageError } from './output.ts';
+import { CommandError, type Output, parseArguments, UsageError } from './output.ts';
 
 /** `vrp usage --from ISO --to ISO [--reseller NAME] [--csv]` (docs/usage.md). */
 export async function usageCommand(
@@ -17,15 +17,7 @@ export async function usageCommand(
   out: Output,
   config: Pick<Config, 'clockStart' | 'clockRate'>,
 ): Promise<void> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(args);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS'))
-      throw new UsageError((err as Error).message);
-    throw err;
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseArguments(() => parse(args));
   if (positionals.length > 0) throw new UsageError(`usage: unexpected arguments: ${positionals.join(' ')}`);
   if (values.from === undefined || values.to === undefined) {
     throw new UsageError('usage: --from ISO and --to ISO are required');

@@ -152,7 +152,7 @@ export async function createTestApp(
 export async function call(
   t: TestApp,
   token: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'PUT',
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},

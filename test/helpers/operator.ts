@@ -5,7 +5,7 @@
  */
 import { type CreatedOperator, createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
-import { BASE, type TestApp } from './app.ts';
+import { BASE, call, type TestApp } from './app.ts';
 
 export { OPS };
 
@@ -37,23 +37,13 @@ export async function operatorToken(t: TestApp, operator?: CreatedOperator): Pro
 }
 
 /** An operator API call through the app, with the token, as JSON; returns status, headers and parsed body. */
-export async function opsCall(
+export function opsCall(
   t: TestApp,
   token: string,
   method: 'GET' | 'POST' | 'PUT',
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
-  const res = await t.app.inject({
-    method,
-    url: path.startsWith('/') ? path : `${OPS}/${path}`,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    payload: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.statusCode, body: res.json(), headers: res.headers };
+): ReturnType<typeof call> {
+  return call(t, token, method, path.startsWith('/') ? path : `${OPS}/${path}`, body, headers);
 }
