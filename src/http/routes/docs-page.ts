@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
-import { buildOpenApi, isOperatorRoute } from '../openapi.ts';
+import { registerDocumentRoute } from '../document-route.ts';
 import { DOCUMENT_ONLY } from '../schemas.ts';
 
 /** Where the reference page lives, and the document it shows. */
@@ -93,32 +93,14 @@ const tags = ['Operations'];
  * sent as they are, so they are declared for the document only (`responses`).
  */
 export function registerDocsRoutes(app: App, _ctx: AppContext): void {
-  let document: string | undefined;
-  app.get(
-    DOCUMENT_PATH,
-    {
-      schema: {
-        operationId: 'openapiDocument',
-        tags,
-        summary: 'This OpenAPI document',
-        description: 'The OpenAPI 3.1 document of this server, made from its routes (docs/openapi.json).',
-        responses: {
-          200: {
-            description: 'OpenAPI 3.1',
-            content: { 'application/json': { schema: Type.Object({ openapi: Type.String() }) } },
-          },
-        },
-      },
-    },
-    async (request, reply) => {
-      // Every route is registered once the server answers; the document is made once.
-      // The operator API has a document of its own (OPS/openapi.json).
-      document ??= JSON.stringify(
-        buildOpenApi(request.server.registeredRoutes.filter((r) => !isOperatorRoute(r))),
-      );
-      return reply.type('application/json; charset=utf-8').send(document);
-    },
-  );
+  // The operator API has a document of its own (OPS/openapi.json).
+  registerDocumentRoute(app, {
+    path: DOCUMENT_PATH,
+    kind: 'reseller',
+    operationId: 'openapiDocument',
+    tags,
+    description: 'The OpenAPI 3.1 document of this server, made from its routes (docs/openapi.json).',
+  });
 
   const page = {
     schema: {
