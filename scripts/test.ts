@@ -48,7 +48,9 @@ process.on('SIGINT', () => {
 const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-cache');
 
 const runId = randomUUID();
-const lanes = writeLanes(files, LANES);
+// Flags that select tests by name or `only` (scripts/test-lane.ts says why lanes need to know).
+const filtered = flags.some((f) => /^--test-(name-pattern|skip-pattern|only)\b/.test(f));
+const lanes = writeLanes(files, LANES, filtered);
 let status = 1;
 try {
   const result = spawnSync(
