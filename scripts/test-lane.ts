@@ -16,19 +16,32 @@ import { after, before, describe } from 'node:test';
 
 const timesFile = process.env['VRP_TEST_TIMES'];
 
-/** Runs the files of the queue in `dir` that no other lane has taken, one after another. */
-export async function runQueue(dir: string): Promise<void> {
+/**
+ * Runs the files of the queue in `dir` that no other lane has taken, one after another. With
+ * `share` (a run filtered by test name or `only`) it runs every `of`-th file from `index` on:
+ * Node's test runner drops the tests of a suite added after the first one ran when a name
+ * filter is given, so the suites are all added at once.
+ */
+export async function runQueue(dir: string, share?: { index: number; of: number }): Promise<void> {
   const files = JSON.parse(readFileSync(join(dir, 'files.json'), 'utf8')) as [string, string][];
-  for (const [i, [name, url]] of files.entries()) {
-    if (!take(dir, i)) continue;
-    // Resolves when the suite, its tests and its hooks are done.
-    await describe(name, async () => {
-      const times = timesFile ? measure(timesFile, name) : undefined;
-      await import(url);
-      // Hooks run in the order they were added: this one comes after the file's own.
-      if (times) after(times.record);
-    });
+  if (share) {
+    for (const [i, [name, url]] of files.entries()) if (i % share.of === share.index) describeFile(name, url);
+    return;
   }
+  for (const [i, [name, url]] of files.entries()) {
+    // Resolves when the suite, its tests and its hooks are done.
+    if (take(dir, i)) await describeFile(name, url);
+  }
+}
+
+/** The test file at `url` as a suite named `name`: its tests and top-level hooks inside. */
+function describeFile(name: string, url: string): Promise<void> {
+  return describe(name, async () => {
+    const times = timesFile ? measure(timesFile, name) : undefined;
+    await import(url);
+    // Hooks run in the order they were added: this one comes after the file's own.
+    if (times) after(times.record);
+  });
 }
 
 /** Whether this lane got file `i`: creating a file that must not exist is atomic. */

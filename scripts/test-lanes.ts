@@ -13,19 +13,29 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** A queue of `files` (paths relative to the project) and `lanes` lane files that work it off. */
-export function writeLanes(files: readonly string[], lanes: number): { paths: string[]; remove(): void } {
+/**
+ * A queue of `files` (paths relative to the project) and `lanes` lane files that work it off.
+ * `filtered`: the run selects tests by name or `only`; then each lane takes every `lanes`-th
+ * file at once instead (scripts/test-lane.ts says why).
+ */
+export function writeLanes(
+  files: readonly string[],
+  lanes: number,
+  filtered: boolean,
+): { paths: string[]; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'vrp-test-lanes-'));
   const queue = join(dir, 'queue');
   mkdirSync(queue);
   const entries = files.map((f) => [relative('.', f), pathToFileURL(resolve(f)).href]);
   writeFileSync(join(queue, 'files.json'), JSON.stringify(entries));
   const runQueue = pathToFileURL(resolve('scripts/test-lane.ts')).href;
-  const paths = Array.from({ length: Math.max(1, Math.min(lanes, files.length)) }, (_, i) => {
+  const count = Math.max(1, Math.min(lanes, files.length));
+  const paths = Array.from({ length: count }, (_, i) => {
     const path = join(dir, `lane-${i + 1}.mjs`);
+    const lane = filtered ? { index: i, of: count } : undefined;
     writeFileSync(
       path,
-      `import { runQueue } from ${JSON.stringify(runQueue)};\nawait runQueue(${JSON.stringify(queue)});\n`,
+      `import { runQueue } from ${JSON.stringify(runQueue)};\nawait runQueue(${JSON.stringify(queue)}, ${JSON.stringify(lane)});\n`,
     );
     return path;
   });
