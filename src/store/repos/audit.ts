@@ -1,9 +1,12 @@
 import type { Insertable, Kysely } from 'kysely';
-import { uuidv7 } from '../../domain/ids.ts';
+import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import type { AuditActorType, AuditLogTable, Database } from '../schema.ts';
 
 export type { AuditActorType } from '../schema.ts';
+
+/** Entry ids: time-ordered, and in the order they were made within a process, also in one millisecond. */
+const nextAuditId = createMonotonicUuidv7(() => randomPoolBytes(16));
 
 /** Who acts: an application (its client_id), an operator (its id) or the `vrp` command (the local user). */
 export interface AuditActor {
@@ -58,7 +61,7 @@ export function auditRow(
 ): Insertable<AuditLogTable> {
   return {
     // Time-ordered by the real time, as services' ids: lists page by it.
-    id: uuidv7(Date.now(), randomPoolBytes(16)),
+    id: nextAuditId(Date.now()),
     created_at: now,
     actor_type: audit.actor.type,
     actor_id: audit.actor.id,
