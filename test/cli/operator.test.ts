@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { listAuditEntries } from '../../src/store/repos/audit.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { vrpInProcess } from '../helpers/cli.ts';
+import { vrpOn } from '../helpers/cli.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -14,12 +14,7 @@ for (const store of testStores()) {
   describe(`vrp reseller commands beside the operator API (${store})`, () => {
     let t: TestApp;
     let ops: string;
-    const vrp = (...args: string[]) =>
-      vrpInProcess(args, {
-        VRP_DATA_DIR: t.dataDir,
-        VRP_LOG_LEVEL: 'silent',
-        ...(t.ctx.config.databaseUrl ? { VRP_DATABASE_URL: t.ctx.config.databaseUrl } : {}),
-      });
+    const vrp = (...args: string[]) => vrpOn(t, ...args);
 
     before(async () => {
       t = await createTestApp({}, { store, demo: false });

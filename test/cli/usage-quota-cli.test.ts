@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { vrpInProcess } from '../helpers/cli.ts';
+import { vrpOn } from '../helpers/cli.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -14,12 +14,7 @@ for (const store of testStores()) {
   describe(`vrp usage and vrp reseller quota (${store})`, () => {
     let t: TestApp;
     let token: string;
-    const vrp = (...args: string[]) =>
-      vrpInProcess(args, {
-        VRP_DATA_DIR: t.dataDir,
-        VRP_LOG_LEVEL: 'silent',
-        ...(t.ctx.config.databaseUrl ? { VRP_DATABASE_URL: t.ctx.config.databaseUrl } : {}),
-      });
+    const vrp = (...args: string[]) => vrpOn(t, ...args);
 
     before(async () => {
       const clock = createManualClock(T0);

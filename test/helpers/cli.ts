@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { runCli } from '../../src/cli/run.ts';
+import type { TestApp } from './app.ts';
 
 export interface CliRun {
   /** The exit code bin/vrp.js would exit with (undefined: `serve` keeps running). */
@@ -27,6 +28,15 @@ export function vrpInProcess(args: string[], env: Record<string, string>): Promi
   const run = queue.then(() => capture(args, env));
   queue = run.catch(() => undefined);
   return run;
+}
+
+/** `vrp ARGS` on the store of a running test app (its data dir, or its PostgreSQL database). */
+export function vrpOn(t: TestApp, ...args: string[]): Promise<CliRun> {
+  return vrpInProcess(args, {
+    VRP_DATA_DIR: t.dataDir,
+    VRP_LOG_LEVEL: 'silent',
+    ...(t.ctx.config.databaseUrl ? { VRP_DATABASE_URL: t.ctx.config.databaseUrl } : {}),
+  });
 }
 
 async function capture(args: string[], env: Record<string, string>): Promise<CliRun> {
