@@ -89,6 +89,10 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Webhook delivery attempts one process makes at once (one per webhook at a time). */
   readonly webhookConcurrency: number;
+  /** A console login ends this long after it began, however busy (ms). */
+  readonly consoleSessionMs: number;
+  /** A console login ends after this long without a page or form (ms). */
+  readonly consoleIdleMs: number;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -316,6 +320,8 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionMs: readDurationMs(env, 'VRP_EVENT_RETENTION', 30 * 86_400_000, 7 * 86_400_000),
     webhookAllowPrivate: readBool(env, 'VRP_WEBHOOK_ALLOW_PRIVATE', false),
     webhookConcurrency: readInt(env, 'VRP_WEBHOOK_CONCURRENCY', 16, 1, 1000),
+    consoleSessionMs: readDurationMs(env, 'VRP_CONSOLE_SESSION', 12 * 3_600_000, 60_000),
+    consoleIdleMs: readDurationMs(env, 'VRP_CONSOLE_IDLE', 30 * 60_000, 60_000),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

@@ -3,12 +3,14 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
+import { registerConsoleRoutes } from './console/console-routes.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
 import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
+import { registerOperatorOverviewRoute } from './operator/overview.ts';
 import { registerResellerRoutes } from './operator/resellers.ts';
 import { registerOperatorServiceRoutes } from './operator/services.ts';
 import { registerOperatorUsageRoutes } from './operator/usage.ts';
@@ -106,7 +108,10 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOperatorHostRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
+  registerOperatorOverviewRoute,
   registerOperatorDocumentRoute,
+  // The operator console (CONTRACT.md section 12): src/http/console/.
+  registerConsoleRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */

@@ -5,6 +5,7 @@ import type { Store } from '../store/database.ts';
 import {
   type PrunedCounts,
   pruneAuditEntries,
+  pruneConsoleSessions,
   pruneEvents,
   pruneFinishedJobs,
   pruneIdempotencyKeys,
@@ -39,7 +40,7 @@ export interface Pruner {
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
  * retention period, idempotency keys after their 24 hours, audit entries, events and webhook
- * deliveries after theirs. It deletes in small batches, each its
+ * deliveries after theirs, console sessions once they expired. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
  */
@@ -71,6 +72,7 @@ export function createPruner(o: PrunerOptions): Pruner {
       auditEntries: await drain(() => pruneAuditEntries(db, now - o.auditRetentionMs, batch)),
       events: await drain(() => pruneEvents(db, eventsBefore, batch)),
       webhookDeliveries: await drain(() => pruneWebhookDeliveries(db, eventsBefore, batch)),
+      consoleSessions: await drain(() => pruneConsoleSessions(db, now, batch)),
     };
     if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;

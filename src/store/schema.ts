@@ -47,6 +47,15 @@ export interface OperatorTable {
   updated_at: number;
 }
 
+/** A console login (migration 010): the SHA-256 of the cookie's secret, never the secret. */
+export interface ConsoleSessionTable {
+  id: string;
+  operator_id: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+}
+
 /** An operator's OAuth client (scope `operator`); one per operator. */
 export interface OperatorClientTable {
   /** The client_id, `vrpop_` + 24 hex digits. */
@@ -391,4 +400,5 @@ export interface Database {
   events: EventTable;
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
+  console_sessions: ConsoleSessionTable;
 }

@@ -68,6 +68,7 @@ for (const store of testStores()) {
           idempotencyKeys: 1,
           events: 0,
           webhookDeliveries: 0,
+          consoleSessions: 0,
           auditEntries: 0,
         });
         assert.equal((await call(t, token, 'GET', `service/${id}/jobs`)).body.data.length, 4);
@@ -81,6 +82,7 @@ for (const store of testStores()) {
           idempotencyKeys: 0,
           events: 12,
           webhookDeliveries: 0,
+          consoleSessions: 0,
           auditEntries: 0,
         });
         assert.deepEqual((await call(t, token, 'GET', `service/${id}/jobs`)).body.data, []);

@@ -18,7 +18,7 @@ import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
 
 /** A job in the operator's list: which reseller's it is too. */
-const OperatorJobPayload = Type.Object(
+export const OperatorJobPayload = Type.Object(
   { ...JobPayload.properties, reseller_id: Id() },
   { title: 'OperatorJob' },
 );

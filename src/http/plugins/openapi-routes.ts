@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin';
+import { CONSOLE } from '../base-path.ts';
 import { forValidation, type RegisteredRoute, type RouteDocs } from '../openapi.ts';
 
 declare module 'fastify' {
@@ -22,6 +23,8 @@ export const openapiRoutes = fp(
     const registered: RegisteredRoute[] = [];
     app.decorate('registeredRoutes', registered);
     app.addHook('onRoute', (route) => {
+      // The console's pages are a web site, not part of the API the document describes.
+      if (route.url.startsWith(CONSOLE)) return;
       const schema = route.schema;
       for (const method of [route.method].flat()) {
         registered.push({

@@ -38,3 +38,14 @@ export async function listJobsPage(db: Kysely<Database>, query: JobListQuery): P
 export async function findJobRow(db: Kysely<Database>, id: string): Promise<JobTable | undefined> {
   return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** How many jobs of `status` were created at or after `since` (a range of `jobs_status_created`). */
+export async function countJobs(db: Kysely<Database>, status: JobStatus, since = 0): Promise<number> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('status', '=', status)
+    .where('created_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -10,6 +10,7 @@ export interface PrunedCounts {
   auditEntries: number;
   events: number;
   webhookDeliveries: number;
+  consoleSessions: number;
 }
 
 /**
@@ -129,6 +130,21 @@ export async function pruneAuditEntries(
     .deleteFrom('audit_log')
     .where('id', 'in', (eb) =>
       eb.selectFrom('audit_log').select('id').where('created_at', '<', before).limit(batch),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** Deletes at most `batch` console sessions that expired before `now` (logins end by themselves). */
+export async function pruneConsoleSessions(
+  db: Kysely<Database>,
+  now: number,
+  batch: number,
+): Promise<number> {
+  const r = await db
+    .deleteFrom('console_sessions')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('console_sessions').select('id').where('expires_at', '<=', now).limit(batch),
     )
     .executeTakeFirst();
   return Number(r.numDeletedRows);

@@ -73,3 +73,14 @@ export async function listServicesPage(db: Kysely<Database>, query: ServiceListQ
   const rows = await q.orderBy('id', 'desc').limit(query.limit).execute();
   return rows.map(toService);
 }
+
+/** How many services there are of each status (statuses with none are absent): the console's overview. */
+export async function countServicesByStatus(db: Kysely<Database>): Promise<Map<Status, number>> {
+  // `services_status_id` (status, id) holds every service: the count reads that index, not the rows.
+  const rows = await db
+    .selectFrom('services')
+    .select(['status', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .groupBy('status')
+    .execute();
+  return new Map(rows.map((r) => [r.status, Number(r.n)]));
+}

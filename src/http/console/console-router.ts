@@ -1,0 +1,232 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ConsoleSession } from '../../store/repos/console-sessions.ts';
+import type { App } from '../app.ts';
+import { CONSOLE } from '../base-path.ts';
+import { parseCookies, serializeCookie } from './cookies.ts';
+import { type Html, html, isHtml } from './html.ts';
+import { type Flash, page, type Section } from './layout.ts';
+import { type OpsClient, OpsRefusal, opsClient } from './ops-client.ts';
+import type { ConsoleSessions } from './sessions.ts';
+
+export const SESSION_COOKIE = 'vrp_console';
+const FLASH_COOKIE = 'vrp_console_flash';
+
+/** A form field that is not there, or there twice: the form was not ours. */
+export class FormError extends Error {
+  override name = 'FormError';
+  /** 400 unless the form could not be read at all (415). */
+  statusCode = 400;
+}
+
+/** Where to send the browser after a form, with a message for the next page. */
+export interface Redirect {
+  readonly redirect: string;
+  readonly flash?: Flash;
+}
+
+function isRedirect(value: Redirect | FastifyReply): value is Redirect {
+  return typeof value.redirect === 'string';
+}
+
+/** What a console handler gets: the signed-in operator, the operator API, the request's input. */
+export interface ConsoleCall {
+  readonly request: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly session: ConsoleSession;
+  /** The operator API, as this operator. */
+  readonly ops: OpsClient;
+  /** The CSRF token every form of the page carries (`csrfField`). */
+  readonly csrf: string;
+  /** A query parameter; undefined when absent or empty. A repeated one is the first. */
+  query(name: string): string | undefined;
+  /** A field of the posted form; FormError if it is there twice. */
+  field(name: string): string | undefined;
+  /** A whole page in the console's layout, with the message left by the last form. */
+  render(o: { title: string; section?: Section; body: Html }): Html;
+}
+
+/** Whether the console is served over https (directly, or behind a proxy that says so). */
+export function isHttps(request: FastifyRequest): boolean {
+  return request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
+}
+
+/** The hidden field that carries the CSRF token in every state-changing form. */
+export function csrfField(csrf: string): Html {
+  return html`<input type="hidden" name="_csrf" value="${csrf}">`;
+}
+
+/** A path of the console the browser may be sent to (a `next` or a Referer), else undefined. */
+export function consolePath(url: string | undefined, host: string | undefined): string | undefined {
+  if (!url) return undefined;
+  let path = url;
+  if (/^https?:\/\//i.test(url)) {
+    try {
+      const parsed = new URL(url);
+      if (parsed.host !== host) return undefined;
+      path = parsed.pathname + parsed.search;
+    } catch {
+      return undefined;
+    }
+  }
+  if (!path.startsWith(`${CONSOLE}/`) && path !== CONSOLE) return undefined;
+  if (path.includes('//') || path.includes('\\')) return undefined;
+  return path;
+}
+
+function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The message the last form left for this page, if any; it is shown once (the cookie is cleared). */
+export function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | undefined {
+  const value = parseCookies(request.headers.cookie).get(FLASH_COOKIE);
+  if (!value) return undefined;
+  reply.header(
+    'set-cookie',
+    serializeCookie(FLASH_COOKIE, '', { path: CONSOLE, maxAge: 0, secure: isHttps(request) }),
+  );
+  try {
+    const flash = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as Flash;
+    if ((flash.kind === 'ok' || flash.kind === 'error') && typeof flash.text === 'string') {
+      return { kind: flash.kind, text: flash.text.slice(0, 500) };
+    }
+  } catch {
+    // A flash cookie we did not write: no message.
+  }
+  return undefined;
+}
+
+/** Sends the browser to `to` (303: the next request is a GET), leaving `flash` for that page. */
+export function redirect(request: FastifyRequest, reply: FastifyReply, to: Redirect): FastifyReply {
+  if (to.flash) {
+    const value = Buffer.from(JSON.stringify(to.flash)).toString('base64url');
+    reply.header(
+      'set-cookie',
+      serializeCookie(FLASH_COOKIE, value, { path: CONSOLE, maxAge: 60, secure: isHttps(request) }),
+    );
+  }
+  return reply.code(303).header('location', to.redirect).send();
+}
+
+export function sendPage(reply: FastifyReply, body: Html, status = 200): FastifyReply {
+  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+}
+
+function fieldsOf(request: FastifyRequest): Record<string, string | string[]> {
+  const body = request.body;
+  return typeof body === 'object' && body !== null ? (body as Record<string, string | string[]>) : {};
+}
+
+function firstQuery(request: FastifyRequest, name: string): string | undefined {
+  const value = (request.query as Record<string, string | string[] | undefined>)[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first === '' ? undefined : first;
+}
+
+/**
+ * Registers the console's pages (GET) and forms (POST) on `app`. Every one needs a session: without
+ * one a page sends the browser to the login page (coming back after it), a form is refused. Every
+ * form must carry the session's CSRF token and, when the browser says where it comes from
+ * (`Origin`), come from this server. A refusal of the operator API is shown as it is: on a page
+ * as an error page with the API's status, after a form as a message on the page it came from.
+ */
+export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
+  async function callOf(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleCall | undefined> {
+    const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+    const session = secret === undefined ? undefined : await sessions.find(secret);
+    if (!session || secret === undefined) return undefined;
+    const csrf = sessions.csrfToken(secret);
+    // Forms answer with a redirect; only pages show (and so take) the message.
+    const flash = request.method === 'GET' ? takeFlash(request, reply) : undefined;
+    return {
+      request,
+      reply,
+      session,
+      csrf,
+      ops: opsClient(app, sessions.accessToken(session), request.id),
+      query: (name) => firstQuery(request, name),
+      field(name) {
+        const value = fieldsOf(request)[name];
+        if (Array.isArray(value)) throw new FormError(`The form has the field "${name}" more than once`);
+        return value;
+      },
+      render: (o) => page({ ...o, operator: { name: session.operatorName, csrf }, flash }),
+    };
+  }
+
+  function errorPage(call: ConsoleCall | undefined, title: string, text: string): Html {
+    const body = html`<p class="error" role="alert">${text}</p><p><a href="${CONSOLE}/">Back to the overview</a></p>`;
+    return call ? call.render({ title, body }) : page({ title, body });
+  }
+
+  return {
+    /** A page: GET `CONSOLE + path`. */
+    page(path: string, handler: (call: ConsoleCall) => Promise<Html | FastifyReply>) {
+      app.get(`${CONSOLE}${path}`, async (request, reply) => {
+        const call = await callOf(request, reply);
+        if (!call) {
+          const next = encodeURIComponent(request.url);
+          return redirect(request, reply, { redirect: `${CONSOLE}/login?next=${next}` });
+        }
+        try {
+          const result = await handler(call);
+          return isHtml(result) ? sendPage(reply, result) : result;
+        } catch (err) {
+          if (!(err instanceof OpsRefusal)) throw err;
+          const title = err.status === 404 ? 'Not found' : 'Refused';
+          return sendPage(reply, errorPage(call, title, err.message), err.status);
+        }
+      });
+    },
+
+    /** A form: POST `CONSOLE + path`; the handler says where to go next. */
+    action(path: string, handler: (call: ConsoleCall) => Promise<Redirect | FastifyReply>) {
+      app.post(`${CONSOLE}${path}`, async (request, reply) => {
+        const call = await callOf(request, reply);
+        if (!call) {
+          return sendPage(
+            reply,
+            errorPage(
+              undefined,
+              'Signed out',
+              'Your session has ended. Log in again, then repeat what you did.',
+            ),
+            401,
+          );
+        }
+        const origin = request.headers.origin;
+        const token = fieldsOf(request)['_csrf'];
+        const fromHere =
+          origin === undefined || consolePath(`${origin}${CONSOLE}/`, request.host) !== undefined;
+        if (!fromHere || typeof token !== 'string' || !sameToken(token, call.csrf)) {
+          return sendPage(
+            reply,
+            errorPage(
+              call,
+              'Refused',
+              'This form has expired or did not come from the console. Reload the page and try again.',
+            ),
+            403,
+          );
+        }
+        const back = consolePath(request.headers.referer, request.host) ?? `${CONSOLE}/`;
+        try {
+          const result = await handler(call);
+          return isRedirect(result) ? redirect(request, reply, result) : result;
+        } catch (err) {
+          if (err instanceof OpsRefusal || err instanceof FormError) {
+            return redirect(request, reply, { redirect: back, flash: { kind: 'error', text: err.message } });
+          }
+          throw err;
+        }
+      });
+    },
+
+    errorPage,
+  };
+}
+
+export type ConsoleRouter = ReturnType<typeof createConsoleRouter>;

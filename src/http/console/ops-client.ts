@@ -1,0 +1,99 @@
+import type { App } from '../app.ts';
+import { OPS } from '../base-path.ts';
+
+/** The operator API said no: its status, `error_code` and message, which the console shows. */
+export class OpsRefusal extends Error {
+  override name = 'OpsRefusal';
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export type Query = Readonly<Record<string, string | number | undefined>>;
+
+/** What a state-changing call answered: its payload and the API's message for a person. */
+export interface OpsAnswer<T> {
+  readonly data: T;
+  readonly message: string;
+}
+
+/**
+ * The console's way to the operator API: requests injected into this same server (no socket),
+ * with the session's operator token, so every page shows what the API answers and every form does
+ * what the API does, through the API's validation, rules and audit. Paths are relative to OPS.
+ */
+export interface OpsClient {
+  get<T>(path: string, query?: Query): Promise<T>;
+  send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<OpsAnswer<T>>;
+  /** A GET answered in another media type (usage as CSV): the body as text. */
+  text(path: string, query: Query, accept: string): Promise<string>;
+}
+
+function urlOf(path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
+  const search = params.toString();
+  return `${OPS}/${path}${search ? `?${search}` : ''}`;
+}
+
+interface Envelope {
+  status?: string;
+  message?: string;
+  data?: unknown;
+  error_code?: string;
+}
+
+function refusalOf(status: number, body: string): OpsRefusal {
+  let envelope: Envelope = {};
+  try {
+    envelope = JSON.parse(body) as Envelope;
+  } catch {
+    // Not an envelope (never expected): the status says enough.
+  }
+  return new OpsRefusal(
+    status,
+    envelope.error_code ?? 'internal_error',
+    envelope.message || `HTTP ${status}`,
+  );
+}
+
+export function opsClient(app: App, token: string, requestId: string): OpsClient {
+  const headers = { authorization: `Bearer ${token}`, 'x-request-id': requestId };
+  async function call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    body?: unknown,
+    accept?: string,
+  ) {
+    const answer = await app.inject({
+      method,
+      url,
+      headers: {
+        ...headers,
+        ...(accept ? { accept } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    if (answer.statusCode >= 400) throw refusalOf(answer.statusCode, answer.body);
+    return answer;
+  }
+  return {
+    async get<T>(path: string, query?: Query) {
+      const answer = await call('GET', urlOf(path, query));
+      return (answer.json() as Envelope).data as T;
+    },
+    async send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) {
+      const answer = await call(method, urlOf(path), body);
+      const envelope = answer.json() as Envelope;
+      return { data: envelope.data as T, message: envelope.message ?? '' };
+    },
+    async text(path, query, accept) {
+      return (await call('GET', urlOf(path, query), undefined, accept)).body;
+    },
+  };
+}

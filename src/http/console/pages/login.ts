@@ -1,0 +1,167 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FailureThrottle } from '../../../auth/failure-throttle.ts';
+import type { OperatorLogin } from '../../../auth/operators.ts';
+import type { AppContext } from '../../../context.ts';
+import { recordAudit } from '../../../store/repos/audit.ts';
+import type { App } from '../../app.ts';
+import { CONSOLE } from '../../base-path.ts';
+import {
+  type ConsoleRouter,
+  consolePath,
+  isHttps,
+  redirect,
+  SESSION_COOKIE,
+  sendPage,
+  takeFlash,
+} from '../console-router.ts';
+import { parseCookies, serializeCookie } from '../cookies.ts';
+import { type Html, html } from '../html.ts';
+import { type Flash, page } from '../layout.ts';
+import type { ConsoleSessions } from '../sessions.ts';
+
+/** The login form's own CSRF token (double submit: a cookie and the same value in the form). */
+const LOGIN_COOKIE = 'vrp_console_login';
+const LOGIN_TOKEN = /^[A-Za-z0-9_-]{32}$/;
+
+export interface LoginOptions {
+  readonly sessions: ConsoleSessions;
+  readonly login: OperatorLogin;
+  readonly throttle: FailureThrottle;
+}
+
+function loginPage(
+  token: string,
+  next: string | undefined,
+  o: { name?: string; error?: string; flash?: Flash },
+): Html {
+  const error = o.error && html`<p class="flash flash-error" role="alert" id="login-error">${o.error}</p>`;
+  return page({
+    title: 'Log in',
+    flash: o.flash,
+    body: html`${error}
+<form method="post" action="${CONSOLE}/login" class="login"${o.error ? html` aria-describedby="login-error"` : ''}>
+  <input type="hidden" name="_csrf" value="${token}">
+  ${next && html`<input type="hidden" name="next" value="${next}">`}
+  <label for="name">Operator name</label>
+  <input id="name" name="name" autocomplete="username" required maxlength="100" value="${o.name ?? ''}"${o.name ? '' : html` autofocus`}>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="2048"${o.name ? html` autofocus` : ''}>
+  <button type="submit">Log in</button>
+</form>`,
+  });
+}
+
+function field(request: FastifyRequest, name: string): string | undefined {
+  const value = (request.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The login form's token of this browser, set as a cookie when it has none yet. */
+function loginToken(request: FastifyRequest, reply: FastifyReply): string {
+  const held = parseCookies(request.headers.cookie).get(LOGIN_COOKIE);
+  if (held && LOGIN_TOKEN.test(held)) return held;
+  const token = randomBytes(24).toString('base64url');
+  reply.header(
+    'set-cookie',
+    serializeCookie(LOGIN_COOKIE, token, { path: CONSOLE, secure: isHttps(request) }),
+  );
+  return token;
+}
+
+/**
+ * GET/POST `CONSOLE/login` and POST `CONSOLE/logout`. A wrong name or password gets one answer,
+ * whichever it was (and, from auth/operators.ts, in the same time); five in a row from one
+ * address lock it out for a while that doubles. Logins and logouts are audited.
+ */
+export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRouter, o: LoginOptions): void {
+  const nextOf = (request: FastifyRequest, value: string | undefined) => consolePath(value, request.host);
+
+  app.get(`${CONSOLE}/login`, async (request, reply) => {
+    const next = nextOf(request, (request.query as Record<string, string | undefined>)['next']);
+    const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+    if (secret && (await o.sessions.find(secret)))
+      return redirect(request, reply, { redirect: next ?? `${CONSOLE}/` });
+    const flash = takeFlash(request, reply);
+    return sendPage(reply, loginPage(loginToken(request, reply), next, { flash }));
+  });
+
+  app.post(`${CONSOLE}/login`, async (request, reply) => {
+    const next = nextOf(request, field(request, 'next'));
+    const name = field(request, 'name') ?? '';
+    const password = field(request, 'password') ?? '';
+    const token = loginToken(request, reply);
+    const given = field(request, '_csrf');
+    const origin = request.headers.origin;
+    if (
+      (origin !== undefined && consolePath(`${origin}${CONSOLE}/`, request.host) === undefined) ||
+      given === undefined ||
+      !sameToken(given, token)
+    ) {
+      const error = 'This form has expired or did not come from the console. Try again.';
+      return sendPage(reply, loginPage(token, next, { name, error }), 403);
+    }
+    const now = Date.now();
+    const wait = o.throttle.retryAfter(request.ip, now);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      const error = `Too many failed logins from your address. Try again in ${wait} seconds.`;
+      return sendPage(reply, loginPage(token, next, { name, error }), 429);
+    }
+    const operator = await o.login.verify(name, password);
+    if (!operator) {
+      o.throttle.fail(request.ip, now);
+      request.log.warn({ ip: request.ip }, 'console: failed login');
+      return sendPage(
+        reply,
+        loginPage(token, next, { name, error: 'Wrong operator name or password.' }),
+        401,
+      );
+    }
+    o.throttle.succeed(request.ip);
+    const secret = await o.sessions.start(operator.id);
+    const audit = {
+      actor: { type: 'operator' as const, id: operator.id },
+      requestId: request.id,
+      action: 'console.login',
+    };
+    await recordAudit(
+      ctx.store.db,
+      audit,
+      { target: { type: 'operator', id: operator.id } },
+      ctx.clock.now(),
+    );
+    reply.header(
+      'set-cookie',
+      serializeCookie(SESSION_COOKIE, secret, { path: CONSOLE, secure: isHttps(request) }),
+    );
+    return redirect(request, reply, { redirect: next ?? `${CONSOLE}/` });
+  });
+
+  router.action('/logout', async (call) => {
+    const secret = parseCookies(call.request.headers.cookie).get(SESSION_COOKIE) ?? '';
+    await o.sessions.end(secret);
+    const audit = {
+      actor: { type: 'operator' as const, id: call.session.operatorId },
+      requestId: call.request.id,
+      action: 'console.logout',
+    };
+    await recordAudit(
+      ctx.store.db,
+      audit,
+      { target: { type: 'operator', id: call.session.operatorId } },
+      ctx.clock.now(),
+    );
+    call.reply.header(
+      'set-cookie',
+      serializeCookie(SESSION_COOKIE, '', { path: CONSOLE, maxAge: 0, secure: isHttps(call.request) }),
+    );
+    return { redirect: `${CONSOLE}/login`, flash: { kind: 'ok', text: 'You have logged out.' } };
+  });
+}

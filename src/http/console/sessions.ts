@@ -1,0 +1,95 @@
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { LruMap } from '../../auth/lru-map.ts';
+import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
+import type { TokenSigner } from '../../auth/tokens.ts';
+import type { Clock } from '../../domain/clock.ts';
+import {
+  type ConsoleSession,
+  deleteConsoleSession,
+  findConsoleSession,
+  insertConsoleSession,
+  touchConsoleSession,
+} from '../../store/repos/console-sessions.ts';
+import type { Database } from '../../store/schema.ts';
+
+/** A session secret: 32 random bytes, base64url (the cookie's value). */
+const SECRET = /^[A-Za-z0-9_-]{43}$/;
+/** A use is written at most this often: the idle timeout is exact to within it. */
+const TOUCH_EVERY_MS = 60_000;
+/** The operator API tokens the console calls with live this long, and are reused until a minute is left. */
+const TOKEN_TTL_S = 300;
+
+export interface ConsoleSessionsOptions {
+  readonly db: Kysely<Database>;
+  readonly clock: Clock;
+  readonly signer: TokenSigner;
+  /** Absolute lifetime of a login. */
+  readonly sessionMs: number;
+  /** A login unused this long ends. */
+  readonly idleMs: number;
+}
+
+/**
+ * The console's logins. The browser holds the secret (an HttpOnly cookie), the store its SHA-256;
+ * the CSRF token of a session is an HMAC of the secret, so it needs no storage and no page can
+ * compute it without the cookie, which no script can read. The console acts through the operator
+ * API with short-lived access tokens of the operator's own client (scope `operator`), issued here
+ * for the session: what the operator does in the console is checked, refused and audited exactly
+ * as through the API.
+ */
+export interface ConsoleSessions {
+  /** Starts a login for the operator; returns the cookie's secret. */
+  start(operatorId: string): Promise<string>;
+  /** The live session of a cookie's secret, or undefined (unknown, expired, idle, operator disabled). */
+  find(secret: string): Promise<ConsoleSession | undefined>;
+  end(secret: string): Promise<void>;
+  csrfToken(secret: string): string;
+  /** An operator API access token acting as the session's operator. */
+  accessToken(session: ConsoleSession): string;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSessions {
+  const tokens = new LruMap<string, { token: string; exp: number }>(1000);
+  return {
+    async start(operatorId) {
+      const secret = randomBytes(32).toString('base64url');
+      const now = o.clock.now();
+      await insertConsoleSession(o.db, { id: sha256(secret), operatorId, now, expiresAt: now + o.sessionMs });
+      return secret;
+    },
+    async find(secret) {
+      if (!SECRET.test(secret)) return undefined;
+      const now = o.clock.now();
+      const session = await findConsoleSession(o.db, sha256(secret), now, o.idleMs);
+      if (session && now - session.lastSeenAt >= TOUCH_EVERY_MS)
+        await touchConsoleSession(o.db, session.id, now);
+      return session;
+    },
+    async end(secret) {
+      if (SECRET.test(secret)) await deleteConsoleSession(o.db, sha256(secret));
+    },
+    csrfToken(secret) {
+      return createHmac('sha256', secret).update('vrp-console-csrf').digest('base64url');
+    },
+    accessToken(session) {
+      // The token version is part of the key: a rotation of the client's secret revokes tokens.
+      const key = `${session.id}:${session.tokenVersion}`;
+      const nowS = Math.floor(o.clock.now() / 1000);
+      const cached = tokens.get(key);
+      if (cached && cached.exp - nowS > 60) return cached.token;
+      const exp = nowS + TOKEN_TTL_S;
+      const token = o.signer.issue({
+        clientId: session.clientId,
+        resellerId: '',
+        scopes: [OPERATOR_SCOPE],
+        version: session.tokenVersion,
+        exp,
+      });
+      tokens.set(key, { token, exp });
+      return token;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * The operator console in a real browser: Debian's chromium driven by playwright-core (no browser
+ * download; .ci/run installs the `chromium` package). A page opened here may load only what the
+ * test's own server serves: every other request is aborted and reported, and so is every page
+ * error and console error, so a test can assert there were none.
+ */
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { CONSOLE } from '../../src/http/base-path.ts';
+import type { TestApp } from './app.ts';
+
+export { CONSOLE };
+
+/** The browser: VRP_TEST_CHROMIUM, else Debian's. */
+export const CHROMIUM = process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set VRP_TEST_CHROMIUM`,
+    );
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      // No name resolves but the loopback ones: nothing the browser does can leave the machine.
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
+      ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),
+    ],
+  });
+}
+
+/** The test app listening on loopback; returns its origin (`http://127.0.0.1:PORT`). */
+export async function listen(t: TestApp): Promise<string> {
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = t.app.server.address() as AddressInfo;
+  return `http://127.0.0.1:${port}`;
+}
+
+export interface WatchedPage {
+  readonly page: Page;
+  /** Page errors, console errors and requests to anywhere but `origin`, as they happened. */
+  readonly problems: string[];
+}
+
+/** A new page in a fresh context (no cookies), watched for errors and foreign requests. */
+export async function openPage(
+  browser: Browser,
+  origin: string,
+  options: { timezoneId?: string; viewport?: { width: number; height: number } } = {},
+): Promise<WatchedPage> {
+  const context = await browser.newContext({
+    timezoneId: options.timezoneId ?? 'UTC',
+    viewport: options.viewport ?? { width: 1280, height: 800 },
+    locale: 'en-GB',
+  });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${origin}/`)) return route.continue();
+    problems.push(`request outside the server: ${url}`);
+    return route.abort();
+  });
+  return { page, problems };
+}
+
+/** Logs in through the form, as a person would. */
+export async function logIn(page: Page, origin: string, name: string, password: string): Promise<void> {
+  await page.goto(`${origin}${CONSOLE}/login`);
+  await page.getByLabel('Operator name').fill(name);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
