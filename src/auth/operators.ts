@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import { isStorableText } from '../domain/storable-text.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
+import { deleteOperatorConsoleSessions } from '../store/repos/console-sessions.ts';
 import {
   findOperatorByName,
   findOperatorClientId,
@@ -125,7 +126,7 @@ export async function rotateOperatorSecret(
 
 /**
  * Enables or disables an operator. A disabled operator gets no token and its tokens fail within
- * 2 s; enabling it again does not revive them (it asks for new ones).
+ * 2 s, and its console sessions end; enabling it again revives neither (it logs in again).
  */
 export async function setOperatorEnabledByName(
   db: Kysely<Database>,
@@ -137,11 +138,13 @@ export async function setOperatorEnabledByName(
   await db.transaction().execute(async (tx) => {
     const operator = await operatorNamed(tx, name);
     await setOperatorEnabled(tx, operator.id, enabled, now);
+    // Enabling it again must not revive the console logins it had.
+    if (!enabled) await deleteOperatorConsoleSessions(tx, operator.id);
     if (audit) await recordAudit(tx, audit, targetOf(operator), now);
   });
 }
 
-/** Sets (or replaces) the operator's console password, stored as a slow salted hash. */
+/** Sets (or replaces) the operator's console password, stored as a slow salted hash; its console sessions end. */
 export async function setOperatorPassword(
   db: Kysely<Database>,
   name: string,
@@ -156,6 +159,8 @@ export async function setOperatorPassword(
   await db.transaction().execute(async (tx) => {
     const operator = await operatorNamed(tx, name);
     await setOperatorPasswordHash(tx, operator.id, passwordHash, now);
+    // Whoever logged in with the old password is logged out.
+    await deleteOperatorConsoleSessions(tx, operator.id);
     if (audit) await recordAudit(tx, audit, targetOf(operator), now);
   });
 }

@@ -63,7 +63,8 @@ export function consolePath(url: string | undefined, host: string | undefined): 
   if (/^https?:\/\//i.test(url)) {
     try {
       const parsed = new URL(url);
-      if (parsed.host !== host) return undefined;
+      // Compared as URLs: `host:80` over http is `host`.
+      if (host === undefined || parsed.host !== new URL(`${parsed.protocol}//${host}`).host) return undefined;
       path = parsed.pathname + parsed.search;
     } catch {
       return undefined;

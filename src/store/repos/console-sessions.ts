@@ -81,3 +81,8 @@ export async function touchConsoleSession(db: Kysely<Database>, id: string, now:
 export async function deleteConsoleSession(db: Kysely<Database>, id: string): Promise<void> {
   await db.deleteFrom('console_sessions').where('id', '=', id).execute();
 }
+
+/** Ends every console session of the operator (a new password, a disabled operator). */
+export async function deleteOperatorConsoleSessions(db: Kysely<Database>, operatorId: string): Promise<void> {
+  await db.deleteFrom('console_sessions').where('operator_id', '=', operatorId).execute();
+}
