@@ -240,6 +240,31 @@ for (const kind of testStores()) {
   });
 }
 
+describe('console addresses', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t?.close());
+
+  test('an unknown console address is an HTML page (404, or 405 for a wrong method) with the console headers', async () => {
+    for (const [method, url, status] of [
+      ['GET', `${CONSOLE}/no-such-page`, 404],
+      ['DELETE', `${CONSOLE}/login`, 405],
+    ] as const) {
+      const res = await t.app.inject({ method, url });
+      assert.equal(res.statusCode, status);
+      assert.match(String(res.headers['content-type']), /^text\/html/);
+      assert.match(res.body, /<h1>(Not found|Refused)<\/h1>/);
+      assert.match(String(res.headers['content-security-policy']), /default-src 'self'/);
+    }
+    // The APIs beside it keep their JSON answers.
+    const api = await t.app.inject({ method: 'GET', url: '/vps_reseller_provider/operator/v1/no-such-thing' });
+    assert.equal(api.statusCode, 404);
+    assert.equal(api.json().error_code, 'not_found');
+  });
+});
+
 describe('console login throttle', () => {
   let t: TestApp;
   before(async () => {

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { App } from '../app.ts';
-import { CONSOLE } from '../base-path.ts';
 
 const TYPES = {
   'console.css': 'text/css; charset=utf-8',
@@ -15,7 +14,7 @@ const TYPES = {
 export function registerConsoleAssets(app: App): void {
   for (const [name, type] of Object.entries(TYPES)) {
     const body = readFileSync(new URL(`./assets/${name}`, import.meta.url));
-    app.get(`${CONSOLE}/assets/${name}`, async (_request, reply) =>
+    app.get(`/assets/${name}`, async (_request, reply) =>
       reply.type(type).header('cache-control', 'public, max-age=300').send(body),
     );
   }

@@ -9,6 +9,19 @@ import { type Flash, page, type Section } from './layout.ts';
 import { type OpsClient, OpsRefusal, opsClient } from './ops-client.ts';
 import type { ConsoleSessions } from './sessions.ts';
 
+/**
+ * What every console answer says to the browser: load nothing from anywhere but this server, run
+ * no inline script, never be framed, send no Referer elsewhere, keep no copy of a page.
+ */
+export const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+} as const;
+
 export const SESSION_COOKIE = 'vrp_console';
 const FLASH_COOKIE = 'vrp_console_flash';
 
@@ -112,8 +125,9 @@ export function redirect(request: FastifyRequest, reply: FastifyReply, to: Redir
   return reply.code(303).header('location', to.redirect).send();
 }
 
+/** Sends a page, with the console's headers (also on the error pages of requests no hook saw). */
 export function sendPage(reply: FastifyReply, body: Html, status = 200): FastifyReply {
-  return reply.code(status).type('text/html; charset=utf-8').send(body.text);
+  return reply.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(body.text);
 }
 
 function fieldsOf(request: FastifyRequest): Record<string, string | string[]> {
@@ -166,7 +180,7 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
   return {
     /** A page: GET `CONSOLE + path`. */
     page(path: string, handler: (call: ConsoleCall) => Promise<Html | FastifyReply>) {
-      app.get(`${CONSOLE}${path}`, async (request, reply) => {
+      app.get(path, async (request, reply) => {
         const call = await callOf(request, reply);
         if (!call) {
           const next = encodeURIComponent(request.url);
@@ -185,7 +199,7 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
 
     /** A form: POST `CONSOLE + path`; the handler says where to go next. */
     action(path: string, handler: (call: ConsoleCall) => Promise<Redirect | FastifyReply>) {
-      app.post(`${CONSOLE}${path}`, async (request, reply) => {
+      app.post(path, async (request, reply) => {
         const call = await callOf(request, reply);
         if (!call) {
           return sendPage(

@@ -2,9 +2,11 @@ import type { FastifyError } from 'fastify';
 import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
 import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
+import { CONSOLE } from '../base-path.ts';
 import { registerConsoleAssets } from './assets.ts';
-import { createConsoleRouter, FormError, sendPage } from './console-router.ts';
+import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { registerLoginRoutes } from './pages/login.ts';
@@ -15,24 +17,17 @@ import { createConsoleSessions } from './sessions.ts';
 const FORM_LIMIT = 64 * 1024;
 
 /**
- * What every console answer says to the browser: load nothing from anywhere but this server, run
- * no inline script, never be framed, send no Referer elsewhere, keep no copy of a page.
- */
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'same-origin',
-  'cache-control': 'no-store',
-} as const;
-
-/**
  * The operator console (CONTRACT.md section 12; docs/console.md): server-rendered pages under
  * CONSOLE, a login with a session cookie, and forms that act through the operator API
  * (./ops-client.ts), so the console holds no rule of its own.
  */
-export function registerConsoleRoutes(app: App, ctx: AppContext): void {
+export function registerConsoleRoutes(parent: App, ctx: AppContext): void {
+  // Under its own prefix, so that it has its own not-found handler: a mistyped console address
+  // gets a page, not the API's JSON.
+  parent.register(async (app) => consoleRoutes(app, ctx), { prefix: CONSOLE });
+}
+
+function consoleRoutes(app: App, ctx: AppContext): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/x-www-form-urlencoded',
@@ -55,12 +50,17 @@ export function registerConsoleRoutes(app: App, ctx: AppContext): void {
   app.addHook('onRequest', async (_request, reply) => {
     reply.headers(SECURITY_HEADERS);
   });
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const status = err.statusCode ?? 500;
+  // Errors of the framework (a body too large), of the console (a form not ours) and the
+  // not-found refusal thrown for every unknown path (../plugins/not-found.ts) become pages.
+  app.setNotFoundHandler(async (request) => {
+    throw new ApiError('not_found', `There is no page ${request.url.split('?')[0]}`);
+  });
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    const status = err instanceof ApiError ? err.status : (err.statusCode ?? 500);
     if (status >= 500) request.log.error({ err }, 'console page failed');
     const text =
       status >= 500 ? 'Something went wrong on the server. It has been logged; try again.' : err.message;
-    const title = status >= 500 ? 'Server error' : 'Refused';
+    const title = status >= 500 ? 'Server error' : status === 404 ? 'Not found' : 'Refused';
     return sendPage(reply, page({ title, body: html`<p class="error" role="alert">${text}</p>` }), status);
   });
 

@@ -83,7 +83,7 @@ function loginToken(request: FastifyRequest, reply: FastifyReply): string {
 export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRouter, o: LoginOptions): void {
   const nextOf = (request: FastifyRequest, value: string | undefined) => consolePath(value, request.host);
 
-  app.get(`${CONSOLE}/login`, async (request, reply) => {
+  app.get('/login', async (request, reply) => {
     const next = nextOf(request, (request.query as Record<string, string | undefined>)['next']);
     const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
     if (secret && (await o.sessions.find(secret)))
@@ -92,7 +92,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
     return sendPage(reply, loginPage(loginToken(request, reply), next, { flash }));
   });
 
-  app.post(`${CONSOLE}/login`, async (request, reply) => {
+  app.post('/login', async (request, reply) => {
     const next = nextOf(request, field(request, 'next'));
     const name = field(request, 'name') ?? '';
     const password = field(request, 'password') ?? '';
