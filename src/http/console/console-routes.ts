@@ -8,7 +8,10 @@ import { createConsoleRouter, FormError, sendPage } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { registerLoginRoutes } from './pages/login.ts';
+import { registerJobsPage } from './pages/jobs.ts';
 import { registerOverviewPage } from './pages/overview.ts';
+import { registerServicePage } from './pages/service.ts';
+import { registerServicesPage } from './pages/services.ts';
 import { createConsoleSessions } from './sessions.ts';
 
 /** Forms are small: a quota, a search, a password. */
@@ -80,4 +83,7 @@ export function registerConsoleRoutes(app: App, ctx: AppContext): void {
     throttle: createFailureThrottle(),
   });
   registerOverviewPage(router);
+  registerServicesPage(router);
+  registerServicePage(router);
+  registerJobsPage(router);
 }
