@@ -125,17 +125,10 @@ describe('console: services', () => {
     assert.equal(await page.locator('#service-live').getAttribute('data-live'), '2');
     // A mark on this very document: a reload or a navigation would lose it.
     await page.evaluate(() => {
-      (window as unknown as { notReloaded: boolean }).notReloaded = true;
+      (globalThis as { notReloaded?: boolean }).notReloaded = true;
     });
-    await page.waitForFunction(
-      () => document.querySelector('.service-status')?.textContent?.trim() === 'stopped',
-      undefined,
-      { timeout: 8000 },
-    );
-    assert.equal(
-      await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded),
-      true,
-    );
+    await status.filter({ hasText: /^\s*stopped\s*$/ }).waitFor({ timeout: 8000 });
+    assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true);
     // Nothing pending any more: the region stops refreshing, and the timeline shows the stop done.
     assert.equal(await page.locator('#service-live').getAttribute('data-live'), null);
     assert.match(
@@ -144,7 +137,10 @@ describe('console: services', () => {
     );
     // What the API says about it agrees.
     const token = await t.token({ reseller: 'acme' });
-    assert.equal((await call(t, token, 'GET', `service/${alpha}/status`, undefined, B)).body.data.status, 'stopped');
+    assert.equal(
+      (await call(t, token, 'GET', `service/${alpha}/status`, undefined, B)).body.data.status,
+      'stopped',
+    );
     // The operations were those of the projected status (stopped) already: start, not stop.
     assert.equal(await page.getByRole('button', { name: 'Start', exact: true }).count(), 1);
     assert.equal(await page.getByRole('button', { name: 'Stop', exact: true }).count(), 0);

@@ -41,7 +41,7 @@ export function registerJobsPage(router: ConsoleRouter): void {
     const here = `${CONSOLE}/jobs?status=${status}`;
     const live = status !== 'failed' && list.items.length > 0;
     const rows = list.items.map((j) => {
-      const what = `${j.action} job of service ${j.service_id.slice(0, 8)}`;
+      const what = `${j.action} job of service ${j.service_id}`;
       const act =
         j.status === 'failed'
           ? buttonForm({
@@ -62,7 +62,7 @@ export function registerJobsPage(router: ConsoleRouter): void {
               })
             : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
-<td><a href="${CONSOLE}/services/${j.service_id}" class="mono">${j.service_id.slice(0, 8)}</a></td>
+<td><a href="${CONSOLE}/services/${j.service_id}" class="mono id">${j.service_id}</a></td>
 <td>${badge(j.status)}</td><td class="num">${j.attempts}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
     });
     const label = TABS.find(([key]) => key === status)?.[1] ?? '';
@@ -89,7 +89,7 @@ ${nextPageLink('/jobs', { status }, list.next_cursor)}`;
     const answer = await call.ops.send<Retried>('POST', `jobs/${pathParam(call, 'job_id')}/retry`);
     const job = answer.data.job;
     const text = job
-      ? `Retry: queued as a new ${job.action} job for service ${job.service_id.slice(0, 8)}.`
+      ? `Retry: queued as a new ${job.action} job for service ${job.service_id}.`
       : answer.message || 'Nothing left to do.';
     return { redirect: backOf(call, `${CONSOLE}/jobs`), flash: { kind: 'ok', text } };
   });
@@ -97,7 +97,7 @@ ${nextPageLink('/jobs', { status }, list.next_cursor)}`;
   router.action('/jobs/:job_id/cancel', async (call) => {
     const answer = await call.ops.send<Cancelled>('POST', `jobs/${pathParam(call, 'job_id')}/cancel`);
     const { job, service } = answer.data;
-    const text = `Cancelled the queued ${job.action} job of service ${job.service_id.slice(0, 8)}; the service is ${service.status}.`;
+    const text = `Cancelled the queued ${job.action} job of service ${job.service_id}; the service is ${service.status}.`;
     return { redirect: backOf(call, `${CONSOLE}/jobs?status=queued`), flash: { kind: 'ok', text } };
   });
 }

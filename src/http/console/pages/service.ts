@@ -69,7 +69,13 @@ function timeline(s: Details, csrf: string): Html {
       const what = `${j.action} job of ${j.created_at.slice(0, 19).replace('T', ' ')}`;
       const act =
         j.status === 'failed'
-          ? buttonForm({ csrf, action: `${CONSOLE}/jobs/${j.job_id}/retry`, label: 'Retry', name: `Retry ${what}`, back })
+          ? buttonForm({
+              csrf,
+              action: `${CONSOLE}/jobs/${j.job_id}/retry`,
+              label: 'Retry',
+              name: `Retry ${what}`,
+              back,
+            })
           : j.status === 'queued'
             ? buttonForm({
                 csrf,

@@ -70,7 +70,7 @@ ${table(
   list.items.map(
     (s) => html`<tr>
 <td><a href="${CONSOLE}/services/${s.service_id}">${s.domain_name}</a></td>
-<td class="mono">${s.service_id.slice(0, 8)}</td>
+<td class="mono id">${s.service_id}</td>
 <td>${statusCell(s.status, s.projected_status, s.pending_jobs)}</td>
 <td>${names.get(s.reseller_id) ?? s.reseller_id}</td>
 <td>${s.host_id ?? html`<span class="none">—</span>`}</td>
