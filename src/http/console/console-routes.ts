@@ -9,8 +9,11 @@ import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
+import { registerJobsPage } from './pages/jobs.ts';
 import { registerLoginRoutes } from './pages/login.ts';
 import { registerOverviewPage } from './pages/overview.ts';
+import { registerServicePage } from './pages/service.ts';
+import { registerServicesPage } from './pages/services.ts';
 import { createConsoleSessions } from './sessions.ts';
 
 /** Forms are small: a quota, a search, a password. */
@@ -80,4 +83,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
     throttle: createFailureThrottle(),
   });
   registerOverviewPage(router);
+  registerServicesPage(router);
+  registerServicePage(router);
+  registerJobsPage(router);
 }

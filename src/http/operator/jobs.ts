@@ -32,7 +32,7 @@ const ListQuery = Type.Object({
 });
 
 /** Where the service stands after a cancel: the status now, and the one its remaining jobs lead to. */
-const CancelPayload = Type.Object({
+export const CancelPayload = Type.Object({
   job: JobPayload,
   service: Type.Object({
     service_id: Id(),
@@ -45,7 +45,7 @@ const CancelPayload = Type.Object({
   }),
 });
 
-const RetryPayload = Type.Object({
+export const RetryPayload = Type.Object({
   job: Nullable(JobPayload, {
     description: 'The new job; null when there was nothing left to do (see message)',
   }),

@@ -46,7 +46,7 @@ export const ServiceSummaryPayload = Type.Object(
 );
 
 /** Everything about a service: what the reseller sees, and who owns it, where it runs, its jobs and backups. */
-const ServiceDetailsPayload = Type.Object(
+export const ServiceDetailsPayload = Type.Object(
   {
     ...DetailsPayload.properties,
     reseller_id: Id(),

@@ -1,0 +1,222 @@
+import type { Static } from 'typebox';
+import type { Operation } from '../../../domain/status-machine.ts';
+import { CONSOLE } from '../../base-path.ts';
+import type { ResellerPayload } from '../../operator/resellers.ts';
+import type { ServiceDetailsPayload } from '../../operator/services.ts';
+import { badge, table, time } from '../components.ts';
+import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
+import { buttonForm, pathParam } from '../forms.ts';
+import { type Html, html } from '../html.ts';
+import { statusCell } from './services.ts';
+
+type Details = Static<typeof ServiceDetailsPayload>;
+type Job = Details['jobs'][number];
+type Backup = Details['backups'][number];
+type Reseller = Static<typeof ResellerPayload>;
+
+/** How often (seconds) the status, timeline and backups are fetched again while jobs are pending. */
+const LIVE_SECONDS = 2;
+
+/**
+ * The operations that are one button, in the order the page shows them: the console's path (the
+ * operator API's is the same under OPS/services/ID/), the button, and what a confirmation asks.
+ */
+const BUTTONS: readonly {
+  readonly op: Operation;
+  readonly path: string;
+  readonly label: string;
+  readonly confirm?: string;
+}[] = [
+  { op: 'create', path: 'create', label: 'Provision' },
+  { op: 'start', path: 'start', label: 'Start' },
+  { op: 'stop', path: 'stop', label: 'Stop' },
+  { op: 'restart', path: 'restart', label: 'Restart' },
+  { op: 'unsuspend', path: 'unsuspend', label: 'Unsuspend' },
+  { op: 'backup_create', path: 'backup/create', label: 'Create a backup' },
+  {
+    op: 'terminate',
+    path: 'terminate',
+    label: 'Terminate',
+    confirm: 'Terminate this server? Its disk, addresses and backups are released; this cannot be undone.',
+  },
+];
+
+const serviceUrl = (id: string) => `${CONSOLE}/services/${id}`;
+
+function facts(s: Details, reseller: string): Html {
+  return html`<dl class="facts">
+<dt>Status</dt><dd class="service-status">${statusCell(s.status, s.projected_status, s.pending_jobs)}</dd>
+${s.suspend_reason ? html`<dt>Suspended because</dt><dd>${s.suspend_reason}</dd>` : ''}
+<dt>Domain</dt><dd>${s.domain_name}</dd>
+<dt>Service id</dt><dd class="mono">${s.service_id}</dd>
+<dt>Reseller</dt><dd><a href="${CONSOLE}/services?reseller_id=${s.reseller_id}">${reseller}</a></dd>
+<dt>Product</dt><dd class="mono">${s.product_id}</dd>
+<dt>Host</dt><dd>${s.host ? html`${s.host.host_id} ${badge(s.host.state)}` : html`<span class="none">none yet</span>`}</dd>
+<dt>IP addresses</dt><dd class="mono">${s.ips.length > 0 ? s.ips.join(', ') : html`<span class="none">none yet</span>`}</dd>
+<dt>Sizes</dt><dd>${s.cpu} vCores, ${s.ram} GB RAM, ${s.hdd} GB disk, ${s.ip_count} IP, ${s.backup} GB backups</dd>
+<dt>Root login</dt><dd class="mono">${s.username}</dd>
+<dt>Created</dt><dd>${time(s.created_at)}</dd>
+${s.terminated_at ? html`<dt>Terminated</dt><dd>${time(s.terminated_at)}</dd>` : ''}
+</dl>`;
+}
+
+function timeline(s: Details, csrf: string): Html {
+  const back = serviceUrl(s.service_id);
+  return table(
+    'Jobs, newest first',
+    ['Created', 'Action', 'Status', 'Attempts', 'Finished', 'Error', ''],
+    s.jobs.map((j: Job) => {
+      const what = `${j.action} job of ${j.created_at.slice(0, 19).replace('T', ' ')}`;
+      const act =
+        j.status === 'failed'
+          ? buttonForm({
+              csrf,
+              action: `${CONSOLE}/jobs/${j.job_id}/retry`,
+              label: 'Retry',
+              name: `Retry ${what}`,
+              back,
+            })
+          : j.status === 'queued'
+            ? buttonForm({
+                csrf,
+                action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                label: 'Cancel',
+                name: `Cancel ${what}`,
+                kind: 'secondary',
+                back,
+              })
+            : '';
+      return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td><td>${badge(j.status)}</td>
+<td class="num">${j.attempts}</td><td>${time(j.finished_at)}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
+    }),
+    'No jobs yet.',
+  );
+}
+
+function backups(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
+  const base = serviceUrl(s.service_id);
+  return table(
+    'Backups',
+    ['Created', 'Kind', 'Status', 'Size', ''],
+    s.backups.map((b: Backup) => {
+      const when = b.created_at.slice(0, 19).replace('T', ' ');
+      const ready = b.status === 'available';
+      return html`<tr><td>${time(b.created_at)}</td><td>${b.kind}</td><td>${badge(b.status)}</td>
+<td class="num">${b.size_gb} GB</td><td><div class="actions">
+${ready && allowed.has('backup_restore') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/restore`, label: 'Restore', name: `Restore the backup of ${when}`, confirm: `Restore the backup of ${when}? The server's disk is put back as the backup holds it.` }) : ''}
+${ready && allowed.has('backup_delete') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/delete`, label: 'Delete', name: `Delete the backup of ${when}`, kind: 'danger', confirm: `Delete the backup of ${when}?` }) : ''}
+</div></td></tr>`;
+    }),
+    'No backups.',
+  );
+}
+
+function operations(s: Details, csrf: string): Html {
+  const allowed = new Set<string>(s.allowed_actions);
+  const base = serviceUrl(s.service_id);
+  const buttons = BUTTONS.filter((b) => allowed.has(b.op)).map((b) =>
+    buttonForm({
+      csrf,
+      action: `${base}/${b.path}`,
+      label: b.label,
+      ...(b.confirm ? { confirm: b.confirm, kind: 'danger' as const } : {}),
+    }),
+  );
+  const suspend =
+    allowed.has('suspend') &&
+    html`<form method="post" action="${base}/suspend" class="stack">
+${csrfField(csrf)}
+<label for="suspend_reason">Reason for the suspension (optional, shown to the reseller)</label>
+<input id="suspend_reason" name="suspend_reason" maxlength="1000">
+<div><button type="submit">Suspend</button></div>
+</form>`;
+  const password =
+    allowed.has('reset_password') &&
+    html`<form method="post" action="${base}/reset-password" class="stack">
+${csrfField(csrf)}
+<label for="password">New root password (8 to 128 characters, three of lower case, upper case, digits, symbols)</label>
+<input id="password" name="password" type="password" autocomplete="new-password" required maxlength="128">
+<div><button type="submit">Set the root password</button></div>
+</form>`;
+  if (buttons.length === 0 && !suspend && !password) {
+    return html`<p class="empty">This service accepts no operation now.</p>`;
+  }
+  return html`<div class="actions">${buttons}</div>${suspend}${password}`;
+}
+
+/** The operations of the service's page, as forms that ask the operator API and come back here. */
+function registerServiceActions(router: ConsoleRouter): void {
+  const act = async (call: ConsoleCall, path: string, body: unknown, done: string) => {
+    const id = pathParam(call, 'service_id');
+    const answer = await call.ops.send('POST', `services/${id}/${path}`, body);
+    return { redirect: serviceUrl(id), flash: { kind: 'ok' as const, text: answer.message || done } };
+  };
+  for (const b of BUTTONS) {
+    router.action(`/services/:service_id/${b.path}`, (call) =>
+      act(call, b.path, {}, `${b.label}: queued. This page shows its progress.`),
+    );
+  }
+  router.action('/services/:service_id/suspend', (call) => {
+    const reason = call.field('suspend_reason')?.trim();
+    return act(call, 'suspend', reason ? { suspend_reason: reason } : {}, 'Suspend: queued.');
+  });
+  router.action('/services/:service_id/reset-password', (call) =>
+    // The API answers no password: it sets the one typed here, which is never shown again.
+    act(
+      call,
+      'reset-password',
+      { password: call.field('password') ?? '' },
+      'New root password: queued. The server has it once the job has run.',
+    ),
+  );
+  for (const [verb, label] of [
+    ['restore', 'Restore'],
+    ['delete', 'Delete'],
+  ] as const) {
+    router.action(`/services/:service_id/backups/:backup_id/${verb}`, (call) =>
+      act(
+        call,
+        `backup/${verb}/${pathParam(call, 'backup_id')}`,
+        {},
+        `${label} of the backup: queued. This page shows its progress.`,
+      ),
+    );
+  }
+}
+
+/**
+ * A service's page (`CONSOLE/services/ID`): its facts, its job timeline, its backups and the
+ * operations it accepts now. While it has pending jobs the status, timeline and backups are a
+ * live region (console.js fetches them again every LIVE_SECONDS), which stops once none is left.
+ */
+export function registerServicePage(router: ConsoleRouter): void {
+  router.page('/services/:service_id', async (call) => {
+    const s = await call.ops.get<Details>(`services/${pathParam(call, 'service_id')}`);
+    const reseller = await call.ops.get<Reseller>(`resellers/${s.reseller_id}`);
+    const allowed = new Set<string>(s.allowed_actions);
+    const live = s.pending_jobs > 0;
+    const body = html`
+<p><a href="${CONSOLE}/services">← All services</a></p>
+<div id="service-live"${live ? html` data-live="${LIVE_SECONDS}"` : ''}>
+<section aria-labelledby="facts-h">
+  <h2 id="facts-h">Service</h2>
+  ${facts(s, reseller.name)}
+  ${live ? html`<p class="pending" role="status">Jobs are pending: this page updates by itself.</p>` : ''}
+</section>
+<section aria-labelledby="jobs-h">
+  <h2 id="jobs-h">Job timeline</h2>
+  ${timeline(s, call.csrf)}
+</section>
+<section aria-labelledby="backups-h">
+  <h2 id="backups-h">Backups</h2>
+  ${backups(s, call.csrf, allowed)}
+</section>
+</div>
+<section aria-labelledby="ops-h">
+  <h2 id="ops-h">Operations</h2>
+  ${operations(s, call.csrf)}
+</section>`;
+    return call.render({ title: s.domain_name, section: 'services', body });
+  });
+  registerServiceActions(router);
+}

@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Cookie, Page } from 'playwright-core';
+import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { smallOrder } from '../helpers/e2e.ts';
+import { createTestOperator } from '../helpers/operator.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const B = { 'x-envelope-variant': 'B' };
+
+async function order(t: TestApp, token: string, domain: string): Promise<string> {
+  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain), B);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data[0].service_id;
+}
+
+async function create(t: TestApp, token: string, id: string): Promise<void> {
+  assert.equal((await call(t, token, 'POST', `service/${id}/create`, undefined, B)).status, 200);
+}
+
+/** The texts of the rows of the page's jobs table. */
+function rows(page: Page) {
+  return page.locator('#jobs-live tbody tr');
+}
+
+describe('console: jobs', () => {
+  let browser: Browser;
+  let t: TestApp;
+  let origin: string;
+  let acme: string;
+  let broken: string;
+  let waiting: string;
+  let session: Cookie[] = [];
+
+  before(async () => {
+    // Every hypervisor operation fails (the simulated driver's fault injection): a create fails.
+    [browser, t] = await Promise.all([
+      launchBrowser(),
+      createTestApp({ VRP_SIM_FAULTS: 'permanent=1' }, { worker: true }),
+    ]);
+    origin = await listen(t);
+    acme = await t.token({ reseller: 'acme' });
+    const [, id] = await Promise.all([
+      createTestOperator(t, { name: 'alice', password: PASSWORD }),
+      order(t, acme, 'broken.example.com'),
+    ]);
+    broken = id;
+    await create(t, acme, broken);
+    await waitForStatus(t, acme, broken, 'failed');
+    // From here on no worker runs: a job queued now stays queued.
+    await t.background!.stop(1000);
+    waiting = await order(t, acme, 'waiting.example.com');
+    await create(t, acme, waiting);
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  async function signedIn() {
+    const watched = await openPage(browser, origin);
+    if (session.length === 0) {
+      await logIn(watched.page, origin, 'alice', PASSWORD);
+      await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      session = await watched.page.context().cookies();
+    } else {
+      await watched.page.context().addCookies(session);
+    }
+    return watched;
+  }
+
+  test('retry a failed job: a new job is queued; a second retry is refused with the API’s message', async () => {
+    const { page, problems } = await signedIn();
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Jobs' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
+    // Failed is the default tab.
+    const tabs = page.getByRole('navigation', { name: 'Jobs by status' });
+    assert.equal(await tabs.getByRole('link', { name: 'Failed' }).getAttribute('aria-current'), 'page');
+    assert.equal(await rows(page).count(), 1);
+    const failed = rows(page).first();
+    assert.match(await failed.innerText(), /create\s+.*failed\s+1\s+Simulated permanent fault/s);
+    assert.equal(await failed.getByRole('link').innerText(), broken);
+    assert.equal(await page.locator('[data-live]').count(), 0, 'failed jobs do not change by themselves');
+
+    await failed.getByRole('button', { name: /^Retry/ }).click();
+    const flash = page.getByRole('status');
+    await flash.waitFor();
+    assert.equal(await flash.innerText(), `Retry: queued as a new create job for service ${broken}.`);
+    assert.equal(page.url(), `${origin}${CONSOLE}/jobs?status=failed`);
+
+    // The new job waits among the queued ones (no worker runs), behind nothing else of its service.
+    await tabs.getByRole('link', { name: 'Queued' }).click();
+    await page.waitForURL(/status=queued/);
+    const queued = await rows(page).allInnerTexts();
+    assert.equal(queued.length, 2);
+    assert.ok(queued.some((r) => r.includes(broken) && /create\s+.*queued/s.test(r)));
+    // Queued jobs may start any moment: the list refreshes itself while it holds any.
+    assert.equal(await page.locator('#jobs-live').getAttribute('data-live'), '2');
+
+    // Retrying the same failed job again: the service already has its create queued.
+    await tabs.getByRole('link', { name: 'Failed' }).click();
+    await page.waitForURL(/status=failed/);
+    await rows(page)
+      .first()
+      .getByRole('button', { name: /^Retry/ })
+      .click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    // Checked against where its queued create leads (running), as any new request would be.
+    assert.equal(await alert.innerText(), 'Cannot create a service that is running');
+    assert.equal(page.url(), `${origin}${CONSOLE}/jobs?status=failed`);
+    assert.deepEqual(problems, []);
+  });
+
+  test('cancel a queued job: it leaves the queue and its service is back where it was', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/jobs?status=queued`);
+    const row = rows(page).filter({ hasText: waiting });
+    assert.equal(await row.count(), 1);
+    await row.getByRole('button', { name: /^Cancel/ }).click();
+    const flash = page.getByRole('status');
+    await flash.waitFor();
+    assert.equal(
+      await flash.innerText(),
+      `Cancelled the queued create job of service ${waiting}; the service is pending.`,
+    );
+    assert.equal(page.url(), `${origin}${CONSOLE}/jobs?status=queued`);
+    assert.equal(await rows(page).filter({ hasText: waiting }).count(), 0);
+    // The reseller sees the job skipped and may ask again.
+    const jobs = await call(t, acme, 'GET', `service/${waiting}/jobs`, undefined, B);
+    assert.equal(jobs.body.data[0].status, 'skipped');
+
+    // The service's own page shows it too, with the operation it accepts again.
+    await page.goto(`${origin}${CONSOLE}/services/${waiting}`);
+    assert.match(
+      await page.getByRole('table', { name: 'Jobs, newest first' }).innerText(),
+      /create\s+skipped/,
+    );
+    assert.equal(await page.getByRole('button', { name: 'Provision' }).count(), 1);
+    assert.equal(await page.locator('[data-live]').count(), 0);
+
+    // A job that is no longer queued cannot be cancelled: the API's refusal, on the page.
+    const { page: second, problems: secondProblems } = await signedIn();
+    await second.goto(`${origin}${CONSOLE}/jobs?status=queued`);
+    const stale = rows(second).first();
+    // Cancelled from the first page, then again from the second one's list, now stale.
+    await page.goto(`${origin}${CONSOLE}/jobs?status=queued`);
+    await rows(page)
+      .first()
+      .getByRole('button', { name: /^Cancel/ })
+      .click();
+    await page.getByRole('status').waitFor();
+    await stale.getByRole('button', { name: /^Cancel/ }).click();
+    const alert = second.getByRole('alert');
+    await alert.waitFor();
+    assert.equal(
+      await alert.innerText(),
+      'The job has finished (skipped); only a queued job can be cancelled',
+    );
+    assert.deepEqual(problems, []);
+    assert.deepEqual(secondProblems, []);
+  });
+});

@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, Cookie, Page } from 'playwright-core';
+import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { smallOrder } from '../helpers/e2e.ts';
+import { createTestOperator } from '../helpers/operator.ts';
+
+const PASSWORD = 'correct horse battery staple';
+const B = { 'x-envelope-variant': 'B' };
+
+/** Orders a service for the reseller and provisions it; returns its id once it runs. */
+async function runningService(t: TestApp, token: string, domain: string): Promise<string> {
+  const order = await call(t, token, 'POST', 'service/create-order', smallOrder(domain), B);
+  assert.equal(order.status, 200, JSON.stringify(order.body));
+  const id: string = order.body.data[0].service_id;
+  assert.equal((await call(t, token, 'POST', `service/${id}/create`, undefined, B)).status, 200);
+  await waitForStatus(t, token, id, 'running');
+  return id;
+}
+
+/** The rows of the page's table, as their link texts (the services' domains). */
+async function listedDomains(page: Page): Promise<string[]> {
+  return page.locator('tbody tr td:first-child a').allInnerTexts();
+}
+
+describe('console: services', () => {
+  let browser: Browser;
+  let t: TestApp;
+  let origin: string;
+  let alpha: string;
+  let beta: string;
+  before(async () => {
+    // Slowed so that a stop takes long enough (1.6 s) to be watched on the page, and provisioning
+    // stays short (3.2 s).
+    [browser, t] = await Promise.all([
+      launchBrowser(),
+      createTestApp({ VRP_SIMULATED_SPEED: '0.4' }, { worker: true }),
+    ]);
+    origin = await listen(t);
+    const acme = await t.token({ reseller: 'acme' });
+    [alpha, beta] = await Promise.all([
+      runningService(t, acme, 'alpha.example.com'),
+      runningService(t, acme, 'beta.example.com'),
+      createTestOperator(t, { name: 'alice', password: PASSWORD }),
+    ]);
+  });
+  after(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  /** A fresh page with alice's session (logged in once: a password check takes its time). */
+  let session: Cookie[] = [];
+  async function signedIn() {
+    const watched = await openPage(browser, origin);
+    if (session.length === 0) {
+      await logIn(watched.page, origin, 'alice', PASSWORD);
+      await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      session = await watched.page.context().cookies();
+    } else {
+      await watched.page.context().addCookies(session);
+    }
+    return watched;
+  }
+
+  test('search by domain and by id prefix, filter by status, open a service and see its facts', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/`);
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Services' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Services' }).waitFor();
+    assert.deepEqual((await listedDomains(page)).sort(), ['alpha.example.com', 'beta.example.com']);
+
+    await page.getByLabel('Search').fill('beta.example.com');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/q=beta\.example\.com/);
+    assert.deepEqual(await listedDomains(page), ['beta.example.com']);
+
+    // Ids made together share their first characters (UUIDv7: the time comes first).
+    const prefix = alpha.slice(0, 30);
+    await page.getByLabel('Search').fill(prefix);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(new RegExp(`q=${prefix}`));
+    assert.deepEqual(await listedDomains(page), ['alpha.example.com']);
+
+    await page.getByLabel('Search').fill('');
+    await page.getByLabel('Status').selectOption('stopped');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/status=stopped/);
+    assert.equal(await page.getByText('No service matches.').count(), 1);
+    await page.getByLabel('Status').selectOption('running');
+    await page.getByLabel('Reseller').selectOption({ label: 'acme' });
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/status=running/);
+    assert.deepEqual((await listedDomains(page)).sort(), ['alpha.example.com', 'beta.example.com']);
+
+    await page.getByRole('link', { name: 'beta.example.com' }).click();
+    await page.getByRole('heading', { level: 1, name: 'beta.example.com' }).waitFor();
+    const facts = await page.locator('dl.facts').innerText();
+    assert.match(facts, new RegExp(beta));
+    assert.match(facts, /Status\s+running/);
+    assert.match(facts, /Reseller\s+acme/);
+    assert.match(facts, /Host\s+sim-host-\d/);
+    assert.match(facts, /1 vCores|\d+ vCores/);
+    // The timeline: the create job, done.
+    const timeline = page.getByRole('table', { name: 'Jobs, newest first' });
+    assert.match(await timeline.innerText(), /create\s+succeeded/);
+    // A running server: stop, not start; nothing pending, so the page does not refresh itself.
+    assert.equal(await page.getByRole('button', { name: 'Stop', exact: true }).count(), 1);
+    assert.equal(await page.getByRole('button', { name: 'Start', exact: true }).count(), 0);
+    assert.equal(await page.locator('[data-live]').count(), 0);
+    assert.deepEqual(problems, []);
+  });
+
+  test('stop a server and watch its status change to stopped without reloading the page', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${alpha}`);
+    const status = page.locator('.service-status');
+    assert.equal((await status.innerText()).trim(), 'running');
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Stop: queued' }).waitFor();
+    // Right after the form: the stop is pending (not yet stopped), and the region refreshes itself.
+    const first = (await status.innerText()).trim();
+    assert.match(first, /^(running → stopped|stopping → stopped) 1 pending$/);
+    assert.equal(await page.locator('#service-live').getAttribute('data-live'), '2');
+    // A mark on this very document: a reload or a navigation would lose it.
+    await page.evaluate(() => {
+      (globalThis as { notReloaded?: boolean }).notReloaded = true;
+    });
+    await status.filter({ hasText: /^\s*stopped\s*$/ }).waitFor({ timeout: 8000 });
+    assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true);
+    // Nothing pending any more: the region stops refreshing, and the timeline shows the stop done.
+    assert.equal(await page.locator('#service-live').getAttribute('data-live'), null);
+    assert.match(
+      await page.getByRole('table', { name: 'Jobs, newest first' }).locator('tbody tr').first().innerText(),
+      /stop\s+succeeded/,
+    );
+    // What the API says about it agrees.
+    const token = await t.token({ reseller: 'acme' });
+    assert.equal(
+      (await call(t, token, 'GET', `service/${alpha}/status`, undefined, B)).body.data.status,
+      'stopped',
+    );
+    // The operations were those of the projected status (stopped) already: start, not stop.
+    assert.equal(await page.getByRole('button', { name: 'Start', exact: true }).count(), 1);
+    assert.equal(await page.getByRole('button', { name: 'Stop', exact: true }).count(), 0);
+    assert.deepEqual(problems, []);
+  });
+
+  test('an operation the API refuses shows its message; a terminate asks first', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${beta}`);
+    await page.getByLabel(/New root password/).fill('alllowercase');
+    await page.getByRole('button', { name: 'Set the root password' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    assert.equal(
+      await alert.innerText(),
+      'password must contain at least three of: lower-case letters, upper-case letters, digits, symbols',
+    );
+    assert.equal(page.url(), `${origin}${CONSOLE}/services/${beta}`);
+    assert.equal(await page.locator('[data-live]').count(), 0, 'no job was queued');
+
+    // Terminate asks; saying no sends nothing.
+    const questions: string[] = [];
+    page.once('dialog', (d) => {
+      questions.push(d.message());
+      void d.dismiss();
+    });
+    await page.getByRole('button', { name: 'Terminate' }).click();
+    assert.match(questions[0] ?? '', /^Terminate this server\?/);
+    assert.equal((await page.locator('.service-status').innerText()).trim(), 'running');
+    assert.equal(await page.locator('[data-live]').count(), 0);
+
+    // A service id that names nothing: the API's 404, as a page.
+    const missing = await page.goto(`${origin}${CONSOLE}/services/00000000-0000-4000-8000-000000000000`);
+    assert.equal(missing?.status(), 404);
+    assert.equal(await page.getByRole('alert').innerText(), 'Service not found');
+    const bad = await page.goto(`${origin}${CONSOLE}/services?status=nonsense`);
+    assert.equal(bad?.status(), 400);
+    assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Refused');
+    assert.deepEqual(
+      problems.filter((p) => !/status of 40[04]/.test(p)),
+      [],
+    );
+  });
+});
