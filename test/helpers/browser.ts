@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
 
@@ -38,6 +38,9 @@ export async function listen(t: TestApp): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
+/** What `context.storageState()` gives: a browser's cookies, to open more pages logged in. */
+export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
+
 export interface WatchedPage {
   readonly page: Page;
   /** Page errors, console errors and requests to anywhere but `origin`, as they happened. */
@@ -48,9 +51,15 @@ export interface WatchedPage {
 export async function openPage(
   browser: Browser,
   origin: string,
-  options: { timezoneId?: string; viewport?: { width: number; height: number } } = {},
+  options: {
+    timezoneId?: string;
+    viewport?: { width: number; height: number };
+    /** Cookies of an earlier context (`context.storageState()`): a page already logged in. */
+    storageState?: StorageState;
+  } = {},
 ): Promise<WatchedPage> {
   const context = await browser.newContext({
+    ...(options.storageState && { storageState: options.storageState }),
     timezoneId: options.timezoneId ?? 'UTC',
     viewport: options.viewport ?? { width: 1280, height: 800 },
     locale: 'en-GB',
