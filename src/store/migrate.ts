@@ -9,6 +9,7 @@ import * as m006 from './migrations/006-events-webhooks.ts';
 import * as m007 from './migrations/007-quotas-usage.ts';
 import * as m008 from './migrations/008-operators-audit.ts';
 import * as m009 from './migrations/009-host-state.ts';
+import * as m011 from './migrations/011-reconciler-leases.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '007-quotas-usage': m007,
   '008-operators-audit': m008,
   '009-host-state': m009,
+  '011-reconciler-leases': m011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -18,6 +18,7 @@ const MIGRATIONS = [
   '007-quotas-usage',
   '008-operators-audit',
   '009-host-state',
+  '011-reconciler-leases',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
