@@ -33,7 +33,7 @@ export type Correction =
 const MESSAGES: Readonly<Record<DriftReason, string>> = {
   stopped_outside_api: 'Stopped outside the API: the hypervisor reports the server shut off',
   started_outside_api: 'Started outside the API: the hypervisor reports the server running',
-  vm_missing: 'The server no longer exists on its host (removed outside the API)',
+  vm_missing: 'The server no longer exists on its host: it was removed outside the API',
 };
 
 const status = (to: StableStatus, reason: DriftReason): Correction => ({

@@ -99,15 +99,16 @@ export async function correctIdleService(
  * `reset_password` on it leaves it `stopped`). The update is conditional on the service being
  * this job's and of the status read. Returns the service as the job should see it. A
  * hypervisor that does not answer is no reason to hold the job: it is logged and the job runs
- * on the stored state, as it did before.
+ * on the stored state, as it did before. `corrected`: the message of the change made, if any.
  */
 export async function checkAtJobStart(
   deps: PowerCheckDeps,
   job: { readonly id: string; readonly action: JobAction },
   service: Service,
-): Promise<Service> {
+): Promise<{ readonly service: Service; readonly corrected?: string }> {
+  const unchanged = { service };
   const stored = service.status;
-  if (stored !== 'running' && stored !== 'stopped' && stored !== 'suspended') return service;
+  if (stored !== 'running' && stored !== 'stopped' && stored !== 'suspended') return unchanged;
   let observed: ObservedPower;
   try {
     const vm = await deps.driver.inspect(service.id);
@@ -117,10 +118,10 @@ export async function checkAtJobStart(
       { serviceId: service.id, jobId: job.id, error: String(err) },
       'power check at job start: the hypervisor did not answer; the job runs on the stored state',
     );
-    return service;
+    return unchanged;
   }
   const correction = powerCorrection(stored, observed);
-  if (!correction) return service;
+  if (!correction) return unchanged;
   if (correction.kind === 'power_off') {
     await powerOffSuspended(deps, service.id, correction.message).catch((err) =>
       deps.log.warn(
@@ -128,7 +129,7 @@ export async function checkAtJobStart(
         'power check at job start: could not power the suspended server off',
       ),
     );
-    return service;
+    return unchanged;
   }
   const now = deps.clock.now();
   const done = await deps.db.transaction().execute(async (tx) => {
@@ -159,9 +160,12 @@ export async function checkAtJobStart(
     );
     return true;
   });
-  if (!done) return service;
+  if (!done) return unchanged;
   told(deps, service.id, stored, correction);
-  return { ...service, status: correction.to, resumeStatus: null };
+  return {
+    service: { ...service, status: correction.to, resumeStatus: null },
+    corrected: correction.message,
+  };
 }
 
 /** Logs and counts a status correction once it is committed. */

@@ -80,10 +80,10 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   // The first attempt starts from what the hypervisor says of the VM's power, not from what the
   // store remembers; a re-run keeps the state its first attempt recorded (its own work may have
   // changed the power since).
-  const service =
+  const { service, corrected } =
     job.from === null && job.attempts <= deps.maxAttempts
       ? await checkAtJobStart({ ...deps, metrics: deps.powerMetrics }, job, found)
-      : found;
+      : { service: found, corrected: undefined };
 
   // The state before this job: recorded at its first start, so a retry after a crash sees the same.
   const from: ServiceState =
@@ -103,7 +103,11 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (decision.kind === 'noop')
     return finish(deps, job, from, { status: 'succeeded', patch: {}, after: from });
   if (decision.kind === 'invalid') {
-    return finish(deps, job, from, failed(`${decision.message} (an earlier job did not succeed)`));
+    // The check at its start changed the service: that is why, rather than an earlier job.
+    const why = corrected
+      ? corrected[0]!.toLowerCase() + corrected.slice(1)
+      : 'an earlier job did not succeed';
+    return finish(deps, job, from, failed(`${decision.message} (${why})`));
   }
 
   try {
