@@ -284,6 +284,11 @@ for (const store of testStores()) {
             ['stop', 'succeeded'],
           ],
         );
+        assert.deepEqual(
+          (await outsideChanges(t, token, id)).map((e) => e.reason),
+          ['stopped_outside_api'],
+          'the stop found the VM already off',
+        );
       } finally {
         await t.close();
       }
