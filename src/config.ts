@@ -77,6 +77,8 @@ export interface Config {
   /** How old a missed backup slot may be and still run after a restart (ms). */
   readonly schedulerGraceMs: number;
   readonly schedulerIntervalMs: number;
+  /** Time between passes of the power-state reconciler (jobs/reconciler.ts); 0 turns it off. */
+  readonly reconcileIntervalMs: number;
   /** Finished jobs and handled schedule slots are deleted this long after they ended. */
   readonly jobRetentionMs: number;
   /** Audit log entries are deleted this long after they were written. */
@@ -314,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
     schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
+    reconcileIntervalMs: readDurationMs(env, 'VRP_RECONCILE_INTERVAL', 15_000, 0),
     jobRetentionMs: readDurationMs(env, 'VRP_JOB_RETENTION', 90 * 86_400_000, 3_600_000),
     auditRetentionMs: readDurationMs(env, 'VRP_AUDIT_RETENTION', 365 * 86_400_000, 86_400_000),
     pruneIntervalMs: readDurationMs(env, 'VRP_PRUNE_INTERVAL', 3_600_000, 1000),

@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import { type Clock, systemClock } from './domain/clock.ts';
+import type { CorrectionKind } from './domain/power-drift.ts';
 import type { Store } from './store/database.ts';
 import { oldestDueAttempt } from './store/repos/webhook-deliveries.ts';
 import type { FailureReason } from './webhooks/send.ts';
@@ -34,6 +35,11 @@ export interface WebhookMetrics {
   failed(reason: FailureReason, final: boolean): void;
 }
 
+/** What the power-state reconciler records: each correction, by kind (domain/power-drift.ts). */
+export interface PowerMetrics {
+  corrected(kind: CorrectionKind): void;
+}
+
 /** The metrics of one process, served at `GET /metrics`. */
 export interface Metrics {
   /**
@@ -44,6 +50,7 @@ export interface Metrics {
   readonly http: HttpMetrics;
   readonly jobs: JobMetrics;
   readonly webhooks: WebhookMetrics;
+  readonly power: PowerMetrics;
 }
 
 /** HTTP answers are milliseconds; the slow end is a store under load. */
@@ -153,9 +160,16 @@ export function createMetrics(store: Store, clock: Clock = systemClock): Metrics
       this.set(due);
     },
   });
+  const corrections = new Counter({
+    name: 'vrp_power_corrections_total',
+    help: "Corrections of this process's power-state reconciler, by kind (stopped_outside_api, started_outside_api, vm_missing, suspended_powered_off).",
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
   return {
     registry,
     http,
+    power: { corrected: (kind) => corrections.labels(kind).inc() },
     webhooks: {
       sent: () => sent.inc(),
       failed(reason, final) {

@@ -2,6 +2,7 @@
  * The events a reseller can pull from the feed or receive by webhook (CONTRACT.md section 9):
  * their types and the data each carries, in the API's words (snake_case, as sent).
  */
+import type { DriftReason } from './power-drift.ts';
 import type { JobAction, Status } from './status-machine.ts';
 
 export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
@@ -17,8 +18,12 @@ export interface StatusChangedData {
   readonly service_id: string;
   readonly from: Status;
   readonly to: Status;
-  /** The job whose run changed the status. */
+  /** The job whose run changed the status; null when the hypervisor's report changed it. */
   readonly job_id: string | null;
+  /** Only without a job: why the status changed (domain/power-drift.ts, DRIFT_REASONS). */
+  readonly reason?: DriftReason;
+  /** Only without a job: the reason for a person. */
+  readonly message?: string;
 }
 
 export interface JobFinishedData {
@@ -38,6 +43,20 @@ export type NewEvent =
 export function statusChanged(serviceId: string, from: Status, to: Status, jobId: string | null): NewEvent[] {
   if (from === to) return [];
   return [{ type: 'service.status_changed', data: { service_id: serviceId, from, to, job_id: jobId } }];
+}
+
+/** `service.status_changed` without a job: the hypervisor said otherwise (jobs/power-check.ts). */
+export function statusCorrected(
+  serviceId: string,
+  from: Status,
+  to: Status,
+  reason: DriftReason,
+  message: string,
+): NewEvent {
+  return {
+    type: 'service.status_changed',
+    data: { service_id: serviceId, from, to, job_id: null, reason, message },
+  };
 }
 
 export function jobFinished(

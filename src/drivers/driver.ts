@@ -68,8 +68,23 @@ export interface StopOptions {
   readonly timeoutMs: number;
 }
 
+/**
+ * The power state of every VM of a driver on one host, by vmId (the service id), as the
+ * hypervisor reports it now. A VM the map lacks does not exist on that host.
+ */
+export type HostPowerStates = ReadonlyMap<string, PowerState>;
+
 export interface HypervisorDriver {
   readonly name: string;
+  /** The hosts the driver is configured with: those `powerStates` can list. */
+  readonly hostIds: readonly string[];
+  /**
+   * The power state of all of the driver's VMs on `hostId`, in ONE call to the host (libvirt:
+   * one `virsh list --all`), whatever the number of VMs: what the power-state reconciler
+   * (jobs/reconciler.ts) compares the store with. A paused VM counts as running (it holds its
+   * resources and resumes where it was). Throws a DriverError when the host does not answer.
+   */
+  powerStates(hostId: string): Promise<HostPowerStates>;
   /** Places, defines and starts a VM (allocating its addresses); returns it running. */
   create(spec: VmSpec): Promise<VmInfo>;
   start(vmId: string): Promise<VmInfo>;

@@ -15,6 +15,8 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     };
   return {
     name: driver.name,
+    hostIds: driver.hostIds,
+    powerStates: wrap(driver.powerStates),
     create: wrap(driver.create),
     start: wrap(driver.start),
     stop: wrap(driver.stop),

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { createDeliverer, type Deliverer } from '../webhooks/deliverer.ts';
 import { createPruner, type Pruner } from './prune.ts';
+import { createReconciler, type Reconciler } from './reconciler.ts';
 import type { RunOutcome } from './run-job.ts';
 import { createScheduler, type Scheduler } from './scheduler.ts';
 import { TASKS } from './tasks/index.ts';
@@ -13,10 +14,15 @@ export interface Background {
   readonly scheduler: Scheduler;
   readonly pruner: Pruner;
   readonly deliverer: Deliverer;
+  /** The power-state reconciler; its periodic pass runs unless VRP_RECONCILE_INTERVAL is 0. */
+  readonly reconciler: Reconciler;
   stop(graceMs?: number): Promise<void>;
 }
 
-/** The worker, the backup scheduler, the pruner and the webhook sender of a process that runs jobs. */
+/**
+ * The worker, the backup scheduler, the pruner, the webhook sender and the power-state
+ * reconciler of a process that runs jobs.
+ */
 export function startBackground(
   ctx: AppContext,
   driver: HypervisorDriver,
@@ -53,6 +59,7 @@ export function startBackground(
       options.onRun?.(jobId, outcome);
     },
     metrics: ctx.metrics.jobs,
+    powerMetrics: ctx.metrics.power,
   });
   const scheduler = createScheduler({
     store: ctx.store,
@@ -71,8 +78,17 @@ export function startBackground(
     eventRetentionMs: ctx.config.eventRetentionMs,
     intervalMs: ctx.config.pruneIntervalMs,
   });
+  const reconciler = createReconciler({
+    db: ctx.store.db,
+    driver,
+    clock: ctx.clock,
+    log,
+    metrics: ctx.metrics.power,
+    intervalMs: ctx.config.reconcileIntervalMs,
+  });
   worker.start();
   scheduler.start();
+  if (ctx.config.reconcileIntervalMs > 0) reconciler.start();
   pruner.start();
   deliverer.start();
   return {
@@ -80,7 +96,9 @@ export function startBackground(
     scheduler,
     pruner,
     deliverer,
+    reconciler,
     async stop(graceMs) {
+      await reconciler.stop();
       await pruner.stop();
       await scheduler.stop();
       // Attempts under way and jobs finish side by side; both stop within the grace period.

@@ -12,6 +12,7 @@ import {
   transitionalStatus,
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
+import type { PowerMetrics } from '../metrics.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import {
@@ -33,6 +34,7 @@ import { recordUsageChange } from '../store/repos/usage-intervals.ts';
 import type { Database } from '../store/schema.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
+import { checkAtJobStart } from './power-check.ts';
 import type { TaskContext, TaskTable } from './task.ts';
 
 export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 'stepMarker'> {
@@ -40,6 +42,8 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
   readonly tasks: TaskTable;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
+  /** Where the power check at a job's start counts its corrections. */
+  readonly powerMetrics?: PowerMetrics;
 }
 
 /** What happened, for logs and tests. */
@@ -71,8 +75,15 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     log.error({ jobId: claimed.id, action: claimed.action, msg: err.message }, 'job cannot be read');
     return finish(deps, claimed, undefined, failed(err.message));
   }
-  const service = await findService(db, job.serviceId);
-  if (!service) return finish(deps, job, undefined, failed('The service no longer exists'));
+  const found = await findService(db, job.serviceId);
+  if (!found) return finish(deps, job, undefined, failed('The service no longer exists'));
+  // The first attempt starts from what the hypervisor says of the VM's power, not from what the
+  // store remembers; a re-run keeps the state its first attempt recorded (its own work may have
+  // changed the power since).
+  const { service, corrected } =
+    job.from === null && job.attempts <= deps.maxAttempts
+      ? await checkAtJobStart({ ...deps, metrics: deps.powerMetrics }, job, found)
+      : { service: found, corrected: undefined };
 
   // The state before this job: recorded at its first start, so a retry after a crash sees the same.
   const from: ServiceState =
@@ -92,7 +103,11 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (decision.kind === 'noop')
     return finish(deps, job, from, { status: 'succeeded', patch: {}, after: from });
   if (decision.kind === 'invalid') {
-    return finish(deps, job, from, failed(`${decision.message} (an earlier job did not succeed)`));
+    // The check at its start changed the service: that is why, rather than an earlier job.
+    const why = corrected
+      ? corrected[0]!.toLowerCase() + corrected.slice(1)
+      : 'an earlier job did not succeed';
+    return finish(deps, job, from, failed(`${decision.message} (${why})`));
   }
 
   try {

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
-import type { JobMetrics, JobRunStatus } from '../metrics.ts';
+import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
@@ -33,6 +33,8 @@ export interface WorkerOptions {
   readonly onRun?: (jobId: string, outcome: RunOutcome) => void;
   /** Where every job run is counted, with its action, how it ended and how long it took. */
   readonly metrics?: JobMetrics;
+  /** Where the power check at a job's start counts its corrections (jobs/power-check.ts). */
+  readonly powerMetrics?: PowerMetrics;
 }
 
 export interface Worker {
@@ -72,6 +74,7 @@ export function createWorker(o: WorkerOptions): Worker {
     retryBaseMs: o.retryBaseMs,
     maxAttempts: o.maxAttempts,
     log: o.log,
+    powerMetrics: o.powerMetrics,
     get signal() {
       return tasksAbort.signal;
     },

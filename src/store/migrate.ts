@@ -10,6 +10,7 @@ import * as m007 from './migrations/007-quotas-usage.ts';
 import * as m008 from './migrations/008-operators-audit.ts';
 import * as m009 from './migrations/009-host-state.ts';
 import * as m010 from './migrations/010-console-sessions.ts';
+import * as m011 from './migrations/011-reconciler-leases.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008-operators-audit': m008,
   '009-host-state': m009,
   '010-console-sessions': m010,
+  '011-reconciler-leases': m011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -368,6 +368,15 @@ export interface WebhookDeliveryTable {
   finished_at: number | null;
 }
 
+/** Which process reconciles a host's power states now, and until when (migration 011). */
+export interface ReconcilerLeaseTable {
+  host_id: string;
+  /** The reconciler holding the host; null once released. */
+  locked_by: string | null;
+  /** Real time (epoch ms) until which the holder owns it; another may claim it after. */
+  locked_until: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -401,4 +410,5 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   console_sessions: ConsoleSessionTable;
+  reconciler_leases: ReconcilerLeaseTable;
 }

@@ -19,6 +19,7 @@ const MIGRATIONS = [
   '008-operators-audit',
   '009-host-state',
   '010-console-sessions',
+  '011-reconciler-leases',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

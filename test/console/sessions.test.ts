@@ -259,7 +259,10 @@ describe('console addresses', () => {
       assert.match(String(res.headers['content-security-policy']), /default-src 'self'/);
     }
     // The APIs beside it keep their JSON answers.
-    const api = await t.app.inject({ method: 'GET', url: '/vps_reseller_provider/operator/v1/no-such-thing' });
+    const api = await t.app.inject({
+      method: 'GET',
+      url: '/vps_reseller_provider/operator/v1/no-such-thing',
+    });
     assert.equal(api.statusCode, 404);
     assert.equal(api.json().error_code, 'not_found');
   });

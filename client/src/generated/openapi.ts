@@ -1557,6 +1557,13 @@ export interface operations {
                           | 'terminating';
                         /** Format: uuid */
                         job_id: string | null;
+                        /**
+                         * @description Only when job_id is null: why the hypervisor changed the status
+                         * @enum {string}
+                         */
+                        reason?: 'stopped_outside_api' | 'started_outside_api' | 'vm_missing';
+                        /** @description Only when job_id is null: the reason, for a person */
+                        message?: string;
                       };
                     }
                   | {

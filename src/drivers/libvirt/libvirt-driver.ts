@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
-import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
+import {
+  type BackupInfo,
+  DriverError,
+  type HypervisorDriver,
+  type PowerState,
+  type VmInfo,
+  type VmSpec,
+} from '../driver.ts';
 import { free, placeVm, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
@@ -28,7 +35,27 @@ export interface LibvirtDriverOptions {
 const GB = 1024 ** 3;
 /** Where the system libvirtd has QEMU write each domain's log. */
 const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
-const domainName = (vmId: string) => `vrp-${vmId}`;
+const DOMAIN_PREFIX = 'vrp-';
+const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
+
+/**
+ * The power states of the driver's domains (`vrp-<service id>`) in `virsh list --all`'s table
+ * (` Id   Name   State`, then a rule, then one line per domain; the state may be two words, "shut
+ * off", "in shutdown"). Running, paused, idle, in shutdown and pmsuspended domains hold their
+ * resources and are `running`; shut off, crashed and dying ones are `stopped`. Other domains
+ * on the host are not ours and are left out.
+ */
+export function parseDomainList(stdout: string): Map<string, PowerState> {
+  const states = new Map<string, PowerState>();
+  for (const line of stdout.split('\n')) {
+    const m = /^\s*(\d+|-)\s+(\S+)\s+(\S.*?)\s*$/.exec(line);
+    if (!m || !m[2]!.startsWith(DOMAIN_PREFIX)) continue;
+    const state = m[3]!;
+    const off = state === 'shut off' || state === 'crashed' || state === 'dying';
+    states.set(m[2]!.slice(DOMAIN_PREFIX.length), off ? 'stopped' : 'running');
+  }
+  return states;
+}
 
 /**
  * Real virtual machines through libvirt/QEMU. Each VM is a domain `vrp-<service id>` with a
@@ -275,6 +302,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
   return {
     name: 'libvirt',
+    hostIds: o.hosts.map((h) => h.id),
+
+    async powerStates(hostId) {
+      const { stdout } = await virsh(uriOf(hostId), ['list', '--all'], 'Could not list the VMs of the host');
+      return parseDomainList(stdout);
+    },
 
     async create(spec) {
       try {
@@ -384,7 +417,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async inspect(vmId) {
       const vm = await row(vmId);
-      return vm && info(vm);
+      // A row whose domain is gone (undefined outside the API) is no VM: the reconciler's
+      // check at a job's start tells a vanished VM by this.
+      if (!vm || (await state(vm)) === 'missing') return undefined;
+      return info(vm);
     },
 
     async createBackup(vmId, backupId): Promise<BackupInfo> {

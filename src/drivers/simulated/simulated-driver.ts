@@ -145,6 +145,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
   return {
     name: 'simulated',
+    hostIds: o.hostIds,
+
+    async powerStates(hostId) {
+      faults.check('list', hostId);
+      const rows = await db
+        .selectFrom('sim_vms')
+        .select(['id', 'power'])
+        .where('host_id', '=', hostId)
+        .execute();
+      return new Map(rows.map((r) => [r.id, r.power === 'running' ? 'running' : 'stopped'] as const));
+    },
 
     async create(spec) {
       try {

@@ -1,6 +1,7 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { DRIFT_REASONS, type DriftReason } from '../../domain/power-drift.ts';
 import { JOB_ACTIONS, STATUSES } from '../../domain/status-machine.ts';
 import { listEvents, type StoredEvent } from '../../store/repos/events.ts';
 import { apiRoute } from '../api-route.ts';
@@ -22,11 +23,22 @@ const StatusChangedEvent = Type.Object(
       from: StringEnum(STATUSES),
       to: StringEnum(STATUSES),
       job_id: Nullable(Type.String({ format: 'uuid' })),
+      reason: Type.Optional(
+        Type.Unsafe<DriftReason>({
+          type: 'string',
+          enum: [...DRIFT_REASONS],
+          description: 'Only when job_id is null: why the hypervisor changed the status',
+        }),
+      ),
+      message: Type.Optional(
+        Type.String({ description: 'Only when job_id is null: the reason, for a person' }),
+      ),
     }),
   },
   {
     title: 'service.status_changed',
-    description: "A service's status changed; job_id is the job that changed it.",
+    description:
+      "A service's status changed; job_id is the job that changed it, or null when the hypervisor reported a power state the API did not set (reason says which).",
   },
 );
 

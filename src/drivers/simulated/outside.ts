@@ -1,0 +1,55 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../store/schema.ts';
+import { free } from '../hosts.ts';
+
+/**
+ * What happens to a simulated VM outside the API: a person at the host's console, or the guest
+ * itself. The simulated hypervisor lives in the store, so these are writes to it, made by
+ * whoever holds the store (tests, the operator console's tests), like a `virsh` command on a
+ * real host; the API learns of them only through the power-state reconciler
+ * (jobs/reconciler.ts) and the check at the start of each job, as it would on libvirt.
+ *
+ * Each returns false when the VM does not exist.
+ */
+export const outside = {
+  /** The guest powers itself off, or `virsh destroy`: the VM is shut off. */
+  powerOff(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
+    return setPower(db, vmId, 'stopped', now);
+  },
+
+  /** `virsh start` (or a host's autostart): the VM boots. */
+  async powerOn(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
+    const r = await db
+      .updateTable('sim_vms')
+      .set((eb) => ({ power: 'running', boot_count: eb('boot_count', '+', 1), updated_at: now }))
+      .where('id', '=', vmId)
+      .where('power', '=', 'stopped')
+      .executeTakeFirst();
+    if (r.numUpdatedRows > 0n) return true;
+    return (
+      (await db.selectFrom('sim_vms').select('id').where('id', '=', vmId).executeTakeFirst()) !== undefined
+    );
+  },
+
+  /**
+   * `virsh undefine` and the disk deleted: the VM is gone, and its room on the host with it.
+   * Its addresses stay taken (the API's pool gives them back when the service is terminated).
+   */
+  vanish(db: Kysely<Database>, vmId: string): Promise<boolean> {
+    return db.transaction().execute(async (tx) => {
+      const vm = await tx.deleteFrom('sim_vms').where('id', '=', vmId).returningAll().executeTakeFirst();
+      if (!vm) return false;
+      await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+      return true;
+    });
+  },
+};
+
+async function setPower(db: Kysely<Database>, vmId: string, power: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('sim_vms')
+    .set({ power, updated_at: now })
+    .where('id', '=', vmId)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}

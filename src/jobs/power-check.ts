@@ -1,0 +1,182 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Clock } from '../domain/clock.ts';
+import { statusCorrected } from '../domain/events.ts';
+import {
+  type Correction,
+  correctionKind,
+  type ObservedPower,
+  powerCorrection,
+} from '../domain/power-drift.ts';
+import { type JobAction, project, type StableStatus } from '../domain/status-machine.ts';
+import type { HypervisorDriver } from '../drivers/driver.ts';
+import type { PowerMetrics } from '../metrics.ts';
+import { recordEvents } from '../store/repos/events.ts';
+import { queuedActions } from '../store/repos/jobs.ts';
+import type { Service } from '../store/repos/services.ts';
+import type { Database } from '../store/schema.ts';
+
+/** What applying a correction needs: the store, the hypervisor, and where to tell it. */
+export interface PowerCheckDeps {
+  readonly db: Kysely<Database>;
+  readonly driver: HypervisorDriver;
+  readonly clock: Clock;
+  readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  readonly metrics?: PowerMetrics;
+}
+
+/** A service as the reconciler read it, before it asked the hypervisor. */
+export interface IdleService {
+  readonly id: string;
+  readonly resellerId: string;
+  readonly status: StableStatus;
+  /** The service's job sequence when read: any job accepted since moves it (the version). */
+  readonly jobSeq: number;
+}
+
+/**
+ * Applies `correction` to a service with no job (the periodic pass), if it is still as it was
+ * read: same status, same job sequence (no job accepted since), none queued or running. The
+ * check and the change are one conditional update, in the transaction that records the event,
+ * so a request or a worker that got there first wins and the service is left alone. A
+ * suspended service's running VM is powered off only after the same condition is re-read.
+ * Returns whether the correction was made.
+ */
+export async function correctIdleService(
+  deps: PowerCheckDeps,
+  s: IdleService,
+  correction: Correction,
+): Promise<boolean> {
+  const { db } = deps;
+  if (correction.kind === 'power_off') {
+    const still = await db
+      .selectFrom('services')
+      .select('id')
+      .where('id', '=', s.id)
+      .where('status', '=', s.status)
+      .where('job_seq', '=', s.jobSeq)
+      .where('pending_jobs', '=', 0)
+      .where('active_job_id', 'is', null)
+      .executeTakeFirst();
+    if (!still) return false;
+    await powerOffSuspended(deps, s.id, correction.message);
+    return true;
+  }
+  const now = deps.clock.now();
+  const done = await db.transaction().execute(async (tx) => {
+    const r = await tx
+      .updateTable('services')
+      .set({
+        status: correction.to,
+        resume_status: null,
+        projected_status: correction.to,
+        projected_resume: null,
+        updated_at: now,
+      })
+      .where('id', '=', s.id)
+      .where('status', '=', s.status)
+      .where('job_seq', '=', s.jobSeq)
+      .where('pending_jobs', '=', 0)
+      .where('active_job_id', 'is', null)
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) return false;
+    await recordEvents(
+      tx,
+      s.resellerId,
+      [statusCorrected(s.id, s.status, correction.to, correction.reason, correction.message)],
+      now,
+    );
+    return true;
+  });
+  if (done) told(deps, s.id, s.status, correction);
+  return done;
+}
+
+/**
+ * The check at the start of a job (before its task runs, on its first attempt): what the
+ * hypervisor says of the service's VM now, and the service corrected to it, so the job starts
+ * from the truth (a `start` queued behind a job on a VM powered off outside the API runs, a
+ * `reset_password` on it leaves it `stopped`). The update is conditional on the service being
+ * this job's and of the status read. Returns the service as the job should see it. A
+ * hypervisor that does not answer is no reason to hold the job: it is logged and the job runs
+ * on the stored state, as it did before. `corrected`: the message of the change made, if any.
+ */
+export async function checkAtJobStart(
+  deps: PowerCheckDeps,
+  job: { readonly id: string; readonly action: JobAction },
+  service: Service,
+): Promise<{ readonly service: Service; readonly corrected?: string }> {
+  const unchanged = { service };
+  const stored = service.status;
+  if (stored !== 'running' && stored !== 'stopped' && stored !== 'suspended') return unchanged;
+  let observed: ObservedPower;
+  try {
+    const vm = await deps.driver.inspect(service.id);
+    observed = vm ? vm.power : 'missing';
+  } catch (err) {
+    deps.log.warn(
+      { serviceId: service.id, jobId: job.id, error: String(err) },
+      'power check at job start: the hypervisor did not answer; the job runs on the stored state',
+    );
+    return unchanged;
+  }
+  const correction = powerCorrection(stored, observed);
+  if (!correction) return unchanged;
+  if (correction.kind === 'power_off') {
+    await powerOffSuspended(deps, service.id, correction.message).catch((err) =>
+      deps.log.warn(
+        { serviceId: service.id, jobId: job.id, error: String(err) },
+        'power check at job start: could not power the suspended server off',
+      ),
+    );
+    return unchanged;
+  }
+  const now = deps.clock.now();
+  const done = await deps.db.transaction().execute(async (tx) => {
+    // The job's own action first (it is running, no longer queued), then those behind it.
+    const projected = project({ status: correction.to, resume: null }, [
+      job.action,
+      ...(await queuedActions(tx, service.id)),
+    ]);
+    const r = await tx
+      .updateTable('services')
+      .set({
+        status: correction.to,
+        resume_status: null,
+        projected_status: projected.status,
+        projected_resume: projected.resume,
+        updated_at: now,
+      })
+      .where('id', '=', service.id)
+      .where('status', '=', stored)
+      .where('active_job_id', '=', job.id)
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) return false;
+    await recordEvents(
+      tx,
+      service.resellerId,
+      [statusCorrected(service.id, stored, correction.to, correction.reason, correction.message)],
+      now,
+    );
+    return true;
+  });
+  if (!done) return unchanged;
+  told(deps, service.id, stored, correction);
+  return {
+    service: { ...service, status: correction.to, resumeStatus: null },
+    corrected: correction.message,
+  };
+}
+
+/** Logs and counts a status correction once it is committed. */
+function told(deps: PowerCheckDeps, serviceId: string, from: StableStatus, c: Correction): void {
+  if (c.kind !== 'status') return;
+  deps.log.warn({ serviceId, from, to: c.to, reason: c.reason }, `power state corrected: ${c.message}`);
+  deps.metrics?.corrected(correctionKind(c));
+}
+
+async function powerOffSuspended(deps: PowerCheckDeps, serviceId: string, message: string): Promise<void> {
+  await deps.driver.powerOff(serviceId);
+  deps.log.warn({ serviceId, reason: 'suspended_powered_off' }, message);
+  deps.metrics?.corrected('suspended_powered_off');
+}

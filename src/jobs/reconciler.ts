@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { type CorrectionKind, correctionKind, powerCorrection } from '../domain/power-drift.ts';
+import type { StableStatus } from '../domain/status-machine.ts';
+import { isStoreUnavailable } from '../store/errors.ts';
+import { claimHostLease, releaseHostLease, renewHostLease } from '../store/repos/reconciler-leases.ts';
+import { createPeriodic } from './periodic.ts';
+import { correctIdleService, type IdleService, type PowerCheckDeps } from './power-check.ts';
+
+export interface ReconcilerOptions extends PowerCheckDeps {
+  /** Time between passes (VRP_RECONCILE_INTERVAL); also how long a host stays unclaimed after a pass. */
+  readonly intervalMs: number;
+  /** How long a host is held during a pass without a renewal, so a dead process's hold runs out (default 60 s). */
+  readonly leaseMs?: number;
+  /** Real time, for the leases (default Date.now); tests move it to expire one. */
+  readonly realNow?: () => number;
+}
+
+/**
+ * What one pass did on one host: `reconciled` (with the corrections made), `taken` (another
+ * process holds or has just reconciled the host), `unreachable` (the host did not answer the
+ * listing), `lost` (this process's hold ran out mid-pass and another took the host; it stopped).
+ */
+export interface HostPass {
+  readonly hostId: string;
+  readonly outcome: 'reconciled' | 'taken' | 'unreachable' | 'lost';
+  readonly corrections: readonly { readonly serviceId: string; readonly kind: CorrectionKind }[];
+}
+
+export interface Reconciler {
+  /** Names this process's hold on a host (`reconciler_leases.locked_by`). */
+  readonly id: string;
+  /** Reconciles every host of the driver once; what happened on each (for tests). */
+  pass(): Promise<HostPass[]>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+const DEFAULT_LEASE_MS = 60_000;
+const POWER_STATUSES: readonly StableStatus[] = ['running', 'stopped', 'suspended'];
+
+/**
+ * The power-state reconciler: the hypervisor is the truth for power state. Each pass takes the
+ * driver's hosts one at a time; for each it claims the host's lease (so that of several worker
+ * processes one reconciles a host at a time, and only once per interval), reads the services on
+ * the host with no job queued or running, then asks the hypervisor for the power state of all
+ * of its VMs in one call, and corrects each service that disagrees (domain/power-drift.ts)
+ * with a conditional update that leaves alone any service a job or request touched meanwhile.
+ */
+export function createReconciler(o: ReconcilerOptions): Reconciler {
+  const id = `reconciler-${randomUUID()}`;
+  const realNow = o.realNow ?? Date.now;
+  const leaseMs = o.leaseMs ?? DEFAULT_LEASE_MS;
+
+  async function reconcileHost(hostId: string): Promise<HostPass> {
+    const started = realNow();
+    if (!(await claimHostLease(o.db, hostId, id, started, started + leaseMs))) {
+      return { hostId, outcome: 'taken', corrections: [] };
+    }
+    const corrections: { serviceId: string; kind: CorrectionKind }[] = [];
+    let outcome: HostPass['outcome'] = 'reconciled';
+    try {
+      // Read before the hypervisor is asked: a job accepted after this read moves job_seq, and
+      // the correction's condition then leaves the service to the job.
+      const services: IdleService[] = (
+        await o.db
+          .selectFrom('services')
+          .select(['id', 'reseller_id', 'status', 'job_seq'])
+          .where('host_id', '=', hostId)
+          .where('status', 'in', POWER_STATUSES)
+          .where('pending_jobs', '=', 0)
+          .where('active_job_id', 'is', null)
+          .execute()
+      ).map((r) => ({
+        id: r.id,
+        resellerId: r.reseller_id,
+        status: r.status as StableStatus,
+        jobSeq: r.job_seq,
+      }));
+      if (services.length === 0) return { hostId, outcome, corrections };
+      let states: ReadonlyMap<string, 'running' | 'stopped'>;
+      try {
+        states = await o.driver.powerStates(hostId);
+      } catch (err) {
+        if (isStoreUnavailable(err)) throw err;
+        o.log.warn(
+          { hostId, error: String(err) },
+          'reconciler: the host did not list its VMs; next pass tries again',
+        );
+        return { hostId, outcome: 'unreachable', corrections };
+      }
+      for (const s of services) {
+        const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
+        if (!correction) continue;
+        if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
+          o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+          outcome = 'lost';
+          break;
+        }
+        try {
+          if (await correctIdleService(o, s, correction))
+            corrections.push({ serviceId: s.id, kind: correctionKind(correction) });
+        } catch (err) {
+          if (isStoreUnavailable(err)) throw err;
+          // One service that cannot be corrected (a power-off refused) must not hold up the rest.
+          o.log.error(
+            { err, hostId, serviceId: s.id },
+            'reconciler: correction failed; next pass tries again',
+          );
+        }
+      }
+      return { hostId, outcome, corrections };
+    } finally {
+      // The next pass over this host, by any process, is due one interval after this one began.
+      if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
+    }
+  }
+
+  async function pass(): Promise<HostPass[]> {
+    const results: HostPass[] = [];
+    for (const hostId of o.driver.hostIds) results.push(await reconcileHost(hostId));
+    return results;
+  }
+
+  const periodic = createPeriodic({
+    pass,
+    intervalMs: o.intervalMs,
+    // The first pass one interval after start, as the following ones.
+    firstDelayMs: o.intervalMs,
+    name: 'reconciler',
+    log: o.log,
+  });
+
+  return {
+    id,
+    pass,
+    start: () => periodic.start(),
+    stop: () => periodic.stop(),
+  };
+}

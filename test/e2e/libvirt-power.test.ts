@@ -1,0 +1,94 @@
+/**
+ * Issue 16, part 1, on real VMs: what an operator does with `virsh` behind the API's back is
+ * found by the power-state reconciler (VRP_RECONCILE_INTERVAL=1s here): `virsh destroy` ->
+ * `stopped` and start works; `virsh start` -> `running`; a suspended VM started outside is shut
+ * off again; `virsh undefine` of a stopped one -> `failed`. One VM, to spare the shared cores.
+ * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
+import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
+import { startServer } from '../helpers/server-process.ts';
+
+const URI = 'qemu:///system';
+const virsh = (...args: string[]) => execFileSync('virsh', ['-c', URI, ...args], { encoding: 'utf8' }).trim();
+
+test('real VMs: power changes made outside the API become the service status', {
+  skip: noLibvirtTemplate,
+  timeout: 900_000,
+}, async () => {
+  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvpower');
+  const order = smallOrder('power.example.com');
+  await store.db
+    .updateTable('os_templates')
+    .set({ image: template! })
+    .where('id', '=', order.template_id)
+    .execute();
+  const server = serve(
+    await startServer({
+      VRP_DATA_DIR: dataDir,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_STORAGE: storage,
+      VRP_STOP_TIMEOUT: '3s',
+      VRP_RECONCILE_INTERVAL: '1s',
+    }),
+  );
+  const api = apiClient(() => server.url, await fetchToken(server.url, app));
+  const deadline = Date.now() + 800_000;
+  async function reach(id: string, want: string): Promise<void> {
+    let last: { status: string; job: unknown } | undefined;
+    while (Date.now() < deadline) {
+      last = await api.ok('GET', `service/${id}/status`);
+      if (last!.status === want && last!.job === null) return;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    assert.fail(`service did not become ${want}; last ${JSON.stringify(last)}`);
+  }
+  const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
+  const domain = `vrp-${id}`;
+  await api.ok('POST', `service/${id}/create`);
+  await reach(id, 'running');
+
+  // virsh destroy outside the API -> stopped; start works.
+  virsh('destroy', domain);
+  await reach(id, 'stopped');
+  const events = (await api.ok('GET', 'events?limit=1000')) as any[];
+  assert.ok(
+    events.some(
+      (e) => e.data.service_id === id && e.data.job_id === null && e.data.reason === 'stopped_outside_api',
+    ),
+    'the feed tells why',
+  );
+  await api.ok('POST', `service/${id}/start`);
+  await reach(id, 'running');
+  assert.equal(virsh('domstate', domain), 'running');
+
+  // virsh start outside the API -> running.
+  await api.ok('POST', `service/${id}/stop`);
+  await reach(id, 'stopped');
+  virsh('start', domain);
+  await reach(id, 'running');
+
+  // A suspended VM started outside is shut off again; the service stays suspended.
+  await api.ok('POST', `service/${id}/suspend`);
+  await reach(id, 'suspended');
+  virsh('start', domain);
+  while (Date.now() < deadline && virsh('domstate', domain) !== 'shut off') {
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.equal(virsh('domstate', domain), 'shut off');
+  assert.equal((await api.ok('GET', `service/${id}/status`)).status, 'suspended');
+
+  // virsh undefine of a stopped VM -> failed; terminate cleans up.
+  await api.ok('POST', `service/${id}/unsuspend`);
+  await reach(id, 'running');
+  await api.ok('POST', `service/${id}/stop`);
+  await reach(id, 'stopped');
+  virsh('undefine', domain);
+  await reach(id, 'failed');
+  await api.ok('POST', `service/${id}/terminate`);
+  await reach(id, 'terminated');
+});

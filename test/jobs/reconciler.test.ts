@@ -1,0 +1,437 @@
+/**
+ * Power-state truth over the simulated hypervisor (issue 16, part 1): a VM powered off, started
+ * or removed outside the API is found by the reconciler's pass (called directly, no timers) or
+ * by the check at a job's start, and the reseller sees it in the status and the events feed.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import { outside } from '../../src/drivers/simulated/outside.ts';
+import { createReconciler, type HostPass } from '../../src/jobs/reconciler.ts';
+import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
+import { smallOrder } from '../helpers/e2e.ts';
+import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+/** The reconciler off (VRP_RECONCILE_INTERVAL=0): the tests call its pass themselves. */
+const OFF = { VRP_RECONCILE_INTERVAL: '0' };
+
+function reconciler(t: TestApp, options: { intervalMs?: number; realNow?: () => number } = {}) {
+  return createReconciler({
+    db: t.ctx.store.db,
+    driver: t.driver!,
+    clock: t.ctx.clock,
+    log: t.app.log,
+    metrics: t.ctx.metrics.power,
+    intervalMs: options.intervalMs ?? 0,
+    realNow: options.realNow,
+  });
+}
+
+async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
+  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain));
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const id = res.body.data[0].service_id as string;
+  assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
+  await waitForStatus(t, token, id, 'running');
+  return id;
+}
+
+/** `start` is accepted as a job (not answered "already running") and the service gets running. */
+async function startRuns(t: TestApp, token: string, id: string): Promise<void> {
+  const start = await call(t, token, 'POST', `service/${id}/start`);
+  assert.equal(start.status, 200);
+  assert.doesNotMatch(String(start.body.message), /already/);
+  await waitForStatus(t, token, id, 'running');
+  const [job] = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data;
+  assert.deepEqual([job.action, job.status], ['start', 'succeeded']);
+}
+
+const statusOf = async (t: TestApp, token: string, id: string) =>
+  (await call(t, token, 'GET', `service/${id}/status`, undefined, { 'x-envelope-variant': 'B' })).body.data;
+
+/** The feed's status changes of `id` that no job made. */
+async function outsideChanges(t: TestApp, token: string, id: string) {
+  const events = (await call(t, token, 'GET', 'events?limit=1000')).body.data as any[];
+  return events
+    .filter((e) => e.type === 'service.status_changed' && e.data.service_id === id && e.data.job_id === null)
+    .map((e) => e.data);
+}
+
+const corrections = (passes: HostPass[]) => passes.flatMap((p) => p.corrections);
+
+async function correctionCount(t: TestApp, kind: string): Promise<number> {
+  const metric = await t.ctx.metrics.registry.getSingleMetric('vrp_power_corrections_total')!.get();
+  return metric.values.find((v) => v.labels['kind'] === kind)?.value ?? 0;
+}
+
+const power = async (t: TestApp, id: string) => (await t.driver!.inspect(id))?.power;
+
+for (const store of testStores()) {
+  describe(`power-state reconciler (${store})`, () => {
+    test('a VM powered off outside the API becomes stopped, told as such, and start works', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'drift-off.example.com');
+        assert.ok(await outside.powerOff(t.ctx.store.db, id));
+        assert.equal((await statusOf(t, token, id)).status, 'running', 'nobody looked yet');
+
+        const passes = await reconciler(t).pass();
+        assert.deepEqual(corrections(passes), [{ serviceId: id, kind: 'stopped_outside_api' }]);
+        const status = await statusOf(t, token, id);
+        assert.equal(status.status, 'stopped');
+        assert.ok(status.allowed_actions.includes('start'));
+        assert.deepEqual(await outsideChanges(t, token, id), [
+          {
+            service_id: id,
+            from: 'running',
+            to: 'stopped',
+            job_id: null,
+            reason: 'stopped_outside_api',
+            message: 'Stopped outside the API: the hypervisor reports the server shut off',
+          },
+        ]);
+        assert.equal(await correctionCount(t, 'stopped_outside_api'), 1);
+
+        await startRuns(t, token, id);
+        assert.equal(await power(t, id), 'running');
+        assert.deepEqual(corrections(await reconciler(t).pass()), [], 'agreed now: nothing to correct');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a VM started outside the API becomes running', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'drift-on.example.com');
+        await call(t, token, 'POST', `service/${id}/stop`);
+        await waitForStatus(t, token, id, 'stopped');
+        assert.ok(await outside.powerOn(t.ctx.store.db, id));
+
+        assert.deepEqual(corrections(await reconciler(t).pass()), [
+          { serviceId: id, kind: 'started_outside_api' },
+        ]);
+        assert.equal((await statusOf(t, token, id)).status, 'running');
+        assert.deepEqual(
+          (await outsideChanges(t, token, id)).map((e) => [e.from, e.to, e.reason]),
+          [['stopped', 'running', 'started_outside_api']],
+        );
+        // And stop works again from there.
+        await call(t, token, 'POST', `service/${id}/stop`);
+        await waitForStatus(t, token, id, 'stopped');
+        assert.equal(await power(t, id), 'stopped');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a VM that vanished makes its service failed (vm_missing); terminate still cleans up', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const running = await orderRunning(t, token, 'gone-running.example.com');
+        const stopped = await orderRunning(t, token, 'gone-stopped.example.com');
+        await call(t, token, 'POST', `service/${stopped}/stop`);
+        await waitForStatus(t, token, stopped, 'stopped');
+        assert.ok(await outside.vanish(t.ctx.store.db, running));
+        assert.ok(await outside.vanish(t.ctx.store.db, stopped));
+
+        const made = corrections(await reconciler(t).pass());
+        assert.deepEqual(made.map((c) => c.serviceId).sort(), [running, stopped].sort());
+        assert.ok(made.every((c) => c.kind === 'vm_missing'));
+        for (const [id, from] of [
+          [running, 'running'],
+          [stopped, 'stopped'],
+        ] as const) {
+          const status = await statusOf(t, token, id);
+          assert.equal(status.status, 'failed');
+          assert.deepEqual(status.allowed_actions.sort(), ['create', 'terminate']);
+          assert.deepEqual(
+            (await outsideChanges(t, token, id)).map((e) => [e.from, e.to, e.reason]),
+            [[from, 'failed', 'vm_missing']],
+          );
+        }
+        assert.equal(await correctionCount(t, 'vm_missing'), 2);
+        assert.equal((await call(t, token, 'POST', `service/${running}/terminate`)).status, 200);
+        await waitForStatus(t, token, running, 'terminated');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a suspended service stays suspended: its VM found running is powered off again', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'suspended.example.com');
+        await call(t, token, 'POST', `service/${id}/suspend`);
+        await waitForStatus(t, token, id, 'suspended');
+        assert.equal(await power(t, id), 'stopped');
+        await outside.powerOn(t.ctx.store.db, id);
+        assert.equal(await power(t, id), 'running');
+
+        assert.deepEqual(corrections(await reconciler(t).pass()), [
+          { serviceId: id, kind: 'suspended_powered_off' },
+        ]);
+        assert.equal(await power(t, id), 'stopped', 'powered off again');
+        assert.equal((await statusOf(t, token, id)).status, 'suspended');
+        assert.deepEqual(await outsideChanges(t, token, id), [], 'the status did not change');
+        assert.equal(await correctionCount(t, 'suspended_powered_off'), 1);
+        // Unsuspending brings it back as it was before the suspension.
+        await call(t, token, 'POST', `service/${id}/unsuspend`);
+        await waitForStatus(t, token, id, 'running');
+        assert.equal(await power(t, id), 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a service with a queued job is left alone', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'queued.example.com');
+        await t.background!.worker.stop(1000);
+        await outside.powerOff(t.ctx.store.db, id);
+        const reset = await call(t, token, 'POST', `service/${id}/reset-password`, {
+          password: 'New-pass-word-2',
+        });
+        assert.equal(reset.status, 200);
+
+        assert.deepEqual(corrections(await reconciler(t).pass()), [], 'a job is queued: not touched');
+        assert.equal((await statusOf(t, token, id)).status, 'running');
+        assert.deepEqual(await outsideChanges(t, token, id), []);
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a service whose job is running is left alone', async () => {
+      await withRunningService(store, async (s) => {
+        let started = false;
+        // A restart that hangs after the job has started (its check done), as a slow hypervisor.
+        s.worker({
+          restart: async () => {
+            started = true;
+            return never;
+          },
+        });
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        await until(() => started, 'the restart to start');
+        await outside.powerOff(s.t.ctx.store.db, s.id);
+        const r = createReconciler({
+          db: s.t.ctx.store.db,
+          driver: s.t.driver!,
+          clock: s.t.ctx.clock,
+          log: s.t.app.log,
+          intervalMs: 0,
+        });
+        assert.deepEqual(corrections(await r.pass()), []);
+        assert.equal((await statusOf(s.t, s.token, s.id)).status, 'restarting');
+      });
+    });
+
+    test('the check at job start: a job on a VM powered off outside leaves it stopped, and start works', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'jobstart.example.com');
+        await outside.powerOff(t.ctx.store.db, id);
+        // No reconciler pass at all: only the job's own check can find out.
+        const reset = await call(t, token, 'POST', `service/${id}/reset-password`, {
+          password: 'New-pass-word-2',
+        });
+        assert.equal(reset.status, 200);
+        await waitForStatus(t, token, id, 'stopped');
+        const jobs = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data;
+        assert.equal(jobs[0].action, 'reset_password');
+        assert.equal(jobs[0].status, 'succeeded');
+        assert.deepEqual(
+          (await outsideChanges(t, token, id)).map((e) => [e.from, e.to, e.reason]),
+          [['running', 'stopped', 'stopped_outside_api']],
+        );
+        assert.equal(await correctionCount(t, 'stopped_outside_api'), 1);
+
+        await startRuns(t, token, id);
+        assert.equal(await power(t, id), 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('the check at job start: a start queued behind a job runs after an outside power-off', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'queue-start.example.com');
+        await t.background!.worker.stop(1000);
+        // Stop then start, both accepted against `running`; the VM is then powered off outside.
+        await call(t, token, 'POST', `service/${id}/stop`);
+        assert.equal((await call(t, token, 'POST', `service/${id}/start`)).status, 200);
+        await outside.powerOff(t.ctx.store.db, id);
+        t.background!.worker.start();
+        await waitForStatus(t, token, id, 'running');
+        assert.equal(await power(t, id), 'running');
+        const jobs = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data;
+        assert.deepEqual(
+          jobs.slice(0, 2).map((j: any) => [j.action, j.status]),
+          [
+            ['start', 'succeeded'],
+            ['stop', 'succeeded'],
+          ],
+        );
+        assert.deepEqual(
+          (await outsideChanges(t, token, id)).map((e) => e.reason),
+          ['stopped_outside_api'],
+          'the stop found the VM already off',
+        );
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('the check at job start: a vanished VM fails the service, and the job says why', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'jobstart-gone.example.com');
+        await outside.vanish(t.ctx.store.db, id);
+        await call(t, token, 'POST', `service/${id}/restart`);
+        await waitForStatus(t, token, id, 'failed');
+        const [job] = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data;
+        assert.equal(job.action, 'restart');
+        assert.equal(job.status, 'failed');
+        assert.equal(
+          job.error,
+          'Cannot restart a service that is failed (the server no longer exists on its host: it was removed outside the API)',
+        );
+        assert.deepEqual(
+          (await outsideChanges(t, token, id)).map((e) => [e.from, e.to, e.reason]),
+          [['running', 'failed', 'vm_missing']],
+        );
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('two reconcilers on one store never both reconcile a host; each drift is corrected once', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const ids: string[] = [];
+        for (let i = 0; i < 4; i++) ids.push(await orderRunning(t, token, `pair-${i}.example.com`));
+        for (const id of ids) await outside.powerOff(t.ctx.store.db, id);
+        const hosts = new Set(
+          (
+            await t.ctx.store.db.selectFrom('services').select('host_id').where('id', 'in', ids).execute()
+          ).map((r) => r.host_id),
+        );
+        assert.equal(hosts.size, 2, 'the services are spread over both simulated hosts');
+
+        const [a, b] = [reconciler(t, { intervalMs: 60_000 }), reconciler(t, { intervalMs: 60_000 })];
+        const [pa, pb] = await Promise.all([a.pass(), b.pass()]);
+        for (const hostId of t.driver!.hostIds) {
+          const outcomes = [pa, pb].map((p) => p.find((h) => h.hostId === hostId)!.outcome).sort();
+          assert.deepEqual(outcomes, ['reconciled', 'taken'], `host ${hostId}: one reconciler only`);
+        }
+        assert.deepEqual(
+          [...corrections(pa), ...corrections(pb)].map((c) => c.serviceId).sort(),
+          [...ids].sort(),
+          'each service corrected exactly once',
+        );
+        for (const id of ids) assert.equal((await outsideChanges(t, token, id)).length, 1);
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a host is reconciled once per interval across processes; a dead holder lets go when its lease ends', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'lease.example.com');
+        let now = Date.now();
+        const realNow = () => now;
+        const a = reconciler(t, { intervalMs: 15_000, realNow });
+        const b = reconciler(t, { intervalMs: 15_000, realNow });
+        const outcomes = (passes: HostPass[]) => passes.map((p) => p.outcome);
+        assert.deepEqual(outcomes(await a.pass()), ['reconciled', 'reconciled']);
+        now += 5000;
+        await outside.powerOff(t.ctx.store.db, id);
+        assert.deepEqual(
+          outcomes(await b.pass()),
+          ['taken', 'taken'],
+          'not due yet: a reconciled it 5 s ago',
+        );
+        assert.equal((await statusOf(t, token, id)).status, 'running');
+        now += 10_000;
+        const due = await b.pass();
+        assert.deepEqual(outcomes(due), ['reconciled', 'reconciled'], 'due: whoever comes first');
+        assert.deepEqual(corrections(due), [{ serviceId: id, kind: 'stopped_outside_api' }]);
+
+        // A process that died holding a host: nobody else takes it until its hold runs out.
+        await t.ctx.store.db
+          .updateTable('reconciler_leases')
+          .set({ locked_by: 'reconciler-dead', locked_until: now + 60_000 })
+          .execute();
+        now += 30_000;
+        assert.deepEqual(outcomes(await a.pass()), ['taken', 'taken']);
+        now += 30_000;
+        assert.deepEqual(outcomes(await a.pass()), ['reconciled', 'reconciled']);
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a host that does not answer the listing changes nothing', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'unreachable.example.com');
+        await outside.powerOff(t.ctx.store.db, id);
+        // The same store seen through a driver whose every call fails, as a host out of reach.
+        const faulty = await createDriver(
+          loadConfig(testEnv(t.dataDir, { VRP_SIM_FAULTS: 'transient=1' })),
+          t.ctx.store.db,
+        );
+        try {
+          const r = createReconciler({
+            db: t.ctx.store.db,
+            driver: faulty,
+            clock: t.ctx.clock,
+            log: t.app.log,
+            intervalMs: 0,
+          });
+          const passes = await r.pass();
+          assert.ok(passes.some((p) => p.outcome === 'unreachable'));
+          assert.deepEqual(corrections(passes), []);
+          assert.equal((await statusOf(t, token, id)).status, 'running');
+        } finally {
+          await faulty.close();
+        }
+        assert.deepEqual(corrections(await reconciler(t).pass()), [
+          { serviceId: id, kind: 'stopped_outside_api' },
+        ]);
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('the periodic pass runs on its own at the configured interval', async () => {
+      const t = await createTestApp({ VRP_RECONCILE_INTERVAL: '50ms' }, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'periodic.example.com');
+        await outside.powerOff(t.ctx.store.db, id);
+        await waitForStatus(t, token, id, 'stopped');
+        assert.equal((await outsideChanges(t, token, id)).length, 1);
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}
