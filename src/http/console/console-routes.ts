@@ -7,8 +7,13 @@ import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, sendPage } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
+import { registerAuditPage } from './pages/audit.ts';
+import { registerHostsPage } from './pages/hosts.ts';
 import { registerLoginRoutes } from './pages/login.ts';
 import { registerOverviewPage } from './pages/overview.ts';
+import { registerResellerPages } from './pages/reseller.ts';
+import { registerResellersPages } from './pages/resellers.ts';
+import { registerUsagePages } from './pages/usage.ts';
 import { createConsoleSessions } from './sessions.ts';
 
 /** Forms are small: a quota, a search, a password. */
@@ -80,4 +85,9 @@ export function registerConsoleRoutes(app: App, ctx: AppContext): void {
     throttle: createFailureThrottle(),
   });
   registerOverviewPage(router);
+  registerResellersPages(router);
+  registerResellerPages(router);
+  registerHostsPage(router);
+  registerUsagePages(router, ctx.clock);
+  registerAuditPage(router);
 }
