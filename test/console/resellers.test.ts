@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { BASE, call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
@@ -12,7 +13,7 @@ describe('console: resellers', () => {
   let browser: Browser;
   let t: TestApp;
   let origin: string;
-  let acmeClient: { client_id: string; client_secret: string };
+  let acmeClient: RegisteredApplication;
   // One login for the file (the password hash is slow on purpose); every test goes on in its page.
   let page: Page;
   let problems: string[];
@@ -42,7 +43,11 @@ describe('console: resellers', () => {
     const res = await t.app.inject({
       method: 'POST',
       url: `${BASE}/oauth/token`,
-      payload: { grant_type: 'client_credentials', ...acmeClient },
+      payload: {
+        grant_type: 'client_credentials',
+        client_id: acmeClient.client_id,
+        client_secret: acmeClient.client_secret,
+      },
     });
     return res.statusCode === 200;
   }

@@ -34,13 +34,14 @@ function capOf(text: string | undefined): number | string | null {
   return /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
 }
 
+/** The cap inputs take any number: which ones are allowed is the API's rule, and its refusal says why. */
 function quotaSection(call: ConsoleCall, r: Details) {
   const inputs = QUOTA_RESOURCES.map((key) => {
     const { label, unit } = RESOURCES[key];
     const cap = r.quota[key] ?? null;
     return html`<div class="field">
   <label for="quota-${key}">${label} (${unit})</label>
-  <input id="quota-${key}" name="${key}" type="number" min="0" step="1" inputmode="numeric" value="${cap ?? ''}" placeholder="unlimited" aria-describedby="quota-hint">
+  <input id="quota-${key}" name="${key}" type="number" step="any" inputmode="numeric" value="${cap ?? ''}" placeholder="unlimited" aria-describedby="quota-hint">
 </div>`;
   });
   return html`<section aria-labelledby="quota-h">
