@@ -9,11 +9,16 @@ import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
+import { registerAuditPage } from './pages/audit.ts';
+import { registerHostsPage } from './pages/hosts.ts';
 import { registerJobsPage } from './pages/jobs.ts';
 import { registerLoginRoutes } from './pages/login.ts';
 import { registerOverviewPage } from './pages/overview.ts';
+import { registerResellerPages } from './pages/reseller.ts';
+import { registerResellersPages } from './pages/resellers.ts';
 import { registerServicePage } from './pages/service.ts';
 import { registerServicesPage } from './pages/services.ts';
+import { registerUsagePages } from './pages/usage.ts';
 import { createConsoleSessions } from './sessions.ts';
 
 /** Forms are small: a quota, a search, a password. */
@@ -86,4 +91,9 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   registerServicesPage(router);
   registerServicePage(router);
   registerJobsPage(router);
+  registerResellersPages(router);
+  registerResellerPages(router);
+  registerHostsPage(router);
+  registerUsagePages(router, ctx.clock);
+  registerAuditPage(router);
 }

@@ -48,7 +48,8 @@ const ApplicationPayload = Type.Object(
   { title: 'Application' },
 );
 
-const ResellerDetailsPayload = Type.Object(
+/** A reseller with its applications, quota and use: GET OPS/resellers/:id (the console's reseller page reads it). */
+export const ResellerDetailsPayload = Type.Object(
   {
     ...ResellerPayload.properties,
     applications: Type.Array(ApplicationPayload, {

@@ -27,7 +27,8 @@ const UsageLinePayload = Type.Object(
   { title: 'UsageLine' },
 );
 
-const UsageReportPayload = Type.Object(
+/** The usage report: GET OPS/usage as JSON (the console's usage page reads it). */
+export const UsageReportPayload = Type.Object(
   {
     from: Type.String({ format: 'date-time' }),
     to: Type.String({ format: 'date-time' }),

@@ -1,0 +1,134 @@
+import type { Static } from 'typebox';
+import { QUOTA_RESOURCES, type QuotaResource, quotaAmount } from '../../../domain/quotas.ts';
+import { CONSOLE } from '../../base-path.ts';
+import type { ResellerDetailsPayload, ResellerPayload } from '../../operator/resellers.ts';
+import { badge, table, time, useBar } from '../components.ts';
+import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
+import { html } from '../html.ts';
+
+type Details = Static<typeof ResellerDetailsPayload>;
+type Reseller = Static<typeof ResellerPayload>;
+
+/** How each quota resource is named on the page, and its unit. */
+const RESOURCES: Readonly<Record<QuotaResource, { label: string; unit: string }>> = {
+  services: { label: 'Services', unit: 'services' },
+  cpu: { label: 'CPU', unit: 'vCores' },
+  ram: { label: 'RAM', unit: 'GB' },
+  hdd: { label: 'Disk', unit: 'GB' },
+  ip: { label: 'IP addresses', unit: 'addresses' },
+  backup: { label: 'Backup', unit: 'GB' },
+};
+
+function resellerPath(call: ConsoleCall): string {
+  return encodeURIComponent((call.request.params as { reseller_id: string }).reseller_id);
+}
+
+/**
+ * A cap as the form gives it: empty is unlimited (null); a number goes as a number; anything else
+ * goes as it was typed, so that the operator API refuses it with its own message (the console
+ * holds no rule of its own).
+ */
+function capOf(text: string | undefined): number | string | null {
+  const value = (text ?? '').trim();
+  if (value === '') return null;
+  return /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+}
+
+/** The cap inputs take any number: which ones are allowed is the API's rule, and its refusal says why. */
+function quotaSection(call: ConsoleCall, r: Details) {
+  const inputs = QUOTA_RESOURCES.map((key) => {
+    const { label, unit } = RESOURCES[key];
+    const cap = r.quota[key] ?? null;
+    return html`<div class="field">
+  <label for="quota-${key}">${label} (${unit})</label>
+  <input id="quota-${key}" name="${key}" type="number" step="any" inputmode="numeric" value="${cap ?? ''}" placeholder="unlimited" aria-describedby="quota-hint">
+</div>`;
+  });
+  return html`<section aria-labelledby="quota-h">
+  <h2 id="quota-h">Quota</h2>
+  <form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/quota" class="quota">
+    ${csrfField(call.csrf)}
+    <p id="quota-hint" class="hint">Caps on the totals of the reseller’s servers that are not terminated. Leave a cap empty for no limit. Servers above a lowered cap stay; new orders and upgrades beyond it are refused.</p>
+    <div class="quota-fields">${inputs}</div>
+    <div><button type="submit">Save quota</button></div>
+  </form>
+</section>`;
+}
+
+function useSection(r: Details) {
+  const rows = QUOTA_RESOURCES.map((key) => {
+    const { label, unit } = RESOURCES[key];
+    const used = r.use[key] ?? 0;
+    const cap = r.quota[key] ?? null;
+    if (cap === null) {
+      return html`<div class="use">
+  <span class="use-label">${label}</span>
+  <span class="use-figures use-unlimited">${quotaAmount(key, used)} in use, no limit</span>
+</div>`;
+    }
+    return useBar(label, used, cap, unit);
+  });
+  return html`<section aria-labelledby="use-h">
+  <h2 id="use-h">Use against the quota</h2>
+  <div class="card use-card">${rows}</div>
+</section>`;
+}
+
+/**
+ * `CONSOLE/resellers/:id`: a reseller's applications, its quota with a form to change it, its use
+ * against the quota, and disable/enable.
+ */
+export function registerResellerPages(router: ConsoleRouter): void {
+  router.page('/resellers/:reseller_id', async (call) => {
+    const r = await call.ops.get<Details>(`resellers/${resellerPath(call)}`);
+    const toggle = r.enabled
+      ? html`<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/disable" data-confirm="Disable ${r.name}? Its applications get no tokens until it is enabled again.">
+  ${csrfField(call.csrf)}<button type="submit" class="danger">Disable reseller</button>
+</form>`
+      : html`<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/enable">
+  ${csrfField(call.csrf)}<button type="submit">Enable reseller</button>
+</form>`;
+    const body = html`
+<p><a href="${CONSOLE}/resellers">← All resellers</a></p>
+<dl class="facts">
+  <dt>State</dt><dd>${badge(r.enabled ? 'enabled' : 'disabled')}</dd>
+  <dt>Reseller id</dt><dd class="mono">${r.reseller_id}</dd>
+  <dt>Created</dt><dd>${time(r.created_at)}</dd>
+</dl>
+<div class="actions">${toggle}</div>
+${useSection(r)}
+${quotaSection(call, r)}
+<section aria-labelledby="apps-h">
+  <h2 id="apps-h">Applications</h2>
+  ${table(
+    `Applications of ${r.name}`,
+    ['Name', 'Client id', 'Scopes', 'Variant', 'State', 'Created'],
+    r.applications.map(
+      (a) => html`<tr><td>${a.name}</td><td class="mono">${a.client_id}</td><td>${a.scopes.join(', ')}</td>
+<td>${a.variant}</td><td>${badge(a.enabled ? 'enabled' : 'disabled')}</td><td>${time(a.created_at)}</td></tr>`,
+    ),
+    'No applications yet: register one with vrp client create --reseller NAME.',
+  )}
+</section>
+<p><a href="${CONSOLE}/audit?reseller_id=${r.reseller_id}">Audit entries about this reseller’s objects</a></p>`;
+    return call.render({ title: `Reseller ${r.name}`, section: 'resellers', body });
+  });
+
+  router.action('/resellers/:reseller_id/quota', async (call) => {
+    const id = resellerPath(call);
+    const quota = Object.fromEntries(QUOTA_RESOURCES.map((key) => [key, capOf(call.field(key))]));
+    await call.ops.send('PUT', `resellers/${id}/quota`, quota);
+    return { redirect: `${CONSOLE}/resellers/${id}`, flash: { kind: 'ok', text: 'Quota saved.' } };
+  });
+
+  for (const verb of ['disable', 'enable'] as const) {
+    router.action(`/resellers/:reseller_id/${verb}`, async (call) => {
+      const id = resellerPath(call);
+      const { data } = await call.ops.send<Reseller>('POST', `resellers/${id}/${verb}`);
+      return {
+        redirect: `${CONSOLE}/resellers/${id}`,
+        flash: { kind: 'ok', text: `Reseller "${data.name}" ${verb}d.` },
+      };
+    });
+  }
+}
