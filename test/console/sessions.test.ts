@@ -270,13 +270,15 @@ describe('console addresses', () => {
 
 describe('console login throttle', () => {
   let t: TestApp;
+  // The server's clock stands still: a lock-out lasts however slowly the attempts run.
+  const clock = createManualClock();
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({}, { clock });
     await createTestOperator(t, { name: 'dave', password: PASSWORD });
   });
   after(() => t?.close());
 
-  test('five wrong passwords from one address lock it out, with Retry-After; the right one then waits too', async () => {
+  test('five wrong passwords from one address lock it out, with Retry-After; the right one waits too, then gets in', async () => {
     const get = await t.app.inject({ method: 'GET', url: `${CONSOLE}/login` });
     const token = cookieOf(get.headers['set-cookie'], 'vrp_console_login')!;
     const attempt = (password: string) =>
@@ -294,5 +296,8 @@ describe('console login throttle', () => {
     assert.equal(locked.statusCode, 429);
     assert.ok(Number(locked.headers['retry-after']) >= 1);
     assert.match(locked.body, /Too many failed logins/);
+    // Once the wait is over, the right password gets in.
+    clock.advance(Number(locked.headers['retry-after']) * 1000);
+    assert.equal((await attempt(PASSWORD)).statusCode, 303);
   });
 });

@@ -107,7 +107,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
       const error = 'This form has expired or did not come from the console. Try again.';
       return sendPage(reply, loginPage(token, next, { name, error }), 403);
     }
-    const now = Date.now();
+    const now = ctx.clock.now();
     const wait = o.throttle.retryAfter(request.ip, now);
     if (wait > 0) {
       reply.header('retry-after', String(wait));
