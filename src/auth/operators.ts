@@ -22,7 +22,14 @@ import {
 } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretVerifier } from './client-authenticator.ts';
-import { generateSecret, hashPassword, hashSecret, verifySecret } from './secret-hash.ts';
+import {
+  generateSecret,
+  hashPassword,
+  hashSecret,
+  PASSWORD_COST,
+  type SecretCost,
+  verifySecret,
+} from './secret-hash.ts';
 
 /** A refusal to show the operator as it is (an unknown name, a weak password...). */
 export class OperatorError extends Error {
@@ -69,10 +76,19 @@ async function operatorNamed(db: Kysely<Database>, name: string): Promise<Operat
 
 const targetOf = (operator: Operator) => ({ target: { type: 'operator', id: operator.id } });
 
-/** Creates an operator with its client and, if given, its console password. */
+/**
+ * Creates an operator with its client and, if given, its console password. The client secret is
+ * hashed at `secretCost` (SECRET_COST) and the password at `passwordCost` (PASSWORD_COST) unless
+ * given: only tests give lower ones.
+ */
 export async function createOperator(
   db: Kysely<Database>,
-  options: { readonly name: string; readonly password?: string },
+  options: {
+    readonly name: string;
+    readonly password?: string;
+    readonly secretCost?: SecretCost;
+    readonly passwordCost?: SecretCost;
+  },
   now: number,
   audit?: AuditContext,
 ): Promise<CreatedOperator> {
@@ -87,8 +103,8 @@ export async function createOperator(
   const clientId = newOperatorClientId();
   // The slow hashes before the transaction: SQLite holds its write lock for the whole of one.
   const [secretHash, passwordHash] = await Promise.all([
-    hashSecret(secret),
-    password === undefined ? null : hashPassword(password),
+    hashSecret(secret, options.secretCost),
+    password === undefined ? null : hashPassword(password, options.passwordCost),
   ]);
   const exists = () => new OperatorError(`an operator named "${name}" exists already`);
   try {
@@ -105,15 +121,19 @@ export async function createOperator(
   return { operator: name, client_id: clientId, client_secret: secret };
 }
 
-/** A new secret for the operator's client; the old secret and every token issued before stop working. */
+/**
+ * A new secret for the operator's client; the old secret and every token issued before stop
+ * working. `secretCost` as for createOperator.
+ */
 export async function rotateOperatorSecret(
   db: Kysely<Database>,
   name: string,
   now: number,
   audit?: AuditContext,
+  options: { readonly secretCost?: SecretCost } = {},
 ): Promise<CreatedOperator> {
   const secret = generateSecret();
-  const secretHash = await hashSecret(secret);
+  const secretHash = await hashSecret(secret, options.secretCost);
   const clientId = await db.transaction().execute(async (tx) => {
     const operator = await operatorNamed(tx, name);
     await rotateOperatorClientSecret(tx, operator.id, secretHash, now);
@@ -144,18 +164,22 @@ export async function setOperatorEnabledByName(
   });
 }
 
-/** Sets (or replaces) the operator's console password, stored as a slow salted hash; its console sessions end. */
+/**
+ * Sets (or replaces) the operator's console password, stored as a slow salted hash (at
+ * `passwordCost`, as for createOperator); its console sessions end.
+ */
 export async function setOperatorPassword(
   db: Kysely<Database>,
   name: string,
   password: string,
   now: number,
   audit?: AuditContext,
+  options: { readonly passwordCost?: SecretCost } = {},
 ): Promise<void> {
   checkPassword(password);
   // Unknown names are refused before the slow hash, and again in the transaction (a race).
   await operatorNamed(db, name);
-  const passwordHash = await hashPassword(password);
+  const passwordHash = await hashPassword(password, options.passwordCost);
   await db.transaction().execute(async (tx) => {
     const operator = await operatorNamed(tx, name);
     await setOperatorPasswordHash(tx, operator.id, passwordHash, now);
@@ -176,13 +200,15 @@ export interface OperatorLogin {
  * operator without a password and a wrong password all run scrypt once at the password cost
  * (against a dummy hash made at start, or the operator's own), so how long a refusal takes does
  * not tell which names exist. The comparison itself is constant time (verifySecret). Login
- * attempts are throttled by the console, not here.
+ * attempts are throttled by the console, not here. `passwordCost` is the cost of the dummy hash,
+ * the operators' own (PASSWORD_COST; tests that set passwords at a lower cost give theirs).
  */
 export function createOperatorLogin(
   db: Kysely<Database>,
   verify: SecretVerifier = verifySecret,
+  passwordCost: SecretCost = PASSWORD_COST,
 ): OperatorLogin {
-  const dummyHash = hashPassword(generateSecret());
+  const dummyHash = hashPassword(generateSecret(), passwordCost);
   return {
     async verify(name, password) {
       // What no operator can have is not looked up (PostgreSQL refuses U+0000 in a query), nor

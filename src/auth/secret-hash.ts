@@ -45,9 +45,13 @@ export function hashSecret(secret: string, cost: SecretCost = SECRET_COST): Prom
   return hashWith(secret, cost);
 }
 
-/** A salted scrypt hash of a password a person chose, at PASSWORD_COST; verifySecret checks it too. */
-export function hashPassword(password: string): Promise<string> {
-  return hashWith(password, PASSWORD_COST);
+/**
+ * A salted scrypt hash of a password a person chose, at `cost`: PASSWORD_COST unless a test asks
+ * for less (each hash at PASSWORD_COST takes about 0.5-1 s of CPU and 128 MiB). verifySecret
+ * checks it too.
+ */
+export function hashPassword(password: string, cost: SecretCost = PASSWORD_COST): Promise<string> {
+  return hashWith(password, cost);
 }
 
 /** Compares in constant time; false for any malformed stored hash. */

@@ -5,7 +5,10 @@
  */
 export interface JobSignal {
   notify(): void;
-  /** Resolves on the next notify() (or at once if one came since the last wait) or after `ms`. */
+  /**
+   * Resolves on the next notify() (or at once if one came since the last wait), after `ms`, or
+   * when `abort` aborts (at once if it has).
+   */
   wait(ms: number, abort?: AbortSignal): Promise<void>;
 }
 
@@ -23,6 +26,9 @@ export function createJobSignal(): JobSignal {
       for (const resolve of w) resolve();
     },
     wait(ms, abort) {
+      // An abort that came while the loop was busy (claiming) ends the wait at once: a listener
+      // added to an aborted signal never runs, and stop() would wait out the whole poll.
+      if (abort?.aborted) return Promise.resolve();
       if (missed) {
         missed = false;
         return Promise.resolve();

@@ -9,6 +9,7 @@ import {
 } from '../../src/auth/operators.ts';
 import { verifySecret } from '../../src/auth/secret-hash.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { TEST_PASSWORD_COST, TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
 /** verifySecret, with the cost parameters of every stored hash it was asked to check. */
@@ -23,18 +24,24 @@ function countingVerifier() {
   };
 }
 
-/** scrypt at the password cost (N=2^17, r=8, p=1). */
-const PASSWORD_COST = 'scrypt$131072$8$1';
+/**
+ * What these tests hash their passwords at: each hash at the production cost (PASSWORD_COST)
+ * costs about a second of CPU. test/cli/operator-cli.test.ts checks that `vrp operator` stores
+ * PASSWORD_COST hashes and that a login's dummy hash has that cost when none is given.
+ */
+const LOW = { secretCost: TEST_SECRET_COST, passwordCost: TEST_PASSWORD_COST } as const;
+/** How a hash at the tests' password cost begins. */
+const TEST_COST = `scrypt$${TEST_PASSWORD_COST.N}$${TEST_PASSWORD_COST.r}$${TEST_PASSWORD_COST.p}`;
 
 for (const store of testStores()) {
   describe(`operator console passwords (${store})`, () => {
     let t: TestApp;
-    // One login checker for the file: its dummy hash costs a password hash to make.
+    // One login checker for the file, its dummy hash at the tests' password cost.
     const counter = countingVerifier();
     let login: ReturnType<typeof createOperatorLogin>;
     before(async () => {
       t = await createTestApp({}, { store, demo: false });
-      login = createOperatorLogin(t.ctx.store.db, counter.verify);
+      login = createOperatorLogin(t.ctx.store.db, counter.verify, TEST_PASSWORD_COST);
     });
     after(() => t.close());
 
@@ -49,9 +56,9 @@ for (const store of testStores()) {
 
     test('set and verified; stored only as a salted hash at the password cost', async () => {
       const password = 'correct horse battery staple';
-      await createOperator(t.ctx.store.db, { name: 'carol', password }, Date.now());
+      await createOperator(t.ctx.store.db, { name: 'carol', password, ...LOW }, Date.now());
       const hash = String(await storedHash('carol'));
-      assert.ok(hash.startsWith(`${PASSWORD_COST}$`), hash);
+      assert.ok(hash.startsWith(`${TEST_COST}$`), hash);
       assert.ok(!hash.includes(password));
 
       const found = await login.verify('carol', password);
@@ -61,16 +68,31 @@ for (const store of testStores()) {
       assert.equal(await login.verify('carol', `${password}!`), undefined);
 
       // A new password replaces the old one.
-      await setOperatorPassword(t.ctx.store.db, 'carol', 'another long passphrase', Date.now());
+      await setOperatorPassword(
+        t.ctx.store.db,
+        'carol',
+        'another long passphrase',
+        Date.now(),
+        undefined,
+        LOW,
+      );
       assert.equal(await login.verify('carol', password), undefined);
       assert.equal((await login.verify('carol', 'another long passphrase'))?.name, 'carol');
       assert.notEqual(await storedHash('carol'), hash);
     });
 
     test('every refusal costs one password hash: unknown name, no password, disabled, wrong password', async () => {
-      await createOperator(t.ctx.store.db, { name: 'dave' }, Date.now());
-      await createOperator(t.ctx.store.db, { name: 'erin', password: 'erin has a passphrase' }, Date.now());
-      await createOperator(t.ctx.store.db, { name: 'frank', password: 'frank has a passphrase' }, Date.now());
+      await createOperator(t.ctx.store.db, { name: 'dave', ...LOW }, Date.now());
+      await createOperator(
+        t.ctx.store.db,
+        { name: 'erin', password: 'erin has a passphrase', ...LOW },
+        Date.now(),
+      );
+      await createOperator(
+        t.ctx.store.db,
+        { name: 'frank', password: 'frank has a passphrase', ...LOW },
+        Date.now(),
+      );
       await setOperatorEnabledByName(t.ctx.store.db, 'frank', false, Date.now());
       const cases: [string, string][] = [
         ['Erin', 'erin has a passphrase'],
@@ -82,11 +104,7 @@ for (const store of testStores()) {
       for (const [name, password] of cases) {
         counter.costs.length = 0;
         assert.equal(await login.verify(name, password), undefined, name.slice(0, 20));
-        assert.deepEqual(
-          counter.costs,
-          [PASSWORD_COST],
-          `${name.slice(0, 20)}: one check at the password cost`,
-        );
+        assert.deepEqual(counter.costs, [TEST_COST], `${name.slice(0, 20)}: one check at the password cost`);
       }
     });
 
@@ -100,7 +118,7 @@ for (const store of testStores()) {
         'tab\there and more',
       ]) {
         await assert.rejects(
-          createOperator(t.ctx.store.db, { name: 'weak', password }, Date.now()),
+          createOperator(t.ctx.store.db, { name: 'weak', password, ...LOW }, Date.now()),
           OperatorError,
           JSON.stringify(password.slice(0, 20)),
         );
@@ -113,33 +131,45 @@ for (const store of testStores()) {
           .executeTakeFirst(),
         undefined,
       );
-      await createOperator(t.ctx.store.db, { name: 'grace' }, Date.now());
-      await assert.rejects(setOperatorPassword(t.ctx.store.db, 'grace', 'short', Date.now()), OperatorError);
+      await createOperator(t.ctx.store.db, { name: 'grace', ...LOW }, Date.now());
+      await assert.rejects(
+        setOperatorPassword(t.ctx.store.db, 'grace', 'short', Date.now(), undefined, LOW),
+        OperatorError,
+      );
       assert.equal(await storedHash('grace'), null);
       await assert.rejects(
-        setOperatorPassword(t.ctx.store.db, 'nobody', 'a long enough passphrase', Date.now()),
+        setOperatorPassword(t.ctx.store.db, 'nobody', 'a long enough passphrase', Date.now(), undefined, LOW),
         /no operator named "nobody"/,
       );
       // Twelve characters of any script are enough.
-      await setOperatorPassword(t.ctx.store.db, 'grace', 'пароль-пароль', Date.now());
+      await setOperatorPassword(t.ctx.store.db, 'grace', 'пароль-пароль', Date.now(), undefined, LOW);
       assert.equal(
-        (await createOperatorLogin(t.ctx.store.db).verify('grace', 'пароль-пароль'))?.name,
+        (
+          await createOperatorLogin(t.ctx.store.db, undefined, TEST_PASSWORD_COST).verify(
+            'grace',
+            'пароль-пароль',
+          )
+        )?.name,
         'grace',
       );
     });
 
     test('names: unique, and what a reseller name may be', async () => {
-      await createOperator(t.ctx.store.db, { name: 'heidi' }, Date.now());
+      await createOperator(t.ctx.store.db, { name: 'heidi', ...LOW }, Date.now());
       await assert.rejects(
-        createOperator(t.ctx.store.db, { name: 'heidi' }, Date.now()),
+        createOperator(t.ctx.store.db, { name: 'heidi', ...LOW }, Date.now()),
         /an operator named "heidi" exists already/,
       );
       const concurrent = await Promise.allSettled(
-        [1, 2, 3].map(() => createOperator(t.ctx.store.db, { name: 'ivan' }, Date.now())),
+        [1, 2, 3].map(() => createOperator(t.ctx.store.db, { name: 'ivan', ...LOW }, Date.now())),
       );
       assert.equal(concurrent.filter((r) => r.status === 'fulfilled').length, 1);
       for (const name of ['', '-dash', 'with/slash', 'x'.repeat(101)]) {
-        await assert.rejects(createOperator(t.ctx.store.db, { name }, Date.now()), OperatorError, name);
+        await assert.rejects(
+          createOperator(t.ctx.store.db, { name, ...LOW }, Date.now()),
+          OperatorError,
+          name,
+        );
       }
     });
   });

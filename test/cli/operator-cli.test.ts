@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, type TestContext, test } from 'node:test';
 import { createClientAuthenticator } from '../../src/auth/client-authenticator.ts';
 import { createOperatorLogin } from '../../src/auth/operators.ts';
+import { verifySecret } from '../../src/auth/secret-hash.ts';
 import { createStore, type Store } from '../../src/store/database.ts';
 import { listAuditEntries } from '../../src/store/repos/audit.ts';
 import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
@@ -29,6 +30,9 @@ async function cliFor(t: TestContext, store: StoreKind) {
     },
   };
 }
+
+/** scrypt at the password cost (N=2^17, r=8, p=1), as a stored hash begins. */
+const PASSWORD_COST = 'scrypt$131072$8$1';
 
 /** `bin/vrp.js ARGS` as a real process with `input` on its stdin (only a process has one). */
 function vrpProcess(dataDir: string, args: string[], input: string) {
@@ -216,7 +220,27 @@ describe('vrp operator --password-stdin', () => {
 
     const store = createStore({ databaseUrl: undefined, dataDir, poolSize: 1 });
     t.after(() => store.close());
-    const login = createOperatorLogin(store.db);
+    // The production costs (the other tests of passwords hash at a lower one): what the CLI
+    // stores, and what a login checks a name that has no password against.
+    const passwordHash = async () =>
+      String(
+        (
+          await store.db
+            .selectFrom('operators')
+            .select('password_hash')
+            .where('name', '=', 'frank')
+            .executeTakeFirstOrThrow()
+        ).password_hash,
+      );
+    const firstHash = await passwordHash();
+    assert.ok(firstHash.startsWith(`${PASSWORD_COST}$`), firstHash);
+    const checked: string[] = [];
+    const login = createOperatorLogin(store.db, (secret, stored) => {
+      checked.push(stored.split('$').slice(0, 4).join('$'));
+      return verifySecret(secret, stored);
+    });
+    assert.equal(await login.verify('nobody', 'frank has a long passphrase'), undefined);
+    assert.deepEqual(checked, [PASSWORD_COST], 'the dummy hash has the password cost');
     assert.equal(
       (await login.verify('frank', 'frank has a long passphrase'))?.name,
       'frank',
@@ -230,6 +254,9 @@ describe('vrp operator --password-stdin', () => {
     );
     assert.equal(set.code, 0, set.err);
     assert.deepEqual(set.json(), { operator: 'frank', password_set: true });
+    const replaced = await passwordHash();
+    assert.ok(replaced.startsWith(`${PASSWORD_COST}$`), replaced);
+    assert.notEqual(replaced, firstHash);
     assert.equal(await login.verify('frank', 'frank has a long passphrase'), undefined);
     assert.equal((await login.verify('frank', 'a new passphrase for frank'))?.name, 'frank');
     const list = (

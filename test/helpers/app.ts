@@ -11,6 +11,8 @@ import {
   type RegisteredApplication,
   registerApplication,
 } from '../../src/auth/applications.ts';
+import { loadAnyClientState } from '../../src/auth/client-lookup.ts';
+import { createClientStateCache } from '../../src/auth/client-state.ts';
 import type { Scope } from '../../src/auth/scopes.ts';
 import type { SecretCost } from '../../src/auth/secret-hash.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -78,6 +80,11 @@ export async function createTestApp(
     lookup?: HostLookup;
     /** The scrypt cost of its applications and of the token endpoint's dummy hash (TEST_SECRET_COST). */
     secretCost?: SecretCost;
+    /**
+     * How long the app trusts what it read of a client (CLIENT_STATE_TTL_MS, 2 s, unless given):
+     * how long a test waits for a change made behind the app's back (the CLI's) to reach requests.
+     */
+    clientStateTtlMs?: number;
     /** Where the app and its worker log, at trace level (silent without it). */
     log?: Writable;
   } = {},
@@ -87,12 +94,19 @@ export async function createTestApp(
   const config = loadConfig(testEnv(dataDir, pgDb ? { ...env, VRP_DATABASE_URL: pgDb.url } : env));
   const created = await createContext(config);
   // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock;
-  // its secret cost replaces SECRET_COST (test/helpers/secret-cost.ts).
+  // its secret cost replaces SECRET_COST (test/helpers/secret-cost.ts); its client-state TTL, if
+  // given, the 2 s one.
   const ctx: AppContext = {
     ...created,
     clock: options.clock ?? created.clock,
     lookup: options.lookup ?? offlineLookup,
     secretCost: options.secretCost ?? TEST_SECRET_COST,
+    ...(options.clientStateTtlMs !== undefined && {
+      clientStates: createClientStateCache(
+        (id) => loadAnyClientState(created.store.db, id),
+        options.clientStateTtlMs,
+      ),
+    }),
   };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
   const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });

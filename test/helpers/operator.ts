@@ -6,12 +6,16 @@
 import { type CreatedOperator, createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
 import { BASE, call, type TestApp } from './app.ts';
+import { TEST_PASSWORD_COST } from './secret-cost.ts';
 
 export { OPS };
 
 let operators = 0;
 
-/** A new operator (named `ops-N` unless `name` is given) with its client credentials. */
+/**
+ * A new operator (named `ops-N` unless `name` is given) with its client credentials: its secret
+ * hashed at the app's cost (ctx.secretCost, as its applications'), its password at TEST_PASSWORD_COST.
+ */
 export async function createTestOperator(
   t: TestApp,
   options: { name?: string; password?: string } = {},
@@ -19,7 +23,12 @@ export async function createTestOperator(
   operators += 1;
   return createOperator(
     t.ctx.store.db,
-    { name: options.name ?? `ops-${operators}`, password: options.password },
+    {
+      name: options.name ?? `ops-${operators}`,
+      password: options.password,
+      secretCost: t.ctx.secretCost,
+      passwordCost: TEST_PASSWORD_COST,
+    },
     Date.now(),
   );
 }

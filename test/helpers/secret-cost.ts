@@ -8,3 +8,11 @@ import type { SecretCost } from '../../src/auth/secret-hash.ts';
  * the CLI and the end-to-end tests (test/helpers/e2e.ts) use SECRET_COST.
  */
 export const TEST_SECRET_COST: SecretCost = Object.freeze({ N: 2, r: 1, p: 1 });
+
+/**
+ * The scrypt cost of the console passwords tests set (createTestOperator, the operator tests)
+ * and of their login checker's dummy hash: at the real cost (PASSWORD_COST, N=2^17) each costs
+ * about a second of CPU. Not TEST_SECRET_COST, so a test can still tell a password's hash from a
+ * client secret's. test/auth/operators.test.ts checks that production stores PASSWORD_COST.
+ */
+export const TEST_PASSWORD_COST: SecretCost = Object.freeze({ N: 4, r: 1, p: 1 });

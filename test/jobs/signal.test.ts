@@ -33,4 +33,13 @@ describe('job signal', () => {
     await waiting;
     assert.ok(performance.now() - t0 < 5000);
   });
+
+  test('a wait with an abort that came before it ends at once (a loop stopped while it claimed)', async () => {
+    const signal = createJobSignal();
+    const abort = new AbortController();
+    abort.abort();
+    const t0 = performance.now();
+    await signal.wait(10_000, abort.signal);
+    assert.ok(performance.now() - t0 < 1000);
+  });
 });

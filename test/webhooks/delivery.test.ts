@@ -255,6 +255,12 @@ for (const store of testStores()) {
             const got = await alive!.waitFor(3, 5000);
             assert.equal(got.length, 3);
             assert.equal(dead!.received.length, 1, 'one attempt at a time to the dead receiver');
+            // The receiver has the third; its answer recorded before the sender stops (an
+            // attempt stopped mid-answer goes back to the queue).
+            await until(
+              async () => (await deliveries(t)).filter((r) => r.status === 'succeeded').length === 3,
+              "the other reseller's deliveries recorded",
+            );
           } finally {
             await d.stop(0);
           }
