@@ -3,7 +3,7 @@ import { type ClientStateCache, createClientStateCache } from './auth/client-sta
 import { checkKeyAgainstStore } from './auth/key-check.ts';
 import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
 import { createSecretBox, type SecretBox } from './auth/secret-box.ts';
-import { SECRET_COST, type SecretCost } from './auth/secret-hash.ts';
+import { PASSWORD_COST, SECRET_COST, type SecretCost } from './auth/secret-hash.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
@@ -36,6 +36,11 @@ export interface AppContext {
    * applications at a lower cost set theirs here, as they set their own clock.
    */
   readonly secretCost: SecretCost;
+  /**
+   * The scrypt cost of operators' console passwords, which the console login's dummy hash (for
+   * names that have no password) matches: PASSWORD_COST; tests set theirs, as for secretCost.
+   */
+  readonly passwordCost: SecretCost;
 }
 
 /**
@@ -72,5 +77,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     metrics: createMetrics(store, clock),
     lookup: systemLookup,
     secretCost: SECRET_COST,
+    passwordCost: PASSWORD_COST,
   };
 }

@@ -198,7 +198,7 @@ export interface OperatorLogin {
 /**
  * Console logins checked so that every answer costs one password hash: an unknown name, an
  * operator without a password and a wrong password all run scrypt once at the password cost
- * (against a dummy hash made at start, or the operator's own), so how long a refusal takes does
+ * (against a dummy hash made at the first such login, or the operator's own), so how long a refusal takes does
  * not tell which names exist. The comparison itself is constant time (verifySecret). Login
  * attempts are throttled by the console, not here. `passwordCost` is the cost of the dummy hash,
  * the operators' own (PASSWORD_COST; tests that set passwords at a lower cost give theirs).
@@ -208,9 +208,12 @@ export function createOperatorLogin(
   verify: SecretVerifier = verifySecret,
   passwordCost: SecretCost = PASSWORD_COST,
 ): OperatorLogin {
-  const dummyHash = hashPassword(generateSecret(), passwordCost);
+  // Made at the first login, not at start: every process builds the console, few log in. Only
+  // the process's very first unknown name waits for it, once.
+  let dummyHash: Promise<string> | undefined;
   return {
     async verify(name, password) {
+      dummyHash ??= hashPassword(generateSecret(), passwordCost);
       // What no operator can have is not looked up (PostgreSQL refuses U+0000 in a query), nor
       // hashed whole: the dummy check still runs, on at most the longest password there can be.
       const candidate = password.slice(0, PASSWORD_MAX_LENGTH * 2);

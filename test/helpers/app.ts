@@ -25,7 +25,7 @@ import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
 import { checkResponses } from './response-check.ts';
-import { TEST_SECRET_COST } from './secret-cost.ts';
+import { TEST_PASSWORD_COST, TEST_SECRET_COST } from './secret-cost.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
 import { offlineLookup } from './webhooks.ts';
 
@@ -101,6 +101,7 @@ export async function createTestApp(
     clock: options.clock ?? created.clock,
     lookup: options.lookup ?? offlineLookup,
     secretCost: options.secretCost ?? TEST_SECRET_COST,
+    passwordCost: TEST_PASSWORD_COST,
     ...(options.clientStateTtlMs !== undefined && {
       clientStates: createClientStateCache(
         (id) => loadAnyClientState(created.store.db, id),

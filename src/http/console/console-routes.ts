@@ -1,6 +1,7 @@
 import type { FastifyError } from 'fastify';
 import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
+import { verifySecret } from '../../auth/secret-hash.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
@@ -83,7 +84,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   registerConsoleAssets(app);
   registerLoginRoutes(app, ctx, router, {
     sessions,
-    login: createOperatorLogin(ctx.store.db),
+    login: createOperatorLogin(ctx.store.db, verifySecret, ctx.passwordCost),
     // Per source address, as the token endpoint: 5 wrong passwords, then a wait that doubles.
     throttle: createFailureThrottle(),
   });
