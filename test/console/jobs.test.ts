@@ -58,8 +58,8 @@ describe('console: jobs', () => {
     await t?.close();
   });
 
-  async function signedIn() {
-    const watched = await openPage(browser, origin);
+  async function signedIn(options: { javaScriptEnabled?: boolean } = {}) {
+    const watched = await openPage(browser, origin, options);
     if (session.length === 0) {
       await logIn(watched.page, origin, 'alice', PASSWORD);
       await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
@@ -141,7 +141,8 @@ describe('console: jobs', () => {
     assert.equal(await page.locator('[data-live]').count(), 0);
 
     // A job that is no longer queued cannot be cancelled: the API's refusal, on the page.
-    const { page: second, problems: secondProblems } = await signedIn();
+    // Without its script, so that its list stays as it was shown (no live refresh): stale.
+    const { page: second, problems: secondProblems } = await signedIn({ javaScriptEnabled: false });
     await second.goto(`${origin}${CONSOLE}/jobs?status=queued`);
     const stale = rows(second).first();
     // Cancelled from the first page, then again from the second one's list, now stale.

@@ -56,10 +56,13 @@ export async function openPage(
     viewport?: { width: number; height: number };
     /** Cookies of an earlier context (`context.storageState()`): a page already logged in. */
     storageState?: StorageState;
+    /** false: the page without its script (no live refresh), as a browser with scripts off. */
+    javaScriptEnabled?: boolean;
   } = {},
 ): Promise<WatchedPage> {
   const context = await browser.newContext({
     ...(options.storageState && { storageState: options.storageState }),
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
     timezoneId: options.timezoneId ?? 'UTC',
     viewport: options.viewport ?? { width: 1280, height: 800 },
     locale: 'en-GB',
