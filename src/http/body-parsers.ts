@@ -1,10 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 
-/** RFC 6749's form body, for the token endpoint's scope only; a repeated field becomes a list. */
-export function registerFormParser(scope: FastifyInstance): void {
+/**
+ * A form body (`application/x-www-form-urlencoded`) in `scope` only: RFC 6749's for the token
+ * endpoint, the console's forms. A repeated field becomes a list. `bodyLimit` in bytes (default:
+ * the app's).
+ */
+export function registerFormParser(scope: FastifyInstance, options: { bodyLimit?: number } = {}): void {
   scope.addContentTypeParser(
     'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
+    { parseAs: 'string', ...options },
     (_req, body, done) => {
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of new URLSearchParams(body as string)) {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Cookie, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, signedInPages } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
@@ -31,7 +31,6 @@ describe('console: jobs', () => {
   let acme: string;
   let broken: string;
   let waiting: string;
-  let session: Cookie[] = [];
 
   before(async () => {
     // Every hypervisor operation fails (the simulated driver's fault injection): a create fails.
@@ -58,17 +57,8 @@ describe('console: jobs', () => {
     await t?.close();
   });
 
-  async function signedIn(options: { javaScriptEnabled?: boolean } = {}) {
-    const watched = await openPage(browser, origin, options);
-    if (session.length === 0) {
-      await logIn(watched.page, origin, 'alice', PASSWORD);
-      await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
-      session = await watched.page.context().cookies();
-    } else {
-      await watched.page.context().addCookies(session);
-    }
-    return watched;
-  }
+  const signIn = signedInPages('alice', PASSWORD);
+  const signedIn = (options: { javaScriptEnabled?: boolean } = {}) => signIn(browser, origin, options);
 
   test('retry a failed job: a new job is queued; a second retry is refused with the API’s message', async () => {
     const { page, problems } = await signedIn();

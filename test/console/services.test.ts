@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Cookie, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, signedInPages } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
@@ -51,18 +51,8 @@ describe('console: services', () => {
   });
 
   /** A fresh page with alice's session (logged in once: a password check takes its time). */
-  let session: Cookie[] = [];
-  async function signedIn() {
-    const watched = await openPage(browser, origin);
-    if (session.length === 0) {
-      await logIn(watched.page, origin, 'alice', PASSWORD);
-      await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
-      session = await watched.page.context().cookies();
-    } else {
-      await watched.page.context().addCookies(session);
-    }
-    return watched;
-  }
+  const signIn = signedInPages('alice', PASSWORD);
+  const signedIn = () => signIn(browser, origin);
 
   test('search by domain and by id prefix, filter by status, open a service and see its facts', async () => {
     const { page, problems } = await signedIn();

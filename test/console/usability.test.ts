@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage, type StorageState } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, signedInPages } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
@@ -16,8 +16,7 @@ describe('console usability', () => {
   let browser: Browser;
   let t: TestApp;
   let origin: string;
-  /** A logged-in browser's cookies: each test opens its page with them instead of logging in again. */
-  let loggedIn: StorageState;
+  const signIn = signedInPages('erin', PASSWORD);
   before(async () => {
     // One small host: a 4-vCPU order finds no room, and its create job fails.
     [browser, t] = await Promise.all([
@@ -41,11 +40,6 @@ describe('console usability', () => {
     const id = order.body.data[0].service_id as string;
     assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
     await waitForStatus(t, token, id, 'failed');
-    const { page } = await openPage(browser, origin);
-    await logIn(page, origin, 'erin', PASSWORD);
-    await page.waitForURL(`${origin}${CONSOLE}/`);
-    loggedIn = await page.context().storageState();
-    await page.context().close();
   });
   after(async () => {
     await browser?.close();
@@ -53,10 +47,7 @@ describe('console usability', () => {
   });
 
   test('times are shown in the browser’s zone, with the UTC time on hover', async () => {
-    const { page, problems } = await openPage(browser, origin, {
-      timezoneId: 'America/New_York',
-      storageState: loggedIn,
-    });
+    const { page, problems } = await signIn(browser, origin, { timezoneId: 'America/New_York' });
     await page.goto(`${origin}${CONSOLE}/`);
     const time = page.locator('time[data-local]').first();
     await time.waitFor();
@@ -75,7 +66,7 @@ describe('console usability', () => {
   });
 
   test('the keyboard reaches everything: a skip link first, then the navigation', async () => {
-    const { page, problems } = await openPage(browser, origin, { storageState: loggedIn });
+    const { page, problems } = await signIn(browser, origin);
     await page.goto(`${origin}${CONSOLE}/`);
     await page.keyboard.press('Tab');
     assert.equal(await page.locator(':focus').innerText(), 'Skip to content');
@@ -94,10 +85,7 @@ describe('console usability', () => {
   });
 
   test('on a phone the page fits its width (tables scroll inside their box)', async () => {
-    const { page, problems } = await openPage(browser, origin, {
-      viewport: { width: 390, height: 844 },
-      storageState: loggedIn,
-    });
+    const { page, problems } = await signIn(browser, origin, { viewport: { width: 390, height: 844 } });
     await page.goto(`${origin}${CONSOLE}/`);
     const width = await page.evaluate<number>('document.documentElement.scrollWidth');
     assert.ok(width <= 390, `the page is ${width} px wide`);
@@ -106,7 +94,7 @@ describe('console usability', () => {
   });
 
   test('a form sent without its CSRF token is refused and changes nothing', async () => {
-    const { page, problems } = await openPage(browser, origin, { storageState: loggedIn });
+    const { page, problems } = await signIn(browser, origin);
     await page.goto(`${origin}${CONSOLE}/`);
     // As a forged form would be: the logout form without its token.
     await page.locator('form.logout input[name="_csrf"]').evaluate((input) => input.remove());

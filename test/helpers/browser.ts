@@ -89,3 +89,24 @@ export async function logIn(page: Page, origin: string, name: string, password: 
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
 }
+
+/**
+ * Pages logged in as one operator: the first logs in through the form (and lands on the
+ * overview), the others open with its cookies, since every password check takes its time.
+ */
+export function signedInPages(name: string, password: string) {
+  let state: StorageState | undefined;
+  return async (
+    browser: Browser,
+    origin: string,
+    options: Omit<Parameters<typeof openPage>[2] & {}, 'storageState'> = {},
+  ): Promise<WatchedPage> => {
+    const watched = await openPage(browser, origin, { ...options, ...(state && { storageState: state }) });
+    if (!state) {
+      await logIn(watched.page, origin, name, password);
+      await watched.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      state = await watched.page.context().storageState();
+    }
+    return watched;
+  };
+}

@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
 import { CONSOLE } from '../base-path.ts';
+import { registerFormParser } from '../body-parsers.ts';
 import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
@@ -38,18 +39,7 @@ export function registerConsoleRoutes(parent: App, ctx: AppContext): void {
 
 function consoleRoutes(app: App, ctx: AppContext): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string', bodyLimit: FORM_LIMIT },
-    (_req, body, done) => {
-      const out: Record<string, string | string[]> = {};
-      for (const [k, v] of new URLSearchParams(body as string)) {
-        const prev = out[k];
-        out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-      }
-      done(null, out);
-    },
-  );
+  registerFormParser(app, { bodyLimit: FORM_LIMIT });
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
     if ((body as Buffer).length === 0) return done(null, undefined);
     const err = new FormError('The console reads forms only');
