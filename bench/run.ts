@@ -25,6 +25,13 @@ import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
 import { type ServerProcess, startServer } from '../test/helpers/server-process.ts';
+import {
+  existingProvisioningSection,
+  libvirtProvisioning,
+  type ProvisioningRun,
+  provisioningSection,
+  writeProvisioningSection,
+} from './libvirt.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
 import { type Row, writeResults } from './report.ts';
 import { resetIds, seedServices } from './seed.ts';
@@ -40,8 +47,11 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     /** Run the server with --cpu-prof into this directory (one profile per server process). */
     profile: { type: 'string' },
+    /** The tiny test template for the real-VM scenario (default: VRP_TEST_LIBVIRT_TEMPLATE). */
+    'libvirt-template': { type: 'string' },
   },
 });
+const libvirtTemplate = args['libvirt-template'] || process.env['VRP_TEST_LIBVIRT_TEMPLATE'] || undefined;
 const quick = args.quick!;
 const SETTINGS = {
   connections: 10,
@@ -63,6 +73,7 @@ const ALL = [
   'running',
   'status-big',
   'ops-lists',
+  'libvirt',
 ] as const;
 type Key = (typeof ALL)[number];
 const only = args.only ? new Set(args.only.split(',')) : undefined;
@@ -640,9 +651,21 @@ async function operatorLists(env: Record<string, string>): Promise<Row[]> {
 }
 
 const started = Date.now();
+const resultsFile = join(here, 'RESULTS.md');
+// The real-VM scenario (bench/libvirt.ts) keeps a section of its own in RESULTS.md.
+if (only?.size === 1 && only.has('libvirt')) {
+  const runs = await libvirtProvisioning(libvirtTemplate);
+  if (runs) {
+    writeProvisioningSection(resultsFile, provisioningSection(runs));
+    console.log(`wrote its section of ${resultsFile}`);
+  }
+  process.exit(0);
+}
 let rows: Row[];
+let libvirtRuns: ProvisioningRun[] | undefined;
 try {
   rows = await main();
+  if (enabled('libvirt')) libvirtRuns = await libvirtProvisioning(libvirtTemplate);
 } catch (err) {
   console.error('bench failed:', err);
   cleanup();
@@ -653,13 +676,17 @@ const elapsed = (Date.now() - started) / 1000;
 if (only) {
   console.log(`(--only: bench/RESULTS.md not written; ${elapsed.toFixed(0)} s)`);
 } else {
-  const file = join(here, 'RESULTS.md');
+  const file = resultsFile;
+  const previous = existsSync(file) ? existingProvisioningSection(readFileSync(file, 'utf8')) : undefined;
   writeResults(file, rows, {
     quick,
     settings: SETTINGS,
     elapsedSeconds: elapsed,
     findings: join(here, 'FINDINGS.md'),
   });
+  // The real-VM section: this run's, or the last one measured (no template this time).
+  const section = libvirtRuns ? provisioningSection(libvirtRuns) : previous;
+  if (section) writeProvisioningSection(file, section);
   console.log(`wrote ${file} (${elapsed.toFixed(0)} s)`);
 }
 if (args.profile && existsSync(args.profile))

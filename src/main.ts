@@ -17,7 +17,7 @@ export async function serve(config: Config): Promise<void> {
     console.error('vrp: a fresh store: the demo catalogue was loaded (VRP_DEMO=0 to skip)');
   }
   const app = buildApp(ctx);
-  const driver = await createDriver(config, ctx.store.db);
+  const driver = await createDriver(config, ctx.store.db, app.log);
   let background: Background | undefined;
 
   // Stop taking requests, let running jobs finish (25 s, then abort them), close the rest.

@@ -19,5 +19,12 @@ if ! virsh -c qemu:///system list >/dev/null 2>&1; then
   for _ in $(seq 1 50); do virsh -c qemu:///system list >/dev/null 2>&1 && break; sleep 0.2; done
 fi
 virsh -c qemu:///system list >/dev/null
+# A /dev/kvm that libvirt's QEMU cannot use (mode 0600 root:root, or a nested host without
+# nested KVM) made libvirtd probe QEMU again on every define (32-50 s each): say so. `auto`
+# chooses TCG there all the same (docs/libvirt.md, "Provisioning time").
+if [ -e /dev/kvm ] && ! virsh -c qemu:///system domcapabilities --virttype kvm >/dev/null 2>&1; then
+  echo "setup-ci: /dev/kvm exists ($(stat -c '%a %U:%G' /dev/kvm)) but libvirt's QEMU cannot use KVM;" \
+    "define/start may be slow: see docs/libvirt.md, 'Provisioning time, and a slow virsh define'" >&2
+fi
 [ -f "$out/initrd.img" ] || bash "$here/build-test-template.sh" "$out" >/dev/null
 echo "$out"

@@ -4,21 +4,42 @@ import type { Database } from '../store/schema.ts';
 import type { HypervisorDriver } from './driver.ts';
 import { syncHosts } from './hosts.ts';
 import { createIpPool } from './ip-pool.ts';
+import { createCommands } from './libvirt/commands.ts';
 import { createLibvirtDriver } from './libvirt/libvirt-driver.ts';
 import { detectVirtType } from './libvirt/virt-type.ts';
 import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 
+/** Where the driver reports its choices (the server's logger, or a test's). */
+export interface DriverLog {
+  info(obj: object, msg: string): void;
+  debug(obj: object, msg: string): void;
+}
+
 /** The driver the settings name, ready to use. */
-export async function createDriver(config: Config, db: Kysely<Database>): Promise<HypervisorDriver> {
+export async function createDriver(
+  config: Config,
+  db: Kysely<Database>,
+  log?: DriverLog,
+): Promise<HypervisorDriver> {
   const ipPool = await createIpPool(db, config.simulatedIpPool, Date.now);
   if (config.driver === 'libvirt') {
     await syncHosts(db, config.libvirtHosts);
+    // Asked once per host at start: each host's libvirt says whether its QEMU can use KVM.
+    const probe = createCommands();
+    const virtTypes = new Map<string, 'kvm' | 'qemu'>();
+    for (const host of config.libvirtHosts) {
+      const choice = await detectVirtType(config.libvirtVirtType, host.uri, probe);
+      virtTypes.set(host.id, choice.type);
+      log?.info({ hostId: host.id, virtType: choice.type, reason: choice.reason }, 'libvirt virtualisation');
+    }
+    await probe.close();
     return createLibvirtDriver({
       db,
       ipPool,
       hosts: config.libvirtHosts,
       storage: config.libvirtStorage,
-      virtType: await detectVirtType(config.libvirtVirtType, config.libvirtHosts[0]!.uri),
+      virtTypes,
+      ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,
     });

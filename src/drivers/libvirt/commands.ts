@@ -27,7 +27,22 @@ export interface Commands {
   close(): Promise<void>;
 }
 
-export function createCommands(): Commands {
+/** One finished command and how long it took: the driver's share of a job, for logs and the bench. */
+export interface CommandTiming {
+  /** The program and its first argument after the connection (`virsh define`, `qemu-img create`). */
+  readonly command: string;
+  readonly ms: number;
+  readonly ok: boolean;
+}
+
+/** `virsh -c URI define FILE` -> `virsh define`; `qemu-img create ...` -> `qemu-img create`. */
+function shortName(command: string, args: readonly string[]): string {
+  const rest = command === 'virsh' && args[0] === '-c' ? args.slice(2) : args;
+  return rest[0] ? `${command} ${rest[0]}` : command;
+}
+
+/** @param onTiming told of every command once it has ended (succeeded or failed). */
+export function createCommands(onTiming?: (t: CommandTiming) => void): Commands {
   /** Each running child, with a promise settled once it has exited. */
   const running = new Map<ChildProcess, Promise<void>>();
   let closed = false;
@@ -52,6 +67,7 @@ export function createCommands(): Commands {
         }),
       );
     }
+    const started = performance.now();
     return new Promise((resolve, reject) => {
       let exited!: () => void;
       const child = execFile(
@@ -61,6 +77,7 @@ export function createCommands(): Commands {
         (err, stdout, stderr) => {
           running.delete(child);
           exited();
+          onTiming?.({ command: shortName(command, args), ms: performance.now() - started, ok: !err });
           if (!err) return resolve({ stdout, stderr });
           const e = err as { code?: number | string; signal?: string | null; killed?: boolean };
           const details: CommandDetails = {

@@ -14,7 +14,7 @@ import {
 } from '../driver.ts';
 import { free, placeVm, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
-import { createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
+import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
 import { isLocalSystem } from './local-system.ts';
 import { writeSeed } from './seed.ts';
@@ -25,7 +25,10 @@ export interface LibvirtDriverOptions {
   readonly ipPool: IpPool;
   readonly hosts: readonly LibvirtHostConfig[];
   readonly storage: string;
-  readonly virtType: 'kvm' | 'qemu';
+  /** Each host's virtualisation (`detectVirtType`); a host left out gets TCG (`qemu`). */
+  readonly virtTypes: ReadonlyMap<string, 'kvm' | 'qemu'>;
+  /** Told of every virsh/qemu-img command with its duration (logged at debug; the bench reads it). */
+  readonly onCommand?: (t: CommandTiming) => void;
   readonly bridge: string | undefined;
   /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
   readonly stopTimeoutMs: number;
@@ -66,7 +69,7 @@ export function parseDomainList(stdout: string): Map<string, PowerState> {
 export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const { db, ipPool } = o;
   const now = o.now ?? Date.now;
-  const commands = createCommands();
+  const commands = createCommands(o.onCommand);
   const { run, virsh } = commands;
   const uriOf = (hostId: string) => {
     const host = o.hosts.find((h) => h.id === hostId);
@@ -148,7 +151,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const f = files(vm.id);
     const xml = domainXml({
       name: domainName(vm.id),
-      virtType: o.virtType,
+      virtType: o.virtTypes.get(vm.host_id) ?? 'qemu',
       cpu: vm.cpu,
       ramGb: vm.ram_gb,
       disk: f.disk,

@@ -1,15 +1,56 @@
-import { stat } from 'node:fs/promises';
-import { isLocalSystem } from './local-system.ts';
+import { type Commands, stderrOf } from './commands.ts';
+
+/** The virtualisation a host's domains are defined with, and why it was chosen. */
+export interface VirtChoice {
+  readonly type: 'kvm' | 'qemu';
+  readonly reason: string;
+}
+
+/** What `virsh domcapabilities --virttype kvm` gave: its output, or the error it failed with. */
+export type DomcapsOutcome =
+  | { readonly ok: true; readonly stdout: string }
+  | { readonly ok: false; readonly stderr: string };
 
 /**
- * `auto`: KVM where libvirt's QEMU can use it, QEMU's TCG emulation otherwise. libvirt runs
- * QEMU as an unprivileged user, which needs /dev/kvm open to its group (`kvm`, mode 0660 on a
- * KVM host); a /dev/kvm that only root may open (as on nested sandboxes) means TCG. Remote
- * hosts cannot be looked at from here: set VRP_LIBVIRT_VIRT_TYPE=kvm for them.
+ * `auto`'s decision over libvirt's own answer. libvirt builds the domain capabilities for
+ * `kvm` only where its QEMU really starts with KVM (it probes QEMU with `-accel kvm`, as the
+ * user it runs QEMU as): a missing /dev/kvm, one its QEMU user may not open, or a nested host
+ * whose KVM cannot create a VM all make the command fail ("the accel 'kvm' is not supported").
+ * Any such failure, or an answer that does not name kvm, means TCG. A /dev/kvm's mode alone
+ * is not enough: 0660 root:kvm on a host whose KVM cannot run guests chose KVM before, and the
+ * guests never printed a line.
  */
-export async function detectVirtType(wanted: 'auto' | 'kvm' | 'qemu', uri: string): Promise<'kvm' | 'qemu'> {
-  if (wanted !== 'auto') return wanted;
-  if (!isLocalSystem(uri)) return 'qemu';
-  const s = await stat('/dev/kvm').catch(() => undefined);
-  return s?.isCharacterDevice() && (s.mode & 0o060) === 0o060 ? 'kvm' : 'qemu';
+export function decideVirtType(domcaps: DomcapsOutcome): VirtChoice {
+  if (domcaps.ok) {
+    if (/<domain>\s*kvm\s*<\/domain>/.test(domcaps.stdout))
+      return { type: 'kvm', reason: "libvirt's domain capabilities report KVM usable" };
+    return { type: 'qemu', reason: "libvirt's domain capabilities for kvm do not name KVM" };
+  }
+  const why =
+    domcaps.stderr
+      .split('\n')
+      .map((l) => l.replace(/^error:\s*/i, '').trim())
+      .filter(Boolean)
+      .at(-1) ?? 'no answer';
+  return { type: 'qemu', reason: `KVM not usable according to libvirt (${why}): TCG emulation` };
+}
+
+/**
+ * The virtualisation for one host: `kvm` or `qemu` as configured, or for `auto` libvirt's
+ * answer on that host's own connection (so it works for remote hosts too). A host libvirt
+ * cannot be asked about (libvirtd down) gets TCG, which runs everywhere.
+ */
+export async function detectVirtType(
+  wanted: 'auto' | 'kvm' | 'qemu',
+  uri: string,
+  commands: Pick<Commands, 'virsh'>,
+): Promise<VirtChoice> {
+  if (wanted !== 'auto') return { type: wanted, reason: `VRP_LIBVIRT_VIRT_TYPE=${wanted}` };
+  const outcome: DomcapsOutcome = await commands
+    .virsh(uri, ['domcapabilities', '--virttype', 'kvm'], 'Could not read the domain capabilities', 30_000)
+    .then(
+      ({ stdout }) => ({ ok: true as const, stdout }),
+      (err: unknown) => ({ ok: false as const, stderr: stderrOf(err) || String(err) }),
+    );
+  return decideVirtType(outcome);
 }

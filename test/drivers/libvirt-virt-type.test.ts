@@ -1,0 +1,88 @@
+/**
+ * Issue 16: `auto` chooses KVM only where libvirt's QEMU really runs with it. The decision over
+ * libvirt's recorded answers, and the real choice on this machine's libvirt where there is one.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { test } from 'node:test';
+import { createCommands } from '../../src/drivers/libvirt/commands.ts';
+import { decideVirtType, detectVirtType } from '../../src/drivers/libvirt/virt-type.ts';
+import { hasCommand } from '../helpers/libvirt.ts';
+
+/** `virsh domcapabilities --virttype kvm` on a KVM host (abridged). */
+const KVM_CAPS = `<domainCapabilities>
+  <path>/usr/bin/qemu-system-x86_64</path>
+  <domain>kvm</domain>
+  <machine>pc-i440fx-7.2</machine>
+  <arch>x86_64</arch>
+</domainCapabilities>
+`;
+/** The same command here: no /dev/kvm (and what libvirt says where its QEMU user may not open it). */
+const NO_KVM = `error: failed to get emulator capabilities
+error: invalid argument: the accel 'kvm' is not supported by '/usr/bin/qemu-system-x86_64' on this host
+`;
+
+test('libvirt reporting KVM usable chooses kvm', () => {
+  const c = decideVirtType({ ok: true, stdout: KVM_CAPS });
+  assert.equal(c.type, 'kvm');
+  assert.match(c.reason, /KVM usable/);
+});
+
+test("libvirt refusing the kvm accelerator chooses TCG, with libvirt's reason", () => {
+  const c = decideVirtType({ ok: false, stderr: NO_KVM });
+  assert.equal(c.type, 'qemu');
+  assert.match(c.reason, /the accel 'kvm' is not supported/);
+  assert.doesNotMatch(c.reason, /^error:/);
+});
+
+test('an answer that does not name kvm, or no answer at all, chooses TCG', () => {
+  assert.equal(
+    decideVirtType({ ok: true, stdout: '<domainCapabilities><domain>qemu</domain></domainCapabilities>' })
+      .type,
+    'qemu',
+  );
+  assert.equal(decideVirtType({ ok: true, stdout: '' }).type, 'qemu');
+  const down = decideVirtType({ ok: false, stderr: 'error: failed to connect to the hypervisor\n' });
+  assert.equal(down.type, 'qemu');
+  assert.match(down.reason, /failed to connect/);
+  assert.match(decideVirtType({ ok: false, stderr: '' }).reason, /no answer/);
+});
+
+test('kvm or qemu set explicitly is taken as is, without asking libvirt', async () => {
+  const never = {
+    virsh: () => {
+      throw new Error('libvirt must not be asked');
+    },
+  };
+  assert.deepEqual(await detectVirtType('kvm', 'qemu+ssh://root@kvm1/system', never), {
+    type: 'kvm',
+    reason: 'VRP_LIBVIRT_VIRT_TYPE=kvm',
+  });
+  assert.equal((await detectVirtType('qemu', 'qemu:///system', never)).type, 'qemu');
+});
+
+test("auto asks the host's own libvirt connection; one that does not answer gets TCG", async () => {
+  const commands = createCommands();
+  try {
+    // No libvirtd listens on this socket: the command fails, and TCG runs everywhere.
+    const c = await detectVirtType('auto', 'qemu:///session?socket=/nonexistent/vrp.sock', commands);
+    assert.equal(c.type, 'qemu');
+    assert.match(c.reason, /KVM not usable according to libvirt/);
+  } finally {
+    await commands.close();
+  }
+});
+
+const here = hasCommand('virsh') && !existsSync('/dev/kvm');
+test('auto on this machine (libvirtd running, no /dev/kvm) chooses TCG', {
+  skip: !here && 'needs virsh, a running system libvirtd and no /dev/kvm',
+}, async () => {
+  const commands = createCommands();
+  try {
+    const c = await detectVirtType('auto', 'qemu:///system', commands);
+    assert.equal(c.type, 'qemu');
+    assert.match(c.reason, /kvm/i);
+  } finally {
+    await commands.close();
+  }
+});
