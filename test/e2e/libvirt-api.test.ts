@@ -8,32 +8,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
-import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
-import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
-import { startServer } from '../helpers/server-process.ts';
+import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 test('a real VM through the API: order, create, running, terminate', {
   skip: noLibvirtTemplate,
   timeout: 600_000,
 }, async () => {
-  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvapi');
-  const order = smallOrder('vm1.example.com');
-  // The operator maps the OS template to its image on the hosts (catalogue `image`).
-  await store.db
-    .updateTable('os_templates')
-    .set({ image: template! })
-    .where('id', '=', order.template_id)
-    .execute();
-  const server = serve(
-    await startServer({
-      VRP_DATA_DIR: dataDir,
-      VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_STORAGE: storage,
-      VRP_STOP_TIMEOUT: '3s',
-    }),
-  );
-  const api = apiClient(() => server.url, await fetchToken(server.url, app));
+  const { storage, api, order } = await startLibvirtE2e('lvapi', 'vm1.example.com');
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 300_000;

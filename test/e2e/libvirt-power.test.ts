@@ -8,10 +8,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
-import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
-import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
-import { startServer } from '../helpers/server-process.ts';
+import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const URI = 'qemu:///system';
 const virsh = (...args: string[]) => execFileSync('virsh', ['-c', URI, ...args], { encoding: 'utf8' }).trim();
@@ -20,23 +18,9 @@ test('real VMs: power changes made outside the API become the service status', {
   skip: noLibvirtTemplate,
   timeout: 900_000,
 }, async () => {
-  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvpower');
-  const order = smallOrder('power.example.com');
-  await store.db
-    .updateTable('os_templates')
-    .set({ image: template! })
-    .where('id', '=', order.template_id)
-    .execute();
-  const server = serve(
-    await startServer({
-      VRP_DATA_DIR: dataDir,
-      VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_STORAGE: storage,
-      VRP_STOP_TIMEOUT: '3s',
-      VRP_RECONCILE_INTERVAL: '1s',
-    }),
-  );
-  const api = apiClient(() => server.url, await fetchToken(server.url, app));
+  const { server, api, order } = await startLibvirtE2e('lvpower', 'power.example.com', {
+    VRP_RECONCILE_INTERVAL: '1s',
+  });
   const deadline = Date.now() + 800_000;
   async function reach(id: string, want: string): Promise<void> {
     let last: { status: string; job: unknown } | undefined;

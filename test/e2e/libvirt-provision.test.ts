@@ -7,10 +7,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
-import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
-import { prepareLibvirtE2e } from '../helpers/libvirt.ts';
-import { noLibvirtTemplate, libvirtTemplate as template } from '../helpers/libvirt-template.ts';
-import { startServer } from '../helpers/server-process.ts';
+import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 /** Whether libvirt here says its QEMU can use KVM (what the server must agree with). */
 function kvmUsable(): boolean {
@@ -34,22 +32,10 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   skip: noLibvirtTemplate,
   timeout: 300_000,
 }, async () => {
-  const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvprov');
-  const order = smallOrder('prov.example.com');
-  await store.db
-    .updateTable('os_templates')
-    .set({ image: template! })
-    .where('id', '=', order.template_id)
-    .execute();
-  const server = serve(
-    await startServer({
-      VRP_DATA_DIR: dataDir,
-      VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_STORAGE: storage,
-      VRP_STOP_TIMEOUT: '2s',
-      VRP_LOG_LEVEL: 'debug',
-    }),
-  );
+  const { server, api, order } = await startLibvirtE2e('lvprov', 'prov.example.com', {
+    VRP_STOP_TIMEOUT: '2s',
+    VRP_LOG_LEVEL: 'debug',
+  });
   const expected = kvmUsable() ? 'kvm' : 'qemu';
   const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');
   assert.equal(choices.length, 1, 'one line for the one host');
@@ -57,7 +43,6 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   assert.equal(choices[0]!['hostId'], 'libvirt-1');
   assert.ok(String(choices[0]!['reason']).length > 0, 'the reason is given');
 
-  const api = apiClient(() => server.url, await fetchToken(server.url, app));
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 240_000;

@@ -8,8 +8,10 @@ import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import type { Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
-import { prepareStore } from './e2e.ts';
+import { apiClient, fetchToken, prepareStore, smallOrder } from './e2e.ts';
+import { libvirtTemplate } from './libvirt-template.ts';
 import type { ServerProcess } from './server-process.ts';
+import { startServer } from './server-process.ts';
 
 /** Whether `command` can be run here (`--version` answers). */
 export function hasCommand(command: string): boolean {
@@ -70,4 +72,32 @@ export async function insertLibvirtVm(db: Kysely<Database>, vmId: string, hostId
       created_at: 0,
     })
     .execute();
+}
+
+/**
+ * A server process with the libvirt driver on a prepared store (prepareLibvirtE2e), whose demo
+ * OS template is mapped to the test template's image, as an operator's catalogue would; with an
+ * API client as the store's application and an order body for `domainName`. `env` adds or
+ * overrides settings (the stop timeout is 3 s unless given).
+ */
+export async function startLibvirtE2e(name: string, domainName: string, env: Record<string, string> = {}) {
+  const prepared = await prepareLibvirtE2e(name);
+  const order = smallOrder(domainName);
+  // The operator maps the OS template to its image on the hosts (catalogue `image`).
+  await prepared.store.db
+    .updateTable('os_templates')
+    .set({ image: libvirtTemplate! })
+    .where('id', '=', order.template_id)
+    .execute();
+  const server = prepared.serve(
+    await startServer({
+      VRP_DATA_DIR: prepared.dataDir,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_STORAGE: prepared.storage,
+      VRP_STOP_TIMEOUT: '3s',
+      ...env,
+    }),
+  );
+  const api = apiClient(() => server.url, await fetchToken(server.url, prepared.app));
+  return { ...prepared, order, server, api };
 }
