@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { statusCorrected } from '../domain/events.ts';
 import {
@@ -34,6 +34,18 @@ export interface IdleService {
   readonly jobSeq: number;
 }
 
+/** The service is still as the pass read it: same status and job sequence, no job queued or running. */
+function asRead(s: IdleService) {
+  return (eb: ExpressionBuilder<Database, 'services'>) =>
+    eb.and([
+      eb('id', '=', s.id),
+      eb('status', '=', s.status),
+      eb('job_seq', '=', s.jobSeq),
+      eb('pending_jobs', '=', 0),
+      eb('active_job_id', 'is', null),
+    ]);
+}
+
 /**
  * Applies `correction` to a service with no job (the periodic pass), if it is still as it was
  * read: same status, same job sequence (no job accepted since), none queued or running. The
@@ -49,15 +61,7 @@ export async function correctIdleService(
 ): Promise<boolean> {
   const { db } = deps;
   if (correction.kind === 'power_off') {
-    const still = await db
-      .selectFrom('services')
-      .select('id')
-      .where('id', '=', s.id)
-      .where('status', '=', s.status)
-      .where('job_seq', '=', s.jobSeq)
-      .where('pending_jobs', '=', 0)
-      .where('active_job_id', 'is', null)
-      .executeTakeFirst();
+    const still = await db.selectFrom('services').select('id').where(asRead(s)).executeTakeFirst();
     if (!still) return false;
     await powerOffSuspended(deps, s.id, correction.message);
     return true;
@@ -73,11 +77,7 @@ export async function correctIdleService(
         projected_resume: null,
         updated_at: now,
       })
-      .where('id', '=', s.id)
-      .where('status', '=', s.status)
-      .where('job_seq', '=', s.jobSeq)
-      .where('pending_jobs', '=', 0)
-      .where('active_job_id', 'is', null)
+      .where(asRead(s))
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) return false;
     await recordEvents(
