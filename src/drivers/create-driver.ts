@@ -4,9 +4,7 @@ import type { Database } from '../store/schema.ts';
 import type { HypervisorDriver } from './driver.ts';
 import { syncHosts } from './hosts.ts';
 import { createIpPool } from './ip-pool.ts';
-import { createCommands } from './libvirt/commands.ts';
 import { createLibvirtDriver } from './libvirt/libvirt-driver.ts';
-import { detectVirtType } from './libvirt/virt-type.ts';
 import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 
 /** Where the driver reports its choices (the server's logger, or a test's). */
@@ -24,21 +22,14 @@ export async function createDriver(
   const ipPool = await createIpPool(db, config.simulatedIpPool, Date.now);
   if (config.driver === 'libvirt') {
     await syncHosts(db, config.libvirtHosts);
-    // Asked once per host at start: each host's libvirt says whether its QEMU can use KVM.
-    const probe = createCommands();
-    const virtTypes = new Map<string, 'kvm' | 'qemu'>();
-    for (const host of config.libvirtHosts) {
-      const choice = await detectVirtType(config.libvirtVirtType, host.uri, probe);
-      virtTypes.set(host.id, choice.type);
-      log?.info({ hostId: host.id, virtType: choice.type, reason: choice.reason }, 'libvirt virtualisation');
-    }
-    await probe.close();
     return createLibvirtDriver({
       db,
       ipPool,
       hosts: config.libvirtHosts,
       storage: config.libvirtStorage,
-      virtTypes,
+      virtType: config.libvirtVirtType,
+      onVirtChoice: (hostId, c) =>
+        log?.info({ hostId, virtType: c.type, reason: c.reason }, 'libvirt virtualisation'),
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,

@@ -40,6 +40,8 @@ test('closing the driver ends its running virsh commands and waits for them; lat
     VRP_DRIVER: 'libvirt',
     VRP_LIBVIRT_URI: `qemu+tcp://127.0.0.1:${port}/system`,
     VRP_LIBVIRT_STORAGE: join(dataDir, 'storage'),
+    // Not `auto`: its question to the host would be a second virsh waiting here.
+    VRP_LIBVIRT_VIRT_TYPE: 'qemu',
   });
   const driver = await createDriver(config, store.db);
   try {
@@ -60,6 +62,38 @@ test('closing the driver ends its running virsh commands and waits for them; lat
     assert.deepEqual(virshChildren(), []);
   } finally {
     // Before the fix the virsh child outlived close(): end it here, so the test process can exit.
+    for (const pid of virshChildren()) process.kill(Number(pid), 'SIGKILL');
+    silent.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a host that does not answer `auto`s question delays neither the start nor the close', {
+  skip: !hasCommand('virsh') && 'needs virsh',
+}, async () => {
+  const silent = createServer(() => {});
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const { port } = silent.address() as { port: number };
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvauto-'));
+  const store = await openStore({ databaseUrl: undefined, dataDir });
+  const config = loadConfig({
+    VRP_DATA_DIR: dataDir,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_URI: `qemu+tcp://127.0.0.1:${port}/system`,
+    VRP_LIBVIRT_STORAGE: join(dataDir, 'storage'),
+    VRP_LIBVIRT_VIRT_TYPE: 'auto',
+  });
+  try {
+    const driver = await createDriver(config, store.db);
+    // The driver is ready while its question (`virsh domcapabilities`, up to 30 s) still waits
+    // for the host.
+    const until = Date.now() + 5000;
+    while (virshChildren().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(virshChildren().length, 1, 'the question runs in the background');
+    await driver.close();
+    assert.deepEqual(virshChildren(), [], 'closing the driver ends the question too');
+  } finally {
     for (const pid of virshChildren()) process.kill(Number(pid), 'SIGKILL');
     silent.close();
     await store.close();

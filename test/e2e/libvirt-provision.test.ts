@@ -37,11 +37,6 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
     VRP_LOG_LEVEL: 'debug',
   });
   const expected = kvmUsable() ? 'kvm' : 'qemu';
-  const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');
-  assert.equal(choices.length, 1, 'one line for the one host');
-  assert.equal(choices[0]!['virtType'], expected);
-  assert.equal(choices[0]!['hostId'], 'libvirt-1');
-  assert.ok(String(choices[0]!['reason']).length > 0, 'the reason is given');
 
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
@@ -54,6 +49,12 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
     await new Promise((r) => setTimeout(r, 200));
   }
   assert.equal(status?.status, 'running');
+  // Asked at start in the background; the first define waited for the answer.
+  const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');
+  assert.equal(choices.length, 1, 'one line for the one host');
+  assert.equal(choices[0]!['virtType'], expected);
+  assert.equal(choices[0]!['hostId'], 'libvirt-1');
+  assert.ok(String(choices[0]!['reason']).length > 0, 'the reason is given');
   const xml = execFileSync('virsh', ['-c', 'qemu:///system', 'dumpxml', `vrp-${id}`], { encoding: 'utf8' });
   assert.match(xml, new RegExp(`<domain type='${expected}'`), 'the domain is defined with the chosen type');
   const commands = logLines(server.output()).filter((l) => l['msg'] === 'driver command');

@@ -19,14 +19,17 @@ import { domainXml } from './domain-xml.ts';
 import { isLocalSystem } from './local-system.ts';
 import { writeSeed } from './seed.ts';
 import { resolveTemplate } from './templates.ts';
+import { detectVirtType, type VirtChoice } from './virt-type.ts';
 
 export interface LibvirtDriverOptions {
   readonly db: Kysely<Database>;
   readonly ipPool: IpPool;
   readonly hosts: readonly LibvirtHostConfig[];
   readonly storage: string;
-  /** Each host's virtualisation (`detectVirtType`); a host left out gets TCG (`qemu`). */
-  readonly virtTypes: ReadonlyMap<string, 'kvm' | 'qemu'>;
+  /** `kvm`, `qemu`, or `auto`: each host's libvirt is asked (`detectVirtType`) when the driver starts. */
+  readonly virtType: 'auto' | 'kvm' | 'qemu';
+  /** Told of each host's virtualisation once it is known (logged at info). */
+  readonly onVirtChoice?: (hostId: string, choice: VirtChoice) => void;
   /** Told of every virsh/qemu-img command with its duration (logged at debug; the bench reads it). */
   readonly onCommand?: (t: CommandTiming) => void;
   readonly bridge: string | undefined;
@@ -71,6 +74,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const now = o.now ?? Date.now;
   const commands = createCommands(o.onCommand);
   const { run, virsh } = commands;
+  // Every host is asked at once, in the background: a host that does not answer delays
+  // neither the start nor the other hosts, only the first domain defined on it.
+  const virtTypes = new Map(
+    o.hosts.map((h) => [
+      h.id,
+      detectVirtType(o.virtType, h.uri, commands).then((choice) => {
+        o.onVirtChoice?.(h.id, choice);
+        return choice.type;
+      }),
+    ]),
+  );
   const uriOf = (hostId: string) => {
     const host = o.hosts.find((h) => h.id === hostId);
     if (!host) throw new DriverError(`Host ${hostId} is no longer configured`, { transient: false });
@@ -151,7 +165,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const f = files(vm.id);
     const xml = domainXml({
       name: domainName(vm.id),
-      virtType: o.virtTypes.get(vm.host_id) ?? 'qemu',
+      virtType: (await virtTypes.get(vm.host_id)) ?? 'qemu',
       cpu: vm.cpu,
       ramGb: vm.ram_gb,
       disk: f.disk,
