@@ -5,6 +5,9 @@
  * One file at a time, so a test never shares its process with a test of another file running at
  * the same time (mocked timers, the CLI's captured stdout stay safe).
  *
+ * A resource costly to make (a browser) may be shared by the files of a lane
+ * (test/helpers/lane.ts); the lane ends it once its last file is done.
+ *
  * With VRP_TEST_TIMES=<file>, each test file adds a line to <file>: its wall time, the CPU time
  * of this process while it ran (threads included: scrypt runs on libuv's), the CPU time of the
  * processes it started and waited for, in seconds, and its name. That is how the suite's time
@@ -13,6 +16,7 @@
 import { appendFileSync, closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
+import { LANE_ENDINGS } from '../test/helpers/lane.ts';
 
 const timesFile = process.env['VRP_TEST_TIMES'];
 
@@ -23,9 +27,25 @@ const timesFile = process.env['VRP_TEST_TIMES'];
  * filter is given, so the suites are all added at once.
  */
 export async function runQueue(dir: string, share?: { index: number; of: number }): Promise<void> {
+  // What the test files share for the lane's whole life (test/helpers/lane.ts) ends after them.
+  const endings: (() => Promise<void>)[] = [];
+  (globalThis as { [LANE_ENDINGS]?: typeof endings })[LANE_ENDINGS] = endings;
+  try {
+    await runFiles(dir, share);
+  } finally {
+    // Not in a root `after` hook: Node runs those once the event loop is empty, which a
+    // browser's connection keeps from happening.
+    for (const end of endings.splice(0)) await end();
+  }
+}
+
+async function runFiles(dir: string, share?: { index: number; of: number }): Promise<void> {
   const files = JSON.parse(readFileSync(join(dir, 'files.json'), 'utf8')) as [string, string][];
   if (share) {
-    for (const [i, [name, url]] of files.entries()) if (i % share.of === share.index) describeFile(name, url);
+    const suites = files
+      .filter((_, i) => i % share.of === share.index)
+      .map(([name, url]) => describeFile(name, url));
+    await Promise.all(suites);
     return;
   }
   for (const [i, [name, url]] of files.entries()) {

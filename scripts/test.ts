@@ -77,7 +77,13 @@ try {
   lanes.remove();
 }
 
-const left = leftBehind('VRP_TEST_RUN', runId);
+// A process may still be on its way out (a browser's helpers end just after it): give those
+// a moment before calling them left behind.
+let left = leftBehind('VRP_TEST_RUN', runId);
+for (let waited = 0; left.length > 0 && waited < 3000; waited += 100) {
+  await new Promise((r) => setTimeout(r, 100));
+  left = leftBehind('VRP_TEST_RUN', runId);
+}
 if (left.length > 0) {
   console.error(`\nThe tests left ${left.length} process(es) running; each test must stop what it starts:`);
   for (const p of left) {

@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser } from 'playwright-core';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
 describe('console login', () => {
-  let browser: Browser;
+  let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   before(async () => {

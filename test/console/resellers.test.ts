@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { BASE, call, createTestApp, type TestApp } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
 describe('console: resellers', () => {
-  let browser: Browser;
+  let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   let acmeClient: RegisteredApplication;

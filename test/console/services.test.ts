@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, signedInPages } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, signedInPages, type TestBrowser } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
@@ -25,7 +25,7 @@ async function listedDomains(page: Page): Promise<string[]> {
 }
 
 describe('console: services', () => {
-  let browser: Browser;
+  let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   let alpha: string;

@@ -4,16 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, signedInPages } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, signedInPages, type TestBrowser } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'usability tests password';
 
 describe('console usability', () => {
-  let browser: Browser;
+  let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   const signIn = signedInPages('erin', PASSWORD);

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { findOperatorByName } from '../../src/store/repos/operators.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage } from '../helpers/browser.ts';
+import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 
@@ -13,7 +13,7 @@ const PASSWORD = 'correct horse battery staple';
 const B = { 'x-envelope-variant': 'B' };
 
 describe('console: usage and audit', () => {
-  let browser: Browser;
+  let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   let page: Page;

@@ -6,16 +6,50 @@
  */
 import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  chromium,
+  type Page,
+} from 'playwright-core';
 import { CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
+import { laneResource } from './lane.ts';
 
 export { CONSOLE };
 
 /** The browser: VRP_TEST_CHROMIUM, else Debian's. */
 export const CHROMIUM = process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
 
-export async function launchBrowser(): Promise<Browser> {
+/**
+ * A browser for one test file: its contexts are its own and end with `close()`. Behind it, the
+ * files of a lane share one chromium (test/helpers/lane.ts): starting one costs ~3 s of CPU.
+ */
+export interface TestBrowser {
+  newContext(options?: BrowserContextOptions): Promise<BrowserContext>;
+  /** Ends the contexts this file opened (and, outside a lane, the browser). */
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(): Promise<TestBrowser> {
+  const { resource: browser, release } = await laneResource('chromium', startChromium, (b) => b.close());
+  const contexts = new Set<BrowserContext>();
+  return {
+    async newContext(options) {
+      const context = await browser.newContext(options);
+      contexts.add(context);
+      context.on('close', () => contexts.delete(context));
+      return context;
+    },
+    async close() {
+      await Promise.all([...contexts].map((c) => c.close()));
+      await release();
+    },
+  };
+}
+
+async function startChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
       `no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set VRP_TEST_CHROMIUM`,
@@ -49,7 +83,7 @@ export interface WatchedPage {
 
 /** A new page in a fresh context (no cookies), watched for errors and foreign requests. */
 export async function openPage(
-  browser: Browser,
+  browser: TestBrowser,
   origin: string,
   options: {
     timezoneId?: string;
@@ -97,7 +131,7 @@ export async function logIn(page: Page, origin: string, name: string, password: 
 export function signedInPages(name: string, password: string) {
   let state: StorageState | undefined;
   return async (
-    browser: Browser,
+    browser: TestBrowser,
     origin: string,
     options: Omit<Parameters<typeof openPage>[2] & {}, 'storageState'> = {},
   ): Promise<WatchedPage> => {
