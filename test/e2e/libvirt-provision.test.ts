@@ -65,8 +65,12 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
     assert.equal(typeof c['ms'], 'number');
     assert.ok((c['ms'] as number) >= 0);
   }
-  // `virsh domstate` fails (no domain yet) by design; the steps of the create succeed.
-  for (const c of commands.filter((c) => c['command'] !== 'virsh domstate'))
+  // `virsh domstate` fails (no domain yet) by design, and so does `auto`'s question where KVM
+  // cannot run (its answer is the failure); the steps of the create succeed.
+  const questions = commands.filter((c) => c['command'] === 'virsh domcapabilities');
+  assert.equal(questions.length, 1, 'the host is asked once');
+  assert.equal(questions[0]!['ok'], expected === 'kvm');
+  for (const c of commands.filter((c) => c['command'] !== 'virsh domstate' && c !== questions[0]))
     assert.equal(c['ok'], true, JSON.stringify(c));
 
   await api.ok('POST', `service/${id}/terminate`);
