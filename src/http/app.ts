@@ -40,6 +40,7 @@ import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
+import { sharedSchemaCompilers } from './schema-compilers.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
@@ -135,6 +136,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     bodyLimit: BODY_LIMIT,
     genReqId: requestIdOf,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    schemaController: { compilersFactory: sharedSchemaCompilers },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Fastify's own 503 while closing has its own body; the shutdown plugin answers instead.
     return503OnClosing: false,
