@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { type HotReads, kyselyHotReads, sqliteHotReads } from './hot-reads.ts';
+import { type HotReads, pgHotReads, sqliteHotReads } from './hot-reads.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
 import { describeStoreLocation, expectedOpenCause, StoreOpenError } from './open-failure.ts';
@@ -92,7 +92,7 @@ export function createStore(options: StoreOptions): Store {
       dialect: 'postgres',
       features: { skipLocked: true, rowLocks: true },
       location: storeLocation(options),
-      reads: kyselyHotReads(db),
+      reads: pgHotReads(pool),
       ping: async () => {
         await sql`select 1`.execute(db);
       },

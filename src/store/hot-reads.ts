@@ -4,14 +4,15 @@
  * by Kysely on every request. On SQLite they run on a second, read-only connection: it sees
  * only committed data (WAL gives every statement its own snapshot, and never waits for the
  * writer), so a read can never observe another request's unfinished transaction on the main
- * connection. On PostgreSQL they go through the pool like every other query.
+ * connection. On PostgreSQL they go through the pool like every other query, as named prepared
+ * statements (parsed and planned once per connection).
  *
  * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
  * turn them into domain objects, as for any other read.
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { CompiledQuery, type Kysely } from 'kysely';
-import type { Database, JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
+import type pg from 'pg';
+import type { JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
 
 export interface HotReads {
   /** The service row if it exists and belongs to the reseller. */
@@ -75,15 +76,31 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   };
 }
 
-/** PostgreSQL: the same statements through the pool, compiled once. */
-export function kyselyHotReads(db: Kysely<Database>): HotReads {
+/** PostgreSQL's feature_not_supported, which "cached plan must not change result type" is. */
+const CACHED_PLAN_CHANGED = '0A000';
+
+/**
+ * PostgreSQL: the same statements through the pool, as named prepared statements: each
+ * connection parses and plans each of them once, and afterwards only binds and executes it.
+ */
+export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
   const text = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forPostgres(v)])) as Record<
     Name,
     string
   >;
-  const first = async <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
-    const result = await db.executeQuery<T>(CompiledQuery.raw(text[name], params));
-    return result.rows[0];
+  const first = async <T extends pg.QueryResultRow>(
+    name: Name,
+    ...params: string[]
+  ): Promise<T | undefined> => {
+    try {
+      return (await pool.query<T>({ name: `vrp_hot_${name}`, text: text[name], values: params })).rows[0];
+    } catch (err) {
+      // A connection that prepared `select *` before a migration added a column refuses to run it
+      // again ("cached plan must not change result type"): a newer version's migration while
+      // this process still runs. The read is made unprepared instead, as correct and a bit slower.
+      if ((err as { code?: string }).code !== CACHED_PLAN_CHANGED) throw err;
+      return (await pool.query<T>(text[name], params)).rows[0];
+    }
   };
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),

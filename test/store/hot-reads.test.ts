@@ -2,8 +2,12 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { sqliteHotReadSql } from '../../src/store/hot-reads.ts';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { openStore } from '../../src/store/database.ts';
+import { pgHotReads, sqliteHotReadSql } from '../../src/store/hot-reads.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 /** The query plans of the per-request reads: index searches only, never a scan of a table. */
 describe('hot reads on SQLite: plans', () => {
@@ -39,6 +43,29 @@ describe('hot reads on SQLite: plans', () => {
       const detail = plan(text);
       assert.match(detail, /^SEARCH \w+ USING (COVERING )?INDEX/, detail);
       assert.doesNotMatch(detail, /SCAN/, detail);
+    }
+  });
+});
+
+describe('hot reads on PostgreSQL: prepared statements', {
+  skip: !testStores().includes('postgres') && 'needs PostgreSQL (npm test starts one)',
+}, () => {
+  test('a read prepared before a migration added a column still answers after it', async () => {
+    const database = await createPgDatabase();
+    const store = await openStore({ databaseUrl: database.url, dataDir: '' });
+    // One connection, so the second read runs on the connection that prepared the first.
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      const reads = pgHotReads(pool);
+      await sql`insert into resellers (id, name, created_at) values ('r1', 'r1', 0)`.execute(store.db);
+      assert.equal(await reads.ownedService('r1', '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'), undefined);
+      await sql`alter table services add column added_later integer`.execute(store.db);
+      assert.equal(await reads.ownedService('r1', '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'), undefined);
+      assert.equal(await reads.currentJob('0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'), undefined);
+    } finally {
+      await pool.end();
+      await store.close();
+      await database.drop();
     }
   });
 });
