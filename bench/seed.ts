@@ -38,6 +38,7 @@ const COLUMNS = [
   'created_at',
   'updated_at',
   'terminated_at',
+  'password_applies',
 ] as const satisfies readonly (keyof ServiceTable)[];
 type Missing = Exclude<keyof ServiceTable, (typeof COLUMNS)[number]>;
 const allColumns: [Missing] extends [never] ? true : Missing = true;

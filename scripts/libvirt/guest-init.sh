@@ -2,12 +2,14 @@
 # /init of the tiny test template: reads the NoCloud seed (cidata ISO on a virtio disk),
 # applies hostname and password, keeps a boot counter on its own disk, and reports what it
 # sees on the serial console, so tests can check what the API's settings did to the guest.
+# It starts the QEMU guest agent on its virtio-serial port (unless /etc/vrp-no-agent exists);
+# a password the agent sets is reported by /usr/sbin/chpasswd (guest-chpasswd.sh).
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
+for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
   modprobe "$m" 2>/dev/null
 done
 sleep 1
@@ -21,6 +23,9 @@ done
 HOST=$(sed -n 's/^local-hostname: *//p' /seed/meta-data)
 PASS=$(sed -n 's/^ *password: *"\(.*\)"$/\1/p' /seed/user-data | head -1)
 hostname "$HOST"
+# The accounts: root, with the seed's password (the agent's changes go to /usr/sbin/chpasswd).
+echo 'root:x:0:0:root:/root:/bin/sh' > /etc/passwd
+echo "root:$( [ -n "$PASS" ] && mkpasswd -m sha512 "$PASS" || echo '*'):19000:0:99999:7:::" > /etc/shadow
 # The data disk: the first virtio disk that is not the seed.
 DISK=/dev/vda
 if ! mount -t ext4 "$DISK" /data 2>/dev/null; then
@@ -36,4 +41,12 @@ MEMKB=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
 DISKKB=$(( $(cat /sys/block/vda/size) / 2 ))
 IPS=$(sed -n 's/^ *- \([0-9.]*\)\/[0-9]*$/\1/p' /seed/network-config | tr '\n' ',')
 echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS" > /dev/console
+# The guest agent on the port named org.qemu.guest_agent.0 (no udev here to name it in /dev).
+if [ ! -f /etc/vrp-no-agent ]; then
+  for port in /sys/class/virtio-ports/*; do
+    if [ "$(cat "$port/name" 2>/dev/null)" = org.qemu.guest_agent.0 ]; then
+      PATH=/usr/sbin:/bin /usr/sbin/qemu-ga -m virtio-serial -p "/dev/$(basename "$port")" -t /tmp >/dev/null 2>&1 &
+    fi
+  done
+fi
 while true; do sleep 3600; done

@@ -12,6 +12,10 @@ if ! command -v virsh >/dev/null || ! command -v qemu-system-x86_64 >/dev/null |
   apt-get install -y -qq --no-install-recommends qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients \
     genisoimage busybox-static cpio kmod file >/dev/null
 fi
+# What the template's qemu-guest-agent links (QEMU's own packages bring them; said here all the same).
+if ! ldconfig -p | grep -q libglib-2.0.so.0 || ! ldconfig -p | grep -q liburing.so.2; then
+  apt-get install -y -qq --no-install-recommends libglib2.0-0 libnuma1 liburing2 libudev1 >/dev/null
+fi
 pgrep -x virtlogd >/dev/null || virtlogd -d
 if ! virsh -c qemu:///system list >/dev/null 2>&1; then
   rm -f /run/libvirtd.pid /var/run/libvirtd.pid
@@ -26,5 +30,6 @@ if [ -e /dev/kvm ] && ! virsh -c qemu:///system domcapabilities --virttype kvm >
   echo "setup-ci: /dev/kvm exists ($(stat -c '%a %U:%G' /dev/kvm)) but libvirt's QEMU cannot use KVM;" \
     "define/start may be slow: see docs/libvirt.md, 'Provisioning time, and a slow virsh define'" >&2
 fi
-[ -f "$out/initrd.img" ] || bash "$here/build-test-template.sh" "$out" >/dev/null
+# A template built before the guest agent came has no no-agent/ beside it: build it again.
+[ -f "$out/initrd.img" ] && [ -f "$out/no-agent/initrd.img" ] || bash "$here/build-test-template.sh" "$out" >/dev/null
 echo "$out"

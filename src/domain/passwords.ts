@@ -61,3 +61,7 @@ export function checkPasswordStrength(password: string): void {
     );
   }
 }
+
+/** When a new password reaches the guest: `now` (its guest agent set it), or at its `next_boot`. */
+export const PASSWORD_APPLIES = ['now', 'next_boot'] as const;
+export type PasswordApplies = (typeof PASSWORD_APPLIES)[number];

@@ -8,6 +8,10 @@
 
 export type PowerState = 'running' | 'stopped';
 
+import type { PasswordApplies } from '../domain/passwords.ts';
+
+export type { PasswordApplies };
+
 export interface VmSpec {
   /** The service id; names the VM on the hypervisor. */
   readonly vmId: string;
@@ -100,7 +104,11 @@ export interface HypervisorDriver {
   powerOff(vmId: string): Promise<VmInfo>;
   /** Changes vCPUs, memory, disk (grow only) and address count; leaves the power state as it found it. */
   resize(vmId: string, spec: ResizeSpec): Promise<VmInfo>;
-  setPassword(vmId: string, username: string, password: string): Promise<void>;
+  /**
+   * Sets the password for the next boots (the seed), and in the running guest at once where its
+   * guest agent answers: says which of the two it achieved.
+   */
+  setPassword(vmId: string, username: string, password: string): Promise<PasswordApplies>;
   /** Removes the VM, its disks and its addresses. A VM that does not exist is already destroyed. */
   destroy(vmId: string): Promise<void>;
   /** The VM as the hypervisor sees it, or undefined if there is none. */

@@ -50,8 +50,11 @@ export { isUuid } from '../domain/ids.ts';
 export const EmptyList = Type.Array(Type.Never(), { maxItems: 0 });
 
 /** One of `values`, as a string. */
-export function StringEnum<const T extends string>(values: readonly T[]) {
-  return Type.Unsafe<T>({ type: 'string', enum: [...values] });
+export function StringEnum<const T extends string>(
+  values: readonly T[],
+  options: { description?: string } = {},
+) {
+  return Type.Unsafe<T>({ type: 'string', enum: [...values], ...options });
 }
 
 /** `schema` or null, for a schema of one `type` (a string, a number, an object). */

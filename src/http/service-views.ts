@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import type { SecretBox } from '../auth/secret-box.ts';
+import { PASSWORD_APPLIES, type PasswordApplies } from '../domain/passwords.ts';
 import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../domain/status-machine.ts';
 import { projectedState } from '../jobs/queue.ts';
 import type { Job } from '../store/repos/jobs.ts';
@@ -13,6 +14,11 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 
 const Timestamp = Type.String({ format: 'date-time' });
 
+const PASSWORD_APPLIES_TEXT =
+  'now: the running server has the new password already (its QEMU guest agent set it); ' +
+  'next_boot: it takes effect when the server next boots (no guest agent answered, or it was stopped)';
+const PasswordAppliesSchema = StringEnum(PASSWORD_APPLIES, { description: PASSWORD_APPLIES_TEXT });
+
 export const JobPayload = Type.Object(
   {
     job_id: Id(),
@@ -24,6 +30,15 @@ export const JobPayload = Type.Object(
     created_at: Timestamp,
     started_at: Nullable(Timestamp),
     finished_at: Nullable(Timestamp),
+    result: Nullable(
+      Type.Object(
+        {
+          password_applies: Type.Optional(PasswordAppliesSchema),
+        },
+        { title: 'JobResult' },
+      ),
+      { description: 'What the finished job reports beyond its status; null for most jobs' },
+    ),
   },
   { title: 'Job' },
 );
@@ -39,6 +54,7 @@ export function jobView(job: Job): Static<typeof JobPayload> {
     created_at: new Date(job.createdAt).toISOString(),
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),
+    result: job.result,
   };
 }
 
@@ -81,6 +97,11 @@ export const DetailsPayload = Type.Object(
     backup: Type.Integer(),
     suspend_reason: Nullable(Type.String()),
     disk_revision: Nullable(Type.Number()),
+    password_applies: Type.Unsafe<PasswordApplies | null>({
+      type: ['string', 'null'],
+      enum: [...PASSWORD_APPLIES, null],
+      description: `When the last password reset reached the server; null if it never had one. ${PASSWORD_APPLIES_TEXT}`,
+    }),
     allowed_actions: AllowedActions,
     job: CurrentJob,
     created_at: Timestamp,
@@ -112,6 +133,7 @@ export function detailsView(
     backup: service.backup,
     suspend_reason: service.suspendReason,
     disk_revision: service.diskRevision,
+    password_applies: service.passwordApplies,
     allowed_actions: allowedActions(projectedState(service)),
     job: job ? jobView(job) : null,
     created_at: new Date(service.createdAt).toISOString(),

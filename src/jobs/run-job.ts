@@ -19,6 +19,7 @@ import {
   type ClaimedJob,
   type Job,
   type JobOf,
+  type JobResult,
   queuedActions,
   type RunnableJob,
   recordJobFrom,
@@ -35,7 +36,7 @@ import type { Database } from '../store/schema.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import { checkAtJobStart } from './power-check.ts';
-import type { TaskContext, TaskTable } from './task.ts';
+import { jobResultOf, type TaskContext, type TaskTable } from './task.ts';
 
 export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 'stepMarker'> {
   readonly workerId: string;
@@ -54,7 +55,12 @@ class LeaseLost extends Error {}
 
 /** How a job ends: the service's new state on success; on failure, the state it had (see statusAfterFailure). */
 type Ending =
-  | { readonly status: 'succeeded'; readonly patch: ServicePatch; readonly after: ServiceState }
+  | {
+      readonly status: 'succeeded';
+      readonly patch: ServicePatch;
+      readonly after: ServiceState;
+      readonly result?: JobResult | null;
+    }
   | { readonly status: 'failed'; readonly error: string; readonly attempts?: number };
 
 const failed = (error: string): Ending => ({ status: 'failed', error });
@@ -170,6 +176,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     status: 'succeeded',
     patch: { ...serviceChangeColumns(change), resume_status: next.resume },
     after: next,
+    result: jobResultOf(change),
   });
 }
 
@@ -291,6 +298,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
         status: ending.status,
         error: ending.status === 'failed' ? ending.error : null,
         ...(ending.status === 'failed' && ending.attempts !== undefined ? { attempts: ending.attempts } : {}),
+        ...(ending.status === 'succeeded' && ending.result ? { result: JSON.stringify(ending.result) } : {}),
         finished_at: now,
         locked_by: null,
         locked_until: null,

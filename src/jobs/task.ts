@@ -4,7 +4,7 @@ import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
 import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
-import type { JobOf } from '../store/repos/jobs.ts';
+import type { JobOf, JobResult } from '../store/repos/jobs.ts';
 import type { Service, ServiceChange } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 
@@ -37,6 +37,11 @@ export type Task<A extends JobAction = JobAction> = (tc: TaskContext<A>) => Prom
 
 /** One task per action, each given its action's parameters. */
 export type TaskTable = { readonly [A in JobAction]: Task<A> };
+
+/** What a finished job reports beyond its status (jobs.result), from what its task changed. */
+export function jobResultOf(change: ServiceChange): JobResult | null {
+  return change.passwordApplies === undefined ? null : { password_applies: change.passwordApplies };
+}
 
 /** The service fields the hypervisor reports. */
 export function vmChange(vm: VmInfo): ServiceChange {

@@ -11,6 +11,7 @@ import * as m008 from './migrations/008-operators-audit.ts';
 import * as m009 from './migrations/009-host-state.ts';
 import * as m010 from './migrations/010-console-sessions.ts';
 import * as m011 from './migrations/011-reconciler-leases.ts';
+import * as m012 from './migrations/012-password-applies.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -25,6 +26,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009-host-state': m009,
   '010-console-sessions': m010,
   '011-reconciler-leases': m011,
+  '012-password-applies': m012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

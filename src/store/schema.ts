@@ -6,6 +6,7 @@
  */
 import type { Generated } from 'kysely';
 import type { EventType } from '../domain/events.ts';
+import type { PasswordApplies } from '../domain/passwords.ts';
 import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/status-machine.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
@@ -147,6 +148,8 @@ export interface ServiceTable {
   /** The power state to return to after a suspension. */
   resume_status: PowerStatus | null;
   suspend_reason: string | null;
+  /** `now` or `next_boot`: whether the last password reset reached the running guest (migrations/012). */
+  password_applies: PasswordApplies | null;
   /** The status once every accepted job has succeeded; requests are checked against it. */
   projected_status: StableStatus;
   projected_resume: PowerStatus | null;
@@ -187,6 +190,8 @@ export interface JobTable {
   step_marker: string | null;
   /** JSON {status, resume}: the service's state when the job first started, so a re-run sees the same (migrations/005). */
   from_state: string | null;
+  /** JSON of what the finished job reports, e.g. {"password_applies": "now"} (migrations/012). */
+  result: string | null;
 }
 
 export interface IdempotencyKeyTable {
@@ -277,6 +282,8 @@ export interface SimVmTable {
   password_hash: string;
   /** Bumped by every write to the simulated disk; a restore brings the recorded value back. */
   content_generation: number;
+  /** 1: the guest runs a guest agent (a live password reset reaches it); 0: it does not (migrations/012). */
+  guest_agent: number;
   boot_count: number;
   created_at: number;
   updated_at: number;

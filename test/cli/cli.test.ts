@@ -20,6 +20,7 @@ const MIGRATIONS = [
   '009-host-state',
   '010-console-sessions',
   '011-reconciler-leases',
+  '012-password-applies',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -90,7 +90,11 @@ export function driverContract(
           (e: unknown) => e instanceof DriverError && !e.transient,
         );
 
-        await d.setPassword(vmId, 'root', 'Changed-pass-2');
+        assert.equal(
+          await d.setPassword(vmId, 'root', 'Changed-pass-2'),
+          'next_boot',
+          'a stopped guest gets it at boot',
+        );
         await d.start(vmId);
         const upgraded = await booted();
         if (upgraded) {

@@ -2,6 +2,7 @@
  * Test harness: each test gets its own data dir (a fresh SQLite file) and app, and closes them.
  * Real store, real HTTP framework; `app.inject()` for speed, `listen()` where a socket matters.
  */
+import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ import { openStore } from '../../src/store/database.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
+import { smallOrder } from './e2e.ts';
 import { checkResponses } from './response-check.ts';
 import { TEST_PASSWORD_COST, TEST_SECRET_COST } from './secret-cost.ts';
 import { createPgDatabase, type StoreKind } from './stores.ts';
@@ -205,6 +207,16 @@ export async function call(
     payload: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.statusCode, body: res.json(), headers: res.headers };
+}
+
+/** Orders a small service for the token's reseller and creates it; its id once it runs. */
+export async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
+  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain));
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const id = res.body.data[0].service_id as string;
+  assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
+  await waitForStatus(t, token, id, 'running');
+  return id;
 }
 
 /** Polls status until `predicate` holds for the service's status (default 10 s). */

@@ -10,7 +10,7 @@ import { createScheduler } from '../../src/jobs/scheduler.ts';
 import { createJobSignal } from '../../src/jobs/signal.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
-import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -32,15 +32,6 @@ async function allEvents(t: TestApp, token: string, limit: number): Promise<any[
     if (res.body.data.length === 0) return events;
     events.push(...res.body.data);
   }
-}
-
-async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
-  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain));
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  const id = res.body.data[0].service_id as string;
-  assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
-  await waitForStatus(t, token, id, 'running');
-  return id;
 }
 
 /** What a test compares: the event without its id and time. */

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createReconciler, type HostPass } from '../../src/jobs/reconciler.ts';
-import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
+import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -27,15 +27,6 @@ function reconciler(t: TestApp, options: { intervalMs?: number; realNow?: () => 
     intervalMs: options.intervalMs ?? 0,
     realNow: options.realNow,
   });
-}
-
-async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
-  const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain));
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  const id = res.body.data[0].service_id as string;
-  assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
-  await waitForStatus(t, token, id, 'running');
-  return id;
 }
 
 /** `start` is accepted as a job (not answered "already running") and the service gets running. */

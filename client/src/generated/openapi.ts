@@ -987,6 +987,14 @@ export interface components {
       /** Format: date-time */
       created_at: string;
     };
+    /** JobResult */
+    JobResult: {
+      /**
+       * @description now: the running server has the new password already (its QEMU guest agent set it); next_boot: it takes effect when the server next boots (no guest agent answered, or it was stopped)
+       * @enum {string}
+       */
+      password_applies?: 'now' | 'next_boot';
+    };
     /** Job */
     Job: {
       /** Format: uuid */
@@ -1019,6 +1027,8 @@ export interface components {
       started_at: string | null;
       /** Format: date-time */
       finished_at: string | null;
+      /** @description What the finished job reports beyond its status; null for most jobs */
+      result: components['schemas']['JobResult'] | null;
     };
     /** ServiceDetails */
     ServiceDetails: {
@@ -1057,6 +1067,11 @@ export interface components {
       backup: number;
       suspend_reason: string | null;
       disk_revision: number | null;
+      /**
+       * @description When the last password reset reached the server; null if it never had one. now: the running server has the new password already (its QEMU guest agent set it); next_boot: it takes effect when the server next boots (no guest agent answered, or it was stopped)
+       * @enum {string|null}
+       */
+      password_applies: 'now' | 'next_boot' | null;
       /** @description The operations the service accepts now (CONTRACT.md section 6) */
       allowed_actions: (
         | 'create'

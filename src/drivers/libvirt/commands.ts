@@ -23,6 +23,12 @@ export interface Commands {
   run(command: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
   /** A virsh call on one host's connection. */
   virsh(uri: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
+  /**
+   * virsh commands given on its standard input (its shell), for those whose arguments must not
+   * show in the process table or in error details (a password). virsh's shell exits 0 whatever
+   * its commands did: the caller reads their output.
+   */
+  virshShell(uri: string, script: string, what: string, timeoutMs?: number): Promise<CommandResult>;
   /** Ends the commands still running (SIGTERM, then SIGKILL) and waits for them; later ones fail (transient). */
   close(): Promise<void>;
 }
@@ -37,6 +43,7 @@ export interface CommandTiming {
 
 /** `virsh -c URI define FILE` -> `virsh define`; `qemu-img create ...` -> `qemu-img create`. */
 function shortName(command: string, args: readonly string[]): string {
+  if (command === 'virsh' && args[0] === '-q') return 'virsh shell';
   const rest = command === 'virsh' && args[0] === '-c' ? args.slice(2) : args;
   return rest[0] ? `${command} ${rest[0]}` : command;
 }
@@ -52,6 +59,7 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
     args: readonly string[],
     what: string,
     timeoutMs = 120_000,
+    input?: string,
   ): Promise<CommandResult> {
     const line = `${command} ${args.join(' ')}`;
     if (closed) {
@@ -102,6 +110,7 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
           );
         },
       );
+      if (input !== undefined) child.stdin?.end(input);
       running.set(
         child,
         new Promise<void>((r) => {
@@ -114,6 +123,7 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
   return {
     run,
     virsh: (uri, args, what, timeoutMs) => run('virsh', ['-c', uri, ...args], what, timeoutMs),
+    virshShell: (uri, script, what, timeoutMs) => run('virsh', ['-q', '-c', uri], what, timeoutMs, script),
     async close() {
       closed = true;
       const children = [...running];

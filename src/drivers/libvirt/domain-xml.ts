@@ -34,6 +34,7 @@ export function domainXml(d: DomainSpec): string {
     ${nic}
     <serial type='pty'><log file='${esc(d.consoleLog)}' append='on'/><target port='0'/></serial>
     <console type='pty'><target type='serial' port='0'/></console>
+    <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
   </devices>
 </domain>
 `;

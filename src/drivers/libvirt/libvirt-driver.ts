@@ -42,6 +42,8 @@ const GB = 1024 ** 3;
 /** Where the system libvirtd has QEMU write each domain's log. */
 const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
 const DOMAIN_PREFIX = 'vrp-';
+/** How long the guest agent may take to answer a password change, seconds. */
+const AGENT_TIMEOUT_S = 10;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
 
 /**
@@ -139,6 +141,31 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       diskGb: vm.disk_gb,
       ips: await ipPool.addressesOf(vm.id),
     };
+  }
+
+  /**
+   * The running guest's agent (the virtio-serial channel every domain has) sets the password at
+   * once: true if it said it did. No agent in the guest, an agent that does not answer within
+   * AGENT_TIMEOUT_S, or one that fails: false, and the seed applies it at the next boot. The
+   * command reaches virsh on its standard input, so the password is in no process's arguments
+   * and in no error's details.
+   */
+  async function agentSetsPassword(vm: LibvirtVmTable, username: string, password: string): Promise<boolean> {
+    const command = JSON.stringify({
+      execute: 'guest-set-user-password',
+      arguments: { username, password: Buffer.from(password, 'utf8').toString('base64'), crypted: false },
+    });
+    // JSON of a base64 text and a checked user name holds no quote that would end virsh's argument.
+    if (command.includes("'")) return false;
+    const answer = await commands
+      .virshShell(
+        uriOf(vm.host_id),
+        `qemu-agent-command --timeout ${AGENT_TIMEOUT_S} ${domainName(vm.id)} '${command}'\n`,
+        'Could not reach the guest agent',
+        (AGENT_TIMEOUT_S + 20) * 1000,
+      )
+      .catch(() => undefined);
+    return answer !== undefined && /"return"\s*:/.test(answer.stdout);
   }
 
   /** The seed carries what cloud-init applies at boot: host name, password, addresses. */
@@ -426,6 +453,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const vm = await get(vmId);
       // A new seed with a new instance id: cloud-init applies the password at the next boot.
       await seed(vm, { hostname: vm.hostname, username, password });
+      if ((await state(vm)) !== 'running') return 'next_boot';
+      return (await agentSetsPassword(vm, username, password)) ? 'now' : 'next_boot';
     },
 
     async destroy(vmId) {

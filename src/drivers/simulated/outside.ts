@@ -32,6 +32,20 @@ export const outside = {
   },
 
   /**
+   * The guest's agent stops answering (an image without qemu-guest-agent, or the service
+   * stopped inside the guest), or answers again: a password reset then applies at the next
+   * boot, or at once.
+   */
+  async guestAgent(db: Kysely<Database>, vmId: string, running: boolean, now = Date.now()): Promise<boolean> {
+    const r = await db
+      .updateTable('sim_vms')
+      .set({ guest_agent: running ? 1 : 0, updated_at: now })
+      .where('id', '=', vmId)
+      .executeTakeFirst();
+    return r.numUpdatedRows > 0n;
+  },
+
+  /**
    * `virsh undefine` and the disk deleted: the VM is gone, and its room on the host with it.
    * Its addresses stay taken (the API's pool gives them back when the service is terminated).
    */

@@ -126,6 +126,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           password_hash: passwordHash(spec.password),
           content_generation: 1,
           boot_count: 0,
+          guest_agent: 1,
           created_at: t,
           updated_at: t,
         };
@@ -229,6 +230,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const vm = await entry(vmId, 'set password');
       await sleeper.sleep('setPassword');
       await update(vm, { password_hash: passwordHash(password) }, true);
+      // As on libvirt: a running guest's agent sets it at once; otherwise the next boot does.
+      return vm.power === 'running' && vm.guest_agent === 1 ? 'now' : 'next_boot';
     },
 
     async destroy(vmId) {

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { type JobParams, jobParamsProblem } from '../../domain/job-params.ts';
+import type { PasswordApplies } from '../../domain/passwords.ts';
 import { isStable, type JobAction, type ServiceState } from '../../domain/status-machine.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
@@ -22,6 +23,13 @@ export interface Job {
   readonly startedAt: number | null;
   readonly finishedAt: number | null;
   readonly lockedBy: string | null;
+  /** What the finished job reports beyond its status (a password reset: when it applies). */
+  readonly result: JobResult | null;
+}
+
+/** What a finished job may report (jobs.result, migrations/012). */
+export interface JobResult {
+  readonly password_applies?: PasswordApplies;
 }
 
 /** A job of one action, with that action's parameters. */
@@ -62,6 +70,7 @@ export function toJob(r: JobTable): Job {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     lockedBy: r.locked_by,
+    result: r.result === null ? null : (parseJson(r.result) as JobResult),
   };
 }
 
@@ -141,6 +150,7 @@ export function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
     locked_until: null,
     step_marker: null,
     from_state: null,
+    result: null,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Kysely, Updateable } from 'kysely';
+import type { PasswordApplies } from '../../domain/passwords.ts';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
 import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
@@ -29,6 +30,8 @@ export interface Service {
   readonly hostId: string | null;
   readonly ips: readonly string[];
   readonly diskRevision: number | null;
+  /** Whether the last password reset reached the running guest (`now`) or waits for its next boot. */
+  readonly passwordApplies: PasswordApplies | null;
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly terminatedAt: number | null;
@@ -46,6 +49,7 @@ export interface ServiceChange {
   readonly ips?: readonly string[];
   readonly diskRevision?: number | null;
   readonly passwordEnc?: string;
+  readonly passwordApplies?: PasswordApplies;
   readonly suspendReason?: string | null;
   readonly terminatedAt?: number;
   readonly cpu?: number;
@@ -62,6 +66,7 @@ export function serviceChangeColumns(c: ServiceChange): ServicePatch {
   if (c.ips !== undefined) set.ips = JSON.stringify(c.ips);
   if (c.diskRevision !== undefined) set.disk_revision = c.diskRevision;
   if (c.passwordEnc !== undefined) set.password_enc = c.passwordEnc;
+  if (c.passwordApplies !== undefined) set.password_applies = c.passwordApplies;
   if (c.suspendReason !== undefined) set.suspend_reason = c.suspendReason;
   if (c.terminatedAt !== undefined) set.terminated_at = c.terminatedAt;
   if (c.cpu !== undefined) set.cpu = c.cpu;
@@ -111,6 +116,7 @@ export function toService(r: ServiceRow): Service {
     hostId: r.host_id,
     ips: JSON.parse(r.ips) as string[],
     diskRevision: r.disk_revision,
+    passwordApplies: r.password_applies,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     terminatedAt: r.terminated_at,
@@ -162,6 +168,7 @@ export function newServiceRow(s: NewService): ServiceRow {
     host_id: null,
     ips: '[]',
     disk_revision: null,
+    password_applies: null,
     created_at: s.now,
     updated_at: s.now,
     terminated_at: null,
