@@ -11,7 +11,7 @@ import { type Kysely, sql } from 'kysely';
 import { createStore, type Store } from '../../src/store/database.ts';
 import { migrateTo } from '../../src/store/migrate.ts';
 import { toRunnableJob } from '../../src/store/repos/jobs.ts';
-import { newServiceRow } from '../../src/store/repos/services.ts';
+import { serviceRowBefore012 } from '../helpers/old-rows.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 
 /** A store at migration 004, the last one before `from_state`; `done` closes and removes it. */
@@ -54,7 +54,7 @@ for (const kind of testStores()) {
         await db
           .insertInto('services')
           .values(
-            newServiceRow({
+            serviceRowBefore012({
               id: 's1',
               resellerId: 'r1',
               clientId: 'c1',

@@ -10,8 +10,8 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { createStore, type Store } from '../../src/store/database.ts';
 import { migrateTo, migrateToLatest } from '../../src/store/migrate.ts';
-import { newServiceRow } from '../../src/store/repos/services.ts';
 import { listServiceIntervals } from '../../src/store/repos/usage-intervals.ts';
+import { serviceRowBefore012 } from '../helpers/old-rows.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 
 async function storeAt005(kind: StoreKind): Promise<{ store: Store; done(): Promise<void> }> {
@@ -43,7 +43,7 @@ for (const kind of testStores()) {
         db
           .insertInto('services')
           .values({
-            ...newServiceRow({
+            ...serviceRowBefore012({
               id,
               resellerId: 'r1',
               clientId: 'c1',
