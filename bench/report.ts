@@ -4,6 +4,10 @@ import { cpus, totalmem } from 'node:os';
 
 export interface Row {
   readonly key: string;
+  /** The store the scenario ran on. */
+  readonly store?: 'sqlite' | 'postgres';
+  /** The connections of its load, for a request scenario. */
+  readonly connections?: number;
   readonly name: string;
   readonly unit: 'req/s' | 'services/s' | 'x' | 'MB';
   /** The server's figure (median of the runs, for req/s). */
@@ -48,7 +52,7 @@ export function writeResults(
   o: {
     quick: boolean;
     settings: {
-      connections: number;
+      connections: readonly number[];
       duration: number;
       warmup: number;
       repeats: number;
@@ -69,8 +73,8 @@ export function writeResults(
       `(the run took ${fmt(o.elapsedSeconds)} s).`,
     '',
     `- Machine: ${cpus().length} cores, ${cpuModel()}, ${fmt(totalmem() / 2 ** 30, 1)} GiB memory; load generator, bench driver and server share it.`,
-    `- Node ${process.version}; server: SQLite in a fresh data dir, simulated hypervisor at speed 0, rate limiting off, log level warn, worker concurrency 32.`,
-    `- Load: autocannon in a child process, ${s.connections} connections, ${s.warmup} s warm-up then ${s.duration} s measured per run; ` +
+    `- Node ${process.version}; server: on SQLite (a fresh data dir) and on PostgreSQL (a fresh database on a throwaway server, durable commits: synchronous_commit on, as in production), simulated hypervisor at speed 0, rate limiting off, log level warn, worker concurrency 32.`,
+    `- Load: autocannon in a child process, at ${s.connections.join(' and at ')} connections, ${s.warmup} s warm-up then ${s.duration} s measured per run; ` +
       `${s.repeats} runs of the server alternating with ${s.repeats} of the floor; figures are medians.`,
     '- Floor: a bare Fastify app (no logger, no hooks) answering a constant JSON envelope to the same requests, in the same run: the best this stack does on this machine. Ratio = server / floor.',
     o.quick

@@ -1,11 +1,14 @@
 /**
  * Fast seeding of the bench's store, straight into the SQLite file (the server must not be
- * writing to it): `n` running services of one reseller, in multi-row INSERTs of one prepared
+ * writing to it), or into the PostgreSQL database (seedServicesPg): `n` running services of one reseller, in multi-row INSERTs of one prepared
  * statement, in one transaction. A million rows take seconds, not minutes.
  */
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
+import { deriveKeys, loadMasterKey } from '../src/auth/keys.ts';
+import { createSecretBox } from '../src/auth/secret-box.ts';
 import { DEMO_CATALOG } from '../src/store/demo-catalog.ts';
 import type { ServiceTable } from '../src/store/schema.ts';
 
@@ -53,7 +56,7 @@ const ROWS_PER_INSERT = 500;
  */
 export function seedServices(
   file: string,
-  owner: { resellerId: string; clientId: string },
+  owner: SeedOwner,
   n: number,
   idsFile: string,
   intervals?: { readonly since: number },
@@ -65,8 +68,8 @@ export function seedServices(
   const product = DEMO_CATALOG.products[0]!;
   // Constant columns are literals; id, created_at and updated_at are bound.
   const row = `(?, '${owner.resellerId}', '${owner.clientId}', '${product.id}', '${product.os_templates[0]}',
-    'bench.example.com', 'root', 'v1.bench.not-a-real-ciphertext', 1, 1, 20, 1, 10, 'running', null, null,
-    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null)`;
+    'bench.example.com', 'root', '${owner.passwordEnc}', 1, 1, 20, 1, 10, 'running', null, null,
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null)`;
   const head = `insert into services (${COLUMNS.join(', ')}) values `;
   const full = db.prepare(head + Array.from({ length: ROWS_PER_INSERT }, () => row).join(','));
   const interval = `(?, ?, '${owner.resellerId}', '${product.id}', 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
@@ -117,6 +120,89 @@ export function seedServices(
     db.close();
   }
   return performance.now() - t0;
+}
+
+/**
+ * The same seeding on PostgreSQL (the `url` database, migrated), in multi-row INSERTs of
+ * ROWS_PER_INSERT rows, committed every 50 statements. Returns how long it took (ms).
+ */
+export async function seedServicesPg(
+  url: string,
+  owner: SeedOwner,
+  n: number,
+  idsFile: string,
+  intervals?: { readonly since: number },
+): Promise<number> {
+  const t0 = performance.now();
+  const client = new pg.Client(url);
+  await client.connect();
+  const product = DEMO_CATALOG.products[0]!;
+  const lit = (v: string) => `'${v.replaceAll("'", "''")}'`;
+  const rowAt = (k: number) =>
+    `($${k + 1}, ${lit(owner.resellerId)}, ${lit(owner.clientId)}, ${lit(product.id)}, ${lit(product.os_templates[0]!)},
+    'bench.example.com', 'root', ${lit(owner.passwordEnc)}, 1, 1, 20, 1, 10, 'running', null, null,
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, $${k + 2}, $${k + 3}, null, null)`;
+  const intervalAt = (k: number) =>
+    `($${k + 1}, $${k + 2}, ${lit(owner.resellerId)}, ${lit(product.id)}, 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
+  const now = Date.now();
+  const ids: string[] = [];
+  try {
+    await client.query('begin');
+    let done = 0;
+    let statements = 0;
+    while (done < n) {
+      const batch = Math.min(ROWS_PER_INSERT, n - done);
+      const params: (string | number)[] = [];
+      const intervalParams: string[] = [];
+      for (let i = 0; i < batch; i++) {
+        const id = randomUUID();
+        ids.push(id);
+        const t = now - n + done + i;
+        params.push(id, t, t);
+        intervalParams.push(randomUUID(), id);
+      }
+      await client.query(
+        `insert into services (${COLUMNS.join(', ')}) values ${Array.from({ length: batch }, (_, i) => rowAt(i * 3)).join(',')}`,
+        params,
+      );
+      if (intervals)
+        await client.query(
+          `insert into usage_intervals (id, service_id, reseller_id, product_id, cpu, ram, hdd, ip, backup, suspended, started_at, ended_at) values ${Array.from({ length: batch }, (_, i) => intervalAt(i * 2)).join(',')}`,
+          intervalParams,
+        );
+      done += batch;
+      if (++statements % 50 === 0) {
+        await client.query('commit');
+        await client.query('begin');
+      }
+      if (ids.length >= 100_000) {
+        appendFileSync(idsFile, `${ids.join('\n')}\n`);
+        ids.length = 0;
+      }
+    }
+    await client.query('commit');
+    await client.query('analyze services');
+  } finally {
+    if (ids.length > 0) appendFileSync(idsFile, `${ids.join('\n')}\n`);
+    await client.end();
+  }
+  return performance.now() - t0;
+}
+
+/** Whose services are seeded, and the password they all share, sealed with the store's key. */
+export interface SeedOwner {
+  readonly resellerId: string;
+  readonly clientId: string;
+  readonly passwordEnc: string;
+}
+
+/**
+ * The seeded services' password, sealed as the server seals passwords, with the key in
+ * `dataDir` (made there if it is not yet, as the server would on its first start): details
+ * open it on every request.
+ */
+export function sealedBenchPassword(dataDir: string): string {
+  return createSecretBox(deriveKeys(loadMasterKey(undefined, dataDir)).passwordKey).seal('Bench-pass-word-1');
 }
 
 /** Empties `idsFile`. */

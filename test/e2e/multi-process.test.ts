@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import { type ServerProcess, startServer, startServers } from '../helpers/server-process.ts';
 import { createPgDatabase } from '../helpers/stores.ts';
 
 const SERVICES = 300;
@@ -37,7 +37,7 @@ test('three processes on one PostgreSQL share 300 provisionings; one is killed m
   };
   const { store, app } = await prepareStore(dataDir, pgDb.url);
   // Start all three at once: their start-up migrations must not trip over each other.
-  servers.push(...(await Promise.all([startServer(env), startServer(env), startServer(env)])));
+  await startServers([env, env, env], servers);
   let alive = [...servers];
   let turn = 0;
   // Requests go round the live processes, as behind a load balancer.

@@ -13,7 +13,7 @@ import { UNLIMITED } from '../../src/domain/quotas.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import { type ServerProcess, startServer, startServers } from '../helpers/server-process.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
@@ -37,7 +37,7 @@ for (const kind of testStores()) {
       ...(pgDb ? { VRP_DATABASE_URL: pgDb.url } : {}),
     };
     // A loaded machine starts a process slowly: a minute each.
-    servers.push(...(await Promise.all([startServer(env, 60_000), startServer(env, 60_000)])));
+    await startServers([env, env], servers, 60_000);
     const token = await fetchToken(servers[0]!.url, app);
     const clients = servers.map((s) => apiClient(() => s.url, token));
     const answers = await Promise.all(

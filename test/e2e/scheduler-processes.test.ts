@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import { type ServerProcess, startServer, startServers } from '../helpers/server-process.ts';
 
 const SLOTS = 5;
 const MINUTE = 60_000;
@@ -34,7 +34,7 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
   const { store, app } = await prepareStore(dataDir);
   // Both at once: their clocks start within the time one takes to start, so both schedulers
   // reach each slot at nearly the same moment and race for it.
-  servers.push(...(await Promise.all([startServer(env), startServer(env)])));
+  await startServers([env, env], servers);
   const base = servers[0]!.url;
   const api = apiClient(() => base, await fetchToken(base, app));
   const [{ service_id: id }] = await api.ok(

@@ -65,3 +65,25 @@ export async function startServer(env: Record<string, string>, timeoutMs = 20_00
     stop: () => kill('SIGTERM'),
   };
 }
+
+/**
+ * Starts a server for each of `envs` at once, adding each to `into` as soon as it is up, so
+ * that the test's cleanup stops every one that started even when another failed to (a lone
+ * survivor would keep the test process alive). Throws the first failure once all have settled.
+ */
+export async function startServers(
+  envs: readonly Record<string, string>[],
+  into: ServerProcess[],
+  timeoutMs?: number,
+): Promise<ServerProcess[]> {
+  const settled = await Promise.allSettled(
+    envs.map(async (env) => {
+      const server = await startServer(env, timeoutMs);
+      into.push(server);
+      return server;
+    }),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<ServerProcess>).value);
+}
