@@ -228,7 +228,13 @@ async function stopServer(server: ServerProcess): Promise<void> {
 
 // ---- the bench ----
 /** The targets of issue 17, as ratios to the floor at every connection count. */
-const TARGETS: Partial<Record<Key, number>> = { version: 0.8, products: 0.8, status: 0.8, details: 0.8, order: 0.5 };
+const TARGETS: Partial<Record<Key, number>> = {
+  version: 0.8,
+  products: 0.8,
+  status: 0.8,
+  details: 0.8,
+  order: 0.5,
+};
 /** order -> running, services/s: SQLite, PostgreSQL with one process. */
 const RUNNING_TARGET: Record<StoreKind, number> = { sqlite: 2000, postgres: 1000 };
 /** GET status on the large store against the small one. */
