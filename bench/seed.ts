@@ -78,24 +78,14 @@ export function seedServices(
   const fullIntervals = db.prepare(
     intervalHead + Array.from({ length: ROWS_PER_INSERT }, () => interval).join(','),
   );
-  const intervalParams: string[] = [];
   const now = Date.now();
   const ids: string[] = [];
-  const params: (string | number)[] = [];
   db.exec('begin');
   try {
     let done = 0;
     while (done < n) {
       const batch = Math.min(ROWS_PER_INSERT, n - done);
-      params.length = 0;
-      intervalParams.length = 0;
-      for (let i = 0; i < batch; i++) {
-        const id = randomUUID();
-        ids.push(id);
-        const t = now - n + done + i;
-        params.push(id, t, t);
-        intervalParams.push(randomUUID(), id);
-      }
+      const { params, intervalParams } = batchParams(batch, now - n + done, ids);
       if (batch === ROWS_PER_INSERT) full.run(...params);
       else db.prepare(head + Array.from({ length: batch }, () => row).join(',')).run(...params);
       if (intervals) {
@@ -152,15 +142,7 @@ export async function seedServicesPg(
     let statements = 0;
     while (done < n) {
       const batch = Math.min(ROWS_PER_INSERT, n - done);
-      const params: (string | number)[] = [];
-      const intervalParams: string[] = [];
-      for (let i = 0; i < batch; i++) {
-        const id = randomUUID();
-        ids.push(id);
-        const t = now - n + done + i;
-        params.push(id, t, t);
-        intervalParams.push(randomUUID(), id);
-      }
+      const { params, intervalParams } = batchParams(batch, now - n + done, ids);
       await client.query(
         `insert into services (${COLUMNS.join(', ')}) values ${Array.from({ length: batch }, (_, i) => rowAt(i * 3)).join(',')}`,
         params,
@@ -187,6 +169,22 @@ export async function seedServicesPg(
     await client.end();
   }
   return performance.now() - t0;
+}
+
+/**
+ * The bound values of one batch of `batch` services: each service's id and times (from `t0`,
+ * one ms apart), and each usage interval's id and service; the new ids are added to `ids`.
+ */
+function batchParams(batch: number, t0: number, ids: string[]) {
+  const params: (string | number)[] = [];
+  const intervalParams: string[] = [];
+  for (let i = 0; i < batch; i++) {
+    const id = randomUUID();
+    ids.push(id);
+    params.push(id, t0 + i, t0 + i);
+    intervalParams.push(randomUUID(), id);
+  }
+  return { params, intervalParams };
 }
 
 /** Whose services are seeded, and the password they all share, sealed with the store's key. */
