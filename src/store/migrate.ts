@@ -12,6 +12,7 @@ import * as m009 from './migrations/009-host-state.ts';
 import * as m010 from './migrations/010-console-sessions.ts';
 import * as m011 from './migrations/011-reconciler-leases.ts';
 import * as m012 from './migrations/012-password-applies.ts';
+import * as m013 from './migrations/013-job-queue-order.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010-console-sessions': m010,
   '011-reconciler-leases': m011,
   '012-password-applies': m012,
+  '013-job-queue-order': m013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

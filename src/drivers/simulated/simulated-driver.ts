@@ -109,8 +109,11 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     let ips: string[];
     if (!vm) {
       const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
-      // Room on a host, the VM and its addresses are taken together or not at all.
+      // Room on a host, the VM and its addresses are taken together or not at all. The host's
+      // row is written last: its lock, which every placement on the host waits for, is held
+      // from there to the commit only.
       vm = await transaction('create', async (tx) => {
+        const addresses = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
         const hostId = await placeVm(tx, need, o.hostIds);
         const t = now();
         const row: SimVmTable = {
@@ -121,7 +124,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           ram_gb: spec.ramGb,
           disk_gb: spec.diskGb,
           used_disk_gb: round1(baseDiskGb(spec.templateId)),
-          ips: JSON.stringify(await ipPool.allocate(spec.vmId, spec.ipCount, tx)),
+          ips: JSON.stringify(addresses),
           hostname: spec.hostname,
           password_hash: passwordHash(spec.password),
           content_generation: 1,

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { dialectOf } from '../dialect-of.ts';
 import type { Database } from '../schema.ts';
 
 /** Addresses `first` to `last` (inclusive) as numbers: the part of the table a pool hands out. */
@@ -61,7 +62,12 @@ export async function lastAllocatedAt(db: Kysely<Database>, vmId: string): Promi
   return Number(row?.at ?? 0);
 }
 
-/** The free address of the range to hand out next: never used, or released longest ago. */
+/**
+ * The free address of the range to hand out next: never used, or released longest ago. On
+ * PostgreSQL the row is locked, skipping rows other transactions hold: concurrent allocations
+ * each take a different address instead of queueing on the same one until its taker commits.
+ * Call it in a transaction.
+ */
 export async function nextFreeAddress(
   db: Kysely<Database>,
   range: AddressRange,
@@ -72,10 +78,15 @@ export async function nextFreeAddress(
     .where('vm_id', 'is', null)
     .where('address_num', '>=', range.first)
     .where('address_num', '<=', range.last)
-    // Never used (released_at 0) first, then released longest ago; the (vm_id, released_at, address_num) index serves it.
+    // Never used (released_at 0) first, then released longest ago; the (vm_id, released_at,
+    // address_num) index serves it. vm_id leads the order although it is null on every row:
+    // PostgreSQL does not treat `is null` as fixing the index's first column, and without it
+    // sorted the whole free pool on each allocation (8 ms per address with a /16).
+    .orderBy('vm_id')
     .orderBy('released_at')
     .orderBy('address_num')
     .limit(1)
+    .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate().skipLocked())
     .executeTakeFirst();
   return row?.address_num;
 }

@@ -1,0 +1,183 @@
+/**
+ * The claim (src/jobs/claim.ts): one statement on PostgreSQL, a transaction of statements on
+ * SQLite, the same rules on both. A worker takes at most one job of a service at a time, always
+ * the first in the service's line, in queue order; concurrent workers never take a job twice.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { claimJobs } from '../../src/jobs/claim.ts';
+import { call, createTestApp, type TestApp } from '../helpers/app.ts';
+import { smallOrder } from '../helpers/e2e.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const B = { 'x-envelope-variant': 'B' };
+const LEASE_MS = 600_000;
+
+/** Orders a service and asks for `ops` on it (nothing runs: no worker); returns the service id and the job ids in order. */
+async function serviceWithJobs(t: TestApp, token: string, domain: string, ops: string[]) {
+  const o = await call(t, token, 'POST', 'service/create-order', smallOrder(domain), B);
+  assert.equal(o.status, 200, JSON.stringify(o.body));
+  const id: string = o.body.data[0].service_id;
+  const jobs: string[] = [];
+  for (const op of ops) {
+    const r = await call(t, token, 'POST', `service/${id}/${op}`, undefined, B);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    jobs.push(String(r.headers['x-job-id']));
+  }
+  return { id, jobs };
+}
+
+async function withApp(store: 'sqlite' | 'postgres', body: (t: TestApp, token: string) => Promise<void>) {
+  const t = await createTestApp({}, { store });
+  try {
+    await body(t, await t.token({ reseller: 'acme' }));
+  } finally {
+    await t.close();
+  }
+}
+
+const activeJob = async (t: TestApp, serviceId: string) =>
+  (
+    await t.ctx.store.db
+      .selectFrom('services')
+      .select('active_job_id')
+      .where('id', '=', serviceId)
+      .executeTakeFirstOrThrow()
+  ).active_job_id;
+
+for (const store of testStores()) {
+  describe(`job claim (${store})`, () => {
+    test('takes the first job of each service only, running and owned, and nothing more while they run', () =>
+      withApp(store, async (t, token) => {
+        const services = [];
+        for (let i = 0; i < 6; i++)
+          services.push(await serviceWithJobs(t, token, `line${i}.example.com`, ['create', 'stop']));
+        const now = t.ctx.clock.now();
+        const claimed = await claimJobs(t.ctx.store, 'worker-a', 100, now, Date.now() + LEASE_MS);
+        assert.deepEqual(claimed.map((j) => j.id).sort(), services.map((s) => s.jobs[0]).sort());
+        for (const j of claimed) {
+          assert.equal(j.action, 'create');
+          assert.equal(j.attempts, 1);
+          assert.equal(j.status, 'running');
+        }
+        for (const s of services) assert.equal(await activeJob(t, s.id), s.jobs[0]);
+        const rows = await t.ctx.store.db
+          .selectFrom('jobs')
+          .select(['id', 'status', 'locked_by', 'started_at'])
+          .where(
+            'id',
+            'in',
+            services.map((s) => s.jobs[0]!),
+          )
+          .execute();
+        for (const r of rows) {
+          assert.equal(r.status, 'running');
+          assert.equal(r.locked_by, 'worker-a');
+          assert.equal(Number(r.started_at), now);
+        }
+        // The stops wait behind running creates: a second claim takes nothing.
+        assert.deepEqual(await claimJobs(t.ctx.store, 'worker-b', 100, now, Date.now() + LEASE_MS), []);
+      }));
+
+    test('takes at most `limit` jobs, the longest due first', () =>
+      withApp(store, async (t, token) => {
+        const a = await serviceWithJobs(t, token, 'a.example.com', ['create']);
+        const b = await serviceWithJobs(t, token, 'b.example.com', ['create']);
+        const c = await serviceWithJobs(t, token, 'c.example.com', ['create']);
+        const now = t.ctx.clock.now();
+        // b has waited longest, then c, then a.
+        const db = t.ctx.store.db;
+        await db
+          .updateTable('jobs')
+          .set({ run_at: now - 3000 })
+          .where('id', '=', b.jobs[0]!)
+          .execute();
+        await db
+          .updateTable('jobs')
+          .set({ run_at: now - 2000 })
+          .where('id', '=', c.jobs[0]!)
+          .execute();
+        const first = await claimJobs(t.ctx.store, 'w', 2, now, Date.now() + LEASE_MS);
+        assert.deepEqual(
+          first.map((j) => j.id),
+          [b.jobs[0], c.jobs[0]],
+        );
+        const second = await claimJobs(t.ctx.store, 'w', 2, now, Date.now() + LEASE_MS);
+        assert.deepEqual(
+          second.map((j) => j.id),
+          [a.jobs[0]],
+        );
+      }));
+
+    test('a first job waiting out a retry holds its line: the job behind it, though due, waits', () =>
+      withApp(store, async (t, token) => {
+        const s = await serviceWithJobs(t, token, 'retry.example.com', ['create', 'stop']);
+        const now = t.ctx.clock.now();
+        // As a failed attempt leaves it: queued again, due a minute from now.
+        await t.ctx.store.db
+          .updateTable('jobs')
+          .set({ run_at: now + 60_000 })
+          .where('id', '=', s.jobs[0]!)
+          .execute();
+        assert.deepEqual(await claimJobs(t.ctx.store, 'w', 10, now, Date.now() + LEASE_MS), []);
+        assert.equal(await activeJob(t, s.id), null);
+        const later = await claimJobs(t.ctx.store, 'w', 10, now + 60_000, Date.now() + LEASE_MS);
+        assert.deepEqual(
+          later.map((j) => j.id),
+          [s.jobs[0]],
+        );
+      }));
+
+    test('a job whose service runs another job stays queued', () =>
+      withApp(store, async (t, token) => {
+        const s = await serviceWithJobs(t, token, 'busy.example.com', ['create']);
+        // Another worker's job holds the service (as recovery or an operator's run would leave it).
+        await t.ctx.store.db
+          .updateTable('services')
+          .set({ active_job_id: 'other' })
+          .where('id', '=', s.id)
+          .execute();
+        const now = t.ctx.clock.now();
+        assert.deepEqual(await claimJobs(t.ctx.store, 'w', 10, now, Date.now() + LEASE_MS), []);
+        const row = await t.ctx.store.db
+          .selectFrom('jobs')
+          .select(['status', 'attempts'])
+          .where('id', '=', s.jobs[0]!)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual({ ...row, attempts: Number(row.attempts) }, { status: 'queued', attempts: 0 });
+      }));
+
+    test('workers claiming at once take every job once, one per service, each the first of its line', () =>
+      withApp(store, async (t, token) => {
+        const services = [];
+        for (let i = 0; i < 24; i++)
+          services.push(await serviceWithJobs(t, token, `race${i}.example.com`, ['create', 'stop']));
+        const now = t.ctx.clock.now();
+        const taken: { worker: string; id: string; serviceId: string }[] = [];
+        // Four workers, each claiming 5 at a time until a claim comes back empty; on PostgreSQL
+        // their claims run at once on separate connections.
+        await Promise.all(
+          ['w1', 'w2', 'w3', 'w4'].map(async (worker) => {
+            for (;;) {
+              const jobs = await claimJobs(t.ctx.store, worker, 5, now, Date.now() + LEASE_MS);
+              if (jobs.length === 0) return;
+              for (const j of jobs) taken.push({ worker, id: j.id, serviceId: j.serviceId });
+            }
+          }),
+        );
+        const ids = taken.map((x) => x.id);
+        assert.equal(new Set(ids).size, ids.length, 'no job taken twice');
+        assert.deepEqual([...ids].sort(), services.map((s) => s.jobs[0]).sort());
+        for (const s of services) assert.equal(await activeJob(t, s.id), s.jobs[0]);
+        const owners = await t.ctx.store.db
+          .selectFrom('jobs')
+          .select(['id', 'locked_by'])
+          .where('status', '=', 'running')
+          .execute();
+        assert.deepEqual(
+          new Map(owners.map((o) => [o.id, o.locked_by])),
+          new Map(taken.map((x) => [x.id, x.worker])),
+        );
+      }));
+  });
+}
