@@ -21,6 +21,7 @@ const MIGRATIONS = [
   '010-console-sessions',
   '011-reconciler-leases',
   '012-password-applies',
+  '013-job-queue-order',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
