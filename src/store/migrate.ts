@@ -13,6 +13,7 @@ import * as m010 from './migrations/010-console-sessions.ts';
 import * as m011 from './migrations/011-reconciler-leases.ts';
 import * as m012 from './migrations/012-password-applies.ts';
 import * as m013 from './migrations/013-job-queue-order.ts';
+import * as m014 from './migrations/014-events-seq-at-commit.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '011-reconciler-leases': m011,
   '012-password-applies': m012,
   '013-job-queue-order': m013,
+  '014-events-seq-at-commit': m014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -22,6 +22,7 @@ const MIGRATIONS = [
   '011-reconciler-leases',
   '012-password-applies',
   '013-job-queue-order',
+  '014-events-seq-at-commit',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

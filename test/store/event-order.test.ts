@@ -17,7 +17,7 @@ const finished = (job: string): NewEvent => ({
   data: { job_id: job, service_id: 's', action: 'stop', status: 'succeeded', error: null },
 });
 
-test('PostgreSQL: a transaction that records events commits before the next one of the reseller records its own', {
+test('PostgreSQL: events take their place in the feed when they commit, so a cursor never passes one still to come', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
 }, async () => {
   const t = await createTestApp({}, { store: 'postgres', demo: false });
@@ -28,8 +28,8 @@ test('PostgreSQL: a transaction that records events commits before the next one 
   try {
     const db = t.ctx.store.db;
     const acme = (await ensureReseller(db, 'acme', Date.now())).id;
-    const globex = (await ensureReseller(db, 'globex', Date.now())).id;
-    // The first transaction records its event, then waits before committing.
+    // The first transaction records its event (taking the lower identity value), then waits
+    // before committing.
     let recorded!: () => void;
     const first = new Promise<void>((r) => {
       recorded = r;
@@ -40,33 +40,71 @@ test('PostgreSQL: a transaction that records events commits before the next one 
       await held;
     });
     await first;
-    let secondDone = false;
-    const fast = db
-      .transaction()
-      .execute((tx) => recordEvents(tx, acme, [finished('second')], Date.now()))
-      .then(() => {
-        secondDone = true;
-      });
-    // The second waits for the first (its advisory lock), while another reseller's does not.
-    await until(async () => {
-      const r = await sql<{ n: number }>`select count(*)::int as n from pg_locks
-        where locktype = 'advisory' and not granted`.execute(db);
-      return r.rows[0]!.n === 1;
-    }, 'the second transaction to wait');
-    await db.transaction().execute((tx) => recordEvents(tx, globex, [finished('other')], Date.now()));
-    assert.equal(secondDone, false);
-    assert.deepEqual(await listEvents(db, acme, undefined, 10), [], 'nothing committed yet');
+    // A second transaction of the same reseller is not held up by it: it records and commits.
+    await db.transaction().execute((tx) => recordEvents(tx, acme, [finished('second')], Date.now()));
+    const seen = (await listEvents(db, acme, undefined, 10))!;
+    assert.deepEqual(
+      seen.map((e) => JSON.parse(e.data).job_id),
+      ['second'],
+    );
+    // A reader holds the cursor `second`; the first commits now, and is found after the cursor.
     release();
     await slow;
-    await fast;
-    const events = (await listEvents(db, acme, undefined, 10))!;
+    const next = (await listEvents(db, acme, seen[0]!.id, 10))!;
     assert.deepEqual(
-      events.map((e) => JSON.parse(e.data).job_id),
-      ['first', 'second'],
+      next.map((e) => JSON.parse(e.data).job_id),
+      ['first'],
     );
-    assert.deepEqual(await listEvents(db, acme, events[0]!.id, 10), [events[1]]);
+    assert.deepEqual(
+      (await listEvents(db, acme, undefined, 10))!.map((e) => JSON.parse(e.data).job_id),
+      ['second', 'first'],
+      'the feed is in commit order',
+    );
   } finally {
     release(); // a failed check must not leave the first transaction open
+    await t.close();
+  }
+});
+
+test("PostgreSQL: concurrent transactions of two resellers: each feed in commit order, each transaction's events together", {
+  skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
+}, async () => {
+  const t = await createTestApp({}, { store: 'postgres', demo: false });
+  try {
+    const db = t.ctx.store.db;
+    const acme = (await ensureReseller(db, 'acme', Date.now())).id;
+    const globex = (await ensureReseller(db, 'globex', Date.now())).id;
+    // 200 transactions of two resellers at once, each recording two events: every reseller's
+    // feed is in strictly increasing seq, each transaction's two events next to each other.
+    await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        db
+          .transaction()
+          .execute((tx) =>
+            recordEvents(tx, i % 2 ? acme : globex, [finished(`${i}a`), finished(`${i}b`)], Date.now()),
+          ),
+      ),
+    );
+    for (const reseller of [acme, globex]) {
+      const rows = await db
+        .selectFrom('events')
+        .select(['seq', 'data'])
+        .where('reseller_id', '=', reseller)
+        .orderBy('seq')
+        .execute();
+      assert.equal(rows.length, 200);
+      for (let i = 0; i < rows.length; i += 2) {
+        const a = JSON.parse(rows[i]!.data).job_id as string;
+        assert.match(a, /a$/);
+        assert.equal(JSON.parse(rows[i + 1]!.data).job_id, a.replace(/a$/, 'b'));
+      }
+    }
+    // Renumbered at commit: no transaction left a lock or an unnumbered row behind.
+    const locks = await sql<{
+      n: number;
+    }>`select count(*)::int as n from pg_locks where locktype = 'advisory'`.execute(db);
+    assert.equal(locks.rows[0]!.n, 0);
+  } finally {
     await t.close();
   }
 });

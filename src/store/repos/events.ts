@@ -27,9 +27,6 @@ const toEvent = (r: Pick<EventTable, 'id' | 'type' | 'data' | 'created_at'>): St
   createdAt: Number(r.created_at),
 });
 
-/** The class of the advisory locks that order a reseller's events on PostgreSQL ("vrpe"). */
-const EVENTS_LOCK_CLASS = 0x76727065;
-
 /**
  * Records a reseller's events, and queues them for each of its webhooks that wants them, in the
  * caller's transaction (the one that makes the change the events tell; always a transaction):
@@ -38,11 +35,9 @@ const EVENTS_LOCK_CLASS = 0x76727065;
  * the events recorded.
  *
  * The feed pages by `seq`, so a reseller's events must commit in `seq` order. SQLite's writers
- * take turns already. On PostgreSQL, which hands out identity values before commit, the
- * transaction first takes the reseller's advisory lock, held to its commit: transactions that
- * record one reseller's events take turns from here on (the last statements of a job's end, a
- * millisecond or two), other resellers' are not held up. The caller writes nothing after this
- * but new rows, so the lock is never held while waiting for another.
+ * take turns already. On PostgreSQL, which hands out identity values before commit, a deferred
+ * trigger renumbers the events at commit, under the reseller's advisory lock (migration 014):
+ * transactions take turns only for their commits, and only one reseller's.
  */
 export async function recordEvents(
   db: Kysely<Database>,
@@ -51,9 +46,6 @@ export async function recordEvents(
   now: number,
 ): Promise<StoredEvent[]> {
   if (events.length === 0) return [];
-  if (dialectOf(db) === 'postgres') {
-    await sql`select pg_advisory_xact_lock(${EVENTS_LOCK_CLASS}, hashtext(${resellerId}))`.execute(db);
-  }
   const rows = events.map((e) => ({
     id: nextEventId(now),
     reseller_id: resellerId,
