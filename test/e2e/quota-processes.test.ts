@@ -13,7 +13,7 @@ import { UNLIMITED } from '../../src/domain/quotas.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer, startServers } from '../helpers/server-process.ts';
+import { type ServerProcess, startServers } from '../helpers/server-process.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {

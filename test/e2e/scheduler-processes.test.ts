@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer, startServers } from '../helpers/server-process.ts';
+import { type ServerProcess, startServers } from '../helpers/server-process.ts';
 
 const SLOTS = 5;
 const MINUTE = 60_000;

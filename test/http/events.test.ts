@@ -11,7 +11,6 @@ import { createJobSignal } from '../../src/jobs/signal.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { smallOrder } from '../helpers/e2e.ts';
 import { withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 

@@ -9,7 +9,6 @@ import { Writable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const OFF = { VRP_RECONCILE_INTERVAL: '0' };

@@ -10,7 +10,6 @@ import { createDriver } from '../../src/drivers/create-driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createReconciler, type HostPass } from '../../src/jobs/reconciler.ts';
 import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
-import { smallOrder } from '../helpers/e2e.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 

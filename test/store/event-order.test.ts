@@ -10,7 +10,6 @@ import { ensureReseller } from '../../src/auth/applications.ts';
 import type { NewEvent } from '../../src/domain/events.ts';
 import { listEvents, recordEvents } from '../../src/store/repos/events.ts';
 import { createTestApp } from '../helpers/app.ts';
-import { until } from '../helpers/job-worker.ts';
 
 const finished = (job: string): NewEvent => ({
   type: 'job.finished',

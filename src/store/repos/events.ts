@@ -1,8 +1,7 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { EventType, NewEvent } from '../../domain/events.ts';
 import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
-import { dialectOf } from '../dialect-of.ts';
 import { insertRows } from '../insert-row.ts';
 import type { Database, EventTable } from '../schema.ts';
 import { type DeliveryKey, enqueueDeliveries } from './webhook-deliveries.ts';
