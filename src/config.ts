@@ -63,6 +63,12 @@ export interface Config {
   readonly baseUrl: string | undefined;
   readonly workerMode: WorkerMode;
   readonly workerConcurrency: number;
+  /**
+   * How long an idle worker sleeps before it looks for due jobs (ms). Jobs queued in its own
+   * process, and on PostgreSQL in any process, wake it at once; the poll finds the rest (retries
+   * coming due, jobs other processes queued on SQLite).
+   */
+  readonly workerPollMs: number;
   /** How long a claimed job stays owned by its worker without a heartbeat (ms). */
   readonly jobLeaseMs: number;
   /** First retry delay after a transient driver error; doubles per attempt, capped at 5 minutes. */
@@ -308,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
     workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
+    workerPollMs: readDurationMs(env, 'VRP_WORKER_POLL', 500, 10),
     jobLeaseMs: readDurationMs(env, 'VRP_JOB_LEASE', 30_000, 1000),
     jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
     jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),

@@ -48,6 +48,7 @@ describe('loadConfig', () => {
     assert.equal(c.baseUrl, undefined);
     assert.equal(c.workerMode, 'both');
     assert.equal(c.workerConcurrency, 16);
+    assert.equal(c.workerPollMs, 500);
     assert.equal(c.jobLeaseMs, 30_000);
     assert.equal(c.jobRetryBaseMs, 2000);
     assert.equal(c.jobMaxAttempts, 6);
@@ -80,6 +81,7 @@ describe('loadConfig', () => {
       VRP_BASE_URL: 'https://api.example.com/vps_reseller_provider/public/',
       VRP_ROLE: 'worker',
       VRP_WORKER_CONCURRENCY: '4',
+      VRP_WORKER_POLL: '2s',
       VRP_JOB_LEASE: '45s',
       VRP_JOB_RETRY_BASE: '500ms',
       VRP_JOB_MAX_ATTEMPTS: '3',
@@ -112,6 +114,7 @@ describe('loadConfig', () => {
     assert.equal(c.baseUrl, 'https://api.example.com/vps_reseller_provider/public', 'trailing slash dropped');
     assert.equal(c.workerMode, 'worker');
     assert.equal(c.workerConcurrency, 4);
+    assert.equal(c.workerPollMs, 2000);
     assert.equal(c.jobLeaseMs, 45_000);
     assert.equal(c.jobRetryBaseMs, 500);
     assert.equal(c.jobMaxAttempts, 3);
@@ -162,6 +165,7 @@ describe('loadConfig', () => {
       'VRP_BASE_URL',
       'VRP_ROLE',
       'VRP_WORKER_CONCURRENCY',
+      'VRP_WORKER_POLL',
       'VRP_JOB_LEASE',
       'VRP_JOB_RETRY_BASE',
       'VRP_JOB_MAX_ATTEMPTS',
@@ -218,6 +222,8 @@ describe('loadConfig', () => {
       ['VRP_BASE_URL', 'ftp://example.com'],
       ['VRP_ROLE', 'scheduler'],
       ['VRP_WORKER_CONCURRENCY', '0'],
+      ['VRP_WORKER_POLL', '5ms'],
+      ['VRP_WORKER_POLL', 'often'],
       ['VRP_JOB_LEASE', '10x'],
       ['VRP_JOB_LEASE', '500ms'],
       ['VRP_JOB_MAX_ATTEMPTS', '0'],

@@ -52,7 +52,7 @@ export function startBackground(
     retryBaseMs: ctx.config.jobRetryBaseMs,
     maxAttempts: ctx.config.jobMaxAttempts,
     stopTimeoutMs: ctx.config.stopTimeoutMs,
-    pollMs: options.pollMs,
+    pollMs: options.pollMs ?? ctx.config.workerPollMs,
     // A job that ran has recorded events: the sender looks for their deliveries at once.
     onRun: (jobId, outcome) => {
       deliverer.notify();
@@ -86,6 +86,8 @@ export function startBackground(
     metrics: ctx.metrics.power,
     intervalMs: ctx.config.reconcileIntervalMs,
   });
+  // Jobs other processes queue wake the worker at once (PostgreSQL; SQLite's processes poll).
+  const notifications = ctx.store.listenForQueuedJobs?.(() => ctx.jobSignal.notify(), log);
   worker.start();
   scheduler.start();
   if (ctx.config.reconcileIntervalMs > 0) reconciler.start();
@@ -98,6 +100,7 @@ export function startBackground(
     deliverer,
     reconciler,
     async stop(graceMs) {
+      await notifications?.close();
       await reconciler.stop();
       await pruner.stop();
       await scheduler.stop();

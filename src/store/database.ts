@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type HotReads, pgHotReads, sqliteHotReads } from './hot-reads.ts';
+import { type JobNotifications, type ListenerLog, listenForQueuedJobs } from './job-notifications.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
 import { describeStoreLocation, expectedOpenCause, StoreOpenError } from './open-failure.ts';
@@ -29,6 +30,12 @@ export interface Store {
   readonly location: string;
   /** The hottest reads, prepared once (hot-reads.ts). */
   readonly reads: HotReads;
+  /**
+   * Where the database can tell this process that other processes queued jobs (PostgreSQL:
+   * job-notifications.ts): calls `onQueued` for each such commit until closed. Undefined on
+   * SQLite, whose processes poll.
+   */
+  readonly listenForQueuedJobs?: (onQueued: () => void, log: ListenerLog) => JobNotifications;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -86,6 +93,16 @@ export function createStore(options: StoreOptions): Store {
     });
     // An idle client that loses its connection emits 'error'; without a listener that would crash the process.
     pool.on('error', () => {});
+    // The backends of this process's connections: their notifications are this process's own.
+    const backends = new Set<number>();
+    pool.on('connect', (client) => {
+      const pid = (client as pg.Client & { processID?: number }).processID;
+      if (pid !== undefined) backends.add(pid);
+    });
+    pool.on('remove', (client) => {
+      const pid = (client as pg.Client & { processID?: number }).processID;
+      if (pid !== undefined) backends.delete(pid);
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       db,
@@ -93,6 +110,8 @@ export function createStore(options: StoreOptions): Store {
       features: { skipLocked: true, rowLocks: true },
       location: storeLocation(options),
       reads: pgHotReads(pool),
+      listenForQueuedJobs: (onQueued, log) =>
+        listenForQueuedJobs(options.databaseUrl as string, backends, onQueued, log),
       ping: async () => {
         await sql`select 1`.execute(db);
       },

@@ -14,6 +14,7 @@ import * as m011 from './migrations/011-reconciler-leases.ts';
 import * as m012 from './migrations/012-password-applies.ts';
 import * as m013 from './migrations/013-job-queue-order.ts';
 import * as m014 from './migrations/014-events-seq-at-commit.ts';
+import * as m015 from './migrations/015-job-notifications.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '012-password-applies': m012,
   '013-job-queue-order': m013,
   '014-events-seq-at-commit': m014,
+  '015-job-notifications': m015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

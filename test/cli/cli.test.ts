@@ -23,6 +23,7 @@ const MIGRATIONS = [
   '012-password-applies',
   '013-job-queue-order',
   '014-events-seq-at-commit',
+  '015-job-notifications',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
