@@ -257,6 +257,9 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     VRP_LOG_LEVEL: 'warn',
     VRP_DEMO: '1',
     VRP_WORKER_CONCURRENCY: '32',
+    // Room for every VM the order -> running runs create (two of 2,000 services on PostgreSQL:
+    // one process, then an API and a worker process): the default hosts hold 2,048 1-vCPU VMs.
+    VRP_SIM_HOSTS: 'sim-host-1:100000:400000:10000000:5000000,sim-host-2:100000:400000:10000000:5000000',
     // The seeded services (seed.ts) are rows without VMs in the simulated hypervisor: the
     // power-state reconciler would rightly find every one of them vanished and mark it failed
     // (100,000 corrections, each a transaction, in the middle of a measurement).
