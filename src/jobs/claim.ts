@@ -97,6 +97,8 @@ async function claimInOneStatement(db: Kysely<Database>, c: Claim): Promise<Clai
     .where('jobs.status', '=', 'queued')
     .returningAll('jobs')
     .execute();
+  // An UPDATE returns its rows in no particular order: give them in the queue's.
+  rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
   return rows.map(toClaimedJob);
 }
 
