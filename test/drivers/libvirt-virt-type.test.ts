@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { createCommands } from '../../src/drivers/libvirt/commands.ts';
-import { decideVirtType, detectVirtType } from '../../src/drivers/libvirt/virt-type.ts';
+import {
+  decideVirtType,
+  detectVirtType,
+  isKvmRefused,
+  kvmRefusedChoice,
+} from '../../src/drivers/libvirt/virt-type.ts';
 import { hasCommand } from '../helpers/libvirt.ts';
 
 /** `virsh domcapabilities --virttype kvm` on a KVM host (abridged). */
@@ -21,6 +26,26 @@ const KVM_CAPS = `<domainCapabilities>
 const NO_KVM = `error: failed to get emulator capabilities
 error: invalid argument: the accel 'kvm' is not supported by '/usr/bin/qemu-system-x86_64' on this host
 `;
+
+/** `virsh start` of a KVM domain where libvirt said KVM is usable but /dev/kvm is 0600 root (recorded). */
+const START_REFUSED = `error: Failed to start domain 'vrp-x'
+error: internal error: qemu unexpectedly closed the monitor: Could not access KVM kernel module: Permission denied
+2026-11-25T21:38:39.274766Z qemu-system-x86_64: -accel kvm: failed to initialize kvm: Permission denied
+`;
+
+test('a start that QEMU could not do with KVM is told apart from other failures, and chooses TCG with its reason', () => {
+  assert.equal(isKvmRefused(START_REFUSED), true);
+  assert.equal(isKvmRefused(NO_KVM), true);
+  assert.equal(
+    isKvmRefused("error: Failed to start domain 'vrp-x'\nerror: Cannot access storage file '/x/disk.qcow2'"),
+    false,
+  );
+  assert.equal(isKvmRefused(''), false);
+  const c = kvmRefusedChoice(START_REFUSED);
+  assert.equal(c.type, 'qemu');
+  assert.match(c.reason, /failed to initialize kvm: Permission denied/);
+  assert.match(c.reason, /TCG/);
+});
 
 test('libvirt reporting KVM usable chooses kvm', () => {
   const c = decideVirtType({ ok: true, stdout: KVM_CAPS });

@@ -19,7 +19,7 @@ import { domainXml } from './domain-xml.ts';
 import { isLocalSystem } from './local-system.ts';
 import { writeSeed } from './seed.ts';
 import { resolveTemplate } from './templates.ts';
-import { detectVirtType, type VirtChoice } from './virt-type.ts';
+import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
 
 export interface LibvirtDriverOptions {
   readonly db: Kysely<Database>;
@@ -216,7 +216,28 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await virsh(uriOf(vm.host_id), ['resume', domainName(vm.id)], 'Could not resume the VM');
       return;
     }
-    await virsh(uriOf(vm.host_id), ['start', domainName(vm.id)], 'Could not start the VM');
+    const uri = uriOf(vm.host_id);
+    try {
+      await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
+    } catch (err) {
+      // `auto` chose KVM from libvirt's answer, and QEMU could not use it: the host runs TCG
+      // from now on, and this domain is defined again for it and started.
+      if (o.virtType !== 'auto' || !isKvmRefused(stderrOf(err))) throw err;
+      if ((await virtTypes.get(vm.host_id)) === 'kvm') {
+        const choice = kvmRefusedChoice(stderrOf(err));
+        virtTypes.set(vm.host_id, Promise.resolve(choice.type));
+        o.onVirtChoice?.(vm.host_id, choice);
+      }
+      const xmlFile = join(dir(vm.id), 'domain.xml');
+      const { stdout } = await virsh(
+        uri,
+        ['dumpxml', '--inactive', domainName(vm.id)],
+        'Could not read the VM',
+      );
+      await writeFile(xmlFile, stdout.replace(/<domain type=(['"])kvm\1/, "<domain type='qemu'"));
+      await virsh(uri, ['define', xmlFile], 'Could not define the VM');
+      await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
+    }
   }
 
   /** ACPI shutdown, then forced off once `timeoutMs` has passed. */

@@ -54,3 +54,26 @@ export async function detectVirtType(
     );
   return decideVirtType(outcome);
 }
+
+/**
+ * Whether a domain failed to start because its QEMU could not use KVM although libvirt said it
+ * could: libvirt may probe KVM as another user than the one it runs QEMU as, and a /dev/kvm only
+ * root may open (0600) passes its probe and fails every start ("Could not access KVM kernel
+ * module: Permission denied", "failed to initialize kvm").
+ */
+export function isKvmRefused(stderr: string): boolean {
+  return /could not access kvm kernel module|failed to initialize kvm|accel 'kvm' is not supported/i.test(
+    stderr,
+  );
+}
+
+/** `auto`'s second decision, when a domain defined for KVM could not start with it. */
+export function kvmRefusedChoice(stderr: string): VirtChoice {
+  const why =
+    stderr
+      .split('\n')
+      .map((l) => l.replace(/^error:\s*/i, '').trim())
+      .filter((l) => isKvmRefused(l))
+      .at(-1) ?? 'KVM refused';
+  return { type: 'qemu', reason: `a VM could not start with KVM (${why}): TCG emulation from now on` };
+}
