@@ -3,9 +3,10 @@
  * libvirt's recorded answers, and the real choice on this machine's libvirt where there is one.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { test } from 'node:test';
 import { createCommands } from '../../src/drivers/libvirt/commands.ts';
+import { kvmDeviceClosed } from '../../src/drivers/libvirt/local-system.ts';
 import {
   decideVirtType,
   detectVirtType,
@@ -107,6 +108,41 @@ test('auto on this machine (libvirtd running, no /dev/kvm) chooses TCG', {
     const c = await detectVirtType('auto', 'qemu:///system', commands);
     assert.equal(c.type, 'qemu');
     assert.match(c.reason, /kvm/i);
+  } finally {
+    await commands.close();
+  }
+});
+
+test('a /dev/kvm only root may open means TCG; one its group or others may open leaves it to libvirt', () => {
+  const chr = 0o020000;
+  assert.match(kvmDeviceClosed({ mode: chr | 0o600, uid: 0 })!, /root only \(mode 0600\).*TCG/);
+  assert.equal(kvmDeviceClosed({ mode: chr | 0o660, uid: 0 }), undefined);
+  assert.equal(kvmDeviceClosed({ mode: chr | 0o666, uid: 0 }), undefined);
+  assert.equal(
+    kvmDeviceClosed({ mode: chr | 0o600, uid: 64055 }),
+    undefined,
+    'owned by another user: libvirt decides',
+  );
+  assert.equal(kvmDeviceClosed(undefined), undefined, 'no device: libvirt decides');
+});
+
+const closedHere =
+  hasCommand('virsh') && existsSync('/dev/kvm') && kvmDeviceClosed(statSync('/dev/kvm')) !== undefined;
+test('auto on this machine (a /dev/kvm only root may open) chooses TCG without asking libvirt', {
+  skip: !closedHere && 'needs virsh and a /dev/kvm of mode 0600 owned by root',
+}, async () => {
+  const asked: string[][] = [];
+  const commands = createCommands();
+  try {
+    const c = await detectVirtType('auto', 'qemu:///system', {
+      virsh: (uri, args, what, ms) => {
+        asked.push([...args]);
+        return commands.virsh(uri, args, what, ms);
+      },
+    });
+    assert.equal(c.type, 'qemu');
+    assert.match(c.reason, /root only/);
+    assert.deepEqual(asked, []);
   } finally {
     await commands.close();
   }

@@ -1,4 +1,6 @@
+import { stat } from 'node:fs/promises';
 import { type Commands, stderrOf } from './commands.ts';
+import { isLocalSystem, kvmDeviceClosed } from './local-system.ts';
 
 /** The virtualisation a host's domains are defined with, and why it was chosen. */
 export interface VirtChoice {
@@ -37,7 +39,8 @@ export function decideVirtType(domcaps: DomcapsOutcome): VirtChoice {
 
 /**
  * The virtualisation for one host: `kvm` or `qemu` as configured, or for `auto` libvirt's
- * answer on that host's own connection (so it works for remote hosts too). A host libvirt
+ * answer on that host's own connection (so it works for remote hosts too), unless this
+ * machine's own /dev/kvm may be opened by root only (`kvmDeviceClosed`). A host libvirt
  * cannot be asked about (libvirtd down) gets TCG, which runs everywhere.
  */
 export async function detectVirtType(
@@ -46,6 +49,10 @@ export async function detectVirtType(
   commands: Pick<Commands, 'virsh'>,
 ): Promise<VirtChoice> {
   if (wanted !== 'auto') return { type: wanted, reason: `VRP_LIBVIRT_VIRT_TYPE=${wanted}` };
+  if (isLocalSystem(uri)) {
+    const closed = kvmDeviceClosed(await stat('/dev/kvm').catch(() => undefined));
+    if (closed) return { type: 'qemu', reason: closed };
+  }
   const outcome: DomcapsOutcome = await commands
     .virsh(uri, ['domcapabilities', '--virttype', 'kvm'], 'Could not read the domain capabilities', 30_000)
     .then(
