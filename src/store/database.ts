@@ -95,14 +95,9 @@ export function createStore(options: StoreOptions): Store {
     pool.on('error', () => {});
     // The backends of this process's connections: their notifications are this process's own.
     const backends = new Set<number>();
-    pool.on('connect', (client) => {
-      const pid = (client as pg.Client & { processID?: number }).processID;
-      if (pid !== undefined) backends.add(pid);
-    });
-    pool.on('remove', (client) => {
-      const pid = (client as pg.Client & { processID?: number }).processID;
-      if (pid !== undefined) backends.delete(pid);
-    });
+    const backendOf = (client: pg.PoolClient) => (client as pg.PoolClient & { processID: number }).processID;
+    pool.on('connect', (client) => backends.add(backendOf(client)));
+    pool.on('remove', (client) => backends.delete(backendOf(client)));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
       db,

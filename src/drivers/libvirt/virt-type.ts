@@ -28,13 +28,17 @@ export function decideVirtType(domcaps: DomcapsOutcome): VirtChoice {
       return { type: 'kvm', reason: "libvirt's domain capabilities report KVM usable" };
     return { type: 'qemu', reason: "libvirt's domain capabilities for kvm do not name KVM" };
   }
-  const why =
-    domcaps.stderr
-      .split('\n')
-      .map((l) => l.replace(/^error:\s*/i, '').trim())
-      .filter(Boolean)
-      .at(-1) ?? 'no answer';
+  const why = lastLine(domcaps.stderr, Boolean) ?? 'no answer';
   return { type: 'qemu', reason: `KVM not usable according to libvirt (${why}): TCG emulation` };
+}
+
+/** The last line of a command's stderr that `keep` accepts, without virsh's `error:` prefix. */
+function lastLine(stderr: string, keep: (line: string) => boolean): string | undefined {
+  return stderr
+    .split('\n')
+    .map((l) => l.replace(/^error:\s*/i, '').trim())
+    .filter(keep)
+    .at(-1);
 }
 
 /**
@@ -76,11 +80,6 @@ export function isKvmRefused(stderr: string): boolean {
 
 /** `auto`'s second decision, when a domain defined for KVM could not start with it. */
 export function kvmRefusedChoice(stderr: string): VirtChoice {
-  const why =
-    stderr
-      .split('\n')
-      .map((l) => l.replace(/^error:\s*/i, '').trim())
-      .filter((l) => isKvmRefused(l))
-      .at(-1) ?? 'KVM refused';
+  const why = lastLine(stderr, isKvmRefused) ?? 'KVM refused';
   return { type: 'qemu', reason: `a VM could not start with KVM (${why}): TCG emulation from now on` };
 }
