@@ -388,14 +388,17 @@ for (const store of testStores()) {
   describe(`jobs and failures (fault injection, ${store})`, () => {
     test('transient faults are retried until the job succeeds', async () => {
       const t = await createTestApp(
-        { VRP_SIM_FAULTS: 'transient=0.5', VRP_JOB_RETRY_BASE: '5ms', VRP_JOB_MAX_ATTEMPTS: '30' },
+        { VRP_SIM_FAULTS: 'transient=0.25', VRP_JOB_RETRY_BASE: '1ms', VRP_JOB_MAX_ATTEMPTS: '30' },
         { worker: true, store },
       );
       try {
         const token = await t.token();
         const ids: string[] = [];
-        // 12 creates at a fault rate of 0.5: that none needs a retry has odds of 1 in 4,096.
-        for (let i = 0; i < 12; i++) {
+        // 40 creates at a fault rate of 0.25: that none needs a retry has odds of 1 in 100,000;
+        // that one needs 12 attempts or more (backoff past a few seconds), 1 in 16,000,000 per
+        // job. (At 0.5 and 12 creates, a job failing 12 times in a row was 1 in 4,096 each and
+        // outlasted the wait once in CI.)
+        for (let i = 0; i < 40; i++) {
           const res = await call(t, token, 'POST', 'service/create-order', order());
           ids.push(res.body.data[0].service_id);
           await call(t, token, 'POST', `service/${res.body.data[0].service_id}/create`);
