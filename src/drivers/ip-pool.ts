@@ -2,12 +2,12 @@ import type { Kysely } from 'kysely';
 import {
   type AddressRange,
   addressesOf,
-  claimAddress,
+  allocationsOf,
   countPoolAddresses,
+  hasFreeAddress,
   insertPoolRange,
-  lastAllocatedAt,
-  nextFreeAddress,
   releaseAddresses,
+  takeFreeAddress,
 } from '../store/repos/ip-addresses.ts';
 import type { Database } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
@@ -57,23 +57,25 @@ export async function createIpPool(db: Kysely<Database>, cidr: string, now: () =
     cidr,
     allocate: (vmId, count, tx) =>
       within(tx, async (tx) => {
-        let have = await addressesOf(tx, vmId);
-        let last = await lastAllocatedAt(tx, vmId);
-        while (have.length < count) {
-          const num = await nextFreeAddress(tx, range);
-          if (num === undefined) {
-            throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
-          }
+        const have = await allocationsOf(tx, vmId);
+        const addresses = have.map((a) => a.address);
+        let last = have.at(-1)?.allocatedAt ?? 0;
+        while (addresses.length < count) {
           // Each address at least a millisecond after the VM's previous one: the order of
           // allocated_at is the allocation order, so the primary never changes.
           const at = Math.max(now(), last + 1);
-          // Another allocator may take the same address first; the next read no longer sees it as free.
-          if (await claimAddress(tx, num, vmId, at)) {
+          const taken = await takeFreeAddress(tx, range, vmId, at);
+          if (taken !== undefined) {
+            addresses.push(taken);
             last = at;
-            have = await addressesOf(tx, vmId);
+            continue;
           }
+          // None taken: the pool is exhausted, or another allocator took the address between
+          // the read and the write (then the next try reads another).
+          if (!(await hasFreeAddress(tx, range)))
+            throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
         }
-        return have;
+        return addresses;
       }),
     shrink: (vmId, count, tx) =>
       within(tx, async (tx) => {

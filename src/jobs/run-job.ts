@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { jobFinished, statusChanged } from '../domain/events.ts';
 import {
   decide,
@@ -20,10 +20,11 @@ import {
   type Job,
   type JobOf,
   type JobResult,
+  jobFromColumn,
   queuedActions,
   type RunnableJob,
-  recordJobFrom,
   UnreadableJob,
+  updateOwnedJob,
 } from '../store/repos/jobs.ts';
 import {
   findService,
@@ -31,8 +32,8 @@ import {
   type ServicePatch,
   serviceChangeColumns,
 } from '../store/repos/services.ts';
-import { recordUsageChange } from '../store/repos/usage-intervals.ts';
-import type { Database } from '../store/schema.ts';
+import { recordUsageChange, USAGE_SOURCE } from '../store/repos/usage-intervals.ts';
+import type { Database, JobTable } from '../store/schema.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import { checkAtJobStart } from './power-check.ts';
@@ -117,10 +118,9 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   }
 
   try {
-    await guarded(db, job, deps.workerId, async (tx) => {
-      const now = clock.now();
+    const now = clock.now();
+    await guarded(db, job, deps.workerId, jobFromColumn(from), async (tx) => {
       const shown = transitionalStatus(job.action, from.status);
-      await recordJobFrom(tx, job.id, from);
       await tx
         .updateTable('services')
         .set({ status: shown, updated_at: now })
@@ -190,21 +190,24 @@ function runTask<A extends JobAction>(
   return task({ ...rest, job });
 }
 
+/**
+ * Writes `set` to the job's row and runs `body` in the same transaction, only while this worker
+ * owns the job (else LeaseLost): the ownership check is the write itself (updateOwnedJob), the
+ * transaction's first statement. Without a body, the one statement needs no transaction.
+ */
 async function guarded(
   db: Kysely<Database>,
   job: Job,
   workerId: string,
-  body: (tx: Kysely<Database>) => Promise<void>,
+  set: Updateable<JobTable>,
+  body?: (tx: Kysely<Database>) => Promise<void>,
 ): Promise<void> {
+  if (!body) {
+    if (!(await updateOwnedJob(db, job.id, workerId, set))) throw new LeaseLost();
+    return;
+  }
   await db.transaction().execute(async (tx) => {
-    const owned = await tx
-      .selectFrom('jobs')
-      .select('id')
-      .where('id', '=', job.id)
-      .where('status', '=', 'running')
-      .where('locked_by', '=', workerId)
-      .executeTakeFirst();
-    if (!owned) throw new LeaseLost();
+    if (!(await updateOwnedJob(tx, job.id, workerId, set))) throw new LeaseLost();
     await body(tx);
   });
 }
@@ -213,10 +216,7 @@ async function guarded(
 function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
   return {
     recorded: job.stepMarker,
-    record: (value) =>
-      guarded(deps.db, job, deps.workerId, async (tx) => {
-        await tx.updateTable('jobs').set({ step_marker: value }).where('id', '=', job.id).execute();
-      }),
+    record: (value) => guarded(deps.db, job, deps.workerId, { step_marker: value }),
   };
 }
 
@@ -229,18 +229,14 @@ async function retry(
 ): Promise<RunOutcome> {
   const now = deps.clock.now();
   try {
-    await guarded(deps.db, job, deps.workerId, async (tx) => {
-      await tx
-        .updateTable('jobs')
-        .set({
-          status: 'queued',
-          run_at: now + next.delayMs,
-          error: next.error,
-          locked_by: null,
-          locked_until: null,
-        })
-        .where('id', '=', job.id)
-        .execute();
+    const requeue = {
+      status: 'queued',
+      run_at: now + next.delayMs,
+      error: next.error,
+      locked_by: null,
+      locked_until: null,
+    } as const;
+    await guarded(deps.db, job, deps.workerId, requeue, async (tx) => {
       await tx
         .updateTable('services')
         .set({ status: from.status, active_job_id: null, updated_at: now })
@@ -291,20 +287,16 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     ending.status === 'succeeded'
       ? ending.after
       : from && { status: statusAfterFailure(job.action, from.status), resume: from.resume };
-  await guarded(deps.db, job, deps.workerId, async (tx) => {
-    await tx
-      .updateTable('jobs')
-      .set({
-        status: ending.status,
-        error: ending.status === 'failed' ? ending.error : null,
-        ...(ending.status === 'failed' && ending.attempts !== undefined ? { attempts: ending.attempts } : {}),
-        ...(ending.status === 'succeeded' && ending.result ? { result: JSON.stringify(ending.result) } : {}),
-        finished_at: now,
-        locked_by: null,
-        locked_until: null,
-      })
-      .where('id', '=', job.id)
-      .execute();
+  const end: Updateable<JobTable> = {
+    status: ending.status,
+    error: ending.status === 'failed' ? ending.error : null,
+    ...(ending.status === 'failed' && ending.attempts !== undefined ? { attempts: ending.attempts } : {}),
+    ...(ending.status === 'succeeded' && ending.result ? { result: JSON.stringify(ending.result) } : {}),
+    finished_at: now,
+    locked_by: null,
+    locked_until: null,
+  };
+  await guarded(deps.db, job, deps.workerId, end, async (tx) => {
     const service = await tx
       .selectFrom('services')
       .select(['status', 'pending_jobs', 'projected_status', 'projected_resume'])
@@ -330,8 +322,13 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.projected_status = after.status as StableStatus;
       set.projected_resume = after.resume as PowerStatus | null;
     }
-    await tx.updateTable('services').set(set).where('id', '=', job.serviceId).execute();
-    if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, now);
+    const updated = await tx
+      .updateTable('services')
+      .set(set)
+      .where('id', '=', job.serviceId)
+      .returning(USAGE_SOURCE)
+      .executeTakeFirst();
+    if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, updated, now);
     const changed =
       set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id);
     await recordEvents(tx, job.resellerId, [...changed, finished], now);

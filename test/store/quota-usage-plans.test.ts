@@ -35,7 +35,27 @@ async function statements(
     'report of one reseller': await of(() => sumUsage(db, { ...month, resellerId: 'r1' })),
     'report of all resellers': await of(() => sumUsage(db, month)),
     'interval change': await of(() =>
-      db.transaction().execute((tx) => recordUsageChange(tx, 'upgrade', 's1', 1)),
+      db.transaction().execute((tx) =>
+        recordUsageChange(
+          tx,
+          'upgrade',
+          's1',
+          {
+            reseller_id: 'r1',
+            product_id: 'p1',
+            cpu: 2,
+            ram: 2,
+            hdd: 20,
+            ip_count: 1,
+            backup: 0,
+            // Terminated, so nothing is inserted (no such service exists here): the plan
+            // checked is the read of the open interval.
+            status: 'terminated',
+            host_id: null,
+          },
+          1,
+        ),
+      ),
     ),
   };
 }

@@ -36,43 +36,48 @@ export async function insertPoolRange(db: Kysely<Database>, range: AddressRange)
     on conflict do nothing`.execute(db);
 }
 
+/** One of a VM's addresses, and when it was allocated. */
+export interface Allocation {
+  readonly address: string;
+  readonly allocatedAt: number;
+}
+
 /**
  * The VM's addresses in allocation order (the first is primary): `allocated_at` is strictly
- * increasing among one VM's addresses (see `lastAllocatedAt`), the address only breaks ties of rows
- * written before that rule.
+ * increasing among one VM's addresses (takeFreeAddress is given a later time each time), the
+ * address only breaks ties of rows written before that rule.
  */
-export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<string[]> {
+export async function allocationsOf(db: Kysely<Database>, vmId: string): Promise<Allocation[]> {
   const rows = await db
     .selectFrom('ip_addresses')
-    .select('address')
+    .select(['address', 'allocated_at'])
     .where('vm_id', '=', vmId)
     .orderBy('allocated_at')
     .orderBy('address_num')
     .execute();
-  return rows.map((r) => r.address);
+  return rows.map((r) => ({ address: r.address, allocatedAt: Number(r.allocated_at ?? 0) }));
 }
 
-/** When the VM's latest address was allocated; 0 if it has none. */
-export async function lastAllocatedAt(db: Kysely<Database>, vmId: string): Promise<number> {
-  const row = await db
-    .selectFrom('ip_addresses')
-    .select((eb) => eb.fn.max('allocated_at').as('at'))
-    .where('vm_id', '=', vmId)
-    .executeTakeFirst();
-  return Number(row?.at ?? 0);
+/** The VM's addresses in allocation order, primary first. */
+export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<string[]> {
+  return (await allocationsOf(db, vmId)).map((a) => a.address);
 }
 
 /**
- * The free address of the range to hand out next: never used, or released longest ago. On
- * PostgreSQL the row is locked, skipping rows other transactions hold: concurrent allocations
- * each take a different address instead of queueing on the same one until its taker commits.
- * Call it in a transaction.
+ * Takes the free address of the range to hand out next for the VM, `at` becoming its
+ * `allocated_at`, and returns it; undefined if none was taken. One statement: the read of the
+ * next free address (never used first, then released longest ago) is the update's subquery. On
+ * PostgreSQL that read locks its row, skipping rows other transactions hold, so concurrent
+ * allocations each take a different address instead of queueing on the same one until its
+ * taker commits. Call it in a transaction.
  */
-export async function nextFreeAddress(
+export async function takeFreeAddress(
   db: Kysely<Database>,
   range: AddressRange,
-): Promise<number | undefined> {
-  const row = await db
+  vmId: string,
+  at: number,
+): Promise<string | undefined> {
+  const next = db
     .selectFrom('ip_addresses')
     .select('address_num')
     .where('vm_id', 'is', null)
@@ -86,25 +91,34 @@ export async function nextFreeAddress(
     .orderBy('released_at')
     .orderBy('address_num')
     .limit(1)
-    .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate().skipLocked())
-    .executeTakeFirst();
-  return row?.address_num;
-}
-
-/** Takes an address for a VM if it is still free; false if someone else was faster. `at` becomes its `allocated_at`. */
-export async function claimAddress(
-  db: Kysely<Database>,
-  num: number,
-  vmId: string,
-  at: number,
-): Promise<boolean> {
-  const r = await db
+    .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate().skipLocked());
+  const row = await db
     .updateTable('ip_addresses')
     .set({ vm_id: vmId, allocated_at: at })
-    .where('address_num', '=', num)
+    .where('address_num', '=', next)
     .where('vm_id', 'is', null)
+    .returning('address')
     .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  return row?.address;
+}
+
+/**
+ * Whether the range has a free address, after takeFreeAddress took none. On PostgreSQL its read
+ * skipped the rows other transactions hold: this one waits for them (FOR UPDATE without SKIP
+ * LOCKED), so an address another allocation is about to take counts only if it is still free
+ * once that allocation ends, and the caller does not spin while it runs.
+ */
+export async function hasFreeAddress(db: Kysely<Database>, range: AddressRange): Promise<boolean> {
+  const row = await db
+    .selectFrom('ip_addresses')
+    .select('address_num')
+    .where('vm_id', 'is', null)
+    .where('address_num', '>=', range.first)
+    .where('address_num', '<=', range.last)
+    .limit(1)
+    .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate())
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 export async function releaseAddresses(

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Updateable } from 'kysely';
 import { type JobParams, jobParamsProblem } from '../../domain/job-params.ts';
 import type { PasswordApplies } from '../../domain/passwords.ts';
 import { isStable, type JobAction, type ServiceState } from '../../domain/status-machine.ts';
@@ -195,11 +195,29 @@ export async function queuedActions(db: Kysely<Database>, serviceId: string): Pr
   return rows.map((r) => r.action);
 }
 
-/** Records the state a job started from (see JobOf.from). */
-export async function recordJobFrom(db: Kysely<Database>, id: string, from: ServiceState): Promise<void> {
-  await db
+/** The state a job started from (see JobOf.from), as its row holds it. */
+export function jobFromColumn(from: ServiceState): { from_state: string } {
+  return { from_state: JSON.stringify(from) };
+}
+
+/**
+ * Writes to a job's row only while `workerId` owns it (running, locked by that worker): false
+ * when another worker took it over or recovery put it back in the queue. One statement, the
+ * ownership check included: on PostgreSQL the update waits for a concurrent writer of the row
+ * and checks ownership again after it, so the check holds until the transaction commits.
+ */
+export async function updateOwnedJob(
+  db: Kysely<Database>,
+  id: string,
+  workerId: string,
+  set: Updateable<JobTable>,
+): Promise<boolean> {
+  const r = await db
     .updateTable('jobs')
-    .set({ from_state: JSON.stringify(from) })
+    .set(set)
     .where('id', '=', id)
-    .execute();
+    .where('status', '=', 'running')
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return r.numUpdatedRows === 1n;
 }

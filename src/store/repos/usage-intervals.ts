@@ -8,7 +8,7 @@ import {
   type UsageTotals,
 } from '../../domain/usage-report.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
-import type { Database, UsageIntervalTable } from '../schema.ts';
+import type { Database, ServiceTable, UsageIntervalTable } from '../schema.ts';
 
 /** The actions whose success changes what a service uses: each closes its interval and opens the next. */
 const USAGE_ACTIONS: ReadonlySet<JobAction> = new Set([
@@ -19,8 +19,23 @@ const USAGE_ACTIONS: ReadonlySet<JobAction> = new Set([
   'terminate',
 ]);
 
+/** The columns of a service its usage interval is made from. */
+export const USAGE_SOURCE = [
+  'reseller_id',
+  'product_id',
+  'cpu',
+  'ram',
+  'hdd',
+  'ip_count',
+  'backup',
+  'status',
+  'host_id',
+] as const satisfies readonly (keyof ServiceTable)[];
+export type UsageSource = Pick<ServiceTable, (typeof USAGE_SOURCE)[number]>;
+
 /**
- * Brings the service's usage interval in line with the service as a job just left it, in the
+ * Brings the service's usage interval in line with the service as a job just left it (`service`,
+ * its USAGE_SOURCE columns as the job's update returned them; undefined if it is gone), in the
  * transaction that records the job's success (jobs/run-job.ts): a service on a host, not
  * terminated, has one open interval with its current resources and suspension; a change closes
  * the open one at `now` and opens the next; a terminated service has none open. A job that
@@ -30,14 +45,10 @@ export async function recordUsageChange(
   tx: Kysely<Database>,
   action: JobAction,
   serviceId: string,
+  service: UsageSource | undefined,
   now: number,
 ): Promise<void> {
   if (!USAGE_ACTIONS.has(action)) return;
-  const service = await tx
-    .selectFrom('services')
-    .select(['reseller_id', 'product_id', 'cpu', 'ram', 'hdd', 'ip_count', 'backup', 'status', 'host_id'])
-    .where('id', '=', serviceId)
-    .executeTakeFirst();
   const open = await tx
     .selectFrom('usage_intervals')
     .selectAll()
