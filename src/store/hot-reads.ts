@@ -5,13 +5,15 @@
  * only committed data (WAL gives every statement its own snapshot, and never waits for the
  * writer), so a read can never observe another request's unfinished transaction on the main
  * connection. On PostgreSQL they go through the pool like every other query, as named prepared
- * statements (parsed and planned once per connection).
+ * statements (parsed and planned once per connection), and the service reads of requests that
+ * arrive together in one statement (read-batch.ts).
  *
  * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
  * turn them into domain objects, as for any other read.
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type pg from 'pg';
+import { createReadBatch } from './read-batch.ts';
 import type { JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
 
 export interface HotReads {
@@ -29,19 +31,29 @@ export interface HotReads {
 /** The columns of the covering index `services_status` (migration 002). */
 export type ServiceStatusRow = Pick<
   ServiceTable,
-  'id' | 'status' | 'projected_status' | 'projected_resume' | 'pending_jobs'
+  'id' | 'reseller_id' | 'status' | 'projected_status' | 'projected_resume' | 'pending_jobs'
 >;
 
 /** `{index:NAME}` is SQLite's INDEXED BY (its planner prefers the unique primary key otherwise); PostgreSQL chooses by itself. */
 const SQL = {
   ownedService: 'select * from services where id = ? and reseller_id = ?',
   ownedServiceStatus:
-    'select id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
+    'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
 } as const;
 
 type Name = keyof typeof SQL;
+
+/**
+ * PostgreSQL's batches of the service reads (read-batch.ts): the rows of many ids in one
+ * statement, each then matched to its request by id and reseller.
+ */
+const PG_BATCH_SQL = {
+  ownedServices: 'select * from services where id = any($1::text[])',
+  ownedServicesStatus:
+    'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services where id = any($1::text[])',
+} as const;
 
 /** `?` placeholders become `$1, $2, ...` for PostgreSQL, which has no index hints. */
 const forPostgres = (text: string) => {
@@ -84,27 +96,50 @@ const CACHED_PLAN_CHANGED = '0A000';
  * connection parses and plans each of them once, and afterwards only binds and executes it.
  */
 export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
-  const text = Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forPostgres(v)])) as Record<
-    Name,
-    string
-  >;
-  const first = async <T extends pg.QueryResultRow>(
-    name: Name,
-    ...params: string[]
-  ): Promise<T | undefined> => {
+  const text = {
+    ...(Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forPostgres(v)])) as Record<Name, string>),
+    ...PG_BATCH_SQL,
+  };
+  const all = async <T extends pg.QueryResultRow>(
+    name: keyof typeof text,
+    ...params: (string | readonly string[])[]
+  ): Promise<T[]> => {
     try {
-      return (await pool.query<T>({ name: `vrp_hot_${name}`, text: text[name], values: params })).rows[0];
+      return (await pool.query<T>({ name: `vrp_hot_${name}`, text: text[name], values: params })).rows;
     } catch (err) {
       // A connection that prepared `select *` before a migration added a column refuses to run it
       // again ("cached plan must not change result type"): a newer version's migration while
       // this process still runs. The read is made unprepared instead, as correct and a bit slower.
       if ((err as { code?: string }).code !== CACHED_PLAN_CHANGED) throw err;
-      return (await pool.query<T>(text[name], params)).rows[0];
+      return (await pool.query<T>(text[name], params)).rows;
     }
   };
+  const first = async <T extends pg.QueryResultRow>(name: Name, ...params: string[]) =>
+    (await all<T>(name, ...params))[0];
+  type Owned = { readonly resellerId: string; readonly id: string };
+  const matches = (row: { id: string; reseller_id: string }, key: Owned) =>
+    row.id === key.id && row.reseller_id === key.resellerId;
+  const services = createReadBatch<Owned, ServiceTable>({
+    one: ({ resellerId, id }) => first<ServiceTable>('ownedService', id, resellerId),
+    many: (keys) =>
+      all<ServiceTable>(
+        'ownedServices',
+        keys.map((k) => k.id),
+      ),
+    matches,
+  });
+  const statuses = createReadBatch<Owned, ServiceStatusRow>({
+    one: ({ resellerId, id }) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
+    many: (keys) =>
+      all<ServiceStatusRow>(
+        'ownedServicesStatus',
+        keys.map((k) => k.id),
+      ),
+    matches,
+  });
   return {
-    ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
-    ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
+    ownedService: (resellerId, id) => services.get({ resellerId, id }),
+    ownedServiceStatus: (resellerId, id) => statuses.get({ resellerId, id }),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
     close: () => {},

@@ -9,26 +9,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { test } from 'node:test';
 import { kvmDeviceClosed } from '../../src/drivers/libvirt/local-system.ts';
-import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { libvirtSaysKvm, logLines, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
-
-/** Whether libvirt here says its QEMU can use KVM (what the server must agree with). */
-function kvmUsable(): boolean {
-  try {
-    return execFileSync('virsh', ['-c', 'qemu:///system', 'domcapabilities', '--virttype', 'kvm'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).includes('<domain>kvm</domain>');
-  } catch {
-    return false;
-  }
-}
-
-const logLines = (text: string) =>
-  text
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test('auto picks what libvirt can run, logs it, and the driver logs its commands with durations', {
   skip: noLibvirtTemplate,
@@ -41,7 +23,7 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   // What libvirt says, unless this machine's /dev/kvm may be opened by root only (TCG then);
   // the driver believes it until a VM fails to start with KVM.
   const deviceClosed = existsSync('/dev/kvm') && kvmDeviceClosed(statSync('/dev/kvm')) !== undefined;
-  const libvirtSaysKvm = !deviceClosed && kvmUsable();
+  const saysKvm = !deviceClosed && libvirtSaysKvm();
 
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
@@ -56,11 +38,11 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   assert.equal(status?.status, 'running');
   // Asked at start in the background; the first define waited for the answer.
   const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');
-  assert.equal(choices[0]!['virtType'], libvirtSaysKvm ? 'kvm' : 'qemu');
+  assert.equal(choices[0]!['virtType'], saysKvm ? 'kvm' : 'qemu');
   // One line for the one host, and a second only where KVM was refused at the start.
   const fellBack = choices.length === 2;
   if (fellBack) {
-    assert.equal(libvirtSaysKvm, true, 'TCG is never left for KVM');
+    assert.equal(saysKvm, true, 'TCG is never left for KVM');
     assert.equal(choices[1]!['virtType'], 'qemu');
     assert.match(String(choices[1]!['reason']), /could not start with KVM/);
   } else assert.equal(choices.length, 1, 'one line for the one host');
@@ -85,7 +67,7 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   if (deviceClosed) assert.equal(questions.length, 0, 'libvirt is not asked where the device is closed');
   else {
     assert.equal(questions.length, 1, 'the host is asked once');
-    assert.equal(questions[0]!['ok'], libvirtSaysKvm);
+    assert.equal(questions[0]!['ok'], saysKvm);
   }
   // Where KVM was refused, the one start that tried it failed; every other step succeeded.
   const failedStarts = commands.filter((c) => c['command'] === 'virsh start' && c['ok'] === false);

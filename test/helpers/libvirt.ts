@@ -13,6 +13,25 @@ import { libvirtTemplate } from './libvirt-template.ts';
 import type { ServerProcess } from './server-process.ts';
 import { startServer } from './server-process.ts';
 
+/** Whether the libvirt at `uri` says its QEMU can use KVM (`domcapabilities` names kvm). */
+export function libvirtSaysKvm(uri = 'qemu:///system'): boolean {
+  try {
+    return execFileSync('virsh', ['-c', uri, 'domcapabilities', '--virttype', 'kvm'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).includes('<domain>kvm</domain>');
+  } catch {
+    return false;
+  }
+}
+
+/** A server's JSON log lines (its output's other lines left out). */
+export const logLines = (text: string): Record<string, unknown>[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
 /** Whether `command` can be run here (`--version` answers). */
 export function hasCommand(command: string): boolean {
   try {

@@ -1,0 +1,127 @@
+/**
+ * Reads of requests that arrive together go to PostgreSQL together (src/store/read-batch.ts):
+ * what each request gets is exactly what its own read would have given, its reseller's row or
+ * nothing, whatever else is in the batch.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createReadBatch } from '../../src/store/read-batch.ts';
+import { call, createTestApp, orderRunning } from '../helpers/app.ts';
+import { testStores } from '../helpers/stores.ts';
+
+type Key = { owner: string; id: string };
+type Row = { id: string; owner: string; n: number };
+
+function recorder(rows: Row[], fail?: Error) {
+  const calls: { one: Key[]; many: Key[][] } = { one: [], many: [] };
+  const batch = createReadBatch<Key, Row>({
+    one: async (k) => {
+      calls.one.push(k);
+      if (fail) throw fail;
+      return rows.find((r) => r.id === k.id && r.owner === k.owner);
+    },
+    many: async (keys) => {
+      calls.many.push([...keys]);
+      if (fail) throw fail;
+      return rows.filter((r) => keys.some((k) => k.id === r.id));
+    },
+    matches: (r, k) => r.id === k.id && r.owner === k.owner,
+    max: 3,
+  });
+  return { batch, calls };
+}
+
+const ROWS: Row[] = [
+  { id: 'a', owner: 'acme', n: 1 },
+  { id: 'b', owner: 'acme', n: 2 },
+  { id: 'c', owner: 'globex', n: 3 },
+];
+
+describe('read batches', () => {
+  test('reads asked for in one turn of the event loop are one read; each gets its own row', async () => {
+    const { batch, calls } = recorder(ROWS);
+    const got = await Promise.all([
+      batch.get({ owner: 'acme', id: 'a' }),
+      batch.get({ owner: 'globex', id: 'c' }),
+      batch.get({ owner: 'acme', id: 'c' }), // another owner's row: nothing
+    ]);
+    assert.deepEqual(
+      got.map((r) => r?.n),
+      [1, 3, undefined],
+    );
+    assert.equal(calls.many.length, 1);
+    assert.deepEqual(calls.one, []);
+  });
+
+  test('one read alone is the single-row read; reads of later turns are batches of their own', async () => {
+    const { batch, calls } = recorder(ROWS);
+    assert.equal((await batch.get({ owner: 'acme', id: 'b' }))?.n, 2);
+    assert.deepEqual(calls.one, [{ owner: 'acme', id: 'b' }]);
+    assert.equal(calls.many.length, 0);
+    assert.equal((await batch.get({ owner: 'acme', id: 'zz' }))?.n, undefined);
+    assert.equal(calls.one.length, 2);
+  });
+
+  test('more than `max` keys: several statements, every key answered', async () => {
+    const { batch, calls } = recorder(ROWS);
+    const keys = ['a', 'b', 'c', 'a', 'b', 'c', 'a'].map((id) => ({ owner: 'acme', id }));
+    const got = await Promise.all(keys.map((k) => batch.get(k)));
+    assert.deepEqual(
+      got.map((r) => r?.n),
+      [1, 2, undefined, 1, 2, undefined, 1],
+    );
+    assert.deepEqual(
+      calls.many.map((m) => m.length),
+      [3, 3],
+    );
+    assert.equal(calls.one.length, 1, 'the seventh alone');
+  });
+
+  test('a failed read fails every request of its batch, and the next batch reads again', async () => {
+    const { batch } = recorder(ROWS, new Error('connection lost'));
+    const got = await Promise.allSettled([
+      batch.get({ owner: 'acme', id: 'a' }),
+      batch.get({ owner: 'acme', id: 'b' }),
+    ]);
+    assert.deepEqual(
+      got.map((g) => g.status),
+      ['rejected', 'rejected'],
+    );
+    await assert.rejects(batch.get({ owner: 'acme', id: 'a' }), /connection lost/);
+  });
+});
+
+for (const store of testStores()) {
+  test(`status and details polled at once by two resellers: each sees its own services, never the other's (${store})`, async () => {
+    const t = await createTestApp({}, { worker: true, store });
+    try {
+      const acme = await t.token();
+      const globex = await t.token({ reseller: 'globex' });
+      const mine = await Promise.all([1, 2, 3].map((i) => orderRunning(t, acme, `a${i}.example.com`)));
+      const theirs = await Promise.all([1, 2].map((i) => orderRunning(t, globex, `g${i}.example.com`)));
+      for (const route of ['status', 'details'] as const) {
+        // 40 requests at once (read in one batch on PostgreSQL): both resellers' own services and each other's.
+        const asks = Array.from({ length: 40 }, (_, i) => {
+          const byAcme = i % 2 === 0;
+          const own = byAcme ? mine[i % 3]! : theirs[i % 2]!;
+          const other = byAcme ? theirs[i % 2]! : mine[i % 3]!;
+          const id = i % 4 < 2 ? own : other;
+          return { token: byAcme ? acme : globex, id, own: id === own };
+        });
+        const res = await Promise.all(asks.map((a) => call(t, a.token, 'GET', `service/${a.id}/${route}`)));
+        res.forEach((r, i) => {
+          if (asks[i]!.own) {
+            assert.equal(r.status, 200, JSON.stringify(r.body));
+            assert.equal(r.body.data.status, 'running');
+            if (route === 'details') assert.equal(r.body.data.service_id, asks[i]!.id);
+          } else {
+            assert.equal(r.status, 404, `${route} of another reseller's service`);
+            assert.equal(r.body.error_code, 'service_not_found');
+          }
+        });
+      }
+    } finally {
+      await t.close();
+    }
+  });
+}
