@@ -19,14 +19,7 @@ test('a real VM through the API: order, create, running, terminate', {
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 300_000;
-  let status: { status: string; job: unknown } | undefined;
-  while (Date.now() < until) {
-    status = await api.ok('GET', `service/${id}/status`);
-    if (status!.status === 'running' && status!.job === null) break;
-    assert.notEqual(status!.status, 'failed', JSON.stringify(await api.ok('GET', `service/${id}/jobs`)));
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  assert.equal(status?.status, 'running');
+  await api.settled(id, 'running', until, 500);
   const details = await api.ok('GET', `service/${id}/details`);
   const domains = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--name'], { encoding: 'utf8' });
   assert.ok(domains.includes(`vrp-${id}`), 'the domain runs');
@@ -44,12 +37,7 @@ test('a real VM through the API: order, create, running, terminate', {
   assert.match(report, new RegExp(`ips=${details.ip.replaceAll('.', '\\.')},`), 'the guest got its address');
 
   await api.ok('POST', `service/${id}/terminate`);
-  while (Date.now() < until) {
-    status = await api.ok('GET', `service/${id}/status`);
-    if (status!.status === 'terminated') break;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  assert.equal(status?.status, 'terminated');
+  await api.settled(id, 'terminated', until, 500);
   const all = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--all', '--name'], {
     encoding: 'utf8',
   });

@@ -28,14 +28,7 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + 240_000;
-  let status: { status: string; job: unknown } | undefined;
-  while (Date.now() < until) {
-    status = await api.ok('GET', `service/${id}/status`);
-    if (status!.status === 'running' && status!.job === null) break;
-    assert.notEqual(status!.status, 'failed', JSON.stringify(await api.ok('GET', `service/${id}/jobs`)));
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.equal(status?.status, 'running');
+  await api.settled(id, 'running', until);
   // Asked at start in the background; the first define waited for the answer.
   const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');
   assert.equal(choices[0]!['virtType'], saysKvm ? 'kvm' : 'qemu');
@@ -78,10 +71,5 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
     assert.equal(c['ok'], true, JSON.stringify(c));
 
   await api.ok('POST', `service/${id}/terminate`);
-  while (Date.now() < until) {
-    status = await api.ok('GET', `service/${id}/status`);
-    if (status!.status === 'terminated') break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.equal(status?.status, 'terminated');
+  await api.settled(id, 'terminated', until);
 });

@@ -62,12 +62,27 @@ export function apiClient(baseUrl: () => string, token: string) {
     });
     return { status: res.status, body: JSON.parse(res.text) as any };
   };
+  const ok = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
+    const r = await call(method, path, body);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body.data;
+  };
   return {
     call,
-    async ok(method: 'GET' | 'POST', path: string, body?: unknown) {
-      const r = await call(method, path, body);
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      return r.body.data;
+    ok,
+    /**
+     * Polls the service's status until it is `wanted` with no job left, before `deadline`
+     * (ms since the epoch); a `failed` service fails the test at once, with its jobs.
+     */
+    async settled(id: string, wanted: string, deadline: number, everyMs = 200): Promise<void> {
+      let status: { status: string; job: unknown } | undefined;
+      while (Date.now() < deadline) {
+        status = await ok('GET', `service/${id}/status`);
+        if (status!.status === wanted && status!.job === null) return;
+        assert.notEqual(status!.status, 'failed', JSON.stringify(await ok('GET', `service/${id}/jobs`)));
+        await new Promise((r) => setTimeout(r, everyMs));
+      }
+      assert.fail(`service ${id} is not ${wanted} in time; last: ${JSON.stringify(status)}`);
     },
   };
 }
