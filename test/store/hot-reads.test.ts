@@ -68,4 +68,43 @@ describe('hot reads on PostgreSQL: prepared statements', {
       await database.drop();
     }
   });
+
+  test('a batch of status reads probes the covering index by reseller and id, as the single read does', async () => {
+    const database = await createPgDatabase();
+    const store = await openStore({ databaseUrl: database.url, dataDir: '' });
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    const sent: { text: string; values: unknown[] }[] = [];
+    const spy = {
+      query: ((config: { text: string; values: unknown[] }) => {
+        sent.push(config);
+        return pool.query(config);
+      }) as unknown as pg.Pool['query'],
+    };
+    try {
+      const reads = pgHotReads(spy);
+      const id = (n: number) => `0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2${n}`;
+      // Two reads in one turn: one statement.
+      const got = await Promise.all([
+        reads.ownedServiceStatus('r1', id(1)),
+        reads.ownedServiceStatus('r2', id(2)),
+      ]);
+      assert.deepEqual(got, [undefined, undefined]);
+      assert.equal(sent.length, 1);
+      const client = await pool.connect();
+      try {
+        // On empty tables a sequential scan is cheapest; forbidding it shows whether an index can serve.
+        await client.query('set enable_seqscan = off');
+        const res = await client.query(`explain ${sent[0]!.text}`, sent[0]!.values);
+        const plan = res.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+        assert.match(plan, /Index Only Scan using services_status/, plan);
+        assert.doesNotMatch(plan, /Seq Scan on services|services_pkey/, plan);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+      await store.close();
+      await database.drop();
+    }
+  });
 });
