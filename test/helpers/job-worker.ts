@@ -2,9 +2,12 @@
  * Jobs run by workers of the test's choosing: a task table that fails, or whose task hangs as
  * if its process had died, with short leases and backoff so recoveries happen within a test.
  */
+import type { Selectable } from 'kysely';
+import type { JobAction } from '../../src/domain/status-machine.ts';
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
+import type { JobTable } from '../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
 import { smallOrder } from './e2e.ts';
 import type { StoreKind } from './stores.ts';
@@ -22,6 +25,8 @@ export interface ServiceFixture {
   worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number; abortWaitMs?: number }): Worker;
   /** The service's jobs as the API lists them, oldest first. */
   jobs(): Promise<any[]>;
+  /** The stored row of the service's (first) job of `action`. */
+  jobRow(action: JobAction): Promise<Selectable<JobTable>>;
   /** How many times the simulated hypervisor booted the service's VM. */
   bootCount(): Promise<number>;
 }
@@ -63,6 +68,15 @@ export async function withRunningService(
         workers.push(w);
         w.start();
         return w;
+      },
+      jobRow(action) {
+        return t.ctx.store.db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('service_id', '=', id)
+          .where('action', '=', action)
+          .orderBy('seq')
+          .executeTakeFirstOrThrow();
       },
       async jobs() {
         return ((await call(t, token, 'GET', `service/${id}/jobs`)).body.data as any[]).reverse();

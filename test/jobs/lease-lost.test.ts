@@ -39,12 +39,7 @@ for (const store of testStores()) {
           assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
           const w = s.worker({ restart });
           await until(() => started, 'the restart to start');
-          const job = await db
-            .selectFrom('jobs')
-            .selectAll()
-            .where('service_id', '=', s.id)
-            .where('action', '=', 'restart')
-            .executeTakeFirstOrThrow();
+          const job = await s.jobRow('restart');
           assert.equal(job.status, 'running');
           // Another worker owns the job now, as after a recovery and a new claim, with a lease
           // of its own (so this worker's recovery leaves it alone).

@@ -54,12 +54,7 @@ for (const store of testStores()) {
         assert.ok(driverRefused, 'the driver refused a call after the abort');
         // Back in the queue when stop() returns, well before the lease (300 ms) would run out.
         assert.ok(Date.now() - stopping < 2000);
-        const job = await db
-          .selectFrom('jobs')
-          .selectAll()
-          .where('service_id', '=', s.id)
-          .where('action', '=', 'restart')
-          .executeTakeFirstOrThrow();
+        const job = await s.jobRow('restart');
         assert.equal(job.status, 'queued');
         assert.equal(job.locked_by, null);
         assert.equal(job.error, 'Attempt 1 did not finish, retrying: the worker running it stopped');
