@@ -20,6 +20,11 @@ export interface DialectFeatures {
    * its write transactions (BEGIN IMMEDIATE, node-sqlite.ts) already run one at a time.
    */
   readonly rowLocks: boolean;
+  /**
+   * INSERT inside WITH (PostgreSQL): rows of several tables go in one statement, atomic without
+   * a transaction of its own (insert-row.ts).
+   */
+  readonly writableCtes: boolean;
 }
 
 export interface Store {
@@ -102,7 +107,7 @@ export function createStore(options: StoreOptions): Store {
     return {
       db,
       dialect: 'postgres',
-      features: { skipLocked: true, rowLocks: true },
+      features: { skipLocked: true, rowLocks: true, writableCtes: true },
       location: storeLocation(options),
       reads: pgHotReads(pool),
       listenForQueuedJobs: (onQueued, log) =>
@@ -120,7 +125,7 @@ export function createStore(options: StoreOptions): Store {
   return {
     db,
     dialect: 'sqlite',
-    features: { skipLocked: false, rowLocks: false },
+    features: { skipLocked: false, rowLocks: false, writableCtes: false },
     location: storeLocation(options),
     reads,
     ping: async () => {

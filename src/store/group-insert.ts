@@ -7,11 +7,13 @@
  * every set is tried again alone, so one bad row fails only its own caller.
  *
  * A caller may give rows of several tables that belong together (an order's service and its
- * audit entry): they are written all or none, in one transaction (a single table needs none,
- * its one statement is atomic).
+ * audit entry): they are written all or none: in one statement where the database can insert
+ * into several tables at once (PostgreSQL), else in one transaction (a single table needs
+ * neither, its one statement is atomic).
  */
 import type { Insertable, Kysely } from 'kysely';
-import { insertRows } from './insert-row.ts';
+import type { DialectFeatures } from './database.ts';
+import { insertRows, insertTablesInOneStatement, type TableRows } from './insert-row.ts';
 
 /** Rows per statement at most: bounds the write lock's time and the statement's parameters (64 x 27 columns). */
 const MAX_GROUP = 64;
@@ -26,27 +28,43 @@ export type RowSet<DB> = { readonly [T in keyof DB & string]?: Insertable<DB[T]>
 /** Group commit of one table's rows. */
 export function createGroupInserter<DB, T extends keyof DB & string>(
   db: Kysely<DB>,
+  features: Pick<DialectFeatures, 'writableCtes'>,
   table: T,
 ): GroupInserter<Insertable<DB[T]>> {
-  const writer = createGroupWriter(db);
+  const writer = createGroupWriter(db, features);
   return { insert: (row) => writer.insert({ [table]: row } as RowSet<DB>) };
 }
 
-/** Writes sets of rows: each table's rows in one statement, in a transaction when there are several tables. */
-async function writeSets<DB>(db: Kysely<DB>, sets: readonly RowSet<DB>[]): Promise<void> {
+/**
+ * Writes sets of rows: each table's rows in one statement; several tables all or none, in one
+ * statement where the database allows it, else in a transaction.
+ */
+async function writeSets<DB>(
+  db: Kysely<DB>,
+  features: Pick<DialectFeatures, 'writableCtes'>,
+  sets: readonly RowSet<DB>[],
+): Promise<void> {
   const tables = [...new Set(sets.flatMap((s) => Object.keys(s)))] as (keyof DB & string)[];
+  const writes = tables.map(
+    (table) =>
+      ({
+        table,
+        rows: sets.map((s) => s[table]).filter((r) => r !== undefined),
+      }) as TableRows<DB>,
+  );
+  if (writes.length > 1 && features.writableCtes) return insertTablesInOneStatement(db, writes);
   const write = async (conn: Kysely<DB>) => {
-    for (const table of tables) {
-      const rows = sets.map((s) => s[table]).filter((r) => r !== undefined) as Insertable<DB[typeof table]>[];
-      await insertRows(conn, table, rows);
-    }
+    for (const w of writes) await insertRows(conn, w.table, w.rows as Insertable<DB[typeof w.table]>[]);
   };
-  if (tables.length <= 1) await write(db);
+  if (writes.length <= 1) await write(db);
   else await db.transaction().execute(write);
 }
 
 /** Group commit of sets of rows (see the top of this file). */
-export function createGroupWriter<DB>(db: Kysely<DB>): GroupInserter<RowSet<DB>> {
+export function createGroupWriter<DB>(
+  db: Kysely<DB>,
+  features: Pick<DialectFeatures, 'writableCtes'>,
+): GroupInserter<RowSet<DB>> {
   type Row = RowSet<DB>;
   interface Waiting {
     row: Row;
@@ -63,6 +81,7 @@ export function createGroupWriter<DB>(db: Kysely<DB>): GroupInserter<RowSet<DB>>
         // One statement per table: all the rows or none, in one commit.
         await writeSets(
           db,
+          features,
           group.map((w) => w.row),
         );
         for (const w of group) w.resolve();
@@ -73,7 +92,7 @@ export function createGroupWriter<DB>(db: Kysely<DB>): GroupInserter<RowSet<DB>>
     }
     for (const w of group) {
       try {
-        await writeSets(db, [w.row]);
+        await writeSets(db, features, [w.row]);
         w.resolve();
       } catch (err) {
         w.reject(err);

@@ -10,6 +10,22 @@ import { CompiledQuery, type Insertable, type Kysely } from 'kysely';
 /** SQL texts by dialect (Kysely's adapter, shared by a database and its transactions), then by shape. */
 const texts = new WeakMap<object, Map<string, string>>();
 
+/** Rows of one table, all with the same columns. */
+export type TableRows<DB> = {
+  readonly [T in keyof DB & string]: { readonly table: T; readonly rows: readonly Insertable<DB[T]>[] };
+}[keyof DB & string];
+
+/** Any table's rows: the table is generic here, so Kysely cannot tie the rows to it (`valuesOf` checks them). */
+interface AnyRows {
+  readonly table: string;
+  readonly rows: readonly object[];
+}
+/** The part of Kysely's builder used here (a database, or one with the earlier inserts in WITH). */
+interface InsertCreator {
+  insertInto(table: string): { values(rows: readonly object[]): { compile(): CompiledQuery } };
+  with(name: string, cte: (qc: InsertCreator) => unknown): InsertCreator;
+}
+
 /** Inserts one row. */
 export function insertRow<DB, T extends keyof DB & string>(
   db: Kysely<DB>,
@@ -29,34 +45,58 @@ export async function insertRows<DB, T extends keyof DB & string>(
   rows: readonly Insertable<DB[T]>[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const columns = Object.keys(rows[0] as object);
-  const values: unknown[] = [];
-  for (const row of rows) {
+  await insertInOneStatement(db, [{ table, rows }]);
+}
+
+/**
+ * Inserts the rows of several tables in one statement: the first tables' inserts in `WITH`,
+ * the last one's as the statement itself. PostgreSQL only (SQLite has no INSERT in WITH): one
+ * statement is atomic without a transaction of its own, so rows that belong together are
+ * written all or none in one round trip instead of four (BEGIN, an insert per table, COMMIT).
+ */
+export async function insertTablesInOneStatement<DB>(
+  db: Kysely<DB>,
+  writes: readonly TableRows<DB>[],
+): Promise<void> {
+  const nonEmpty = writes.filter((w) => w.rows.length > 0);
+  if (nonEmpty.length > 0) await insertInOneStatement(db, nonEmpty);
+}
+
+/** Each table's columns (those of its first row) and every value in order; throws if rows differ. */
+function valuesOf(write: AnyRows, values: unknown[]): string[] {
+  const columns = Object.keys(write.rows[0] as object);
+  for (const row of write.rows) {
     const r = row as Record<string, unknown>;
     if (Object.keys(r).length !== columns.length)
-      throw new Error(`rows for ${table} differ in their columns`);
+      throw new Error(`rows for ${write.table} differ in their columns`);
     for (const c of columns) {
-      if (!(c in r)) throw new Error(`rows for ${table} differ in their columns`);
+      if (!(c in r)) throw new Error(`rows for ${write.table} differ in their columns`);
       values.push(r[c]);
     }
   }
+  return columns;
+}
+
+async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows[]): Promise<void> {
+  const values: unknown[] = [];
+  const shape = writes.map((w) => `${w.table}(${valuesOf(w, values).join()})x${w.rows.length}`).join(';');
   const adapter = db.getExecutor().adapter;
   let byShape = texts.get(adapter);
   if (!byShape) {
     byShape = new Map();
     texts.set(adapter, byShape);
   }
-  const shape = `${table}(${columns.join()})x${rows.length}`;
   const text = byShape.get(shape);
   if (text !== undefined) {
     await db.executeQuery(CompiledQuery.raw(text, values));
     return;
   }
-  // The table is generic, so Kysely cannot tie the rows to it here; the row type is checked above.
-  const compiled = (db as unknown as Kysely<Record<string, Record<string, unknown>>>)
-    .insertInto(table as string)
-    .values(rows as unknown as Record<string, unknown>[])
-    .compile();
+  const insert = (qc: InsertCreator, w: AnyRows) => qc.insertInto(w.table).values(w.rows);
+  let builder = db as unknown as InsertCreator;
+  writes.slice(0, -1).forEach((w, i) => {
+    builder = builder.with(`w${i}`, (qc) => insert(qc, w));
+  });
+  const compiled = insert(builder, writes[writes.length - 1] as AnyRows).compile();
   // Reusable only if every value went in as a parameter, in order (Kysely's way today).
   const reusable =
     compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i]);

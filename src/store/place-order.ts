@@ -55,7 +55,7 @@ export function createOrderPlacer(
   // group-committed. Whether there is a quota is one prepared read (a Kysely query there added
   // about a sixth to an order's CPU time in the bench); a quota set while such an order is under
   // way does not apply to it.
-  const services = createGroupWriter(db);
+  const services = createGroupWriter(db, features);
   return {
     async place(order, now, idempotency, audit) {
       // Ids are time-ordered by the real time, like every insert's place in the index.

@@ -5,8 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { cliAudit } from '../../src/cli/audit.ts';
+import { UNLIMITED } from '../../src/domain/quotas.ts';
 import { createReadBatch } from '../../src/store/read-batch.ts';
+import { setQuota } from '../../src/store/repos/quotas.ts';
+import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { call, createTestApp, orderRunning } from '../helpers/app.ts';
+import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
 
 type Key = { owner: string; id: string };
@@ -120,6 +125,42 @@ for (const store of testStores()) {
           }
         });
       }
+    } finally {
+      await t.close();
+    }
+  });
+
+  test(`orders of three resellers at once: each order is held to its own reseller's quota (${store})`, async () => {
+    const t = await createTestApp({}, { store });
+    try {
+      const names = ['capped-two', 'capped-none', 'uncapped'];
+      const tokens = await Promise.all(names.map((reseller) => t.token({ reseller })));
+      const caps = { 'capped-two': 2, 'capped-none': 0 } as Record<string, number>;
+      for (const name of Object.keys(caps)) {
+        const { id } = (await findResellerByName(t.ctx.store.db, name))!;
+        await setQuota(
+          t.ctx.store.db,
+          id,
+          { ...UNLIMITED, services: caps[name]! },
+          Date.now(),
+          cliAudit('quota'),
+        );
+      }
+      // 30 orders at once (their quota reads one batch on PostgreSQL), interleaved.
+      const asks = Array.from({ length: 30 }, (_, i) => i % 3);
+      const res = await Promise.all(
+        asks.map((r, i) =>
+          call(t, tokens[r]!, 'POST', 'service/create-order', smallOrder(`o${i}.example.com`)),
+        ),
+      );
+      const outcome = (r: number) =>
+        res
+          .filter((_, i) => asks[i] === r)
+          .map((x) => (x.status === 200 ? 'ok' : `${x.status} ${x.body.error_code}`))
+          .sort();
+      assert.deepEqual(outcome(0), [...Array(2).fill('ok'), ...Array(8).fill('400 quota_exceeded')].sort());
+      assert.deepEqual(outcome(1), Array(10).fill('400 quota_exceeded'));
+      assert.deepEqual(outcome(2), Array(10).fill('ok'));
     } finally {
       await t.close();
     }
