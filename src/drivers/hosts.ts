@@ -52,8 +52,19 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
  * place through here. The reservation is a conditional update, on the room and on the state, so
  * concurrent placements (workers, processes) never overbook a host nor place on one drained
  * meanwhile.
+ *
+ * `write(hostId)` records the VM on each host tried (its first call inserts the VM's row, later
+ * ones move it), before that host's reservation: the host's row, whose lock every placement on
+ * the host waits for, is then the transaction's last write, and its lock is held from there to
+ * the commit only (held across the VM's insert too, placements on one host took turns for an
+ * extra round trip each: bench/FINDINGS.md).
  */
-export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonly string[]): Promise<string> {
+export async function placeVm(
+  db: Kysely<Database>,
+  need: Need,
+  hostIds: readonly string[],
+  write: (hostId: string) => Promise<void>,
+): Promise<string> {
   const hosts =
     hostIds.length === 0
       ? []
@@ -72,6 +83,7 @@ export async function placeVm(db: Kysely<Database>, need: Need, hostIds: readonl
     )
     .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb));
   for (const h of fitting) {
+    await write(h.id);
     if (await reserve(db, h.id, need, { activeOnly: true })) return h.id;
   }
   throw new DriverError(

@@ -109,16 +109,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     let ips: string[];
     if (!vm) {
       const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
-      // Room on a host, the VM and its addresses are taken together or not at all. The host's
-      // row is written last: its lock, which every placement on the host waits for, is held
-      // from there to the commit only.
+      // Room on a host, the VM and its addresses are taken together or not at all; the host's
+      // row is written last (placeVm).
       vm = await transaction('create', async (tx) => {
         const addresses = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
-        const hostId = await placeVm(tx, need, o.hostIds);
         const t = now();
         const row: SimVmTable = {
           id: spec.vmId,
-          host_id: hostId,
+          host_id: '',
           power: 'stopped',
           cpu: spec.cpu,
           ram_gb: spec.ramGb,
@@ -133,7 +131,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           created_at: t,
           updated_at: t,
         };
-        await tx.insertInto('sim_vms').values(row).execute();
+        row.host_id = await placeVm(tx, need, o.hostIds, async (hostId) => {
+          if (row.host_id) {
+            await tx.updateTable('sim_vms').set({ host_id: hostId }).where('id', '=', row.id).execute();
+          } else {
+            await tx
+              .insertInto('sim_vms')
+              .values({ ...row, host_id: hostId })
+              .execute();
+          }
+          row.host_id = hostId;
+        });
         return row;
       });
       ips = JSON.parse(vm.ips) as string[];

@@ -90,12 +90,55 @@ for (const store of testStores()) {
       ]);
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-a').execute();
       const need = { cpu: 1, ramGb: 1, diskGb: 10 };
-      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b']), 'kvm-b');
+      const written: string[] = [];
+      const write = async (hostId: string) => {
+        written.push(hostId);
+      };
+      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b'], write), 'kvm-b');
+      assert.deepEqual(written, ['kvm-b']);
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-b').execute();
-      await assert.rejects(placeVm(db, need, ['kvm-a', 'kvm-b']), /No host has room/);
+      await assert.rejects(placeVm(db, need, ['kvm-a', 'kvm-b'], write), /No host has room/);
       // A re-sync (a restart) keeps the operator's state.
       await syncHosts(db, [{ id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 }]);
-      await assert.rejects(placeVm(db, need, ['kvm-a']), /No host has room/);
+      await assert.rejects(placeVm(db, need, ['kvm-a'], write), /No host has room/);
+      assert.deepEqual(written, ['kvm-b'], 'no VM is recorded on a draining host');
+    });
+
+    test('placement: a host filled by another placement meanwhile is passed over, the VM recorded on the next', async () => {
+      const db = t.ctx.store.db;
+      await syncHosts(db, [
+        { id: 'race-a', cpu: 8, ramGb: 32, diskGb: 200 },
+        { id: 'race-b', cpu: 8, ramGb: 16, diskGb: 200 },
+      ]);
+      const written: string[] = [];
+      const used = async (id: string) =>
+        (
+          await db
+            .selectFrom('hypervisor_hosts')
+            .select('used_cpu')
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow()
+        ).used_cpu;
+      const before = await used('race-b');
+      const host = await placeVm(
+        db,
+        { cpu: 1, ramGb: 1, diskGb: 10 },
+        ['race-a', 'race-b'],
+        async (hostId) => {
+          written.push(hostId);
+          // Another placement takes all of race-a's vCPUs between the choice and the reservation.
+          if (hostId === 'race-a')
+            await db
+              .updateTable('hypervisor_hosts')
+              .set({ used_cpu: 8 })
+              .where('id', '=', 'race-a')
+              .execute();
+        },
+      );
+      assert.equal(host, 'race-b');
+      assert.deepEqual(written, ['race-a', 'race-b']);
+      assert.equal(await used('race-a'), 8, 'race-a is not overbooked');
+      assert.equal(await used('race-b'), before + 1);
     });
 
     test('unknown hosts are 404 host_not_found; changes are audited; resellers get 403', async () => {
