@@ -6,7 +6,7 @@
  * writer), so a read can never observe another request's unfinished transaction on the main
  * connection. On PostgreSQL they go through the pool like every other query, as named prepared
  * statements (parsed and planned once per connection), and the service reads of requests that
- * arrive together in one statement (read-batch.ts), and so the quota reads of orders.
+ * arrive together in one statement (read-batch.ts), as are the quota reads of orders.
  *
  * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
  * turn them into domain objects, as for any other read.

@@ -116,7 +116,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         const t = now();
         const row: SimVmTable = {
           id: spec.vmId,
-          host_id: '',
+          host_id: '', // placeVm's choice, below
           power: 'stopped',
           cpu: spec.cpu,
           ram_gb: spec.ramGb,
@@ -131,16 +131,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           created_at: t,
           updated_at: t,
         };
+        let written = false;
         row.host_id = await placeVm(tx, need, o.hostIds, async (hostId) => {
-          if (row.host_id) {
+          if (written) {
             await tx.updateTable('sim_vms').set({ host_id: hostId }).where('id', '=', row.id).execute();
-          } else {
-            await tx
-              .insertInto('sim_vms')
-              .values({ ...row, host_id: hostId })
-              .execute();
+            return;
           }
-          row.host_id = hostId;
+          await tx
+            .insertInto('sim_vms')
+            .values({ ...row, host_id: hostId })
+            .execute();
+          written = true;
         });
         return row;
       });
