@@ -13,6 +13,7 @@ import {
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
+import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import {
@@ -46,6 +47,7 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
   readonly maxAttempts: number;
   /** Where the power check at a job's start counts its corrections. */
   readonly powerMetrics?: PowerMetrics;
+  readonly features: Pick<DialectFeatures, 'rowLocks'>;
 }
 
 /** What happened, for logs and tests. */
@@ -297,10 +299,15 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     locked_until: null,
   };
   await guarded(deps.db, job, deps.workerId, end, async (tx) => {
+    // Locked to the commit (PostgreSQL), and the job sequence moved: a request accepted meanwhile
+    // either commits before this read (and is counted here) or fails its compare-and-set on
+    // job_seq and is checked again against what this commit leaves. Without both, one of the two
+    // wrote a count of pending jobs it had read before the other's commit.
     const service = await tx
       .selectFrom('services')
-      .select(['status', 'pending_jobs', 'projected_status', 'projected_resume'])
+      .select(['status', 'pending_jobs', 'projected_status', 'projected_resume', 'job_seq'])
       .where('id', '=', job.serviceId)
+      .$if(deps.features.rowLocks, (q) => q.forUpdate())
       .executeTakeFirst();
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
     if (!service) {
@@ -308,7 +315,13 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       return;
     }
     const pending = Math.max(0, service.pending_jobs - 1);
-    const set: ServicePatch = { ...patch, active_job_id: null, pending_jobs: pending, updated_at: now };
+    const set: ServicePatch = {
+      ...patch,
+      active_job_id: null,
+      pending_jobs: pending,
+      job_seq: service.job_seq + 1,
+      updated_at: now,
+    };
     if (after) {
       set.status = after.status;
       if (patch.resume_status === undefined) set.resume_status = after.resume;

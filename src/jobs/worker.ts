@@ -68,6 +68,7 @@ export function createWorker(o: WorkerOptions): Worker {
     tasks: o.tasks,
     driver: o.driver,
     db: o.store.db,
+    features: o.store.features,
     secretBox: o.secretBox,
     clock: o.clock,
     stopTimeoutMs: o.stopTimeoutMs,

@@ -1,0 +1,116 @@
+/**
+ * A request accepted while the job before it ends (PostgreSQL, where the two run at the same
+ * time): the service's count of pending jobs and its projected status stay true whichever
+ * commits first. Both read the service and then write a count computed from what they read; the
+ * job's end locks the row to its commit and moves the job sequence, so the request either is
+ * counted by the end or fails its compare-and-set and is checked again. SQLite's writers take
+ * turns, so this cannot happen there.
+ *
+ * The interleaving is forced: another connection holds the service's row while the job ends
+ * and the request arrives, so both wait on it, the end first; then it lets go.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import pg from 'pg';
+import type { Task } from '../../src/jobs/task.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
+import { call, waitForStatus } from '../helpers/app.ts';
+import { until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const stores = testStores().filter((s) => s === 'postgres');
+
+describe('a request accepted while the job before it ends', {
+  skip: stores.length === 0 && 'needs PostgreSQL (npm test starts one)',
+}, () => {
+  for (const store of stores) {
+    for (const first of ['the end', 'the request'] as const) {
+      test(`the count of pending jobs and the projection stay true, ${first} waiting first (${store})`, () =>
+        withRunningService(store, async (s) => {
+          const db = s.t.ctx.store.db;
+          const gated = () => {
+            let open!: () => void;
+            const gate = new Promise<void>((r) => {
+              open = r;
+            });
+            return { gate, open, started: false };
+          };
+          const restartGate = gated();
+          const stopGate = gated();
+          const restart: Task<'restart'> = async (tc) => {
+            restartGate.started = true;
+            await restartGate.gate;
+            return TASKS.restart(tc);
+          };
+          const stopTask: Task<'stop'> = async (tc) => {
+            stopGate.started = true;
+            await stopGate.gate;
+            return TASKS.stop(tc);
+          };
+          assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+          s.worker({ restart, stop: stopTask });
+          await until(() => restartGate.started, 'the restart to start');
+
+          const holder = new pg.Client(s.t.ctx.config.databaseUrl);
+          await holder.connect();
+          let stop: Promise<{ status: number; body: any }> | undefined;
+          try {
+            const waiting = async () =>
+              Number(
+                (
+                  await holder.query(
+                    `select count(*) as n from pg_stat_activity
+                      where datname = current_database() and wait_event_type = 'Lock'`,
+                  )
+                ).rows[0].n,
+              );
+            await holder.query('begin');
+            await holder.query('select 1 from services where id = $1 for update', [s.id]);
+            const end = () => restartGate.open();
+            const request = () => {
+              stop = call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+            };
+            const [one, two] = first === 'the end' ? [end, request] : [request, end];
+            one();
+            await until(async () => (await waiting()) >= 1, `${first} to wait for the row`);
+            two();
+            await until(async () => (await waiting()) >= 2, 'the other to wait for the row too');
+            await holder.query('commit');
+          } finally {
+            await holder.query('rollback').catch(() => {});
+            await holder.end();
+          }
+          const accepted = await stop;
+          assert.equal(accepted?.status, 200, JSON.stringify(accepted?.body));
+
+          const service = () =>
+            db
+              .selectFrom('services')
+              .select(['status', 'pending_jobs', 'projected_status'])
+              .where('id', '=', s.id)
+              .executeTakeFirstOrThrow();
+          await until(
+            async () => (await s.jobs()).some((j) => j.action === 'restart' && j.status === 'succeeded'),
+            'the restart to end',
+          );
+          // The stop is accepted and not yet done: one job pending, the projection its outcome.
+          const between = await service();
+          assert.equal(between.pending_jobs, 1, 'the stop counted');
+          assert.equal(between.projected_status, 'stopped', 'the projection includes the stop');
+
+          stopGate.open();
+          await waitForStatus(s.t, s.token, s.id, 'stopped');
+          assert.deepEqual(await service(), {
+            status: 'stopped',
+            pending_jobs: 0,
+            projected_status: 'stopped',
+          });
+          const jobs = await s.jobs();
+          assert.deepEqual(
+            jobs.map((j) => `${j.action} ${j.status}`),
+            ['create succeeded', 'restart succeeded', 'stop succeeded'],
+          );
+        }));
+    }
+  }
+});
