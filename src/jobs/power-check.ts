@@ -11,6 +11,7 @@ import {
 import { type JobAction, project, type StableStatus } from '../domain/status-machine.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
+import type { DialectFeatures } from '../store/database.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { queuedActions } from '../store/repos/jobs.ts';
 import type { Service } from '../store/repos/services.ts';
@@ -102,7 +103,7 @@ export async function correctIdleService(
  * on the stored state, as it did before. `corrected`: the message of the change made, if any.
  */
 export async function checkAtJobStart(
-  deps: PowerCheckDeps,
+  deps: PowerCheckDeps & { readonly features: Pick<DialectFeatures, 'rowLocks'> },
   job: { readonly id: string; readonly action: JobAction },
   service: Service,
 ): Promise<{ readonly service: Service; readonly corrected?: string }> {
@@ -133,6 +134,18 @@ export async function checkAtJobStart(
   }
   const now = deps.clock.now();
   const done = await deps.db.transaction().execute(async (tx) => {
+    // The row locked to the commit (PostgreSQL) and the job sequence moved, as at a job's end
+    // (run-job.ts): the queue read below then holds every request accepted before, and one
+    // accepted meanwhile fails its compare-and-set and is checked again against the correction.
+    const current = await tx
+      .selectFrom('services')
+      .select('job_seq')
+      .where('id', '=', service.id)
+      .where('status', '=', stored)
+      .where('active_job_id', '=', job.id)
+      .$if(deps.features.rowLocks, (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (!current) return false;
     // The job's own action first (it is running, no longer queued), then those behind it.
     const projected = project({ status: correction.to, resume: null }, [
       job.action,
@@ -145,11 +158,11 @@ export async function checkAtJobStart(
         resume_status: null,
         projected_status: projected.status,
         projected_resume: projected.resume,
+        job_seq: current.job_seq + 1,
         updated_at: now,
       })
       .where('id', '=', service.id)
-      .where('status', '=', stored)
-      .where('active_job_id', '=', job.id)
+      .where('job_seq', '=', current.job_seq)
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) return false;
     await recordEvents(

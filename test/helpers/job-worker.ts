@@ -4,6 +4,7 @@
  */
 import type { Selectable } from 'kysely';
 import type { JobAction } from '../../src/domain/status-machine.ts';
+import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
@@ -20,9 +21,13 @@ export interface ServiceFixture {
   /**
    * Starts a worker with `tasks` over the usual ones (stopped at the end of the test).
    * `abortWaitMs`: how long its stop() waits for aborted tasks (the worker's default, 2 s,
-   * unless given); a worker whose task never ends, to play a dead process, passes 0.
+   * unless given); a worker whose task never ends, to play a dead process, passes 0. `driver`:
+   * the one it calls instead of the app's (a test's wrapper).
    */
-  worker(tasks?: Partial<TaskTable>, options?: { maxAttempts?: number; abortWaitMs?: number }): Worker;
+  worker(
+    tasks?: Partial<TaskTable>,
+    options?: { maxAttempts?: number; abortWaitMs?: number; driver?: HypervisorDriver },
+  ): Worker;
   /** The service's jobs as the API lists them, oldest first. */
   jobs(): Promise<any[]>;
   /** The stored row of the service's (first) job of `action`. */
@@ -51,7 +56,7 @@ export async function withRunningService(
       worker(tasks = {}, options = {}) {
         const w = createWorker({
           store: t.ctx.store,
-          driver: t.driver!,
+          driver: options.driver ?? t.driver!,
           secretBox: t.ctx.secretBox,
           clock: t.ctx.clock,
           log: t.app.log,

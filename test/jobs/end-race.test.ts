@@ -6,12 +6,16 @@
  * counted by the end or fails its compare-and-set and is checked again. SQLite's writers take
  * turns, so this cannot happen there.
  *
+ * The same holds at a job's start, where the check of the VM's power may correct the service.
+ *
  * The interleaving is forced: another connection holds the service's row while the job ends
- * and the request arrives, so both wait on it, the end first; then it lets go.
+ * (or its start corrects the service) and the request arrives, so both wait on it; then it
+ * lets go.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
+import { outside } from '../../src/drivers/simulated/outside.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
@@ -19,6 +23,37 @@ import { until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const stores = testStores().filter((s) => s === 'postgres');
+
+/**
+ * Holds the service's row from another connection while `meanwhile` runs, then lets go.
+ * `waiters(n, what)` waits until n backends of the test's database wait for a lock.
+ */
+async function holdingTheRow(
+  url: string | undefined,
+  serviceId: string,
+  meanwhile: (waiters: (n: number, what: string) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const holder = new pg.Client(url);
+  await holder.connect();
+  try {
+    const waiting = async () =>
+      Number(
+        (
+          await holder.query(
+            `select count(*) as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      );
+    await holder.query('begin');
+    await holder.query('select 1 from services where id = $1 for update', [serviceId]);
+    await meanwhile((n, what) => until(async () => (await waiting()) >= n, what));
+    await holder.query('commit');
+  } finally {
+    await holder.query('rollback').catch(() => {});
+    await holder.end();
+  }
+}
 
 describe('a request accepted while the job before it ends', {
   skip: stores.length === 0 && 'needs PostgreSQL (npm test starts one)',
@@ -51,35 +86,18 @@ describe('a request accepted while the job before it ends', {
           s.worker({ restart, stop: stopTask });
           await until(() => restartGate.started, 'the restart to start');
 
-          const holder = new pg.Client(s.t.ctx.config.databaseUrl);
-          await holder.connect();
           let stop: Promise<{ status: number; body: any }> | undefined;
-          try {
-            const waiting = async () =>
-              Number(
-                (
-                  await holder.query(
-                    `select count(*) as n from pg_stat_activity
-                      where datname = current_database() and wait_event_type = 'Lock'`,
-                  )
-                ).rows[0].n,
-              );
-            await holder.query('begin');
-            await holder.query('select 1 from services where id = $1 for update', [s.id]);
+          await holdingTheRow(s.t.ctx.config.databaseUrl, s.id, async (waiters) => {
             const end = () => restartGate.open();
             const request = () => {
               stop = call(s.t, s.token, 'POST', `service/${s.id}/stop`);
             };
             const [one, two] = first === 'the end' ? [end, request] : [request, end];
             one();
-            await until(async () => (await waiting()) >= 1, `${first} to wait for the row`);
+            await waiters(1, `${first} to wait for the row`);
             two();
-            await until(async () => (await waiting()) >= 2, 'the other to wait for the row too');
-            await holder.query('commit');
-          } finally {
-            await holder.query('rollback').catch(() => {});
-            await holder.end();
-          }
+            await waiters(2, 'the other to wait for the row too');
+          });
           const accepted = await stop;
           assert.equal(accepted?.status, 200, JSON.stringify(accepted?.body));
 
@@ -112,5 +130,58 @@ describe('a request accepted while the job before it ends', {
           );
         }));
     }
+  }
+
+  for (const store of stores) {
+    test(`a request accepted while a job's start corrects the service is checked against the correction (${store})`, () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        // Powered off outside the API: the next job's start finds it and corrects the service to stopped.
+        await outside.powerOff(db, s.id);
+        const reset = await call(s.t, s.token, 'POST', `service/${s.id}/reset-password`, {
+          password: 'New-pass-word-2',
+        });
+        assert.equal(reset.status, 200);
+        let open!: () => void;
+        const gate = new Promise<void>((r) => {
+          open = r;
+        });
+        let inspecting = false;
+        const real = s.t.driver!;
+        const driver = {
+          ...real,
+          inspect: async (id: string) => {
+            inspecting = true;
+            await gate;
+            return real.inspect(id);
+          },
+        };
+        s.worker({}, { driver });
+        await until(() => inspecting, 'the check at the start of the job');
+
+        let restart: Promise<{ status: number; body: any }> | undefined;
+        await holdingTheRow(s.t.ctx.config.databaseUrl, s.id, async (waiters) => {
+          open();
+          await waiters(1, 'the correction to wait for the row');
+          // Accepted against `running` as the request reads it, before the correction commits.
+          restart = call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+          await waiters(2, 'the restart request to wait for the row too');
+        });
+        const answer = await restart;
+        // Checked again against the corrected service: a stopped server cannot restart.
+        assert.equal(answer?.status, 400, JSON.stringify(answer?.body));
+        assert.equal(answer?.body.error_code, 'invalid_state');
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        const service = await db
+          .selectFrom('services')
+          .select(['status', 'pending_jobs', 'projected_status'])
+          .where('id', '=', s.id)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(service, { status: 'stopped', pending_jobs: 0, projected_status: 'stopped' });
+        assert.deepEqual(
+          (await s.jobs()).map((j) => `${j.action} ${j.status}`),
+          ['create succeeded', 'reset_password succeeded'],
+        );
+      }));
   }
 });
