@@ -76,6 +76,9 @@ export async function correctIdleService(
         resume_status: null,
         projected_status: correction.to,
         projected_resume: null,
+        // Moved, so that a request that read the service before this commit fails its
+        // compare-and-set and is checked again against the correction.
+        job_seq: s.jobSeq + 1,
         updated_at: now,
       })
       .where(asRead(s))

@@ -15,7 +15,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
+import { powerCorrection } from '../../src/domain/power-drift.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
+import { correctIdleService } from '../../src/jobs/power-check.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
@@ -182,6 +184,50 @@ describe('a request accepted while the job before it ends', {
           (await s.jobs()).map((j) => `${j.action} ${j.status}`),
           ['create succeeded', 'reset_password succeeded'],
         );
+      }));
+  }
+
+  for (const store of stores) {
+    test(`a request accepted while the reconciler corrects an idle service is checked against the correction (${store})`, () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        await outside.powerOff(db, s.id);
+        // The periodic pass's read, before it asks the hypervisor.
+        const read = await db
+          .selectFrom('services')
+          .select(['id', 'reseller_id', 'job_seq'])
+          .where('id', '=', s.id)
+          .executeTakeFirstOrThrow();
+        const idle = {
+          id: read.id,
+          resellerId: read.reseller_id,
+          status: 'running' as const,
+          jobSeq: read.job_seq,
+        };
+        const correction = powerCorrection('running', 'stopped');
+        assert.ok(correction);
+        let corrected: Promise<boolean> | undefined;
+        let restart: Promise<{ status: number; body: any }> | undefined;
+        await holdingTheRow(s.t.ctx.config.databaseUrl, s.id, async (waiters) => {
+          corrected = correctIdleService(
+            { db, driver: s.t.driver!, clock: s.t.ctx.clock, log: s.t.app.log },
+            idle,
+            correction,
+          );
+          await waiters(1, 'the correction to wait for the row');
+          restart = call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+          await waiters(2, 'the restart request to wait for the row too');
+        });
+        assert.equal(await corrected, true);
+        const answer = await restart;
+        assert.equal(answer?.status, 400, JSON.stringify(answer?.body));
+        assert.equal(answer?.body.error_code, 'invalid_state');
+        const service = await db
+          .selectFrom('services')
+          .select(['status', 'pending_jobs', 'projected_status'])
+          .where('id', '=', s.id)
+          .executeTakeFirstOrThrow();
+        assert.deepEqual(service, { status: 'stopped', pending_jobs: 0, projected_status: 'stopped' });
       }));
   }
 });
