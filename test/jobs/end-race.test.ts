@@ -14,17 +14,27 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { powerCorrection } from '../../src/domain/power-drift.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { correctIdleService } from '../../src/jobs/power-check.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
+import type { Database } from '../../src/store/schema.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
 import { until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const stores = testStores().filter((s) => s === 'postgres');
+
+/** What the tests check of the service: its status, its count of pending jobs, its projection. */
+const bookkeeping = (db: Kysely<Database>, id: string) =>
+  db
+    .selectFrom('services')
+    .select(['status', 'pending_jobs', 'projected_status'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
 
 /**
  * Holds the service's row from another connection while `meanwhile` runs, then lets go.
@@ -103,12 +113,7 @@ describe('a request accepted while the job before it ends', {
           const accepted = await stop;
           assert.equal(accepted?.status, 200, JSON.stringify(accepted?.body));
 
-          const service = () =>
-            db
-              .selectFrom('services')
-              .select(['status', 'pending_jobs', 'projected_status'])
-              .where('id', '=', s.id)
-              .executeTakeFirstOrThrow();
+          const service = () => bookkeeping(db, s.id);
           await until(
             async () => (await s.jobs()).some((j) => j.action === 'restart' && j.status === 'succeeded'),
             'the restart to end',
@@ -174,12 +179,11 @@ describe('a request accepted while the job before it ends', {
         assert.equal(answer?.status, 400, JSON.stringify(answer?.body));
         assert.equal(answer?.body.error_code, 'invalid_state');
         await waitForStatus(s.t, s.token, s.id, 'stopped');
-        const service = await db
-          .selectFrom('services')
-          .select(['status', 'pending_jobs', 'projected_status'])
-          .where('id', '=', s.id)
-          .executeTakeFirstOrThrow();
-        assert.deepEqual(service, { status: 'stopped', pending_jobs: 0, projected_status: 'stopped' });
+        assert.deepEqual(await bookkeeping(db, s.id), {
+          status: 'stopped',
+          pending_jobs: 0,
+          projected_status: 'stopped',
+        });
         assert.deepEqual(
           (await s.jobs()).map((j) => `${j.action} ${j.status}`),
           ['create succeeded', 'reset_password succeeded'],
@@ -222,12 +226,11 @@ describe('a request accepted while the job before it ends', {
         const answer = await restart;
         assert.equal(answer?.status, 400, JSON.stringify(answer?.body));
         assert.equal(answer?.body.error_code, 'invalid_state');
-        const service = await db
-          .selectFrom('services')
-          .select(['status', 'pending_jobs', 'projected_status'])
-          .where('id', '=', s.id)
-          .executeTakeFirstOrThrow();
-        assert.deepEqual(service, { status: 'stopped', pending_jobs: 0, projected_status: 'stopped' });
+        assert.deepEqual(await bookkeeping(db, s.id), {
+          status: 'stopped',
+          pending_jobs: 0,
+          projected_status: 'stopped',
+        });
       }));
   }
 });
