@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
-import type { Database } from '../store/schema.ts';
+import { insertRow } from '../store/insert-row.ts';
+import type { Database, LibvirtVmTable, SimVmTable } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
 
 export interface Need {
@@ -45,6 +46,14 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
   }
 }
 
+/** A driver's row of a VM, without the host it is placed on (placeVm writes it). */
+export type VmRecord =
+  | { readonly table: 'sim_vms'; readonly row: Omit<Insertable<SimVmTable>, 'host_id'> & { id: string } }
+  | {
+      readonly table: 'libvirt_vms';
+      readonly row: Omit<Insertable<LibvirtVmTable>, 'host_id'> & { id: string };
+    };
+
 /**
  * Reserves room on the host with the most free RAM that fits, among `hostIds` (the driver's
  * configured hosts; rows of hosts no longer configured stay in the store for the VMs on them)
@@ -53,17 +62,17 @@ export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapaci
  * concurrent placements (workers, processes) never overbook a host nor place on one drained
  * meanwhile.
  *
- * `write(hostId)` records the VM on each host tried (its first call inserts the VM's row, later
- * ones move it), before that host's reservation: the host's row, whose lock every placement on
- * the host waits for, is then the transaction's last write, and its lock is held from there to
- * the commit only (held across the VM's insert too, placements on one host took turns for an
- * extra round trip each: bench/FINDINGS.md).
+ * The driver's row of the VM (`vm`) is written on each host tried, before that host's
+ * reservation (inserted on the first, moved to the next): the host's row, whose lock every
+ * placement on the host waits for, is then the transaction's last write, and its lock is held
+ * from there to the commit only (held across the VM's insert too, placements on one host took
+ * turns for an extra round trip each: bench/FINDINGS.md).
  */
 export async function placeVm(
   db: Kysely<Database>,
   need: Need,
   hostIds: readonly string[],
-  write: (hostId: string) => Promise<void>,
+  vm: VmRecord,
 ): Promise<string> {
   const hosts =
     hostIds.length === 0
@@ -82,8 +91,11 @@ export async function placeVm(
         h.used_disk_gb + need.diskGb <= h.disk_gb,
     )
     .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb));
+  let written = false;
   for (const h of fitting) {
-    await write(h.id);
+    if (written) await db.updateTable(vm.table).set({ host_id: h.id }).where('id', '=', vm.row.id).execute();
+    else await insertRow(db, vm.table, { ...vm.row, host_id: h.id } as Insertable<Database[typeof vm.table]>);
+    written = true;
     if (await reserve(db, h.id, need, { activeOnly: true })) return h.id;
   }
   throw new DriverError(

@@ -267,33 +267,20 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     let vm = await row(spec.vmId);
     if (!vm) {
       await db.transaction().execute(async (tx) => {
-        let written = false;
         await placeVm(
           tx,
           { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
           o.hosts.map((h) => h.id),
-          async (hostId) => {
-            if (written) {
-              await tx
-                .updateTable('libvirt_vms')
-                .set({ host_id: hostId })
-                .where('id', '=', spec.vmId)
-                .execute();
-              return;
-            }
-            await tx
-              .insertInto('libvirt_vms')
-              .values({
-                id: spec.vmId,
-                host_id: hostId,
-                hostname: spec.hostname,
-                cpu: spec.cpu,
-                ram_gb: spec.ramGb,
-                disk_gb: spec.diskGb,
-                created_at: now(),
-              })
-              .execute();
-            written = true;
+          {
+            table: 'libvirt_vms',
+            row: {
+              id: spec.vmId,
+              hostname: spec.hostname,
+              cpu: spec.cpu,
+              ram_gb: spec.ramGb,
+              disk_gb: spec.diskGb,
+              created_at: now(),
+            },
           },
         );
       });

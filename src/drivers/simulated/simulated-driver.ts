@@ -114,10 +114,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       vm = await transaction('create', async (tx) => {
         const addresses = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
         const t = now();
-        const row: SimVmTable = {
+        const row = {
           id: spec.vmId,
-          host_id: '', // placeVm's choice, below
-          power: 'stopped',
+          power: 'stopped' as const,
           cpu: spec.cpu,
           ram_gb: spec.ramGb,
           disk_gb: spec.diskGb,
@@ -131,19 +130,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           created_at: t,
           updated_at: t,
         };
-        let written = false;
-        row.host_id = await placeVm(tx, need, o.hostIds, async (hostId) => {
-          if (written) {
-            await tx.updateTable('sim_vms').set({ host_id: hostId }).where('id', '=', row.id).execute();
-            return;
-          }
-          await tx
-            .insertInto('sim_vms')
-            .values({ ...row, host_id: hostId })
-            .execute();
-          written = true;
-        });
-        return row;
+        const hostId = await placeVm(tx, need, o.hostIds, { table: 'sim_vms', row });
+        return { ...row, host_id: hostId } satisfies SimVmTable;
       });
       ips = JSON.parse(vm.ips) as string[];
       await sleeper.sleep('cloneDisk');

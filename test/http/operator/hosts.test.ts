@@ -1,13 +1,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type Kysely, sql } from 'kysely';
 import { placeVm, syncHosts } from '../../../src/drivers/hosts.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
+import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
 import { testStores } from '../../helpers/stores.ts';
 
 const B = { 'x-envelope-variant': 'B' };
+
+/** A libvirt driver's row of a VM, as placement records it. */
+const libvirtVm = (id: string) => ({
+  table: 'libvirt_vms' as const,
+  row: { id, hostname: `${id}.example.com`, cpu: 1, ram_gb: 1, disk_gb: 10, created_at: Date.now() },
+});
+const hostOf = async (db: Kysely<Database>, vmId: string) =>
+  (await db.selectFrom('libvirt_vms').select('host_id').where('id', '=', vmId).executeTakeFirst())?.host_id;
 
 for (const store of testStores()) {
   describe(`operator API: hosts (${store})`, () => {
@@ -90,18 +100,18 @@ for (const store of testStores()) {
       ]);
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-a').execute();
       const need = { cpu: 1, ramGb: 1, diskGb: 10 };
-      const written: string[] = [];
-      const write = async (hostId: string) => {
-        written.push(hostId);
-      };
-      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b'], write), 'kvm-b');
-      assert.deepEqual(written, ['kvm-b']);
+      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b'], libvirtVm('vm-place-1')), 'kvm-b');
+      assert.equal(await hostOf(db, 'vm-place-1'), 'kvm-b', 'the VM recorded on the host chosen');
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-b').execute();
-      await assert.rejects(placeVm(db, need, ['kvm-a', 'kvm-b'], write), /No host has room/);
+      await assert.rejects(
+        placeVm(db, need, ['kvm-a', 'kvm-b'], libvirtVm('vm-place-2')),
+        /No host has room/,
+      );
       // A re-sync (a restart) keeps the operator's state.
       await syncHosts(db, [{ id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 }]);
-      await assert.rejects(placeVm(db, need, ['kvm-a'], write), /No host has room/);
-      assert.deepEqual(written, ['kvm-b'], 'no VM is recorded on a draining host');
+      await assert.rejects(placeVm(db, need, ['kvm-a'], libvirtVm('vm-place-3')), /No host has room/);
+      assert.equal(await hostOf(db, 'vm-place-2'), undefined, 'no VM is recorded on a draining host');
+      assert.equal(await hostOf(db, 'vm-place-3'), undefined);
     });
 
     test('placement: a host filled by another placement meanwhile is passed over, the VM recorded on the next', async () => {
@@ -110,7 +120,6 @@ for (const store of testStores()) {
         { id: 'race-a', cpu: 8, ramGb: 32, diskGb: 200 },
         { id: 'race-b', cpu: 8, ramGb: 16, diskGb: 200 },
       ]);
-      const written: string[] = [];
       const used = async (id: string) =>
         (
           await db
@@ -120,25 +129,34 @@ for (const store of testStores()) {
             .executeTakeFirstOrThrow()
         ).used_cpu;
       const before = await used('race-b');
-      const host = await placeVm(
-        db,
-        { cpu: 1, ramGb: 1, diskGb: 10 },
-        ['race-a', 'race-b'],
-        async (hostId) => {
-          written.push(hostId);
-          // Another placement takes all of race-a's vCPUs between the choice and the reservation.
-          if (hostId === 'race-a')
-            await db
-              .updateTable('hypervisor_hosts')
-              .set({ used_cpu: 8 })
-              .where('id', '=', 'race-a')
-              .execute();
-        },
-      );
-      assert.equal(host, 'race-b');
-      assert.deepEqual(written, ['race-a', 'race-b']);
-      assert.equal(await used('race-a'), 8, 'race-a is not overbooked');
-      assert.equal(await used('race-b'), before + 1);
+      // Another placement takes all of race-a's vCPUs between the choice and the reservation:
+      // a trigger on the VM's row recorded on race-a, which placement writes before reserving.
+      if (store === 'postgres') {
+        await sql`create function fill_race_a() returns trigger language plpgsql as $$
+          begin update hypervisor_hosts set used_cpu = cpu where id = 'race-a'; return null; end $$`.execute(
+          db,
+        );
+        await sql`create trigger fill_race_a after insert on libvirt_vms for each row
+          when (new.host_id = 'race-a') execute function fill_race_a()`.execute(db);
+      } else {
+        await sql`create trigger fill_race_a after insert on libvirt_vms when new.host_id = 'race-a'
+          begin update hypervisor_hosts set used_cpu = cpu where id = 'race-a'; end`.execute(db);
+      }
+      try {
+        const host = await db
+          .transaction()
+          .execute((tx) =>
+            placeVm(tx, { cpu: 1, ramGb: 1, diskGb: 10 }, ['race-a', 'race-b'], libvirtVm('vm-race')),
+          );
+        assert.equal(host, 'race-b');
+        assert.equal(await hostOf(db, 'vm-race'), 'race-b', 'the VM moved to the host that had room');
+        assert.equal(await used('race-a'), 8, 'race-a is not overbooked');
+        assert.equal(await used('race-b'), before + 1);
+      } finally {
+        await sql`drop trigger fill_race_a${sql.raw(store === 'postgres' ? ' on libvirt_vms' : '')}`.execute(
+          db,
+        );
+      }
     });
 
     test('unknown hosts are 404 host_not_found; changes are audited; resellers get 403', async () => {
