@@ -24,6 +24,7 @@ import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
 import { type ServerProcess, startServer } from '../test/helpers/server-process.ts';
+import type { FloorLayer } from './floor.ts';
 import {
   existingProvisioningSection,
   libvirtProvisioning,
@@ -47,6 +48,8 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     /** Run the server with --cpu-prof into this directory (one profile per server process). */
     profile: { type: 'string' },
+    /** Time every SQLite statement of the server (sql-timings.ts) into this directory. */
+    'sql-timings': { type: 'string' },
     /** The tiny test template for the real-VM scenario (default: VRP_TEST_LIBVIRT_TEMPLATE). */
     'libvirt-template': { type: 'string' },
     /** sqlite, postgres or both (default): the stores every scenario runs on, in that order. */
@@ -89,6 +92,7 @@ const ALL = [
   'status-big',
   'ops-lists',
   'libvirt',
+  'ladder',
 ] as const;
 type Key = (typeof ALL)[number];
 const only = args.only ? new Set(args.only.split(',')) : undefined;
@@ -211,8 +215,23 @@ function median(xs: readonly number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-async function startFloor(): Promise<{ url: string; child: ChildProcess }> {
-  const child = track(fork(join(here, 'floor.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+/** The server's NODE_OPTIONS for `--profile` and `--sql-timings`, with the directory each writes to. */
+function serverNodeOptions(): Record<string, string> {
+  const options = [
+    ...(args.profile ? [`--cpu-prof --cpu-prof-dir=${resolve(args.profile)}`] : []),
+    ...(args['sql-timings'] ? [`--import ${join(here, 'sql-timings.ts')}`] : []),
+  ];
+  return {
+    ...(options.length > 0 ? { NODE_OPTIONS: options.join(' ') } : {}),
+    ...(args['sql-timings'] ? { VRP_BENCH_SQL_TIMINGS: resolve(args['sql-timings']) } : {}),
+  };
+}
+
+/** The floor, bare or with some of a production server's layers (floor.ts). */
+async function startFloor(layers: readonly FloorLayer[] = []): Promise<{ url: string; child: ChildProcess }> {
+  const child = track(
+    fork(join(here, 'floor.ts'), [layers.join(',')], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }),
+  );
   const port = await new Promise<number>((res, rej) => {
     child.once('message', (m) => res((m as { port: number }).port));
     child.once('exit', (code) => rej(new Error(`floor exited with ${code}`)));
@@ -264,7 +283,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     // power-state reconciler would rightly find every one of them vanished and mark it failed
     // (100,000 corrections, each a transaction, in the middle of a measurement).
     VRP_RECONCILE_INTERVAL: '0',
-    ...(args.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(args.profile)}` } : {}),
+    ...serverNodeOptions(),
   };
 
   // The store: demo catalogue, one reseller and application, 1,000 running services.
@@ -569,13 +588,79 @@ function relativeTargets(rows: Row[]): Row[] {
   });
 }
 
+/**
+ * The ladder: the bare floor against the same app with, one rung at a time, what every
+ * production server on this stack carries (a logger, per-request hooks, request metrics, a
+ * response schema; floor.ts), `GET version` alternating with the bare floor as the server
+ * scenarios do. It shows how far up the 0.8 ratio of the read targets reaches before any work
+ * of this project's own.
+ */
+async function ladder(): Promise<Row[]> {
+  const rungs: readonly (readonly FloorLayer[])[] = [
+    ['logger'],
+    ['logger', 'hooks', 'metrics'],
+    ['logger', 'hooks', 'metrics', 'schema'],
+  ];
+  const rows: Row[] = [];
+  const bare = await startFloor();
+  for (const layers of rungs) {
+    const layered = await startFloor(layers);
+    for (const connections of SETTINGS.connections) {
+      const base = {
+        connections,
+        duration: SETTINGS.duration,
+        warmup: SETTINGS.warmup,
+        method: 'GET' as const,
+        path: `${API}/version`,
+      };
+      const up: Measured[] = [];
+      const down: Measured[] = [];
+      for (let r = 0; r < SETTINGS.repeats; r++) {
+        up.push(await runLoad({ ...base, url: layered.url }, layered.child.pid!));
+        down.push(await runLoad({ ...base, url: bare.url }, bare.child.pid!));
+      }
+      const sv = median(up.map((x) => x.rps));
+      const f = median(down.map((x) => x.rps));
+      const cpu = (xs: Measured[]) => [
+        median(xs.map((x) => x.cpuUserUs)),
+        median(xs.map((x) => x.cpuSystemUs)),
+      ];
+      const row: Row = {
+        key: 'ladder',
+        connections,
+        name: `Floor with ${layers.join(' + ')}, ${connections} conns: GET version (no project code)`,
+        unit: 'req/s',
+        server: sv,
+        floor: f,
+        ratio: sv / f,
+        runs: { server: up.map((x) => x.rps), floor: down.map((x) => x.rps) },
+        p50: median(up.map((x) => x.p50)),
+        p99: median(up.map((x) => x.p99)),
+        rssMb: Math.max(...up.map((x) => x.rssPeak)) / 2 ** 20,
+        cpuUs: { server: cpu(up), floor: cpu(down) },
+      };
+      rows.push(row);
+      console.log(
+        `${row.name}: ${sv.toFixed(0)} req/s, bare floor ${f.toFixed(0)}, ratio ${row.ratio!.toFixed(3)}, ` +
+          `CPU µs/request ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')} against ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}`,
+      );
+    }
+    layered.child.kill('SIGTERM');
+  }
+  bare.child.kill('SIGTERM');
+  return rows;
+}
+
 async function main(): Promise<Row[]> {
   dataDir = mkdtempSync(join(tmpdir(), 'vrp-bench-'));
   stores = benchStores(dataDir);
   if (args.profile) mkdirSync(args.profile, { recursive: true });
   const rows: Row[] = [];
   try {
-    for (const kind of STORES) rows.push(...(await benchStore(kind)));
+    // The ladder and the real VMs need no store.
+    if (ALL.some((k) => k !== 'ladder' && k !== 'libvirt' && enabled(k)))
+      for (const kind of STORES) rows.push(...(await benchStore(kind)));
+    if (enabled('ladder')) rows.push(...(await ladder()));
   } finally {
     stores.stop();
   }
