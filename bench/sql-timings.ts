@@ -1,13 +1,13 @@
 /**
  * `--sql-timings DIR` (bench/run.ts): loaded into each SQLite server process with `--import`,
- * it times every statement node:sqlite runs (`run`, `all`, `get`; the SQL text is the key) and
+ * it times every statement node:sqlite runs (`run`, `all`, `get`, `exec`; the SQL text is the key) and
  * writes `DIR/sql-timings-PID.json` when the process exits: calls and milliseconds per
  * statement. `node bench/sql-timings.ts FILE [N]` prints the N costliest. For the findings only:
  * it wraps node:sqlite from outside; the server's code is the same with or without it.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { StatementSync } from 'node:sqlite';
+import { DatabaseSync, StatementSync } from 'node:sqlite';
 
 type Timings = Record<string, { calls: number; ms: number }>;
 
@@ -44,6 +44,19 @@ if (import.meta.main) {
       }
     };
   }
+  // Statements run without preparing (BEGIN, COMMIT, SAVEPOINT...).
+  const exec = DatabaseSync.prototype.exec;
+  DatabaseSync.prototype.exec = function (this: DatabaseSync, sql: string) {
+    const t0 = performance.now();
+    try {
+      return exec.call(this, sql);
+    } finally {
+      const entry = timings[sql] ?? { calls: 0, ms: 0 };
+      entry.calls++;
+      entry.ms += performance.now() - t0;
+      timings[sql] = entry;
+    }
+  };
   process.on('exit', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `sql-timings-${process.pid}.json`), JSON.stringify(timings));

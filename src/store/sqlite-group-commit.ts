@@ -1,0 +1,212 @@
+/**
+ * Group commit of SQLite transactions: the write transactions of one process that wait for the
+ * connection while another runs share one commit. SQLite has one writer at a time, so they
+ * would have run one after another anyway; each then paid its own commit, which writes every
+ * page it changed to the WAL: the same pages (a service's row, the job indexes, the event
+ * feed) again for each transaction (~120 µs a commit under the job pipeline's load,
+ * bench/FINDINGS.md).
+ *
+ * How: the connection is handed from one user to the next in arrival order. A transaction that
+ * finds no group open begins one (BEGIN IMMEDIATE); each transaction runs inside a savepoint of
+ * its own, released at its commit and rolled back to at its rollback, so one transaction's
+ * failure undoes only its own writes. At the end of a transaction, if another transaction waits
+ * for the connection (and the group is under its bounds), the commit is left to the group's
+ * last one; otherwise the group commits now.
+ *
+ * What callers see is unchanged: a transaction's `execute` resolves only after the COMMIT that
+ * holds its writes (and rejects if that commit fails), so nothing is reported done that a crash
+ * could lose. A statement outside a transaction (Kysely's plain queries) never runs inside an
+ * open group: the group commits first. If SQLite itself rolls back the whole group (it may, on
+ * errors such as a full disk), every transaction of the group that had ended fails with that
+ * error, as if its own commit had failed.
+ */
+
+import { resolve } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type SqliteDatabase,
+  SqliteDriver,
+} from 'kysely';
+
+/** Transactions per commit at most, and how long one group may hold the write lock, ms. */
+const MAX_MEMBERS = 64;
+const MAX_GROUP_MS = 20;
+
+interface Group {
+  readonly openedAt: number;
+  members: number;
+  readonly committed: Promise<void>;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+/** The error a group's transactions fail with when SQLite rolled the group back on its own. */
+export class GroupRolledBack extends Error {
+  constructor(cause: unknown) {
+    super('SQLite rolled back the group of transactions this one was to be committed with', { cause });
+    this.name = 'GroupRolledBack';
+  }
+}
+
+/** The open drivers of this process, by file. */
+const drivers = new Map<string, Set<GroupCommitSqliteDriver>>();
+
+export class GroupCommitSqliteDriver implements Driver {
+  readonly #file: string;
+  readonly #raw: DatabaseSync;
+  readonly #inner: SqliteDriver;
+  #connection: DatabaseConnection | undefined;
+  /** The connection is handed over in arrival order; `#busy` while someone holds it. */
+  #busy = false;
+  readonly #waiting: (() => void)[] = [];
+  #group: Group | undefined;
+  /** Inside a transaction of the group (between its savepoint and its release or rollback). */
+  #inTransaction = false;
+  /** The holder's transaction ended in the open group: its release waits for the group's commit. */
+  #memberEnded: Group | undefined;
+
+  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
+    this.#file = resolve(file);
+    this.#raw = raw;
+    this.#inner = new SqliteDriver({ database });
+  }
+
+  async init(): Promise<void> {
+    await this.#inner.init();
+    const same = drivers.get(this.#file) ?? new Set();
+    drivers.set(this.#file, same.add(this));
+    const conn = await this.#inner.acquireConnection();
+    this.#connection = {
+      executeQuery: <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
+        this.#beforeStatement();
+        return conn.executeQuery<R>(query);
+      },
+      streamQuery: <R>(query: CompiledQuery, chunkSize: number) => {
+        this.#beforeStatement();
+        return conn.streamQuery<R>(query, chunkSize);
+      },
+    };
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.#busy) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#busy = true;
+    return this.#connection!;
+  }
+
+  /** A plain statement (outside a transaction) never runs in an open group: the group commits first. */
+  #beforeStatement(): void {
+    if (this.#inTransaction) return;
+    if (this.#group) this.#commitGroup();
+    this.#beforeLock();
+  }
+
+  async beginTransaction(): Promise<void> {
+    if (!this.#group) {
+      this.#beforeLock();
+      this.#raw.exec('begin immediate');
+      let resolve!: () => void;
+      let reject!: (err: unknown) => void;
+      const committed = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      // Settled even when no transaction of the group waits for it.
+      committed.catch(() => {});
+      this.#group = { openedAt: performance.now(), members: 0, committed, resolve, reject };
+    }
+    this.#raw.exec('savepoint vrp_tx');
+    this.#inTransaction = true;
+  }
+
+  async commitTransaction(): Promise<void> {
+    this.#raw.exec('release vrp_tx');
+    this.#inTransaction = false;
+    const group = this.#group!;
+    group.members++;
+    this.#memberEnded = group;
+  }
+
+  async rollbackTransaction(): Promise<void> {
+    this.#inTransaction = false;
+    if (this.#raw.isTransaction) {
+      this.#raw.exec('rollback to vrp_tx');
+      this.#raw.exec('release vrp_tx');
+      return;
+    }
+    // SQLite rolled back the whole group: what its ended transactions wrote is gone.
+    const group = this.#group;
+    this.#group = undefined;
+    group?.reject(new GroupRolledBack(new Error('SQLite rolled back the transaction')));
+  }
+
+  async releaseConnection(): Promise<void> {
+    const ended = this.#memberEnded;
+    this.#memberEnded = undefined;
+    const group = this.#group;
+    if (group && !this.#inTransaction) {
+      const full = group.members >= MAX_MEMBERS || performance.now() - group.openedAt >= MAX_GROUP_MS;
+      if (full) this.#commitGroup();
+      else if (this.#waiting.length === 0) this.#commitSoon(group);
+    }
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#busy = false;
+    if (ended) await ended.committed;
+  }
+
+  /**
+   * Before this connection takes the file's write lock: another connection of this process on
+   * the same file (tests play two processes with two stores in one) may hold it for a group
+   * left open for a turn of the event loop. Waiting for it here would wait on this very thread
+   * until the busy timeout; it commits first.
+   */
+  #beforeLock(): void {
+    for (const other of drivers.get(this.#file) ?? [])
+      if (other !== this && other.#group && !other.#busy) other.#commitGroup();
+  }
+
+  /** Commits `group` after this turn of the event loop, unless it has grown or committed by then. */
+  #commitSoon(group: Group): void {
+    setImmediate(() => {
+      if (this.#group === group && !this.#busy) this.#commitGroup();
+    });
+  }
+
+  /** Commits the open group and settles its transactions. */
+  #commitGroup(): void {
+    const group = this.#group!;
+    this.#group = undefined;
+    try {
+      this.#raw.exec('commit');
+      group.resolve();
+    } catch (err) {
+      if (this.#raw.isTransaction) this.#raw.exec('rollback');
+      group.reject(err);
+    }
+  }
+
+  async savepoint(...args: Parameters<NonNullable<Driver['savepoint']>>): Promise<void> {
+    return this.#inner.savepoint(...args);
+  }
+
+  async rollbackToSavepoint(...args: Parameters<NonNullable<Driver['rollbackToSavepoint']>>): Promise<void> {
+    return this.#inner.rollbackToSavepoint(...args);
+  }
+
+  async releaseSavepoint(...args: Parameters<NonNullable<Driver['releaseSavepoint']>>): Promise<void> {
+    return this.#inner.releaseSavepoint(...args);
+  }
+
+  async destroy(): Promise<void> {
+    if (this.#group) this.#commitGroup();
+    const same = drivers.get(this.#file);
+    same?.delete(this);
+    if (same?.size === 0) drivers.delete(this.#file);
+    await this.#inner.destroy();
+  }
+}

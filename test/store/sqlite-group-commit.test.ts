@@ -1,0 +1,158 @@
+/**
+ * Group commit of SQLite transactions (src/store/sqlite-group-commit.ts): transactions that
+ * wait for the connection share a commit, and nothing a caller is told changes: each
+ * transaction's `execute` settles after the commit that holds its writes, one transaction's
+ * failure undoes only its own writes, and a statement outside a transaction never runs inside
+ * an open group.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, test } from 'node:test';
+import { Kysely, sql } from 'kysely';
+import { createNodeSqliteDialect } from '../../src/store/node-sqlite.ts';
+import { GroupRolledBack } from '../../src/store/sqlite-group-commit.ts';
+
+interface Db {
+  t: { id: number; note: string };
+}
+
+let dir: string;
+let file: string;
+const opened: Kysely<Db>[] = [];
+let reader: DatabaseSync;
+
+const open = (busyTimeoutMs?: number) => {
+  const db = new Kysely<Db>({ dialect: createNodeSqliteDialect(file, busyTimeoutMs) });
+  opened.push(db);
+  return db;
+};
+/** What another connection (another process, or the server's read connection) sees: committed rows only. */
+const committedIds = () =>
+  (reader.prepare('select id from t order by id').all() as { id: number }[]).map((r) => r.id);
+/** Lets every promise chain that is ready run, without letting the event loop turn (no setImmediate). */
+const drainMicrotasks = async () => {
+  for (let i = 0; i < 500; i++) await null;
+};
+const insert = (db: Kysely<Db>, id: number) =>
+  db
+    .insertInto('t')
+    .values({ id, note: `row ${id}` })
+    .execute();
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'vrp-group-commit-'));
+  file = join(dir, 'g.sqlite');
+  await sql`create table t (id integer primary key, note text not null)`.execute(open());
+  reader = new DatabaseSync(file, { readOnly: true });
+});
+
+afterEach(async () => {
+  reader.close();
+  for (const db of opened.splice(0)) await db.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('transactions that wait for one another are each told done only once their writes are committed', async () => {
+  const db = open();
+  const seenAtResolve = new Map<number, number[]>();
+  await Promise.all(
+    [1, 2, 3, 4, 5, 6, 7, 8].map((id) =>
+      db
+        .transaction()
+        .execute((tx) => insert(tx, id))
+        .then(() => seenAtResolve.set(id, committedIds())),
+    ),
+  );
+  for (const [id, seen] of seenAtResolve) assert.ok(seen.includes(id), `row ${id} committed when told done`);
+  assert.deepEqual(committedIds(), [1, 2, 3, 4, 5, 6, 7, 8]);
+});
+
+test('a transaction that fails among others undoes only its own writes', async () => {
+  const db = open();
+  const results = await Promise.allSettled(
+    [1, 2, 3].map((id) =>
+      db.transaction().execute(async (tx) => {
+        await insert(tx, id);
+        await insert(tx, id * 10);
+        if (id === 2) throw new Error('refused');
+      }),
+    ),
+  );
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.deepEqual(committedIds(), [1, 3, 10, 30]);
+  // A statement error (a duplicate key) fails its transaction alone, too.
+  const again = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 4)),
+    db.transaction().execute((tx) => insert(tx, 1)),
+    db.transaction().execute((tx) => insert(tx, 5)),
+  ]);
+  assert.deepEqual(
+    again.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.deepEqual(committedIds(), [1, 3, 4, 5, 10, 30]);
+});
+
+test('when SQLite rolls the whole group back, the transactions that had ended in it fail too', async () => {
+  const db = open();
+  const results = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 1)),
+    db.transaction().execute(async (tx) => {
+      await insert(tx, 2);
+      // What SQLite does on its own on some errors (a full disk): the whole transaction goes.
+      await sql`rollback`.execute(tx);
+      throw new Error('the group is gone');
+    }),
+    db.transaction().execute((tx) => insert(tx, 3)),
+  ]);
+  assert.equal(results[0].status, 'rejected');
+  assert.ok((results[0] as PromiseRejectedResult).reason instanceof GroupRolledBack);
+  assert.equal(results[1].status, 'rejected');
+  assert.equal(results[2].status, 'fulfilled', 'the next group is not concerned');
+  assert.deepEqual(committedIds(), [3]);
+});
+
+test('a transaction with nothing waiting behind it is committed within a turn of the event loop, and a plain statement commits it first', async () => {
+  const db = open();
+  let done = false;
+  const first = db
+    .transaction()
+    .execute((tx) => insert(tx, 1))
+    .then(() => {
+      done = true;
+    });
+  await drainMicrotasks();
+  assert.equal(done, false, 'left open for company for a turn of the event loop');
+  assert.deepEqual(committedIds(), []);
+  // A statement outside a transaction is never part of a group: it commits the group first.
+  await insert(db, 2);
+  assert.deepEqual(committedIds(), [1, 2]);
+  await first;
+  assert.equal(done, true);
+
+  const alone = db.transaction().execute((tx) => insert(tx, 3));
+  await new Promise((resolve) => setImmediate(resolve));
+  await alone;
+  assert.deepEqual(committedIds(), [1, 2, 3]);
+});
+
+test('another connection of the same process takes the write lock without waiting for a group left open', async () => {
+  const a = open();
+  const b = open(3_000);
+  const first = a.transaction().execute((tx) => insert(tx, 1));
+  await drainMicrotasks();
+  assert.deepEqual(committedIds(), [], 'the group is open, holding the write lock');
+  const t0 = performance.now();
+  // Waiting for the lock would wait on this very thread, which holds it: until the busy timeout.
+  await b.transaction().execute((tx) => insert(tx, 2));
+  await insert(b, 3);
+  assert.ok(performance.now() - t0 < 1_000, `took ${(performance.now() - t0).toFixed(0)} ms`);
+  await first;
+  assert.deepEqual(committedIds(), [1, 2, 3]);
+});
