@@ -11,7 +11,8 @@
  * its own, released at its commit and rolled back to at its rollback, so one transaction's
  * failure undoes only its own writes. At the end of a transaction, if another transaction waits
  * for the connection (and the group is under its bounds), the commit is left to the group's
- * last one; otherwise the group commits now.
+ * last one; otherwise the group commits soon: after a turn of the event loop while such waits
+ * find company, else as soon as the promise callbacks already ready have run (#commitSoon).
  *
  * What callers see is unchanged: a transaction's `execute` resolves only after the COMMIT that
  * holds its writes (and rejects if that commit fails), so nothing is reported done that a crash
@@ -39,6 +40,8 @@ const MAX_GROUP_MS = 20;
 interface Group {
   readonly openedAt: number;
   members: number;
+  /** Left open for a turn of the event loop with this many transactions ended in it. */
+  waitedWith?: number;
   readonly committed: Promise<void>;
   resolve(): void;
   reject(err: unknown): void;
@@ -51,6 +54,24 @@ export class GroupRolledBack extends Error {
     this.name = 'GroupRolledBack';
   }
 }
+
+/**
+ * Whether leaving a group open for a turn of the event loop has found company lately: a moving
+ * score of the last waits; when it is low, one wait in PROBE_EVERY still tries.
+ */
+class CompanyScore {
+  #score = 1;
+  #skipped = 0;
+  record(found: boolean): void {
+    this.#score = 0.9 * this.#score + (found ? 0.1 : 0);
+  }
+  worthWaiting(): boolean {
+    if (this.#score >= 0.25) return true;
+    this.#skipped = (this.#skipped + 1) % PROBE_EVERY;
+    return this.#skipped === 0;
+  }
+}
+const PROBE_EVERY = 8;
 
 /** The open drivers of this process, by file. */
 const drivers = new Map<string, Set<GroupCommitSqliteDriver>>();
@@ -68,6 +89,7 @@ export class GroupCommitSqliteDriver implements Driver {
   #inTransaction = false;
   /** The holder's transaction ended in the open group: its release waits for the group's commit. */
   #memberEnded: Group | undefined;
+  readonly #company = new CompanyScore();
 
   constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
     this.#file = resolve(file);
@@ -129,6 +151,11 @@ export class GroupCommitSqliteDriver implements Driver {
     const group = this.#group!;
     group.members++;
     this.#memberEnded = group;
+    if (group.waitedWith !== undefined) {
+      // Waiting found company.
+      this.#company.record(true);
+      group.waitedWith = undefined;
+    }
   }
 
   async rollbackTransaction(): Promise<void> {
@@ -170,11 +197,23 @@ export class GroupCommitSqliteDriver implements Driver {
       if (other !== this && other.#group && !other.#busy) other.#commitGroup();
   }
 
-  /** Commits `group` after this turn of the event loop, unless it has grown or committed by then. */
+  /**
+   * Commits `group` soon, unless it has grown or committed by then: after this turn of the event
+   * loop while waiting that long finds company (the job pipeline: other workers' transactions
+   * arrive from timers and I/O), else once the promise callbacks that are ready have run (orders
+   * at 50 connections, whose next group waits for this one: a turn of the event loop, with every
+   * request it reads, only added to their latency).
+   */
   #commitSoon(group: Group): void {
-    setImmediate(() => {
-      if (this.#group === group && !this.#busy) this.#commitGroup();
-    });
+    const fire = () => {
+      if (this.#group !== group || this.#busy) return;
+      if (group.waitedWith !== undefined) this.#company.record(false);
+      this.#commitGroup();
+    };
+    if (this.#company.worthWaiting()) {
+      group.waitedWith = group.members;
+      setImmediate(fire);
+    } else process.nextTick(fire);
   }
 
   /** Commits the open group and settles its transactions. */

@@ -156,3 +156,21 @@ test('another connection of the same process takes the write lock without waitin
   await first;
   assert.deepEqual(committedIds(), [1, 2, 3]);
 });
+
+test('a lone writer stops waiting a turn of the event loop for company that does not come', async () => {
+  const db = open();
+  // Each of these finds nobody joining while its group waits.
+  for (let id = 1; id <= 20; id++) await db.transaction().execute((tx) => insert(tx, id));
+  let withoutWaiting = 0;
+  for (let id = 21; id <= 36; id++) {
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    await db.transaction().execute((tx) => insert(tx, id));
+    if (!turned) withoutWaiting++;
+  }
+  // Now and then it still tries, in case company has come back.
+  assert.ok(withoutWaiting >= 12, `${withoutWaiting} of 16 committed without waiting a turn`);
+  assert.equal(committedIds().length, 36);
+});
