@@ -40,8 +40,8 @@ const MAX_GROUP_MS = 20;
 interface Group {
   readonly openedAt: number;
   members: number;
-  /** Left open for a turn of the event loop with this many transactions ended in it. */
-  waitedWith?: number;
+  /** Left open for a turn of the event loop, and no transaction has joined since. */
+  waiting: boolean;
   readonly committed: Promise<void>;
   resolve(): void;
   reject(err: unknown): void;
@@ -139,7 +139,7 @@ export class GroupCommitSqliteDriver implements Driver {
       });
       // Settled even when no transaction of the group waits for it.
       committed.catch(() => {});
-      this.#group = { openedAt: performance.now(), members: 0, committed, resolve, reject };
+      this.#group = { openedAt: performance.now(), members: 0, waiting: false, committed, resolve, reject };
     }
     this.#raw.exec('savepoint vrp_tx');
     this.#inTransaction = true;
@@ -151,10 +151,10 @@ export class GroupCommitSqliteDriver implements Driver {
     const group = this.#group!;
     group.members++;
     this.#memberEnded = group;
-    if (group.waitedWith !== undefined) {
+    if (group.waiting) {
       // Waiting found company.
       this.#company.record(true);
-      group.waitedWith = undefined;
+      group.waiting = false;
     }
   }
 
@@ -207,11 +207,11 @@ export class GroupCommitSqliteDriver implements Driver {
   #commitSoon(group: Group): void {
     const fire = () => {
       if (this.#group !== group || this.#busy) return;
-      if (group.waitedWith !== undefined) this.#company.record(false);
+      if (group.waiting) this.#company.record(false);
       this.#commitGroup();
     };
     if (this.#company.worthWaiting()) {
-      group.waitedWith = group.members;
+      group.waiting = true;
       setImmediate(fire);
     } else process.nextTick(fire);
   }
@@ -224,7 +224,11 @@ export class GroupCommitSqliteDriver implements Driver {
       this.#raw.exec('commit');
       group.resolve();
     } catch (err) {
-      if (this.#raw.isTransaction) this.#raw.exec('rollback');
+      try {
+        if (this.#raw.isTransaction) this.#raw.exec('rollback');
+      } catch {
+        // The connection is unusable; its transaction went with it.
+      }
       group.reject(err);
     }
   }
@@ -242,7 +246,15 @@ export class GroupCommitSqliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
-    if (this.#group) this.#commitGroup();
+    if (this.#group) {
+      // A transaction still running when the store closes does not commit: only those that ended.
+      if (this.#inTransaction) {
+        this.#raw.exec('rollback to vrp_tx');
+        this.#raw.exec('release vrp_tx');
+        this.#inTransaction = false;
+      }
+      this.#commitGroup();
+    }
     const same = drivers.get(this.#file);
     same?.delete(this);
     if (same?.size === 0) drivers.delete(this.#file);

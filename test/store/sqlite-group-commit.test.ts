@@ -174,3 +174,25 @@ test('a lone writer stops waiting a turn of the event loop for company that does
   assert.ok(withoutWaiting >= 12, `${withoutWaiting} of 16 committed without waiting a turn`);
   assert.equal(committedIds().length, 36);
 });
+
+test('a store closed while a transaction runs keeps the transactions that ended, none of the one running', async () => {
+  const db = open();
+  const ended = db.transaction().execute((tx) => insert(tx, 1));
+  let open_!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open_ = resolve;
+  });
+  const running = db.transaction().execute(async (tx) => {
+    await insert(tx, 2);
+    await gate;
+    await insert(tx, 3);
+  });
+  await drainMicrotasks();
+  assert.deepEqual(committedIds(), [], 'the first has ended in the group, the second runs in it');
+  await db.destroy();
+  open_();
+  const [a, b] = await Promise.allSettled([ended, running]);
+  assert.equal(a.status, 'fulfilled');
+  assert.equal(b.status, 'rejected');
+  assert.deepEqual(committedIds(), [1]);
+});
