@@ -20,6 +20,15 @@
  * open group: the group commits first. If SQLite itself rolls back the whole group (it may, on
  * errors such as a full disk), every transaction of the group that had ended fails with that
  * error, as if its own commit had failed.
+ *
+ * What the code that uses the store must keep to (it does; the tests check what they can):
+ * - transactions are `db.transaction().execute(callback)`; neither `startTransaction()` nor a
+ *   transaction inside `db.connection()`, which would be told done at their COMMIT statement,
+ *   before the group's;
+ * - a transaction's callback never waits for another transaction to be told done: that one is
+ *   committed with it, so both would wait for ever (as a callback using the outer `db` instead
+ *   of its `tx` always did);
+ * - no deferred constraint in the SQLite schema: a failure at COMMIT fails the whole group.
  */
 
 import { resolve } from 'node:path';
@@ -33,7 +42,10 @@ import {
   SqliteDriver,
 } from 'kysely';
 
-/** Transactions per commit at most, and how long one group may hold the write lock, ms. */
+/**
+ * A group takes no transaction more once it has this many, or once it has been open this long
+ * (ms; checked as each transaction ends, so a group lasts that plus its last transaction).
+ */
 const MAX_MEMBERS = 64;
 const MAX_GROUP_MS = 20;
 
@@ -89,6 +101,8 @@ export class GroupCommitSqliteDriver implements Driver {
   #inTransaction = false;
   /** The holder's transaction ended in the open group: its release waits for the group's commit. */
   #memberEnded: Group | undefined;
+  /** The holder's transaction was rolled back in the open group: its release waits for the group's end too. */
+  #rolledBackIn: Group | undefined;
   readonly #company = new CompanyScore();
 
   constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
@@ -160,20 +174,41 @@ export class GroupCommitSqliteDriver implements Driver {
 
   async rollbackTransaction(): Promise<void> {
     this.#inTransaction = false;
+    const group = this.#group;
     if (this.#raw.isTransaction) {
-      this.#raw.exec('rollback to vrp_tx');
-      this.#raw.exec('release vrp_tx');
-      return;
+      try {
+        this.#raw.exec('rollback to vrp_tx');
+        this.#raw.exec('release vrp_tx');
+        // Its refusal may rest on what the group's earlier transactions wrote: told after them.
+        this.#rolledBackIn = group;
+        return;
+      } catch (err) {
+        // Its writes could not be undone alone: the whole group goes, never committed with them.
+        this.#abandonGroup(new GroupRolledBack(err));
+        throw err;
+      }
     }
     // SQLite rolled back the whole group: what its ended transactions wrote is gone.
+    this.#abandonGroup(new GroupRolledBack(new Error('SQLite rolled back the transaction')));
+  }
+
+  /** Rolls the open group back; every transaction that had ended in it fails with `error`. */
+  #abandonGroup(error: unknown): void {
     const group = this.#group;
     this.#group = undefined;
-    group?.reject(new GroupRolledBack(new Error('SQLite rolled back the transaction')));
+    try {
+      if (this.#raw.isTransaction) this.#raw.exec('rollback');
+    } catch {
+      // The connection is unusable; its transaction went with it.
+    }
+    group?.reject(error);
   }
 
   async releaseConnection(): Promise<void> {
     const ended = this.#memberEnded;
+    const rolledBackIn = this.#rolledBackIn;
     this.#memberEnded = undefined;
+    this.#rolledBackIn = undefined;
     const group = this.#group;
     if (group && !this.#inTransaction) {
       const full = group.members >= MAX_MEMBERS || performance.now() - group.openedAt >= MAX_GROUP_MS;
@@ -184,17 +219,19 @@ export class GroupCommitSqliteDriver implements Driver {
     if (next) next();
     else this.#busy = false;
     if (ended) await ended.committed;
+    else if (rolledBackIn) await rolledBackIn.committed.catch(() => {});
   }
 
   /**
    * Before this connection takes the file's write lock: another connection of this process on
    * the same file (tests play two processes with two stores in one) may hold it for a group
-   * left open for a turn of the event loop. Waiting for it here would wait on this very thread
-   * until the busy timeout; it commits first.
+   * left open between its transactions. Waiting for it here would wait on this very thread
+   * until the busy timeout; it commits first. (Within a transaction of the other's, nothing can
+   * be done: that was so before group commit too.)
    */
   #beforeLock(): void {
     for (const other of drivers.get(this.#file) ?? [])
-      if (other !== this && other.#group && !other.#busy) other.#commitGroup();
+      if (other !== this && other.#group && !other.#inTransaction) other.#commitGroup();
   }
 
   /**
@@ -219,18 +256,14 @@ export class GroupCommitSqliteDriver implements Driver {
   /** Commits the open group and settles its transactions. */
   #commitGroup(): void {
     const group = this.#group!;
-    this.#group = undefined;
     try {
       this.#raw.exec('commit');
-      group.resolve();
     } catch (err) {
-      try {
-        if (this.#raw.isTransaction) this.#raw.exec('rollback');
-      } catch {
-        // The connection is unusable; its transaction went with it.
-      }
-      group.reject(err);
+      this.#abandonGroup(err);
+      return;
     }
+    this.#group = undefined;
+    group.resolve();
   }
 
   async savepoint(...args: Parameters<NonNullable<Driver['savepoint']>>): Promise<void> {
@@ -249,11 +282,15 @@ export class GroupCommitSqliteDriver implements Driver {
     if (this.#group) {
       // A transaction still running when the store closes does not commit: only those that ended.
       if (this.#inTransaction) {
-        this.#raw.exec('rollback to vrp_tx');
-        this.#raw.exec('release vrp_tx');
         this.#inTransaction = false;
+        try {
+          this.#raw.exec('rollback to vrp_tx');
+          this.#raw.exec('release vrp_tx');
+        } catch (err) {
+          this.#abandonGroup(new GroupRolledBack(err));
+        }
       }
-      this.#commitGroup();
+      if (this.#group) this.#commitGroup();
     }
     const same = drivers.get(this.#file);
     same?.delete(this);

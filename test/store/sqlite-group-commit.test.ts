@@ -6,12 +6,13 @@
  * an open group.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, test } from 'node:test';
 import { Kysely, sql } from 'kysely';
+import { openStore } from '../../src/store/database.ts';
 import { createNodeSqliteDialect } from '../../src/store/node-sqlite.ts';
 import { GroupRolledBack } from '../../src/store/sqlite-group-commit.ts';
 
@@ -195,4 +196,77 @@ test('a store closed while a transaction runs keeps the transactions that ended,
   assert.equal(a.status, 'fulfilled');
   assert.equal(b.status, 'rejected');
   assert.deepEqual(committedIds(), [1]);
+});
+
+test('the connection is handed out in the order it was asked for', async () => {
+  const db = open();
+  await sql`create table arrivals (n integer primary key autoincrement, id integer not null)`.execute(db);
+  await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      db.transaction().execute((tx) => sql`insert into arrivals (id) values (${i})`.execute(tx)),
+    ),
+  );
+  const order = reader.prepare('select id from arrivals order by n').all() as { id: number }[];
+  assert.deepEqual(
+    order.map((r) => r.id),
+    Array.from({ length: 20 }, (_, i) => i),
+  );
+});
+
+test('a transaction that cannot begin (another process holds the write lock) fails alone; the next one runs', async () => {
+  const db = open(100);
+  const other = new DatabaseSync(file);
+  other.exec('begin immediate');
+  try {
+    await assert.rejects(
+      db.transaction().execute((tx) => insert(tx, 1)),
+      /locked|busy/i,
+    );
+  } finally {
+    other.exec('rollback');
+    other.close();
+  }
+  await db.transaction().execute((tx) => insert(tx, 2));
+  assert.deepEqual(committedIds(), [2]);
+});
+
+test('a COMMIT that fails fails every transaction of its group and keeps none of their writes', async () => {
+  const db = open();
+  // A deferred constraint is checked at COMMIT: the one failure a group's commit can meet
+  // besides the disk's. The store's schema has none (next test).
+  await sql`create table parent (id integer primary key)`.execute(db);
+  await sql`create table child (id integer primary key, parent_id integer not null references parent (id) deferrable initially deferred)`.execute(
+    db,
+  );
+  const results = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 1)),
+    db.transaction().execute((tx) => sql`insert into child (id, parent_id) values (1, 99)`.execute(tx)),
+  ]);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['rejected', 'rejected'],
+  );
+  assert.deepEqual(committedIds(), []);
+  await db.transaction().execute((tx) => insert(tx, 2));
+  assert.deepEqual(committedIds(), [2]);
+});
+
+test("the store's SQLite schema has no deferred constraint, and the code no transaction that would be told done before its group commits", async () => {
+  const storeDir = mkdtempSync(join(tmpdir(), 'vrp-group-commit-schema-'));
+  try {
+    await (await openStore({ databaseUrl: undefined, dataDir: storeDir })).close();
+    const schema = new DatabaseSync(join(storeDir, 'vrp.sqlite'), { readOnly: true });
+    const deferred = schema
+      .prepare("select name from sqlite_master where lower(sql) like '%deferrable%'")
+      .all() as { name: string }[];
+    schema.close();
+    assert.deepEqual(deferred, []);
+  } finally {
+    rmSync(storeDir, { recursive: true, force: true });
+  }
+  const src = join(import.meta.dirname, '../../src');
+  const offending = readdirSync(src, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('sqlite-group-commit.ts'))
+    .filter((f) => /\.startTransaction\(|\.connection\(\)/.test(readFileSync(join(src, f), 'utf8')));
+  assert.deepEqual(offending, [], 'startTransaction() and db.connection() are told done before the commit');
 });
