@@ -215,6 +215,69 @@ function median(xs: readonly number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
+type Req = Omit<LoadOptions, 'url' | 'connections' | 'duration' | 'warmup'>;
+interface Loaded {
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+/**
+ * The same load against `server` and `floor` in turn, `SETTINGS.repeats` times each; the row of
+ * their medians, the ratio and CPU per request (invalid if any run answered non-2xx or failed),
+ * printed as it is made. `judge` gives the target and whether the ratio meets it.
+ */
+async function againstFloor(
+  head: Pick<Row, 'key' | 'store' | 'connections' | 'name'>,
+  req: Req,
+  server: Loaded,
+  floor: Loaded,
+  judge?: (ratio: number) => Pick<Row, 'target' | 'ok'>,
+): Promise<Row> {
+  const server_: Measured[] = [];
+  const floor_: Measured[] = [];
+  const base = {
+    connections: head.connections!,
+    duration: SETTINGS.duration,
+    warmup: SETTINGS.warmup,
+    ...req,
+  };
+  for (let r = 0; r < SETTINGS.repeats; r++) {
+    server_.push(await runLoad({ ...base, url: server.url }, server.child.pid!));
+    floor_.push(await runLoad({ ...base, url: floor.url }, floor.child.pid!));
+  }
+  const bad = [...server_.map((x) => ['server', x] as const), ...floor_.map((x) => ['floor', x] as const)]
+    .filter(([, x]) => x.non2xx > 0 || x.errors > 0 || x.timeouts > 0)
+    .map(
+      ([who, x]) =>
+        `${who}: ${x.non2xx} non-2xx ${JSON.stringify(x.statuses)}, ${x.errors} errors, ${x.timeouts} timeouts`,
+    );
+  const sv = median(server_.map((x) => x.rps));
+  const f = median(floor_.map((x) => x.rps));
+  const cpu = (xs: Measured[]) => [median(xs.map((x) => x.cpuUserUs)), median(xs.map((x) => x.cpuSystemUs))];
+  const row: Row = {
+    ...head,
+    unit: 'req/s',
+    server: sv,
+    floor: f,
+    ratio: sv / f,
+    runs: { server: server_.map((x) => x.rps), floor: floor_.map((x) => x.rps) },
+    p50: median(server_.map((x) => x.p50)),
+    p99: median(server_.map((x) => x.p99)),
+    rssMb: Math.max(...server_.map((x) => x.rssPeak)) / 2 ** 20,
+    cpuUs: { server: cpu(server_), floor: cpu(floor_) },
+    ...judge?.(sv / f),
+    ...(bad.length > 0 ? { invalid: bad.join('; '), ok: false } : {}),
+  };
+  console.log(
+    `${row.name}: ${sv.toFixed(0)} req/s (runs ${server_.map((x) => x.rps.toFixed(0)).join(', ')}), ` +
+      `floor ${f.toFixed(0)} (runs ${floor_.map((x) => x.rps.toFixed(0)).join(', ')}), ratio ${row.ratio!.toFixed(3)}, ` +
+      `p50/p99 ${row.p50} / ${row.p99} ms, RSS ${row.rssMb!.toFixed(0)} MB, ` +
+      `CPU µs/request user+sys: server ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')}, floor ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}` +
+      `${row.invalid ? `  INVALID: ${row.invalid}` : ''}`,
+  );
+  return row;
+}
+
 /** The server's NODE_OPTIONS for `--profile` and `--sql-timings`, with the directory each writes to. */
 function serverNodeOptions(): Record<string, string> {
   const options = [
@@ -335,54 +398,17 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     backup: 10,
   });
 
-  type Req = Omit<LoadOptions, 'url' | 'connections' | 'duration' | 'warmup'>;
   /** The same load against the server and the floor, alternating, repeated; medians. */
   const compare = async (key: Key, what: string, req: Req, connections: number): Promise<Row> => {
-    const name = `${label}, ${at(connections)}: ${what}`;
     const target = TARGETS[key];
-    const server_: Measured[] = [];
-    const floor_: Measured[] = [];
-    const base = { connections, duration: SETTINGS.duration, warmup: SETTINGS.warmup, ...req };
-    for (let r = 0; r < SETTINGS.repeats; r++) {
-      server_.push(await runLoad({ ...base, url: server.url }, server.child.pid!));
-      floor_.push(await runLoad({ ...base, url: floor.url }, floor.child.pid!));
-    }
-    const bad = [...server_.map((x) => ['server', x] as const), ...floor_.map((x) => ['floor', x] as const)]
-      .filter(([, x]) => x.non2xx > 0 || x.errors > 0 || x.timeouts > 0)
-      .map(
-        ([who, x]) =>
-          `${who}: ${x.non2xx} non-2xx ${JSON.stringify(x.statuses)}, ${x.errors} errors, ${x.timeouts} timeouts`,
-      );
-    const sv = median(server_.map((x) => x.rps));
-    const f = median(floor_.map((x) => x.rps));
-    const row: Row = {
-      key,
-      store: kind,
-      connections,
-      name,
-      unit: 'req/s',
-      server: sv,
-      floor: f,
-      ratio: sv / f,
-      runs: { server: server_.map((x) => x.rps), floor: floor_.map((x) => x.rps) },
-      p50: median(server_.map((x) => x.p50)),
-      p99: median(server_.map((x) => x.p99)),
-      rssMb: Math.max(...server_.map((x) => x.rssPeak)) / 2 ** 20,
-      cpuUs: {
-        server: [median(server_.map((x) => x.cpuUserUs)), median(server_.map((x) => x.cpuSystemUs))],
-        floor: [median(floor_.map((x) => x.cpuUserUs)), median(floor_.map((x) => x.cpuSystemUs))],
-      },
-      ...(target !== undefined ? { target: `ratio >= ${target}`, ok: sv / f >= target } : {}),
-      ...(bad.length > 0 ? { invalid: bad.join('; '), ok: false } : {}),
-    };
-    rows.push(row);
-    console.log(
-      `${name}: ${sv.toFixed(0)} req/s (runs ${server_.map((x) => x.rps.toFixed(0)).join(', ')}), ` +
-        `floor ${f.toFixed(0)} (runs ${floor_.map((x) => x.rps.toFixed(0)).join(', ')}), ratio ${row.ratio!.toFixed(3)}, ` +
-        `p50/p99 ${row.p50} / ${row.p99} ms, RSS ${row.rssMb!.toFixed(0)} MB, ` +
-        `CPU µs/request user+sys: server ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')}, floor ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}` +
-        `${row.invalid ? `  INVALID: ${row.invalid}` : ''}`,
+    const row = await againstFloor(
+      { key, store: kind, connections, name: `${label}, ${at(connections)}: ${what}` },
+      req,
+      server,
+      floor,
+      target === undefined ? undefined : (ratio) => ({ target: `ratio >= ${target}`, ok: ratio >= target }),
     );
+    rows.push(row);
     return row;
   };
 
@@ -606,44 +632,17 @@ async function ladder(): Promise<Row[]> {
   for (const layers of rungs) {
     const layered = await startFloor(layers);
     for (const connections of SETTINGS.connections) {
-      const base = {
-        connections,
-        duration: SETTINGS.duration,
-        warmup: SETTINGS.warmup,
-        method: 'GET' as const,
-        path: `${API}/version`,
-      };
-      const up: Measured[] = [];
-      const down: Measured[] = [];
-      for (let r = 0; r < SETTINGS.repeats; r++) {
-        up.push(await runLoad({ ...base, url: layered.url }, layered.child.pid!));
-        down.push(await runLoad({ ...base, url: bare.url }, bare.child.pid!));
-      }
-      const sv = median(up.map((x) => x.rps));
-      const f = median(down.map((x) => x.rps));
-      const cpu = (xs: Measured[]) => [
-        median(xs.map((x) => x.cpuUserUs)),
-        median(xs.map((x) => x.cpuSystemUs)),
-      ];
-      const row: Row = {
-        key: 'ladder',
-        connections,
-        name: `Floor with ${layers.join(' + ')}, ${connections} conns: GET version (no project code)`,
-        unit: 'req/s',
-        server: sv,
-        floor: f,
-        ratio: sv / f,
-        runs: { server: up.map((x) => x.rps), floor: down.map((x) => x.rps) },
-        p50: median(up.map((x) => x.p50)),
-        p99: median(up.map((x) => x.p99)),
-        rssMb: Math.max(...up.map((x) => x.rssPeak)) / 2 ** 20,
-        cpuUs: { server: cpu(up), floor: cpu(down) },
-      };
-      rows.push(row);
-      console.log(
-        `${row.name}: ${sv.toFixed(0)} req/s, bare floor ${f.toFixed(0)}, ratio ${row.ratio!.toFixed(3)}, ` +
-          `CPU µs/request ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')} against ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}`,
+      const row = await againstFloor(
+        {
+          key: 'ladder',
+          connections,
+          name: `Floor with ${layers.join(' + ')}, ${connections} conns: GET version (no project code)`,
+        },
+        { method: 'GET', path: `${API}/version` },
+        layered,
+        bare,
       );
+      rows.push(row);
     }
     layered.child.kill('SIGTERM');
   }
