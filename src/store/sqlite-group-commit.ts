@@ -54,9 +54,7 @@ interface Group {
   members: number;
   /** Left open for a turn of the event loop, and no transaction has joined since. */
   waiting: boolean;
-  readonly committed: Promise<void>;
-  resolve(): void;
-  reject(err: unknown): void;
+  readonly committed: PromiseWithResolvers<void>;
 }
 
 /** The error a group's transactions fail with when SQLite rolled the group back on its own. */
@@ -99,10 +97,12 @@ export class GroupCommitSqliteDriver implements Driver {
   #group: Group | undefined;
   /** Inside a transaction of the group (between its savepoint and its release or rollback). */
   #inTransaction = false;
-  /** The holder's transaction ended in the open group: its release waits for the group's commit. */
-  #memberEnded: Group | undefined;
-  /** The holder's transaction was rolled back in the open group: its release waits for the group's end too. */
-  #rolledBackIn: Group | undefined;
+  /**
+   * The group the holder's transaction ended in: its release waits for the group's commit (and
+   * fails with it) if it committed; a refusal (rolled back) is told after the group's end too,
+   * as it may rest on what the group's earlier transactions wrote.
+   */
+  #endedIn: { readonly group: Group; readonly succeeded: boolean } | undefined;
   readonly #company = new CompanyScore();
 
   constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
@@ -145,15 +145,10 @@ export class GroupCommitSqliteDriver implements Driver {
     if (!this.#group) {
       this.#beforeLock();
       this.#raw.exec('begin immediate');
-      let resolve!: () => void;
-      let reject!: (err: unknown) => void;
-      const committed = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
+      const committed = Promise.withResolvers<void>();
       // Settled even when no transaction of the group waits for it.
-      committed.catch(() => {});
-      this.#group = { openedAt: performance.now(), members: 0, waiting: false, committed, resolve, reject };
+      committed.promise.catch(() => {});
+      this.#group = { openedAt: performance.now(), members: 0, waiting: false, committed };
     }
     this.#raw.exec('savepoint vrp_tx');
     this.#inTransaction = true;
@@ -164,7 +159,7 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#inTransaction = false;
     const group = this.#group!;
     group.members++;
-    this.#memberEnded = group;
+    this.#endedIn = { group, succeeded: true };
     if (group.waiting) {
       // Waiting found company.
       this.#company.record(true);
@@ -173,23 +168,32 @@ export class GroupCommitSqliteDriver implements Driver {
   }
 
   async rollbackTransaction(): Promise<void> {
-    this.#inTransaction = false;
     const group = this.#group;
-    if (this.#raw.isTransaction) {
-      try {
-        this.#raw.exec('rollback to vrp_tx');
-        this.#raw.exec('release vrp_tx');
-        // Its refusal may rest on what the group's earlier transactions wrote: told after them.
-        this.#rolledBackIn = group;
-        return;
-      } catch (err) {
-        // Its writes could not be undone alone: the whole group goes, never committed with them.
-        this.#abandonGroup(new GroupRolledBack(err));
-        throw err;
-      }
+    if (!this.#raw.isTransaction) {
+      // SQLite rolled back the whole group: what its ended transactions wrote is gone.
+      this.#inTransaction = false;
+      this.#abandonGroup(new GroupRolledBack(new Error('SQLite rolled back the transaction')));
+      return;
     }
-    // SQLite rolled back the whole group: what its ended transactions wrote is gone.
-    this.#abandonGroup(new GroupRolledBack(new Error('SQLite rolled back the transaction')));
+    const err = this.#undoTransaction();
+    if (err) throw err;
+    if (group) this.#endedIn = { group, succeeded: false };
+  }
+
+  /**
+   * Undoes the running transaction's writes (rolls back to its savepoint). If they cannot be
+   * undone alone, the whole group goes, never committed with them; returns that error.
+   */
+  #undoTransaction(): unknown {
+    this.#inTransaction = false;
+    try {
+      this.#raw.exec('rollback to vrp_tx');
+      this.#raw.exec('release vrp_tx');
+      return undefined;
+    } catch (err) {
+      this.#abandonGroup(new GroupRolledBack(err));
+      return err;
+    }
   }
 
   /** Rolls the open group back; every transaction that had ended in it fails with `error`. */
@@ -201,14 +205,12 @@ export class GroupCommitSqliteDriver implements Driver {
     } catch {
       // The connection is unusable; its transaction went with it.
     }
-    group?.reject(error);
+    group?.committed.reject(error);
   }
 
   async releaseConnection(): Promise<void> {
-    const ended = this.#memberEnded;
-    const rolledBackIn = this.#rolledBackIn;
-    this.#memberEnded = undefined;
-    this.#rolledBackIn = undefined;
+    const ended = this.#endedIn;
+    this.#endedIn = undefined;
     const group = this.#group;
     if (group && !this.#inTransaction) {
       const full = group.members >= MAX_MEMBERS || performance.now() - group.openedAt >= MAX_GROUP_MS;
@@ -218,8 +220,8 @@ export class GroupCommitSqliteDriver implements Driver {
     const next = this.#waiting.shift();
     if (next) next();
     else this.#busy = false;
-    if (ended) await ended.committed;
-    else if (rolledBackIn) await rolledBackIn.committed.catch(() => {});
+    if (ended?.succeeded) await ended.group.committed.promise;
+    else if (ended) await ended.group.committed.promise.catch(() => {});
   }
 
   /**
@@ -263,7 +265,7 @@ export class GroupCommitSqliteDriver implements Driver {
       return;
     }
     this.#group = undefined;
-    group.resolve();
+    group.committed.resolve();
   }
 
   async savepoint(...args: Parameters<NonNullable<Driver['savepoint']>>): Promise<void> {
@@ -281,15 +283,7 @@ export class GroupCommitSqliteDriver implements Driver {
   async destroy(): Promise<void> {
     if (this.#group) {
       // A transaction still running when the store closes does not commit: only those that ended.
-      if (this.#inTransaction) {
-        this.#inTransaction = false;
-        try {
-          this.#raw.exec('rollback to vrp_tx');
-          this.#raw.exec('release vrp_tx');
-        } catch (err) {
-          this.#abandonGroup(new GroupRolledBack(err));
-        }
-      }
+      if (this.#inTransaction) this.#undoTransaction();
       if (this.#group) this.#commitGroup();
     }
     const same = drivers.get(this.#file);

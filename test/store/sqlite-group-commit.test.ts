@@ -270,3 +270,27 @@ test("the store's SQLite schema has no deferred constraint, and the code no tran
     .filter((f) => /\.startTransaction\(|\.connection\(\)/.test(readFileSync(join(src, f), 'utf8')));
   assert.deepEqual(offending, [], 'startTransaction() and db.connection() are told done before the commit');
 });
+
+test('a transaction refused in a group is told after the group commits (its refusal may rest on what the group wrote)', async () => {
+  const db = open();
+  let seenAtRefusal: number[] | undefined;
+  const results = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 1)),
+    db
+      .transaction()
+      .execute(async (tx) => {
+        await insert(tx, 2);
+        throw new Error('refused');
+      })
+      .catch((err: unknown) => {
+        seenAtRefusal = committedIds();
+        throw err;
+      }),
+    db.transaction().execute((tx) => insert(tx, 3)),
+  ]);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.deepEqual(seenAtRefusal, [1, 3], 'the group it ran in was committed when it was told');
+});
