@@ -8,10 +8,11 @@
  * A resource costly to make (a browser) may be shared by the files of a lane
  * (test/helpers/lane.ts); the lane ends it once its last file is done.
  *
- * With VRP_TEST_TIMES=<file>, each test file adds a line to <file>: its wall time, the CPU time
- * of this process while it ran (threads included: scrypt runs on libuv's), the CPU time of the
- * processes it started and waited for, in seconds, and its name. That is how the suite's time
- * is measured (README.md, "Development").
+ * Each test file adds a line to the file VRP_TEST_TIMES names (scripts/test.ts always gives one):
+ * its wall time, the CPU time of this process while it ran (threads included: scrypt runs on
+ * libuv's), the CPU time of the processes it started and waited for, in seconds, and its name.
+ * That is how the suite's time is measured (README.md, "Development"), and how the next run
+ * knows which files to start first (scripts/test-durations.ts).
  */
 import { appendFileSync, closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -22,7 +22,7 @@ export function writeLanes(
   files: readonly string[],
   lanes: number,
   filtered: boolean,
-): { paths: string[]; remove(): void } {
+): { dir: string; paths: string[]; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'vrp-test-lanes-'));
   const queue = join(dir, 'queue');
   mkdirSync(queue);
@@ -39,5 +39,5 @@ export function writeLanes(
     );
     return path;
   });
-  return { paths, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, paths, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

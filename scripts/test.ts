@@ -9,18 +9,19 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { globSync } from 'node:fs';
+import { appendFileSync, existsSync, globSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
+import { longestFirst, mergeTimes, readDurations, writeDurations } from './test-durations.ts';
 import { writeLanes } from './test-lanes.ts';
 
 /**
  * Test processes (lanes, scripts/test-lanes.ts) at once: one per core. A third lane on the
  * 2-core machine saved ~2 s of 39 but cost 10 % more CPU time, and more when others load it.
  */
-const LANES = Math.max(2, availableParallelism());
+const LANES = Number(process.env['VRP_TEST_LANES']) || Math.max(2, availableParallelism());
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -54,7 +55,11 @@ const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-
 const runId = randomUUID();
 // Flags that select tests by name or `only` (scripts/test-lane.ts says why lanes need to know).
 const filtered = flags.some((f) => /^--test-(name-pattern|skip-pattern|only)\b/.test(f));
-const lanes = writeLanes(files, LANES, filtered);
+// The slowest files first, as the last run that ran them measured (scripts/test-durations.ts).
+const durationsFile = resolve('.tmp/test-durations.json');
+const lanes = writeLanes(longestFirst(files, readDurations(durationsFile)), LANES, filtered);
+// Where the lanes write each file's times (scripts/test-lane.ts); VRP_TEST_TIMES gets a copy.
+const times = join(lanes.dir, 'times');
 let status = 1;
 try {
   const result = spawnSync(
@@ -67,11 +72,18 @@ try {
         NODE_ENV: 'test',
         NODE_COMPILE_CACHE: compileCache,
         VRP_TEST_RUN: runId,
+        VRP_TEST_TIMES: times,
         ...(pg ? { VRP_TEST_PG_URL: pg.url } : {}),
       },
     },
   );
   status = result.status ?? 1;
+  if (existsSync(times)) {
+    const measured = readFileSync(times, 'utf8');
+    // A run that picks tests by name ran parts of files: their times say nothing of the whole.
+    if (!filtered) writeDurations(durationsFile, mergeTimes(readDurations(durationsFile), measured));
+    if (process.env['VRP_TEST_TIMES']) appendFileSync(process.env['VRP_TEST_TIMES'], measured);
+  }
 } finally {
   stopPg();
   lanes.remove();

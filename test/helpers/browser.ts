@@ -1,6 +1,9 @@
 /**
- * The operator console in a real browser: Debian's chromium driven by playwright-core (no browser
- * download; .ci/run installs the `chromium` package). A page opened here may load only what the
+ * The operator console in a real browser: Debian's chromium, as its headless shell, driven by
+ * playwright-core (no browser download; .ci/run installs the `chromium-headless-shell` package).
+ * The headless shell is the same Blink and V8 as the full browser without its windows; it is
+ * what Playwright itself runs for headless tests, and here it costs a third of the full
+ * browser's CPU time per page (README.md, "How the suite stays fast"). A page opened here may load only what the
  * test's own server serves: every other request is aborted and reported, and so is every page
  * error and console error, so a test can assert there were none.
  */
@@ -19,8 +22,8 @@ import { laneResource } from './lane.ts';
 
 export { CONSOLE };
 
-/** The browser: VRP_TEST_CHROMIUM, else Debian's. */
-export const CHROMIUM = process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
+/** The browser: VRP_TEST_CHROMIUM, else Debian's headless shell. */
+export const CHROMIUM = process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium-headless-shell';
 
 /**
  * A browser for one test file: its contexts are its own and end with `close()`. Behind it, the
@@ -52,7 +55,7 @@ export async function launchBrowser(): Promise<TestBrowser> {
 async function startChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
-      `no browser at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set VRP_TEST_CHROMIUM`,
+      `no browser at ${CHROMIUM}: install Debian's chromium-headless-shell (apt-get install chromium-headless-shell) or set VRP_TEST_CHROMIUM to another chromium`,
     );
   }
   return chromium.launch({

@@ -204,12 +204,16 @@ for (const store of testStores()) {
       await withRunningService(store, async (s) => {
         let started = false;
         // A restart that hangs after the job has started (its check done), as a slow hypervisor.
-        s.worker({
-          restart: async () => {
-            started = true;
-            return never;
+        // It never ends, so the stop at the end need not wait for it (abortWaitMs: 0).
+        s.worker(
+          {
+            restart: async () => {
+              started = true;
+              return never;
+            },
           },
-        });
+          { abortWaitMs: 0 },
+        );
         assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
         await until(() => started, 'the restart to start');
         await outside.powerOff(s.t.ctx.store.db, s.id);
