@@ -11,7 +11,13 @@ describe('the test files ordered by the last run: slowest first (scripts/test-du
 
   test('files the record does not know first, in their own order; then the known, longest first', () => {
     const files = ['a.test.ts', 'b.test.ts', 'c.test.ts', 'new-1.test.ts', 'd.test.ts', 'new-0.test.ts'];
-    const durations = { 'a.test.ts': 0.5, 'b.test.ts': 9, 'c.test.ts': 0.5, 'd.test.ts': 3, 'gone.test.ts': 60 };
+    const durations = {
+      'a.test.ts': 0.5,
+      'b.test.ts': 9,
+      'c.test.ts': 0.5,
+      'd.test.ts': 3,
+      'gone.test.ts': 60,
+    };
     assert.deepEqual(longestFirst(files, durations), [
       'new-1.test.ts',
       'new-0.test.ts',
