@@ -10,11 +10,12 @@
  *
  * Each test file adds a line to the file VRP_TEST_TIMES names (scripts/test.ts always gives one):
  * its wall time, the CPU time of this process while it ran (threads included: scrypt runs on
- * libuv's), the CPU time of the processes it started and waited for, in seconds, and its name.
+ * libuv's), the CPU time of the processes it started (those it waited for, and the lane's
+ * browser, whose pages the file drove), in seconds, and its name.
  * That is how the suite's time is measured (README.md, "Development"), and how the next run
- * knows which files to start first (scripts/test-durations.ts).
+ * knows in which order to run the files (scripts/test-costs.ts).
  */
-import { appendFileSync, closeSync, openSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { LANE_ENDINGS } from '../test/helpers/lane.ts';
@@ -103,14 +104,42 @@ function sample(): Sample {
   return { wall: performance.now() / 1000, cpu: (user + system) / 1e6, children: childrenCpu() };
 }
 
-/** CPU seconds of the children this process waited for (Linux /proc; 0 elsewhere). */
+/**
+ * CPU seconds of the processes this one started: those it waited for, and those still running
+ * (the lane's browser and its helpers, with the processes they waited for). Linux /proc; 0
+ * elsewhere. The difference of two samples is what they spent in between.
+ */
 function childrenCpu(): number {
   try {
-    // After the command name: cutime and cstime are the 14th and 15th fields, in ticks of 1/100 s.
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[13]) + Number(fields[14])) / 100;
+    const stats = new Map<number, string[]>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        stats.set(Number(entry), statFields(readFileSync(`/proc/${entry}/stat`, 'utf8')));
+      } catch {
+        // ended meanwhile
+      }
+    }
+    // The fields after the command name: ppid is the 2nd; utime, stime, cutime and cstime the
+    // 12th to 15th, in ticks of 1/100 s.
+    const own = stats.get(process.pid);
+    let ticks = own ? Number(own[13]) + Number(own[14]) : 0;
+    const descendants = new Set([process.pid]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const [pid, f] of stats) {
+        if (descendants.has(pid) || !descendants.has(Number(f[1]))) continue;
+        descendants.add(pid);
+        grew = true;
+        ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      }
+    }
+    return ticks / 100;
   } catch {
     return 0;
   }
+}
+
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }

@@ -14,14 +14,16 @@ import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
-import { longestFirst, mergeTimes, readDurations, writeDurations } from './test-durations.ts';
+import { mergeTimes, readCosts, runOrder, writeCosts } from './test-costs.ts';
 import { writeLanes } from './test-lanes.ts';
 
 /**
- * Test processes (lanes, scripts/test-lanes.ts) at once: one per core. A third lane on the
- * 2-core machine saved ~2 s of 39 but cost 10 % more CPU time, and more when others load it.
+ * Test processes (lanes, scripts/test-lanes.ts) at once: one more than the cores (VRP_TEST_LANES
+ * sets it). Many files spend much of their time waiting (for a server process, a browser page, a
+ * timer); a lane more keeps the cores busy meanwhile. On the 2-core machine: 2 lanes 52-54 s,
+ * 3 lanes 47-48 s (ordered longest first), at ~5 % more CPU time; 4 lanes no better than 3.
  */
-const LANES = Number(process.env['VRP_TEST_LANES']) || Math.max(2, availableParallelism());
+const LANES = Number(process.env['VRP_TEST_LANES']) || availableParallelism() + 1;
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
@@ -55,9 +57,9 @@ const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-
 const runId = randomUUID();
 // Flags that select tests by name or `only` (scripts/test-lane.ts says why lanes need to know).
 const filtered = flags.some((f) => /^--test-(name-pattern|skip-pattern|only)\b/.test(f));
-// The slowest files first, as the last run that ran them measured (scripts/test-durations.ts).
-const durationsFile = resolve('.tmp/test-durations.json');
-const lanes = writeLanes(longestFirst(files, readDurations(durationsFile)), LANES, filtered);
+// In the order the last run's costs suggest (scripts/test-costs.ts).
+const costsFile = resolve('.tmp/test-times.json');
+const lanes = writeLanes(runOrder(files, readCosts(costsFile)), LANES, filtered);
 // Where the lanes write each file's times (scripts/test-lane.ts); VRP_TEST_TIMES gets a copy.
 const times = join(lanes.dir, 'times');
 let status = 1;
@@ -81,7 +83,7 @@ try {
   if (existsSync(times)) {
     const measured = readFileSync(times, 'utf8');
     // A run that picks tests by name ran parts of files: their times say nothing of the whole.
-    if (!filtered) writeDurations(durationsFile, mergeTimes(readDurations(durationsFile), measured));
+    if (!filtered) writeCosts(costsFile, mergeTimes(readCosts(costsFile), measured));
     if (process.env['VRP_TEST_TIMES']) appendFileSync(process.env['VRP_TEST_TIMES'], measured);
   }
 } finally {

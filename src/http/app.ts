@@ -6,6 +6,7 @@ import { answerClientError } from './client-error.ts';
 import { registerConsoleRoutes } from './console/console-routes.ts';
 import { createErrorAnswer } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
+import { namedPlugin } from './named-plugin.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
@@ -159,7 +160,9 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   app.register(notFound);
 
   // Each route file in a scope of its own: none depends on another being registered before it.
-  for (const registerRoutes of ROUTES) app.register(async (scope) => registerRoutes(scope, ctx));
+  for (const registerRoutes of ROUTES) {
+    app.register(namedPlugin(registerRoutes.name, async (scope: typeof app) => registerRoutes(scope, ctx)));
+  }
   return app;
 }
 

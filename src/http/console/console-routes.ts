@@ -7,6 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
 import { CONSOLE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
+import { namedPlugin } from '../named-plugin.ts';
 import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
@@ -34,7 +35,10 @@ const FORM_LIMIT = 64 * 1024;
 export function registerConsoleRoutes(parent: App, ctx: AppContext): void {
   // Under its own prefix, so that it has its own not-found handler: a mistyped console address
   // gets a page, not the API's JSON.
-  parent.register(async (app) => consoleRoutes(app, ctx), { prefix: CONSOLE });
+  parent.register(
+    namedPlugin('consoleRoutes', async (app: App) => consoleRoutes(app, ctx)),
+    { prefix: CONSOLE },
+  );
 }
 
 function consoleRoutes(app: App, ctx: AppContext): void {

@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
+import { namedPlugin } from '../named-plugin.ts';
 import { StringEnum } from '../schemas.ts';
 
 /** {base_url}: the configured public URL, or the one this request reached us at. */
@@ -122,26 +123,28 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
   const endpoint = createTokenEndpoint(ctx);
 
   // RFC 6749 sends a form; its parser lives in this scope only, the rest of the API reads JSON.
-  app.register(async (scope) => {
-    registerFormParser(scope);
-    // Any reply: the endpoint decides the status of each RFC 6749 answer (token-endpoint.ts).
-    scope.post(
-      `${BASE}/oauth/token`,
-      { config: { oauth: true }, schema: TOKEN_DOCS },
-      async (request, reply: FastifyReply) => {
-        const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
-          string,
-          unknown
-        >;
-        const result = await endpoint.handle({
-          authorization: request.headers.authorization,
-          body,
-          ip: request.ip,
-        });
-        return reply.code(result.status).headers(result.headers).send(result.body);
-      },
-    );
-  });
+  app.register(
+    namedPlugin('oauthTokenEndpoint', async (scope: App) => {
+      registerFormParser(scope);
+      // Any reply: the endpoint decides the status of each RFC 6749 answer (token-endpoint.ts).
+      scope.post(
+        `${BASE}/oauth/token`,
+        { config: { oauth: true }, schema: TOKEN_DOCS },
+        async (request, reply: FastifyReply) => {
+          const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
+            string,
+            unknown
+          >;
+          const result = await endpoint.handle({
+            authorization: request.headers.authorization,
+            body,
+            ip: request.ip,
+          });
+          return reply.code(result.status).headers(result.headers).send(result.body);
+        },
+      );
+    }),
+  );
 
   // RFC 8414 section 3: the metadata of issuer https://host/path lives at /.well-known/oauth-authorization-server/path.
   const metadata = {
