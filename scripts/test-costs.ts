@@ -76,8 +76,11 @@ export function runOrder(files: readonly string[], costs: Costs): string[] {
 export function mergeTimes(earlier: Costs, times: string): Costs {
   const merged = { ...earlier };
   for (const line of times.split('\n')) {
-    const m = /^\s*([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S.*)$/.exec(line);
-    if (m) merged[m[4]!] = { wall: Number(m[1]), cpu: Math.round((Number(m[2]) + Number(m[3])) * 100) / 100 };
+    // The processes' CPU can come out below zero: one that left the lane's tree meanwhile.
+    const m = /^\s*([\d.]+)\s+([\d.]+)\s+(-?[\d.]+)\s+(\S.*)$/.exec(line);
+    if (!m) continue;
+    const cpu = Number(m[2]) + Math.max(0, Number(m[3]));
+    merged[m[4]!] = { wall: Number(m[1]), cpu: Math.round(cpu * 100) / 100 };
   }
   return merged;
 }

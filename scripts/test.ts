@@ -23,7 +23,18 @@ import { writeLanes } from './test-lanes.ts';
  * timer); a lane more keeps the cores busy meanwhile. On the 2-core machine: 2 lanes 52-54 s,
  * 3 lanes 47-48 s (ordered longest first), at ~5 % more CPU time; 4 lanes no better than 3.
  */
-const LANES = Number(process.env['VRP_TEST_LANES']) || availableParallelism() + 1;
+const LANES = lanesWanted(process.env['VRP_TEST_LANES']);
+
+function lanesWanted(setting: string | undefined): number {
+  if (setting === undefined || setting === '') return availableParallelism() + 1;
+  if (!/^[1-9]\d*$/.test(setting)) {
+    console.error(
+      `VRP_TEST_LANES must be a whole number of lanes, 1 or more (got ${JSON.stringify(setting)})`,
+    );
+    process.exit(2);
+  }
+  return Number(setting);
+}
 
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));

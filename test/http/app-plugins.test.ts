@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { namedPlugin } from '../../src/http/named-plugin.ts';
 import { createTestApp } from '../helpers/app.ts';
 
 test('each route file is a plugin of its own, named after its function; no plugin goes by its source text', async () => {
@@ -21,4 +22,13 @@ test('each route file is a plugin of its own, named after its function; no plugi
   } finally {
     await t.close();
   }
+});
+
+test("namedPlugin sets the name Fastify reads (its display name) and the function's own", () => {
+  const plugin = namedPlugin('somePlugin', async () => {});
+  assert.equal(
+    (plugin as unknown as Record<symbol, unknown>)[Symbol.for('fastify.display-name')],
+    'somePlugin',
+  );
+  assert.equal(plugin.name, 'somePlugin');
 });

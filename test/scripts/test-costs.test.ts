@@ -28,6 +28,7 @@ describe("the test files ordered by the last run's costs (scripts/test-costs.ts)
     const times = [
       '   8.81    1.44    3.00  test/console/services.test.ts',
       '   0.05    0.02    0.00  test/auth/client state.test.ts',
+      '   1.00    0.50   -0.20  test/left-the-tree.test.ts',
       'not a line of times',
       '',
     ].join('\n');
@@ -38,6 +39,7 @@ describe("the test files ordered by the last run's costs (scripts/test-costs.ts)
     assert.deepEqual(mergeTimes(earlier, times), {
       'test/console/services.test.ts': { wall: 8.81, cpu: 4.44 },
       'test/auth/client state.test.ts': { wall: 0.05, cpu: 0.02 },
+      'test/left-the-tree.test.ts': { wall: 1, cpu: 0.5 },
       'test/x.test.ts': { wall: 1, cpu: 1 },
     });
   });
