@@ -20,8 +20,8 @@ import { writeLanes } from './test-lanes.ts';
 /**
  * Test processes (lanes, scripts/test-lanes.ts) at once: one more than the cores (VRP_TEST_LANES
  * sets it). Many files spend much of their time waiting (for a server process, a browser page, a
- * timer); a lane more keeps the cores busy meanwhile. On the 2-core machine: 2 lanes 52-54 s,
- * 3 lanes 47-48 s (ordered longest first), at ~5 % more CPU time; 4 lanes no better than 3.
+ * timer); a lane more keeps the cores busy meanwhile. Measured on the 2-core machine with the
+ * same code: 2 lanes 52-54 s, 3 lanes 46-48 s at ~5 % more CPU time, 4 lanes no better than 3.
  */
 const LANES = lanesWanted(process.env['VRP_TEST_LANES']);
 
