@@ -21,6 +21,7 @@ import { buildApp } from '../src/http/app.ts';
 import { API, BASE, CONSOLE } from '../src/http/base-path.ts';
 import { startBackground } from '../src/jobs/background.ts';
 import { seedDemoCatalog } from '../src/store/demo-catalog.ts';
+import { TOOLS } from './test-tools.ts';
 
 const OUT = new URL('../docs/console/', import.meta.url).pathname;
 const PASSWORD = 'screenshots only, thrown away';
@@ -118,7 +119,10 @@ try {
 
   mkdirSync(OUT, { recursive: true });
   const browser = await chromium.launch({
-    executablePath: process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium',
+    executablePath:
+      process.env['VRP_TEST_CHROMIUM'] ??
+      TOOLS.find((t) => t.name === 'chromium')?.find() ??
+      '/usr/bin/chromium',
     args: [
       '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',
       ...(process.getuid?.() === 0 ? ['--no-sandbox'] : []),

@@ -4,10 +4,11 @@
  * run as root, so as root it runs as the `postgres` user (runuser).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { findPostgresBin } from './test-tools.ts';
 
 export interface PostgresServer {
   /** `postgres://...` of the superuser's `postgres` database. */
@@ -19,15 +20,13 @@ export interface PostgresServer {
 }
 
 function findBin(name: string): string {
-  for (const dir of [
-    '/usr/local/bin',
-    '/usr/lib/postgresql/17/bin',
-    '/usr/lib/postgresql/16/bin',
-    '/usr/lib/postgresql/15/bin',
-  ]) {
-    if (existsSync(join(dir, name))) return join(dir, name);
+  const dir = findPostgresBin();
+  if (!dir) {
+    throw new Error(
+      `PostgreSQL's server binaries (${name}) are not installed: apt-get install postgresql, or set VRP_TEST_PG_BIN`,
+    );
   }
-  return name;
+  return join(dir, name);
 }
 
 export async function freePort(): Promise<number> {

@@ -15,7 +15,15 @@
  * That is how the suite's time is measured (README.md, "Development"), and how the next run
  * knows in which order to run the files (scripts/test-costs.ts).
  */
-import { appendFileSync, closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { LANE_ENDINGS } from '../test/helpers/lane.ts';
@@ -38,21 +46,56 @@ export async function runQueue(dir: string, share?: { index: number; of: number 
     // Not in a root `after` hook: Node runs those once the event loop is empty, which a
     // browser's connection keeps from happening.
     for (const end of endings.splice(0)) await end();
+    endOnceIdle();
   }
 }
 
+/**
+ * How long a lane whose queue is done may stay alive before it is ended: enough for Node's test
+ * runner to report the last results, which needs no more than a few turns of the event loop.
+ */
+const LANE_END_GRACE_MS = 10_000;
+
+/**
+ * A lane must end once its queue is done. A test that left a handle open (a listening server,
+ * an interval, a socket) would keep it alive, and the whole run waiting for it: after a grace
+ * period, the lane names what is still open and exits with a failure instead.
+ */
+function endOnceIdle(): void {
+  setTimeout(() => {
+    const open = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap');
+    console.error(
+      `test lane ${process.pid}: its queue is done, yet ${open.length} handle(s) keep it running ` +
+        `(${[...new Set(open)].join(', ')}); a test file it ran left something open: ${ran.join(', ')}`,
+    );
+    process.exit(1);
+  }, LANE_END_GRACE_MS).unref();
+}
+
+/** The files this lane ran, for the message above. */
+const ran: string[] = [];
+
 async function runFiles(dir: string, share?: { index: number; of: number }): Promise<void> {
   const files = JSON.parse(readFileSync(join(dir, 'files.json'), 'utf8')) as [string, string][];
-  if (share) {
-    const suites = files
-      .filter((_, i) => i % share.of === share.index)
-      .map(([name, url]) => describeFile(name, url));
-    await Promise.all(suites);
-    return;
-  }
-  for (const [i, [name, url]] of files.entries()) {
-    // Resolves when the suite, its tests and its hooks are done.
-    if (take(dir, i)) await describeFile(name, url);
+  // What this lane runs now, for the run's watchdog (scripts/test.ts) to name if it hangs.
+  const running = join(dir, `running-${process.pid}`);
+  try {
+    if (share) {
+      const mine = files.filter((_, i) => i % share.of === share.index);
+      writeFileSync(running, mine.map(([name]) => name).join(', '));
+      ran.push(...mine.map(([name]) => name));
+      await Promise.all(mine.map(([name, url]) => describeFile(name, url)));
+      return;
+    }
+    for (const [i, [name, url]] of files.entries()) {
+      if (!take(dir, i)) continue;
+      writeFileSync(running, name);
+      ran.push(name);
+      // Resolves when the suite, its tests and its hooks are done.
+      await describeFile(name, url);
+    }
+  } finally {
+    rmSync(running, { force: true });
   }
 }
 

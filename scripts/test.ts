@@ -7,15 +7,17 @@
  * Every process the tests start carries VRP_TEST_RUN in its environment. A test that leaves
  * one behind (a server, a worker, a PostgreSQL, any child) fails the run: it is named and ended.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, existsSync, globSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { appendFileSync, existsSync, globSync, readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
 import { mergeTimes, readCosts, runOrder, writeCosts } from './test-costs.ts';
 import { writeLanes } from './test-lanes.ts';
+import { prepareTools, TOOLS } from './test-tools.ts';
 
 /**
  * Test processes (lanes, scripts/test-lanes.ts) at once: one more than the cores (VRP_TEST_LANES
@@ -36,6 +38,34 @@ function lanesWanted(setting: string | undefined): number {
   return Number(setting);
 }
 
+/**
+ * The whole run's budget, in seconds (VRP_TEST_WATCHDOG; default 45 minutes, three times what
+ * CI's run with the real-VM tests takes): past it the run is ended and fails, naming the test
+ * files still running. A hang is a failure with a name, never a run that does not end.
+ */
+const WATCHDOG_S = wholeSeconds('VRP_TEST_WATCHDOG', 45 * 60);
+
+function wholeSeconds(name: string, fallback: number): number {
+  const setting = process.env[name];
+  if (setting === undefined || setting === '') return fallback;
+  if (!/^[1-9]\d*$/.test(setting)) {
+    console.error(`${name} must be a whole number of seconds, 1 or more (got ${JSON.stringify(setting)})`);
+    process.exit(2);
+  }
+  return Number(setting);
+}
+
+/** The test files the lanes are running now (scripts/test-lane.ts writes them). */
+function runningFiles(dir: string): string[] {
+  try {
+    return readdirSync(join(dir, 'queue'))
+      .filter((f) => f.startsWith('running-'))
+      .map((f) => readFileSync(join(dir, 'queue', f), 'utf8'));
+  } catch {
+    return [];
+  }
+}
+
 const args = process.argv.slice(2);
 const paths = args.filter((a) => !a.startsWith('--'));
 const flags = args.filter((a) => a.startsWith('--'));
@@ -49,16 +79,36 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+const inCi = ['true', '1'].includes(process.env['CI'] ?? '');
+const say = (line: string) => console.log(`npm test: ${line}`);
+
+// The tools from outside npm that the chosen files need (scripts/test-tools.ts): found,
+// installed when this process may, or their tests skipped with one line each (failed in CI).
+const usesPostgres = process.env['VRP_TEST_STORES'] !== 'sqlite' && !process.env['VRP_TEST_PG_URL'];
+const tools = prepareTools(
+  { installWanted: process.env['VRP_TEST_INSTALL'] !== '0', say },
+  TOOLS.filter((t) => (t.name === 'postgres' ? usesPostgres : files.some((f) => t.neededBy.test(f)))),
+);
+const libvirtFiles = files.filter((f) => /libvirt/.test(f));
+const noTemplate = libvirtFiles.length > 0 && !process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
+if (noTemplate) {
+  say(
+    `the real-VM tests (${libvirtFiles.length} files) need QEMU/libvirt and a guest template: ` +
+      'as root, `bash scripts/libvirt/setup-ci.sh` installs them and prints the path to set as VRP_TEST_LIBVIRT_TEMPLATE' +
+      (inCi ? '' : '; they are skipped'),
+  );
+}
+if (inCi && (tools.missing.length > 0 || noTemplate)) {
+  console.error('npm test: under CI=true no test is skipped for a missing tool (see above)');
+  process.exit(1);
+}
+
 let pg: PostgresServer | undefined;
-if (process.env['VRP_TEST_STORES'] !== 'sqlite' && !process.env['VRP_TEST_PG_URL']) {
+if (usesPostgres && !tools.missing.some((t) => t.name === 'postgres')) {
   pg = await startPostgres();
   console.log(`PostgreSQL for tests at ${pg.url}`);
 }
 const stopPg = () => pg?.stop();
-process.on('SIGINT', () => {
-  stopPg();
-  process.exit(130);
-});
 
 // Node keeps what it compiled (our TypeScript after type stripping, the dependencies) here, so
 // the lanes and every server or CLI process a test starts skip most of that work:
@@ -68,20 +118,24 @@ const compileCache = process.env['NODE_COMPILE_CACHE'] || resolve('.tmp/compile-
 const runId = randomUUID();
 // Flags that select tests by name or `only` (scripts/test-lane.ts says why lanes need to know).
 const filtered = flags.some((f) => /^--test-(name-pattern|skip-pattern|only)\b/.test(f));
-// In the order the last run's costs suggest (scripts/test-costs.ts).
-const costsFile = resolve('.tmp/test-times.json');
+// In the order the last run's costs suggest (scripts/test-costs.ts); VRP_TEST_COSTS names
+// another record (the runner's own tests run it on fixtures).
+const costsFile = resolve(process.env['VRP_TEST_COSTS'] || '.tmp/test-times.json');
 const lanes = writeLanes(runOrder(files, readCosts(costsFile)), LANES, filtered);
 // Where the lanes write each file's times (scripts/test-lane.ts); VRP_TEST_TIMES gets a copy.
 const times = join(lanes.dir, 'times');
 let status = 1;
 try {
-  const result = spawnSync(
+  const runner = spawn(
     process.execPath,
     ['--test', `--test-concurrency=${LANES}`, '--test-timeout=300000', ...flags, ...lanes.paths],
     {
       stdio: 'inherit',
+      // Its own process group, so the watchdog can end it and everything it started.
+      detached: true,
       env: {
         ...process.env,
+        ...tools.env,
         NODE_ENV: 'test',
         NODE_COMPILE_CACHE: compileCache,
         VRP_TEST_RUN: runId,
@@ -90,7 +144,30 @@ try {
       },
     },
   );
-  status = result.status ?? 1;
+  const endGroup = () => {
+    try {
+      if (runner.pid) process.kill(-runner.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  process.on('SIGINT', () => {
+    endGroup();
+    stopPg();
+    process.exit(130);
+  });
+  const watchdog = setTimeout(() => {
+    const still = runningFiles(lanes.dir);
+    console.error(
+      `\nnpm test: the run has gone on for ${WATCHDOG_S} s (VRP_TEST_WATCHDOG) and is ended; still running: ` +
+        (still.length > 0 ? still.join('; ') : '(no test file: the runner itself)'),
+    );
+    endGroup();
+  }, WATCHDOG_S * 1000);
+  const [code] = (await once(runner, 'exit')) as [number | null];
+  clearTimeout(watchdog);
+  // Ended by a signal (the watchdog's): a failure.
+  status = code ?? 1;
   if (existsSync(times)) {
     const measured = readFileSync(times, 'utf8');
     // A run that picks tests by name ran parts of files: their times say nothing of the whole.

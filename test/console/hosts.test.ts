@@ -2,14 +2,23 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  logIn,
+  noBrowser,
+  openPage,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const B = { 'x-envelope-variant': 'B' };
 
-describe('console: hosts', () => {
+describe('console: hosts', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
@@ -19,7 +28,7 @@ describe('console: hosts', () => {
   let host: string;
 
   before(async () => {
-    [browser, t] = await Promise.all([
+    [browser, t] = await openTogether([
       launchBrowser(),
       createTestApp({ VRP_SIM_HOSTS: 'sim-a:64:256:2000:500,sim-b:32:128:1000' }, { worker: true }),
     ]);

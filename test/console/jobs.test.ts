@@ -2,8 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, signedInPages, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  noBrowser,
+  signedInPages,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -24,7 +32,7 @@ function rows(page: Page) {
   return page.locator('#jobs-live tbody tr');
 }
 
-describe('console: jobs', () => {
+describe('console: jobs', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
@@ -34,7 +42,7 @@ describe('console: jobs', () => {
 
   before(async () => {
     // Every hypervisor operation fails (the simulated driver's fault injection): a create fails.
-    [browser, t] = await Promise.all([
+    [browser, t] = await openTogether([
       launchBrowser(),
       createTestApp({ VRP_SIM_FAULTS: 'permanent=1' }, { worker: true }),
     ]);

@@ -1,17 +1,26 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  logIn,
+  noBrowser,
+  openPage,
+  type TestBrowser,
+} from '../helpers/browser.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
-describe('console login', () => {
+describe('console login', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   before(async () => {
-    [browser, t] = await Promise.all([launchBrowser(), createTestApp()]);
+    [browser, t] = await openTogether([launchBrowser(), createTestApp()]);
     origin = await listen(t);
     await createTestOperator(t, { name: 'alice', password: PASSWORD });
   });

@@ -3,13 +3,22 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { BASE, call, createTestApp, type TestApp } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  logIn,
+  noBrowser,
+  openPage,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 
-describe('console: resellers', () => {
+describe('console: resellers', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
@@ -19,7 +28,7 @@ describe('console: resellers', () => {
   let problems: string[];
 
   before(async () => {
-    [browser, t] = await Promise.all([launchBrowser(), createTestApp()]);
+    [browser, t] = await openTogether([launchBrowser(), createTestApp()]);
     origin = await listen(t);
     await createTestOperator(t, { name: 'alice', password: PASSWORD });
     acmeClient = await t.client({ reseller: 'acme' });

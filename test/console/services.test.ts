@@ -2,8 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, signedInPages, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  noBrowser,
+  signedInPages,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
@@ -24,7 +32,7 @@ async function listedDomains(page: Page): Promise<string[]> {
   return page.locator('tbody tr td:first-child a').allInnerTexts();
 }
 
-describe('console: services', () => {
+describe('console: services', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
@@ -33,7 +41,7 @@ describe('console: services', () => {
   before(async () => {
     // Slowed so that a stop takes long enough (1.6 s) to be watched on the page, and provisioning
     // stays short (3.2 s).
-    [browser, t] = await Promise.all([
+    [browser, t] = await openTogether([
       launchBrowser(),
       createTestApp({ VRP_SIMULATED_SPEED: '0.4' }, { worker: true }),
     ]);

@@ -5,20 +5,28 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, signedInPages, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  noBrowser,
+  signedInPages,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator } from '../helpers/operator.ts';
 
 const PASSWORD = 'usability tests password';
 
-describe('console usability', () => {
+describe('console usability', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
   const signIn = signedInPages('erin', PASSWORD);
   before(async () => {
     // One small host: a 4-vCPU order finds no room, and its create job fails.
-    [browser, t] = await Promise.all([
+    [browser, t] = await openTogether([
       launchBrowser(),
       createTestApp({ VRP_SIM_HOSTS: 'tiny-host:2:2:100:50' }, { worker: true }),
     ]);

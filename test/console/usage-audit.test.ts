@@ -5,14 +5,23 @@ import type { Page } from 'playwright-core';
 import { findOperatorByName } from '../../src/store/repos/operators.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { CONSOLE, launchBrowser, listen, logIn, openPage, type TestBrowser } from '../helpers/browser.ts';
+import {
+  CONSOLE,
+  launchBrowser,
+  listen,
+  logIn,
+  noBrowser,
+  openPage,
+  type TestBrowser,
+} from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const B = { 'x-envelope-variant': 'B' };
 
-describe('console: usage and audit', () => {
+describe('console: usage and audit', { skip: noBrowser }, () => {
   let browser: TestBrowser;
   let t: TestApp;
   let origin: string;
@@ -24,7 +33,7 @@ describe('console: usage and audit', () => {
   let service: string;
 
   before(async () => {
-    [browser, t] = await Promise.all([launchBrowser(), createTestApp({}, { worker: true })]);
+    [browser, t] = await openTogether([launchBrowser(), createTestApp({}, { worker: true })]);
     origin = await listen(t);
     const operator = await createTestOperator(t, { name: 'alice', password: PASSWORD });
     operatorId = (await findOperatorByName(t.ctx.store.db, 'alice'))!.id;

@@ -26,6 +26,7 @@ import { openStore } from '../../src/store/database.ts';
 import { seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Variant } from '../../src/store/repos/clients.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
+import { WAIT_MS } from './budget.ts';
 import { smallOrder } from './e2e.ts';
 import { checkResponses } from './response-check.ts';
 import { TEST_PASSWORD_COST, TEST_SECRET_COST } from './secret-cost.ts';
@@ -224,13 +225,13 @@ export async function orderRunning(t: TestApp, token: string, domain: string): P
   return id;
 }
 
-/** Polls status until `predicate` holds for the service's status (default 10 s). */
+/** Polls status until `predicate` holds for the service's status (within the wait budget, test/helpers/budget.ts). */
 export async function waitForStatus(
   t: TestApp,
   token: string,
   serviceId: string,
   want: string | ((status: string, data: any) => boolean),
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<any> {
   const until = Date.now() + timeoutMs;
   // A status name means: reached, with no job left to run.

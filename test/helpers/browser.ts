@@ -7,7 +7,6 @@
  * test's own server serves: every other request is aborted and reported, and so is every page
  * error and console error, so a test can assert there were none.
  */
-import { existsSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import {
   type Browser,
@@ -19,11 +18,15 @@ import {
 import { CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
 import { laneResource } from './lane.ts';
+import { missingTool, toolPath } from './tools.ts';
 
 export { CONSOLE };
 
-/** The browser: VRP_TEST_CHROMIUM, else Debian's headless shell. */
-export const CHROMIUM = process.env['VRP_TEST_CHROMIUM'] ?? '/usr/bin/chromium-headless-shell';
+/**
+ * Why the browser tests are skipped (chromium is not installed, outside CI), or `false`: for
+ * `describe(name, { skip: noBrowser }, ...)`.
+ */
+export const noBrowser = missingTool('chromium');
 
 /**
  * A browser for one test file: its contexts are its own and end with `close()`. Behind it, the
@@ -53,13 +56,9 @@ export async function launchBrowser(): Promise<TestBrowser> {
 }
 
 async function startChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `no browser at ${CHROMIUM}: install Debian's chromium-headless-shell (apt-get install chromium-headless-shell) or set VRP_TEST_CHROMIUM to another chromium`,
-    );
-  }
+  // VRP_TEST_CHROMIUM, else Debian's headless shell; missing, this throws naming the package.
   return chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: toolPath('chromium'),
     args: [
       // No name resolves but the loopback ones: nothing the browser does can leave the machine.
       '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1',

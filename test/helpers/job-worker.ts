@@ -10,6 +10,7 @@ import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
 import type { JobTable } from '../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
+import { WAIT_MS } from './budget.ts';
 import { smallOrder } from './e2e.ts';
 import type { StoreKind } from './stores.ts';
 
@@ -104,9 +105,9 @@ export async function withRunningService(
 /** A promise that never settles: a task awaiting it is a worker that died mid-job. */
 export const never = new Promise<never>(() => {});
 
-/** Polls `condition` until it holds (10 s at most). */
+/** Polls `condition` until it holds (within the wait budget, test/helpers/budget.ts). */
 export async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + WAIT_MS;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));

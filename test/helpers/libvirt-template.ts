@@ -7,4 +7,4 @@ export const libvirtTemplate = process.env['VRP_TEST_LIBVIRT_TEMPLATE'] || undef
 
 export const noLibvirtTemplate: string | false =
   !libvirtTemplate &&
-  'needs real VMs: VRP_TEST_LIBVIRT_TEMPLATE is not set (scripts/libvirt/build-test-template.sh builds one)';
+  'needs real VMs: VRP_TEST_LIBVIRT_TEMPLATE is not set (as root, `bash scripts/libvirt/setup-ci.sh` installs QEMU/libvirt, builds the template and prints its path)';

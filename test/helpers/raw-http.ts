@@ -4,6 +4,7 @@
  * parser sees them before the framework does, which `app.inject()` skips.
  */
 import { connect } from 'node:net';
+import { WAIT_MS } from './budget.ts';
 import type { FuzzResponse } from './fuzz-checks.ts';
 
 function decodeChunked(body: Buffer): Buffer {
@@ -48,7 +49,7 @@ export function rawRequest(
   from: string,
   head: Buffer,
   body: Buffer,
-  timeoutMs = 10_000,
+  timeoutMs = WAIT_MS,
 ): Promise<FuzzResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port, localAddress: from });

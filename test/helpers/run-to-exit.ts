@@ -5,6 +5,7 @@
  * run several at once (each spends most of a second loading our code).
  */
 import { spawn } from 'node:child_process';
+import { WAIT_MS } from './budget.ts';
 
 export interface Exited {
   readonly code: number | null;
@@ -12,7 +13,7 @@ export interface Exited {
   readonly stderr: string;
 }
 
-export function runToExit(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<Exited> {
+export function runToExit(args: string[], env: Record<string, string>, timeoutMs = WAIT_MS): Promise<Exited> {
   const child = spawn(process.execPath, args, {
     env: { ...process.env, VRP_LOG_LEVEL: 'warn', VRP_HOST: '127.0.0.1', VRP_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

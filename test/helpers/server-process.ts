@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { freePort } from '../../scripts/postgres.ts';
+import { WAIT_MS } from './budget.ts';
 
 export interface ServerProcess {
   readonly url: string;
@@ -15,7 +16,7 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startServer(env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startServer(env: Record<string, string>, timeoutMs = WAIT_MS): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['src/main.ts'], {
     env: {

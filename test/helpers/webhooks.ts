@@ -7,6 +7,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { HostLookup, ResolvedAddress } from '../../src/webhooks/lookup.ts';
+import { WAIT_MS } from './budget.ts';
 
 export interface Received {
   /** The request's path and query. */
@@ -73,7 +74,7 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
     answer(fn) {
       answer = fn;
     },
-    async waitFor(n, ms = 10_000) {
+    async waitFor(n, ms = WAIT_MS) {
       if (received.length < n) {
         await new Promise<void>((resolve, reject) => {
           const check = () => {

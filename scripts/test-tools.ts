@@ -1,0 +1,185 @@
+/**
+ * The tools the test suite needs from outside npm, found wherever Debian puts them, and
+ * installed when this process may (root, with apt-get) — one place for `npm test` and `.ci/run`.
+ *
+ * - PostgreSQL's server binaries (`initdb`, `pg_ctl`, `postgres`): the PostgreSQL store's tests.
+ * - `chromium-headless-shell`: the operator console's tests in a real browser.
+ * - `promtool` (Debian's `prometheus`): the check of `GET /metrics`.
+ *
+ * What is missing after that: outside CI its group of tests is skipped, with one line here
+ * naming the tool and the command that installs it (and each skipped test says why); under
+ * `CI=true` nothing is skipped for a missing tool, the tests that need it fail.
+ *
+ * The real-VM tests need QEMU/libvirt and a guest template, which take minutes to install and
+ * build: `npm test` never installs them; `scripts/libvirt/setup-ci.sh` does (docs/testing.md).
+ *
+ * Run as a command (`node scripts/test-tools.ts [--install]`), it prints what it finds, installs
+ * what is missing with --install, and exits 1 if something is still missing.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+export type ToolName = 'postgres' | 'chromium' | 'promtool';
+
+export interface Tool {
+  readonly name: ToolName;
+  /** What it is called in the one line that says it is missing. */
+  readonly label: string;
+  /** Which tests need it, as "the ... tests" (plural: the line says they "are skipped"). */
+  readonly purpose: string;
+  /** Debian's packages that bring it. */
+  readonly packages: readonly string[];
+  /** The test files that need it (the PostgreSQL store is needed by most). */
+  readonly neededBy: RegExp;
+  /** The environment variable that tells the tests where it is (set by `npm test`). */
+  readonly envVar: string;
+  /** Where it is on this machine, if it is. */
+  find(): string | undefined;
+}
+
+/** `name` in a directory of $PATH. */
+export function onPath(name: string, path = process.env['PATH'] ?? ''): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
+}
+
+/**
+ * The directory of PostgreSQL's server binaries: VRP_TEST_PG_BIN, else one on $PATH that has
+ * `initdb` (and `pg_ctl` and `postgres` beside it), else Debian's /usr/lib/postgresql/<version>/bin,
+ * the highest version first.
+ */
+export function findPostgresBin(
+  env: NodeJS.ProcessEnv = process.env,
+  debianRoot = '/usr/lib/postgresql',
+): string | undefined {
+  const complete = (dir: string) => ['initdb', 'pg_ctl', 'postgres'].every((b) => existsSync(join(dir, b)));
+  const set = env['VRP_TEST_PG_BIN'];
+  if (set) return complete(set) ? set : undefined;
+  const initdb = onPath('initdb', env['PATH'] ?? '');
+  if (initdb) {
+    const dir = initdb.slice(0, -'/initdb'.length);
+    if (complete(dir)) return dir;
+  }
+  let versions: string[] = [];
+  try {
+    versions = readdirSync(debianRoot);
+  } catch {
+    return undefined;
+  }
+  const byVersion = versions
+    .filter((v) => /^\d+(\.\d+)?$/.test(v))
+    .sort((a, b) => Number(b) - Number(a))
+    .map((v) => join(debianRoot, v, 'bin'));
+  return byVersion.find(complete);
+}
+
+export const TOOLS: readonly Tool[] = [
+  {
+    name: 'postgres',
+    label: 'PostgreSQL server binaries (initdb, pg_ctl)',
+    purpose: 'the tests on the PostgreSQL store',
+    packages: ['postgresql'],
+    neededBy: /./,
+    envVar: 'VRP_TEST_PG_BIN',
+    find: () => findPostgresBin(),
+  },
+  {
+    name: 'chromium',
+    label: 'chromium-headless-shell',
+    purpose: "the operator console's tests in a real browser (test/console/)",
+    packages: ['chromium-headless-shell'],
+    neededBy: /^test\/console\//,
+    envVar: 'VRP_TEST_CHROMIUM',
+    find: () => {
+      const set = process.env['VRP_TEST_CHROMIUM'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('chromium-headless-shell') ?? existingPath('/usr/bin/chromium-headless-shell');
+    },
+  },
+  {
+    name: 'promtool',
+    label: 'promtool',
+    purpose: 'the promtool check of GET /metrics (test/http/metrics.test.ts)',
+    packages: ['prometheus'],
+    neededBy: /^test\/http\/metrics\.test\.ts$/,
+    envVar: 'VRP_TEST_PROMTOOL',
+    find: () => {
+      const set = process.env['VRP_TEST_PROMTOOL'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('promtool');
+    },
+  },
+];
+
+function existingPath(path: string): string | undefined {
+  return existsSync(path) ? path : undefined;
+}
+
+/** Whether this process may install Debian packages: root, with apt-get. */
+export function canInstall(): boolean {
+  return process.getuid?.() === 0 && onPath('apt-get') !== undefined;
+}
+
+export function installCommand(tool: Tool): string {
+  return `${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install ${tool.packages.join(' ')}`;
+}
+
+/** Installs the packages of `tools` with apt-get, saying what and why; whether it succeeded. */
+export function install(tools: readonly Tool[], say: (line: string) => void): boolean {
+  if (tools.length === 0) return true;
+  const packages = [...new Set(tools.flatMap((t) => t.packages))];
+  say(
+    `installing ${packages.join(', ')} with apt-get, for ${tools.map((t) => t.purpose).join('; ')} ` +
+      '(VRP_TEST_INSTALL=0: skip those tests instead)',
+  );
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const run = (args: string[]) => {
+    const r = spawnSync('apt-get', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0)
+      say(`apt-get ${args.join(' ')} failed (${r.status}): ${(r.stderr || r.stdout).trim()}`);
+    return r.status === 0;
+  };
+  return run(['update', '-qq']) && run(['install', '-y', '-qq', '--no-install-recommends', ...packages]);
+}
+
+export interface Prepared {
+  /** Where each found tool is, as the environment the tests get. */
+  readonly env: Record<string, string>;
+  readonly missing: readonly Tool[];
+}
+
+/**
+ * Finds the tools, installs the missing ones when `installWanted` and this process can, and
+ * says in one line each what is still missing, which tests that costs, and how to install it.
+ */
+export function prepareTools(
+  options: { installWanted: boolean; say: (line: string) => void },
+  tools: readonly Tool[] = TOOLS,
+): Prepared {
+  let missing = tools.filter((t) => t.find() === undefined);
+  if (missing.length > 0 && options.installWanted && canInstall()) {
+    install(missing, options.say);
+    missing = missing.filter((t) => t.find() === undefined);
+  }
+  const env: Record<string, string> = {};
+  for (const tool of tools) {
+    const at = tool.find();
+    if (at) env[tool.envVar] = at;
+  }
+  for (const tool of missing) {
+    options.say(`${tool.label} is missing, so ${tool.purpose} are skipped; install: ${installCommand(tool)}`);
+  }
+  return { env, missing };
+}
+
+if (import.meta.main) {
+  const prepared = prepareTools({
+    installWanted: process.argv.includes('--install'),
+    say: (line) => console.log(`test tools: ${line}`),
+  });
+  for (const [name, at] of Object.entries(prepared.env)) console.log(`test tools: ${name}=${at}`);
+  process.exit(prepared.missing.length > 0 ? 1 : 0);
+}
