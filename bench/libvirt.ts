@@ -1,5 +1,5 @@
 /**
- * The real-VM scenario (issue 16): order -> running with VRP_DRIVER=libvirt on the tiny test
+ * The real-VM scenario: order -> running with VRP_DRIVER=libvirt on the tiny test
  * template, one VM at a time, and the project's own part of it: the total minus the time the
  * driver spent inside virsh/qemu-img/genisoimage commands (the driver's own timings, logged at
  * debug as `driver command`). The guest's boot is not in the total: a service is `running` once

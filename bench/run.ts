@@ -309,7 +309,7 @@ async function stopServer(server: ServerProcess): Promise<void> {
 }
 
 // ---- the bench ----
-/** The targets of issue 17, as ratios to the floor at every connection count. */
+/** The speed targets (bench/README.md), as ratios to the floor at every connection count. */
 const TARGETS: Partial<Record<Key, number>> = {
   version: 0.8,
   products: 0.8,
@@ -757,7 +757,7 @@ async function orderToRunning(
 }
 
 /**
- * The operator API's list routes at scale (issue 14): a store whose measured reseller has
+ * The operator API's list routes at scale: a store whose measured reseller has
  * `smallStore` services, and the same with `bigStore` - `smallStore` services of another
  * reseller beside them, every service with its open usage interval. Two servers, one on each
  * store, are loaded in turn in the same minutes (as the status slowdown is), with the filtered,

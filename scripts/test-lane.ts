@@ -12,7 +12,7 @@
  * its wall time, the CPU time of this process while it ran (threads included: scrypt runs on
  * libuv's), the CPU time of the processes it started (those it waited for, and the lane's
  * browser, whose pages the file drove), in seconds, and its name.
- * That is how the suite's time is measured (README.md, "Development"), and how the next run
+ * That is how the suite's time is measured (docs/testing.md, "Seeing where the time goes"), and how the next run
  * knows in which order to run the files (scripts/test-costs.ts).
  */
 import {

@@ -1,5 +1,5 @@
 /**
- * Issue 12: a shutdown step that fails is logged, the later steps still run, and the process
+ * A shutdown step that fails is logged, the later steps still run, and the process
  * exits (with 1) instead of dying on an unhandled rejection with the store left open.
  */
 import assert from 'node:assert/strict';

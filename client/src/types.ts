@@ -23,7 +23,7 @@ export type Product = Schemas['Product'];
 export type Plan = Schemas['Plan'];
 export type ServiceDetails = Schemas['ServiceDetails'];
 export type ServiceStatus = Schemas['ServiceStatus'];
-/** A service's status: `pending`, `running`, ... (CONTRACT.md section 6). */
+/** A service's status: `pending`, `running`, ... (docs/design/contract.md#service-statuses). */
 export type Status = ServiceStatus['status'];
 export type Job = Schemas['Job'];
 export type Backup = Schemas['Backup'];

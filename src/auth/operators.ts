@@ -1,8 +1,8 @@
 /**
- * Operators: the provider's people and scripts on the operator API (CONTRACT.md section 11) and
- * the console (section 12). Each has one OAuth client (scope `operator`) and, for the console,
- * an optional password. The `vrp operator` commands call these; each change is one transaction
- * with its audit entry.
+ * Operators: the provider's people and scripts on the operator API
+ * (docs/design/contract.md#operator-api) and the console (docs/design/contract.md#operator-console).
+ * Each has one OAuth client (scope `operator`) and, for the console, an optional password. The `vrp operator` commands call
+ * these; each change is one transaction with its audit entry.
  */
 import type { Kysely } from 'kysely';
 import { isStorableText } from '../domain/storable-text.ts';

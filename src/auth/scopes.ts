@@ -1,10 +1,11 @@
-/** The scopes a reseller application may hold (CONTRACT.md section 5). */
+/** The scopes a reseller application may hold (docs/design/contract.md#scopes). */
 export const SCOPES = ['access', 'products', 'service'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /**
- * The operator API's scope (CONTRACT.md section 11). Only operator clients hold it, and they hold
- * nothing else: no application can ask for it, no operator token reaches the reseller API.
+ * The operator API's scope (docs/design/contract.md#operator-api). Only operator clients hold it,
+ * and they hold nothing else: no application can ask for it, no operator token reaches the reseller
+ * API.
  */
 export const OPERATOR_SCOPE = 'operator';
 export type OperatorScope = typeof OPERATOR_SCOPE;

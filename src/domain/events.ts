@@ -1,13 +1,14 @@
 /**
- * The events a reseller can pull from the feed or receive by webhook (CONTRACT.md section 9):
- * their types and the data each carries, in the API's words (snake_case, as sent).
+ * The events a reseller can pull from the feed or receive by webhook
+ * (docs/design/contract.md#events-and-webhooks): their types and the data each carries, in the
+ * API's words (snake_case, as sent).
  */
 import type { DriftReason } from './power-drift.ts';
 import type { JobAction, Status } from './status-machine.ts';
 
 export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
 
-/** CONTRACT.md section 9: webhooks a reseller may register at most. */
+/** Webhooks a reseller may register at most (docs/design/contract.md#events-and-webhooks). */
 export const MAX_WEBHOOKS_PER_RESELLER = 10;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -48,7 +48,10 @@ export const UPGRADE_FIELD_NAMES: Readonly<Record<Resource, string>> = {
   backup: 'BACKUP',
 };
 
-/** Disks only grow (CONTRACT.md): whether going from `fromGb` to `toGb` would shrink one. */
+/**
+ * Disks only grow (docs/design/contract.md#upgrades): whether going from `fromGb` to `toGb` would
+ * shrink one.
+ */
 export function shrinksDisk(fromGb: number, toGb: number): boolean {
   return toGb < fromGb;
 }

@@ -42,7 +42,10 @@ export function generatePassword(random: RandomBytes, length = 20): string {
   return chars.join('');
 }
 
-/** CONTRACT.md section 8: 8 to 128 characters, at least three of lower, upper, digit, symbol. */
+/**
+ * 8 to 128 characters, at least three of lower, upper, digit, symbol
+ * (docs/design/contract.md#server-passwords).
+ */
 export function checkPasswordStrength(password: string): void {
   // Control characters cannot be typed at a console or carried by cloud-init safely.
   if (/\p{Cc}/u.test(password))

@@ -1,8 +1,8 @@
 /**
- * Reseller quotas (CONTRACT.md section 10): caps on the totals of a reseller's services that are
- * not terminated. The rule is pure: given the quota, the use and what a request adds, the request
- * fits, or one resource is named as the one it would exceed. The store supplies the numbers
- * inside the transaction that writes the request (store/repos/quotas.ts).
+ * Reseller quotas (docs/design/contract.md#quotas-and-usage): caps on the totals of a reseller's
+ * services that are not terminated. The rule is pure: given the quota, the use and what a request
+ * adds, the request fits, or one resource is named as the one it would exceed. The store supplies
+ * the numbers inside the transaction that writes the request (store/repos/quotas.ts).
  */
 import { RESOURCE_UNITS } from './catalog.ts';
 import { ApiError } from './errors.ts';

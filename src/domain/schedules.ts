@@ -15,7 +15,7 @@ export interface TimeOfDay {
   readonly minute: number;
 }
 
-/** `HH:MM`, 24-hour, two digits each (CONTRACT.md section 8). */
+/** `HH:MM`, 24-hour, two digits each (docs/design/contract.md#backup-schedules). */
 export function parseBsTime(value: string): TimeOfDay {
   const m = /^([01]\d|2[0-3]):([0-5]\d)$/.exec(value);
   if (!m)

@@ -1,6 +1,6 @@
 /**
- * The service status machine of CONTRACT.md section 6, in one pure module that the routes
- * (to accept or refuse a request) and the jobs (to re-check when they run) both use.
+ * The service status machine (docs/design/contract.md#service-statuses), in one pure module that
+ * the routes (to accept or refuse a request) and the jobs (to re-check when they run) both use.
  */
 
 export const STABLE_STATUSES = [

@@ -1,7 +1,7 @@
 /**
- * The usage report for invoicing (CONTRACT.md sections 10-11): per reseller and product, how
- * many service-hours and resource-hours its services used in a period, time suspended apart.
- * The store sums milliseconds x resource over the recorded intervals
+ * The usage report for invoicing (docs/design/contract.md#quotas-and-usage): per reseller and
+ * product, how many service-hours and resource-hours its services used in a period, time suspended
+ * apart. The store sums milliseconds x resource over the recorded intervals
  * (store/repos/usage-intervals.ts); this turns the sums into the report's lines.
  */
 import { ApiError } from './errors.ts';

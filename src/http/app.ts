@@ -100,7 +100,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerScheduleRoutes,
   registerUsageRoutes,
   registerDocsRoutes,
-  // The operator API (CONTRACT.md section 11): src/http/operator/.
+  // The operator API (docs/design/contract.md#operator-api): src/http/operator/.
   registerWhoamiRoute,
   registerEventRoutes,
   registerWebhookRoutes,
@@ -112,7 +112,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOperatorAuditRoutes,
   registerOperatorOverviewRoute,
   registerOperatorDocumentRoute,
-  // The operator console (CONTRACT.md section 12): src/http/console/.
+  // The operator console (docs/design/contract.md#operator-console): src/http/console/.
   registerConsoleRoutes,
 ];
 

@@ -1,8 +1,10 @@
-/** The fixed prefix of every route (CONTRACT.md section 1). */
+/** The fixed prefix of every route (docs/design/contract.md#addresses). */
 export const BASE = '/vps_reseller_provider/public';
 export const API = `${BASE}/api/v2`;
-/** The operator API's prefix (CONTRACT.md section 11). */
+/** The operator API's prefix (docs/design/contract.md#operator-api). */
 export const OPS = '/vps_reseller_provider/operator/v1';
 
-/** The operator console's pages (CONTRACT.md section 12), beside the operator API. */
+/**
+ * The operator console's pages (docs/design/contract.md#operator-console), beside the operator API.
+ */
 export const CONSOLE = '/vps_reseller_provider/console';

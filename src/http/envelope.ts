@@ -8,7 +8,8 @@ export function isVariant(value: unknown): value is Variant {
 
 /**
  * Variant B: `{status: "Success"|"Error", message, data}`.
- * Variant A: `{success: "true"|"false", message, data: "<JSON text>"}` (CONTRACT.md section 2).
+ * Variant A: `{success: "true"|"false", message, data: "<JSON text>"}`
+ * (docs/design/contract.md#envelopes).
  *
  * A success envelope is wrapped around its payload already serialized (`data`, JSON text), so
  * that a payload is serialized once, by its route's response schema, whatever the variant.

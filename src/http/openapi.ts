@@ -132,7 +132,10 @@ function payloadOf(schema: Schema, variant: Variant): Schema {
   return payload;
 }
 
-/** The envelope of `variant` around `data` (CONTRACT.md section 2); errors add `error_code`. */
+/**
+ * The envelope of `variant` around `data` (docs/design/contract.md#envelopes); errors add
+ * `error_code`.
+ */
 function envelope(variant: Variant, success: boolean, data: unknown, extra: Schema = {}): Schema {
   const [flag, value] =
     variant === 'A' ? ['success', String(success)] : ['status', success ? 'Success' : 'Error'];
@@ -156,8 +159,8 @@ function envelope(variant: Variant, success: boolean, data: unknown, extra: Sche
 }
 
 /**
- * Variant B carries the payload, variant A its JSON text (CONTRACT.md section 2); a route with
- * an envelope of its own answers in that one only.
+ * Variant B carries the payload, variant A its JSON text (docs/design/contract.md#envelopes); a
+ * route with an envelope of its own answers in that one only.
  */
 function successEnvelopes(payload: Schema, names: NamedSchemas, only?: Variant): Schema {
   if (only === 'B') return envelope('B', true, names.hoist(payloadOf(payload, 'B')));
@@ -415,11 +418,11 @@ function baseComponents(statuses: readonly number[], kind: DocumentKind): Schema
       ErrorEnvelope:
         kind === 'operator'
           ? {
-              description: 'An error, in the variant B envelope (CONTRACT.md sections 2 and 11)',
+              description: 'An error, in the variant B envelope (docs/design/contract.md#operator-api)',
               allOf: [ref('schemas', 'ErrorEnvelopeB')],
             }
           : {
-              description: 'An error, in the envelope of the request (CONTRACT.md section 2)',
+              description: 'An error, in the envelope of the request (docs/design/contract.md#envelopes)',
               oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
             },
       ErrorEnvelopeB: envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode),

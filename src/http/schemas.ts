@@ -9,9 +9,9 @@ import type { Variant } from './envelope.ts';
 export const DOCUMENT_ONLY = 'x-document-only';
 
 /**
- * An id sent in a path or a body: documented as a UUID, but anything else is accepted by the
- * schema and answered as an id that names nothing (404 `..._not_found`, CONTRACT.md section 4),
- * not as a malformed request.
+ * An id sent in a path or a body: documented as a UUID, but anything else is accepted by the schema
+ * and answered as an id that names nothing (404 `..._not_found`,
+ * docs/design/contract.md#status-codes-and-error-codes), not as a malformed request.
  */
 export function InputId(description: string) {
   return Type.String({ maxLength: 64, description, [DOCUMENT_ONLY]: { format: 'uuid' } });
@@ -65,7 +65,10 @@ export function Nullable<S extends TSchema & { type: string }>(
   return Type.Unsafe<Static<S> | null>({ ...schema, ...options, type: [schema.type, 'null'] });
 }
 
-/** Marks which envelope variant a payload belongs to, where the two differ (CONTRACT.md section 3). */
+/**
+ * Marks which envelope variant a payload belongs to, where the two differ
+ * (docs/design/contract.md#payloads-that-differ-by-variant).
+ */
 export const VARIANT_KEYWORD = 'x-envelope-variant';
 
 /**

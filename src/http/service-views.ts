@@ -62,7 +62,7 @@ const CurrentJob = Nullable(JobPayload, {
   description: 'The job running now, else the next queued one, else null',
 });
 const AllowedActions = Type.Array(StringEnum(OPERATIONS), {
-  description: 'The operations the service accepts now (CONTRACT.md section 6)',
+  description: 'The operations the service accepts now (docs/design/contract.md#service-statuses)',
 });
 
 export const StatusPayload = Type.Object(
@@ -70,7 +70,7 @@ export const StatusPayload = Type.Object(
   { title: 'ServiceStatus' },
 );
 
-/** Status: the same in both variants (CONTRACT.md section 3). */
+/** Status: the same in both variants (docs/design/contract.md#payloads-that-differ-by-variant). */
 export function statusView(service: ServiceStatus, job: Job | undefined): Static<typeof StatusPayload> {
   return {
     status: service.status,

@@ -7,7 +7,7 @@ import type { Database } from '../store/schema.ts';
 /**
  * Can one more backup fit in the service's `backup` GB? Its size is not known before it is
  * taken: the latest backup's size is the estimate. Scheduled backups may be rotated out
- * (oldest first) to make room; manual ones never are. CONTRACT.md section 8.
+ * (oldest first) to make room; manual ones never are (docs/design/contract.md#backups).
  */
 export async function checkBackupQuota(db: Kysely<Database>, service: Service): Promise<void> {
   if (service.backup <= 0) {

@@ -329,7 +329,10 @@ export interface UsageIntervalTable {
   ended_at: number | null;
 }
 
-/** An event of a reseller (CONTRACT.md section 9), recorded in the transaction of the change it tells. */
+/**
+ * An event of a reseller (docs/design/contract.md#events-and-webhooks), recorded in the transaction
+ * of the change it tells.
+ */
 export interface EventTable {
   /** Feed order, assigned by the store: a reseller's events in commit order (see migrations/006). */
   seq: Generated<number>;

@@ -22,7 +22,7 @@ import { postWebhook, SendFailure } from './send.ts';
 import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
 
-/** CONTRACT.md section 9: a 2xx within 10 s is a success. */
+/** A 2xx within 10 s is a success (docs/design/contract.md#events-and-webhooks). */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 
 export interface DelivererOptions {

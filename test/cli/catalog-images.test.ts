@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 17: `vrp catalog import` with VRP_DRIVER=libvirt says which OS templates no VM
+ * `vrp catalog import` with VRP_DRIVER=libvirt says which OS templates no VM
  * can be created from as seen from this machine (no image, or an image path that does not
  * exist), on stderr, and imports anyway (the images may live on the hosts only).
  */

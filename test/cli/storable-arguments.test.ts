@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 4: `vrp` refuses arguments a store cannot hold (U+0000, a lone surrogate)
+ * `vrp` refuses arguments a store cannot hold (U+0000, a lone surrogate)
  * before it opens the store, on both stores. A process's argv cannot carry them (the OS
  * passes bytes, Node reads U+FFFD), so this calls `runCli`, the command's one entry, in-process.
  */

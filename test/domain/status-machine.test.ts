@@ -12,8 +12,8 @@ import {
   transitionalStatus,
 } from '../../src/domain/status-machine.ts';
 
-// CONTRACT.md section 6, written out by hand: 'A' = accepted (job or immediate change),
-// 'N' = already there (200, no job), '-' = 400 invalid_state.
+// docs/design/contract.md#service-statuses, written out by hand: 'A' = accepted (job or immediate
+// change), 'N' = already there (200, no job), '-' = 400 invalid_state.
 // biome-ignore format: the table reads as a table
 const TABLE: Record<StableStatus, Record<Operation, 'A' | 'N' | '-'>> = {
   pending: {

@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 18: shutting the libvirt driver down (main.ts closes it on SIGTERM, once the
+ * Shutting the libvirt driver down (main.ts closes it on SIGTERM, once the
  * running jobs had their grace) ends the virsh commands still running instead of leaving them
  * behind the process. Real virsh, against a loopback "host" that accepts and never answers.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 16: `auto` chooses KVM only where libvirt's QEMU really runs with it. The decision over
+ * `auto` chooses KVM only where libvirt's QEMU really runs with it. The decision over
  * libvirt's recorded answers, and the real choice on this machine's libvirt where there is one.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 17: on PostgreSQL a worker in another process wakes when a job is queued (LISTEN/NOTIFY),
+ * On PostgreSQL a worker in another process wakes when a job is queued (LISTEN/NOTIFY),
  * instead of at its next poll, and keeps doing so after PostgreSQL restarts. The worker here
  * polls once a minute: a job that runs within seconds was woken for.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 6: order -> create -> running through the HTTP API with VRP_DRIVER=libvirt, in a real
+ * Order -> create -> running through the HTTP API with VRP_DRIVER=libvirt, in a real
  * VM whose guest reports the order's host name; terminate leaves no domain, disk or seed.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
  */

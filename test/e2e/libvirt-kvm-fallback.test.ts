@@ -1,5 +1,5 @@
 /**
- * Issue 16, the start-time switch: a host whose libvirt says KVM is usable although its QEMU
+ * The switch from KVM to TCG at start: a host whose libvirt says KVM is usable although its QEMU
  * cannot open /dev/kvm. `auto` believes libvirt, the first start fails ("Could not access KVM
  * kernel module"), and in the same job the host switches to TCG, the domain is defined again as
  * `qemu` and started; the choice is logged a second time with the reason.

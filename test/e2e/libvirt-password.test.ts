@@ -1,5 +1,5 @@
 /**
- * Issue 16, part 2, on real VMs: a password reset reaches a running guest through its QEMU guest
+ * On real VMs: a password reset reaches a running guest through its QEMU guest
  * agent at once (no reboot), and a guest without an agent gets it at its next boot. The tiny
  * template runs Debian's qemu-guest-agent, and its chpasswd prints the sha256 of each new
  * password on the serial console (scripts/libvirt/guest-chpasswd.sh); its `no-agent/` twin

@@ -1,5 +1,5 @@
 /**
- * Issue 16, part 1, on real VMs: what an operator does with `virsh` behind the API's back is
+ * On real VMs: what an operator does with `virsh` behind the API's back is
  * found by the power-state reconciler (VRP_RECONCILE_INTERVAL=1s here): `virsh destroy` ->
  * `stopped` and start works; `virsh start` -> `running`; a suspended VM started outside is shut
  * off again; `virsh undefine` of a stopped one -> `failed`. One VM, to spare the shared cores.

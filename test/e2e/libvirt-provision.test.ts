@@ -1,5 +1,5 @@
 /**
- * Issue 16: on this machine (no usable KVM: no /dev/kvm, or one only root may open) the
+ * On this machine (no usable KVM: no /dev/kvm, or one only root may open) the
  * server's `auto` chooses TCG, says so once per host at start, defines the domain as `qemu`, and logs each driver command with its duration
  * (what bench/libvirt.ts measures the project's own part with). Runs where
  * VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template.

@@ -1,5 +1,5 @@
 /**
- * Issue 11, items 15 and 16: a create whose libvirt cannot be reached, through a real server
+ * A create whose libvirt cannot be reached, through a real server
  * process with VRP_DRIVER=libvirt. Real virsh and qemu-img (no VM is started): the host's URI
  * names a socket where no libvirtd listens, which virsh reports as "failed to connect" (transient).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 5: three server processes on one PostgreSQL, 300 orders provisioned concurrently
+ * Three server processes on one PostgreSQL, 300 orders provisioned concurrently
  * through all three at a non-zero simulated speed, one process kill -9'ed mid-way: every
  * service ends running, each job ran to completion exactly once, no IP allocated twice.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 5: a PostgreSQL restart while the server runs gives 503 store_unavailable (not 500,
+ * A PostgreSQL restart while the server runs gives 503 store_unavailable (not 500,
  * not a crash) on /readyz and on requests; the server recovers by itself; no job is lost.
  */
 import assert from 'node:assert/strict';

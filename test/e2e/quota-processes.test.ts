@@ -1,5 +1,5 @@
 /**
- * Issue 14: the quota holds across server processes. Two processes on one store (SQLite file or
+ * The quota holds across server processes. Two processes on one store (SQLite file or
  * PostgreSQL) take 20 concurrent orders against a quota of 5 services: exactly 5 are placed.
  */
 import assert from 'node:assert/strict';

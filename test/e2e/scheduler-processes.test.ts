@@ -1,5 +1,5 @@
 /**
- * Issue 4: two server processes on one SQLite store, with a clock that makes slots come due
+ * Two server processes on one SQLite store, with a clock that makes slots come due
  * quickly (VRP_CLOCK_START, VRP_CLOCK_RATE): each slot produces exactly one backup.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 13: webhooks are delivered from a durable queue that survives restarts. A real server
+ * Webhooks are delivered from a durable queue that survives restarts. A real server
  * process makes the first attempt (the receiver answers 503), is killed with SIGKILL, and a new
  * process makes the retry on schedule: same webhook-id, a signature that verifies. The new
  * process's clock starts just before the retry is due, as if it had started 5 s later.

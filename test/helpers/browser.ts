@@ -3,9 +3,9 @@
  * playwright-core (no browser download; .ci/run installs the `chromium-headless-shell` package).
  * The headless shell is the same Blink and V8 as the full browser without its windows; it is
  * what Playwright itself runs for headless tests, and here it costs a third of the full
- * browser's CPU time per page (README.md, "How the suite stays fast"). A page opened here may load only what the
- * test's own server serves: every other request is aborted and reported, and so is every page
- * error and console error, so a test can assert there were none.
+ * browser's CPU time per page (docs/testing.md, "How the suite stays fast"). A page opened here
+ * may load only what the test's own server serves: every other request is aborted and reported,
+ * and so is every page error and console error, so a test can assert there were none.
  */
 import type { AddressInfo } from 'node:net';
 import {

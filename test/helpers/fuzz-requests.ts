@@ -17,7 +17,8 @@ export interface FuzzAuth {
   readonly authorization: string | undefined;
   /**
    * The variant of the application the token names under a valid signature (expired or not):
-   * CONTRACT.md section 2 answers such requests in it. Undefined for no or forged tokens.
+   * docs/design/contract.md#envelopes answers such requests in it. Undefined for no or forged
+   * tokens.
    */
   readonly variant: Variant | undefined;
   /** Whose token it is, when it authenticates: the reseller under test (`own`) or another one. */
@@ -76,8 +77,8 @@ export interface FuzzRequest {
   readonly peer: string;
   /**
    * When a path id belongs to the reseller the token does not: the same request with that id
-   * replaced by one nobody has. Both must get the same answer (CONTRACT.md section 5: another
-   * reseller's object is indistinguishable from a missing one).
+   * replaced by one nobody has. Both must get the same answer (docs/design/contract.md#tenancy:
+   * another reseller's object is indistinguishable from a missing one).
    */
   readonly twin?: FuzzRequest | undefined;
 }
@@ -85,7 +86,7 @@ export interface FuzzRequest {
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'] as const;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** CONTRACT.md section 1: a known path with another method. */
+/** A known path with another method (docs/design/contract.md#addresses). */
 const WRONG_METHOD: Outcome = {
   status: 405,
   code: 'method_not_allowed',
@@ -262,7 +263,10 @@ function authArb(auths: readonly FuzzAuth[]): fc.Arbitrary<FuzzAuth> {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-/** The envelope variant CONTRACT.md section 2 asks for: the header's, else the application's, else B. */
+/**
+ * The envelope variant docs/design/contract.md#envelopes asks for: the header's, else the
+ * application's, else B.
+ */
 function expectedVariant(header: string | undefined, auth: FuzzAuth): Variant {
   if (header === 'A' || header === 'B') return header;
   return auth.variant ?? 'B';

@@ -1,5 +1,5 @@
 /**
- * Issue 11, items 1-3: every answer of the server is in the envelope of the variant the request
+ * Every answer of the server is in the envelope of the variant the request
  * names or implies, with an error_code and X-Request-Id, whatever produced it (auth, router,
  * Fastify before routing, Node's HTTP parser, shutdown); the API reads JSON only.
  */

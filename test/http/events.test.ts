@@ -1,7 +1,7 @@
 /**
- * CONTRACT.md section 9, the pull side: `GET API/events` answers the reseller's events
- * (`service.status_changed`, `job.finished`), recorded with the changes they tell, oldest first,
- * paged with `after` and `limit`, and never another reseller's.
+ * docs/design/contract.md#events-and-webhooks, the pull side: `GET API/events` answers the
+ * reseller's events (`service.status_changed`, `job.finished`), recorded with the changes they
+ * tell, oldest first, paged with `after` and `limit`, and never another reseller's.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

@@ -142,7 +142,8 @@ describe('API operations', () => {
     ].schema.oneOf;
     assert.equal(details[0].properties.data.$ref, '#/components/schemas/ServiceDetails');
     assert.ok(doc.components.schemas.ServiceDetails.required.includes('password'));
-    // The order is the one payload that differs by variant (CONTRACT.md section 3).
+    // The order is the one payload that differs by variant
+    // (docs/design/contract.md#payloads-that-differ-by-variant).
     const order = op('post', `${API}/service/create-order`).responses['200'].content['application/json']
       .schema.oneOf;
     assert.equal(order[0].properties.data.type, 'array');

@@ -48,7 +48,10 @@ async function whoami(t: TestApp, token: string, headers: Record<string, string>
   return opsCall(t, token, 'GET', 'whoami', undefined, headers);
 }
 
-/** Polls whoami with `token` until it answers 401 (at most 5 s, CONTRACT.md section 5). */
+/**
+ * Polls whoami with `token` until it answers 401 (at most 5 s:
+ * docs/design/contract.md#token-lifetime-and-revocation).
+ */
 async function untilRejected(t: TestApp, token: string): Promise<void> {
   const start = Date.now();
   for (;;) {

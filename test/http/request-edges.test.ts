@@ -1,5 +1,5 @@
 /**
- * Issue 11, "keep it fixed": what the fuzz test (fuzz.test.ts) found beyond the listed defects,
+ * Kept fixed: what the fuzz test (fuzz.test.ts) found besides the defects other tests pin,
  * each pinned by a plain request: deeply nested JSON, X-Envelope-Variant on routes without an
  * envelope, a wrong method that sends a body, a request target in absolute form.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12: every route answers what docs/openapi.json declares for it. The harness
+ * Every route answers what docs/openapi.json declares for it. The harness
  * (test/helpers/response-check.ts) holds every answer of `app.inject` to the document with Ajv:
  * the envelope, variant B's `data`, and the JSON text in variant A's `data` against its
  * `contentSchema`. This drives every route through a service's whole life in both envelopes,

@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 4: text a store cannot hold (U+0000, a lone surrogate) is refused where it
+ * Text a store cannot hold (U+0000, a lone surrogate) is refused where it
  * enters, in any body field or key, query parameter or path parameter, with 400
  * validation_failed naming it; before, PostgreSQL accepted a suspend_reason with U+0000 and
  * then retried the suspension job for ever.

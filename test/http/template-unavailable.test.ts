@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 17: with the libvirt driver, an OS template without an image on the hosts
+ * With the libvirt driver, an OS template without an image on the hosts
  * cannot become a VM, so ordering it is refused at once (400 template_unavailable) instead of
  * failing at create. The API process never runs a driver: the catalogue says it.
  */

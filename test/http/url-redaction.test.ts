@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 11: secrets put in a URL (`?access_token=`, `?client_secret=` ...) must not
+ * Secrets put in a URL (`?access_token=`, `?client_secret=` ...) must not
  * reach the logs, which log every request's URL at the default level.
  */
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
- * CONTRACT.md section 9, registering receivers: `POST API/webhooks`, `GET API/webhooks`,
- * `POST API/webhooks/{id}/delete`; at most 10 per reseller, http(s) URLs on public addresses
- * only (unless the operator allows private ones), tenants apart, the secret shown once.
+ * docs/design/contract.md#events-and-webhooks, registering receivers: `POST API/webhooks`,
+ * `GET API/webhooks`, `POST API/webhooks/{id}/delete`; at most 10 per reseller, http(s) URLs on public
+ * addresses only (unless the operator allows private ones), tenants apart, the secret shown once.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

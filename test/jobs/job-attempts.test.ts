@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 6: no job is retried for ever. A job that keeps failing, that cannot save its
+ * No job is retried for ever. A job that keeps failing, that cannot save its
  * own result, or whose worker keeps dying ends `failed` after a bounded number of attempts, and
  * the jobs queued behind it on the same service run.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12: a job's parameters have one type per action, checked when the job is enqueued (a
+ * A job's parameters have one type per action, checked when the job is enqueued (a
  * wrong shape is a programming error, thrown) and when a worker reads it back (a stored job that
  * does not fit its action fails with a readable error instead of running with garbage).
  */

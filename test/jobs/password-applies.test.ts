@@ -1,5 +1,5 @@
 /**
- * A password reset says when the new password reaches the server (issue 16, part 2), over the
+ * A password reset says when the new password reaches the server, over the
  * simulated hypervisor on both stores: a running guest whose agent answers has it `now`; a
  * guest without an agent, or a stopped one, at its `next_boot`. The job's `result` and the
  * service's details say which; the events feed and the logs never carry the password.

@@ -1,5 +1,5 @@
 /**
- * Power-state truth over the simulated hypervisor (issue 16, part 1): a VM powered off, started
+ * Power-state truth over the simulated hypervisor: a VM powered off, started
  * or removed outside the API is found by the reconciler's pass (called directly, no timers) or
  * by the check at a job's start, and the reseller sees it in the status and the events feed.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11, item 14: a restart whose worker died after the reboot but before the job was marked
+ * A restart whose worker died after the reboot but before the job was marked
  * done must not reboot the guest again when the job re-runs.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 12: a worker that stops aborts the tasks still running after its grace period (their
+ * A worker that stops aborts the tasks still running after its grace period (their
  * AbortSignal fires) and puts their jobs back in the queue at once, rather than leaving them
  * `running` until their lease runs out.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12: the state a job started from moved out of its parameters (`_from`) into a column of
+ * The state a job started from moved out of its parameters (`_from`) into a column of
  * its own (migration 005). A job written the old way must read right after the migration.
  */
 import assert from 'node:assert/strict';

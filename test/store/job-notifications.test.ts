@@ -1,5 +1,5 @@
 /**
- * Issue 17: PostgreSQL tells a process that another process queued a job (migration 015's
+ * PostgreSQL tells a process that another process queued a job (migration 015's
  * trigger, src/store/job-notifications.ts); a process is not told about its own jobs, which
  * wake its worker without a round trip.
  */

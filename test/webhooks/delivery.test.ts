@@ -1,9 +1,9 @@
 /**
- * CONTRACT.md section 9, the push side: events POSTed to each webhook, signed per Standard
- * Webhooks (verified here with the `standardwebhooks` package, as a reseller would), at least
- * once, retried on the schedule from the store's queue, one attempt at a time per webhook so that
- * a dead receiver costs other resellers nothing, and never to an address that is not allowed.
- * Receivers are real HTTP servers on 127.0.0.1; no traffic leaves the machine.
+ * docs/design/contract.md#events-and-webhooks, the push side: events POSTed to each webhook, signed
+ * per Standard Webhooks (verified here with the `standardwebhooks` package, as a reseller would),
+ * at least once, retried on the schedule from the store's queue, one attempt at a time per webhook
+ * so that a dead receiver costs other resellers nothing, and never to an address that is not
+ * allowed. Receivers are real HTTP servers on 127.0.0.1; no traffic leaves the machine.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';

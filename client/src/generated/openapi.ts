@@ -784,7 +784,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
-    /** @description An error, in the envelope of the request (CONTRACT.md section 2) */
+    /** @description An error, in the envelope of the request (docs/design/contract.md#envelopes) */
     ErrorEnvelope: components['schemas']['ErrorEnvelopeB'] | components['schemas']['ErrorEnvelopeA'];
     /** Variant B error */
     ErrorEnvelopeB: {
@@ -1072,7 +1072,7 @@ export interface components {
        * @enum {string|null}
        */
       password_applies: 'now' | 'next_boot' | null;
-      /** @description The operations the service accepts now (CONTRACT.md section 6) */
+      /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
         | 'start'
@@ -1113,7 +1113,7 @@ export interface components {
         | 'upgrading'
         | 'restoring'
         | 'terminating';
-      /** @description The operations the service accepts now (CONTRACT.md section 6) */
+      /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
         | 'start'

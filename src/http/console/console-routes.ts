@@ -28,8 +28,8 @@ import { createConsoleSessions } from './sessions.ts';
 const FORM_LIMIT = 64 * 1024;
 
 /**
- * The operator console (CONTRACT.md section 12; docs/console.md): server-rendered pages under
- * CONSOLE, a login with a session cookie, and forms that act through the operator API
+ * The operator console (docs/design/contract.md#operator-console; docs/console.md): server-rendered
+ * pages under CONSOLE, a login with a session cookie, and forms that act through the operator API
  * (./ops-client.ts), so the console holds no rule of its own.
  */
 export function registerConsoleRoutes(parent: App, ctx: AppContext): void {

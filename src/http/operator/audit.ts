@@ -59,7 +59,7 @@ const AuditQuery = Type.Object({
   ...PageQuery,
 });
 
-/** `GET OPS/audit`: who changed what (CONTRACT.md section 11). */
+/** `GET OPS/audit`: who changed what (docs/design/contract.md#operator-api). */
 export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
   app.get(

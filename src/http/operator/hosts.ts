@@ -73,7 +73,10 @@ function hostView(driver: 'simulated' | 'libvirt', h: HostView): Static<typeof H
 
 const tags = ['Hosts'];
 
-/** `OPS/hosts...`: capacity and use of each host; drain and activate (CONTRACT.md section 11). */
+/**
+ * `OPS/hosts...`: capacity and use of each host; drain and activate
+ * (docs/design/contract.md#operator-api).
+ */
 export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
   const { driver, ids } = configuredHosts(ctx.config);

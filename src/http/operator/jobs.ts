@@ -59,7 +59,10 @@ function jobIdOf(request: FastifyRequest): string {
 
 const tags = ['Jobs'];
 
-/** `OPS/jobs...`: jobs across resellers; retry a failed one, cancel a queued one (CONTRACT.md section 11). */
+/**
+ * `OPS/jobs...`: jobs across resellers; retry a failed one, cancel a queued one
+ * (docs/design/contract.md#operator-api).
+ */
 export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
 

@@ -3,10 +3,10 @@ import { type ApiSchema, apiRoute } from '../api-route.ts';
 
 /**
  * Options of an operator API route: scope `operator` (which only operator clients hold, so a
- * reseller's token gets 403), always the variant B envelope (CONTRACT.md section 11; an
- * `X-Envelope-Variant` header is ignored), and for a route that changes state its audit action.
- * The handler gets its operator from operatorCaller(request) and passes auditContext(request)
- * into the domain operation it calls.
+ * reseller's token gets 403), always the variant B envelope (docs/design/contract.md#operator-api;
+ * an `X-Envelope-Variant` header is ignored), and for a route that changes state its audit action.
+ * The handler gets its operator from operatorCaller(request) and passes auditContext(request) into
+ * the domain operation it calls.
  */
 export function operatorRoute<const S extends ApiSchema>(schema: S, audit?: string) {
   const options = apiRoute(OPERATOR_SCOPE, schema, audit);

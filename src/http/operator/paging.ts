@@ -3,11 +3,11 @@ import { ApiError } from '../../domain/errors.ts';
 import { Nullable } from '../schemas.ts';
 
 /**
- * Paging of the operator API's lists (CONTRACT.md section 11): `limit` (1..1000) and an opaque
- * `cursor`, answered as `{items, next_cursor}`. A cursor holds the sort key of the last item of
- * its page, so the next page is "after that key" in the list's order: an index range, and items
- * inserted meanwhile neither shift it (no item is skipped or repeated) nor are lost to a later
- * page if they sort after it.
+ * Paging of the operator API's lists (docs/design/contract.md#paging): `limit` (1..1000) and an
+ * opaque `cursor`, answered as `{items, next_cursor}`. A cursor holds the sort key of the last item
+ * of its page, so the next page is "after that key" in the list's order: an index range, and items
+ * inserted meanwhile neither shift it (no item is skipped or repeated) nor are lost to a later page
+ * if they sort after it.
  */
 
 /** How many items a page holds by default, and at most. */

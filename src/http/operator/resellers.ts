@@ -101,7 +101,10 @@ function found<T>(r: T | undefined): T {
 
 const tags = ['Resellers'];
 
-/** `OPS/resellers...`: list, create, details, disable and enable, quota (CONTRACT.md sections 10-11). */
+/**
+ * `OPS/resellers...`: list, create, details, disable and enable, quota
+ * (docs/design/contract.md#operator-api, docs/design/contract.md#quotas-and-usage).
+ */
 export function registerResellerRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
 

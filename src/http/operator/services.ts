@@ -120,7 +120,10 @@ function operatorDoor(ctx: AppContext): ServiceDoor {
 
 const tags = ['Operator services'];
 
-/** `OPS/services...`: services across resellers, their details and every operation on them (CONTRACT.md section 11). */
+/**
+ * `OPS/services...`: services across resellers, their details and every operation on them
+ * (docs/design/contract.md#operator-api).
+ */
 export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
 

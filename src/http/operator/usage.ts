@@ -55,7 +55,10 @@ function wantsCsv(request: FastifyRequest): boolean {
   return /(^|,)\s*text\/csv\s*(;|,|$)/i.test(request.headers.accept ?? '');
 }
 
-/** `GET OPS/usage`: the usage report for invoicing (docs/usage.md), as JSON or CSV (CONTRACT.md section 11). */
+/**
+ * `GET OPS/usage`: the usage report for invoicing (docs/usage.md), as JSON or CSV
+ * (docs/design/contract.md#operator-api).
+ */
 export function registerOperatorUsageRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
   const options = operatorRoute({

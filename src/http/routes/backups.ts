@@ -140,7 +140,8 @@ export function registerBackupActions(app: App, ctx: AppContext, door: ServiceDo
         backupDeleteOperation(backupIdOf(request), ctx.clock.now()),
         door,
       );
-      // Variant A carries a human message for a successful deletion (CONTRACT.md section 2).
+      // Variant A carries a human message for a successful deletion
+      // (docs/design/contract.md#envelopes).
       if (request.variant === 'A') answerMessage(reply, 'Backup deletion accepted');
       return result;
     },

@@ -79,7 +79,10 @@ const EventsQuery = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
 });
 
-/** CONTRACT.md section 9: the events feed, for clients that pull instead of receiving webhooks. */
+/**
+ * The events feed, for clients that pull instead of receiving webhooks
+ * (docs/design/contract.md#events-and-webhooks).
+ */
 export function registerEventRoutes(app: App, ctx: AppContext): void {
   app.get(
     `${API}/events`,

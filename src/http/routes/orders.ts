@@ -35,7 +35,10 @@ export const OrderBody = Type.Object({
 });
 type Order = Static<typeof OrderBody>;
 
-/** The answer to an order differs by variant (CONTRACT.md section 3): A also carries the new server's login. */
+/**
+ * The answer to an order differs by variant
+ * (docs/design/contract.md#payloads-that-differ-by-variant): A also carries the new server's login.
+ */
 const OrderPayload = ByVariant({
   A: Type.Object(
     {
@@ -48,7 +51,7 @@ const OrderPayload = ByVariant({
   B: Type.Array(Type.Object({ service_id: Id('The new service') }, { title: 'OrderedService' })),
 });
 
-/** CONTRACT.md section 8: an order is safe to retry with the same key. */
+/** An order is safe to retry with the same key (docs/design/contract.md#idempotency-keys). */
 const OrderHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
@@ -172,7 +175,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     apiRoute('service', { ...OrderSchema, ...OrderDocs, operationId: 'createOrder' }, 'service.order'),
     handler,
   );
-  // Variant B's spelling of the same route (CONTRACT.md section 1).
+  // Variant B's spelling of the same route (docs/design/contract.md#addresses).
   app.post(
     `${BASE}/v2/service/create-order`,
     apiRoute(

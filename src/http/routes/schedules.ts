@@ -77,8 +77,8 @@ const ScheduleParams = Type.Object({
 });
 
 /**
- * Schedule changes take effect at once: no job (CONTRACT.md section 7). Creating a schedule
- * that exists already (same BsTime, same set of days) answers 200 and adds nothing.
+ * Schedule changes take effect at once: no job (docs/design/contract.md#backup-schedules). Creating
+ * a schedule that exists already (same BsTime, same set of days) answers 200 and adds nothing.
  */
 export function registerScheduleRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;

@@ -50,8 +50,9 @@ export const RESELLER_DOOR: ServiceDoor = {
 };
 
 /**
- * Accepts an operation as a job and answers `[]` once it is durably queued (CONTRACT.md
- * section 7); a repeat whose target is already reached answers 200 with a message and no job.
+ * Accepts an operation as a job and answers `[]` once it is durably queued
+ * (docs/design/contract.md#jobs); a repeat whose target is already reached answers 200 with a
+ * message and no job.
  * The service is the one `door` finds for the request (the reseller API's by default).
  */
 export async function acceptOperation(
@@ -141,7 +142,7 @@ export const JOB_HEADERS = {
   },
 };
 
-/** How every job-creating operation answers (CONTRACT.md section 7). */
+/** How every job-creating operation answers (docs/design/contract.md#jobs). */
 export const JOB_ANSWER =
   ' Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).';
 
@@ -149,7 +150,7 @@ export function registerServiceActionRoutes(app: App, ctx: AppContext): void {
   registerServiceActions(app, ctx, RESELLER_DOOR);
 }
 
-/** The lifecycle operations of CONTRACT.md section 6, through `door`. */
+/** The lifecycle operations (docs/design/contract.md#service-statuses), through `door`. */
 export function registerServiceActions(app: App, ctx: AppContext, door: ServiceDoor): void {
   const { url } = door;
   // The audit action of each: `service.` and the operation in snake case.

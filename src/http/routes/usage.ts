@@ -10,7 +10,10 @@ import { Nullable } from '../schemas.ts';
 
 const Count = Type.Integer({ minimum: 0 });
 
-/** The reseller's quota (null: unlimited) and use, per resource (CONTRACT.md section 10). */
+/**
+ * The reseller's quota (null: unlimited) and use, per resource
+ * (docs/design/contract.md#quotas-and-usage).
+ */
 export const UsagePayload = Type.Object({
   quota: Type.Object(Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, Nullable(Count)]))),
   use: Type.Object(Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, Count]))),

@@ -67,7 +67,10 @@ async function receiverUrl(ctx: AppContext, raw: string): Promise<string> {
   }
 }
 
-/** CONTRACT.md section 9: a reseller's webhooks (at most 10), each signed with its own secret. */
+/**
+ * A reseller's webhooks (at most 10), each signed with its own secret
+ * (docs/design/contract.md#events-and-webhooks).
+ */
 export function registerWebhookRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
 

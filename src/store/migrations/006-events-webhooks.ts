@@ -4,7 +4,7 @@ import { dialectOf } from '../dialect-of.ts';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * Events, webhooks and their deliveries (CONTRACT.md section 9).
+ * Events, webhooks and their deliveries (docs/design/contract.md#events-and-webhooks).
  *
  * `events.seq` orders each reseller's feed in commit order, so that a reader that has seen seq N
  * never finds a smaller one appear later: on SQLite writers take turns (BEGIN IMMEDIATE); on

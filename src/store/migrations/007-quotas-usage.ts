@@ -3,7 +3,7 @@ import { type Kysely, sql } from 'kysely';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * Reseller quotas and usage intervals (CONTRACT.md section 10).
+ * Reseller quotas and usage intervals (docs/design/contract.md#quotas-and-usage).
  *
  * `reseller_quotas`: one row per reseller with a quota, a null cap meaning unlimited; no row,
  * no quota (the order path then skips the check altogether).

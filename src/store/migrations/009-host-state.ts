@@ -3,7 +3,7 @@ import { type Kysely, sql } from 'kysely';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * The operator API's hosts and lists (CONTRACT.md section 11).
+ * The operator API's hosts and lists (docs/design/contract.md#operator-api).
  *
  * `hypervisor_hosts.state`: `active` or `draining`. Placement (drivers/hosts.ts, both drivers)
  * only takes active hosts; a draining host keeps its VMs and their resizes.

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * The operator console's sessions (CONTRACT.md section 12).
+ * The operator console's sessions (docs/design/contract.md#operator-console).
  *
  * The browser holds a random secret in an `HttpOnly` cookie; the store keeps only its SHA-256
  * (`id`), so a copy of the database opens no session. A session ends at `expires_at` (absolute),

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * Live password resets through the QEMU guest agent (issue 16):
+ * Live password resets through the QEMU guest agent:
  * - `jobs.result`: JSON of what a finished job reports beyond its status (a password reset:
  *   `{"password_applies": "now" | "next_boot"}`); null for jobs that report nothing.
  * - `services.password_applies`: whether the service's current password reached the running

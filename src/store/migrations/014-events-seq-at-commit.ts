@@ -4,7 +4,7 @@ import { dialectOf } from '../dialect-of.ts';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * PostgreSQL numbers a reseller's events when their transaction commits (issue 17).
+ * PostgreSQL numbers a reseller's events when their transaction commits.
  *
  * The feed pages by `events.seq`, so seq must follow commit order (migration 006). Until now
  * the transaction that recorded events took the reseller's advisory lock at the insert and held

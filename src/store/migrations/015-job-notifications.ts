@@ -4,7 +4,7 @@ import { dialectOf } from '../dialect-of.ts';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * PostgreSQL tells workers in other processes that a job was queued (issue 17): a job row that
+ * PostgreSQL tells workers in other processes that a job was queued: a job row that
  * becomes `queued` (inserted, retried by an operator) notifies the `vrp_jobs` channel, at
  * its transaction's commit (PostgreSQL delivers notifications then, one per channel and payload
  * per transaction). Workers LISTEN (src/store/job-notifications.ts) and claim at once instead of

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
 
-/** CONTRACT.md section 8: a key is remembered for 24 hours. */
+/** A key is remembered for 24 hours (docs/design/contract.md#idempotency-keys). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 export interface IdempotencyRecord {

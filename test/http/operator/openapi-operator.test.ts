@@ -19,7 +19,8 @@ test('docs/openapi-operator.json matches the operator routes (run `npm run opena
   assert.equal(committed, rendered);
 });
 
-test('it holds every operator route of CONTRACT.md section 11, and the reseller document none of them', async () => {
+// The routes of docs/design/contract.md#operator-api.
+test('it holds every operator route of the contract, and the reseller document none of them', async () => {
   const has = (method: string, path: string) => doc.paths[`${OPS}${path}`]?.[method] !== undefined;
   for (const [method, path] of [
     ['get', '/whoami'],
