@@ -147,7 +147,7 @@ for (const store of testStores()) {
           return res;
         }),
       );
-      await until(() => answered + gate.running + gate.waiting === count, 'every request at its check');
+      await until(() => answered + gate.waiting + held.inFlight === count, 'every request at its check');
       await held.drain(() => answered === count);
       return { answers: await answers, held };
     }
