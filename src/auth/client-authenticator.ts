@@ -2,6 +2,7 @@ import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:
 import type { Kysely } from 'kysely';
 import { isStorableText } from '../domain/storable-text.ts';
 import type { Database } from '../store/schema.ts';
+import { type SlowCheck, unguarded } from './attempt-guard.ts';
 import { type ClientCredential, findClientCredential } from './client-lookup.ts';
 import { LruMap } from './lru-map.ts';
 import { generateSecret, hashSecret, SECRET_COST, type SecretCost, verifySecret } from './secret-hash.ts';
@@ -15,8 +16,16 @@ const REMEMBERED_SECRETS = 10_000;
 export type SecretVerifier = (secret: string, stored: string) => Promise<boolean>;
 
 export interface ClientAuthenticator {
-  /** The client (application or operator) whose id and secret these are; undefined for any failure. */
-  authenticate(clientId: string, secret: string): Promise<ClientCredential | undefined>;
+  /**
+   * The client (application or operator) whose id and secret these are; undefined for any
+   * failure. The one scrypt run, if the secret needs one, runs through `slowCheck` (which may
+   * wait for its turn, or refuse by throwing).
+   */
+  authenticate(
+    clientId: string,
+    secret: string,
+    slowCheck?: SlowCheck,
+  ): Promise<ClientCredential | undefined>;
 }
 
 // Dummy hashes are made once per process and cost, when the first authenticator needs one: the
@@ -53,20 +62,32 @@ export function createClientAuthenticator(
   const remembered = new LruMap<string, { secretHash: string; mac: Buffer }>(REMEMBERED_SECRETS);
 
   return {
-    async authenticate(clientId, secret) {
+    async authenticate(clientId, secret, slowCheck = unguarded) {
       // An id no client can have is not looked up (PostgreSQL refuses U+0000 in a query).
       const canExist = clientId.length <= MAX_CLIENT_ID_LENGTH && isStorableText(clientId);
       const client = canExist ? await findClientCredential(db, clientId) : undefined;
       if (!client || secret.length > MAX_SECRET_LENGTH) {
-        await verify(secret.slice(0, MAX_SECRET_LENGTH), await dummy);
+        const hash = await dummy;
+        await slowCheck(() => verify(secret.slice(0, MAX_SECRET_LENGTH), hash));
         return undefined;
       }
       const mac = macOf(secret);
-      const known = remembered.get(client.id);
-      if (known && known.secretHash === client.secretHash && timingSafeEqual(known.mac, mac)) return client;
-      if (!(await verify(secret, client.secretHash))) return undefined;
-      remembered.set(client.id, { secretHash: client.secretHash, mac });
-      return client;
+      const isRemembered = () => {
+        const known = remembered.get(client.id);
+        return (
+          known !== undefined && known.secretHash === client.secretHash && timingSafeEqual(known.mac, mac)
+        );
+      };
+      if (isRemembered()) return client;
+      const ok = await slowCheck(async () => {
+        // Asked again once it is this check's turn: a burst of first requests with the right
+        // secret hashes it once, the others find it remembered meanwhile.
+        if (isRemembered()) return true;
+        if (!(await verify(secret, client.secretHash))) return false;
+        remembered.set(client.id, { secretHash: client.secretHash, mac });
+        return true;
+      });
+      return ok ? client : undefined;
     },
   };
 }

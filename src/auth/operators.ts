@@ -21,6 +21,7 @@ import {
   setOperatorPasswordHash,
 } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
+import { type SlowCheck, unguarded } from './attempt-guard.ts';
 import type { SecretVerifier } from './client-authenticator.ts';
 import {
   generateSecret,
@@ -191,8 +192,11 @@ export async function setOperatorPassword(
 
 /** Checks console logins. */
 export interface OperatorLogin {
-  /** The operator if `name` is an enabled operator whose password is `password`; undefined otherwise. */
-  verify(name: string, password: string): Promise<Operator | undefined>;
+  /**
+   * The operator if `name` is an enabled operator whose password is `password`; undefined
+   * otherwise. The password hash runs through `slowCheck` (which may wait, or refuse by throwing).
+   */
+  verify(name: string, password: string, slowCheck?: SlowCheck): Promise<Operator | undefined>;
 }
 
 /**
@@ -200,7 +204,8 @@ export interface OperatorLogin {
  * operator without a password and a wrong password all run scrypt once at the password cost
  * (against a dummy hash made at the first such login, or the operator's own), so how long a refusal takes does
  * not tell which names exist. The comparison itself is constant time (verifySecret). Login
- * attempts are throttled by the console, not here. `passwordCost` is the cost of the dummy hash,
+ * attempts are throttled by the console, not here: it passes the `slowCheck` that counts the
+ * attempt and bounds the hashes at once. `passwordCost` is the cost of the dummy hash,
  * the operators' own (PASSWORD_COST; tests that set passwords at a lower cost give theirs).
  */
 export function createOperatorLogin(
@@ -212,17 +217,21 @@ export function createOperatorLogin(
   // the process's very first unknown name waits for it, once.
   let dummyHash: Promise<string> | undefined;
   return {
-    async verify(name, password) {
-      dummyHash ??= hashPassword(generateSecret(), passwordCost);
+    async verify(name, password, slowCheck = unguarded) {
       // What no operator can have is not looked up (PostgreSQL refuses U+0000 in a query), nor
       // hashed whole: the dummy check still runs, on at most the longest password there can be.
       const candidate = password.slice(0, PASSWORD_MAX_LENGTH * 2);
       const operator = OPERATOR_NAME.test(name) ? await findOperatorLogin(db, name) : undefined;
-      if (!operator?.passwordHash) {
-        await verify(candidate, await dummyHash);
+      const stored = operator?.passwordHash;
+      if (!stored) {
+        await slowCheck(async () => {
+          // Made in the check's place, so that it too counts against the bound on hashes at once.
+          dummyHash ??= hashPassword(generateSecret(), passwordCost);
+          return verify(candidate, await dummyHash);
+        });
         return undefined;
       }
-      const ok = await verify(candidate, operator.passwordHash);
+      const ok = await slowCheck(() => verify(candidate, stored));
       if (!ok || !operator.enabled) return undefined;
       const { passwordHash: _, ...found } = operator;
       return found;

@@ -1,7 +1,10 @@
 import type { AppContext } from '../context.ts';
+import { guardAttempt } from './attempt-guard.ts';
 import { createClientAuthenticator, type SecretVerifier } from './client-authenticator.ts';
+import type { ClientCredential } from './client-lookup.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
 import { parseRequestedScopes } from './scopes.ts';
+import { AttemptRefused, createSlowCheckGate, type SlowCheckGate } from './slow-check-gate.ts';
 
 /** What the token endpoint answers: an RFC 6749 body, its status and headers. */
 export interface TokenResponse {
@@ -37,8 +40,16 @@ export interface TokenEndpoint {
   handle(req: TokenRequest): Promise<TokenResponse>;
 }
 
+/**
+ * The token endpoint's bound on secret hashes at once (SECRET_COST: 32 MiB and ~0.1 s of CPU
+ * each): two in the process, one per source address; up to 64 wait in all, 16 per address.
+ */
+export const TOKEN_HASH_LIMITS = Object.freeze({ total: 2, perKey: 1, queue: 64, perKeyQueue: 16 });
+
 export interface TokenEndpointOptions {
   readonly throttle?: FailureThrottle;
+  /** Bounds the secret hashes running at once (TOKEN_HASH_LIMITS unless given). */
+  readonly gate?: SlowCheckGate;
   /** Checks a secret against a stored hash; tests pass one that counts the scrypt work. */
   readonly verifySecret?: SecretVerifier;
 }
@@ -46,10 +57,14 @@ export interface TokenEndpointOptions {
 /**
  * OAuth 2.0 client credentials grant (RFC 6749 section 4.4) with guessing resistance: failures
  * are counted per source address, never per client id, so that nobody can lock an application
- * out by guessing at its secret; its correct secret from its own address always gets a token.
+ * out by guessing at its secret; its correct secret from its own address always gets a token
+ * (unless the process is swamped: then 503 with Retry-After). Each attempt that needs a hash is
+ * counted before it, so attempts sent at once cannot all pass, and the hashes running at once are
+ * bounded (TOKEN_HASH_LIMITS), so a burst costs no more memory than a few hashes.
  */
 export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptions = {}): TokenEndpoint {
   const throttle = options.throttle ?? createFailureThrottle();
+  const gate = options.gate ?? createSlowCheckGate(TOKEN_HASH_LIMITS);
   const clients = createClientAuthenticator(ctx.store.db, options.verifySecret, ctx.secretCost);
 
   return {
@@ -118,9 +133,26 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
         return oauthError(401, 'invalid_client', 'Client authentication is required', basicChallenge());
       }
 
-      const client = await clients.authenticate(clientId, secret);
+      // The attempt is counted before its hash and settled after it (attempt-guard.ts).
+      const attempt = guardAttempt(throttle, gate, ip, () => ctx.clock.now());
+      let client: ClientCredential | undefined;
+      try {
+        client = await clients.authenticate(clientId, secret, attempt.slowCheck);
+      } catch (err) {
+        attempt.release();
+        if (!(err instanceof AttemptRefused)) throw err;
+        const description =
+          err.reason === 'locked_out'
+            ? `Too many failed attempts; retry in ${err.retryAfter} s`
+            : err.reason === 'address_busy'
+              ? `Too many attempts at once from this address; retry in ${err.retryAfter} s`
+              : `Too many client authentications at once; retry in ${err.retryAfter} s`;
+        return oauthError(err.status, 'temporarily_unavailable', description, {
+          'retry-after': String(err.retryAfter),
+        });
+      }
       if (!client) {
-        throttle.fail(ip, ctx.clock.now());
+        attempt.fail(ctx.clock.now());
         return oauthError(
           401,
           'invalid_client',
@@ -129,6 +161,7 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
         );
       }
       if (!client.enabled) {
+        attempt.release();
         return oauthError(
           401,
           'invalid_client',
@@ -136,7 +169,7 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
           usedBasic ? basicChallenge() : {},
         );
       }
-      throttle.succeed(ip);
+      attempt.succeed();
 
       if (grantType !== 'client_credentials') {
         return oauthError(400, 'unsupported_grant_type', 'Only grant_type=client_credentials is supported');

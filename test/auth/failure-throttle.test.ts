@@ -81,4 +81,62 @@ describe('failure throttle (token endpoint guessing resistance)', () => {
       assert.equal(throttle.retryAfter('a', 0), 60);
     }
   });
+
+  test('attempts in flight count: of 20 reserved at once, only the free ones are granted', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 5, baseLockMs: 1000 });
+    const results = Array.from({ length: 20 }, () => throttle.reserve('k', 0));
+    const granted = results.filter((r) => r.granted);
+    assert.equal(granted.length, 5);
+    for (const r of results.slice(5)) {
+      assert.ok(!r.granted);
+      assert.ok(r.retryAfter >= 1, 'a refusal says how long to wait');
+    }
+    // No lock-out yet: the attempts in flight have not failed; another key is not affected.
+    assert.equal(throttle.retryAfter('k', 0), 0);
+    assert.ok(throttle.reserve('other', 0).granted);
+    // They all fail: the key is locked, as after five failures in a row.
+    for (const r of granted) if (r.granted) r.fail(0);
+    assert.equal(throttle.retryAfter('k', 0), 1);
+    assert.ok(!throttle.reserve('k', 0).granted);
+  });
+
+  test('a success gives its reservation back and clears the key, a released one is given back', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 5 });
+    const five = Array.from({ length: 5 }, () => throttle.reserve('k', 0));
+    assert.ok(!throttle.reserve('k', 0).granted, 'five in flight: the sixth waits');
+    const [right, ...wrong] = five;
+    for (const r of wrong) if (r.granted) r.fail(0);
+    assert.ok(right?.granted);
+    right.succeed();
+    // Settling twice changes nothing.
+    right.fail(0);
+    assert.equal(throttle.retryAfter('k', 0), 0);
+    // The count starts again: five more attempts may be in flight.
+    const again = Array.from({ length: 6 }, () => throttle.reserve('k', 0));
+    assert.deepEqual(
+      again.map((r) => r.granted),
+      [true, true, true, true, true, false],
+    );
+    // One of them neither fails nor succeeds (a disabled client): its place is free again.
+    const first = again[0];
+    assert.ok(first?.granted);
+    first.release();
+    assert.ok(throttle.reserve('k', 0).granted);
+    assert.ok(!throttle.reserve('k', 0).granted);
+  });
+
+  test('after a lock-out ends, one attempt at a time is let through', () => {
+    const throttle = createFailureThrottle({ freeAttempts: 2, baseLockMs: 1000 });
+    throttle.fail('k', 0);
+    throttle.fail('k', 0);
+    assert.ok(!throttle.reserve('k', 999).granted);
+    const one = throttle.reserve('k', 1000);
+    assert.ok(one.granted);
+    const two = throttle.reserve('k', 1000);
+    assert.ok(!two.granted);
+    // Were the first to fail, the address would be locked for 2 s: that is the wait it is told.
+    assert.equal(two.retryAfter, 2);
+    one.fail(1000);
+    assert.equal(throttle.retryAfter('k', 1000), 2);
+  });
 });

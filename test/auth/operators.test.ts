@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { guardAttempt } from '../../src/auth/attempt-guard.ts';
+import { createFailureThrottle } from '../../src/auth/failure-throttle.ts';
 import {
   createOperator,
   createOperatorLogin,
@@ -8,7 +10,11 @@ import {
   setOperatorPassword,
 } from '../../src/auth/operators.ts';
 import { verifySecret } from '../../src/auth/secret-hash.ts';
+import { AttemptRefused, createSlowCheckGate } from '../../src/auth/slow-check-gate.ts';
+import { LOGIN_HASH_LIMITS } from '../../src/http/console/pages/login.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { heldVerifier } from '../helpers/held-verifier.ts';
+import { until } from '../helpers/job-worker.ts';
 import { TEST_PASSWORD_COST, TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -106,6 +112,50 @@ for (const store of testStores()) {
         assert.equal(await login.verify(name, password), undefined, name.slice(0, 20));
         assert.deepEqual(counter.costs, [TEST_COST], `${name.slice(0, 20)}: one check at the password cost`);
       }
+    });
+
+    test('logins at once, as the console guards them: two password hashes at a time, 16 waiting, the rest refused 503', async () => {
+      await createOperator(
+        t.ctx.store.db,
+        { name: 'judy', password: 'judy has a passphrase', ...LOW },
+        Date.now(),
+      );
+      const held = heldVerifier();
+      const guarded = createOperatorLogin(t.ctx.store.db, held.verify, TEST_PASSWORD_COST);
+      const throttle = createFailureThrottle();
+      const gate = createSlowCheckGate(LOGIN_HASH_LIMITS);
+      let answered = 0;
+      // From 20 addresses, so that the bound overall is what limits them, not each address's.
+      const results = Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const attempt = guardAttempt(throttle, gate, `10.6.0.${i}`, Date.now);
+          try {
+            return await guarded.verify(
+              i % 2 ? 'judy' : 'nobody-here',
+              `wrong passphrase ${i}`,
+              attempt.slowCheck,
+            );
+          } catch (err) {
+            return err;
+          } finally {
+            answered += 1;
+          }
+        }),
+      );
+      // Answered, waiting for a place, or hashing (the first hash in a place makes the dummy first).
+      await until(() => answered + gate.waiting + held.inFlight === 20, 'every login at its check');
+      assert.equal(gate.running, LOGIN_HASH_LIMITS.total);
+      await held.drain(() => answered === 20);
+      const outcomes = await results;
+      const refused = outcomes.filter((o) => o instanceof AttemptRefused);
+      assert.equal(refused.length, 20 - LOGIN_HASH_LIMITS.total - LOGIN_HASH_LIMITS.queue);
+      for (const r of refused) {
+        assert.equal(r.status, 503);
+        assert.equal(r.retryAfter, 1);
+      }
+      assert.equal(outcomes.filter((o) => o === undefined).length, 18, 'the others were checked and refused');
+      assert.equal(held.started, 18);
+      assert.equal(held.peak, LOGIN_HASH_LIMITS.total);
     });
 
     test('weak or unusable passwords are refused and nothing is stored', async () => {

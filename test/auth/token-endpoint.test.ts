@@ -2,8 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { SECRET_COST, verifySecret } from '../../src/auth/secret-hash.ts';
-import { createTokenEndpoint, type TokenEndpoint } from '../../src/auth/token-endpoint.ts';
+import { createSlowCheckGate } from '../../src/auth/slow-check-gate.ts';
+import {
+  createTokenEndpoint,
+  TOKEN_HASH_LIMITS,
+  type TokenEndpoint,
+  type TokenResponse,
+} from '../../src/auth/token-endpoint.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { heldVerifier } from '../helpers/held-verifier.ts';
+import { until } from '../helpers/job-worker.ts';
 import { TEST_SECRET_COST } from '../helpers/secret-cost.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -106,6 +114,101 @@ for (const store of testStores()) {
       assert.equal(locked.status, 429);
       assert.equal(locked.error, 'temporarily_unavailable');
       assert.equal(locked.hashes.length, 0);
+    });
+  });
+
+  describe(`token endpoint: attempts sent at once (${store})`, () => {
+    let t: TestApp;
+    let c: RegisteredApplication;
+    before(async () => {
+      t = await createTestApp({}, { store });
+      c = await t.client();
+    });
+    after(() => t.close());
+
+    /**
+     * Sends `count` requests at once (secrets from `secret(i)`, addresses from `ip(i)`) to an
+     * endpoint whose checks wait for the test; once each has reached its check (running or waiting
+     * for its turn) or been answered, ends the checks one by one. The statuses in order sent.
+     */
+    async function burst(count: number, secret: (i: number) => string, ip: (i: number) => string) {
+      const held = heldVerifier();
+      const gate = createSlowCheckGate(TOKEN_HASH_LIMITS);
+      const endpoint = createTokenEndpoint(t.ctx, { verifySecret: held.verify, gate });
+      let answered = 0;
+      const answers = Promise.all(
+        Array.from({ length: count }, async (_, i) => {
+          const res = await endpoint.handle({
+            authorization: undefined,
+            body: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: secret(i) },
+            ip: ip(i),
+          });
+          answered += 1;
+          return res;
+        }),
+      );
+      await until(() => answered + gate.waiting + held.inFlight === count, 'every request at its check');
+      await held.drain(() => answered === count);
+      return { answers: await answers, held };
+    }
+
+    const statuses = (answers: TokenResponse[]) => answers.map((a) => a.status);
+
+    test('40 wrong secrets at once from 40 addresses: two hashes at a time, the others wait their turn; all 401', async () => {
+      const { answers, held } = await burst(
+        40,
+        (i) => `wrong-${i}`,
+        () => freshIp(),
+      );
+      assert.deepEqual(statuses(answers), Array(40).fill(401));
+      assert.equal(held.started, 40);
+      assert.equal(held.peak, TOKEN_HASH_LIMITS.total, 'never more hashes at once than the bound');
+    });
+
+    test('20 wrong secrets at once from one address: one hash at a time, five get 401, the rest 429 with Retry-After', async () => {
+      const ip = freshIp();
+      const { answers, held } = await burst(
+        20,
+        (i) => `wrong-${i}`,
+        () => ip,
+      );
+      const codes = statuses(answers);
+      assert.equal(codes.filter((s) => s === 401).length, 5, codes.join(' '));
+      assert.equal(codes.filter((s) => s === 429).length, 15, codes.join(' '));
+      for (const a of answers.filter((a) => a.status === 429)) {
+        assert.equal(a.body['error'], 'temporarily_unavailable');
+        assert.ok(Number(a.headers['retry-after']) >= 1);
+      }
+      assert.equal(held.started, 5, 'the refused attempts cost no hash');
+      assert.equal(held.peak, 1, 'one hash at a time for one address');
+    });
+
+    test('the right secret sent at once by many: hashed once, every request gets its token', async () => {
+      // A client starting many requests with a secret this process has not checked yet.
+      const fresh = await t.client();
+      const held = heldVerifier();
+      const endpoint = createTokenEndpoint(t.ctx, { verifySecret: held.verify });
+      const ip = freshIp();
+      const answers = Promise.all(
+        Array.from({ length: 10 }, () =>
+          endpoint.handle({
+            authorization: undefined,
+            body: {
+              grant_type: 'client_credentials',
+              client_id: fresh.client_id,
+              client_secret: fresh.client_secret,
+            },
+            ip,
+          }),
+        ),
+      );
+      let done = false;
+      void answers.then(() => {
+        done = true;
+      });
+      await held.drain(() => done);
+      assert.deepEqual(statuses(await answers), Array(10).fill(200));
+      assert.equal(held.started, 1);
     });
   });
 }

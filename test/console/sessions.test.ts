@@ -306,4 +306,62 @@ describe('console login throttle', () => {
     clock.advance(Number(locked.headers['retry-after']) * 1000);
     assert.equal((await attempt(PASSWORD)).statusCode, 303);
   });
+
+  /** The login form's token, then `count` logins sent at once from `ip`: their answers. */
+  async function loginsAtOnce(ip: string, passwords: string[]) {
+    const get = await t.app.inject({ method: 'GET', url: `${CONSOLE}/login`, remoteAddress: ip });
+    const token = cookieOf(get.headers['set-cookie'], 'vrp_console_login')!;
+    return Promise.all(
+      passwords.map((password) =>
+        t.app.inject({
+          method: 'POST',
+          url: `${CONSOLE}/login`,
+          headers: { ...FORM, cookie: `vrp_console_login=${token}` },
+          payload: form({ _csrf: token, name: 'dave', password }),
+          remoteAddress: ip,
+        }),
+      ),
+    );
+  }
+
+  test('20 wrong passwords sent at once from one address: five get 401, the rest 429 with Retry-After', async () => {
+    const answers = await loginsAtOnce(
+      '10.8.0.1',
+      Array.from({ length: 20 }, (_, i) => `wrong password number ${i}`),
+    );
+    const codes = answers.map((a) => a.statusCode);
+    assert.equal(codes.filter((s) => s === 401).length, 5, codes.join(' '));
+    assert.equal(codes.filter((s) => s === 429).length, 15, codes.join(' '));
+    for (const a of answers.filter((a) => a.statusCode === 429)) {
+      assert.ok(Number(a.headers['retry-after']) >= 1);
+      assert.match(a.body, /Try again in \d+ seconds/);
+    }
+    // Locked now: the right password waits too.
+    const [locked] = await loginsAtOnce('10.8.0.1', [PASSWORD]);
+    assert.equal(locked?.statusCode, 429);
+    assert.match(locked?.body ?? '', /Too many failed logins/);
+  });
+
+  test('the right password after wrong ones, under the limit, gets in and gives the count back', async () => {
+    const ip = '10.8.0.2';
+    const first = await loginsAtOnce(ip, [
+      'wrong password one',
+      'wrong password two',
+      'wrong password three',
+    ]);
+    assert.deepEqual(
+      first.map((a) => a.statusCode),
+      [401, 401, 401],
+    );
+    const [right] = await loginsAtOnce(ip, [PASSWORD]);
+    assert.equal(right?.statusCode, 303);
+    // The count starts again: five wrong ones get 401, however many are sent at once.
+    const again = await loginsAtOnce(
+      ip,
+      Array.from({ length: 12 }, (_, i) => `wrong again number ${i}`),
+    );
+    const codes = again.map((a) => a.statusCode);
+    assert.equal(codes.filter((s) => s === 401).length, 5, codes.join(' '));
+    assert.equal(codes.filter((s) => s === 429).length, 7, codes.join(' '));
+  });
 });

@@ -453,6 +453,61 @@ describe('token endpoint: guessing throttle', () => {
     assertTokenSuccess(await attempt(c.client_secret, attacker));
   });
 
+  test('40 wrong secrets sent at once from one address: five get 401, the rest 429 with Retry-After', async () => {
+    const c = await t.client();
+    const attacker = freshIp();
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        tokenRequest(t, {
+          json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: `guess-${i}` },
+          ip: attacker,
+        }),
+      ),
+    );
+    const codes = answers.map((a) => a.status);
+    assert.equal(codes.filter((s) => s === 401).length, 5, codes.join(' '));
+    assert.equal(codes.filter((s) => s === 429).length, 35, codes.join(' '));
+    for (const a of answers) {
+      if (a.status === 401) assertOauthError(a, 401, 'invalid_client');
+      else {
+        assertOauthError(a, 429, 'temporarily_unavailable');
+        assert.ok(Number(a.headers['retry-after']) >= 1, JSON.stringify(a.headers));
+      }
+    }
+    // The address is locked now, as after five failures one after another.
+    const locked = await tokenRequest(t, {
+      json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
+      ip: attacker,
+    });
+    assertOauthError(locked, 429, 'temporarily_unavailable');
+    assert.equal(locked.headers['retry-after'], '1');
+  });
+
+  test('the right secret after wrong ones, under the limit, gets its token and gives the count back', async () => {
+    const c = await t.client();
+    const ip = freshIp();
+    const attempt = (s: string) =>
+      tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: s },
+        ip,
+      });
+    // Four wrong and the right one at once: five attempts, all let through.
+    const first = await Promise.all([
+      ...['a', 'b', 'c', 'd'].map((g) => attempt(`guess-${g}`)),
+      attempt(c.client_secret),
+    ]);
+    assert.deepEqual(
+      first.map((a) => a.status),
+      [401, 401, 401, 401, 200],
+    );
+    // Then the right one alone: the success cleared the address's count.
+    assertTokenSuccess(await attempt(c.client_secret));
+    const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => attempt(`again-${i}`)));
+    const codes = burst.map((a) => a.status);
+    assert.equal(codes.filter((s) => s === 401).length, 5, codes.join(' '));
+    assert.equal(codes.filter((s) => s === 429).length, 15, codes.join(' '));
+  });
+
   test('wrong secrets from other addresses never keep the right secret from its token', async () => {
     const c = await t.client();
     const home = freshIp();

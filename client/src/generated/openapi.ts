@@ -731,7 +731,7 @@ export interface paths {
     put?: never;
     /**
      * Get an access token
-     * @description OAuth 2.0 client credentials (RFC 6749 section 4.4). The application authenticates with HTTP Basic (`client_secret_basic`: `Authorization: Basic base64(client_id:client_secret)`) or with `client_id` and `client_secret` in the body (`client_secret_post`). Answers and errors are RFC 6749 bodies, not the envelope. Failed authentications are counted per address; too many lock the address out for a while (429 `temporarily_unavailable`).
+     * @description OAuth 2.0 client credentials (RFC 6749 section 4.4). The application authenticates with HTTP Basic (`client_secret_basic`: `Authorization: Basic base64(client_id:client_secret)`) or with `client_id` and `client_secret` in the body (`client_secret_post`). Answers and errors are RFC 6749 bodies, not the envelope. Failed authentications are counted per address, each before its secret is checked; too many lock the address out for a while (429 `temporarily_unavailable`). Secret checks run a few at a time: too many waiting from one address get 429, in all 503 `temporarily_unavailable`, both with Retry-After.
      */
     post: operations['token'];
     delete?: never;
@@ -3759,7 +3759,7 @@ export interface operations {
           };
         };
       };
-      /** @description Too many failed authentications from this address */
+      /** @description Too many failed authentications from this address, or too many waiting at once from it */
       429: {
         headers: {
           'X-Request-Id': components['headers']['RequestId'];
@@ -3797,7 +3797,7 @@ export interface operations {
           };
         };
       };
-      /** @description The store is unreachable, or this process is shutting down */
+      /** @description The store is unreachable, or this process is shutting down (`server_error`), or too many authentications are waiting for their secret check (`temporarily_unavailable`, with Retry-After) */
       503: {
         headers: {
           'X-Request-Id': components['headers']['RequestId'];
@@ -3805,12 +3805,14 @@ export interface operations {
           'Cache-Control'?: string;
           /** @description `no-cache` */
           Pragma?: string;
+          /** @description Seconds to wait, with `temporarily_unavailable` */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
           'application/json': {
             /** @enum {string} */
-            error: 'server_error';
+            error: 'server_error' | 'temporarily_unavailable';
             error_description: string;
           };
         };

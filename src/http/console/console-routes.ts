@@ -2,6 +2,7 @@ import type { FastifyError } from 'fastify';
 import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
 import { verifySecret } from '../../auth/secret-hash.ts';
+import { createSlowCheckGate } from '../../auth/slow-check-gate.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app.ts';
@@ -15,7 +16,7 @@ import { page } from './layout.ts';
 import { registerAuditPage } from './pages/audit.ts';
 import { registerHostsPage } from './pages/hosts.ts';
 import { registerJobsPage } from './pages/jobs.ts';
-import { registerLoginRoutes } from './pages/login.ts';
+import { LOGIN_HASH_LIMITS, registerLoginRoutes } from './pages/login.ts';
 import { registerOverviewPage } from './pages/overview.ts';
 import { registerResellerPages } from './pages/reseller.ts';
 import { registerResellersPages } from './pages/resellers.ts';
@@ -81,6 +82,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
     login: createOperatorLogin(ctx.store.db, verifySecret, ctx.passwordCost),
     // Per source address, as the token endpoint: 5 wrong passwords, then a wait that doubles.
     throttle: createFailureThrottle(),
+    gate: createSlowCheckGate(LOGIN_HASH_LIMITS),
   });
   registerOverviewPage(router);
   registerServicesPage(router);

@@ -84,7 +84,7 @@ const TOKEN_DOCS = {
   tags: ['OAuth'],
   summary: 'Get an access token',
   description:
-    'OAuth 2.0 client credentials (RFC 6749 section 4.4). The application authenticates with HTTP Basic (`client_secret_basic`: `Authorization: Basic base64(client_id:client_secret)`) or with `client_id` and `client_secret` in the body (`client_secret_post`). Answers and errors are RFC 6749 bodies, not the envelope. Failed authentications are counted per address; too many lock the address out for a while (429 `temporarily_unavailable`).',
+    'OAuth 2.0 client credentials (RFC 6749 section 4.4). The application authenticates with HTTP Basic (`client_secret_basic`: `Authorization: Basic base64(client_id:client_secret)`) or with `client_id` and `client_secret` in the body (`client_secret_post`). Answers and errors are RFC 6749 bodies, not the envelope. Failed authentications are counted per address, each before its secret is checked; too many lock the address out for a while (429 `temporarily_unavailable`). Secret checks run a few at a time: too many waiting from one address get 429, in all 503 `temporarily_unavailable`, both with Retry-After.',
   requestBody: {
     required: true,
     content: {
@@ -111,11 +111,27 @@ const TOKEN_DOCS = {
     }),
     413: oauthError('The body is larger than 1 MiB', ['invalid_request']),
     415: oauthError('The body is neither a form nor JSON', ['invalid_request']),
-    429: oauthError('Too many failed authentications from this address', ['temporarily_unavailable'], {
-      'Retry-After': { description: 'Seconds until the address may try again', schema: { type: 'integer' } },
-    }),
+    429: oauthError(
+      'Too many failed authentications from this address, or too many waiting at once from it',
+      ['temporarily_unavailable'],
+      {
+        'Retry-After': {
+          description: 'Seconds until the address may try again',
+          schema: { type: 'integer' },
+        },
+      },
+    ),
     500: oauthError('An unexpected failure', ['server_error']),
-    503: oauthError('The store is unreachable, or this process is shutting down', ['server_error']),
+    503: oauthError(
+      'The store is unreachable, or this process is shutting down (`server_error`), or too many authentications are waiting for their secret check (`temporarily_unavailable`, with Retry-After)',
+      ['server_error', 'temporarily_unavailable'],
+      {
+        'Retry-After': {
+          description: 'Seconds to wait, with `temporarily_unavailable`',
+          schema: { type: 'integer' },
+        },
+      },
+    ),
   },
 };
 

@@ -1,7 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { guardAttempt } from '../../../auth/attempt-guard.ts';
 import type { FailureThrottle } from '../../../auth/failure-throttle.ts';
 import type { OperatorLogin } from '../../../auth/operators.ts';
+import { AttemptRefused, type SlowCheckGate } from '../../../auth/slow-check-gate.ts';
 import type { AppContext } from '../../../context.ts';
 import { recordAudit } from '../../../store/repos/audit.ts';
 import type { App } from '../../app.ts';
@@ -28,7 +30,15 @@ export interface LoginOptions {
   readonly sessions: ConsoleSessions;
   readonly login: OperatorLogin;
   readonly throttle: FailureThrottle;
+  /** Bounds the password hashes running at once (LOGIN_HASH_LIMITS in the console). */
+  readonly gate: SlowCheckGate;
 }
+
+/**
+ * The console login's bound on password hashes at once (PASSWORD_COST: 128 MiB and 0.5-1 s of
+ * CPU each): two in the process, one per source address; up to 16 wait in all, 4 per address.
+ */
+export const LOGIN_HASH_LIMITS = Object.freeze({ total: 2, perKey: 1, queue: 16, perKeyQueue: 4 });
 
 function loginPage(
   token: string,
@@ -78,7 +88,9 @@ function loginToken(request: FastifyRequest, reply: FastifyReply): string {
 /**
  * GET/POST `CONSOLE/login` and POST `CONSOLE/logout`. A wrong name or password gets one answer,
  * whichever it was (and, from auth/operators.ts, in the same time); five in a row from one
- * address lock it out for a while that doubles. Logins and logouts are audited.
+ * address lock it out for a while that doubles, counted before each hash so that logins sent at
+ * once cannot all pass; the hashes at once are bounded (LOGIN_HASH_LIMITS). Logins and logouts
+ * are audited.
  */
 export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRouter, o: LoginOptions): void {
   const nextOf = (request: FastifyRequest, value: string | undefined) => consolePath(value, request.host);
@@ -114,9 +126,25 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
       const error = `Too many failed logins from your address. Try again in ${wait} seconds.`;
       return sendPage(reply, loginPage(token, next, { name, error }), 429);
     }
-    const operator = await o.login.verify(name, password);
+    // The attempt is counted before its hash and settled after it (auth/attempt-guard.ts).
+    const attempt = guardAttempt(o.throttle, o.gate, request.ip, () => ctx.clock.now());
+    let operator: Awaited<ReturnType<OperatorLogin['verify']>>;
+    try {
+      operator = await o.login.verify(name, password, attempt.slowCheck);
+    } catch (err) {
+      attempt.release();
+      if (!(err instanceof AttemptRefused)) throw err;
+      reply.header('retry-after', String(err.retryAfter));
+      const error =
+        err.reason === 'locked_out'
+          ? `Too many failed logins from your address. Try again in ${err.retryAfter} seconds.`
+          : err.reason === 'address_busy'
+            ? `Too many logins at once from your address. Try again in ${err.retryAfter} seconds.`
+            : `Too many logins at once. Try again in ${err.retryAfter} seconds.`;
+      return sendPage(reply, loginPage(token, next, { name, error }), err.status);
+    }
     if (!operator) {
-      o.throttle.fail(request.ip, now);
+      attempt.fail(ctx.clock.now());
       request.log.warn({ ip: request.ip }, 'console: failed login');
       return sendPage(
         reply,
@@ -124,7 +152,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
         401,
       );
     }
-    o.throttle.succeed(request.ip);
+    attempt.succeed();
     const secret = await o.sessions.start(operator.id);
     const audit = {
       actor: { type: 'operator' as const, id: operator.id },
