@@ -8,6 +8,8 @@ export interface Keys {
   readonly passwordKey: Buffer;
   /** HMAC-SHA256 key that signs access tokens. */
   readonly tokenKey: Buffer;
+  /** HMAC-SHA256 key that signs the operator API's list cursors, so a list takes back only its own. */
+  readonly cursorKey: Buffer;
   /**
    * Identifies the master key without revealing it (an HMAC of a fixed label under a key of its
    * own): the store keeps the first one it saw, so a process with another key is refused.
@@ -51,6 +53,7 @@ export function deriveKeys(master: Buffer): Keys {
   return Object.freeze({
     passwordKey: derive('vrp password encryption v1'),
     tokenKey: derive('vrp token signing v1'),
+    cursorKey: derive('vrp cursor signing v1'),
     check: `v1:${createHmac('sha256', derive('vrp key check v1')).update('vrp key check').digest('hex')}`,
   });
 }

@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   schedule_limit_reached: 400,
   webhook_limit_reached: 400,
   invalid_envelope_variant: 400,
+  invalid_cursor: 400,
   invalid_token: 401,
   insufficient_scope: 403,
   service_not_found: 404,

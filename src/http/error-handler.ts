@@ -22,7 +22,10 @@ function describeValidation(err: FastifyError): string {
     return `${field ? `${field}.` : ''}${missing} is required`;
   }
   if (issue.keyword === 'additionalProperties' && typeof issue.params?.['additionalProperty'] === 'string') {
-    return `${issue.params['additionalProperty']} is not a known field`;
+    const name = issue.params['additionalProperty'];
+    return where === 'querystring' && !field
+      ? `query parameter ${name} is not one this route takes`
+      : `${name} is not a known field`;
   }
   return `${field || where} ${issue.message ?? 'is invalid'}`;
 }

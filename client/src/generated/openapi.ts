@@ -814,6 +814,7 @@ export interface components {
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
+        | 'invalid_cursor'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'service_not_found'
@@ -867,6 +868,7 @@ export interface components {
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
+        | 'invalid_cursor'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'service_not_found'
@@ -1170,7 +1172,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1195,7 +1197,8 @@ export interface components {
             | 'weak_password'
             | 'schedule_limit_reached'
             | 'webhook_limit_reached'
-            | 'invalid_envelope_variant';
+            | 'invalid_envelope_variant'
+            | 'invalid_cursor';
         } & components['schemas']['ErrorEnvelope'];
       };
     };

@@ -69,9 +69,19 @@ export function csrfField(csrf: string): Html {
   return html`<input type="hidden" name="_csrf" value="${csrf}">`;
 }
 
-/** A path of the console the browser may be sent to (a `next` or a Referer), else undefined. */
+/** Only for resolving a path as a browser would; never contacted. */
+const RESOLVE_BASE = 'http://console.invalid';
+
+/**
+ * A path of the console the browser may be sent to (a `next`, a form's `back`, a Referer), else
+ * undefined: the caller sends the browser to the overview instead. Only a path that is already
+ * normal is taken, the same after a browser resolves it: no dot segments (`..`, `%2e%2e`), no
+ * backslash (a browser reads it as `/`), no `//` (another host), nothing but visible ASCII (a
+ * CR or LF would split the Location header), and inside the console. A full URL counts only on
+ * this server's host, as its path and query.
+ */
 export function consolePath(url: string | undefined, host: string | undefined): string | undefined {
-  if (!url) return undefined;
+  if (!url || !/^[\x21-\x7e]+$/.test(url) || url.includes('\\')) return undefined;
   let path = url;
   if (/^https?:\/\//i.test(url)) {
     try {
@@ -83,9 +93,16 @@ export function consolePath(url: string | undefined, host: string | undefined): 
       return undefined;
     }
   }
-  if (!path.startsWith(`${CONSOLE}/`) && path !== CONSOLE) return undefined;
-  if (path.includes('//') || path.includes('\\')) return undefined;
-  return path;
+  let resolved: URL;
+  try {
+    resolved = new URL(path, RESOLVE_BASE);
+  } catch {
+    return undefined;
+  }
+  const normal = resolved.pathname + resolved.search;
+  if (resolved.origin !== RESOLVE_BASE || normal !== path || normal.includes('//')) return undefined;
+  if (resolved.pathname !== CONSOLE && !resolved.pathname.startsWith(`${CONSOLE}/`)) return undefined;
+  return normal;
 }
 
 function sameToken(a: string, b: string): boolean {

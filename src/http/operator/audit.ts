@@ -87,9 +87,11 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
         throw new ApiError('validation_failed', 'after must be an entry id');
       // The cursor carries the order of its list: a page goes on the way the first one went.
       const cursor =
-        q.cursor === undefined ? undefined : decodeCursor('audit', q.cursor, ['string', 'string'] as const);
+        q.cursor === undefined
+          ? undefined
+          : decodeCursor(ctx.keys.cursorKey, 'audit', q.cursor, ['string', 'string'] as const);
       if (cursor && cursor[0] !== 'newest' && cursor[0] !== 'oldest') {
-        throw new ApiError('validation_failed', 'cursor is not one this list gave');
+        throw new ApiError('invalid_cursor', 'cursor is not one this list gave');
       }
       const order = cursor ? (cursor[0] as 'newest' | 'oldest') : q.after !== undefined ? 'oldest' : 'newest';
       const after = cursor ? cursor[1] : q.after?.toLowerCase();
@@ -104,7 +106,7 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
         resellerId: q.reseller_id?.toLowerCase(),
         limit: limit + 1,
       });
-      return pageOf(rows, limit, entryView, (e) => encodeCursor('audit', [order, e.id]));
+      return pageOf(rows, limit, entryView, (e) => encodeCursor(ctx.keys.cursorKey, 'audit', [order, e.id]));
     },
   );
 }

@@ -96,14 +96,15 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const limit = limitOf(request.query);
       const after =
-        request.query.cursor && decodeCursor('hosts', request.query.cursor, ['string'] as const)[0];
+        request.query.cursor &&
+        decodeCursor(ctx.keys.cursorKey, 'hosts', request.query.cursor, ['string'] as const)[0];
       const start = after === undefined ? 0 : ids.indexOf(after) + 1;
       const hosts = await listHosts(db, ids.slice(start, start + limit + 1), vmTable);
       return pageOf(
         hosts,
         limit,
         (h) => hostView(driver, h),
-        (h) => encodeCursor('hosts', [h.id]),
+        (h) => encodeCursor(ctx.keys.cursorKey, 'hosts', [h.id]),
       );
     },
   );

@@ -80,7 +80,8 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const query = request.query;
       const limit = limitOf(query);
-      const before = query.cursor && decodeCursor('jobs', query.cursor, ['number', 'string'] as const);
+      const before =
+        query.cursor && decodeCursor(ctx.keys.cursorKey, 'jobs', query.cursor, ['number', 'string'] as const);
       if (query.service_id !== undefined && !isUuid(query.service_id))
         return { items: [], next_cursor: null };
       const rows = await listJobsPage(db, {
@@ -93,7 +94,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         rows,
         limit,
         (j) => ({ ...jobView(j), reseller_id: j.resellerId }),
-        (j) => encodeCursor('jobs', [j.createdAt, j.id]),
+        (j) => encodeCursor(ctx.keys.cursorKey, 'jobs', [j.createdAt, j.id]),
       );
     },
   );

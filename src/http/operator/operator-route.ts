@@ -1,14 +1,39 @@
+import type { FastifyRequest } from 'fastify';
+import { type TSchema, Type } from 'typebox';
 import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { type ApiSchema, apiRoute } from '../api-route.ts';
+
+/** A route without query parameters takes none: any one given is refused as unknown. */
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/** A query parameter given more than once (`status=a&status=b`) is a filter the route cannot read as one value. */
+async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
+  const query = request.query as Record<string, unknown>;
+  for (const [name, value] of Object.entries(query)) {
+    if (Array.isArray(value))
+      throw new ApiError('validation_failed', `query parameter ${name} is given more than once`);
+  }
+}
 
 /**
  * Options of an operator API route: scope `operator` (which only operator clients hold, so a
  * reseller's token gets 403), always the variant B envelope (docs/design/contract.md#operator-api;
  * an `X-Envelope-Variant` header is ignored), and for a route that changes state its audit action.
- * The handler gets its operator from operatorCaller(request) and passes auditContext(request) into
- * the domain operation it calls.
+ * Its query parameters are exactly those its schema names, each once: an unknown one (a filter
+ * misspelt, or PHP's array form `reseller_id[]=`) or a repeated one is 400 `validation_failed`
+ * naming it, never ignored, so a filter that is not applied never looks applied.
+ * The handler gets its operator from operatorCaller(request) and passes auditContext(request)
+ * into the domain operation it calls.
  */
 export function operatorRoute<const S extends ApiSchema>(schema: S, audit?: string) {
-  const options = apiRoute(OPERATOR_SCOPE, schema, audit);
-  return { ...options, config: { ...options.config, variant: 'B' as const } };
+  const querystring = schema.querystring
+    ? { ...(schema.querystring as TSchema), additionalProperties: false }
+    : NoQuery;
+  const options = apiRoute(OPERATOR_SCOPE, { ...schema, querystring } as S, audit);
+  return {
+    ...options,
+    config: { ...options.config, variant: 'B' as const },
+    preValidation: refuseRepeatedQuery,
+  };
 }

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type TSchema, Type } from 'typebox';
 import { ApiError } from '../../domain/errors.ts';
 import { Nullable } from '../schemas.ts';
@@ -48,25 +49,45 @@ export function limitOf(query: { readonly limit?: string | undefined }): number 
 
 type Key = readonly (string | number)[];
 
-/** The cursor after an item whose sort key is `key`, for list `list` (a cursor of one list is refused by another). */
-export function encodeCursor(list: string, key: Key): string {
-  return Buffer.from(JSON.stringify([list, ...key])).toString('base64url');
+const PART = /^[A-Za-z0-9_-]+$/;
+
+function macOf(signingKey: Buffer, payload: string): Buffer {
+  return createHmac('sha256', signingKey).update(payload).digest();
 }
 
 /**
- * The sort key a cursor of `list` holds, checked against `shape` (one type per part), or 400
- * `validation_failed`: a cursor is only ever one this list gave.
+ * The cursor after an item whose sort key is `key`, for list `list`: the list's name and the key
+ * as JSON, and an HMAC of them under the server's cursor key (`Keys.cursorKey`), so a cursor no
+ * list of this server gave, or that another list gave, is refused whole, never read.
+ */
+export function encodeCursor(signingKey: Buffer, list: string, key: Key): string {
+  const payload = Buffer.from(JSON.stringify([list, ...key])).toString('base64url');
+  return `${payload}.${macOf(signingKey, payload).toString('base64url')}`;
+}
+
+/**
+ * The sort key a cursor of `list` holds, or 400 `invalid_cursor` for anything else: a cursor is
+ * only ever one this list gave. Every list that takes a cursor reads it here, so what reaches a
+ * query is a key this server wrote (its signature checked, then its shape: one type per part).
  */
 export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
+  signingKey: Buffer,
   list: string,
   cursor: string,
   shape: S,
 ): { [I in keyof S]: S[I] extends 'number' ? number : string } {
+  const refuse = () => new ApiError('invalid_cursor', 'cursor is not one this list gave');
+  const [payload, mac, ...rest] = cursor.split('.');
+  if (payload === undefined || mac === undefined || rest.length > 0 || !PART.test(payload) || !PART.test(mac))
+    throw refuse();
+  const given = Buffer.from(mac, 'base64url');
+  const expected = macOf(signingKey, payload);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw refuse();
   let parts: unknown;
   try {
-    parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    parts = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
-    parts = undefined;
+    throw refuse();
   }
   const ok =
     Array.isArray(parts) &&
@@ -76,7 +97,7 @@ export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
       const v = parts[i + 1];
       return type === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 200;
     });
-  if (!ok) throw new ApiError('validation_failed', 'cursor is not one this list gave');
+  if (!ok) throw refuse();
   return (parts as unknown[]).slice(1) as { [I in keyof S]: S[I] extends 'number' ? number : string };
 }
 

@@ -121,9 +121,12 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const limit = limitOf(request.query);
       const after =
-        request.query.cursor && decodeCursor('resellers', request.query.cursor, ['string'] as const)[0];
+        request.query.cursor &&
+        decodeCursor(ctx.keys.cursorKey, 'resellers', request.query.cursor, ['string'] as const)[0];
       const rows = await listResellersPage(db, { afterName: after, limit: limit + 1 });
-      return pageOf(rows, limit, resellerView, (r) => encodeCursor('resellers', [r.name]));
+      return pageOf(rows, limit, resellerView, (r) =>
+        encodeCursor(ctx.keys.cursorKey, 'resellers', [r.name]),
+      );
     },
   );
 

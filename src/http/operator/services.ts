@@ -141,7 +141,8 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const query = request.query;
       const limit = limitOf(query);
-      const beforeId = query.cursor && decodeCursor('services', query.cursor, ['string'] as const)[0];
+      const beforeId =
+        query.cursor && decodeCursor(ctx.keys.cursorKey, 'services', query.cursor, ['string'] as const)[0];
       // A reseller id that is no UUID names no reseller: an empty list, as for an unknown one.
       if (query.reseller_id !== undefined && !isUuid(query.reseller_id))
         return { items: [], next_cursor: null };
@@ -152,7 +153,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         beforeId,
         limit: limit + 1,
       });
-      return pageOf(rows, limit, summaryView, (s) => encodeCursor('services', [s.id]));
+      return pageOf(rows, limit, summaryView, (s) => encodeCursor(ctx.keys.cursorKey, 'services', [s.id]));
     },
   );
 
