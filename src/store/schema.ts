@@ -192,6 +192,8 @@ export interface JobTable {
   from_state: string | null;
   /** JSON of what the finished job reports, e.g. {"password_applies": "now"} (migrations/012). */
   result: string | null;
+  /** A failed job an operator retried: the job the retry queued; null until then (migrations/016). */
+  retry_job_id: string | null;
 }
 
 export interface IdempotencyKeyTable {
