@@ -165,4 +165,17 @@ describe('console: jobs', () => {
     assert.deepEqual(problems, []);
     assert.deepEqual(secondProblems, []);
   });
+
+  test('a failed service’s page says why it failed: its create’s error, with the code', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${broken}`);
+    const facts = page.locator('dl.facts');
+    await facts.waitFor();
+    assert.match(await page.locator('.service-status').innerText(), /^failed/);
+    assert.match(
+      await page.locator('.service-error').innerText(),
+      /^Simulated permanent fault: .+ \(create_failed\)$/,
+    );
+    assert.deepEqual(problems, []);
+  });
 });

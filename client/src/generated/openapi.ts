@@ -1032,6 +1032,16 @@ export interface components {
       /** @description What the finished job reports beyond its status; null for most jobs */
       result: components['schemas']['JobResult'] | null;
     };
+    /** ServiceError */
+    ServiceError: {
+      /**
+       * @description vm_missing: the server no longer exists on its host (removed outside the API); create_failed: its create job failed for good
+       * @enum {string}
+       */
+      code: 'vm_missing' | 'create_failed';
+      /** @description The reason, for a person */
+      message: string;
+    };
     /** ServiceDetails */
     ServiceDetails: {
       /** Format: uuid */
@@ -1093,6 +1103,8 @@ export interface components {
       )[];
       /** @description The job running now, else the next queued one, else null */
       job: components['schemas']['Job'] | null;
+      /** @description Why the service is failed; null unless its status is failed (and null for a failed service whose reason is not known) */
+      error: components['schemas']['ServiceError'] | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1134,6 +1146,8 @@ export interface components {
       )[];
       /** @description The job running now, else the next queued one, else null */
       job: components['schemas']['Job'] | null;
+      /** @description Why the service is failed; null unless its status is failed (and null for a failed service whose reason is not known) */
+      error: components['schemas']['ServiceError'] | null;
     };
     /** OrderedServiceA */
     OrderedServiceA: {
@@ -1581,6 +1595,13 @@ export interface operations {
                         reason?: 'stopped_outside_api' | 'started_outside_api' | 'vm_missing';
                         /** @description Only when job_id is null: the reason, for a person */
                         message?: string;
+                        /** @description Only when `to` is `failed`: why, as the service’s status and details show it (vm_missing: removed outside the API; create_failed: its create job failed for good, with the job’s error) */
+                        error?: {
+                          /** @enum {string} */
+                          code: 'vm_missing' | 'create_failed';
+                          /** @description The reason, for a person */
+                          message: string;
+                        };
                       };
                     }
                   | {

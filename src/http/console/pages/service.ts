@@ -47,6 +47,7 @@ function facts(s: Details, reseller: string): Html {
   return html`<dl class="facts">
 <dt>Status</dt><dd class="service-status">${statusCell(s.status, s.projected_status, s.pending_jobs)}</dd>
 ${s.suspend_reason ? html`<dt>Suspended because</dt><dd>${s.suspend_reason}</dd>` : ''}
+${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.message} <span class="mono">(${s.error.code})</span></dd>` : ''}
 <dt>Domain</dt><dd>${s.domain_name}</dd>
 <dt>Service id</dt><dd class="mono">${s.service_id}</dd>
 <dt>Reseller</dt><dd><a href="${CONSOLE}/services?reseller_id=${s.reseller_id}">${reseller}</a></dd>
