@@ -42,6 +42,8 @@ const COLUMNS = [
   'updated_at',
   'terminated_at',
   'password_applies',
+  'error_code',
+  'error_message',
 ] as const satisfies readonly (keyof ServiceTable)[];
 type Missing = Exclude<keyof ServiceTable, (typeof COLUMNS)[number]>;
 const allColumns: [Missing] extends [never] ? true : Missing = true;
@@ -69,7 +71,7 @@ export function seedServices(
   // Constant columns are literals; id, created_at and updated_at are bound.
   const row = `(?, '${owner.resellerId}', '${owner.clientId}', '${product.id}', '${product.os_templates[0]}',
     'bench.example.com', 'root', '${owner.passwordEnc}', 1, 1, 20, 1, 10, 'running', null, null,
-    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null)`;
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null, null, null)`;
   const head = `insert into services (${COLUMNS.join(', ')}) values `;
   const full = db.prepare(head + Array.from({ length: ROWS_PER_INSERT }, () => row).join(','));
   const interval = `(?, ?, '${owner.resellerId}', '${product.id}', 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;

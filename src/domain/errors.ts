@@ -32,6 +32,7 @@ export const ERROR_CODES = {
   reseller_name_taken: 409,
   job_not_queued: 409,
   job_not_failed: 409,
+  job_already_retried: 409,
   request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -53,16 +54,23 @@ export class ApiError extends Error {
   readonly expose: boolean;
   /** Extra response headers (Retry-After, WWW-Authenticate). */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Members the error envelope carries beside `error_code`, for a program to act on (409
+   * `job_already_retried`: `retry_job_id`, the job the first retry queued). Each is declared in
+   * the error envelope of the OpenAPI documents (http/openapi.ts).
+   */
+  readonly fields: Readonly<Record<string, string>>;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { cause?: unknown; headers?: Record<string, string> } = {},
+    options: { cause?: unknown; headers?: Record<string, string>; fields?: Record<string, string> } = {},
   ) {
     super(message, { cause: options.cause });
     this.code = code;
     this.status = ERROR_CODES[code];
     this.expose = this.status < 500;
     this.headers = options.headers ?? {};
+    this.fields = options.fields ?? {};
   }
 }

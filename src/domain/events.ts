@@ -4,6 +4,7 @@
  * API's words (snake_case, as sent).
  */
 import type { DriftReason } from './power-drift.ts';
+import type { ServiceError } from './service-error.ts';
 import type { JobAction, Status } from './status-machine.ts';
 
 export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
@@ -25,6 +26,8 @@ export interface StatusChangedData {
   readonly reason?: DriftReason;
   /** Only without a job: the reason for a person. */
   readonly message?: string;
+  /** Only when `to` is `failed`: why the service is failed (domain/service-error.ts), if known. */
+  readonly error?: ServiceError;
 }
 
 export interface JobFinishedData {
@@ -40,10 +43,28 @@ export type NewEvent =
   | { readonly type: 'service.status_changed'; readonly data: StatusChangedData }
   | { readonly type: 'job.finished'; readonly data: JobFinishedData };
 
-/** `service.status_changed`, or nothing when the status stays as it was. */
-export function statusChanged(serviceId: string, from: Status, to: Status, jobId: string | null): NewEvent[] {
+/** The `error` member of a status change: the service's error, only on a change to `failed`. */
+const errorMember = (to: Status, error: ServiceError | null | undefined) =>
+  to === 'failed' && error ? { error: { code: error.code, message: error.message } } : {};
+
+/**
+ * `service.status_changed`, or nothing when the status stays as it was. `error`: why the service
+ * is failed, told when `to` is `failed`.
+ */
+export function statusChanged(
+  serviceId: string,
+  from: Status,
+  to: Status,
+  jobId: string | null,
+  error?: ServiceError | null,
+): NewEvent[] {
   if (from === to) return [];
-  return [{ type: 'service.status_changed', data: { service_id: serviceId, from, to, job_id: jobId } }];
+  return [
+    {
+      type: 'service.status_changed',
+      data: { service_id: serviceId, from, to, job_id: jobId, ...errorMember(to, error) },
+    },
+  ];
 }
 
 /** `service.status_changed` without a job: the hypervisor said otherwise (jobs/power-check.ts). */
@@ -53,10 +74,11 @@ export function statusCorrected(
   to: Status,
   reason: DriftReason,
   message: string,
+  error?: ServiceError | null,
 ): NewEvent {
   return {
     type: 'service.status_changed',
-    data: { service_id: serviceId, from, to, job_id: null, reason, message },
+    data: { service_id: serviceId, from, to, job_id: null, reason, message, ...errorMember(to, error) },
   };
 }
 

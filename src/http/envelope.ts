@@ -20,7 +20,13 @@ export function successEnvelope(variant: Variant, data: string, message = ''): s
   return `{"status":"Success","message":${text},"data":${data}}`;
 }
 
-export function errorEnvelope(variant: Variant, message: string, code: ErrorCode) {
-  if (variant === 'A') return { success: 'false', message, data: '[]', error_code: code };
-  return { status: 'Error', message, data: [], error_code: code };
+/** An error's envelope; `fields` are members beside `error_code` that some errors carry (ApiError.fields). */
+export function errorEnvelope(
+  variant: Variant,
+  message: string,
+  code: ErrorCode,
+  fields: Readonly<Record<string, string>> = {},
+) {
+  if (variant === 'A') return { success: 'false', message, data: '[]', error_code: code, ...fields };
+  return { status: 'Error', message, data: [], error_code: code, ...fields };
 }

@@ -99,6 +99,6 @@ export function createErrorAnswer(resolveVariant: VariantResolver): ErrorAnswer 
       (request.url.startsWith(`${OPS}/`)
         ? 'B'
         : await resolveVariant(request.headers, request.caller ?? null));
-    return reply.send(errorEnvelope(variant, message, apiError.code));
+    return reply.send(errorEnvelope(variant, message, apiError.code, apiError.expose ? apiError.fields : {}));
   };
 }

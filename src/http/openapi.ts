@@ -403,10 +403,33 @@ const ENVELOPE_VARIANT_PARAMETER = {
 };
 
 /**
+ * Members some errors of the operator API carry beside `error_code` (ApiError.fields), optional in
+ * the error envelope of a document that has operator routes.
+ */
+const OPERATOR_ERROR_FIELDS: Schema = {
+  retry_job_id: {
+    type: 'string',
+    format: 'uuid',
+    description: 'Only with `job_already_retried`: the job the earlier retry queued',
+  },
+};
+
+/** Variant B's error envelope; with operator routes it may carry OPERATOR_ERROR_FIELDS. */
+function errorEnvelopeB(withOperatorRoutes: boolean, errorCode: Schema): Schema {
+  const base = envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode);
+  if (!withOperatorRoutes) return base;
+  return { ...base, properties: { ...(base['properties'] as Schema), ...OPERATOR_ERROR_FIELDS } };
+}
+
+/**
  * Components every document has: envelopes, the error answers `statuses` (those the operations
  * refer to), shared parameters and headers, security.
  */
-function baseComponents(statuses: readonly number[], kind: DocumentKind): Schema {
+function baseComponents(
+  statuses: readonly number[],
+  kind: DocumentKind,
+  withOperatorRoutes: boolean,
+): Schema {
   const allCodes = {
     type: 'string',
     enum: Object.keys(ERROR_CODES),
@@ -425,7 +448,7 @@ function baseComponents(statuses: readonly number[], kind: DocumentKind): Schema
               description: 'An error, in the envelope of the request (docs/design/contract.md#envelopes)',
               oneOf: [ref('schemas', 'ErrorEnvelopeB'), ref('schemas', 'ErrorEnvelopeA')],
             },
-      ErrorEnvelopeB: envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode),
+      ErrorEnvelopeB: errorEnvelopeB(withOperatorRoutes, errorCode),
       ...(kind === 'operator' ? {} : { ErrorEnvelopeA: envelope('A', false, { const: '[]' }, errorCode) }),
     },
     responses: Object.fromEntries(statuses.map((s) => [`Error${s}`, errorResponse(s)])),
@@ -511,6 +534,7 @@ export function buildOpenApi(
   const components = baseComponents(
     [...new Set([...referred].map((m) => Number(m[1])))].sort((a, b) => a - b),
     kind,
+    sorted.some(isOperatorRoute),
   );
   components['schemas'] = { ...(components['schemas'] as Schema), ...names.schemas };
   return {

@@ -1,6 +1,7 @@
 import { type Static, Type } from 'typebox';
 import type { SecretBox } from '../auth/secret-box.ts';
 import { PASSWORD_APPLIES, type PasswordApplies } from '../domain/passwords.ts';
+import { SERVICE_ERROR_CODES, type ServiceError } from '../domain/service-error.ts';
 import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../domain/status-machine.ts';
 import { projectedState } from '../jobs/queue.ts';
 import type { Job } from '../store/repos/jobs.ts';
@@ -65,17 +66,54 @@ const AllowedActions = Type.Array(StringEnum(OPERATIONS), {
   description: 'The operations the service accepts now (docs/design/contract.md#service-statuses)',
 });
 
+const ServiceErrorPayload = Nullable(
+  Type.Object(
+    {
+      code: StringEnum(SERVICE_ERROR_CODES, {
+        description:
+          'vm_missing: the server no longer exists on its host (removed outside the API); create_failed: its create job failed for good',
+      }),
+      message: Type.String({ description: 'The reason, for a person' }),
+    },
+    { title: 'ServiceError' },
+  ),
+  {
+    description:
+      'Why the service is failed; null unless its status is failed (and null for a failed service whose reason is not known)',
+  },
+);
+
+/** The error a view shows: the service's reason, only while it is failed. */
+export function errorView(service: Pick<Service, 'status' | 'error'>): Static<typeof ServiceErrorPayload> {
+  if (service.status !== 'failed' || !service.error) return null;
+  return { code: service.error.code, message: service.error.message };
+}
+
 export const StatusPayload = Type.Object(
-  { status: StringEnum(STATUSES), allowed_actions: AllowedActions, job: CurrentJob },
+  {
+    status: StringEnum(STATUSES),
+    allowed_actions: AllowedActions,
+    job: CurrentJob,
+    error: ServiceErrorPayload,
+  },
   { title: 'ServiceStatus' },
 );
 
-/** Status: the same in both variants (docs/design/contract.md#payloads-that-differ-by-variant). */
-export function statusView(service: ServiceStatus, job: Job | undefined): Static<typeof StatusPayload> {
+/**
+ * Status: the same in both variants (docs/design/contract.md#payloads-that-differ-by-variant),
+ * with `error` (why a failed service is failed; read apart, as the status poll's own read holds
+ * only the status's columns).
+ */
+export function statusView(
+  service: ServiceStatus,
+  job: Job | undefined,
+  error: ServiceError | null,
+): Static<typeof StatusPayload> {
   return {
     status: service.status,
     allowed_actions: allowedActions(projectedState(service)),
     job: job ? jobView(job) : null,
+    error: errorView({ status: service.status, error }),
   };
 }
 
@@ -104,6 +142,7 @@ export const DetailsPayload = Type.Object(
     }),
     allowed_actions: AllowedActions,
     job: CurrentJob,
+    error: ServiceErrorPayload,
     created_at: Timestamp,
     terminated_at: Nullable(Timestamp),
   },
@@ -136,6 +175,7 @@ export function detailsView(
     password_applies: service.passwordApplies,
     allowed_actions: allowedActions(projectedState(service)),
     job: job ? jobView(job) : null,
+    error: errorView(service),
     created_at: new Date(service.createdAt).toISOString(),
     terminated_at: iso(service.terminatedAt),
   };

@@ -8,13 +8,14 @@ import {
   type ObservedPower,
   powerCorrection,
 } from '../domain/power-drift.ts';
+import type { ServiceError } from '../domain/service-error.ts';
 import { type JobAction, project, type StableStatus } from '../domain/status-machine.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { queuedActions } from '../store/repos/jobs.ts';
-import type { Service } from '../store/repos/services.ts';
+import { type Service, serviceErrorColumns } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 
 /** What applying a correction needs: the store, the hypervisor, and where to tell it. */
@@ -24,6 +25,11 @@ export interface PowerCheckDeps {
   readonly clock: Clock;
   readonly log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   readonly metrics?: PowerMetrics;
+}
+
+/** What a status correction records as the service's error: why it is failed now, or none. */
+function errorAfter(c: Extract<Correction, { kind: 'status' }>): ServiceError | null {
+  return c.reason === 'vm_missing' ? { code: 'vm_missing', message: c.message } : null;
 }
 
 /** A service as the reconciler read it, before it asked the hypervisor. */
@@ -79,6 +85,7 @@ export async function correctIdleService(
         // Moved, so that a request that read the service before this commit fails its
         // compare-and-set and is checked again against the correction.
         job_seq: s.jobSeq + 1,
+        ...serviceErrorColumns(errorAfter(correction)),
         updated_at: now,
       })
       .where(asRead(s))
@@ -87,7 +94,16 @@ export async function correctIdleService(
     await recordEvents(
       tx,
       s.resellerId,
-      [statusCorrected(s.id, s.status, correction.to, correction.reason, correction.message)],
+      [
+        statusCorrected(
+          s.id,
+          s.status,
+          correction.to,
+          correction.reason,
+          correction.message,
+          errorAfter(correction),
+        ),
+      ],
       now,
     );
     return true;
@@ -162,6 +178,7 @@ export async function checkAtJobStart(
         projected_status: projected.status,
         projected_resume: projected.resume,
         job_seq: current.job_seq + 1,
+        ...serviceErrorColumns(errorAfter(correction)),
         updated_at: now,
       })
       .where('id', '=', service.id)
@@ -171,7 +188,16 @@ export async function checkAtJobStart(
     await recordEvents(
       tx,
       service.resellerId,
-      [statusCorrected(service.id, stored, correction.to, correction.reason, correction.message)],
+      [
+        statusCorrected(
+          service.id,
+          stored,
+          correction.to,
+          correction.reason,
+          correction.message,
+          errorAfter(correction),
+        ),
+      ],
       now,
     );
     return true;
@@ -179,7 +205,7 @@ export async function checkAtJobStart(
   if (!done) return unchanged;
   told(deps, service.id, stored, correction);
   return {
-    service: { ...service, status: correction.to, resumeStatus: null },
+    service: { ...service, status: correction.to, resumeStatus: null, error: errorAfter(correction) },
     corrected: correction.message,
   };
 }

@@ -60,9 +60,17 @@ export async function requestOperation(
   req: OperationRequest,
   now: number,
 ): Promise<OperationOutcome> {
+  return inSeqTransaction(db, (tx) => enqueueInTransaction(tx, req, now));
+}
+
+/** Runs `body` in a transaction, again (in a new one) each time it throws SeqConflict, up to 20 times. */
+export async function inSeqTransaction<T>(
+  db: Kysely<Database>,
+  body: (tx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.transaction().execute((tx) => enqueueInTransaction(tx, req, now));
+      return await db.transaction().execute(body);
     } catch (err) {
       if (err instanceof SeqConflict && attempt < 20) continue;
       throw err;

@@ -4,10 +4,16 @@ import type { Catalog } from '../store/catalog-cache.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import type { AuditContext } from '../store/repos/audit.ts';
 import { findJobRow } from '../store/repos/job-list.ts';
-import { type RunnableJob, toRunnableJob, UnreadableJob } from '../store/repos/jobs.ts';
+import { markRetried, type RunnableJob, toRunnableJob, UnreadableJob } from '../store/repos/jobs.ts';
 import type { Database } from '../store/schema.ts';
 import { backupCreateOperation, backupDeleteOperation, backupRestoreOperation } from './backup-operation.ts';
-import { type Operation, type OperationOutcome, requestOperation } from './queue.ts';
+import {
+  enqueueInTransaction,
+  inSeqTransaction,
+  type Operation,
+  type OperationOutcome,
+  SeqConflict,
+} from './queue.ts';
 import { upgradeOperation } from './upgrade-operation.ts';
 
 /**
@@ -34,11 +40,25 @@ function operationOf(job: RunnableJob, catalog: Catalog, features: DialectFeatur
   }
 }
 
+/** 409 `job_already_retried`: the job was retried before; the envelope names the job that retry queued. */
+function alreadyRetried(retryJobId: string): ApiError {
+  return new ApiError(
+    'job_already_retried',
+    `This job was retried already, as job ${retryJobId}; retry that one if it failed`,
+    { fields: { retry_job_id: retryJobId } },
+  );
+}
+
 /**
  * Retries a failed job (the operator's `POST OPS/jobs/{id}/retry`): queues its operation again as
  * a new job, for the job's reseller, checked against the service's projected status like any
  * request (400 `invalid_state` if the service no longer accepts it; a target reached meanwhile is
  * a no-op). A job that did not fail is 409 `job_not_failed`.
+ *
+ * A job is retried at most once: the new job's id is recorded on the failed one in the
+ * transaction that queues it, by a compare-and-set, so that of concurrent retries exactly one
+ * queues a job; a later retry (or a concurrent one that lost) is 409 `job_already_retried` with
+ * that job's id, and queues nothing. A retry that was a no-op records nothing.
  */
 export async function retryJob(
   db: Kysely<Database>,
@@ -47,28 +67,39 @@ export async function retryJob(
   audit: AuditContext,
   now: number,
 ): Promise<OperationOutcome> {
-  const row = await findJobRow(db, jobId);
-  if (!row) throw new ApiError('job_not_found', 'Job not found');
-  if (row.status !== 'failed') {
-    throw new ApiError('job_not_failed', `The job is ${row.status}; only a failed job can be retried`);
-  }
-  let job: RunnableJob;
-  try {
-    job = toRunnableJob(row);
-  } catch (err) {
-    if (!(err instanceof UnreadableJob)) throw err;
-    throw new ApiError('invalid_state', `${err.message}; it cannot be retried`);
-  }
-  const operation = operationOf(job, deps.catalog, deps.features, now);
-  return requestOperation(
-    db,
-    {
-      ...operation,
-      resellerId: job.resellerId,
-      serviceId: job.serviceId,
-      audit,
-      auditTarget: { type: 'job', id: job.id },
-    },
-    now,
-  );
+  // Read inside the transaction: one that lost a race on the service's job sequence runs again
+  // and finds the winner's retry recorded before it checks the service.
+  return inSeqTransaction(db, async (tx) => {
+    const row = await findJobRow(tx, jobId);
+    if (!row) throw new ApiError('job_not_found', 'Job not found');
+    if (row.retry_job_id !== null) throw alreadyRetried(row.retry_job_id);
+    if (row.status !== 'failed') {
+      throw new ApiError('job_not_failed', `The job is ${row.status}; only a failed job can be retried`);
+    }
+    let job: RunnableJob;
+    try {
+      job = toRunnableJob(row);
+    } catch (err) {
+      if (!(err instanceof UnreadableJob)) throw err;
+      throw new ApiError('invalid_state', `${err.message}; it cannot be retried`);
+    }
+    const operation = operationOf(job, deps.catalog, deps.features, now);
+    const outcome = await enqueueInTransaction(
+      tx,
+      {
+        ...operation,
+        resellerId: job.resellerId,
+        serviceId: job.serviceId,
+        audit,
+        auditTarget: { type: 'job', id: job.id },
+      },
+      now,
+    );
+    if (outcome.kind === 'queued' && !(await markRetried(tx, job.id, outcome.job.id))) {
+      // Another retry recorded its job first: this one's job is rolled back with the
+      // transaction, and the run again reads the job as that retry left it (409 above).
+      throw new SeqConflict();
+    }
+    return outcome;
+  });
 }

@@ -32,6 +32,8 @@ import {
   type ServiceChange,
   type ServicePatch,
   serviceChangeColumns,
+  serviceErrorColumns,
+  serviceErrorOf,
 } from '../store/repos/services.ts';
 import { recordUsageChange, USAGE_SOURCE } from '../store/repos/usage-intervals.ts';
 import type { Database, JobTable } from '../store/schema.ts';
@@ -239,13 +241,21 @@ async function retry(
       locked_until: null,
     } as const;
     await guarded(deps.db, job, deps.workerId, requeue, async (tx) => {
-      await tx
+      const back = await tx
         .updateTable('services')
         .set({ status: from.status, active_job_id: null, updated_at: now })
         .where('id', '=', job.serviceId)
-        .execute();
+        .returning(['error_code', 'error_message'])
+        .executeTakeFirst();
       const shown = transitionalStatus(job.action, from.status);
-      await recordEvents(tx, job.resellerId, statusChanged(job.serviceId, shown, from.status, job.id), now);
+      // Back to `failed` (a create or terminate of a failed service): the reason it still has.
+      const error = back ? serviceErrorOf(back) : null;
+      await recordEvents(
+        tx,
+        job.resellerId,
+        statusChanged(job.serviceId, shown, from.status, job.id, error),
+        now,
+      );
     });
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
@@ -305,7 +315,15 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     // wrote a count of pending jobs it had read before the other's commit.
     const service = await tx
       .selectFrom('services')
-      .select(['status', 'pending_jobs', 'projected_status', 'projected_resume', 'job_seq'])
+      .select([
+        'status',
+        'pending_jobs',
+        'projected_status',
+        'projected_resume',
+        'job_seq',
+        'error_code',
+        'error_message',
+      ])
       .where('id', '=', job.serviceId)
       .$if(deps.features.rowLocks, (q) => q.forUpdate())
       .executeTakeFirst();
@@ -326,6 +344,14 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.status = after.status;
       if (patch.resume_status === undefined) set.resume_status = after.resume;
     }
+    // Why the service is failed: a create that failed for good says so; a service that is no
+    // longer failed has no reason left; otherwise (a failed job that leaves it failed as it was)
+    // the reason it had stays.
+    let error = serviceErrorOf(service);
+    if (set.status !== undefined && set.status !== 'failed') error = null;
+    else if (set.status === 'failed' && ending.status === 'failed' && job.action === 'create')
+      error = { code: 'create_failed', message: ending.error };
+    Object.assign(set, serviceErrorColumns(error));
     if (ending.status === 'failed' && after) {
       const rest = pending === 0 ? [] : await queuedActions(tx, job.serviceId);
       const projected = project(after, rest);
@@ -343,7 +369,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       .executeTakeFirst();
     if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, updated, now);
     const changed =
-      set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id);
+      set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id, error);
     await recordEvents(tx, job.resellerId, [...changed, finished], now);
   });
 }

@@ -15,6 +15,8 @@ import * as m012 from './migrations/012-password-applies.ts';
 import * as m013 from './migrations/013-job-queue-order.ts';
 import * as m014 from './migrations/014-events-seq-at-commit.ts';
 import * as m015 from './migrations/015-job-notifications.ts';
+import * as m016 from './migrations/016-job-retry.ts';
+import * as m017 from './migrations/017-service-error.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -33,6 +35,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '013-job-queue-order': m013,
   '014-events-seq-at-commit': m014,
   '015-job-notifications': m015,
+  '016-job-retry': m016,
+  '017-service-error': m017,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -7,6 +7,7 @@
 import type { Generated } from 'kysely';
 import type { EventType } from '../domain/events.ts';
 import type { PasswordApplies } from '../domain/passwords.ts';
+import type { ServiceErrorCode } from '../domain/service-error.ts';
 import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/status-machine.ts';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
@@ -150,6 +151,9 @@ export interface ServiceTable {
   suspend_reason: string | null;
   /** `now` or `next_boot`: whether the last password reset reached the running guest (migrations/012). */
   password_applies: PasswordApplies | null;
+  /** Why the service is `failed` (domain/service-error.ts); null when it is not, or none is known (migrations/017). */
+  error_code: ServiceErrorCode | null;
+  error_message: string | null;
   /** The status once every accepted job has succeeded; requests are checked against it. */
   projected_status: StableStatus;
   projected_resume: PowerStatus | null;
@@ -192,6 +196,8 @@ export interface JobTable {
   from_state: string | null;
   /** JSON of what the finished job reports, e.g. {"password_applies": "now"} (migrations/012). */
   result: string | null;
+  /** A failed job an operator retried: the job the retry queued; null until then (migrations/016). */
+  retry_job_id: string | null;
 }
 
 export interface IdempotencyKeyTable {

@@ -68,8 +68,12 @@ describe('console: jobs', { skip: noBrowser }, () => {
   const signIn = signedInPages('alice', PASSWORD);
   const signedIn = (options: { javaScriptEnabled?: boolean } = {}) => signIn(browser, origin, options);
 
-  test('retry a failed job: a new job is queued; a second retry is refused with the API’s message', async () => {
+  test('retry a failed job: a new job is queued, the row says so; a second retry is refused with the API’s message', async () => {
     const { page, problems } = await signedIn();
+    // Another page, loaded before the retry, still shows the Retry button.
+    const { page: stale, problems: staleProblems } = await signedIn();
+    await stale.goto(`${origin}${CONSOLE}/jobs?status=failed`);
+    await rows(stale).first().waitFor();
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Jobs' }).click();
     await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
     // Failed is the default tab.
@@ -96,19 +100,28 @@ describe('console: jobs', { skip: noBrowser }, () => {
     // Queued jobs may start any moment: the list refreshes itself while it holds any.
     assert.equal(await page.locator('#jobs-live').getAttribute('data-live'), '2');
 
-    // Retrying the same failed job again: the service already has its create queued.
+    // The failed job was retried: its row names the new job and offers no second retry.
     await tabs.getByRole('link', { name: 'Failed' }).click();
     await page.waitForURL(/status=failed/);
-    await rows(page)
+    const after = rows(page).first();
+    assert.match(await after.innerText(), /Retried as job [0-9a-f-]{36}/);
+    assert.equal(await after.getByRole('button').count(), 0);
+    const newJob = (await after.innerText()).match(/Retried as job ([0-9a-f-]{36})/)![1]!;
+
+    // The page loaded before the retry sends it again: refused, naming the job the retry queued.
+    await rows(stale)
       .first()
       .getByRole('button', { name: /^Retry/ })
       .click();
-    const alert = page.getByRole('alert');
+    const alert = stale.getByRole('alert');
     await alert.waitFor();
-    // Checked against where its queued create leads (running), as any new request would be.
-    assert.equal(await alert.innerText(), 'Cannot create a service that is running');
-    assert.equal(page.url(), `${origin}${CONSOLE}/jobs?status=failed`);
+    assert.equal(
+      await alert.innerText(),
+      `This job was retried already, as job ${newJob}; retry that one if it failed`,
+    );
+    assert.equal(stale.url(), `${origin}${CONSOLE}/jobs?status=failed`);
     assert.deepEqual(problems, []);
+    assert.deepEqual(staleProblems, []);
   });
 
   test('cancel a queued job: it leaves the queue and its service is back where it was', async () => {
@@ -159,5 +172,18 @@ describe('console: jobs', { skip: noBrowser }, () => {
     );
     assert.deepEqual(problems, []);
     assert.deepEqual(secondProblems, []);
+  });
+
+  test('a failed service’s page says why it failed: its create’s error, with the code', async () => {
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${broken}`);
+    const facts = page.locator('dl.facts');
+    await facts.waitFor();
+    assert.match(await page.locator('.service-status').innerText(), /^failed/);
+    assert.match(
+      await page.locator('.service-error').innerText(),
+      /^Simulated permanent fault: .+ \(create_failed\)$/,
+    );
+    assert.deepEqual(problems, []);
   });
 });

@@ -1,10 +1,17 @@
 import { type NewService, newServiceRow } from '../../src/store/repos/services.ts';
 
 /**
- * A services row as the code wrote it before migration 012 (no `password_applies`), for the
- * tests of migrations that run on a store migrated only up to an older one.
+ * A services row as the code wrote it before migration 012 (no `password_applies`, nor the
+ * later `error_code` and `error_message`), for the tests of migrations that run on a store
+ * migrated only up to an older one.
  */
 export function serviceRowBefore012(s: NewService) {
-  const { password_applies: _, ...row } = newServiceRow(s);
+  const { password_applies: _, ...row } = serviceRowBefore017(s);
+  return row;
+}
+
+/** A services row as the code wrote it before migration 017 (no `error_code`, `error_message`). */
+export function serviceRowBefore017(s: NewService) {
+  const { error_code: _, error_message: __, ...row } = newServiceRow(s);
   return row;
 }

@@ -830,6 +830,7 @@ export interface components {
         | 'reseller_name_taken'
         | 'job_not_queued'
         | 'job_not_failed'
+        | 'job_already_retried'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -884,6 +885,7 @@ export interface components {
         | 'reseller_name_taken'
         | 'job_not_queued'
         | 'job_not_failed'
+        | 'job_already_retried'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1032,6 +1034,16 @@ export interface components {
       /** @description What the finished job reports beyond its status; null for most jobs */
       result: components['schemas']['JobResult'] | null;
     };
+    /** ServiceError */
+    ServiceError: {
+      /**
+       * @description vm_missing: the server no longer exists on its host (removed outside the API); create_failed: its create job failed for good
+       * @enum {string}
+       */
+      code: 'vm_missing' | 'create_failed';
+      /** @description The reason, for a person */
+      message: string;
+    };
     /** ServiceDetails */
     ServiceDetails: {
       /** Format: uuid */
@@ -1093,6 +1105,8 @@ export interface components {
       )[];
       /** @description The job running now, else the next queued one, else null */
       job: components['schemas']['Job'] | null;
+      /** @description Why the service is failed; null unless its status is failed (and null for a failed service whose reason is not known) */
+      error: components['schemas']['ServiceError'] | null;
       /** Format: date-time */
       created_at: string;
       /** Format: date-time */
@@ -1134,6 +1148,8 @@ export interface components {
       )[];
       /** @description The job running now, else the next queued one, else null */
       job: components['schemas']['Job'] | null;
+      /** @description Why the service is failed; null unless its status is failed (and null for a failed service whose reason is not known) */
+      error: components['schemas']['ServiceError'] | null;
     };
     /** OrderedServiceA */
     OrderedServiceA: {
@@ -1582,6 +1598,13 @@ export interface operations {
                         reason?: 'stopped_outside_api' | 'started_outside_api' | 'vm_missing';
                         /** @description Only when job_id is null: the reason, for a person */
                         message?: string;
+                        /** @description Only when `to` is `failed`: why, as the service’s status and details show it (vm_missing: removed outside the API; create_failed: its create job failed for good, with the job’s error) */
+                        error?: {
+                          /** @enum {string} */
+                          code: 'vm_missing' | 'create_failed';
+                          /** @description The reason, for a person */
+                          message: string;
+                        };
                       };
                     }
                   | {

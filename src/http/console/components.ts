@@ -61,3 +61,8 @@ export function table(caption: string, head: readonly string[], rows: readonly H
 <tbody>${rows}</tbody>
 </table></div>`;
 }
+
+/** Where a failed job that was retried already stands instead of its Retry button: the job its retry queued. */
+export function retriedAs(jobId: string): Html {
+  return html`<span class="retried">Retried as job <span class="mono id">${jobId}</span></span>`;
+}

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
@@ -7,6 +7,7 @@ import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
 import { listJobsPage } from '../../store/repos/job-list.ts';
+import type { Job } from '../../store/repos/jobs.ts';
 import { answerMessage } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
@@ -19,9 +20,21 @@ import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './
 
 /** A job in the operator's list: which reseller's it is too. */
 export const OperatorJobPayload = Type.Object(
-  { ...JobPayload.properties, reseller_id: Id() },
+  {
+    ...JobPayload.properties,
+    reseller_id: Id(),
+    retry_job_id: Nullable(Id(), {
+      description:
+        'A failed job an operator retried: the job that retry queued (a job is retried at most once)',
+    }),
+  },
   { title: 'OperatorJob' },
 );
+
+/** A job as the operator API shows it (the list, a service's details). */
+export function operatorJobView(j: Job): Static<typeof OperatorJobPayload> {
+  return { ...jobView(j), reseller_id: j.resellerId, retry_job_id: j.retryJobId };
+}
 
 const JobParams = Type.Object({ job_id: InputId('The job') });
 
@@ -90,11 +103,8 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         before: before ? { createdAt: before[0], id: before[1] } : undefined,
         limit: limit + 1,
       });
-      return pageOf(
-        rows,
-        limit,
-        (j) => ({ ...jobView(j), reseller_id: j.resellerId }),
-        (j) => encodeCursor(ctx.keys.cursorKey, 'jobs', [j.createdAt, j.id]),
+      return pageOf(rows, limit, operatorJobView, (j) =>
+        encodeCursor(ctx.keys.cursorKey, 'jobs', [j.createdAt, j.id]),
       );
     },
   );
@@ -107,7 +117,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         tags,
         summary: 'Retry a failed job',
         description:
-          'Queues the failed job’s operation again as a new job, for its reseller, checked like a new request: 400 `invalid_state` if the service no longer accepts it, 200 with no job when its target was reached meanwhile. A job that did not fail is 409 `job_not_failed`.',
+          'Queues the failed job’s operation again as a new job, for its reseller, checked like a new request: 400 `invalid_state` if the service no longer accepts it, 200 with no job when its target was reached meanwhile. A job that did not fail is 409 `job_not_failed`. A job is retried at most once, even by concurrent requests: a job retried already is 409 `job_already_retried`, whose envelope names the job that retry queued in `retry_job_id`.',
         params: JobParams,
         errorStatuses: [409],
         successHeaders: JOB_HEADERS,

@@ -16,7 +16,8 @@ import { registerScheduleActions } from '../routes/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../routes/service-actions.ts';
 import { Id, InputId, isUuid, Nullable, ServiceParams, StringEnum } from '../schemas.ts';
 import { serviceIdOf } from '../service-id.ts';
-import { DetailsPayload, detailsView, JobPayload, jobView } from '../service-views.ts';
+import { DetailsPayload, detailsView } from '../service-views.ts';
+import { OperatorJobPayload, operatorJobView } from './jobs.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
 
@@ -57,7 +58,7 @@ export const ServiceDetailsPayload = Type.Object(
       description: 'The host its server is on; null before it is created',
     }),
     updated_at: Timestamp,
-    jobs: Type.Array(JobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
+    jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
     backups: Type.Array(BackupPayload),
   },
   { title: 'OperatorServiceDetails' },
@@ -184,7 +185,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         pending_jobs: service.pendingJobs,
         host: service.hostId !== null && host ? { host_id: service.hostId, state: host } : null,
         updated_at: new Date(service.updatedAt).toISOString(),
-        jobs: jobs.map(jobView),
+        jobs: jobs.map(operatorJobView),
         backups: backups.map(backupView),
       };
     },

@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { DRIFT_REASONS, type DriftReason } from '../../domain/power-drift.ts';
+import { SERVICE_ERROR_CODES } from '../../domain/service-error.ts';
 import { JOB_ACTIONS, STATUSES } from '../../domain/status-machine.ts';
 import { listEvents, type StoredEvent } from '../../store/repos/events.ts';
 import { apiRoute } from '../api-route.ts';
@@ -32,6 +33,18 @@ const StatusChangedEvent = Type.Object(
       ),
       message: Type.Optional(
         Type.String({ description: 'Only when job_id is null: the reason, for a person' }),
+      ),
+      error: Type.Optional(
+        Type.Object(
+          {
+            code: StringEnum(SERVICE_ERROR_CODES),
+            message: Type.String({ description: 'The reason, for a person' }),
+          },
+          {
+            description:
+              'Only when `to` is `failed`: why, as the service’s status and details show it (vm_missing: removed outside the API; create_failed: its create job failed for good, with the job’s error)',
+          },
+        ),
       ),
     }),
   },

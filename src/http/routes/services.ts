@@ -63,15 +63,15 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
     return detailsView(service, job, ctx.secretBox);
   };
   const status = async (request: FastifyRequest) => {
-    const service = found(
-      await findOwnedServiceStatus(
-        ctx.store.reads,
-        applicationCaller(request).resellerId,
-        serviceIdOf(request),
-      ),
-    );
+    const resellerId = applicationCaller(request).resellerId;
+    const service = found(await findOwnedServiceStatus(ctx.store.reads, resellerId, serviceIdOf(request)));
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
-    return statusView(service, job);
+    // Only a failed service has a reason to show; the others need no read beyond the index's.
+    const error =
+      service.status === 'failed'
+        ? ((await findOwnedService(ctx.store.reads, resellerId, service.id))?.error ?? null)
+        : null;
+    return statusView(service, job, error);
   };
   // Variant B reads with GET, variant A with POST (with a body): both are served.
   const readDetails = { params: ServiceParams, response: { 200: DetailsPayload } };

@@ -25,6 +25,8 @@ export interface Job {
   readonly lockedBy: string | null;
   /** What the finished job reports beyond its status (a password reset: when it applies). */
   readonly result: JobResult | null;
+  /** A failed job an operator retried: the job that retry queued (a job is retried at most once). */
+  readonly retryJobId: string | null;
 }
 
 /** What a finished job may report (jobs.result, migrations/012). */
@@ -71,6 +73,7 @@ export function toJob(r: JobTable): Job {
     finishedAt: r.finished_at,
     lockedBy: r.locked_by,
     result: r.result === null ? null : (parseJson(r.result) as JobResult),
+    retryJobId: r.retry_job_id,
   };
 }
 
@@ -151,6 +154,7 @@ export function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
     step_marker: null,
     from_state: null,
     result: null,
+    retry_job_id: null,
   };
 }
 
@@ -218,6 +222,23 @@ export async function updateOwnedJob(
     .where('id', '=', id)
     .where('status', '=', 'running')
     .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return r.numUpdatedRows === 1n;
+}
+
+/**
+ * Records that a failed job was retried as `retryJobId`, if no retry was recorded yet: one
+ * conditional update (a compare-and-set), so of concurrent retries only one records its job; on
+ * PostgreSQL a second writer waits for the first's commit and then finds the column set. False
+ * when another retry was first (or the job is not a failed one).
+ */
+export async function markRetried(db: Kysely<Database>, jobId: string, retryJobId: string): Promise<boolean> {
+  const r = await db
+    .updateTable('jobs')
+    .set({ retry_job_id: retryJobId })
+    .where('id', '=', jobId)
+    .where('status', '=', 'failed')
+    .where('retry_job_id', 'is', null)
     .executeTakeFirst();
   return r.numUpdatedRows === 1n;
 }

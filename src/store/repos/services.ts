@@ -1,5 +1,6 @@
 import type { Kysely, Updateable } from 'kysely';
 import type { PasswordApplies } from '../../domain/passwords.ts';
+import type { ServiceError } from '../../domain/service-error.ts';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
 import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
@@ -32,6 +33,8 @@ export interface Service {
   readonly diskRevision: number | null;
   /** Whether the last password reset reached the running guest (`now`) or waits for its next boot. */
   readonly passwordApplies: PasswordApplies | null;
+  /** Why it is `failed` (set when it became so; cleared when a job leaves it otherwise). */
+  readonly error: ServiceError | null;
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly terminatedAt: number | null;
@@ -94,6 +97,18 @@ function toServiceStatus(r: ServiceStatusRow): ServiceStatus {
   };
 }
 
+/** The reason stored on a service row, if any. */
+export function serviceErrorOf(r: Pick<ServiceRow, 'error_code' | 'error_message'>): ServiceError | null {
+  return r.error_code === null ? null : { code: r.error_code, message: r.error_message ?? '' };
+}
+
+/** The columns that record why a service is failed; `serviceErrorColumns(null)` clears them. */
+export function serviceErrorColumns(
+  error: ServiceError | null,
+): Pick<ServicePatch, 'error_code' | 'error_message'> {
+  return { error_code: error?.code ?? null, error_message: error?.message ?? null };
+}
+
 export function toService(r: ServiceRow): Service {
   return {
     ...toServiceStatus(r),
@@ -117,6 +132,7 @@ export function toService(r: ServiceRow): Service {
     ips: JSON.parse(r.ips) as string[],
     diskRevision: r.disk_revision,
     passwordApplies: r.password_applies,
+    error: serviceErrorOf(r),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     terminatedAt: r.terminated_at,
@@ -169,6 +185,8 @@ export function newServiceRow(s: NewService): ServiceRow {
     ips: '[]',
     disk_revision: null,
     password_applies: null,
+    error_code: null,
+    error_message: null,
     created_at: s.now,
     updated_at: s.now,
     terminated_at: null,

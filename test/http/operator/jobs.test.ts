@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { CANCELLED } from '../../../src/jobs/cancel-job.ts';
 import { claimJobs } from '../../../src/jobs/claim.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
-import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
+import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
 import { testStores } from '../../helpers/stores.ts';
@@ -202,19 +202,85 @@ for (const store of testStores()) {
       const details = await opsCall(t, ops, 'GET', `services/${id}`);
       assert.equal(details.body.data.host.host_id, 'sim-host-2');
 
-      // The service runs now: the failed create no longer fits it.
+      // Retried once already: a second retry names the job the first one queued.
       const again = await opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`);
-      assert.equal(again.status, 400);
-      assert.equal(again.body.error_code, 'invalid_state');
+      assert.equal(again.status, 409);
+      assert.equal(again.body.error_code, 'job_already_retried');
+      assert.equal(again.body.retry_job_id, newJob.job_id);
       const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
       assert.deepEqual(
-        entries.filter((e) => e.action === 'job.retry').map((e) => [e.actor.type, e.target?.id, e.outcome]),
+        entries
+          .filter((e) => e.action === 'job.retry' && e.target?.id === failedJob)
+          .map((e) => [e.actor.type, e.target?.id, e.outcome]),
         [
           ['operator', failedJob, 'ok'],
-          ['operator', failedJob, 'invalid_state'],
+          ['operator', failedJob, 'job_already_retried'],
         ],
       );
       await opsCall(t, ops, 'POST', 'hosts/sim-host-1/activate');
+    });
+
+    test('a failed backup_create is retried at most once: ten retries at once queue one job, the others and a later one are 409 job_already_retried with its id', async () => {
+      const id = await orderRunning(t, acme, 'backup-retry.example.com');
+      // Every host's backup storage is full: the backup fails for good (and so does its retry).
+      const { db } = t.ctx.store;
+      const used = await db.selectFrom('hypervisor_hosts').select(['id', 'used_backup_gb']).execute();
+      await db
+        .updateTable('hypervisor_hosts')
+        .set((eb) => ({ used_backup_gb: eb.ref('backup_gb') }))
+        .execute();
+      try {
+        const failedJob = await ask(t, acme, id, 'backup/create');
+        await waitForStatus(t, acme, id, 'running');
+        const jobsOf = async () =>
+          (await opsCall(t, ops, 'GET', `jobs?service_id=${id}`)).body.data.items.filter(
+            (j: any) => j.action === 'backup_create',
+          );
+        const [failed] = await jobsOf();
+        assert.deepEqual([failed.job_id, failed.status, failed.retry_job_id], [failedJob, 'failed', null]);
+        assert.match(failed.error, /Backup storage .* is full/);
+
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, () => opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`)),
+        );
+        const ok = answers.filter((a) => a.status === 200);
+        assert.equal(ok.length, 1, JSON.stringify(answers.map((a) => a.body)));
+        const retryJob = ok[0]!.body.data.job.job_id;
+        for (const refused of answers.filter((a) => a.status !== 200)) {
+          assert.equal(refused.status, 409, JSON.stringify(refused.body));
+          assert.equal(refused.body.error_code, 'job_already_retried');
+          assert.equal(refused.body.retry_job_id, retryJob);
+          assert.match(refused.body.message, new RegExp(retryJob));
+        }
+        await waitForStatus(t, acme, id, 'running');
+        // Exactly one new job (and one new backup record): the original and its retry.
+        const jobs = await jobsOf();
+        assert.deepEqual(jobs.map((j: any) => j.job_id).sort(), [failedJob, retryJob].sort());
+        assert.equal(jobs.find((j: any) => j.job_id === failedJob).retry_job_id, retryJob);
+        const backups = await call(t, acme, 'GET', `service/${id}/backups`, undefined, B);
+        assert.equal(backups.body.data.length, 2, JSON.stringify(backups.body.data));
+
+        // Later, one at a time: still refused, with the same job; the retry itself (failed too)
+        // may be retried, once.
+        const later = await opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`);
+        assert.deepEqual(
+          [later.status, later.body.error_code, later.body.retry_job_id],
+          [409, 'job_already_retried', retryJob],
+        );
+        const chained = await opsCall(t, ops, 'POST', `jobs/${retryJob}/retry`);
+        assert.equal(chained.status, 200, JSON.stringify(chained.body));
+        assert.equal(chained.body.data.job.action, 'backup_create');
+        await waitForStatus(t, acme, id, 'running');
+        assert.equal((await jobsOf()).length, 3);
+      } finally {
+        for (const h of used) {
+          await db
+            .updateTable('hypervisor_hosts')
+            .set({ used_backup_gb: h.used_backup_gb })
+            .where('id', '=', h.id)
+            .execute();
+        }
+      }
     });
   });
 }

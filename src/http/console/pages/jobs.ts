@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
 import type { CancelPayload, OperatorJobPayload, RetryPayload } from '../../operator/jobs.ts';
-import { badge, nextPageLink, type Page, table, time } from '../components.ts';
+import { badge, nextPageLink, type Page, retriedAs, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { backOf, buttonForm, pathParam } from '../forms.ts';
 import { html } from '../html.ts';
@@ -43,24 +43,26 @@ export function registerJobsPage(router: ConsoleRouter): void {
     const rows = list.items.map((j) => {
       const what = `${j.action} job of service ${j.service_id}`;
       const act =
-        j.status === 'failed'
-          ? buttonForm({
-              csrf: call.csrf,
-              action: `${CONSOLE}/jobs/${j.job_id}/retry`,
-              label: 'Retry',
-              name: `Retry the ${what}`,
-              back: here,
-            })
-          : j.status === 'queued'
+        j.retry_job_id !== null
+          ? retriedAs(j.retry_job_id)
+          : j.status === 'failed'
             ? buttonForm({
                 csrf: call.csrf,
-                action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
-                label: 'Cancel',
-                name: `Cancel the ${what}`,
-                kind: 'secondary',
+                action: `${CONSOLE}/jobs/${j.job_id}/retry`,
+                label: 'Retry',
+                name: `Retry the ${what}`,
                 back: here,
               })
-            : '';
+            : j.status === 'queued'
+              ? buttonForm({
+                  csrf: call.csrf,
+                  action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                  label: 'Cancel',
+                  name: `Cancel the ${what}`,
+                  kind: 'secondary',
+                  back: here,
+                })
+              : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
 <td><a href="${CONSOLE}/services/${j.service_id}" class="mono id">${j.service_id}</a></td>
 <td>${badge(j.status)}</td><td class="num">${j.attempts}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;

@@ -3,7 +3,7 @@ import type { Operation } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { ResellerPayload } from '../../operator/resellers.ts';
 import type { ServiceDetailsPayload } from '../../operator/services.ts';
-import { badge, table, time } from '../components.ts';
+import { badge, retriedAs, table, time } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';
 import { type Html, html } from '../html.ts';
@@ -47,6 +47,7 @@ function facts(s: Details, reseller: string): Html {
   return html`<dl class="facts">
 <dt>Status</dt><dd class="service-status">${statusCell(s.status, s.projected_status, s.pending_jobs)}</dd>
 ${s.suspend_reason ? html`<dt>Suspended because</dt><dd>${s.suspend_reason}</dd>` : ''}
+${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.message} <span class="mono">(${s.error.code})</span></dd>` : ''}
 <dt>Domain</dt><dd>${s.domain_name}</dd>
 <dt>Service id</dt><dd class="mono">${s.service_id}</dd>
 <dt>Reseller</dt><dd><a href="${CONSOLE}/services?reseller_id=${s.reseller_id}">${reseller}</a></dd>
@@ -68,24 +69,26 @@ function timeline(s: Details, csrf: string): Html {
     s.jobs.map((j: Job) => {
       const what = `${j.action} job of ${j.created_at.slice(0, 19).replace('T', ' ')}`;
       const act =
-        j.status === 'failed'
-          ? buttonForm({
-              csrf,
-              action: `${CONSOLE}/jobs/${j.job_id}/retry`,
-              label: 'Retry',
-              name: `Retry ${what}`,
-              back,
-            })
-          : j.status === 'queued'
+        j.retry_job_id !== null
+          ? retriedAs(j.retry_job_id)
+          : j.status === 'failed'
             ? buttonForm({
                 csrf,
-                action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
-                label: 'Cancel',
-                name: `Cancel ${what}`,
-                kind: 'secondary',
+                action: `${CONSOLE}/jobs/${j.job_id}/retry`,
+                label: 'Retry',
+                name: `Retry ${what}`,
                 back,
               })
-            : '';
+            : j.status === 'queued'
+              ? buttonForm({
+                  csrf,
+                  action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                  label: 'Cancel',
+                  name: `Cancel ${what}`,
+                  kind: 'secondary',
+                  back,
+                })
+              : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td><td>${badge(j.status)}</td>
 <td class="num">${j.attempts}</td><td>${time(j.finished_at)}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
     }),
