@@ -1,8 +1,13 @@
 import { resolve } from 'node:path';
+import { ExpectedFailure } from './expected-failure.ts';
 
-/** A setting that cannot be used; start-up stops with this message. */
-export class ConfigError extends Error {
+/** A setting that cannot be used; start-up stops with this message (exit code 2). */
+export class ConfigError extends ExpectedFailure {
   override name = 'ConfigError';
+
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { exitCode: 2, ...options });
+  }
 }
 
 export type DriverName = 'simulated' | 'libvirt';
