@@ -1,8 +1,13 @@
 import { resolve } from 'node:path';
+import { ExpectedFailure } from './expected-failure.ts';
 
-/** A setting that cannot be used; start-up stops with this message. */
-export class ConfigError extends Error {
+/** A setting that cannot be used; start-up stops with this message (exit code 2). */
+export class ConfigError extends ExpectedFailure {
   override name = 'ConfigError';
+
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { exitCode: 2, ...options });
+  }
 }
 
 export type DriverName = 'simulated' | 'libvirt';
@@ -61,6 +66,11 @@ export interface Config {
   readonly secretKey: string | undefined;
   /** Public base URL ({base_url}); undefined means derived from each request's Host. */
   readonly baseUrl: string | undefined;
+  /**
+   * Origins (`https://panel.example.com`) whose pages may call the reseller API from a browser
+   * (CORS); empty: none may (the default).
+   */
+  readonly corsOrigins: readonly string[];
   readonly workerMode: WorkerMode;
   readonly workerConcurrency: number;
   /**
@@ -273,6 +283,30 @@ function readUrl(env: Env, name: string, protocols: readonly string[]): string |
   return raw.replace(/\/+$/, '');
 }
 
+/**
+ * Exact origins, comma-separated: scheme, host and port as a browser sends them in `Origin`
+ * (lower case, no default port, no path), so that each is compared as it stands.
+ */
+function readOrigins(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((part) => {
+    const entry = part.trim();
+    let origin: string | undefined;
+    try {
+      const url = new URL(entry);
+      // A name or an address: URL takes `*` in a host, which no browser sends as an origin.
+      const host = /^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/.test(url.hostname);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && host) origin = url.origin;
+    } catch {}
+    if (origin === entry) return entry;
+    const hint = origin && origin !== 'null' ? ` (did you mean ${origin}?)` : '';
+    throw new ConfigError(
+      `${name} must be a comma-separated list of exact origins such as https://panel.example.com (http or https, no path, no wildcard), got "${entry}"${hint}`,
+    );
+  });
+}
+
 function readTime(env: Env, name: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -312,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
     simulatedFaults: readFaults(env, 'VRP_SIM_FAULTS'),
     secretKey: readSecretKey(env, 'VRP_SECRET_KEY'),
     baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
+    corsOrigins: readOrigins(env, 'VRP_CORS_ORIGINS'),
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
     workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
     workerPollMs: readDurationMs(env, 'VRP_WORKER_POLL', 500, 10),

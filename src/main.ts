@@ -1,7 +1,7 @@
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
 import { createDriver } from './drivers/create-driver.ts';
-import { expectedFailure } from './expected-failure.ts';
+import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.ts';
 import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
 import { exitOnSignals } from './shutdown.ts';
@@ -33,7 +33,18 @@ export async function serve(config: Config): Promise<void> {
 
   if (config.workerMode !== 'api') background = startBackground(ctx, driver, app.log);
   if (config.workerMode !== 'worker') {
-    await app.listen({ host: config.host, port: config.port });
+    try {
+      await app.listen({ host: config.host, port: config.port });
+    } catch (err) {
+      const cause = systemCause(err);
+      if (cause === undefined) throw err;
+      throw new ExpectedFailure(
+        `cannot listen on ${config.host}:${config.port} (VRP_HOST, VRP_PORT): ${cause}`,
+        {
+          cause: err,
+        },
+      );
+    }
   } else {
     await app.ready();
     app.log.info('worker-only process: not listening');
@@ -44,12 +55,6 @@ if (import.meta.main) {
   try {
     await serve(loadConfig());
   } catch (err) {
-    const expected = expectedFailure(err);
-    if (expected) {
-      console.error(`vrp: ${expected.message}`);
-      process.exit(expected.exitCode);
-    }
-    console.error('vrp: could not start:', err);
-    process.exit(1);
+    process.exit(reportFailure(err));
   }
 }

@@ -163,6 +163,7 @@ describe('loadConfig', () => {
       'VRP_SIM_FAULTS',
       'VRP_SECRET_KEY',
       'VRP_BASE_URL',
+      'VRP_CORS_ORIGINS',
       'VRP_ROLE',
       'VRP_WORKER_CONCURRENCY',
       'VRP_WORKER_POLL',
@@ -267,5 +268,34 @@ describe('VRP_AUDIT_RETENTION', () => {
     assert.equal(loadConfig({ VRP_AUDIT_RETENTION: '24h' }).auditRetentionMs, DAY);
     for (const bad of ['12h', '0', 'forever', '-1d'])
       refuses({ VRP_AUDIT_RETENTION: bad }, 'VRP_AUDIT_RETENTION');
+  });
+});
+
+describe('VRP_CORS_ORIGINS', () => {
+  test('off by default; exact origins, comma-separated; anything else refused naming the setting', () => {
+    assert.deepEqual(loadConfig({}).corsOrigins, []);
+    assert.deepEqual(loadConfig({ VRP_CORS_ORIGINS: '' }).corsOrigins, []);
+    assert.deepEqual(
+      loadConfig({ VRP_CORS_ORIGINS: 'https://panel.example.com, http://127.0.0.1:5173' }).corsOrigins,
+      ['https://panel.example.com', 'http://127.0.0.1:5173'],
+    );
+    for (const bad of [
+      '*',
+      'null',
+      'panel.example.com',
+      'https://panel.example.com/',
+      'https://panel.example.com/app',
+      'https://Panel.example.com',
+      'https://panel.example.com:443',
+      'https://*.example.com',
+      'ftp://panel.example.com',
+      'https://panel.example.com,',
+    ]) {
+      refuses({ VRP_CORS_ORIGINS: bad }, 'VRP_CORS_ORIGINS');
+    }
+    assert.throws(
+      () => loadConfig({ VRP_CORS_ORIGINS: 'https://panel.example.com/' }),
+      /did you mean https:\/\/panel\.example\.com\?/,
+    );
   });
 });

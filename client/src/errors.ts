@@ -5,7 +5,13 @@
 export type ClientErrorCode =
   /** The request never got an answer (refused, reset, DNS, TLS): `cause` says why. */
   | 'network_error'
-  /** The answer was not the JSON the API answers (a proxy's error page, say). */
+  /**
+   * An error status (4xx, 5xx) whose answer is not the API's: a wrong base URL's 404, a
+   * proxy's 502 page. `status` is the answer's; the message quotes the server's own words and
+   * `responseText` holds the start of the body.
+   */
+  | 'http_error'
+  /** A success status (2xx) whose answer is not what the API answers (not JSON, no envelope, no token). */
   | 'invalid_response'
   /** waitForStatus: the service failed, or reached a status from which the wanted one cannot follow. */
   | 'unreachable_status'
@@ -26,17 +32,28 @@ export class VrpError extends Error {
   readonly requestId: string | undefined;
   /** waitForStatus: the service's last status seen. */
   readonly lastStatus: unknown;
+  /**
+   * The start of the answer's body (at most 2000 characters), as the server sent it; undefined
+   * when there was no answer.
+   */
+  readonly responseText: string | undefined;
 
   constructor(
     status: number,
     errorCode: string,
     message: string,
-    options: { requestId?: string | undefined; cause?: unknown; lastStatus?: unknown } = {},
+    options: {
+      requestId?: string | undefined;
+      cause?: unknown;
+      lastStatus?: unknown;
+      responseText?: string | undefined;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = status;
     this.errorCode = errorCode;
     this.requestId = options.requestId;
     this.lastStatus = options.lastStatus;
+    this.responseText = options.responseText;
   }
 }

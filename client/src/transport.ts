@@ -89,17 +89,13 @@ export function createTransport(options: TransportOptions) {
     return send(url, init());
   }
 
-  async function readJson(res: Response): Promise<unknown> {
+  /** The answer's body: its text and, when it is JSON, its value (undefined when it is not). */
+  async function readBody(res: Response): Promise<{ text: string; json: unknown }> {
     const text = await res.text();
     try {
-      return JSON.parse(text);
+      return { text, json: JSON.parse(text) };
     } catch {
-      throw new VrpError(
-        res.status,
-        'invalid_response',
-        `Expected JSON from ${res.url || 'the server'}, got ${res.status} ${res.headers.get('content-type') ?? 'without a content type'}`,
-        { requestId: requestIdOf(res) },
-      );
+      return { text, json: undefined };
     }
   }
 
@@ -117,17 +113,15 @@ export function createTransport(options: TransportOptions) {
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form.toString(),
     }));
-    const body = (await readJson(res)) as Record<string, unknown> | null;
-    if (!res.ok) {
-      const code = typeof body?.['error'] === 'string' ? body['error'] : 'invalid_response';
-      const text = typeof body?.['error_description'] === 'string' ? body['error_description'] : code;
-      throw new VrpError(res.status, code, text, { requestId: requestIdOf(res) });
-    }
+    const { text, json } = await readBody(res);
+    if (!res.ok) throw answerError(res, 'POST', text, json);
+    const body = isObject(json) ? json : undefined;
     const value = body?.['access_token'];
     const expiresIn = body?.['expires_in'];
     if (typeof value !== 'string' || typeof expiresIn !== 'number') {
       throw new VrpError(res.status, 'invalid_response', 'The token endpoint answered without a token', {
         requestId: requestIdOf(res),
+        responseText: excerpt(text),
       });
     }
     // Renew a tenth of the lifetime (at most a minute) early, so that no request carries a
@@ -180,26 +174,92 @@ export function createTransport(options: TransportOptions) {
       used = await currentToken();
       res = await sendWithRetry(url.href, init);
     }
-    const body = (await readJson(res)) as Record<string, unknown> | null;
-    const requestId = requestIdOf(res);
-    if (!res.ok || body?.['status'] !== 'Success') {
-      if (body && body['status'] === 'Error' && typeof body['error_code'] === 'string') {
-        throw new VrpError(res.status, body['error_code'], String(body['message'] ?? ''), { requestId });
-      }
+    const { text, json } = await readBody(res);
+    if (!res.ok) throw answerError(res, req.method, text, json);
+    if (!isObject(json) || json['status'] !== 'Success') {
       throw new VrpError(
         res.status,
         'invalid_response',
-        `Expected the API's envelope from ${req.method} ${url.pathname}, got ${res.status}`,
-        { requestId },
+        `Expected the API's envelope from ${req.method} ${url.pathname}, got ${res.status} ${res.headers.get('content-type') ?? 'without a content type'}`,
+        { requestId: requestIdOf(res), responseText: excerpt(text) },
       );
     }
-    return { data: body['data'] as T, message: String(body['message'] ?? ''), headers: res.headers };
+    return { data: json['data'] as T, message: String(json['message'] ?? ''), headers: res.headers };
   }
 
   return { call };
 }
 
 export type Transport = ReturnType<typeof createTransport>;
+
+/** The most of an answer's body that a VrpError carries (`responseText`), in characters. */
+const RESPONSE_TEXT_LIMIT = 2000;
+/** The most of a server's own words that a VrpError's message quotes, in characters. */
+const MESSAGE_LIMIT = 300;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The start of a body, at most `limit` characters (an ellipsis marks a cut). */
+function excerpt(text: string, limit = RESPONSE_TEXT_LIMIT): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/**
+ * A 4xx or 5xx answer as a VrpError: the API's error envelope (either variant) and the token
+ * endpoint's RFC 6749 body keep their code and message; any other answer (a wrong base URL's
+ * 404, a proxy's 502 page) is `http_error` with the server's own words in the message.
+ */
+function answerError(res: Response, method: string, text: string, json: unknown): VrpError {
+  const requestId = requestIdOf(res);
+  const responseText = excerpt(text);
+  if (isObject(json)) {
+    const isEnvelope = json['status'] === 'Error' || json['success'] === 'false';
+    if (isEnvelope && typeof json['error_code'] === 'string') {
+      return new VrpError(res.status, json['error_code'], String(json['message'] ?? ''), {
+        requestId,
+        responseText,
+      });
+    }
+    // RFC 6749 codes are snake_case (`invalid_client`); a framework's `"error": "Not Found"` is not one.
+    if (typeof json['error'] === 'string' && /^[a-z][a-z0-9_]*$/.test(json['error'])) {
+      const description = json['error_description'];
+      return new VrpError(
+        res.status,
+        json['error'],
+        typeof description === 'string' ? description : json['error'],
+        {
+          requestId,
+          responseText,
+        },
+      );
+    }
+  }
+  const path = res.url ? new URL(res.url).pathname : 'the server';
+  const words = serverWords(text, json, res.headers.get('content-type'));
+  const status = `${res.status}${res.statusText ? ` ${res.statusText}` : ''}`;
+  return new VrpError(
+    res.status,
+    'http_error',
+    `${method} ${path} answered ${status}${words ? `: ${excerpt(words, MESSAGE_LIMIT)}` : ''}`,
+    { requestId, responseText },
+  );
+}
+
+/** What a body says, readably: a JSON `message` (or `error`), an HTML page's text, or the text itself. */
+function serverWords(text: string, json: unknown, contentType: string | null): string {
+  if (isObject(json)) {
+    for (const key of ['message', 'error_description', 'error', 'detail', 'title']) {
+      const value = json[key];
+      if (typeof value === 'string' && value.trim() !== '') return value.trim();
+    }
+  }
+  const readable = /html/i.test(contentType ?? '')
+    ? text.replace(/<(script|style)\b[\s\S]*?<\/\1\s*>/gi, ' ').replace(/<[^>]*>/g, ' ')
+    : text;
+  return readable.replace(/\s+/g, ' ').trim();
+}
 
 function requestIdOf(res: Response): string | undefined {
   return res.headers.get('x-request-id') ?? undefined;

@@ -1,6 +1,9 @@
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ConfigError } from '../config.ts';
+import { ensureDataDir } from '../data-dir.ts';
+import { systemCause } from '../expected-failure.ts';
 
 /** Keys derived from the one master key: each use gets its own, so none is used twice. */
 export interface Keys {
@@ -28,18 +31,31 @@ function decodeMaster(raw: string): Buffer {
 export function loadMasterKey(secretKey: string | undefined, dataDir: string): Buffer {
   if (secretKey) return decodeMaster(secretKey);
   const file = keyFilePath(dataDir);
-  if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    try {
-      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-    } catch (err) {
-      // Another process created it first: use theirs.
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  let raw: string;
+  try {
+    if (!existsSync(file)) {
+      ensureDataDir(dataDir);
+      try {
+        writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+      } catch (err) {
+        // Another process created it first: use theirs.
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
     }
+    chmodSync(file, 0o600);
+    raw = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    const cause = systemCause(err);
+    if (cause === undefined) throw err;
+    throw new ConfigError(`the key file ${file} cannot be used: ${cause} (or set VRP_SECRET_KEY)`, {
+      cause: err,
+    });
   }
-  chmodSync(file, 0o600);
-  const raw = readFileSync(file, 'utf8').trim();
-  if (!/^[0-9a-f]{64}$/i.test(raw)) throw new Error(`${file} does not hold a 32-byte hex key`);
+  if (!/^[0-9a-f]{64}$/i.test(raw)) {
+    throw new ConfigError(
+      `the key file ${file} does not hold a 32-byte key as 64 hex digits: restore the store's key file, or set VRP_SECRET_KEY to its key`,
+    );
+  }
   return Buffer.from(raw, 'hex');
 }
 

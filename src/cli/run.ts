@@ -1,8 +1,7 @@
-import { inspect } from 'node:util';
 import type { Kysely } from 'kysely';
 import { type Config, loadConfig } from '../config.ts';
 import { isStorableText, unstorableTextMessage } from '../domain/storable-text.ts';
-import { expectedFailure } from '../expected-failure.ts';
+import { reportFailure } from '../expected-failure.ts';
 import { openStore } from '../store/database.ts';
 import type { Database } from '../store/schema.ts';
 import { catalogCommand } from './catalog.ts';
@@ -88,18 +87,11 @@ export async function runCli(
       process.stderr.write(`vrp: ${err.message}\n\n${USAGE}\n`);
       return 2;
     }
-    const expected = expectedFailure(err);
-    if (expected) {
-      process.stderr.write(`vrp: ${expected.message}\n`);
-      return expected.exitCode;
-    }
     if (err instanceof CommandError) {
       if (json) process.stdout.write(`${JSON.stringify({ error: err.message, ...err.details })}\n`);
       process.stderr.write(`vrp: ${err.message}\n`);
       return 1;
     }
-    // inspect, not .stack: the stack of the `cause` (a driver's error under ours) says what went wrong.
-    process.stderr.write(`vrp: ${inspect(err)}\n`);
-    return 1;
+    return reportFailure(err);
   }
 }

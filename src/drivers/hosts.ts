@@ -1,5 +1,6 @@
-import type { Insertable, Kysely } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
+import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
 import type { Database, LibvirtVmTable, SimVmTable } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
@@ -148,11 +149,12 @@ export async function reserveBackupSpace(
   hostId: string,
   sizeGb: number,
 ): Promise<boolean> {
-  let q = db
-    .updateTable('hypervisor_hosts')
-    .set((eb) => ({ used_backup_gb: eb('used_backup_gb', '+', sizeGb) }))
-    .where('id', '=', hostId);
-  if (sizeGb > 0) q = q.where((eb) => eb(eb('used_backup_gb', '+', sizeGb), '<=', eb.ref('backup_gb')));
+  // The sum rounded to the hundredth in SQL (round() with no digits is the one both stores
+  // have for double precision), so that the stored use does not drift (domain/sizes.ts).
+  const parts = sql.lit(GB_PARTS);
+  const sum = sql<number>`round((used_backup_gb + ${sizeGb}) * ${parts}) / ${parts}`;
+  let q = db.updateTable('hypervisor_hosts').set({ used_backup_gb: sum }).where('id', '=', hostId);
+  if (sizeGb > 0) q = q.where((eb) => eb(sum, '<=', eb.ref('backup_gb')));
   const r = await q.executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }

@@ -18,6 +18,7 @@ import { registerOperatorUsageRoutes } from './operator/usage.ts';
 import { registerWhoamiRoute } from './operator/whoami.ts';
 import { auditRefusals } from './plugins/audit.ts';
 import { authentication } from './plugins/authenticate.ts';
+import { cors } from './plugins/cors.ts';
 import { envelopeVariant } from './plugins/envelope-variant.ts';
 import { errorAnswers } from './plugins/errors.ts';
 import { jsonBody } from './plugins/json-body.ts';
@@ -149,6 +150,7 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   app.register(requestId);
   app.register(shutdownGate(app));
   app.register(httpMetrics, { metrics: ctx.metrics.http });
+  app.register(cors, { origins: ctx.config.corsOrigins });
   app.register(openapiRoutes);
   app.register(jsonBody);
   app.register(storableInput);

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
+import { roundGb, sumGb } from '../domain/sizes.ts';
 import { listBackups } from '../store/repos/backups.ts';
 import type { Service } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
@@ -17,15 +18,15 @@ export async function checkBackupQuota(db: Kysely<Database>, service: Service): 
     );
   }
   const backups = (await listBackups(db, service.id)).filter((b) => b.status !== 'failed');
-  const used = backups.reduce((sum, b) => sum + b.sizeGb, 0);
-  const rotatable = backups
-    .filter((b) => b.kind === 'scheduled' && b.status === 'available')
-    .reduce((sum, b) => sum + b.sizeGb, 0);
+  const used = sumGb(backups.map((b) => b.sizeGb));
+  const rotatable = sumGb(
+    backups.filter((b) => b.kind === 'scheduled' && b.status === 'available').map((b) => b.sizeGb),
+  );
   const estimate = backups.find((b) => b.status === 'available')?.sizeGb ?? 0;
-  if (used - rotatable + estimate > service.backup) {
+  if (sumGb([used, -rotatable, estimate]) > service.backup) {
     throw new ApiError(
       'backup_quota_exceeded',
-      `Backups use ${round(used)} of ${service.backup} GB and a new one needs about ${round(estimate)} GB; delete a backup or upgrade BACKUP`,
+      `Backups use ${used} of ${service.backup} GB and a new one needs about ${roundGb(estimate)} GB; delete a backup or upgrade BACKUP`,
     );
   }
 }
@@ -37,17 +38,15 @@ export function planRotation(
   needGb: number,
 ): string[] | undefined {
   const live = backups.filter((b) => b.status !== 'failed');
-  let used = live.reduce((sum, b) => sum + b.sizeGb, 0);
+  let used = sumGb(live.map((b) => b.sizeGb));
   const victims: string[] = [];
   const candidates = live
     .filter((b) => b.kind === 'scheduled' && b.status === 'available')
     .sort((a, b) => a.createdAt - b.createdAt);
   for (const c of candidates) {
-    if (used + needGb <= quotaGb + 1e-9) break;
+    if (sumGb([used, needGb]) <= quotaGb) break;
     victims.push(c.id);
-    used -= c.sizeGb;
+    used = sumGb([used, -c.sizeGb]);
   }
-  return used + needGb <= quotaGb + 1e-9 ? victims : undefined;
+  return sumGb([used, needGb]) <= quotaGb ? victims : undefined;
 }
-
-const round = (n: number) => Math.round(n * 10) / 10;

@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { ensureDataDir } from '../data-dir.ts';
 import { type HotReads, pgHotReads, sqliteHotReads } from './hot-reads.ts';
 import { type JobNotifications, type ListenerLog, listenForQueuedJobs } from './job-notifications.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -118,7 +118,7 @@ export function createStore(options: StoreOptions): Store {
       close: () => db.destroy(),
     };
   }
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  ensureDataDir(options.dataDir);
   const file = sqliteFile(options);
   const db = new Kysely<Database>({ dialect: createNodeSqliteDialect(file) });
   const reads = sqliteHotReads(file);

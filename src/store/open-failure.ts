@@ -1,8 +1,10 @@
+import { ExpectedFailure } from '../expected-failure.ts';
+
 /**
  * The store could not be opened for a reason the operator fixes from the message alone (the
  * database is down, the name or password is wrong): start-up prints one line, not a stack.
  */
-export class StoreOpenError extends Error {
+export class StoreOpenError extends ExpectedFailure {
   override name = 'StoreOpenError';
 }
 
@@ -24,7 +26,7 @@ const NET_CAUSES: Readonly<Record<string, string>> = {
 const PG_CAUSES = new Set(['3D000', '28P01', '28000', '57P03', '53300']);
 
 const TIMEOUT = /timeout exceeded when trying to connect|connection timeout/i;
-const SQLITE_OPEN = /unable to open database file/i;
+const SQLITE_OPEN = /unable to open database file|file is not a database/i;
 
 /** Names the expected cause of a failed open, or undefined for anything else (a bug keeps its stack). */
 export function expectedOpenCause(err: unknown): string | undefined {

@@ -116,27 +116,19 @@ for (const store of testStores()) {
       assert.equal(err.requestId, undefined);
     });
 
-    test("an answer that is not the API's (a proxy's error page): invalid_response with its status", async () => {
-      const proxy = createServer((_req, res) => {
-        res
-          .writeHead(502, { 'content-type': 'text/html', 'x-request-id': 'proxy-1' })
-          .end('<h1>Bad gateway</h1>');
+    test("a wrong base URL on the provider's host: the server's 404 not_found and its message", async () => {
+      const app = await t.client();
+      const wrong = createClient({
+        baseUrl: (await baseUrlOf(t)).replace(/\/public$/, '/wrong'),
+        clientId: app.client_id,
+        clientSecret: app.client_secret,
       });
-      proxy.listen(0, '127.0.0.1');
-      await once(proxy, 'listening');
-      try {
-        const { port } = proxy.address() as AddressInfo;
-        const behind = createClient({
-          baseUrl: `http://127.0.0.1:${port}/x`,
-          clientId: 'a',
-          clientSecret: 'b',
-        });
-        const err = await vrpError(behind.version(), { status: 502, errorCode: 'invalid_response' });
-        assert.equal(err.requestId, 'proxy-1');
-      } finally {
-        proxy.close();
-        await once(proxy, 'close');
-      }
+      const err = await vrpError(wrong.version(), {
+        status: 404,
+        errorCode: 'not_found',
+        message: /^No route POST \/vps_reseller_provider\/wrong\/oauth\/token$/,
+      });
+      assert.ok(err.requestId);
     });
   });
 
@@ -170,3 +162,146 @@ for (const store of testStores()) {
     });
   });
 }
+
+/** What a foreign server answers. */
+interface Answer {
+  status: number;
+  type: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** A server that is not the API (a web server at a wrong base URL, a proxy): `answer` answers each request. */
+async function foreignServer(
+  answer: (path: string) => Answer,
+): Promise<{ baseUrl: string; lastPath: () => string; close: () => Promise<void> }> {
+  let last = '';
+  const server = createServer((req, res) => {
+    last = new URL(req.url ?? '/', 'http://x').pathname;
+    const a = answer(last);
+    req.resume();
+    res.writeHead(a.status, { 'content-type': a.type, ...a.headers }).end(a.body);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/x`,
+    lastPath: () => last,
+    close: async () => {
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
+/** The token endpoint of a foreign server that plays the provider's, for the API calls after it. */
+const TOKEN = { status: 200, type: 'application/json', body: '{"access_token":"t","expires_in":3600}' };
+
+describe("the SDK and answers that are not the API's", () => {
+  const cases: {
+    name: string;
+    answer: (path: string) => Answer;
+    status: number;
+    errorCode: string;
+    message: RegExp;
+  }[] = [
+    {
+      name: "a web server's HTML 404 at a wrong base URL: http_error with the page's text",
+      answer: () => ({
+        status: 404,
+        type: 'text/html',
+        body: '<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1><p>The requested URL was not found on this server.</p></body></html>',
+      }),
+      status: 404,
+      errorCode: 'http_error',
+      message:
+        /^POST \/x\/oauth\/token answered 404 Not Found: 404 Not Found Not Found The requested URL was not found on this server\.$/,
+    },
+    {
+      name: "another framework's JSON 404: http_error with its message, not its `error` as a code",
+      answer: (path) => ({
+        status: 404,
+        type: 'application/json',
+        body: JSON.stringify({
+          statusCode: 404,
+          error: 'Not Found',
+          message: `Route POST:${path} not found`,
+        }),
+      }),
+      status: 404,
+      errorCode: 'http_error',
+      message: /^POST \/x\/oauth\/token answered 404 Not Found: Route POST:\/x\/oauth\/token not found$/,
+    },
+    {
+      name: "a proxy's 502 page on an API call: http_error with its status and text",
+      answer: (path) =>
+        path.endsWith('/oauth/token')
+          ? TOKEN
+          : {
+              status: 502,
+              type: 'text/html',
+              body: '<h1>Bad gateway</h1>',
+              headers: { 'x-request-id': 'proxy-1' },
+            },
+      status: 502,
+      errorCode: 'http_error',
+      message: /^GET \/x\/api\/v2\/version answered 502 Bad Gateway: Bad gateway$/,
+    },
+    {
+      name: 'a plain-text 503 with no words: http_error naming the status',
+      answer: () => ({ status: 503, type: 'text/plain', body: '' }),
+      status: 503,
+      errorCode: 'http_error',
+      message: /^POST \/x\/oauth\/token answered 503 Service Unavailable$/,
+    },
+    {
+      name: 'a 200 that is not the envelope: invalid_response',
+      answer: (path) =>
+        path.endsWith('/oauth/token') ? TOKEN : { status: 200, type: 'text/html', body: '<p>Welcome</p>' },
+      status: 200,
+      errorCode: 'invalid_response',
+      message: /envelope from GET \/x\/api\/v2\/version, got 200 text\/html/,
+    },
+    {
+      name: 'a 200 from the token endpoint without a token: invalid_response',
+      answer: () => ({ status: 200, type: 'text/html', body: '<p>Welcome</p>' }),
+      status: 200,
+      errorCode: 'invalid_response',
+      message: /without a token/,
+    },
+  ];
+  for (const c of cases) {
+    test(c.name, async () => {
+      const server = await foreignServer(c.answer);
+      try {
+        const vrp = createClient({ baseUrl: server.baseUrl, clientId: 'a', clientSecret: 'b' });
+        const err = await vrpError(vrp.version(), c);
+        const sent = c.answer(server.lastPath());
+        if (c.errorCode === 'http_error') assert.equal(err.responseText, sent.body);
+        if (sent.headers?.['x-request-id']) assert.equal(err.requestId, sent.headers['x-request-id']);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+
+  test('a long body: the message quotes at most 300 characters, responseText at most 2000', async () => {
+    const long = `Service Unavailable ${'x'.repeat(5000)}`;
+    const server = await foreignServer(() => ({ status: 503, type: 'text/plain', body: long }));
+    try {
+      const vrp = createClient({ baseUrl: server.baseUrl, clientId: 'a', clientSecret: 'b' });
+      const err = await vrpError(vrp.version(), {
+        status: 503,
+        errorCode: 'http_error',
+        message: /^POST \/x\/oauth\/token answered 503 Service Unavailable: Service Unavailable x+…$/,
+      });
+      const quoted = err.message.slice(err.message.indexOf(': ') + 2);
+      assert.equal(quoted.length, 300);
+      assert.equal(err.responseText?.length, 2000);
+      assert.ok(long.startsWith(err.responseText!.slice(0, -1)));
+    } finally {
+      await server.close();
+    }
+  });
+});

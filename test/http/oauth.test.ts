@@ -759,6 +759,14 @@ describe('authorization server metadata (RFC 8414)', () => {
       'client_secret_post',
     ]);
     assert.deepEqual([...m.scopes_supported].sort(), ['access', 'products', 'service']);
+    // Client credentials only: no authorization endpoint, so no response type to announce.
+    assert.deepEqual(Object.keys(m).sort(), [
+      'grant_types_supported',
+      'issuer',
+      'scopes_supported',
+      'token_endpoint',
+      'token_endpoint_auth_methods_supported',
+    ]);
   });
 
   test('the token_endpoint it names is the one that issues tokens', async () => {

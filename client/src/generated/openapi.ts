@@ -903,7 +903,6 @@ export interface components {
       grant_types_supported: string[];
       token_endpoint_auth_methods_supported: string[];
       scopes_supported: string[];
-      response_types_supported: string[];
     };
     /** Plan */
     Plan: {

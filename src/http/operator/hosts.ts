@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { sumGb } from '../../domain/sizes.ts';
 import { type HostState, type HostView, listHosts, setHostState } from '../../store/repos/hosts.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
@@ -65,7 +66,7 @@ function hostView(driver: 'simulated' | 'libvirt', h: HostView): Static<typeof H
       cpu: h.capacity.cpu - h.used.cpu,
       ram_gb: h.capacity.ramGb - h.used.ramGb,
       disk_gb: h.capacity.diskGb - h.used.diskGb,
-      backup_gb: h.capacity.backupGb - h.used.backupGb,
+      backup_gb: sumGb([h.capacity.backupGb, -h.used.backupGb]),
     },
     services: h.services,
   };

@@ -18,6 +18,8 @@ export const notFound = fp(
   (app, _options, done) => {
     const routes: { pattern: RegExp; method: string }[] = [];
     app.addHook('onRoute', (route) => {
+      // A catch-all (the CORS preflight's OPTIONS *) is no route's path: it allows nothing.
+      if (route.url.includes('*')) return;
       const pattern = new RegExp(`^${route.url.replace(/:[A-Za-z_]+/g, '[^/]+').replace(/\/$/, '')}/?$`);
       for (const method of [route.method].flat()) routes.push({ pattern, method });
     });

@@ -74,7 +74,6 @@ const ServerMetadata = Type.Object(
     grant_types_supported: Type.Array(Type.String()),
     token_endpoint_auth_methods_supported: Type.Array(Type.String()),
     scopes_supported: Type.Array(Type.String()),
-    response_types_supported: Type.Array(Type.String()),
   },
   { title: 'AuthorizationServerMetadata' },
 );
@@ -188,7 +187,9 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
       grant_types_supported: ['client_credentials'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       scopes_supported: [...SCOPES],
-      response_types_supported: ['token'],
+      // No response_types_supported: response types belong to the authorization endpoint,
+      // which a client-credentials-only server does not have ("token" would announce the
+      // implicit grant).
     };
   });
 }

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { roundGb } from '../../domain/sizes.ts';
 import type { Database, HostState } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 
@@ -61,7 +62,8 @@ export async function listHosts(
           cpu: r.used_cpu,
           ramGb: r.used_ram_gb,
           diskGb: r.used_disk_gb,
-          backupGb: r.used_backup_gb,
+          // Rounded again on reading: rows summed before the sum was rounded may have drifted.
+          backupGb: roundGb(r.used_backup_gb),
         },
         services: count.get(id) ?? 0,
       },

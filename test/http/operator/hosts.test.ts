@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { placeVm, syncHosts } from '../../../src/drivers/hosts.ts';
+import { freeBackupSpace, placeVm, reserveBackupSpace, syncHosts } from '../../../src/drivers/hosts.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
@@ -157,6 +157,33 @@ for (const store of testStores()) {
           db,
         );
       }
+    });
+
+    test('backup storage in use is summed to the hundredth: three 2.8 GB backups, one deleted, show 5.6', async () => {
+      const db = t.ctx.store.db;
+      const host = 'sim-host-2';
+      const backupOf = async () =>
+        (await opsCall(t, ops, 'GET', 'hosts')).body.data.items.find((h: any) => h.host_id === host);
+      // Plain addition gives 2.8 + 2.8 + 2.8 - 2.8 = 5.599999999999999.
+      for (let i = 0; i < 3; i++) assert.equal(await reserveBackupSpace(db, host, 2.8), true);
+      await freeBackupSpace(db, host, 2.8);
+      const h = await backupOf();
+      assert.equal(h.used.backup_gb, 5.6);
+      assert.equal(h.free.backup_gb, h.capacity.backup_gb - 5.6);
+      const stored = await db
+        .selectFrom('hypervisor_hosts')
+        .select('used_backup_gb')
+        .where('id', '=', host)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(stored.used_backup_gb), 5.6);
+      // 1.2 + 4.4 = 5.6000000000000005 in plain addition; freeing it all leaves exactly nothing.
+      await freeBackupSpace(db, host, 5.6);
+      assert.equal(await reserveBackupSpace(db, host, 1.2), true);
+      assert.equal(await reserveBackupSpace(db, host, 4.4), true);
+      assert.equal((await backupOf()).used.backup_gb, 5.6);
+      await freeBackupSpace(db, host, 1.2);
+      await freeBackupSpace(db, host, 4.4);
+      assert.equal((await backupOf()).used.backup_gb, 0);
     });
 
     test('unknown hosts are 404 host_not_found; changes are audited; resellers get 403', async () => {

@@ -1,0 +1,35 @@
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ConfigError } from './config.ts';
+import { systemCause } from './expected-failure.ts';
+
+/**
+ * Makes VRP_DATA_DIR (and its missing parents, mode 0700) unless it is there. A path that
+ * cannot be one (a file, a read-only or pseudo file system, no permission) is a ConfigError
+ * naming the setting. Not `mkdirSync(..., { recursive: true })`: under /proc it never returns.
+ */
+export function ensureDataDir(dataDir: string): void {
+  try {
+    makeDir(dataDir);
+  } catch (err) {
+    const cause = systemCause(err);
+    if (cause === undefined) throw err;
+    throw new ConfigError(`VRP_DATA_DIR (${dataDir}) cannot be used: ${cause}`, { cause: err });
+  }
+}
+
+function makeDir(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if (statSync(dir).isDirectory()) return;
+      throw err;
+    }
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw err;
+    makeDir(parent);
+    mkdirSync(dir, { mode: 0o700 });
+  }
+}
