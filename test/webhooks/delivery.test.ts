@@ -300,7 +300,13 @@ for (const store of testStores()) {
           assert.equal(await d.pass(), 1);
           [row] = await deliveries(t);
           assert.match(row!.lastError!, /resolves to 10\.20\.30\.40, a private address/);
-          assert.deepEqual(reasons, ['refused', 'refused']);
+          // The same table as at registration: a Teredo address is refused as well.
+          answer = '2001::5';
+          await t.ctx.store.db.updateTable('webhook_deliveries').set({ next_attempt_at: 0 }).execute();
+          assert.equal(await d.pass(), 1);
+          [row] = await deliveries(t);
+          assert.match(row!.lastError!, /resolves to 2001::5, a reserved \(Teredo\) address/);
+          assert.deepEqual(reasons, ['refused', 'refused', 'refused']);
           assert.equal(local!.received.length, 0, 'nothing was sent to the refused address');
         } finally {
           await t.close();

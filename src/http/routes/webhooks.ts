@@ -82,7 +82,8 @@ export function registerWebhookRoutes(app: App, ctx: AppContext): void {
         description:
           'Events of the types listed in `events` (all types when absent) are POSTed to `url`, signed per ' +
           'the Standard Webhooks specification with `secret`, which this answer alone shows. `url` is ' +
-          'http(s) on a public address. At most 10 webhooks per reseller (400 webhook_limit_reached).',
+          'http(s) on a public address, on port 80, 443 or 1024-65535. At most 10 webhooks per reseller ' +
+          '(400 webhook_limit_reached).',
         body: WebhookBody,
         response: { 200: CreatedWebhookPayload },
       },
