@@ -10,7 +10,6 @@ import { API, call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 import { RANGE_NEIGHBOURS, REFUSED_RANGES, tableLookup } from '../helpers/webhooks.ts';
 
-const ALL_TYPES = ['service.status_changed', 'job.finished'];
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const PUBLIC = '93.184.216.34';
 
@@ -48,7 +47,7 @@ for (const store of testStores()) {
           'https://hooks.example.com/vrp?tenant=7',
           'the fragment is never sent, so not kept',
         );
-        assert.deepEqual(hook.events, ALL_TYPES, 'no events given: all of them');
+        assert.equal(hook.events, null, 'no events given: every type, also types added later');
         assert.match(hook.secret, SECRET);
         assert.equal(Buffer.from(hook.secret.slice(6), 'base64').length, 32);
 

@@ -3412,7 +3412,8 @@ export interface operations {
                   /** Format: uuid */
                   webhook_id: string;
                   url: string;
-                  events: ('service.status_changed' | 'job.finished')[];
+                  /** @description The types it receives; null when registered without `events`: every type, also types added later */
+                  events: ('service.status_changed' | 'job.finished')[] | null;
                   /** Format: date-time */
                   created_at: string;
                 }[];
@@ -3474,7 +3475,8 @@ export interface operations {
                   /** Format: uuid */
                   webhook_id: string;
                   url: string;
-                  events: ('service.status_changed' | 'job.finished')[];
+                  /** @description The types it receives; null when registered without `events`: every type, also types added later */
+                  events: ('service.status_changed' | 'job.finished')[] | null;
                   /** Format: date-time */
                   created_at: string;
                   /** @description `whsec_` + base64 of 32 random bytes; shown once */

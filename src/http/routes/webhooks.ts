@@ -9,7 +9,6 @@ import {
   insertWebhook,
   listWebhooks,
   lockResellerForWebhooks,
-  receivedTypes,
   type Webhook,
 } from '../../store/repos/webhooks.ts';
 import { newWebhookSecret } from '../../webhooks/signature.ts';
@@ -19,12 +18,15 @@ import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, EmptyList, InputId, isUuid, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
 
 const WebhookFields = {
   webhook_id: Type.String({ format: 'uuid' }),
   url: Type.String(),
-  events: Type.Array(StringEnum(EVENT_TYPES)),
+  events: Nullable(Type.Array(StringEnum(EVENT_TYPES)), {
+    description:
+      'The types it receives; null when registered without `events`: every type, also types added later',
+  }),
   created_at: Type.String({ format: 'date-time' }),
 };
 
@@ -40,7 +42,7 @@ export function webhookView(w: Webhook): Static<typeof WebhookPayload> {
   return {
     webhook_id: w.id,
     url: w.url,
-    events: [...receivedTypes(w)],
+    events: w.eventTypes === null ? null : [...w.eventTypes],
     created_at: new Date(w.createdAt).toISOString(),
   };
 }
