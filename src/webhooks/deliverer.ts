@@ -17,7 +17,7 @@ import {
 } from '../store/repos/webhook-deliveries.ts';
 import { type Webhook, webhooksById } from '../store/repos/webhooks.ts';
 import type { HostLookup } from './lookup.ts';
-import { retryDelayMs } from './retry-schedule.ts';
+import { RETRY_DELAYS_MS, retryDelayMs } from './retry-schedule.ts';
 import { postWebhook, SendFailure } from './send.ts';
 import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
@@ -36,6 +36,8 @@ export interface DelivererOptions {
   readonly allowPrivate: boolean;
   /** Attempts under way at once, each to a different webhook. */
   readonly concurrency: number;
+  /** The waits before each retry (default: the Standard Webhooks schedule, RETRY_DELAYS_MS). */
+  readonly retrySchedule?: readonly number[];
   /** How long an attempt waits for an answer (default 10 s). */
   readonly timeoutMs?: number;
   /** How long a claimed attempt stays this process's (default: three times the timeout). */
@@ -77,6 +79,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const leaseMs = o.leaseMs ?? timeoutMs * 3;
   const pollMs = o.pollMs ?? 1000;
+  const retrySchedule = o.retrySchedule ?? RETRY_DELAYS_MS;
   const db = o.store.db;
   const wake = createJobSignal();
   /** Attempts under way, by webhook. */
@@ -117,7 +120,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       if (failure.reason === 'internal')
         o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt failed unexpectedly');
       // Attempts are counted when claimed, so one whose process died counts too, and it ends.
-      const delay = retryDelayMs(d.attempts);
+      const delay = retryDelayMs(d.attempts, retrySchedule);
       const next = delay === undefined ? null : o.clock.now() + delay;
       outcome = { ok: false, httpStatus: failure.httpStatus, error: failure.message, retryAt: next };
       o.metrics?.failed(failure.reason, next === null);

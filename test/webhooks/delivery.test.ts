@@ -199,6 +199,45 @@ for (const store of testStores()) {
         }
       }));
 
+    test('VRP_WEBHOOK_RETRY_SCHEDULE: a failing receiver is retried after the configured waits, then given up', () =>
+      withReceivers(1, async ([receiver]) => {
+        const clock = createManualClock();
+        const env = { ...ALLOW_PRIVATE, VRP_WEBHOOK_RETRY_SCHEDULE: '2s,1m' };
+        const t = await createTestApp(env, { worker: true, store, clock });
+        try {
+          const token = await t.token();
+          await register(t, token, receiver!.url, ['job.finished']);
+          receiver!.answer(() => 503);
+          await provision(t, token, 'short-retry.example.com');
+          const [event] = (await feed(t, token)).filter((e) => e.type === 'job.finished');
+          const row = async () => (await deliveriesOf(t.ctx.store.db, event.event_id))[0]!;
+          // The server's own sender makes the first attempt, and schedules the next per the setting.
+          await until(
+            async () => (await row()).attempts === 1 && (await row()).lastStatus === 503,
+            'attempt 1',
+          );
+          assert.equal((await row()).nextAttemptAt, clock.now() + 2000);
+          await t.background!.deliverer.stop();
+
+          const d = deliverer(t, { retrySchedule: t.ctx.config.webhookRetrySchedule });
+          clock.advance(1999);
+          assert.equal(await d.pass(), 0, 'not a moment early');
+          clock.advance(1);
+          assert.equal(await d.pass(), 1, 'attempt 2, 2 s later');
+          assert.equal((await row()).nextAttemptAt, clock.now() + 60_000);
+          clock.advance(60_000);
+          assert.equal(await d.pass(), 1, 'attempt 3, a minute later');
+          const last = await row();
+          assert.equal(last.status, 'failed', 'given up after the schedule');
+          assert.equal(last.attempts, 3);
+          clock.advance(24 * 3_600_000);
+          assert.equal(await d.pass(), 0);
+          assert.equal(receiver!.received.length, 3);
+        } finally {
+          await t.close();
+        }
+      }));
+
     test('a receiver that recovers gets the event on a later attempt; a hanging one times out', () =>
       withReceivers(2, async ([flaky, hanging]) => {
         const clock = createManualClock();
