@@ -100,6 +100,65 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
   };
 }
 
+/** A receiver that accepts connections and reads requests but never answers, counting its connections. */
+export interface HangingEndpoint {
+  /** `http://127.0.0.1:PORT` */
+  readonly origin: string;
+  /** Connections open now. */
+  readonly open: number;
+  /** The most connections that were open at once. */
+  readonly maxOpen: number;
+  /** Connections that ended (none does until the sender gives up or the endpoint closes). */
+  readonly closed: number;
+  /** Requests read in full (each one an attempt waiting for its answer). */
+  readonly requests: number;
+  close(): Promise<void>;
+}
+
+export async function startHangingEndpoint(): Promise<HangingEndpoint> {
+  let open = 0;
+  let maxOpen = 0;
+  let closed = 0;
+  let requests = 0;
+  const server = createServer((req) => {
+    req.resume();
+    req.on('end', () => {
+      requests++;
+    });
+  });
+  server.on('connection', (socket) => {
+    open++;
+    maxOpen = Math.max(maxOpen, open);
+    socket.on('close', () => {
+      open--;
+      closed++;
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    get open() {
+      return open;
+    },
+    get maxOpen() {
+      return maxOpen;
+    },
+    get closed() {
+      return closed;
+    },
+    get requests() {
+      return requests;
+    },
+    async close() {
+      server.closeAllConnections();
+      server.close();
+      await once(server, 'close');
+    },
+  };
+}
+
 /** A lookup that answers from a table (a function may change its answer per call), and else fails as an unknown name. */
 export function tableLookup(
   table: Record<string, string | (() => string)>,
