@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { ExpectedFailure } from './expected-failure.ts';
+import { RETRY_DELAYS_MS } from './webhooks/retry-schedule.ts';
 
 /** A setting that cannot be used; start-up stops with this message (exit code 2). */
 export class ConfigError extends ExpectedFailure {
@@ -107,6 +108,8 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Webhook delivery attempts one process makes at once (one per webhook at a time). */
   readonly webhookConcurrency: number;
+  /** The waits before each retry of a failed webhook delivery (ms); one attempt more than waits in all. */
+  readonly webhookRetrySchedule: readonly number[];
   /** A console login ends this long after it began, however busy (ms). */
   readonly consoleSessionMs: number;
   /** A console login ends after this long without a page or form (ms). */
@@ -169,6 +172,30 @@ function readDurationMs(env: Env, name: string, fallbackMs: number, minMs: numbe
   const ms = Math.round(Number(m[1]) * factor);
   if (ms < minMs) throw new ConfigError(`${name} must be at least ${minMs} ms, got "${raw}"`);
   return ms;
+}
+
+/** The most waits a retry schedule may have. */
+const MAX_RETRIES = 20;
+
+/**
+ * A retry schedule: durations (as readDurationMs reads them), comma-separated, each from 1 s to
+ * 7 days (the shortest event retention: a longer wait would outlive the event).
+ */
+function readRetrySchedule(env: Env, name: string, fallback: readonly number[]): readonly number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return Object.freeze([...fallback]);
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > MAX_RETRIES || parts.some((p) => p === ''))
+    throw new ConfigError(
+      `${name} must be 1 to ${MAX_RETRIES} comma-separated durations such as 5s,5m,30m, got "${raw}"`,
+    );
+  const waits = parts.map((p) => {
+    const ms = readDurationMs({ [name]: p }, name, 0, 0);
+    if (ms < 1000 || ms > 7 * 86_400_000)
+      throw new ConfigError(`${name}: each wait must be from 1s to 7d, got "${p}" in "${raw}"`);
+    return ms;
+  });
+  return Object.freeze(waits);
 }
 
 /** `id:cpu:ramGb:diskGb[:backupGb]`, comma-separated. */
@@ -365,6 +392,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionMs: readDurationMs(env, 'VRP_EVENT_RETENTION', 30 * 86_400_000, 7 * 86_400_000),
     webhookAllowPrivate: readBool(env, 'VRP_WEBHOOK_ALLOW_PRIVATE', false),
     webhookConcurrency: readInt(env, 'VRP_WEBHOOK_CONCURRENCY', 16, 1, 1000),
+    webhookRetrySchedule: readRetrySchedule(env, 'VRP_WEBHOOK_RETRY_SCHEDULE', RETRY_DELAYS_MS),
     consoleSessionMs: readDurationMs(env, 'VRP_CONSOLE_SESSION', 12 * 3_600_000, 60_000),
     consoleIdleMs: readDurationMs(env, 'VRP_CONSOLE_IDLE', 30 * 60_000, 60_000),
     clockStart: readTime(env, 'VRP_CLOCK_START'),

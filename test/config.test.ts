@@ -177,6 +177,7 @@ describe('loadConfig', () => {
       'VRP_SCHEDULER_INTERVAL',
       'VRP_CLOCK_START',
       'VRP_CLOCK_RATE',
+      'VRP_WEBHOOK_RETRY_SCHEDULE',
     ];
     // `VRP_X=` in an env file or a compose file is common; every other setting reads it as unset.
     const refused: string[] = [];
@@ -297,5 +298,54 @@ describe('VRP_CORS_ORIGINS', () => {
       () => loadConfig({ VRP_CORS_ORIGINS: 'https://panel.example.com/' }),
       /did you mean https:\/\/panel\.example\.com\?/,
     );
+  });
+});
+
+describe('VRP_WEBHOOK_RETRY_SCHEDULE', () => {
+  test('the Standard Webhooks schedule by default; a list of durations; else refused on one line naming the setting', () => {
+    const M = 60_000;
+    const H = 3_600_000;
+    assert.deepEqual(loadConfig({}).webhookRetrySchedule, [
+      5000,
+      5 * M,
+      30 * M,
+      2 * H,
+      5 * H,
+      10 * H,
+      10 * H,
+    ]);
+    assert.deepEqual(
+      loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: '' }).webhookRetrySchedule,
+      loadConfig({}).webhookRetrySchedule,
+    );
+    const short = loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: '5s, 30s,1m,1.5m, 10' }).webhookRetrySchedule;
+    assert.deepEqual(short, [5000, 30_000, M, 90_000, 10_000]);
+    assert.ok(Object.isFrozen(short));
+    assert.deepEqual(loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: '1s' }).webhookRetrySchedule, [1000]);
+    assert.deepEqual(loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: '7d' }).webhookRetrySchedule, [7 * 24 * H]);
+    assert.equal(
+      loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: Array(20).fill('1m').join(',') }).webhookRetrySchedule.length,
+      20,
+    );
+    for (const bad of [
+      '5s,,5m',
+      ',',
+      '5s,',
+      'soon',
+      '5s,later',
+      '5 s',
+      '-5s',
+      '500ms',
+      '0',
+      '8d',
+      '5s;5m',
+      Array(21).fill('1m').join(','),
+    ]) {
+      refuses({ VRP_WEBHOOK_RETRY_SCHEDULE: bad }, 'VRP_WEBHOOK_RETRY_SCHEDULE');
+      assert.throws(
+        () => loadConfig({ VRP_WEBHOOK_RETRY_SCHEDULE: bad }),
+        (err: Error) => !err.message.includes('\n'),
+      );
+    }
   });
 });

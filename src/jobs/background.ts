@@ -37,6 +37,7 @@ export function startBackground(
     lookup: ctx.lookup,
     allowPrivate: ctx.config.webhookAllowPrivate,
     concurrency: ctx.config.webhookConcurrency,
+    retrySchedule: ctx.config.webhookRetrySchedule,
     metrics: ctx.metrics.webhooks,
   });
   const worker = createWorker({

@@ -12,12 +12,14 @@ import {
   claimDeliveries,
   type Delivery,
   dropDelivery,
+  dueCandidates,
   recordAttempt,
   releaseAttempt,
 } from '../store/repos/webhook-deliveries.ts';
 import { type Webhook, webhooksById } from '../store/repos/webhooks.ts';
+import { ENDPOINT_CAP, endpointOf, type Load, mayStart, pickFair } from './fair-share.ts';
 import type { HostLookup } from './lookup.ts';
-import { retryDelayMs } from './retry-schedule.ts';
+import { RETRY_DELAYS_MS, retryDelayMs } from './retry-schedule.ts';
 import { postWebhook, SendFailure } from './send.ts';
 import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
@@ -36,6 +38,10 @@ export interface DelivererOptions {
   readonly allowPrivate: boolean;
   /** Attempts under way at once, each to a different webhook. */
   readonly concurrency: number;
+  /** Attempts under way at once to one endpoint (scheme, host, port), whosever webhooks (default 2). */
+  readonly endpointCap?: number;
+  /** The waits before each retry (default: the Standard Webhooks schedule, RETRY_DELAYS_MS). */
+  readonly retrySchedule?: readonly number[];
   /** How long an attempt waits for an answer (default 10 s). */
   readonly timeoutMs?: number;
   /** How long a claimed attempt stays this process's (default: three times the timeout). */
@@ -67,20 +73,32 @@ function messageBody(event: StoredEvent): string {
 }
 
 /**
- * Sends the queued webhook deliveries: claims due attempts (at most one per webhook at a time in
- * this process, so a receiver that hangs or has a backlog holds one of `concurrency` senders and
- * never delays other webhooks), signs and POSTs each to its checked address, and records the
- * outcome: success, or the next attempt on the retry schedule, or, after the last, failure.
+ * Sends the queued webhook deliveries: claims due attempts, signs and POSTs each to its checked
+ * address, and records the outcome: success, or the next attempt on the retry schedule, or,
+ * after the last, failure. Which attempts it starts is fair (fair-share.ts), so that receivers
+ * that hang delay only their own deliveries: one attempt at a time per webhook, at most
+ * `endpointCap` per endpoint, senders given in turns between resellers, and no reseller given the
+ * last free senders while it already holds as many.
  */
 export function createDeliverer(o: DelivererOptions): Deliverer {
   const id = `webhooks-${randomUUID()}`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const leaseMs = o.leaseMs ?? timeoutMs * 3;
   const pollMs = o.pollMs ?? 1000;
+  const retrySchedule = o.retrySchedule ?? RETRY_DELAYS_MS;
   const db = o.store.db;
   const wake = createJobSignal();
+  const endpointCap = o.endpointCap ?? ENDPOINT_CAP;
   /** Attempts under way, by webhook. */
-  const sending = new Map<string, Promise<void>>();
+  const sending = new Map<
+    string,
+    { readonly done: Promise<void>; readonly resellerId: string; readonly endpoint: string }
+  >();
+  /** The webhooks seen at each endpoint (a webhook's URL never changes). */
+  const webhooksAt = new Map<string, Set<string>>();
+  /** When each reseller was last given a sender (a count of attempts started). */
+  const lastServed = new Map<string, number>();
+  let serial = 0;
   let loopAbort = new AbortController();
   let sendAbort = new AbortController();
   let loop: Promise<void> | undefined;
@@ -117,7 +135,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       if (failure.reason === 'internal')
         o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt failed unexpectedly');
       // Attempts are counted when claimed, so one whose process died counts too, and it ends.
-      const delay = retryDelayMs(d.attempts);
+      const delay = retryDelayMs(d.attempts, retrySchedule);
       const next = delay === undefined ? null : o.clock.now() + delay;
       outcome = { ok: false, httpStatus: failure.httpStatus, error: failure.message, retryAt: next };
       o.metrics?.failed(failure.reason, next === null);
@@ -128,18 +146,50 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       o.log.warn({ webhookId: d.webhookId, eventId: d.eventId }, 'webhook attempt outlived its lease');
   }
 
-  /** Claims what is due for the free senders and starts them; returns how many it started. */
+  function load(): Load {
+    const byReseller = new Map<string, number>();
+    const byEndpoint = new Map<string, number>();
+    for (const a of sending.values()) {
+      byReseller.set(a.resellerId, (byReseller.get(a.resellerId) ?? 0) + 1);
+      byEndpoint.set(a.endpoint, (byEndpoint.get(a.endpoint) ?? 0) + 1);
+    }
+    return { inFlight: sending.size, byReseller, byEndpoint };
+  }
+
+  /** Claims what is due for the free senders, fairly, and starts them; returns how many it started. */
   async function claimAndStart(): Promise<number> {
     const free = o.concurrency - sending.size;
     if (free <= 0) return 0;
+    const current = load();
+    // Left out of the query, so that the due attempts of others are what it finds.
+    const exceptResellers = [...current.byReseller]
+      .filter(([, held]) => !mayStart(held, free))
+      .map(([r]) => r);
+    const exceptWebhooks = new Set(sending.keys());
+    for (const [endpoint, n] of current.byEndpoint) {
+      if (n >= endpointCap) for (const w of webhooksAt.get(endpoint) ?? []) exceptWebhooks.add(w);
+    }
     const realNow = Date.now();
+    const candidates = await dueCandidates(db, {
+      now: o.clock.now(),
+      realNow,
+      exceptWebhooks: [...exceptWebhooks],
+      exceptResellers,
+      limit: Math.max(32, o.concurrency * 4),
+    });
+    const contenders = candidates.map((c) => ({ ...c, endpoint: endpointOf(c.url) }));
+    for (const c of contenders) {
+      const at = webhooksAt.get(c.endpoint);
+      if (at) at.add(c.webhookId);
+      else webhooksAt.set(c.endpoint, new Set([c.webhookId]));
+    }
+    const picked = pickFair(contenders, current, { concurrency: o.concurrency, endpointCap, lastServed });
     const claimed = await claimDeliveries(o.store, {
       workerId: id,
-      limit: free,
+      keys: picked,
       now: o.clock.now(),
       realNow,
       leaseUntil: realNow + leaseMs,
-      exceptWebhooks: [...sending.keys()],
     });
     if (claimed.length === 0) return 0;
     const [hooks, events] = await Promise.all([
@@ -152,8 +202,11 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
         claimed.map((d) => d.eventId),
       ),
     ]);
+    const whose = new Map(picked.map((c) => [c.webhookId, c]));
     for (const d of claimed) {
-      const p = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
+      const { resellerId, endpoint } = whose.get(d.webhookId)!;
+      lastServed.set(resellerId, ++serial);
+      const done = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
         .catch((err) => {
           // Its lease runs out and the attempt is made again.
           if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable');
@@ -163,7 +216,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
           sending.delete(d.webhookId);
           wake.notify();
         });
-      sending.set(d.webhookId, p);
+      sending.set(d.webhookId, { done, resellerId, endpoint });
     }
     return claimed.length;
   }
@@ -199,7 +252,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       loopAbort.abort();
       await loop;
       loop = undefined;
-      const all = Promise.allSettled([...sending.values()]);
+      const all = Promise.allSettled([...sending.values()].map((a) => a.done));
       let timer: NodeJS.Timeout | undefined;
       const late = await Promise.race([
         all.then(() => false),
@@ -222,7 +275,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
         const started = await claimAndStart();
         total += started;
         if (started === 0 && sending.size === 0) return total;
-        if (started === 0) await Promise.race(sending.values());
+        if (started === 0) await Promise.race([...sending.values()].map((a) => a.done));
       }
     },
   };

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { refusedAddressKind } from './address-policy.ts';
+import { refusedAddressKind, refusedPort } from './address-policy.ts';
 import type { HostLookup, ResolvedAddress } from './lookup.ts';
 
 /** The longest receiver URL a webhook may have. */
@@ -38,9 +38,15 @@ function hostOf(url: URL): string {
   return url.hostname.replace(/^\[|\]$/g, '');
 }
 
+/** The port a URL connects to: its own, or its scheme's. */
+function portOf(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+}
+
 /**
  * The address to connect to for `url`: its host resolved once, every address it has checked
- * (one refused address refuses the host) unless private receivers are allowed. The sender then
+ * (one refused address refuses the host), and its port one of 80, 443 and 1024-65535, unless
+ * private receivers are allowed. The sender then
  * connects to exactly this address, so a name that resolves elsewhere a moment later (DNS
  * rebinding) cannot lead it anywhere unchecked.
  */
@@ -49,6 +55,10 @@ export async function resolveTarget(
   lookup: HostLookup,
   allowPrivate: boolean,
 ): Promise<ResolvedAddress> {
+  if (!allowPrivate && refusedPort(portOf(url)))
+    throw new TargetRefused(
+      `port ${portOf(url)} is not allowed: webhooks use port 80, 443 or one from 1024 to 65535`,
+    );
   const host = hostOf(url);
   const literal = isIP(host);
   let addresses: readonly ResolvedAddress[];

@@ -8,9 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { API, call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
-import { tableLookup } from '../helpers/webhooks.ts';
+import { RANGE_NEIGHBOURS, REFUSED_RANGES, tableLookup } from '../helpers/webhooks.ts';
 
-const ALL_TYPES = ['service.status_changed', 'job.finished'];
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 const PUBLIC = '93.184.216.34';
 
@@ -48,7 +47,7 @@ for (const store of testStores()) {
           'https://hooks.example.com/vrp?tenant=7',
           'the fragment is never sent, so not kept',
         );
-        assert.deepEqual(hook.events, ALL_TYPES, 'no events given: all of them');
+        assert.equal(hook.events, null, 'no events given: every type, also types added later');
         assert.match(hook.secret, SECRET);
         assert.equal(Buffer.from(hook.secret.slice(6), 'base64').length, 32);
 
@@ -213,7 +212,7 @@ for (const store of testStores()) {
           ['http://169.254.169.254/latest/meta-data', /link-local/],
           ['http://metadata.example.com/', /link-local/],
           ['http://[fe80::1]/', /link-local/],
-          ['http://0.0.0.0:9/', /unspecified/],
+          ['http://0.0.0.0:9000/', /unspecified/],
           ['http://v6-private.example.com/', /fd12:3456::1, a private \(unique local\) address/],
           ['http://mapped.example.com/', /::ffff:192\.168\.1\.10, a private address/],
           ['http://[::ffff:10.0.0.1]/', /private/],
@@ -234,12 +233,90 @@ for (const store of testStores()) {
       }
     });
 
+    test('every IANA special-purpose range is refused by number, first to last address; its neighbours are taken', async () => {
+      const t = await createTestApp({}, { store, lookup });
+      try {
+        const token = await t.token();
+        const host = (a: string) => (a.includes(':') ? `[${a}]` : a);
+        for (const [first, last, kind] of REFUSED_RANGES) {
+          for (const address of new Set([first, last])) {
+            const url = `https://${host(address)}/hook`;
+            const res = await create(t, token, { url });
+            assert.equal(res.status, 400, url);
+            assert.equal(res.body.error_code, 'validation_failed', url);
+            // The URL's own form of the address (an IPv6 literal is written shortest).
+            const shown = new URL(url).hostname.replace(/^\[|\]$/g, '');
+            const article = /^[aeiou]/.test(kind) ? 'an' : 'a';
+            assert.equal(
+              res.body.message,
+              `body.url: ${shown} is ${article} ${kind} address, which webhooks may not reach`,
+              url,
+            );
+          }
+        }
+        assert.deepEqual((await list(t, token)).body.data, []);
+        // At most 10 webhooks per reseller: the neighbours are registered and deleted again.
+        for (const address of [...RANGE_NEIGHBOURS, '::ffff:8.8.8.8']) {
+          const res = await create(t, token, { url: `https://${host(address)}/hook` });
+          assert.equal(res.status, 200, `${address}: ${JSON.stringify(res.body)}`);
+          assert.equal((await remove(t, token, res.body.data.webhook_id)).status, 200);
+        }
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('only ports 80, 443 and 1024-65535 are taken, by number or by name', async () => {
+      const t = await createTestApp({}, { store, lookup });
+      try {
+        const token = await t.token();
+        for (const port of [0, 1, 21, 22, 25, 53, 79, 81, 110, 442, 444, 587, 1023]) {
+          for (const url of [`http://8.8.8.8:${port}/`, `https://hooks.example.com:${port}/hook`]) {
+            const res = await create(t, token, { url });
+            assert.equal(res.status, 400, url);
+            assert.equal(res.body.error_code, 'validation_failed', url);
+            assert.equal(
+              res.body.message,
+              `body.url: port ${port} is not allowed: webhooks use port 80, 443 or one from 1024 to 65535`,
+              url,
+            );
+          }
+        }
+        const out = await create(t, token, { url: 'http://8.8.8.8:65536/' });
+        assert.equal(out.status, 400);
+        assert.equal(out.body.error_code, 'validation_failed');
+        assert.deepEqual((await list(t, token)).body.data, []);
+        for (const url of [
+          'http://8.8.8.8/',
+          'http://8.8.8.8:80/',
+          'https://8.8.8.8/',
+          'https://8.8.8.8:443/',
+          'http://8.8.8.8:443/',
+          'https://8.8.8.8:80/',
+          'https://hooks.example.com:1024/',
+          'https://hooks.example.com:8443/',
+          'http://[2606:4700::1111]:65535/',
+        ]) {
+          const res = await create(t, token, { url });
+          assert.equal(res.status, 200, `${url}: ${JSON.stringify(res.body)}`);
+        }
+      } finally {
+        await t.close();
+      }
+    });
+
     test('with VRP_WEBHOOK_ALLOW_PRIVATE=1 private receivers are taken, and no name is looked up', async () => {
       const counting = tableLookup({});
       const t = await createTestApp({ VRP_WEBHOOK_ALLOW_PRIVATE: '1' }, { store, lookup: counting });
       try {
         const token = await t.token();
-        for (const url of ['http://127.0.0.1:9/hook', 'http://[::1]:9/', 'http://receiver.internal/hook']) {
+        for (const url of [
+          'http://127.0.0.1:9/hook',
+          'http://[::1]:9/',
+          'http://receiver.internal/hook',
+          'http://8.8.8.8:22/',
+          'http://[2001::1]/',
+        ]) {
           const res = await create(t, token, { url });
           assert.equal(res.status, 200, `${url}: ${JSON.stringify(res.body)}`);
         }

@@ -11,6 +11,7 @@ import type { Clock } from '../../src/domain/clock.ts';
 import { createStore, type Store } from '../../src/store/database.ts';
 import { type Delivery, deliveriesOf } from '../../src/store/repos/webhook-deliveries.ts';
 import { createDeliverer, type Deliverer, type DelivererOptions } from '../../src/webhooks/deliverer.ts';
+import { ENDPOINT_CAP } from '../../src/webhooks/fair-share.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/retry-schedule.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
@@ -18,7 +19,13 @@ import { smallOrder } from '../helpers/e2e.ts';
 import { until } from '../helpers/job-worker.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { testStores } from '../helpers/stores.ts';
-import { type Receiver, startReceiver, tableLookup } from '../helpers/webhooks.ts';
+import {
+  type HangingEndpoint,
+  type Receiver,
+  startHangingEndpoint,
+  startReceiver,
+  tableLookup,
+} from '../helpers/webhooks.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
 const ALLOW_PRIVATE = { VRP_WEBHOOK_ALLOW_PRIVATE: '1' };
@@ -199,6 +206,45 @@ for (const store of testStores()) {
         }
       }));
 
+    test('VRP_WEBHOOK_RETRY_SCHEDULE: a failing receiver is retried after the configured waits, then given up', () =>
+      withReceivers(1, async ([receiver]) => {
+        const clock = createManualClock();
+        const env = { ...ALLOW_PRIVATE, VRP_WEBHOOK_RETRY_SCHEDULE: '2s,1m' };
+        const t = await createTestApp(env, { worker: true, store, clock });
+        try {
+          const token = await t.token();
+          await register(t, token, receiver!.url, ['job.finished']);
+          receiver!.answer(() => 503);
+          await provision(t, token, 'short-retry.example.com');
+          const [event] = (await feed(t, token)).filter((e) => e.type === 'job.finished');
+          const row = async () => (await deliveriesOf(t.ctx.store.db, event.event_id))[0]!;
+          // The server's own sender makes the first attempt, and schedules the next per the setting.
+          await until(
+            async () => (await row()).attempts === 1 && (await row()).lastStatus === 503,
+            'attempt 1',
+          );
+          assert.equal((await row()).nextAttemptAt, clock.now() + 2000);
+          await t.background!.deliverer.stop();
+
+          const d = deliverer(t, { retrySchedule: t.ctx.config.webhookRetrySchedule });
+          clock.advance(1999);
+          assert.equal(await d.pass(), 0, 'not a moment early');
+          clock.advance(1);
+          assert.equal(await d.pass(), 1, 'attempt 2, 2 s later');
+          assert.equal((await row()).nextAttemptAt, clock.now() + 60_000);
+          clock.advance(60_000);
+          assert.equal(await d.pass(), 1, 'attempt 3, a minute later');
+          const last = await row();
+          assert.equal(last.status, 'failed', 'given up after the schedule');
+          assert.equal(last.attempts, 3);
+          clock.advance(24 * 3_600_000);
+          assert.equal(await d.pass(), 0);
+          assert.equal(receiver!.received.length, 3);
+        } finally {
+          await t.close();
+        }
+      }));
+
     test('a receiver that recovers gets the event on a later attempt; a hanging one times out', () =>
       withReceivers(2, async ([flaky, hanging]) => {
         const clock = createManualClock();
@@ -273,6 +319,63 @@ for (const store of testStores()) {
         }
       }));
 
+    test("thirty hanging webhooks of three resellers: a fourth reseller's deliveries arrive while every hanging attempt is held, and no endpoint gets more than its cap", () =>
+      withReceivers(1, async ([fast]) => {
+        const hanging: HangingEndpoint[] = [];
+        const t = await createTestApp(ALLOW_PRIVATE, { worker: true, store });
+        try {
+          await t.background!.deliverer.stop();
+          for (let i = 0; i < 21; i++) hanging.push(await startHangingEndpoint());
+          const [shared, ...own] = hanging as [HangingEndpoint, ...HangingEndpoint[]];
+          const ofA = own.slice(0, 10);
+          const ofB = own.slice(10);
+          const a = await t.token({ reseller: 'hangs-a' });
+          const b = await t.token({ reseller: 'hangs-b' });
+          const e = await t.token({ reseller: 'hangs-at-one-place' });
+          const c = await t.token({ reseller: 'answers-at-once' });
+          // A and B: ten webhooks each, at twenty endpoints that never answer; E: ten at one such endpoint.
+          for (let i = 0; i < 10; i++) {
+            await register(t, a, `${ofA[i]!.origin}/a`);
+            await register(t, b, `${ofB[i]!.origin}/b`);
+            await register(t, e, `${shared.origin}/e${i}`);
+          }
+          await register(t, c, fast!.url);
+          // Their deliveries are queued first: 3 events for each of the thirty webhooks.
+          await provision(t, a, 'hang-a.example.com');
+          await provision(t, b, 'hang-b.example.com');
+          await provision(t, e, 'hang-e.example.com');
+          // The default number of senders (16, fewer than the hanging webhooks), and attempts
+          // that wait a minute for an answer.
+          const d = deliverer(t, { concurrency: 16, timeoutMs: 60_000 });
+          d.start();
+          try {
+            const held = (endpoints: HangingEndpoint[]) => endpoints.reduce((n, x) => n + x.open, 0);
+            await until(
+              () => shared.open >= ENDPOINT_CAP && held(ofA) >= 4 && held(ofB) >= 4,
+              'the hanging endpoints to hold attempts of all three resellers',
+            );
+
+            await provision(t, c, 'fast-c.example.com');
+            await fast!.waitFor(3);
+            // The fourth reseller did not wait for a hanging attempt to end: none has.
+            for (const x of hanging) assert.equal(x.closed, 0, 'no hanging attempt ended');
+            assert.ok(held(hanging) >= 10, `${held(hanging)} hanging attempts held`);
+            // At most the cap in flight to the one endpoint of E's ten webhooks, and one per webhook.
+            assert.equal(shared.maxOpen, ENDPOINT_CAP);
+            for (const x of own) assert.ok(x.maxOpen <= 1, 'one attempt at a time per webhook');
+            await until(
+              async () => (await deliveries(t)).filter((r) => r.status === 'succeeded').length === 3,
+              "the fourth reseller's deliveries recorded",
+            );
+          } finally {
+            await d.stop(0);
+          }
+        } finally {
+          await t.close();
+          for (const x of hanging) await x.close();
+        }
+      }));
+
     test('a host that resolves to a refused address at delivery is never connected to (DNS rebinding)', () =>
       withReceivers(1, async ([local]) => {
         // Public when registered; then the name points at this machine (where a receiver listens), then at 10.x.
@@ -300,7 +403,13 @@ for (const store of testStores()) {
           assert.equal(await d.pass(), 1);
           [row] = await deliveries(t);
           assert.match(row!.lastError!, /resolves to 10\.20\.30\.40, a private address/);
-          assert.deepEqual(reasons, ['refused', 'refused']);
+          // The same table as at registration: a Teredo address is refused as well.
+          answer = '2001::5';
+          await t.ctx.store.db.updateTable('webhook_deliveries').set({ next_attempt_at: 0 }).execute();
+          assert.equal(await d.pass(), 1);
+          [row] = await deliveries(t);
+          assert.match(row!.lastError!, /resolves to 2001::5, a reserved \(Teredo\) address/);
+          assert.deepEqual(reasons, ['refused', 'refused', 'refused']);
           assert.equal(local!.received.length, 0, 'nothing was sent to the refused address');
         } finally {
           await t.close();

@@ -651,7 +651,7 @@ export interface paths {
     put?: never;
     /**
      * Register a webhook
-     * @description Events of the types listed in `events` (all types when absent) are POSTed to `url`, signed per the Standard Webhooks specification with `secret`, which this answer alone shows. `url` is http(s) on a public address. At most 10 webhooks per reseller (400 webhook_limit_reached).
+     * @description Events of the types listed in `events` (all types when absent) are POSTed to `url`, signed per the Standard Webhooks specification with `secret`, which this answer alone shows. `url` is http(s) on a public address, on port 80, 443 or 1024-65535. At most 10 webhooks per reseller (400 webhook_limit_reached).
      */
     post: operations['createWebhook'];
     delete?: never;
@@ -3437,7 +3437,8 @@ export interface operations {
                   /** Format: uuid */
                   webhook_id: string;
                   url: string;
-                  events: ('service.status_changed' | 'job.finished')[];
+                  /** @description The types it receives; null when registered without `events`: every type, also types added later */
+                  events: ('service.status_changed' | 'job.finished')[] | null;
                   /** Format: date-time */
                   created_at: string;
                 }[];
@@ -3499,7 +3500,8 @@ export interface operations {
                   /** Format: uuid */
                   webhook_id: string;
                   url: string;
-                  events: ('service.status_changed' | 'job.finished')[];
+                  /** @description The types it receives; null when registered without `events`: every type, also types added later */
+                  events: ('service.status_changed' | 'job.finished')[] | null;
                   /** Format: date-time */
                   created_at: string;
                   /** @description `whsec_` + base64 of 32 random bytes; shown once */

@@ -9,7 +9,6 @@ import {
   insertWebhook,
   listWebhooks,
   lockResellerForWebhooks,
-  receivedTypes,
   type Webhook,
 } from '../../store/repos/webhooks.ts';
 import { newWebhookSecret } from '../../webhooks/signature.ts';
@@ -19,12 +18,15 @@ import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, EmptyList, InputId, isUuid, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
 
 const WebhookFields = {
   webhook_id: Type.String({ format: 'uuid' }),
   url: Type.String(),
-  events: Type.Array(StringEnum(EVENT_TYPES)),
+  events: Nullable(Type.Array(StringEnum(EVENT_TYPES)), {
+    description:
+      'The types it receives; null when registered without `events`: every type, also types added later',
+  }),
   created_at: Type.String({ format: 'date-time' }),
 };
 
@@ -40,7 +42,7 @@ export function webhookView(w: Webhook): Static<typeof WebhookPayload> {
   return {
     webhook_id: w.id,
     url: w.url,
-    events: [...receivedTypes(w)],
+    events: w.eventTypes === null ? null : [...w.eventTypes],
     created_at: new Date(w.createdAt).toISOString(),
   };
 }
@@ -85,7 +87,8 @@ export function registerWebhookRoutes(app: App, ctx: AppContext): void {
         description:
           'Events of the types listed in `events` (all types when absent) are POSTed to `url`, signed per ' +
           'the Standard Webhooks specification with `secret`, which this answer alone shows. `url` is ' +
-          'http(s) on a public address. At most 10 webhooks per reseller (400 webhook_limit_reached).',
+          'http(s) on a public address, on port 80, 443 or 1024-65535. At most 10 webhooks per reseller ' +
+          '(400 webhook_limit_reached).',
         body: WebhookBody,
         response: { 200: CreatedWebhookPayload },
       },

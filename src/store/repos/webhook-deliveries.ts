@@ -66,48 +66,98 @@ const unlocked =
   ({ eb }: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
     eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', realNow)]);
 
-export interface ClaimRequest {
-  readonly workerId: string;
-  readonly limit: number;
+/** A webhook with an attempt due: its oldest due event, whose it is and where it goes. */
+export interface DueCandidate extends DeliveryKey {
+  readonly resellerId: string;
+  readonly url: string;
+}
+
+export interface CandidateQuery {
   /** The server's clock: which attempts are due. */
   readonly now: number;
   /** Real time: whose lease ran out (leases are in real time, as jobs' are). */
   readonly realNow: number;
-  readonly leaseUntil: number;
-  /** Webhooks this process is sending to already: none of theirs is taken. */
+  /** Webhooks to leave out: this process sends to them already, or to their endpoint as much as it may. */
   readonly exceptWebhooks: readonly string[];
+  /** Resellers to leave out: they hold their share of this process's senders. */
+  readonly exceptResellers: readonly string[];
+  readonly limit: number;
 }
 
 /**
- * Claims due attempts for `workerId`, at most one per webhook (its oldest event due), the
- * longest-waiting webhooks first: a receiver with a backlog, or one that hangs, holds one
- * sender, not all of them. One statement: the lease is taken on the rows the candidates query
- * found, and on PostgreSQL those are read FOR UPDATE SKIP LOCKED, so concurrent processes take
- * different attempts instead of waiting on each other; on SQLite the statement runs under the
- * write lock. An attempt is thereby owned by exactly one process until its lease runs out.
+ * Webhooks with an attempt due, one row each (its oldest due event), taken in turns between
+ * resellers: every reseller's longest-waiting webhook first, then every reseller's second, and
+ * so on, each turn longest-waiting first. So a reseller with a backlog or many failing
+ * receivers fills no more of `limit` than any other before each has had a turn.
+ */
+export async function dueCandidates(db: Kysely<Database>, q: CandidateQuery): Promise<DueCandidate[]> {
+  const rows = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .select((eb) => [
+      'd.webhook_id',
+      'w.reseller_id',
+      'w.url',
+      eb.fn.min('d.event_id').as('event_id'),
+      eb.fn.min('d.next_attempt_at').as('due'),
+      eb.fn
+        .agg('row_number')
+        .over((ob) =>
+          ob.partitionBy('w.reseller_id').orderBy(eb.fn.min('d.next_attempt_at')).orderBy('d.webhook_id'),
+        )
+        .as('turn'),
+    ])
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', q.now)
+    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', q.realNow)]))
+    .$if(q.exceptWebhooks.length > 0, (qb) => qb.where('d.webhook_id', 'not in', q.exceptWebhooks))
+    .$if(q.exceptResellers.length > 0, (qb) => qb.where('w.reseller_id', 'not in', q.exceptResellers))
+    .groupBy(['d.webhook_id', 'w.reseller_id', 'w.url'])
+    .orderBy('turn')
+    .orderBy('due')
+    .orderBy('d.webhook_id')
+    .limit(q.limit)
+    .execute();
+  return rows.map((r) => ({
+    webhookId: r.webhook_id,
+    eventId: r.event_id,
+    resellerId: r.reseller_id,
+    url: r.url,
+  }));
+}
+
+export interface ClaimRequest {
+  readonly workerId: string;
+  /** The attempts to take (dueCandidates' picks): those still due and free are taken. */
+  readonly keys: readonly DeliveryKey[];
+  /** The server's clock: which attempts are due. */
+  readonly now: number;
+  /** Real time: whose lease ran out. */
+  readonly realNow: number;
+  readonly leaseUntil: number;
+}
+
+/**
+ * Claims the chosen attempts for `workerId`, those still due and free. One statement: the lease
+ * is taken on the rows the inner query found, and on PostgreSQL those are read FOR UPDATE SKIP
+ * LOCKED, so concurrent processes take different attempts instead of waiting on each other; on
+ * SQLite the statement runs under the write lock. An attempt is thereby owned by exactly one
+ * process until its lease runs out; one another process took meanwhile is left out.
  */
 export async function claimDeliveries(
   store: Pick<Store, 'db' | 'features'>,
   c: ClaimRequest,
 ): Promise<Delivery[]> {
+  if (c.keys.length === 0) return [];
   const { db } = store;
-  const firstDue = db
-    .selectFrom('webhook_deliveries')
-    .select((eb) => ['webhook_id', eb.fn.min('event_id').as('event_id')])
-    .where('status', '=', 'pending')
-    .where('next_attempt_at', '<=', c.now)
-    .where(unlocked(c.realNow))
-    .$if(c.exceptWebhooks.length > 0, (q) => q.where('webhook_id', 'not in', c.exceptWebhooks))
-    .groupBy('webhook_id')
-    .orderBy((eb) => eb.fn.min('next_attempt_at'))
-    .limit(c.limit);
   const lockable = db
     .selectFrom('webhook_deliveries')
     .select(['webhook_id', 'event_id'])
-    .where(({ eb, refTuple }) =>
-      eb(refTuple('webhook_id', 'event_id'), 'in', firstDue.$asTuple('webhook_id', 'event_id')),
+    .where((eb) =>
+      eb.or(c.keys.map((k) => eb.and([eb('webhook_id', '=', k.webhookId), eb('event_id', '=', k.eventId)]))),
     )
     .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', c.now)
     .where(unlocked(c.realNow))
     .$if(store.features.skipLocked, (q) => q.forUpdate().skipLocked());
   const rows = await db

@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import { EVENT_TYPES, type EventType, isEventType } from '../../domain/events.ts';
+import { type EventType, isEventType } from '../../domain/events.ts';
 import type { Database, WebhookTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 
@@ -31,11 +31,6 @@ export function toWebhook(r: WebhookTable): Webhook {
     secretEnc: r.secret_enc,
     createdAt: r.created_at,
   };
-}
-
-/** The types a webhook receives, listed (all of them when it asked for all). */
-export function receivedTypes(w: Pick<Webhook, 'eventTypes'>): readonly EventType[] {
-  return w.eventTypes ?? EVENT_TYPES;
 }
 
 /** Whether the webhook receives events of `type`. */
