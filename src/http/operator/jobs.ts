@@ -1,7 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../domain/errors.ts';
 import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
@@ -10,6 +8,7 @@ import { listJobsPage } from '../../store/repos/job-list.ts';
 import { answerMessage } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
+import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { JOB_HEADERS } from '../routes/service-actions.ts';
 import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
@@ -50,12 +49,6 @@ export const RetryPayload = Type.Object({
     description: 'The new job; null when there was nothing left to do (see message)',
   }),
 });
-
-function jobIdOf(request: FastifyRequest): string {
-  const id = (request.params as { job_id: string }).job_id;
-  if (!isUuid(id)) throw new ApiError('job_not_found', 'Job not found');
-  return id.toLowerCase();
-}
 
 const tags = ['Jobs'];
 
@@ -116,7 +109,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       const outcome = await retryJob(
         db,
         { catalog, features: ctx.store.features },
-        jobIdOf(request),
+        pathId(request.params.job_id, 'job_not_found'),
         auditContext(request),
         ctx.clock.now(),
       );
@@ -149,7 +142,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       const { job, service } = await cancelJob(
         db,
         ctx.store.features,
-        jobIdOf(request),
+        pathId(request.params.job_id, 'job_not_found'),
         auditContext(request),
         ctx.clock.now(),
       );
