@@ -108,7 +108,7 @@ function operatorDoor(ctx: AppContext): ServiceDoor {
   return {
     url: (path) => `${OPS}/services/:service_id/${path}`,
     route: (schema, audit) => operatorRoute(schema, audit),
-    operationId: (name) => `service${name[0]!.toUpperCase()}${name.slice(1)}`,
+    operationId: (name) => `service${name.charAt(0).toUpperCase()}${name.slice(1)}`,
     tag: (group) => (group === 'Service actions' ? 'Operator service actions' : 'Operator backups'),
     target: async (request) => {
       const service = await anyService(ctx, request);
