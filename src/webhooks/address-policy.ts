@@ -43,10 +43,10 @@ function groups(address: string): number[] {
   let text = address;
   const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
   if (v4) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    const [a = 0, b = 0, c = 0, d = 0] = v4.slice(1).map(Number);
     text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const [head, tail] = text.split('::') as [string, string | undefined];
+  const [head, tail] = text.split('::');
   const part = (s: string | undefined) => (s ? s.split(':').map((h) => Number.parseInt(h, 16)) : []);
   const left = part(head);
   const right = part(tail);
@@ -58,8 +58,9 @@ const ipv4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${
 /** The IPv4 address a NAT64 (64:ff9b::/96) or 6to4 (2002::/16) address carries, if it is one. */
 function embeddedIpv4(address: string): string | undefined {
   const g = groups(address);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Of(g[6]!, g[7]!);
-  if (g[0] === 0x2002) return ipv4Of(g[1]!, g[2]!);
+  const [g0, g1 = 0, g2 = 0, , , , g6 = 0, g7 = 0] = g;
+  if (g0 === 0x64 && g1 === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Of(g6, g7);
+  if (g0 === 0x2002) return ipv4Of(g1, g2);
   return undefined;
 }
 
