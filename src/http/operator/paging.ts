@@ -68,8 +68,8 @@ export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
   } catch {
     parts = undefined;
   }
+  if (!Array.isArray(parts)) throw new ApiError('validation_failed', 'cursor is not one this list gave');
   const ok =
-    Array.isArray(parts) &&
     parts.length === shape.length + 1 &&
     parts[0] === list &&
     shape.every((type, i) => {
@@ -77,7 +77,7 @@ export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
       return type === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 200;
     });
   if (!ok) throw new ApiError('validation_failed', 'cursor is not one this list gave');
-  return (parts as unknown[]).slice(1) as { [I in keyof S]: S[I] extends 'number' ? number : string };
+  return parts.slice(1) as { [I in keyof S]: S[I] extends 'number' ? number : string };
 }
 
 /**

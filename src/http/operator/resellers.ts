@@ -232,7 +232,15 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
       const reseller = found(
         await findReseller(db, pathId(request.params.reseller_id, 'reseller_not_found')),
       );
-      const quota = Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, request.body[r] ?? null])) as Quota;
+      const b = request.body;
+      const quota: Quota = {
+        services: b.services ?? null,
+        cpu: b.cpu ?? null,
+        ram: b.ram ?? null,
+        hdd: b.hdd ?? null,
+        ip: b.ip ?? null,
+        backup: b.backup ?? null,
+      };
       await setQuota(db, reseller.id, quota, ctx.clock.now(), auditContext(request));
       const use = await quotaUse(db, reseller.id);
       return { quota: (await findQuota(db, reseller.id)) ?? UNLIMITED, use };
