@@ -146,10 +146,11 @@ function readNumber(env: Env, name: string, fallback: number, min: number, max: 
 function readChoice<T extends string>(env: Env, name: string, fallback: T, choices: readonly T[]): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!(choices as readonly string[]).includes(raw)) {
+  const choice = choices.find((c) => c === raw);
+  if (choice === undefined) {
     throw new ConfigError(`${name} must be one of ${choices.join(', ')}, got "${raw}"`);
   }
-  return raw as T;
+  return choice;
 }
 
 function readBool(env: Env, name: string, fallback: boolean): boolean {
@@ -216,10 +217,10 @@ function readHosts(env: Env, name: string): SimulatedHostConfig[] {
     }
     return {
       id,
-      cpu: nums[0]!,
-      ramGb: nums[1]!,
-      diskGb: nums[2]!,
-      backupGb: backup === undefined ? 0 : nums[3]!,
+      cpu: Number(cpu),
+      ramGb: Number(ram),
+      diskGb: Number(disk),
+      backupGb: backup === undefined ? 0 : Number(backup),
     };
   });
   if (new Set(hosts.map((h) => h.id)).size !== hosts.length)
@@ -246,7 +247,7 @@ function readLibvirtHosts(env: Env, uri: string): LibvirtHostConfig[] {
         `VRP_LIBVIRT_HOSTS must be entries id,uri,cpu,ramGb,diskGb separated by ";", got "${entry}"`,
       );
     }
-    return { id, uri: hostUri, cpu: n[0]!, ramGb: n[1]!, diskGb: n[2]! };
+    return { id, uri: hostUri, cpu: Number(nums[0]), ramGb: Number(nums[1]), diskGb: Number(nums[2]) };
   });
   if (new Set(hosts.map((h) => h.id)).size !== hosts.length)
     throw new ConfigError('VRP_LIBVIRT_HOSTS repeats a host id');

@@ -39,7 +39,7 @@ export function loadMasterKey(secretKey: string | undefined, dataDir: string): B
         writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
       } catch (err) {
         // Another process created it first: use theirs.
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) throw err;
       }
     }
     chmodSync(file, 0o600);

@@ -15,7 +15,7 @@ export type TokenScope = Scope | OperatorScope;
 
 /** Whether `value` is a scope of reseller applications. */
 export function isScope(value: string): value is Scope {
-  return (SCOPES as readonly string[]).includes(value);
+  return SCOPES.some((s) => s === value);
 }
 
 /** Whether `value` is any scope a token can carry. */

@@ -58,13 +58,13 @@ export function hashPassword(password: string, cost: SecretCost = PASSWORD_COST)
 export async function verifySecret(secret: string, stored: string): Promise<boolean> {
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
-  const [, n, r, p, salt, hash] = parts;
-  const expected = Buffer.from(hash!, 'base64url');
+  const [, n, r, p, salt = '', hash = ''] = parts;
+  const expected = Buffer.from(hash, 'base64url');
   try {
     const params = { N: Number(n), r: Number(r), p: Number(p) };
     // No more than a password's cost: a damaged stored hash must not make us allocate without bound.
     if (params.N * params.r > PASSWORD_COST.N * PASSWORD_COST.r) return false;
-    const key = await derive(secret, Buffer.from(salt!, 'base64url'), {
+    const key = await derive(secret, Buffer.from(salt, 'base64url'), {
       ...params,
       maxmem: maxmemFor(params.N, params.r),
     });

@@ -89,7 +89,8 @@ export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptio
             'Unsupported Authorization header; use Basic',
             basicChallenge(),
           );
-        const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+        const [, credentials = ''] = m;
+        const decoded = Buffer.from(credentials, 'base64').toString('utf8');
         const colon = decoded.indexOf(':');
         if (colon < 0)
           return oauthError(401, 'invalid_client', 'Malformed Basic credentials', basicChallenge());

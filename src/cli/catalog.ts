@@ -27,7 +27,7 @@ export async function catalogCommand(
       parsed = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
     } catch (err) {
       throw new CommandError(
-        `cannot read ${file === '-' ? 'stdin' : file} as JSON: ${(err as Error).message}`,
+        `cannot read ${file === '-' ? 'stdin' : file} as JSON: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
     let catalog: ReturnType<typeof parseCatalogFile>;

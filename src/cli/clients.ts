@@ -35,7 +35,8 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
       if (scopes === undefined && values.scopes !== undefined) {
         throw new UsageError('--scopes is a comma-separated list of access, products, service');
       }
-      if (values.variant !== undefined && values.variant !== 'A' && values.variant !== 'B') {
+      const variant = values.variant;
+      if (variant !== undefined && variant !== 'A' && variant !== 'B') {
         throw new UsageError('--variant is A or B');
       }
       const app = await registerApplication(
@@ -43,7 +44,7 @@ export async function clientCommand(db: Kysely<Database>, args: string[], out: O
         {
           reseller: values.reseller,
           scopes,
-          variant: values.variant as 'A' | 'B' | undefined,
+          variant,
           name: values.name,
         },
         now,

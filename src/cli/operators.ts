@@ -23,7 +23,9 @@ function readPassword(): string {
   try {
     text = readFileSync(0, 'utf8');
   } catch (err) {
-    throw new CommandError(`cannot read the password from stdin: ${(err as Error).message}`);
+    throw new CommandError(
+      `cannot read the password from stdin: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   const password = text.replace(/\r?\n$/, '');
   if (password === '') throw new CommandError('no password on stdin');

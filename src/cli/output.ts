@@ -41,7 +41,10 @@ export function positionals(args: readonly string[], command: string): string[] 
 /** Whether `err` is node:util parseArgs refusing the arguments (an unknown option, a missing value). */
 export function isParseArgsError(err: unknown): err is Error {
   return (
-    err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true
+    err instanceof TypeError &&
+    'code' in err &&
+    typeof err.code === 'string' &&
+    err.code.startsWith('ERR_PARSE_ARGS')
   );
 }
 

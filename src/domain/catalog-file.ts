@@ -127,15 +127,21 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     seen.add(pid);
     const name = str(p['name'], `${path}.name`);
     const template = str(p['template'], `${path}.template`);
-    const config = {} as Record<Resource, { min: number; max: number }>;
     const rawConfig = p['config'];
-    if (!isObj(rawConfig)) {
-      problems.push(`${path}.config must be an object with ${RESOURCES.join(', ')}`);
-      for (const r of RESOURCES) config[r] = { min: Number.NaN, max: Number.NaN };
-    } else {
-      known(rawConfig, `${path}.config`, RESOURCES);
-      for (const r of RESOURCES) config[r] = bounds(rawConfig[r], `${path}.config.${r}`, r);
-    }
+    if (!isObj(rawConfig)) problems.push(`${path}.config must be an object with ${RESOURCES.join(', ')}`);
+    else known(rawConfig, `${path}.config`, RESOURCES);
+    // In the order of RESOURCES, as the problems are listed.
+    const boundsOf = (r: Resource) =>
+      isObj(rawConfig)
+        ? bounds(rawConfig[r], `${path}.config.${r}`, r)
+        : { min: Number.NaN, max: Number.NaN };
+    const config: Record<Resource, { min: number; max: number }> = {
+      ram: boundsOf('ram'),
+      ip: boundsOf('ip'),
+      cpu: boundsOf('cpu'),
+      hdd: boundsOf('hdd'),
+      backup: boundsOf('backup'),
+    };
     const rawOs = Array.isArray(p['os_templates']) ? p['os_templates'] : [];
     if (!Array.isArray(p['os_templates']) || rawOs.length === 0) {
       problems.push(`${path}.os_templates must be a non-empty array of template ids`);

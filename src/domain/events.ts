@@ -94,5 +94,5 @@ export function jobFinished(
 }
 
 export function isEventType(value: string): value is EventType {
-  return (EVENT_TYPES as readonly string[]).includes(value);
+  return EVENT_TYPES.some((t) => t === value);
 }

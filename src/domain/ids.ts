@@ -17,8 +17,8 @@ export function uuidv7(nowMs: number, random: Uint8Array): string {
   const b = Buffer.from(random);
   const ms = Math.max(0, Math.floor(nowMs));
   b.writeUIntBE(ms % 2 ** 48, 0, 6);
-  b[6] = (b[6]! & 0x0f) | 0x70;
-  b[8] = (b[8]! & 0x3f) | 0x80;
+  b[6] = (b.readUInt8(6) & 0x0f) | 0x70;
+  b[8] = (b.readUInt8(8) & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
@@ -40,7 +40,7 @@ export function createMonotonicUuidv7(random: () => Uint8Array): (nowMs: number)
     } else {
       // Bytes 9..15 as one counter; byte 8 keeps the variant bits.
       for (let i = 15; i >= 9; i--) {
-        last[i] = (last[i]! + 1) & 0xff;
+        last[i] = ((last[i] ?? 0) + 1) & 0xff;
         if (last[i] !== 0) break;
       }
     }

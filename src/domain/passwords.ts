@@ -19,12 +19,11 @@ function randomIndexes(random: RandomBytes): (n: number) => number {
   return (n) => {
     const limit = 256 - (256 % n);
     for (;;) {
-      if (at === pool.length) {
+      const b = pool[at++];
+      if (b === undefined) {
         pool = random(64);
         at = 0;
-      }
-      const b = pool[at++]!;
-      if (b < limit) return b % n;
+      } else if (b < limit) return b % n;
     }
   };
 }
@@ -33,11 +32,11 @@ function randomIndexes(random: RandomBytes): (n: number) => number {
 export function generatePassword(random: RandomBytes, length = 20): string {
   const below = randomIndexes(random);
   const all = LOWER + UPPER + DIGIT + SYMBOL;
-  const chars = [LOWER, UPPER, DIGIT, SYMBOL].map((set) => set[below(set.length)]!);
-  while (chars.length < length) chars.push(all[below(all.length)]!);
+  const chars = [LOWER, UPPER, DIGIT, SYMBOL].map((set) => set.charAt(below(set.length)));
+  while (chars.length < length) chars.push(all.charAt(below(all.length)));
   for (let i = chars.length - 1; i > 0; i--) {
     const j = below(i + 1);
-    [chars[i], chars[j]] = [chars[j]!, chars[i]!];
+    [chars[i], chars[j]] = [chars[j] ?? '', chars[i] ?? ''];
   }
   return chars.join('');
 }

@@ -31,14 +31,15 @@ export function parseBsDays(value: string): Day[] {
   const parts = value.split(',');
   const days: Day[] = [];
   for (const p of parts) {
-    if (!(DAYS as readonly string[]).includes(p)) {
+    const day = DAYS.find((d) => d === p);
+    if (day === undefined) {
       throw new ApiError(
         'validation_failed',
         `BSDays must be a comma-separated list of mon, tue, wed, thu, fri, sat, sun without spaces, got "${value}"`,
       );
     }
-    if (days.includes(p as Day)) throw new ApiError('validation_failed', `BSDays names "${p}" twice`);
-    days.push(p as Day);
+    if (days.includes(day)) throw new ApiError('validation_failed', `BSDays names "${p}" twice`);
+    days.push(day);
   }
   return days;
 }
@@ -53,7 +54,8 @@ export function nextRunAt(time: TimeOfDay, days: readonly Day[], fromMs: number)
   for (let d = 0; d <= 7; d++) {
     const dayStart = midnight + d * DAY_MS;
     const slot = dayStart + (time.hour * 60 + time.minute) * MINUTE;
-    if (slot >= minuteStart && days.includes(DAYS[new Date(dayStart).getUTCDay()]!)) return slot;
+    const weekday = new Date(dayStart).getUTCDay();
+    if (slot >= minuteStart && days.some((day) => DAYS.indexOf(day) === weekday)) return slot;
   }
   throw new Error('unreachable: a non-empty day list has a slot within 8 days');
 }

@@ -170,5 +170,5 @@ export function project(state: ServiceState, actions: readonly JobAction[]): Ser
 }
 
 export function isStable(status: string): status is StableStatus {
-  return (STABLE_STATUSES as readonly string[]).includes(status);
+  return STABLE_STATUSES.some((s) => s === status);
 }

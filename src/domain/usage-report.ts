@@ -103,10 +103,12 @@ const ISO =
 export function parseIsoTime(text: string): number | undefined {
   const m = ISO.exec(text);
   if (!m) return undefined;
-  const [y, mo, d, h = 0, min = 0, sec = 0, oh = 0, om = 0] = m.slice(1).map((v) => Number(v ?? 0));
+  const [y = 0, mo = 0, d = 0, h = 0, min = 0, sec = 0, oh = 0, om = 0] = m
+    .slice(1)
+    .map((v) => Number(v ?? 0));
   // Date.parse rolls 2026-02-30 over to March and takes 24:00: the calendar is checked here.
-  const day = new Date(Date.UTC(y!, mo! - 1, d!));
-  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo! - 1 || day.getUTCDate() !== d) return undefined;
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return undefined;
   if (h > 23 || min > 59 || sec > 59 || oh > 23 || om > 59) return undefined;
   const ms = Date.parse(text);
   return Number.isFinite(ms) ? ms : undefined;

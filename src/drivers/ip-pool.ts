@@ -31,8 +31,8 @@ export interface IpPool {
 
 /** Usable host addresses of a CIDR: not the network, not the broadcast, not the gateway (first). */
 export function cidrRange(cidr: string): AddressRange {
-  const [ip, bits] = cidr.split('/');
-  const base = ip!.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+  const [ip = '', bits] = cidr.split('/');
+  const base = ip.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
   const size = 2 ** (32 - Number(bits));
   const network = base - (base % size);
   return { first: network + 2, last: network + size - 2 };

@@ -6,12 +6,12 @@ import type { FastifyInstance } from 'fastify';
  * the app's).
  */
 export function registerFormParser(scope: FastifyInstance, options: { bodyLimit?: number } = {}): void {
-  scope.addContentTypeParser(
+  scope.addContentTypeParser<string>(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', ...options },
     (_req, body, done) => {
       const out: Record<string, string | string[]> = {};
-      for (const [k, v] of new URLSearchParams(body as string)) {
+      for (const [k, v] of new URLSearchParams(body)) {
         const prev = out[k];
         out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
       }

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { RouteOptions } from 'fastify';
+import type { FastifySchema } from 'fastify';
 import { OPERATOR_SCOPE, SCOPES } from '../auth/scopes.ts';
-import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
+import { ERROR_CODES } from '../domain/errors.ts';
 import { BASE, OPS } from './base-path.ts';
 import type { Variant } from './envelope.ts';
 import { API_VERSION } from './routes/access.ts';
@@ -44,7 +44,7 @@ export interface RegisteredRoute {
   readonly method: string;
   readonly url: string;
   /** As the route gave it: with the document-only keywords (schemas.ts, DOCUMENT_ONLY). */
-  readonly schema: RouteOptions['schema'];
+  readonly schema: (FastifySchema & RouteDocs) | undefined;
   /** The scope of an API route: it answers in the envelopes and needs a bearer token. */
   readonly scope: string | undefined;
   /** Errors are RFC 6749 bodies, which the route declares itself. */
@@ -63,6 +63,13 @@ const toOpenApiPath = (url: string) => url.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** `v` if it is an object (a schema, a map of them), else an empty one: a part a route left out. */
+const objectOr = (v: unknown): Schema => (isObject(v) ? v : {});
+
+/** The strings of `v` if it is a list (a schema's `required`). */
+const stringsOf = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : [];
+
 /** A request schema as the document shows it: its document-only keywords merged in. */
 function documented(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(documented);
@@ -76,14 +83,14 @@ function documented(schema: unknown): unknown {
 }
 
 /** A request schema as Fastify validates it: without its document-only keywords. */
-export function forValidation<T>(schema: T): T {
-  if (Array.isArray(schema)) return schema.map(forValidation) as T;
+export function forValidation(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(forValidation);
   if (!isObject(schema)) return schema;
   const out: Schema = {};
   for (const [key, value] of Object.entries(schema)) {
     if (key !== DOCUMENT_ONLY) out[key] = forValidation(value);
   }
-  return out as T;
+  return out;
 }
 
 /**
@@ -125,8 +132,8 @@ class NamedSchemas {
 
 /** The payload a route answers in `variant`: its 200 schema, or that schema's branch for the variant. */
 function payloadOf(schema: Schema, variant: Variant): Schema {
-  const branches = schema['anyOf'] as Schema[] | undefined;
-  const own = branches?.find((b) => b[VARIANT_KEYWORD] === variant);
+  const branches = Array.isArray(schema['anyOf']) ? schema['anyOf'].filter(isObject) : [];
+  const own = branches.find((b) => b[VARIANT_KEYWORD] === variant);
   if (!own) return schema;
   const { [VARIANT_KEYWORD]: _, ...payload } = own;
   return payload;
@@ -195,7 +202,9 @@ const ERROR_HEADERS: Record<number, string[]> = {
 };
 
 const codesOf = (status: number) =>
-  (Object.keys(ERROR_CODES) as ErrorCode[]).filter((c) => ERROR_CODES[c] === status);
+  Object.entries(ERROR_CODES)
+    .filter(([, s]) => s === status)
+    .map(([code]) => code);
 
 /** `#/components/responses/Error<status>`: the error envelopes with the codes of that status. */
 function errorResponse(status: number): Schema {
@@ -221,19 +230,19 @@ const OK_HEADERS = { 'X-Request-Id': ref('headers', 'RequestId') };
 
 /** The answers of an API route: its payload in the envelope of the request's variant, and the error envelopes. */
 function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
-  const schema = (route.schema ?? {}) as Schema;
-  const response = (schema['response'] ?? {}) as Schema;
-  const statuses = [400, 401, 403, 404, 429, 500, 503, ...((schema['errorStatuses'] as number[]) ?? [])];
-  if (schema['body']) statuses.push(413, 415);
-  const media = (schema['successMedia'] ?? {}) as Record<string, Schema>;
+  const schema = route.schema ?? {};
+  const response = objectOr(schema.response);
+  const statuses = [400, 401, 403, 404, 429, 500, 503, ...(schema.errorStatuses ?? [])];
+  if (schema.body) statuses.push(413, 415);
+  const media = schema.successMedia ?? {};
   const out: Schema = {
     '200': {
       description: route.variant
         ? `Success, in the variant ${route.variant} envelope`
         : 'Success, in the envelope of the request: X-Envelope-Variant, else the default of the application',
-      headers: { ...OK_HEADERS, ...(schema['successHeaders'] as Schema | undefined) },
+      headers: { ...OK_HEADERS, ...schema.successHeaders },
       content: {
-        'application/json': { schema: successEnvelopes(response['200'] as Schema, names, route.variant) },
+        'application/json': { schema: successEnvelopes(objectOr(response['200']), names, route.variant) },
         ...Object.fromEntries(Object.entries(media).map(([type, m]) => [type, { schema: names.hoist(m) }])),
       },
     },
@@ -258,7 +267,7 @@ function declaredResponse(status: string, declared: Schema, names: NamedSchemas)
       ? Object.fromEntries(
           Object.entries(declared['content']).map(([type, media]) => [
             type,
-            { schema: names.hoist((media as Schema)['schema']) },
+            { schema: names.hoist(objectOr(media)['schema']) },
           ]),
         )
       : undefined;
@@ -278,24 +287,24 @@ function declaredResponse(status: string, declared: Schema, names: NamedSchemas)
  * come in the error envelope, unless the route answers RFC 6749 errors (it declares those).
  */
 function plainResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
-  const schema = (route.schema ?? {}) as Schema;
-  const response = { ...(schema['response'] as Schema), ...(schema['responses'] as Schema) };
-  const out: Schema = {};
+  const schema = route.schema ?? {};
+  const response = { ...objectOr(schema.response), ...schema.responses };
+  const out: Record<string, Schema> = {};
   for (const [status, declared] of Object.entries(response)) {
-    out[status.toUpperCase()] = declaredResponse(status, declared as Schema, names);
+    out[status.toUpperCase()] = declaredResponse(status, objectOr(declared), names);
   }
   if (route.oauth) return out;
   const generic = [400, 500, 503];
-  if (schema['params']) generic.push(404);
+  if (schema.params) generic.push(404);
   for (const status of generic.sort((a, b) => a - b)) {
-    const own = out[String(status)] as Schema | undefined;
+    const own = out[String(status)];
     if (!own) {
       out[String(status)] = ref('responses', `Error${status}`);
       continue;
     }
     // The route's own answer for this status, or the error envelope.
-    const content = (own['content'] ?? {}) as Schema;
-    const json = content['application/json'] as Schema | undefined;
+    const content = objectOr(own['content']);
+    const json = isObject(content['application/json']) ? content['application/json'] : undefined;
     const envelope = ref('schemas', 'ErrorEnvelope');
     own['content'] = {
       ...content,
@@ -307,17 +316,16 @@ function plainResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
 
 /** The parameters of a route: path, query and headers from its schemas; the headers every API route reads. */
 function parametersOf(route: RegisteredRoute): unknown[] {
-  const schema = (route.schema ?? {}) as Record<string, Schema | undefined>;
+  const schema = route.schema ?? {};
   const parameters: unknown[] = [];
   for (const [where, part] of [
-    ['path', schema['params']],
-    ['query', schema['querystring']],
-    ['header', schema['headers']],
+    ['path', objectOr(schema.params)],
+    ['query', objectOr(schema.querystring)],
+    ['header', objectOr(schema.headers)],
   ] as const) {
-    const props = (part?.['properties'] ?? {}) as Record<string, Schema>;
-    const required = (part?.['required'] ?? []) as string[];
-    for (const [name, s] of Object.entries(props)) {
-      const { description, ...rest } = documented(s) as Schema;
+    const required = stringsOf(part['required']);
+    for (const [name, s] of Object.entries(objectOr(part['properties']))) {
+      const { description, ...rest } = objectOr(documented(s));
       parameters.push({
         name,
         in: where,
@@ -332,11 +340,11 @@ function parametersOf(route: RegisteredRoute): unknown[] {
   return parameters;
 }
 
-function requestBodyOf(schema: Schema): Schema | undefined {
-  if (schema['requestBody']) return schema['requestBody'] as Schema;
-  const body = schema['body'] as Schema | undefined;
-  if (!body) return undefined;
-  const required = ((body['required'] ?? []) as string[]).length > 0;
+function requestBodyOf(schema: FastifySchema & RouteDocs): Schema | undefined {
+  if (schema.requestBody) return schema.requestBody;
+  const body = schema.body;
+  if (!isObject(body)) return undefined;
+  const required = stringsOf(body['required']).length > 0;
   return {
     required,
     description: required
@@ -512,7 +520,7 @@ export function buildOpenApi(
     .filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS')
     .sort((a, b) => a.url.localeCompare(b.url) || a.method.localeCompare(b.method));
   for (const r of sorted) {
-    const schema = (r.schema ?? {}) as Schema & RouteDocs;
+    const schema = r.schema ?? {};
     for (const tag of schema.tags ?? []) tags.add(tag);
     const requestBody = requestBodyOf(schema);
     const op: Record<string, unknown> = {
@@ -536,7 +544,7 @@ export function buildOpenApi(
     kind,
     sorted.some(isOperatorRoute),
   );
-  components['schemas'] = { ...(components['schemas'] as Schema), ...names.schemas };
+  components['schemas'] = { ...objectOr(components['schemas']), ...names.schemas };
   return {
     openapi: '3.1.0',
     info:

@@ -1,17 +1,25 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.ts';
-import { isUuid } from './schemas.ts';
+import { pathId } from './path-id.ts';
+
+/** A request to a per-service route: its path names the service (`ServiceParams`). */
+export type ServiceRequest = FastifyRequest & { readonly params: { readonly service_id: string } };
 
 /**
  * The service id of a per-service route. Variant A repeats it in the body as `service_id`;
  * if given it must be the same. An id that is not a UUID names no service: 404.
  */
-export function serviceIdOf(request: FastifyRequest): string {
-  const id = (request.params as { service_id: string }).service_id;
-  const body = request.body as { service_id?: unknown } | undefined;
-  if (body && body.service_id !== undefined && String(body.service_id).toLowerCase() !== id.toLowerCase()) {
+export function serviceIdOf(request: ServiceRequest): string {
+  const id = request.params.service_id;
+  const body: unknown = request.body;
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    'service_id' in body &&
+    body.service_id !== undefined &&
+    String(body.service_id).toLowerCase() !== id.toLowerCase()
+  ) {
     throw new ApiError('service_id_mismatch', 'service_id in the body differs from the one in the path');
   }
-  if (!isUuid(id)) throw new ApiError('service_not_found', 'Service not found');
-  return id.toLowerCase();
+  return pathId(id, 'service_not_found');
 }

@@ -101,10 +101,12 @@ async function cancelIn(
     { target: { type: 'job', id: jobId }, serviceId: service.id, resellerId: service.resellerId },
     now,
   );
-  const job = toJob((await findJobRow(tx, jobId))!);
+  const jobRow = await findJobRow(tx, jobId);
+  if (!jobRow) throw new Error(`job ${jobId} vanished in the transaction that cancelled it`);
   const after = toService(
-    (await tx.selectFrom('services').selectAll().where('id', '=', service.id).executeTakeFirst())!,
+    await tx.selectFrom('services').selectAll().where('id', '=', service.id).executeTakeFirstOrThrow(),
   );
+  const job = toJob(jobRow);
   return { job, service: after };
 }
 

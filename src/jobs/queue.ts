@@ -146,7 +146,7 @@ async function recordOperation(
   now: number,
 ): Promise<void> {
   if (!req.audit) return;
-  const backupId = (req.params as { readonly backup_id?: string } | undefined)?.backup_id;
+  const backupId = req.params && 'backup_id' in req.params ? req.params.backup_id : undefined;
   await recordAudit(
     tx,
     req.audit,

@@ -69,11 +69,12 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           .where('status', 'in', POWER_STATUSES)
           .where('pending_jobs', '=', 0)
           .where('active_job_id', 'is', null)
+          .$narrowType<{ status: StableStatus }>()
           .execute()
       ).map((r) => ({
         id: r.id,
         resellerId: r.reseller_id,
-        status: r.status as StableStatus,
+        status: r.status,
         jobSeq: r.job_seq,
       }));
       if (services.length === 0) return { hostId, outcome, corrections };

@@ -4,10 +4,8 @@ import {
   decide,
   isStable,
   type JobAction,
-  type PowerStatus,
   project,
   type ServiceState,
-  type StableStatus,
   statusAfterFailure,
   transitionalStatus,
 } from '../domain/status-machine.ts';
@@ -116,7 +114,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (decision.kind === 'invalid') {
     // The check at its start changed the service: that is why, rather than an earlier job.
     const why = corrected
-      ? corrected[0]!.toLowerCase() + corrected.slice(1)
+      ? corrected.charAt(0).toLowerCase() + corrected.slice(1)
       : 'an earlier job did not succeed';
     return finish(deps, job, from, failed(`${decision.message} (${why})`));
   }
@@ -358,8 +356,8 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.projected_status = projected.status;
       set.projected_resume = projected.resume;
     } else if (pending === 0 && after) {
-      set.projected_status = after.status as StableStatus;
-      set.projected_resume = after.resume as PowerStatus | null;
+      set.projected_status = after.status;
+      set.projected_resume = after.resume;
     }
     const updated = await tx
       .updateTable('services')

@@ -156,10 +156,11 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       let result: { outcome: SlotOutcome; jobId: string | null };
       if (missed) {
         const later = slotsBetween(time, days, slot + 1, next, MISSED_COUNT_LIMIT);
+        const last = later.at(-1);
         const more =
-          later.length === 0
+          last === undefined
             ? ''
-            : ` (with ${later.length === MISSED_COUNT_LIMIT ? 'at least ' : ''}${later.length} later slot${later.length === 1 ? '' : 's'} up to ${iso(later[later.length - 1]!)})`;
+            : ` (with ${later.length === MISSED_COUNT_LIMIT ? 'at least ' : ''}${later.length} later slot${later.length === 1 ? '' : 's'} up to ${iso(last)})`;
         o.log.warn({ scheduleId: s.id, slot: iso(slot), missed: 1 + later.length }, 'backup slots missed');
         const reason = `Scheduled backup of ${iso(slot)} missed while the server was down${more}`;
         result = { outcome: 'skipped', jobId: await recordSkipped(tx, s, slot, reason, now) };

@@ -131,7 +131,14 @@ export class GroupCommitSqliteDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     if (this.#busy) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#busy = true;
-    return this.#connection!;
+    if (!this.#connection) throw new Error('the SQLite driver was not initialized');
+    return this.#connection;
+  }
+
+  /** The group a transaction just ended in; none would be a commit without a begin (a bug here). */
+  #openGroup(): Group {
+    if (!this.#group) throw new Error('no transaction group is open');
+    return this.#group;
   }
 
   /** A plain statement (outside a transaction) never runs in an open group: the group commits first. */
@@ -157,7 +164,7 @@ export class GroupCommitSqliteDriver implements Driver {
   async commitTransaction(): Promise<void> {
     this.#raw.exec('release vrp_tx');
     this.#inTransaction = false;
-    const group = this.#group!;
+    const group = this.#openGroup();
     group.members++;
     this.#endedIn = { group, succeeded: true };
     if (group.waiting) {
@@ -257,7 +264,7 @@ export class GroupCommitSqliteDriver implements Driver {
 
   /** Commits the open group and settles its transactions. */
   #commitGroup(): void {
-    const group = this.#group!;
+    const group = this.#openGroup();
     try {
       this.#raw.exec('commit');
     } catch (err) {

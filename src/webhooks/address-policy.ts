@@ -77,10 +77,10 @@ function groups(address: string): number[] {
   let text = address;
   const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
   if (v4) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    const [a = 0, b = 0, c = 0, d = 0] = v4.slice(1).map(Number);
     text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const [head, tail] = text.split('::') as [string, string | undefined];
+  const [head, tail] = text.split('::');
   const part = (s: string | undefined) => (s ? s.split(':').map((h) => Number.parseInt(h, 16)) : []);
   const left = part(head);
   const right = part(tail);

@@ -57,10 +57,10 @@ export function parseDomainList(stdout: string): Map<string, PowerState> {
   const states = new Map<string, PowerState>();
   for (const line of stdout.split('\n')) {
     const m = /^\s*(\d+|-)\s+(\S+)\s+(\S.*?)\s*$/.exec(line);
-    if (!m || !m[2]!.startsWith(DOMAIN_PREFIX)) continue;
-    const state = m[3]!;
+    const [, , name = '', state = ''] = m ?? [];
+    if (!name.startsWith(DOMAIN_PREFIX)) continue;
     const off = state === 'shut off' || state === 'crashed' || state === 'dying';
-    states.set(m[2]!.slice(DOMAIN_PREFIX.length), off ? 'stopped' : 'running');
+    states.set(name.slice(DOMAIN_PREFIX.length), off ? 'stopped' : 'running');
   }
   return states;
 }
@@ -173,8 +173,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     vm: LibvirtVmTable,
     s: { hostname: string; username: string; password: string | undefined },
   ) {
-    const [, bits] = ipPool.cidr.split('/');
-    const gateway = ipPool.cidr.split('/')[0]!.replace(/\d+$/, (d) => String(Number(d) + 1));
+    const [network = '', bits] = ipPool.cidr.split('/');
+    const gateway = network.replace(/\d+$/, (d) => String(Number(d) + 1));
     await writeSeed(commands, files(vm.id).seed, join(dir(vm.id), 'seed-src'), {
       instanceId: `vrp-${vm.id}-${randomUUID().slice(0, 8)}`,
       hostname: s.hostname,
@@ -357,7 +357,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    */
   async function removeQemuLog(hostId: string, name: string): Promise<void> {
     if (!isLocalSystem(uriOf(hostId))) return;
-    const logs = await readdir(QEMU_LOG_DIR).catch(() => [] as string[]);
+    const logs = await readdir(QEMU_LOG_DIR).catch((): string[] => []);
     for (const f of logs) {
       if (f === `${name}.log` || f.startsWith(`${name}.log.`))
         await rm(join(QEMU_LOG_DIR, f), { force: true });
@@ -385,10 +385,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           await remove(spec.vmId);
         } catch (cleanup) {
           // Left half-cleaned: retry, and the retry fails and cleans up again.
-          throw new DriverError(`${(err as Error).message} (cleaning up failed; retrying)`, {
-            transient: true,
-            cause: cleanup,
-          });
+          throw new DriverError(
+            `${err instanceof Error ? err.message : String(err)} (cleaning up failed; retrying)`,
+            {
+              transient: true,
+              cause: cleanup,
+            },
+          );
         }
         throw err;
       }

@@ -23,7 +23,7 @@ export interface SimulatedDriverOptions {
 /** Disk a fresh VM uses: the template's base image, 1.5 to 3 GB depending on the template. */
 function baseDiskGb(templateId: string): number {
   const h = createHash('sha256').update(templateId).digest();
-  return 1.5 + (h[0]! / 255) * 1.5;
+  return 1.5 + (h.readUInt8(0) / 255) * 1.5;
 }
 
 /** Each write-like operation (boot logs, packages, password files) grows the used disk a little. */

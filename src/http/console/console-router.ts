@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleSession } from '../../store/repos/console-sessions.ts';
 import type { App } from '../app.ts';
 import { CONSOLE } from '../base-path.ts';
+import { isFields } from '../fields.ts';
 import { parseCookies, serializeCookie } from './cookies.ts';
 import { type Html, html, isHtml } from './html.ts';
 import { type Flash, page, type Section } from './layout.ts';
@@ -55,6 +56,8 @@ export interface ConsoleCall {
   query(name: string): string | undefined;
   /** A field of the posted form; FormError if it is there twice. */
   field(name: string): string | undefined;
+  /** A parameter of the page's path (`:name`); empty if the path has none of that name. */
+  param(name: string): string;
   /** A whole page in the console's layout, with the message left by the last form. */
   render(o: { title: string; section?: Section; body: Html }): Html;
 }
@@ -120,9 +123,10 @@ export function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash |
     serializeCookie(FLASH_COOKIE, '', { path: CONSOLE, maxAge: 0, secure: isHttps(request) }),
   );
   try {
-    const flash = JSON.parse(Buffer.from(value, 'base64url').toString('utf8')) as Flash;
-    if ((flash.kind === 'ok' || flash.kind === 'error') && typeof flash.text === 'string') {
-      return { kind: flash.kind, text: flash.text.slice(0, 500) };
+    const flash: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
+    const { kind, text } = isFields(flash) ? flash : {};
+    if ((kind === 'ok' || kind === 'error') && typeof text === 'string') {
+      return { kind, text: text.slice(0, 500) };
     }
   } catch {
     // A flash cookie we did not write: no message.
@@ -147,15 +151,14 @@ export function sendPage(reply: FastifyReply, body: Html, status = 200): Fastify
   return reply.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(body.text);
 }
 
-function fieldsOf(request: FastifyRequest): Record<string, string | string[]> {
-  const body = request.body;
-  return typeof body === 'object' && body !== null ? (body as Record<string, string | string[]>) : {};
+function fieldsOf(request: FastifyRequest): Record<string, unknown> {
+  return isFields(request.body) ? request.body : {};
 }
 
 function firstQuery(request: FastifyRequest, name: string): string | undefined {
-  const value = (request.query as Record<string, string | string[] | undefined>)[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return first === '' ? undefined : first;
+  const value = isFields(request.query) ? request.query[name] : undefined;
+  const first: unknown = Array.isArray(value) ? value[0] : value;
+  return typeof first === 'string' && first !== '' ? first : undefined;
 }
 
 /**
@@ -183,7 +186,11 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
       field(name) {
         const value = fieldsOf(request)[name];
         if (Array.isArray(value)) throw new FormError(`The form has the field "${name}" more than once`);
-        return value;
+        return typeof value === 'string' ? value : undefined;
+      },
+      param(name) {
+        const value = isFields(request.params) ? request.params[name] : undefined;
+        return typeof value === 'string' ? value : '';
       },
       render: (o) => page({ ...o, operator: { name: session.operatorName, csrf }, flash }),
     };

@@ -45,8 +45,8 @@ export function registerConsoleRoutes(parent: App, ctx: AppContext): void {
 function consoleRoutes(app: App, ctx: AppContext): void {
   app.removeAllContentTypeParsers();
   registerFormParser(app, { bodyLimit: FORM_LIMIT });
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
-    if ((body as Buffer).length === 0) return done(null, undefined);
+  app.addContentTypeParser<Buffer>('*', { parseAs: 'buffer', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
+    if (body.length === 0) return done(null, undefined);
     const err = new FormError('The console reads forms only');
     err.statusCode = 415;
     done(err, undefined);

@@ -32,8 +32,7 @@ export function backOf(call: ConsoleCall, fallback: string): string {
 
 /** A parameter of the console path, ready to be put in an operator API path (the API validates it). */
 export function pathParam(call: ConsoleCall, name: string): string {
-  const value = (call.request.params as Record<string, string | undefined>)[name] ?? '';
-  return encodeURIComponent(value);
+  return encodeURIComponent(call.param(name));
 }
 
 /** A labelled drop-down of a GET filter form; `any` is the label of the empty choice. */

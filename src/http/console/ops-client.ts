@@ -40,24 +40,29 @@ function urlOf(path: string, query: Query = {}): string {
   return `${OPS}/${path}${search ? `?${search}` : ''}`;
 }
 
-interface Envelope {
-  status?: string;
-  message?: string;
-  data?: unknown;
-  error_code?: string;
+/**
+ * A success answer of the operator API: `T` is what the caller knows the route's 200 schema to
+ * be, which the API's serializer held the answer to.
+ */
+interface Envelope<T> {
+  readonly data: T;
+  readonly message?: string;
 }
 
 function refusalOf(status: number, body: string): OpsRefusal {
-  let envelope: Envelope = {};
+  let envelope: unknown;
   try {
-    envelope = JSON.parse(body) as Envelope;
+    envelope = JSON.parse(body);
   } catch {
     // Not an envelope (never expected): the status says enough.
   }
+  const fields = typeof envelope === 'object' && envelope !== null ? envelope : {};
+  const code = 'error_code' in fields ? fields.error_code : undefined;
+  const message = 'message' in fields ? fields.message : undefined;
   return new OpsRefusal(
     status,
-    envelope.error_code ?? 'internal_error',
-    envelope.message || `HTTP ${status}`,
+    typeof code === 'string' ? code : 'internal_error',
+    (typeof message === 'string' && message) || `HTTP ${status}`,
   );
 }
 
@@ -85,12 +90,12 @@ export function opsClient(app: App, token: string, requestId: string): OpsClient
   return {
     async get<T>(path: string, query?: Query) {
       const answer = await call('GET', urlOf(path, query));
-      return (answer.json() as Envelope).data as T;
+      return answer.json<Envelope<T>>().data;
     },
     async send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) {
       const answer = await call(method, urlOf(path), body);
-      const envelope = answer.json() as Envelope;
-      return { data: envelope.data as T, message: envelope.message ?? '' };
+      const envelope = answer.json<Envelope<T>>();
+      return { data: envelope.data, message: envelope.message ?? '' };
     },
     async text(path, query, accept) {
       return (await call('GET', urlOf(path, query), undefined, accept)).body;

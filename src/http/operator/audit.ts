@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { type AuditEntry, listAuditEntries } from '../../store/repos/audit.ts';
+import { type AuditActorType, type AuditEntry, listAuditEntries } from '../../store/repos/audit.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
 import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
@@ -44,6 +44,14 @@ function entryView(e: AuditEntry): Static<typeof AuditEntryPayload> {
 
 const ACTOR = /^(application|operator|cli)(?::(.{1,200}))?$/;
 
+/** The `actor` filter: a type, and an id if given; null if the text is not one. */
+function actorFilter(text: string): { type: AuditActorType; id: string | undefined } | null {
+  const m = ACTOR.exec(text);
+  const type = m?.[1];
+  if (type !== 'application' && type !== 'operator' && type !== 'cli') return null;
+  return { type, id: m?.[2] };
+}
+
 const AuditQuery = Type.Object({
   after: Type.Optional(
     InputId('Entries after this one, oldest first (to follow the log); without it the newest come first'),
@@ -76,7 +84,7 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const q = request.query;
       const limit = limitOf(q);
-      const actor = q.actor === undefined ? undefined : ACTOR.exec(q.actor);
+      const actor = q.actor === undefined ? undefined : actorFilter(q.actor);
       if (actor === null) {
         throw new ApiError(
           'validation_failed',
@@ -90,10 +98,10 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
         q.cursor === undefined
           ? undefined
           : decodeCursor(ctx.keys.cursorKey, 'audit', q.cursor, ['string', 'string'] as const);
-      if (cursor && cursor[0] !== 'newest' && cursor[0] !== 'oldest') {
+      const order = cursor ? cursor[0] : q.after !== undefined ? 'oldest' : 'newest';
+      if (order !== 'newest' && order !== 'oldest') {
         throw new ApiError('invalid_cursor', 'cursor is not one this list gave');
       }
-      const order = cursor ? (cursor[0] as 'newest' | 'oldest') : q.after !== undefined ? 'oldest' : 'newest';
       const after = cursor ? cursor[1] : q.after?.toLowerCase();
       const ids = [q.service_id, q.reseller_id];
       // An id that is no UUID is in no entry.
@@ -101,7 +109,7 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
       const rows = await listAuditEntries(db, {
         after,
         order,
-        actor: actor ? { type: actor[1] as 'application' | 'operator' | 'cli', id: actor[2] } : undefined,
+        actor,
         serviceId: q.service_id?.toLowerCase(),
         resellerId: q.reseller_id?.toLowerCase(),
         limit: limit + 1,

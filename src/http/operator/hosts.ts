@@ -1,10 +1,10 @@
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { Config } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { sumGb } from '../../domain/sizes.ts';
 import { type HostState, type HostView, listHosts, setHostState } from '../../store/repos/hosts.ts';
+import type { ApiHandler } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
@@ -110,18 +110,20 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
     },
   );
 
-  const change = async (request: FastifyRequest, state: HostState) => {
-    const id = (request.params as { host_id: string }).host_id;
-    const known =
-      ids.includes(id) && (await setHostState(db, id, state, ctx.clock.now(), auditContext(request)));
-    if (!known)
-      throw new ApiError(
-        'host_not_found',
-        `No host ${JSON.stringify(id)} is configured for the ${driver} driver`,
-      );
-    const [host] = await listHosts(db, [id], vmTable);
-    return hostView(driver, host!);
-  };
+  const change =
+    (state: HostState): ApiHandler<{ params: typeof HostParams; response: { 200: typeof HostPayload } }> =>
+    async (request) => {
+      const id = request.params.host_id;
+      const known =
+        ids.includes(id) && (await setHostState(db, id, state, ctx.clock.now(), auditContext(request)));
+      const [host] = known ? await listHosts(db, [id], vmTable) : [];
+      if (!host)
+        throw new ApiError(
+          'host_not_found',
+          `No host ${JSON.stringify(id)} is configured for the ${driver} driver`,
+        );
+      return hostView(driver, host);
+    };
 
   app.post(
     `${OPS}/hosts/:host_id/drain`,
@@ -137,7 +139,7 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
       },
       'host.drain',
     ),
-    (request) => change(request, 'draining'),
+    change('draining'),
   );
 
   app.post(
@@ -153,6 +155,6 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
       },
       'host.activate',
     ),
-    (request) => change(request, 'active'),
+    change('active'),
   );
 }

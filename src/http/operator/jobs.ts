@@ -1,7 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../domain/errors.ts';
 import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
@@ -11,6 +9,7 @@ import type { Job } from '../../store/repos/jobs.ts';
 import { answerMessage } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
+import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { JOB_HEADERS } from '../routes/service-actions.ts';
 import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
@@ -63,12 +62,6 @@ export const RetryPayload = Type.Object({
     description: 'The new job; null when there was nothing left to do (see message)',
   }),
 });
-
-function jobIdOf(request: FastifyRequest): string {
-  const id = (request.params as { job_id: string }).job_id;
-  if (!isUuid(id)) throw new ApiError('job_not_found', 'Job not found');
-  return id.toLowerCase();
-}
 
 const tags = ['Jobs'];
 
@@ -130,7 +123,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       const outcome = await retryJob(
         db,
         { catalog, features: ctx.store.features },
-        jobIdOf(request),
+        pathId(request.params.job_id, 'job_not_found'),
         auditContext(request),
         ctx.clock.now(),
       );
@@ -163,7 +156,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       const { job, service } = await cancelJob(
         db,
         ctx.store.features,
-        jobIdOf(request),
+        pathId(request.params.job_id, 'job_not_found'),
         auditContext(request),
         ctx.clock.now(),
       );

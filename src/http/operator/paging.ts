@@ -89,8 +89,8 @@ export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
   } catch {
     throw refuse();
   }
+  if (!Array.isArray(parts)) throw refuse();
   const ok =
-    Array.isArray(parts) &&
     parts.length === shape.length + 1 &&
     parts[0] === list &&
     shape.every((type, i) => {
@@ -98,7 +98,7 @@ export function decodeCursor<const S extends readonly ('string' | 'number')[]>(
       return type === 'number' ? Number.isSafeInteger(v) : typeof v === 'string' && v.length <= 200;
     });
   if (!ok) throw refuse();
-  return (parts as unknown[]).slice(1) as { [I in keyof S]: S[I] extends 'number' ? number : string };
+  return parts.slice(1) as { [I in keyof S]: S[I] extends 'number' ? number : string };
 }
 
 /**

@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -16,9 +15,10 @@ import {
 } from '../../store/repos/resellers.ts';
 import type { App } from '../app.ts';
 import { OPS } from '../base-path.ts';
+import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { UsagePayload } from '../routes/usage.ts';
-import { Id, InputId, isUuid, StringEnum } from '../schemas.ts';
+import { Id, InputId, StringEnum } from '../schemas.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
 
@@ -87,15 +87,8 @@ function resellerView(r: Reseller): Static<typeof ResellerPayload> {
   };
 }
 
-/** The reseller id of the path; an id that is no UUID names no reseller. */
-function resellerIdOf(request: FastifyRequest): string {
-  const id = (request.params as { reseller_id: string }).reseller_id;
-  if (!isUuid(id)) throw new ApiError('reseller_not_found', 'Reseller not found');
-  return id.toLowerCase();
-}
-
 function found<T>(r: T | undefined): T {
-  if (r === undefined) throw new ApiError('reseller_not_found', 'Reseller not found');
+  if (r === undefined) throw notFound('reseller_not_found');
   return r;
 }
 
@@ -173,7 +166,9 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
       response: { 200: ResellerDetailsPayload },
     }),
     async (request) => {
-      const reseller = found(await findReseller(db, resellerIdOf(request)));
+      const reseller = found(
+        await findReseller(db, pathId(request.params.reseller_id, 'reseller_not_found')),
+      );
       const [clients, quota, use] = await Promise.all([
         listClients(db, reseller.id),
         findQuota(db, reseller.id),
@@ -213,7 +208,7 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
         `reseller.${verb}`,
       ),
       async (request) => {
-        const id = resellerIdOf(request);
+        const id = pathId(request.params.reseller_id, 'reseller_not_found');
         const reseller = found(
           await setResellerEnabledRecorded(db, id, verb === 'enable', ctx.clock.now(), auditContext(request)),
         );
@@ -240,8 +235,18 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
       'reseller.quota',
     ),
     async (request) => {
-      const reseller = found(await findReseller(db, resellerIdOf(request)));
-      const quota = Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, request.body[r] ?? null])) as Quota;
+      const reseller = found(
+        await findReseller(db, pathId(request.params.reseller_id, 'reseller_not_found')),
+      );
+      const b = request.body;
+      const quota: Quota = {
+        services: b.services ?? null,
+        cpu: b.cpu ?? null,
+        ram: b.ram ?? null,
+        hdd: b.hdd ?? null,
+        ip: b.ip ?? null,
+        backup: b.backup ?? null,
+      };
       await setQuota(db, reseller.id, quota, ctx.clock.now(), auditContext(request));
       const use = await quotaUse(db, reseller.id);
       return { quota: (await findQuota(db, reseller.id)) ?? UNLIMITED, use };

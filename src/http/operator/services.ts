@@ -1,4 +1,3 @@
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -15,7 +14,7 @@ import { BackupPayload, backupView, registerBackupActions } from '../routes/back
 import { registerScheduleActions } from '../routes/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../routes/service-actions.ts';
 import { Id, InputId, isUuid, Nullable, ServiceParams, StringEnum } from '../schemas.ts';
-import { serviceIdOf } from '../service-id.ts';
+import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import { DetailsPayload, detailsView } from '../service-views.ts';
 import { OperatorJobPayload, operatorJobView } from './jobs.ts';
 import { operatorRoute } from './operator-route.ts';
@@ -99,7 +98,7 @@ const ListQuery = Type.Object({
 });
 
 /** The service the path names, whoever owns it; 404 `service_not_found` if none. */
-async function anyService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
+async function anyService(ctx: AppContext, request: ServiceRequest): Promise<Service> {
   const service = await findService(ctx.store.db, serviceIdOf(request));
   if (!service) throw new ApiError('service_not_found', 'Service not found');
   return service;
@@ -110,7 +109,7 @@ function operatorDoor(ctx: AppContext): ServiceDoor {
   return {
     url: (path) => `${OPS}/services/:service_id/${path}`,
     route: (schema, audit) => operatorRoute(schema, audit),
-    operationId: (name) => `service${name[0]!.toUpperCase()}${name.slice(1)}`,
+    operationId: (name) => `service${name.charAt(0).toUpperCase()}${name.slice(1)}`,
     tag: (group) => (group === 'Service actions' ? 'Operator service actions' : 'Operator backups'),
     target: async (request) => {
       const service = await anyService(ctx, request);

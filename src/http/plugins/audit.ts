@@ -9,6 +9,7 @@ import {
   recordAudit,
 } from '../../store/repos/audit.ts';
 import { toApiError } from '../error-handler.ts';
+import { isFields } from '../fields.ts';
 import type { Caller } from './authenticate.ts';
 
 declare module 'fastify' {
@@ -54,19 +55,22 @@ const TARGET_PARAMS = [
 
 /** What a refused request was about, from its path: ids only, and only well-formed ones. */
 function subjectOf(request: FastifyRequest): AuditSubject {
-  const params = (request.params ?? {}) as Record<string, unknown>;
+  const params = isFields(request.params) ? request.params : {};
   const id = (name: string) => {
     const v = params[name];
     return typeof v === 'string' && isUuid(v) ? v.toLowerCase() : undefined;
   };
-  const found = TARGET_PARAMS.find(([name]) => id(name) !== undefined);
+  const target = TARGET_PARAMS.flatMap(([name, type]) => {
+    const found = id(name);
+    return found === undefined ? [] : [{ type, id: found }];
+  })[0];
   const caller = request.caller;
   return {
-    ...(found && { target: { type: found[1], id: id(found[0])! } }),
+    ...(target && { target }),
     ...(id('service_id') !== undefined && { serviceId: id('service_id') }),
     ...(caller?.kind === 'application' && { resellerId: caller.resellerId }),
     // An operator's request about a reseller is that reseller's.
-    ...(found?.[1] === 'reseller' && { resellerId: id('reseller_id') }),
+    ...(target?.type === 'reseller' && { resellerId: id('reseller_id') }),
   };
 }
 

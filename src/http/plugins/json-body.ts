@@ -12,8 +12,8 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json-depth.ts';
 export const jsonBody = fp(
   (app, _options, done) => {
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, parsed) => {
-      const text = (body as string).trim();
+    app.addContentTypeParser<string>('application/json', { parseAs: 'string' }, (_req, body, parsed) => {
+      const text = body.trim();
       if (text === '') return parsed(null, undefined);
       if (jsonDepthExceeds(text)) {
         return parsed(
@@ -27,8 +27,8 @@ export const jsonBody = fp(
         parsed(new ApiError('validation_failed', 'The body is not valid JSON'), undefined);
       }
     });
-    app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, parsed) => {
-      if ((body as Buffer).length === 0) return parsed(null, undefined);
+    app.addContentTypeParser<Buffer>('*', { parseAs: 'buffer' }, (_req, body, parsed) => {
+      if (body.length === 0) return parsed(null, undefined);
       parsed(new ApiError('unsupported_media_type', 'Send the body as application/json'), undefined);
     });
     app.addHook('preValidation', (request, _reply, next) => {

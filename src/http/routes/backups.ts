@@ -1,8 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../domain/errors.ts';
-import { isUuid } from '../../domain/ids.ts';
 import {
   backupCreateOperation,
   backupDeleteOperation,
@@ -12,6 +9,7 @@ import { type Backup, listBackups } from '../../store/repos/backups.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { pathId } from '../path-id.ts';
 import { EmptyBody, EmptyList, Id, InputId, ServiceParams, StringEnum } from '../schemas.ts';
 import {
   acceptOperation,
@@ -48,12 +46,6 @@ export function backupView(b: Backup): Static<typeof BackupPayload> {
     kind: b.kind,
     created_at: new Date(b.createdAt).toISOString(),
   };
-}
-
-export function backupIdOf(request: FastifyRequest): string {
-  const id = (request.params as { backup_id: string }).backup_id;
-  if (!isUuid(id)) throw new ApiError('backup_not_found', 'Backup not found');
-  return id.toLowerCase();
 }
 
 export function registerBackupRoutes(app: App, ctx: AppContext): void {
@@ -116,7 +108,13 @@ export function registerBackupActions(app: App, ctx: AppContext, door: ServiceDo
       'backup.restore',
     ),
     async (request, reply) => {
-      return acceptOperation(ctx, request, reply, backupRestoreOperation(backupIdOf(request)), door);
+      return acceptOperation(
+        ctx,
+        request,
+        reply,
+        backupRestoreOperation(pathId(request.params.backup_id, 'backup_not_found')),
+        door,
+      );
     },
   );
 
@@ -137,7 +135,7 @@ export function registerBackupActions(app: App, ctx: AppContext, door: ServiceDo
         ctx,
         request,
         reply,
-        backupDeleteOperation(backupIdOf(request), ctx.clock.now()),
+        backupDeleteOperation(pathId(request.params.backup_id, 'backup_not_found'), ctx.clock.now()),
         door,
       );
       // Variant A carries a human message for a successful deletion

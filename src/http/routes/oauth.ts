@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import type { App } from '../app.ts';
 import { BASE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
+import { isFields } from '../fields.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { StringEnum } from '../schemas.ts';
 
@@ -146,10 +147,7 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
         `${BASE}/oauth/token`,
         { config: { oauth: true }, schema: TOKEN_DOCS },
         async (request, reply: FastifyReply) => {
-          const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<
-            string,
-            unknown
-          >;
+          const body = isFields(request.body) ? request.body : {};
           const result = await endpoint.handle({
             authorization: request.headers.authorization,
             body,

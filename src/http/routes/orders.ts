@@ -77,11 +77,7 @@ const OrderDocs = {
 };
 
 function requestHash(order: Order): string {
-  const canonical = JSON.stringify(
-    Object.keys(order)
-      .sort()
-      .map((k) => [k, order[k as keyof Order]]),
-  );
+  const canonical = JSON.stringify(Object.entries(order).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return createHash('sha256').update(canonical).digest('hex');
 }
 

@@ -1,11 +1,11 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { planView, productView, RESOURCES } from '../../domain/catalog.ts';
-import { ApiError } from '../../domain/errors.ts';
 import { apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, Id, isUuid, ProductParams, type SameKeys } from '../schemas.ts';
+import { notFound, pathId } from '../path-id.ts';
+import { EmptyBody, Id, ProductParams, type SameKeys } from '../schemas.ts';
 
 /** Bounds as numeric strings with their unit (section 2.2 of the interface document). */
 const Bounds = Type.Object(
@@ -89,12 +89,10 @@ export function registerProductRoutes(app: App, ctx: AppContext): void {
       response: { 200: Type.Object({ default_plans: Type.Array(PlanPayload) }) },
     }),
     async (request) => {
-      const id = request.params.product_uuid;
       const catalog = await ctx.catalog.get();
-      if (!isUuid(id) || !catalog.byId.has(id.toLowerCase())) {
-        throw new ApiError('product_not_found', 'Product not found');
-      }
-      const plans = catalog.plansByProduct.get(id.toLowerCase()) ?? [];
+      const id = pathId(request.params.product_uuid, 'product_not_found');
+      if (!catalog.byId.has(id)) throw notFound('product_not_found');
+      const plans = catalog.plansByProduct.get(id) ?? [];
       return { default_plans: plans.map(planView) };
     },
   );

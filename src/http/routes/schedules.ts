@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -24,8 +23,10 @@ import { findOwnedService, type Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, ServiceParams } from '../schemas.ts';
+import type { ServiceRequest } from '../service-id.ts';
 import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 import { ownedService } from './services.ts';
 
@@ -103,7 +104,7 @@ export function registerScheduleRoutes(app: App, ctx: AppContext): void {
 }
 
 /** The service `door` finds for the request, read whole; 404 if it has none. */
-async function doorService(ctx: AppContext, door: ServiceDoor, request: FastifyRequest): Promise<Service> {
+async function doorService(ctx: AppContext, door: ServiceDoor, request: ServiceRequest): Promise<Service> {
   const { resellerId, serviceId } = await door.target(request);
   const service = await findOwnedService(ctx.store.reads, resellerId, serviceId);
   if (!service) throw new ApiError('service_not_found', 'Service not found');
@@ -203,10 +204,9 @@ export function registerScheduleActions(app: App, ctx: AppContext, door: Service
     ),
     async (request, reply) => {
       const service = await doorService(ctx, door, request);
-      const id = request.params.backup_schedule_id.toLowerCase();
       const decision = decide(projectedState(service), 'schedule_delete');
       if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
-      if (!isUuid(id)) throw new ApiError('backup_schedule_not_found', 'Backup schedule not found');
+      const id = pathId(request.params.backup_schedule_id, 'backup_schedule_not_found');
       const audit = auditContext(request);
       await db.transaction().execute(async (tx) => {
         if (!(await deleteSchedule(tx, service.id, id))) {

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { type Static, type TSchema, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { checkPasswordStrength } from '../../domain/passwords.ts';
@@ -10,7 +10,7 @@ import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
 import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
-import { serviceIdOf } from '../service-id.ts';
+import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 
 /** A service an operation acts on, and the reseller it belongs to (the tenant the operation runs in). */
 export interface ServiceTarget {
@@ -34,7 +34,7 @@ export interface ServiceDoor {
   /** The tag of operations of `group` (`Service actions`, `Backups`). */
   readonly tag: (group: string) => string;
   /** The service the request names, if the caller may act on it; 404 `service_not_found` otherwise. */
-  readonly target: (request: FastifyRequest) => Promise<ServiceTarget>;
+  readonly target: (request: ServiceRequest) => Promise<ServiceTarget>;
 }
 
 /** The reseller API's door: the application's own services only. */
@@ -57,7 +57,7 @@ export const RESELLER_DOOR: ServiceDoor = {
  */
 export async function acceptOperation(
   ctx: AppContext,
-  request: FastifyRequest,
+  request: ServiceRequest,
   reply: FastifyReply,
   operation: Operation,
   door: ServiceDoor = RESELLER_DOOR,

@@ -1,15 +1,14 @@
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
 import { findOwnedService, findOwnedServiceStatus, type Service } from '../../store/repos/services.ts';
-import { apiRoute } from '../api-route.ts';
+import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
 import { EmptyBody, ServiceParams } from '../schemas.ts';
-import { serviceIdOf } from '../service-id.ts';
+import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import {
   DetailsPayload,
   detailsView,
@@ -26,7 +25,7 @@ function found<T>(service: T | undefined): T {
 }
 
 /** The caller's service named by the path, or 404. */
-export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
+export async function ownedService(ctx: AppContext, request: ServiceRequest): Promise<Service> {
   return found(
     await findOwnedService(ctx.store.reads, applicationCaller(request).resellerId, serviceIdOf(request)),
   );
@@ -57,12 +56,15 @@ const viaPost = 'The same as `GET`, as variant A of the interface sends it.';
 export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;
 
-  const details = async (request: FastifyRequest) => {
+  // Variant B reads with GET, variant A with POST (with a body): both are served.
+  const readDetails = { params: ServiceParams, response: { 200: DetailsPayload } };
+  const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
+  const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
     return detailsView(service, job, ctx.secretBox);
   };
-  const status = async (request: FastifyRequest) => {
+  const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;
     const service = found(await findOwnedServiceStatus(ctx.store.reads, resellerId, serviceIdOf(request)));
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
@@ -73,9 +75,6 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
         : null;
     return statusView(service, job, error);
   };
-  // Variant B reads with GET, variant A with POST (with a body): both are served.
-  const readDetails = { params: ServiceParams, response: { 200: DetailsPayload } };
-  const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   app.get(
     `${API}/service/:service_id/details`,
     apiRoute('service', { ...readDetails, ...readDocs.details, operationId: 'details' }),

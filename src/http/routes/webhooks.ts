@@ -16,9 +16,10 @@ import { MAX_URL_LENGTH, parseWebhookUrl, resolveTarget, TargetRefused } from '.
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app.ts';
 import { API } from '../base-path.ts';
+import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, EmptyList, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, InputId, Nullable, StringEnum } from '../schemas.ts';
 
 const WebhookFields = {
   webhook_id: Type.String({ format: 'uuid' }),
@@ -153,12 +154,10 @@ export function registerWebhookRoutes(app: App, ctx: AppContext): void {
       'webhook.delete',
     ),
     async (request, reply) => {
-      const id = request.params.webhook_id.toLowerCase();
+      const id = pathId(request.params.webhook_id, 'webhook_not_found');
       const { resellerId } = applicationCaller(request);
-      const deleted =
-        isUuid(id) && (await deleteWebhook(db, resellerId, id, auditContext(request), ctx.clock.now()));
-      if (!deleted) {
-        throw new ApiError('webhook_not_found', 'Webhook not found');
+      if (!(await deleteWebhook(db, resellerId, id, auditContext(request), ctx.clock.now()))) {
+        throw notFound('webhook_not_found');
       }
       if (request.variant === 'A') answerMessage(reply, 'Webhook deleted');
       return [];

@@ -127,7 +127,9 @@ async function readUse(db: Kysely<Database>, resellerId: string, serviceId?: str
       where j.reseller_id = ${resellerId} and j.action = 'upgrade' and j.status in ('queued', 'running')
         and s.terminated_at is null
     ${self}`.execute(db);
-  const sums = rows.find((r) => r.kind === 'total')!;
+  const sums = rows.find((r) => r.kind === 'total');
+  // An aggregate without group by is always one row.
+  if (!sums) throw new Error('the use query answered no total');
   const total = { services: Number(sums.services), ...amountsOf(sums) };
   const byService = new Map<string, { current: Amounts; waiting: Amounts[] }>();
   for (const r of rows) {
@@ -149,7 +151,8 @@ async function readUse(db: Kysely<Database>, resellerId: string, serviceId?: str
     total.backup += size.backup - current.backup;
   }
   const own = rows.find((r) => r.kind === 'self');
-  const counted = own && countedSize(amountsOf(own), byService.get(own.service_id!)?.waiting ?? []);
+  const ownWaiting = own?.service_id ? byService.get(own.service_id)?.waiting : undefined;
+  const counted = own && countedSize(amountsOf(own), ownWaiting ?? []);
   return { total, counted };
 }
 

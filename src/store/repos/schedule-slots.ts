@@ -22,7 +22,7 @@ const toSlot = (r: ScheduleSlotTable): ScheduleSlot => ({
   slotAt: r.slot_at,
   serviceId: r.service_id,
   jobId: r.job_id,
-  outcome: r.outcome as SlotOutcome,
+  outcome: r.outcome,
   createdAt: r.created_at,
 });
 

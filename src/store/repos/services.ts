@@ -90,9 +90,9 @@ export type ServiceStatus = Pick<
 function toServiceStatus(r: ServiceStatusRow): ServiceStatus {
   return {
     id: r.id,
-    status: r.status as Status,
-    projectedStatus: r.projected_status as StableStatus,
-    projectedResume: r.projected_resume as PowerStatus | null,
+    status: r.status,
+    projectedStatus: r.projected_status,
+    projectedResume: r.projected_resume,
     pendingJobs: r.pending_jobs,
   };
 }
@@ -124,7 +124,7 @@ export function toService(r: ServiceRow): Service {
     hdd: r.hdd,
     ipCount: r.ip_count,
     backup: r.backup,
-    resumeStatus: r.resume_status as PowerStatus | null,
+    resumeStatus: r.resume_status,
     suspendReason: r.suspend_reason,
     jobSeq: r.job_seq,
     activeJobId: r.active_job_id,

@@ -179,8 +179,14 @@ export async function sumUsage(db: Kysely<Database>, period: UsagePeriod): Promi
   return rows.map((row) => {
     const ms = (state: (typeof STATES)[number], m: UsageMeasure) =>
       BigInt(row[`${state}_${m}_s`] ?? 0) * 1000n + BigInt(row[`${state}_${m}_ms`] ?? 0);
-    const of = (state: (typeof STATES)[number]) =>
-      Object.fromEntries(USAGE_MEASURES.map((m) => [m, ms(state, m)])) as MeasureTotals;
+    const of = (state: (typeof STATES)[number]): MeasureTotals => ({
+      service: ms(state, 'service'),
+      cpu: ms(state, 'cpu'),
+      ram: ms(state, 'ram'),
+      hdd: ms(state, 'hdd'),
+      ip: ms(state, 'ip'),
+      backup: ms(state, 'backup'),
+    });
     return {
       resellerId: String(row['reseller_id']),
       resellerName: String(row['reseller_name']),

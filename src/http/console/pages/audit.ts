@@ -12,8 +12,7 @@ type Entry = Static<typeof AuditEntryPayload>;
 const PAGE_SIZE = 50;
 
 /** The filters the page passes to `GET OPS/audit`, as the query names them. */
-const FILTERS = ['actor', 'service_id', 'reseller_id', 'after'] as const;
-type Filters = Record<(typeof FILTERS)[number], string | undefined>;
+type Filters = Record<'actor' | 'service_id' | 'reseller_id' | 'after', string | undefined>;
 
 function filterForm(f: Filters, me: string): Html {
   return html`<form method="get" action="${CONSOLE}/audit" class="filters">
@@ -68,7 +67,12 @@ ${nextPageLink('/audit', f, page.next_cursor)}`;
 /** `CONSOLE/audit`: who changed what, filtered by actor, service, reseller, or after an entry; paged. */
 export function registerAuditPage(router: ConsoleRouter): void {
   router.page('/audit', async (call) => {
-    const filters = Object.fromEntries(FILTERS.map((k) => [k, call.query(k)])) as Filters;
+    const filters: Filters = {
+      actor: call.query('actor'),
+      service_id: call.query('service_id'),
+      reseller_id: call.query('reseller_id'),
+      after: call.query('after'),
+    };
     const me = call.session.operatorId;
     let entries: Html;
     try {

@@ -45,7 +45,7 @@ ${nextPageLink('/hosts', {}, hosts.next_cursor)}`;
     ['activate', 'is active: new servers may be placed on it'],
   ] as const) {
     router.action(`/hosts/:host_id/${verb}`, async (call) => {
-      const id = (call.request.params as { host_id: string }).host_id;
+      const id = call.param('host_id');
       const { data } = await call.ops.send<Host>('POST', `hosts/${encodeURIComponent(id)}/${verb}`);
       return {
         redirect: `${CONSOLE}/hosts#host-${data.host_id}`,

@@ -8,6 +8,7 @@ import type { AppContext } from '../../../context.ts';
 import { recordAudit } from '../../../store/repos/audit.ts';
 import type { App } from '../../app.ts';
 import { CONSOLE } from '../../base-path.ts';
+import { isFields } from '../../fields.ts';
 import {
   type ConsoleRouter,
   consolePath,
@@ -63,7 +64,7 @@ function loginPage(
 }
 
 function field(request: FastifyRequest, name: string): string | undefined {
-  const value = (request.body as Record<string, unknown> | undefined)?.[name];
+  const value = isFields(request.body) ? request.body[name] : undefined;
   return typeof value === 'string' ? value : undefined;
 }
 
@@ -96,7 +97,8 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
   const nextOf = (request: FastifyRequest, value: string | undefined) => consolePath(value, request.host);
 
   app.get('/login', async (request, reply) => {
-    const next = nextOf(request, (request.query as Record<string, string | undefined>)['next']);
+    const asked = isFields(request.query) ? request.query['next'] : undefined;
+    const next = nextOf(request, typeof asked === 'string' ? asked : undefined);
     const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
     if (secret && (await o.sessions.find(secret)))
       return redirect(request, reply, { redirect: next ?? `${CONSOLE}/` });

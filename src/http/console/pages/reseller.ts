@@ -20,7 +20,7 @@ const RESOURCES: Readonly<Record<QuotaResource, { label: string; unit: string }>
 };
 
 function resellerPath(call: ConsoleCall): string {
-  return encodeURIComponent((call.request.params as { reseller_id: string }).reseller_id);
+  return encodeURIComponent(call.param('reseller_id'));
 }
 
 /**
