@@ -22,7 +22,7 @@ function makeDir(dir: string): void {
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = err instanceof Error && 'code' in err ? err.code : undefined;
     if (code === 'EEXIST') {
       if (statSync(dir).isDirectory()) return;
       throw err;

@@ -63,6 +63,6 @@ const SYSTEM_CAUSES: Readonly<Record<string, string>> = {
 
 /** The words for a system error's code (EACCES -> "permission denied"), or undefined when it is not one we know. */
 export function systemCause(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | undefined)?.code;
+  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
   return typeof code === 'string' ? SYSTEM_CAUSES[code] : undefined;
 }

@@ -71,7 +71,8 @@ export function createSlowCheckGate(options: SlowCheckGateOptions): SlowCheckGat
   // check that can start at once jumps no queue.
   const pump = () => {
     for (let i = 0; i < waiters.length && running < options.total; ) {
-      const w = waiters[i]!;
+      const w = waiters[i];
+      if (w === undefined) break;
       if (!canStart(w.key)) {
         i += 1;
         continue;

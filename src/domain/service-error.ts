@@ -13,5 +13,5 @@ export interface ServiceError {
 }
 
 export function isServiceErrorCode(value: string): value is ServiceErrorCode {
-  return (SERVICE_ERROR_CODES as readonly string[]).includes(value);
+  return SERVICE_ERROR_CODES.some((code) => code === value);
 }

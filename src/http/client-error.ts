@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, METHODS, STATUS_CODES } from 'node:http';
+import { IncomingMessage, METHODS, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../domain/errors.ts';
 import { errorEnvelope } from './envelope.ts';
@@ -29,7 +29,10 @@ const REQUEST_START = new RegExp(`^(?:${METHODS.join('|')}) `);
  * method); otherwise, or after a request that ended in the same chunk, it may be a HEAD.
  */
 function mayBeHead(err: ParseError, socket: Socket): boolean {
-  const incoming = (socket as Socket & { parser?: { incoming?: IncomingMessage | null } }).parser?.incoming;
+  // Node's parser of the connection (not a public field): the request it is reading, if any.
+  const parser: unknown = Reflect.get(socket, 'parser');
+  const held = typeof parser === 'object' && parser !== null ? Reflect.get(parser, 'incoming') : undefined;
+  const incoming = held instanceof IncomingMessage ? held : undefined;
   if (incoming && !incoming.complete) return incoming.method === 'HEAD';
   if (incoming) return true;
   const chunk = err.rawPacket;

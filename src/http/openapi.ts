@@ -426,7 +426,8 @@ const OPERATOR_ERROR_FIELDS: Schema = {
 function errorEnvelopeB(withOperatorRoutes: boolean, errorCode: Schema): Schema {
   const base = envelope('B', false, { type: 'array', items: {}, maxItems: 0 }, errorCode);
   if (!withOperatorRoutes) return base;
-  return { ...base, properties: { ...(base['properties'] as Schema), ...OPERATOR_ERROR_FIELDS } };
+  const properties = isObject(base['properties']) ? base['properties'] : {};
+  return { ...base, properties: { ...properties, ...OPERATOR_ERROR_FIELDS } };
 }
 
 /**

@@ -68,7 +68,7 @@ const lists = REFUSED.map(([network, prefix, kind]) => {
 function mappedIpv4(address: string): string | undefined {
   const g = groups(address);
   if (g.slice(0, 5).some((x) => x !== 0) || g[5] !== 0xffff) return undefined;
-  const [hi, lo] = [g[6]!, g[7]!];
+  const [, , , , , , hi = 0, lo = 0] = g;
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 

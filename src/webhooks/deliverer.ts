@@ -204,7 +204,10 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
     ]);
     const whose = new Map(picked.map((c) => [c.webhookId, c]));
     for (const d of claimed) {
-      const { resellerId, endpoint } = whose.get(d.webhookId)!;
+      // Only picked webhooks' deliveries are claimed; were one not, its lease would run out.
+      const who = whose.get(d.webhookId);
+      if (who === undefined) continue;
+      const { resellerId, endpoint } = who;
       lastServed.set(resellerId, ++serial);
       const done = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
         .catch((err) => {

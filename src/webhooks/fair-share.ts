@@ -81,10 +81,10 @@ export function pickFair<C extends Contender>(
       if (free <= 0) break;
       const held = byReseller.get(reseller) ?? 0;
       if (!mayStart(held, free)) continue;
-      const queue = queues.get(reseller)!;
+      const queue = queues.get(reseller) ?? [];
       const i = queue.findIndex((c) => (byEndpoint.get(c.endpoint) ?? 0) < o.endpointCap);
-      if (i < 0) continue;
-      const [c] = queue.splice(i, 1) as [C];
+      const [c] = i < 0 ? [] : queue.splice(i, 1);
+      if (c === undefined) continue;
       picked.push(c);
       byReseller.set(reseller, held + 1);
       byEndpoint.set(c.endpoint, (byEndpoint.get(c.endpoint) ?? 0) + 1);

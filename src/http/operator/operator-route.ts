@@ -1,15 +1,16 @@
 import type { FastifyRequest } from 'fastify';
-import { type TSchema, Type } from 'typebox';
+import { Type } from 'typebox';
 import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { type ApiSchema, apiRoute } from '../api-route.ts';
+import { isFields } from '../fields.ts';
 
 /** A route without query parameters takes none: any one given is refused as unknown. */
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** A query parameter given more than once (`status=a&status=b`) is a filter the route cannot read as one value. */
 async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
-  const query = request.query as Record<string, unknown>;
+  const query = isFields(request.query) ? request.query : {};
   for (const [name, value] of Object.entries(query)) {
     if (Array.isArray(value))
       throw new ApiError('validation_failed', `query parameter ${name} is given more than once`);
@@ -27,9 +28,9 @@ async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
  * into the domain operation it calls.
  */
 export function operatorRoute<const S extends ApiSchema>(schema: S, audit?: string) {
-  const querystring = schema.querystring
-    ? { ...(schema.querystring as TSchema), additionalProperties: false }
-    : NoQuery;
+  const given = schema.querystring;
+  const querystring =
+    typeof given === 'object' && given !== null ? { ...given, additionalProperties: false } : NoQuery;
   const options = apiRoute(OPERATOR_SCOPE, { ...schema, querystring } as S, audit);
   return {
     ...options,

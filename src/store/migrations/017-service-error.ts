@@ -24,8 +24,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     order by seq`.execute(db);
   const told = new Map<string, { job_id: string | null; reason?: string; message?: string }>();
   for (const e of events.rows) {
-    const data = JSON.parse(e.data) as { service_id: string; job_id: string | null; to: string };
-    if (data.to === 'failed' && wanted.has(data.service_id)) told.set(data.service_id, data);
+    const data: unknown = JSON.parse(e.data);
+    if (typeof data !== 'object' || data === null) continue;
+    const text = (key: string) => {
+      const v = key in data ? Reflect.get(data, key) : undefined;
+      return typeof v === 'string' ? v : undefined;
+    };
+    const serviceId = text('service_id');
+    if (text('to') !== 'failed' || serviceId === undefined || !wanted.has(serviceId)) continue;
+    told.set(serviceId, { job_id: text('job_id') ?? null, reason: text('reason'), message: text('message') });
   }
   for (const id of wanted) {
     const event = told.get(id);
