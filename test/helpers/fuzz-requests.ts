@@ -303,7 +303,7 @@ function forbiddenFor(auth: FuzzAuth, world: FuzzWorld): string[] {
 }
 
 /** A printable request: fast-check shows counterexamples with this, bodies cut short. */
-export function withDescription<R extends FuzzRequest>(req: R): FuzzRequest {
+export function withDescription<R extends FuzzRequest>(req: R): R {
   return Object.assign(req, { [fc.toStringMethod]: () => describeRequest(req) });
 }
 
