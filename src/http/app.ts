@@ -3,8 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
-import { registerConsoleRoutes } from './console/console-routes.ts';
-import { createErrorAnswer } from './error-handler.ts';
+import { answerConsoleError, isConsoleTarget, registerConsoleRoutes } from './console/console-routes.ts';
+import { createErrorAnswer, toApiError } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
 import { namedPlugin } from './named-plugin.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
@@ -133,7 +133,11 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     logger,
     // Errors Fastify meets before routing (a path that is not UTF-8, an overlong id) and those
     // Node's parser meets before Fastify get the envelope too.
-    frameworkErrors: (err, request, reply) => void answerError(err, request, reply),
+    // Under the console, they are pages like the console's other errors.
+    frameworkErrors: (err, request, reply) =>
+      void (isConsoleTarget(request.url)
+        ? answerConsoleError(toApiError(err), request, reply.header('x-request-id', request.id))
+        : answerError(err, request, reply)),
     clientErrorHandler: answerClientError,
     bodyLimit: BODY_LIMIT,
     genReqId: requestIdOf,

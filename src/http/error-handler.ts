@@ -3,6 +3,7 @@ import { ApiError, type ErrorCode } from '../domain/errors.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { OPS } from './base-path.ts';
 import { errorEnvelope } from './envelope.ts';
+import { targetPath } from './target-path.ts';
 import type { VariantResolver } from './variant.ts';
 
 interface ValidationIssue {
@@ -93,10 +94,11 @@ export function createErrorAnswer(resolveVariant: VariantResolver): ErrorAnswer 
       const error = apiError.status < 500 ? 'invalid_request' : 'server_error';
       return reply.header('cache-control', 'no-store').send({ error, error_description: message });
     }
-    // The operator API answers variant B, also on paths under it that name no route.
+    // The operator API answers variant B, also on paths under it that name no route (in a
+    // target of any form: `http://host/...` too).
     const variant =
       request.routeOptions?.config?.variant ??
-      (request.url.startsWith(`${OPS}/`)
+      (targetPath(request.url).startsWith(`${OPS}/`)
         ? 'B'
         : await resolveVariant(request.headers, request.caller ?? null));
     return reply.send(errorEnvelope(variant, message, apiError.code, apiError.expose ? apiError.fields : {}));

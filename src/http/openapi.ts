@@ -233,7 +233,9 @@ function apiResponses(route: RegisteredRoute, names: NamedSchemas): Schema {
   const schema = route.schema ?? {};
   const response = objectOr(schema.response);
   const statuses = [400, 401, 403, 404, 429, 500, 503, ...(schema.errorStatuses ?? [])];
-  if (schema.body) statuses.push(413, 415);
+  // Every route that may be sent a body reads it, with or without a schema for it: a body over
+  // the limit is 413, one that is not JSON 415.
+  if (schema.body || (route.method !== 'GET' && route.method !== 'HEAD')) statuses.push(413, 415);
   const media = schema.successMedia ?? {};
   const out: Schema = {
     '200': {

@@ -46,6 +46,15 @@ export interface FuzzWorld {
   readonly hints: FuzzHints;
   /** Text only the owner may ever see (its servers' passwords and host names). */
   readonly secrets: { readonly own: readonly string[]; readonly other: readonly string[] };
+  /**
+   * The one envelope variant every answer is in, whatever the request asks (the operator API's
+   * B: its routes ignore X-Envelope-Variant); undefined: the request's, as the reseller API.
+   */
+  readonly envelope?: Variant;
+  /** Query strings for a route, in place of the generic ones (the operator API's filters and cursors). */
+  readonly queryArb?: (route: FuzzRoute) => fc.Arbitrary<QueryPart>;
+  /** Where paths that are no route start (default: the reseller API's prefixes). */
+  readonly unknownPrefixes?: readonly string[];
 }
 
 /** The format a response must have. */
@@ -94,7 +103,7 @@ const WRONG_METHOD: Outcome = {
 };
 
 /** Segments that trip decoders: invalid and overlong UTF-8, NUL, traversal, encoded slashes. */
-const BAD_SEGMENTS = [
+export const BAD_SEGMENTS = [
   '%ff',
   '%00',
   '..%2F',
@@ -117,7 +126,7 @@ const BAD_SEGMENTS = [
 ] as const;
 
 /** `encodeURIComponent` that survives lone surrogates (they become U+FFFD). */
-const encodeSegment = (s: string) => encodeURIComponent(s.toWellFormed());
+export const encodeSegment = (s: string) => encodeURIComponent(s.toWellFormed());
 
 // ---------------------------------------------------------------------------------------------
 // Path ids
@@ -176,9 +185,11 @@ function pathValueArb(name: string, world: FuzzWorld): fc.Arbitrary<PathValue> {
 // ---------------------------------------------------------------------------------------------
 // Query strings
 
-interface QueryPart {
+export interface QueryPart {
   readonly text: string;
   readonly valid: boolean;
+  /** What the route must answer to this query when nothing else is wrong with the request. */
+  readonly outcome?: Outcome | undefined;
 }
 
 function queryArb(route: FuzzRoute): fc.Arbitrary<QueryPart> {
@@ -252,7 +263,7 @@ const requestIdArb: fc.Arbitrary<string | undefined> = fc.oneof(
  * A loopback address (127.0.0.0/8): the token endpoint throttles an address after a few
  * failures, which would otherwise hide everything behind it after the first few requests.
  */
-const peerArb: fc.Arbitrary<string> = fc
+export const peerArb: fc.Arbitrary<string> = fc
   .tuple(fc.nat(255), fc.nat(255), fc.integer({ min: 1, max: 254 }))
   .map(([a, b, c]) => `127.${a}.${b}.${c}`);
 
@@ -292,11 +303,25 @@ function forbiddenFor(auth: FuzzAuth, world: FuzzWorld): string[] {
 }
 
 /** A printable request: fast-check shows counterexamples with this, bodies cut short. */
-function withDescription(req: FuzzRequest): FuzzRequest {
+export function withDescription<R extends FuzzRequest>(req: R): R {
   return Object.assign(req, { [fc.toStringMethod]: () => describeRequest(req) });
 }
 
 const validVariantHeader = (h: string | undefined) => h === undefined || h === 'A' || h === 'B';
+
+/**
+ * What a request must be answered with when both its body and its query decide it: the one
+ * outcome when only one does, else what both share (which is checked first is the route's affair).
+ */
+function bothOutcomes(a: Outcome | undefined, b: Outcome | undefined): Outcome | undefined {
+  if (!a || !b) return a ?? b;
+  const status = a.status === b.status ? a.status : '4xx';
+  return {
+    status,
+    ...(status !== '4xx' && a.code === b.code && a.code !== undefined ? { code: a.code } : {}),
+    rule: `${a.rule}; ${b.rule}`,
+  };
+}
 
 /** Requests aimed at `route`; `allowed`: every method its path has (some have GET and POST). */
 function routeRequestArb(
@@ -318,7 +343,7 @@ function routeRequestArb(
       // Stands in for another reseller's ids in the twin request.
       missingId: fc.uuid(),
       peer: peerArb,
-      query: queryArb(route),
+      query: world.queryArb ? world.queryArb(route) : queryArb(route),
       auth: authArb(route.kind === 'token' ? [...world.basics, ...world.auths] : world.auths),
       variantHeader: variantHeaderArb,
       idempotencyKey: idempotencyKeyArb,
@@ -341,7 +366,9 @@ function routeRequestArb(
       const origins = r.params.map((p) => p.origin);
       // An id of the reseller that the token does not belong to.
       const foreign = r.auth.tenant === 'own' ? 'other' : r.auth.tenant === 'other' ? 'own' : undefined;
-      const routed = origins.every((o) => o !== 'bad' && o !== 'long') && validVariantHeader(r.variantHeader);
+      const routed =
+        origins.every((o) => o !== 'bad' && o !== 'long') &&
+        (world.envelope !== undefined || validVariantHeader(r.variantHeader));
       // Authenticated, routed, and so judged on its body.
       const reachesBody =
         r.method === route.method &&
@@ -373,11 +400,11 @@ function routeRequestArb(
         const expect: Expectation = {
           route: `${route.method} ${route.template}`,
           format: formatOf(route, rightMethod),
-          variant: expectedVariant(r.variantHeader, r.auth),
+          variant: world.envelope ?? expectedVariant(r.variantHeader, r.auth),
           requestId: r.requestId !== undefined && REQUEST_ID.test(r.requestId) ? r.requestId : undefined,
           outcome: rightMethod
-            ? reachesBody && route.body
-              ? body.outcome
+            ? reachesBody
+              ? bothOutcomes(route.body ? body.outcome : undefined, r.query.outcome)
               : undefined
             : routed
               ? WRONG_METHOD
@@ -415,7 +442,7 @@ function unknownRouteArb(world: FuzzWorld): fc.Arbitrary<FuzzRequest> {
   const ownService = world.ids['service_id']?.own[0] ?? '00000000-0000-4000-8000-000000000000';
   return fc
     .record({
-      prefix: fc.constantFrom(API, BASE, '', `${API}/service/${ownService}`),
+      prefix: fc.constantFrom(...(world.unknownPrefixes ?? [API, BASE, '', `${API}/service/${ownService}`])),
       segments: fc.array(
         fc.oneof(
           fc.string({ unit: 'binary', maxLength: 12 }).map((s) => `zz${encodeSegment(s)}`),
@@ -441,7 +468,7 @@ function unknownRouteArb(world: FuzzWorld): fc.Arbitrary<FuzzRequest> {
         expect: {
           route: 'unknown route',
           format: 'envelope',
-          variant: expectedVariant(r.variantHeader, r.auth),
+          variant: world.envelope ?? expectedVariant(r.variantHeader, r.auth),
           requestId: undefined,
           outcome: undefined,
           forbidden: forbiddenFor(r.auth, world),

@@ -15,6 +15,7 @@ export interface JsonSchema {
   readonly minimum?: number;
   readonly maximum?: number;
   readonly pattern?: string;
+  readonly format?: string;
   readonly enum?: readonly unknown[];
 }
 
@@ -31,7 +32,11 @@ export interface FuzzRoute {
   readonly kind: RouteKind;
   readonly scope: string | undefined;
   readonly pathParams: readonly string[];
-  readonly query: readonly { readonly name: string; readonly schema: JsonSchema }[];
+  readonly query: readonly {
+    readonly name: string;
+    readonly schema: JsonSchema;
+    readonly required: boolean;
+  }[];
   readonly body: JsonSchema | undefined;
 }
 
@@ -65,12 +70,13 @@ interface OpenApiOperation {
   readonly parameters?: readonly {
     readonly name: string;
     readonly in: string;
+    readonly required?: boolean;
     readonly schema: JsonSchema;
   }[];
   readonly requestBody?: { readonly content?: Readonly<Record<string, { readonly schema: JsonSchema }>> };
 }
 
-/** Every operation of the OpenAPI document, one entry per method and path. */
+/** Every operation of an OpenAPI document (the reseller API's unless `file`), one entry per method and path. */
 export function loadRoutes(
   file: URL = new URL('../../docs/openapi.json', import.meta.url),
 ): readonly FuzzRoute[] {
@@ -89,7 +95,9 @@ export function loadRoutes(
         kind,
         scope: security ? Object.values(security)[0]?.[0] : undefined,
         pathParams: params.filter((p) => p.in === 'path').map((p) => p.name),
-        query: params.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema })),
+        query: params
+          .filter((p) => p.in === 'query')
+          .map((p) => ({ name: p.name, schema: p.schema, required: p.required === true })),
         body: kind === 'token' ? TOKEN_BODY : op.requestBody?.content?.['application/json']?.schema,
       });
     }

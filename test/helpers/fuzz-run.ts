@@ -53,27 +53,61 @@ interface Group {
   readonly examples: string[];
 }
 
+/** Rules of a surface beyond fuzz-checks.ts's (the operator document, the console's pages). */
+export type ExtraCheck<R extends FuzzRequest> = (req: R, res: FuzzResponse) => Problem[];
+
+/** Sends `req` (and its twin) and lists every rule the answer breaks. */
+async function exchange<R extends FuzzRequest>(
+  req: R,
+  send: (req: R) => Promise<FuzzResponse>,
+  extra: ExtraCheck<R> | undefined,
+): Promise<{ res: FuzzResponse | undefined; problems: Problem[] }> {
+  let res: FuzzResponse | undefined;
+  try {
+    res = await send(req);
+    const twin = req.twin ? await send(req.twin as R) : undefined;
+    return { res, problems: [...checkResponse(req, res, twin), ...(extra?.(req, res) ?? [])] };
+  } catch (err) {
+    return { res, problems: [{ check: 'no-answer', detail: String(err) }] };
+  }
+}
+
+/**
+ * Sends each of a corpus of known requests (cases outside testing found, each with the answer it
+ * must get in `expect`), in order, through the same checks as the random ones; fails listing
+ * every case that broke a rule. Deterministic: it runs whatever the seed and the scale.
+ */
+export async function runCorpus<R extends FuzzRequest>(
+  name: string,
+  cases: readonly R[],
+  send: (req: R) => Promise<FuzzResponse>,
+  extra?: ExtraCheck<R>,
+): Promise<void> {
+  const failures: string[] = [];
+  for (const req of cases) {
+    const { res, problems } = await exchange(req, send, extra);
+    if (problems.length > 0) failures.push(describeExchange(req, res, problems));
+  }
+  if (failures.length > 0)
+    assert.fail(
+      `${name}: ${failures.length} of ${cases.length} known cases failed\n${failures.join('\n- - -\n')}`,
+    );
+}
+
 /**
  * Sends `numRuns` requests from `requests` through `send` and holds each answer to
- * fuzz-checks.ts; fails (after all of them, with `collect`) if any answer breaks a rule.
+ * fuzz-checks.ts (and `extra`); fails (after all of them, with `collect`) if any answer breaks a rule.
  */
 export async function runFuzz<R extends FuzzRequest>(
   name: string,
   requests: fc.Arbitrary<R>,
   send: (req: R) => Promise<FuzzResponse>,
   settings: FuzzSettings,
+  extra?: ExtraCheck<R>,
 ): Promise<void> {
   const groups = new Map<string, Group>();
   const property = fc.asyncProperty(requests, async (req) => {
-    let res: FuzzResponse | undefined;
-    let problems: Problem[];
-    try {
-      res = await send(req);
-      const twin = req.twin ? await send(req.twin as R) : undefined;
-      problems = checkResponse(req, res, twin);
-    } catch (err) {
-      problems = [{ check: 'no-answer', detail: String(err) }];
-    }
+    const { res, problems } = await exchange(req, send, extra);
     if (problems.length === 0) return;
     const text = describeExchange(req, res, problems);
     if (!settings.collect) throw new Error(text);

@@ -11,6 +11,11 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { API, call, createTestApp, type TestApp } from '../helpers/app.ts';
+import {
+  assertHeadOverLimitHasNoBody,
+  assertWebhookRefused,
+  REFUSED_WEBHOOK_URLS,
+} from '../helpers/fuzz-corpus.ts';
 import { rawRequestArb } from '../helpers/fuzz-raw-requests.ts';
 import { fuzzRequestArb } from '../helpers/fuzz-requests.ts';
 import { loadRoutes } from '../helpers/fuzz-routes.ts';
@@ -42,6 +47,13 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
+    // Known cases, before the random ones: webhook receivers registration must refuse.
+    for (const { url, what } of REFUSED_WEBHOOK_URLS) {
+      test(`known case: a webhook at ${url} (${what}) is 400`, async () => {
+        await assertWebhookRefused(t, setup.liveToken, url);
+      });
+    }
+
     test('requests through app.inject', async () => {
       await runFuzz(
         `inject (${store})`,
@@ -63,6 +75,8 @@ for (const store of testStores()) {
     test('requests over a loopback socket, parsed by Node', async () => {
       await t.app.listen({ host: '127.0.0.1', port: 0 });
       const port = (t.app.server.address() as AddressInfo).port;
+      // A known case first: HEAD with a request line over 16 KB answers a head alone.
+      await assertHeadOverLimitHasNoBody(port, `${API}/version`);
       await runFuzz(
         `loopback (${store})`,
         rawRequestArb(fuzzRequestArb(routes, setup.world)),

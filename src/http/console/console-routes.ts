@@ -1,4 +1,4 @@
-import type { FastifyError } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
 import { verifySecret } from '../../auth/secret-hash.ts';
@@ -9,6 +9,7 @@ import type { App } from '../app.ts';
 import { CONSOLE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
 import { namedPlugin } from '../named-plugin.ts';
+import { targetPath } from '../target-path.ts';
 import { registerConsoleAssets } from './assets.ts';
 import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
 import { html } from './html.ts';
@@ -27,6 +28,30 @@ import { createConsoleSessions } from './sessions.ts';
 
 /** Forms are small: a quota, a search, a password. */
 const FORM_LIMIT = 64 * 1024;
+
+/**
+ * An error as a console page, with the console's headers: the console's own errors, and those
+ * Fastify meets before routing a request under the console (a path that is not UTF-8, an id
+ * over the router's length), which app.ts hands here rather than to the API's envelope.
+ */
+export function answerConsoleError(
+  err: FastifyError | ApiError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const status = err instanceof ApiError ? err.status : (err.statusCode ?? 500);
+  if (status >= 500) request.log.error({ err }, 'console page failed');
+  const text =
+    status >= 500 ? 'Something went wrong on the server. It has been logged; try again.' : err.message;
+  const title = status >= 500 ? 'Server error' : status === 404 ? 'Not found' : 'Refused';
+  return sendPage(reply, page({ title, body: html`<p class="error" role="alert">${text}</p>` }), status);
+}
+
+/** Whether a request target (any form) is under the console. */
+export function isConsoleTarget(url: string): boolean {
+  const path = targetPath(url);
+  return path === CONSOLE || path.startsWith(`${CONSOLE}/`);
+}
 
 /**
  * The operator console (docs/design/contract.md#operator-console; docs/console.md): server-rendered
@@ -59,14 +84,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('not_found', `There is no page ${request.url.split('?')[0]}`);
   });
-  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    const status = err instanceof ApiError ? err.status : (err.statusCode ?? 500);
-    if (status >= 500) request.log.error({ err }, 'console page failed');
-    const text =
-      status >= 500 ? 'Something went wrong on the server. It has been logged; try again.' : err.message;
-    const title = status >= 500 ? 'Server error' : status === 404 ? 'Not found' : 'Refused';
-    return sendPage(reply, page({ title, body: html`<p class="error" role="alert">${text}</p>` }), status);
-  });
+  app.setErrorHandler(answerConsoleError);
 
   const sessions = createConsoleSessions({
     db: ctx.store.db,

@@ -1,12 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../../domain/errors.ts';
-
-/** The path of a request target, also in absolute form (`http://host/path?query`). */
-function pathOf(url: string): string {
-  const path = url.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, '').split('?')[0] ?? '';
-  return path === '' ? '/' : path;
-}
+import { targetPath } from '../target-path.ts';
 
 /**
  * A request no route matches: 405 with `Allow` when the path is a route's but the method is
@@ -24,7 +19,7 @@ export const notFound = fp(
       for (const method of [route.method].flat()) routes.push({ pattern, method });
     });
     const refuse = (request: FastifyRequest): ApiError => {
-      const path = pathOf(request.url);
+      const path = targetPath(request.url);
       const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))].filter(
         (m) => m !== 'HEAD',
       );
