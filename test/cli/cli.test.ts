@@ -24,6 +24,8 @@ const MIGRATIONS = [
   '013-job-queue-order',
   '014-events-seq-at-commit',
   '015-job-notifications',
+  '016-job-retry',
+  '017-service-error',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
