@@ -8,7 +8,7 @@ import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
-import { createJobSignal, type JobSignal } from './jobs/signal.ts';
+import { createJobSignal, type JobSignal } from './loop/signal.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
 import { openStore, type Store } from './store/database.ts';

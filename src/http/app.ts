@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import type { App } from './app-type.ts';
 import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
 import { registerConsoleRoutes } from './console/console-routes.ts';
@@ -44,17 +45,10 @@ import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { sharedSchemaCompilers } from './schema-compilers.ts';
 import { createVariantResolver } from './variant.ts';
 
+export type { App } from './app-type.ts';
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
 
 export const BODY_LIMIT = 1024 * 1024;
-
-export type App = FastifyInstance<
-  import('node:http').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
-  import('fastify').FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
 
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */

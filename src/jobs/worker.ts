@@ -4,12 +4,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import type { JobSignal } from '../loop/signal.ts';
 import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
 import { type RunOutcome, runJob } from './run-job.ts';
-import type { JobSignal } from './signal.ts';
 import type { TaskTable } from './task.ts';
 
 export interface WorkerOptions {

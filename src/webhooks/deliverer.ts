@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
-import { createJobSignal } from '../jobs/signal.ts';
+import { createJobSignal } from '../loop/signal.ts';
 import type { WebhookMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';

@@ -2,7 +2,7 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { type AuditEntry, listAuditEntries } from '../../store/repos/audit.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
 import { operatorRoute } from './operator-route.ts';

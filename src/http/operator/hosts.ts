@@ -4,7 +4,7 @@ import type { Config } from '../../config.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { type HostState, type HostView, listHosts, setHostState } from '../../store/repos/hosts.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { StringEnum } from '../schemas.ts';

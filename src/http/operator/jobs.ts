@@ -8,7 +8,7 @@ import { projectedState } from '../../jobs/queue.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
 import { listJobsPage } from '../../store/repos/job-list.ts';
 import { answerMessage } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { JOB_HEADERS } from '../routes/service-actions.ts';

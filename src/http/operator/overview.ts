@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
 import { countJobs } from '../../store/repos/job-list.ts';
 import { countServicesByStatus } from '../../store/repos/service-list.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { operatorRoute } from './operator-route.ts';
 

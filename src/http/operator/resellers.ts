@@ -14,7 +14,7 @@ import {
   type Reseller,
   setResellerEnabledRecorded,
 } from '../../store/repos/resellers.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { UsagePayload } from '../routes/usage.ts';

@@ -9,7 +9,7 @@ import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { BackupPayload, backupView, registerBackupActions } from '../routes/backups.ts';
 import { registerScheduleActions } from '../routes/schedules.ts';

@@ -6,7 +6,7 @@ import { usageReportCsv } from '../../domain/usage-csv.ts';
 import { parsePeriod, USAGE_LINE_FIELDS } from '../../domain/usage-report.ts';
 import { findReseller } from '../../store/repos/resellers.ts';
 import { usageReport } from '../../store/usage-report.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { InputId, isUuid } from '../schemas.ts';
 import { operatorRoute } from './operator-route.ts';

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { EmptyBody, EmptyList } from '../schemas.ts';
 

@@ -10,7 +10,7 @@ import {
 } from '../../jobs/backup-operation.ts';
 import { type Backup, listBackups } from '../../store/repos/backups.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { EmptyBody, EmptyList, Id, InputId, ServiceParams, StringEnum } from '../schemas.ts';
 import {

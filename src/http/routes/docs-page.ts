@@ -4,7 +4,7 @@ import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path.js';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerDocumentRoute } from '../document-route.ts';
 import { DOCUMENT_ONLY } from '../schemas.ts';

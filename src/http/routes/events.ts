@@ -5,7 +5,7 @@ import { DRIFT_REASONS, type DriftReason } from '../../domain/power-drift.ts';
 import { JOB_ACTIONS, STATUSES } from '../../domain/status-machine.ts';
 import { listEvents, type StoredEvent } from '../../store/repos/events.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
 import { isUuid, Nullable, StringEnum } from '../schemas.ts';

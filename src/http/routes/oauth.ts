@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { SCOPES } from '../../auth/scopes.ts';
 import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
 import type { AppContext } from '../../context.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
 import { namedPlugin } from '../named-plugin.ts';

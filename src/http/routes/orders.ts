@@ -10,7 +10,7 @@ import { createOrderPlacer, type PlacedOrder } from '../../store/place-order.ts'
 import { findIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
 import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API, BASE } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';

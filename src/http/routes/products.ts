@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { planView, productView, RESOURCES } from '../../domain/catalog.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { EmptyBody, Id, isUuid, ProductParams, type SameKeys } from '../schemas.ts';
 

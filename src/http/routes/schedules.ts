@@ -22,7 +22,7 @@ import {
 } from '../../store/repos/backup-schedules.ts';
 import { findOwnedService, type Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';

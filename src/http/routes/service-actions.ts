@@ -5,7 +5,7 @@ import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { upgradeOperation } from '../../jobs/upgrade-operation.ts';
 import { type ApiSchema, answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';

@@ -5,7 +5,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
 import { findOwnedService, findOwnedServiceStatus, type Service } from '../../store/repos/services.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
 import { EmptyBody, ServiceParams } from '../schemas.ts';

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { QUOTA_RESOURCES, UNLIMITED } from '../../domain/quotas.ts';
 import { findQuota, quotaUse } from '../../store/repos/quotas.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
 import { Nullable } from '../schemas.ts';

@@ -15,7 +15,7 @@ import {
 import { newWebhookSecret } from '../../webhooks/signature.ts';
 import { MAX_URL_LENGTH, parseWebhookUrl, resolveTarget, TargetRefused } from '../../webhooks/target.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';

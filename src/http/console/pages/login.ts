@@ -4,7 +4,7 @@ import type { FailureThrottle } from '../../../auth/failure-throttle.ts';
 import type { OperatorLogin } from '../../../auth/operators.ts';
 import type { AppContext } from '../../../context.ts';
 import { recordAudit } from '../../../store/repos/audit.ts';
-import type { App } from '../../app.ts';
+import type { App } from '../../app-type.ts';
 import { CONSOLE } from '../../base-path.ts';
 import {
   type ConsoleRouter,
