@@ -1,7 +1,11 @@
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config.ts';
+import type { Clock } from '../domain/clock.ts';
+import { parseRequestedScopes } from '../domain/scopes.ts';
+import type { Store } from '../store/database.ts';
 import { createClientAuthenticator, type SecretVerifier } from './client-authenticator.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
-import { parseRequestedScopes } from './scopes.ts';
+import type { SecretCost } from './secret-hash.ts';
+import type { TokenSigner } from './tokens.ts';
 
 /** What the token endpoint answers: an RFC 6749 body, its status and headers. */
 export interface TokenResponse {
@@ -37,6 +41,18 @@ export interface TokenEndpoint {
   handle(req: TokenRequest): Promise<TokenResponse>;
 }
 
+/**
+ * What the endpoint needs of the process (the app's context has all of it): its own list, so
+ * that auth/ does not import the context, which is built from auth/.
+ */
+export interface TokenEndpointDeps {
+  readonly store: Pick<Store, 'db'>;
+  readonly clock: Clock;
+  readonly config: Pick<Config, 'tokenTtl'>;
+  readonly signer: TokenSigner;
+  readonly secretCost: SecretCost;
+}
+
 export interface TokenEndpointOptions {
   readonly throttle?: FailureThrottle;
   /** Checks a secret against a stored hash; tests pass one that counts the scrypt work. */
@@ -48,7 +64,10 @@ export interface TokenEndpointOptions {
  * are counted per source address, never per client id, so that nobody can lock an application
  * out by guessing at its secret; its correct secret from its own address always gets a token.
  */
-export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptions = {}): TokenEndpoint {
+export function createTokenEndpoint(
+  ctx: TokenEndpointDeps,
+  options: TokenEndpointOptions = {},
+): TokenEndpoint {
   const throttle = options.throttle ?? createFailureThrottle();
   const clients = createClientAuthenticator(ctx.store.db, options.verifySecret, ctx.secretCost);
 

@@ -1,6 +1,9 @@
 import type { FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.ts';
 import { ApiError } from '../domain/errors.ts';
-import { isUuid } from './schemas.ts';
+import { findOwnedService, type Service } from '../store/repos/services.ts';
+import { applicationCaller } from './plugins/authenticate.ts';
+import { isUuid } from './schemas/common.ts';
 
 /**
  * The service id of a per-service route. Variant A repeats it in the body as `service_id`;
@@ -14,4 +17,15 @@ export function serviceIdOf(request: FastifyRequest): string {
   }
   if (!isUuid(id)) throw new ApiError('service_not_found', 'Service not found');
   return id.toLowerCase();
+}
+
+/** The caller's service named by the path, or 404 (another reseller's service is as good as none). */
+export async function ownedService(ctx: AppContext, request: FastifyRequest): Promise<Service> {
+  const service = await findOwnedService(
+    ctx.store.reads,
+    applicationCaller(request).resellerId,
+    serviceIdOf(request),
+  );
+  if (!service) throw new ApiError('service_not_found', 'Service not found');
+  return service;
 }

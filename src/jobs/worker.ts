@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import type { JobSignal } from '../loop/signal.ts';
 import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';

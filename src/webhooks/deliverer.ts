@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import { createJobSignal } from '../loop/signal.ts';
-import type { WebhookMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { eventsById, type StoredEvent } from '../store/repos/events.ts';
@@ -18,12 +17,20 @@ import {
 import { type Webhook, webhooksById } from '../store/repos/webhooks.ts';
 import type { HostLookup } from './lookup.ts';
 import { retryDelayMs } from './retry-schedule.ts';
-import { postWebhook, SendFailure } from './send.ts';
+import { type FailureReason, postWebhook, SendFailure } from './send.ts';
 import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
 
 /** CONTRACT.md section 9: a 2xx within 10 s is a success. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+
+/** What the webhook sender records (metrics.ts counts it for Prometheus): each attempt, by how it ended. */
+export interface WebhookMetrics {
+  /** An attempt answered 2xx. */
+  sent(): void;
+  /** An attempt that got no 2xx; `final` when it was the delivery's last. */
+  failed(reason: FailureReason, final: boolean): void;
+}
 
 export interface DelivererOptions {
   readonly store: Store;

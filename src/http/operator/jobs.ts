@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
+import { allowedActions } from '../../domain/status-machine.ts';
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
@@ -11,17 +11,12 @@ import { answerMessage } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { JOB_HEADERS } from '../routes/service-actions.ts';
-import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
-import { JobPayload, jobView } from '../service-views.ts';
+import { InputId, isUuid, StringEnum } from '../schemas/common.ts';
+import { CancelPayload, OperatorJobPayload, RetryPayload } from '../schemas/operator.ts';
+import { jobView } from '../schemas/service-views.ts';
+import { JOB_HEADERS } from '../schemas/services.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-/** A job in the operator's list: which reseller's it is too. */
-export const OperatorJobPayload = Type.Object(
-  { ...JobPayload.properties, reseller_id: Id() },
-  { title: 'OperatorJob' },
-);
 
 const JobParams = Type.Object({ job_id: InputId('The job') });
 
@@ -29,26 +24,6 @@ const ListQuery = Type.Object({
   status: Type.Optional(StringEnum(['queued', 'running', 'failed', 'succeeded', 'skipped'])),
   service_id: Type.Optional(InputId('Only this service’s jobs')),
   ...PageQuery,
-});
-
-/** Where the service stands after a cancel: the status now, and the one its remaining jobs lead to. */
-export const CancelPayload = Type.Object({
-  job: JobPayload,
-  service: Type.Object({
-    service_id: Id(),
-    status: StringEnum(STATUSES),
-    projected_status: StringEnum(STATUSES),
-    allowed_actions: Type.Array(Type.String(), {
-      description: 'What the service accepts now, from its projected status',
-    }),
-    pending_jobs: Type.Integer(),
-  }),
-});
-
-export const RetryPayload = Type.Object({
-  job: Nullable(JobPayload, {
-    description: 'The new job; null when there was nothing left to do (see message)',
-  }),
 });
 
 function jobIdOf(request: FastifyRequest): string {

@@ -1,4 +1,4 @@
-import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
+import { OPERATOR_SCOPE } from '../../domain/scopes.ts';
 import { type ApiSchema, apiRoute } from '../api-route.ts';
 
 /**

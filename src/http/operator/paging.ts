@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { ApiError } from '../../domain/errors.ts';
-import { Nullable } from '../schemas.ts';
+import { Nullable } from '../schemas/common.ts';
 
 /**
  * Paging of the operator API's lists (CONTRACT.md section 11): `limit` (1..1000) and an opaque

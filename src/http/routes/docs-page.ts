@@ -7,7 +7,7 @@ import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerDocumentRoute } from '../document-route.ts';
-import { DOCUMENT_ONLY } from '../schemas.ts';
+import { DOCUMENT_ONLY } from '../schemas/common.ts';
 
 /** Where the reference page lives, and the document it shows. */
 export const DOCS_PATH = `${BASE}/docs`;

@@ -8,7 +8,7 @@ import { apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { isUuid, Nullable, StringEnum } from '../schemas/common.ts';
 
 const Id = Type.String({ format: 'uuid' });
 const Timestamp = Type.String({ format: 'date-time' });

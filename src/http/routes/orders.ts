@@ -14,7 +14,7 @@ import type { App } from '../app-type.ts';
 import { API, BASE } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { ByVariant, Id, InputId } from '../schemas.ts';
+import { ByVariant, Id, InputId } from '../schemas/common.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 

@@ -5,7 +5,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, Id, isUuid, ProductParams, type SameKeys } from '../schemas.ts';
+import { EmptyBody, Id, isUuid, ProductParams, type SameKeys } from '../schemas/common.ts';
 
 /** Bounds as numeric strings with their unit (section 2.2 of the interface document). */
 const Bounds = Type.Object(

@@ -19,7 +19,7 @@ import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, EmptyList, InputId, isUuid, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, InputId, isUuid, StringEnum } from '../schemas/common.ts';
 
 const WebhookFields = {
   webhook_id: Type.String({ format: 'uuid' }),

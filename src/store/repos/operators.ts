@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { OperatorState } from '../../auth/client-state.ts';
+import type { OperatorState } from '../../domain/client-state.ts';
 import type { Database } from '../schema.ts';
 
 /** An operator, without its secrets. */

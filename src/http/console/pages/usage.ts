@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { Clock } from '../../../domain/clock.ts';
 import type { UsageLine } from '../../../domain/usage-report.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { UsageReportPayload } from '../../operator/usage.ts';
+import type { UsageReportPayload } from '../../schemas/usage.ts';
 import { barChart } from '../chart.ts';
 import { table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';

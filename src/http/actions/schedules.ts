@@ -25,9 +25,17 @@ import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, isUuid, ServiceParams } from '../schemas.ts';
+import {
+  BodyServiceId,
+  EmptyBody,
+  EmptyList,
+  Id,
+  InputId,
+  isUuid,
+  ServiceParams,
+} from '../schemas/common.ts';
+import { ownedService } from '../service-id.ts';
 import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
-import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

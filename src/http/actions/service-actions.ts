@@ -9,7 +9,8 @@ import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas/common.ts';
+import { JOB_HEADERS } from '../schemas/services.ts';
 import { serviceIdOf } from '../service-id.ts';
 
 /** A service an operation acts on, and the reseller it belongs to (the tenant the operation runs in). */
@@ -132,14 +133,6 @@ const DOCS = {
   ],
   resetPassword: ['Set a new root password', 'The password details will show once the job has run.'],
 } as const;
-
-/** The header of the answer that names the job an operation queued. */
-export const JOB_HEADERS = {
-  'X-Job-Id': {
-    description: 'The job queued (absent when nothing was to be done)',
-    schema: { type: 'string', format: 'uuid' },
-  },
-};
 
 /** How every job-creating operation answers (CONTRACT.md section 7). */
 export const JOB_ANSWER =
