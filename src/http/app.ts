@@ -48,7 +48,7 @@ import { createVariantResolver } from './variant.ts';
 export type { App } from './app-type.ts';
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
 
-export const BODY_LIMIT = 1024 * 1024;
+const BODY_LIMIT = 1024 * 1024;
 
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */
@@ -56,7 +56,7 @@ export interface BuildAppOptions {
 }
 
 /** Secrets never reach the logs, whatever a handler logs. */
-export const LOG_REDACT = {
+const LOG_REDACT = {
   paths: [
     'req.headers.authorization',
     'headers.authorization',

@@ -22,7 +22,7 @@ import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
 
 /** CONTRACT.md section 9: a 2xx within 10 s is a success. */
-export const DELIVERY_TIMEOUT_MS = 10_000;
+const DELIVERY_TIMEOUT_MS = 10_000;
 
 /** What the webhook sender records (metrics.ts counts it for Prometheus): each attempt, by how it ended. */
 export interface WebhookMetrics {

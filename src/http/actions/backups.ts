@@ -33,7 +33,7 @@ export function backupView(b: Backup): Static<typeof BackupPayload> {
   };
 }
 
-export function backupIdOf(request: FastifyRequest): string {
+function backupIdOf(request: FastifyRequest): string {
   const id = (request.params as { backup_id: string }).backup_id;
   if (!isUuid(id)) throw new ApiError('backup_not_found', 'Backup not found');
   return id.toLowerCase();

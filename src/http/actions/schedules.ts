@@ -39,7 +39,7 @@ import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export const SchedulePayload = Type.Object(
+const SchedulePayload = Type.Object(
   {
     backup_schedule_id: Id(),
     BsTime: Type.String({ description: '`HH:MM`, 24-hour, UTC', examples: ['03:30'] }),
@@ -51,7 +51,7 @@ export const SchedulePayload = Type.Object(
   { title: 'BackupSchedule' },
 );
 
-export function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
+function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
   return {
     backup_schedule_id: s.id,
     BsTime: s.bsTime,

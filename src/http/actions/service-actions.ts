@@ -86,7 +86,7 @@ export async function acceptOperation(
 const WithServiceId = { service_id: BodyServiceId };
 const Amount = (description: string) => Type.Integer({ minimum: 0, maximum: 1_000_000, description });
 
-export const SuspendBody = Type.Object({
+const SuspendBody = Type.Object({
   ...WithServiceId,
   suspend_reason: Type.Optional(
     Type.String({ maxLength: 1000, description: 'Why (billing); shown in details as `suspend_reason`' }),
@@ -100,7 +100,7 @@ export const UpgradeBody = Type.Object({
   IP: Amount('Addresses; the first one stays'),
   BACKUP: Amount('GB of backup space; never below what the backups use now'),
 });
-export const ResetPasswordBody = Type.Object({
+const ResetPasswordBody = Type.Object({
   ...WithServiceId,
   password: Type.String({
     maxLength: 1024,

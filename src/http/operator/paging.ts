@@ -11,8 +11,8 @@ import { Nullable } from '../schemas/common.ts';
  */
 
 /** How many items a page holds by default, and at most. */
-export const DEFAULT_LIMIT = 100;
-export const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
 
 /** The query parameters every list takes. */
 export const PageQuery = {

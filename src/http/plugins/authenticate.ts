@@ -101,7 +101,7 @@ function insufficientScope(scope: TokenScope): ApiError {
 }
 
 /** 403 unless the caller's token carries `scope`. */
-export function requireScope(caller: Caller, scope: TokenScope): void {
+function requireScope(caller: Caller, scope: TokenScope): void {
   if (!caller.scopes.includes(scope)) throw insufficientScope(scope);
 }
 

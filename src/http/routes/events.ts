@@ -62,9 +62,9 @@ const JobFinishedEvent = Type.Object(
 );
 
 /** An event as the feed shows it; webhooks send the same `type` and `data`. */
-export const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
+const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
 
-export function eventView(e: StoredEvent): Static<typeof EventPayload> {
+function eventView(e: StoredEvent): Static<typeof EventPayload> {
   // The data was recorded from the same shapes (domain/events.ts) as JSON text.
   return {
     event_id: e.id,

@@ -18,7 +18,7 @@ import { ByVariant, Id, InputId } from '../schemas/common.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
-export const OrderBody = Type.Object({
+const OrderBody = Type.Object({
   product_id: InputId('The product (404 `product_not_found` if none has this id)'),
   domain_name: Type.String({
     minLength: 1,

@@ -28,15 +28,15 @@ const WebhookFields = {
   created_at: Type.String({ format: 'date-time' }),
 };
 
-export const WebhookPayload = Type.Object(WebhookFields);
+const WebhookPayload = Type.Object(WebhookFields);
 
 /** A new webhook: the only answer that shows its secret. */
-export const CreatedWebhookPayload = Type.Object({
+const CreatedWebhookPayload = Type.Object({
   ...WebhookFields,
   secret: Type.String({ description: '`whsec_` + base64 of 32 random bytes; shown once' }),
 });
 
-export function webhookView(w: Webhook): Static<typeof WebhookPayload> {
+function webhookView(w: Webhook): Static<typeof WebhookPayload> {
   return {
     webhook_id: w.id,
     url: w.url,

@@ -103,7 +103,7 @@ export const ResellerPayload = Type.Object(
   { title: 'Reseller' },
 );
 
-export const ApplicationPayload = Type.Object(
+const ApplicationPayload = Type.Object(
   {
     client_id: Type.String(),
     name: Type.String(),

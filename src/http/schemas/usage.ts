@@ -14,7 +14,7 @@ export const UsagePayload = Type.Object({
   use: Type.Object(Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, Count]))),
 });
 
-export const UsageLinePayload = Type.Object(
+const UsageLinePayload = Type.Object(
   Object.fromEntries(
     USAGE_LINE_FIELDS.map((f) => [
       f,

@@ -129,7 +129,7 @@ export interface NewJob<A extends JobAction> {
  * against its action before they are stored. Parameters of the wrong shape are a programming
  * error (the routes and the scheduler build them), so they throw a plain Error, not an ApiError.
  */
-export function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
+function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
   const problem = jobParamsProblem(j.action, j.params);
   if (problem) throw new Error(`Parameters of a ${j.action} job do not fit: ${problem}`);
   return {

@@ -32,7 +32,7 @@ const FIGURES = [
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** The default period: the current month so far (UTC), today included (the end is excluded). */
-export function currentMonth(now: number): { from: string; to: string } {
+function currentMonth(now: number): { from: string; to: string } {
   const d = new Date(now);
   return {
     from: day(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)),
