@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
+import { createPollLoop } from '../loop/poll-loop.ts';
 import { createJobSignal } from '../loop/signal.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
@@ -83,14 +84,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
   const id = `webhooks-${randomUUID()}`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const leaseMs = o.leaseMs ?? timeoutMs * 3;
-  const pollMs = o.pollMs ?? 1000;
   const db = o.store.db;
-  const wake = createJobSignal();
-  /** Attempts under way, by webhook. */
-  const sending = new Map<string, Promise<void>>();
-  let loopAbort = new AbortController();
-  let sendAbort = new AbortController();
-  let loop: Promise<void> | undefined;
 
   async function attempt(d: Delivery, hook: Webhook | undefined, event: StoredEvent | undefined) {
     if (!hook || !event) {
@@ -108,7 +102,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       'webhook-signature': signMessage(o.secretBox.open(hook.secretEnc), event.id, timestamp, body),
     };
     const deadline = Date.now() + timeoutMs;
-    const signal = sendAbort.signal;
+    const signal = loop.workSignal;
     let outcome: AttemptOutcome;
     try {
       const url = new URL(hook.url);
@@ -137,6 +131,8 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
 
   /** Claims what is due for the free senders and starts them; returns how many it started. */
   async function claimAndStart(): Promise<number> {
+    // Attempts under way, by webhook.
+    const sending = loop.running;
     const free = o.concurrency - sending.size;
     if (free <= 0) return 0;
     const realNow = Date.now();
@@ -160,76 +156,40 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       ),
     ]);
     for (const d of claimed) {
-      const p = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
-        .catch((err) => {
-          // Its lease runs out and the attempt is made again.
-          if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable');
-          else o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt could not be recorded');
-        })
-        .finally(() => {
-          sending.delete(d.webhookId);
-          wake.notify();
-        });
-      sending.set(d.webhookId, p);
+      const p = attempt(d, hooks.get(d.webhookId), events.get(d.eventId)).catch((err) => {
+        // Its lease runs out and the attempt is made again.
+        if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable');
+        else o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt could not be recorded');
+      });
+      loop.track(d.webhookId, p);
     }
     return claimed.length;
   }
 
-  async function run() {
-    let backoff = 0;
-    while (!loopAbort.signal.aborted) {
-      try {
-        const started = await claimAndStart();
-        backoff = 0;
-        // Started some and senders are free: other webhooks may have attempts due too.
-        if (started > 0 && sending.size < o.concurrency) continue;
-        await wake.wait(pollMs, loopAbort.signal);
-      } catch (err) {
-        backoff = Math.min(5000, backoff ? backoff * 2 : 100);
-        if (isStoreUnavailable(err))
-          o.log.warn({ error: String(err) }, 'webhooks: store unavailable; waiting');
-        else o.log.error({ err }, 'webhooks: delivery loop error');
-        await wake.wait(backoff, loopAbort.signal);
-      }
-    }
-  }
+  const loop = createPollLoop<string>({
+    // Started some and senders are free: other webhooks may have attempts due too.
+    tick: async () => (await claimAndStart()) > 0,
+    signal: createJobSignal(),
+    pollMs: o.pollMs ?? 1000,
+    concurrency: o.concurrency,
+    onError(err) {
+      if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable; waiting');
+      else o.log.error({ err }, 'webhooks: delivery loop error');
+    },
+  });
 
   return {
     id,
-    start() {
-      if (loop) return;
-      loopAbort = new AbortController();
-      sendAbort = new AbortController();
-      loop = run();
-    },
-    async stop(graceMs = 2000) {
-      loopAbort.abort();
-      await loop;
-      loop = undefined;
-      const all = Promise.allSettled([...sending.values()]);
-      let timer: NodeJS.Timeout | undefined;
-      const late = await Promise.race([
-        all.then(() => false),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(true), graceMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (late) {
-        sendAbort.abort();
-        await all;
-      }
-    },
-    notify() {
-      wake.notify();
-    },
+    start: loop.start,
+    stop: (graceMs = 2000) => loop.stop({ graceMs }),
+    notify: loop.wake,
     async pass() {
       let total = 0;
       for (;;) {
         const started = await claimAndStart();
         total += started;
-        if (started === 0 && sending.size === 0) return total;
-        if (started === 0) await Promise.race(sending.values());
+        if (started === 0 && loop.running.size === 0) return total;
+        if (started === 0) await Promise.race(loop.running.values());
       }
     },
   };
