@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
+import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
 import { ExpectedFailure } from './expected-failure.ts';
-import { RETRY_DELAYS_MS } from './webhooks/retry-schedule.ts';
 
 /** A setting that cannot be used; start-up stops with this message (exit code 2). */
 export class ConfigError extends ExpectedFailure {

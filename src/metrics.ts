@@ -3,7 +3,7 @@ import { type Clock, systemClock } from './domain/clock.ts';
 import type { CorrectionKind } from './domain/power-drift.ts';
 import type { Store } from './store/database.ts';
 import { oldestDueAttempt } from './store/repos/webhook-deliveries.ts';
-import type { FailureReason } from './webhooks/send.ts';
+import type { WebhookMetrics } from './webhooks/deliverer.ts';
 
 /**
  * What the HTTP layer records: every answer's latency, by method, route pattern and status.
@@ -25,14 +25,6 @@ export type JobRunStatus = 'succeeded' | 'failed' | 'retrying' | 'lost' | 'error
 /** What the worker records: each job run, by action and how it ended, and how long it took. */
 export interface JobMetrics {
   record(action: string, status: JobRunStatus, seconds: number): void;
-}
-
-/** What the webhook sender records: each attempt, by how it ended. */
-export interface WebhookMetrics {
-  /** An attempt answered 2xx. */
-  sent(): void;
-  /** An attempt that got no 2xx; `final` when it was the delivery's last. */
-  failed(reason: FailureReason, final: boolean): void;
 }
 
 /** What the power-state reconciler records: each correction, by kind (domain/power-drift.ts). */

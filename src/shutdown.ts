@@ -15,7 +15,7 @@ interface ShutdownLog {
 }
 
 /** Runs the steps in order; resolves to the exit code (1 if any failed). */
-export async function runShutdown(steps: readonly ShutdownStep[], log: ShutdownLog): Promise<number> {
+async function runShutdown(steps: readonly ShutdownStep[], log: ShutdownLog): Promise<number> {
   let code = 0;
   for (const step of steps) {
     try {

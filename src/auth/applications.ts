@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { SCOPES, type Scope } from '../domain/scopes.ts';
 import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
 import {
   insertClient,
@@ -10,7 +11,6 @@ import {
 } from '../store/repos/clients.ts';
 import { ensureResellerRow, findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';
-import { SCOPES, type Scope } from './scopes.ts';
 import { generateSecret, hashSecret, type SecretCost } from './secret-hash.ts';
 
 /** What registering an application prints, once: the secret is not stored in the clear anywhere. */

@@ -5,6 +5,8 @@
  * mechanism; the id's prefix picks the table, so either look-up is one indexed read.
  */
 import type { Kysely } from 'kysely';
+import type { ClientState } from '../domain/client-state.ts';
+import { OPERATOR_SCOPE, type TokenScope } from '../domain/scopes.ts';
 import { findClientForAuth, loadClientState } from '../store/repos/clients.ts';
 import {
   findOperatorClientForAuth,
@@ -12,8 +14,6 @@ import {
   loadOperatorClientState,
 } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
-import type { ClientState } from './client-state.ts';
-import { OPERATOR_SCOPE, type TokenScope } from './scopes.ts';
 
 /** A client of either kind, as the token endpoint checks it. */
 export interface ClientCredential {

@@ -1,30 +1,7 @@
+import type { ClientState } from '../domain/client-state.ts';
+
 /** How long a process trusts what it read about a client; revocations reach every process within it. */
 export const CLIENT_STATE_TTL_MS = 2000;
-
-interface ClientStateBase {
-  readonly clientId: string;
-  /** The client is enabled, and so is its reseller or operator. */
-  readonly enabled: boolean;
-  readonly tokenVersion: number;
-  /** The envelope its answers default to. */
-  readonly variant: 'A' | 'B';
-}
-
-/** A reseller application: its tokens act in its reseller's tenant. */
-export interface ApplicationState extends ClientStateBase {
-  readonly kind: 'application';
-  readonly resellerId: string;
-}
-
-/** An operator's client: its tokens carry the scope `operator` and act for no tenant. */
-export interface OperatorState extends ClientStateBase {
-  readonly kind: 'operator';
-  readonly operatorId: string;
-  readonly operatorName: string;
-}
-
-/** What token verification needs to know of a client now (auth/client-lookup.ts reads it). */
-export type ClientState = ApplicationState | OperatorState;
 
 export type ClientStateLoader = (clientId: string) => Promise<ClientState | undefined>;
 

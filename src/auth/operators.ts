@@ -38,14 +38,14 @@ export class OperatorError extends Error {
 }
 
 /** Names: as resellers' (docs/cli.md), 1-100 letters, digits, spaces, `.`, `_`, `-`. */
-export const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
+const OPERATOR_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 
 /** Console passwords: long enough to resist guessing through a throttled login, short enough to hash. */
-export const PASSWORD_MIN_LENGTH = 12;
-export const PASSWORD_MAX_LENGTH = 1024;
+const PASSWORD_MIN_LENGTH = 12;
+const PASSWORD_MAX_LENGTH = 1024;
 
 /** Why `password` cannot be a console password, or undefined if it can. */
-export function passwordProblem(password: string): string | undefined {
+function passwordProblem(password: string): string | undefined {
   const length = [...password].length;
   if (length < PASSWORD_MIN_LENGTH || length > PASSWORD_MAX_LENGTH) {
     return `a console password is ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long, got ${length}`;

@@ -1,12 +1,8 @@
 import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
+import type { SecretBox } from '../domain/secret-box.ts';
 import { randomPoolBytes } from '../random-pool.ts';
 
 /** Encrypts short secrets (server passwords) with AES-256-GCM: `v1.iv.tag.ciphertext`, base64url. */
-export interface SecretBox {
-  seal(plain: string): string;
-  open(sealed: string): string;
-}
-
 export function createSecretBox(key: Buffer): SecretBox {
   if (key.length !== 32) throw new Error('secret box key must be 32 bytes');
   // One KeyObject: building it from raw bytes on every call costs more than the cipher.

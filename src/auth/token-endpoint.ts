@@ -1,10 +1,14 @@
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config.ts';
+import type { Clock } from '../domain/clock.ts';
+import { parseRequestedScopes } from '../domain/scopes.ts';
+import type { Store } from '../store/database.ts';
 import { guardAttempt } from './attempt-guard.ts';
 import { createClientAuthenticator, type SecretVerifier } from './client-authenticator.ts';
 import type { ClientCredential } from './client-lookup.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
-import { parseRequestedScopes } from './scopes.ts';
+import type { SecretCost } from './secret-hash.ts';
 import { AttemptRefused, createSlowCheckGate, type SlowCheckGate } from './slow-check-gate.ts';
+import type { TokenSigner } from './tokens.ts';
 
 /** What the token endpoint answers: an RFC 6749 body, its status and headers. */
 export interface TokenResponse {
@@ -46,6 +50,18 @@ export interface TokenEndpoint {
  */
 export const TOKEN_HASH_LIMITS = Object.freeze({ total: 2, perKey: 1, queue: 64, perKeyQueue: 16 });
 
+/**
+ * What the endpoint needs of the process (the app's context has all of it): its own list, so
+ * that auth/ does not import the context, which is built from auth/.
+ */
+export interface TokenEndpointDeps {
+  readonly store: Pick<Store, 'db'>;
+  readonly clock: Clock;
+  readonly config: Pick<Config, 'tokenTtl'>;
+  readonly signer: TokenSigner;
+  readonly secretCost: SecretCost;
+}
+
 export interface TokenEndpointOptions {
   readonly throttle?: FailureThrottle;
   /** Bounds the secret hashes running at once (TOKEN_HASH_LIMITS unless given). */
@@ -62,7 +78,10 @@ export interface TokenEndpointOptions {
  * counted before it, so attempts sent at once cannot all pass, and the hashes running at once are
  * bounded (TOKEN_HASH_LIMITS), so a burst costs no more memory than a few hashes.
  */
-export function createTokenEndpoint(ctx: AppContext, options: TokenEndpointOptions = {}): TokenEndpoint {
+export function createTokenEndpoint(
+  ctx: TokenEndpointDeps,
+  options: TokenEndpointOptions = {},
+): TokenEndpoint {
   const throttle = options.throttle ?? createFailureThrottle();
   const gate = options.gate ?? createSlowCheckGate(TOKEN_HASH_LIMITS);
   const clients = createClientAuthenticator(ctx.store.db, options.verifySecret, ctx.secretCost);

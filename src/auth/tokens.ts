@@ -1,5 +1,5 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
-import { isTokenScope, type TokenScope } from './scopes.ts';
+import { isTokenScope, type TokenScope } from '../domain/scopes.ts';
 
 /** What a verified access token says. */
 export interface TokenClaims {

@@ -7,7 +7,7 @@ import {
   rotateApplicationSecret,
   setApplicationEnabled,
 } from '../auth/applications.ts';
-import { parseScopes } from '../auth/scopes.ts';
+import { parseScopes } from '../domain/scopes.ts';
 import { listClients } from '../store/repos/clients.ts';
 import { findResellerByName } from '../store/repos/resellers.ts';
 import type { Database } from '../store/schema.ts';

@@ -6,7 +6,7 @@ export type Amounts = Readonly<Record<Resource, number>>;
 /** RFC 1123 host name: labels of letters, digits and hyphens, 1-63 long, not starting or ending with a hyphen. */
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i;
 
-export function isHostname(value: string): boolean {
+function isHostname(value: string): boolean {
   if (value.length === 0 || value.length > 253) return false;
   return value.split('.').every((label) => LABEL.test(label));
 }
@@ -32,7 +32,7 @@ export function checkBounds(
   }
 }
 
-export const ORDER_FIELD_NAMES: Readonly<Record<Resource, string>> = {
+const ORDER_FIELD_NAMES: Readonly<Record<Resource, string>> = {
   ram: 'ram',
   ip: 'ip',
   cpu: 'cpu',

@@ -11,7 +11,7 @@ export const STABLE_STATUSES = [
   'failed',
   'terminated',
 ] as const;
-export const TRANSITIONAL_STATUSES = [
+const TRANSITIONAL_STATUSES = [
   'provisioning',
   'starting',
   'stopping',

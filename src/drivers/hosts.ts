@@ -112,7 +112,7 @@ export async function placeVm(
  * `activeOnly`, a new placement, if the host is draining). Amounts that shrink never stop it, so
  * room given back is given back even on a host configured below its use.
  */
-export async function reserve(
+async function reserve(
   db: Kysely<Database>,
   hostId: string,
   delta: Need,

@@ -30,7 +30,7 @@ export interface IpPool {
 }
 
 /** Usable host addresses of a CIDR: not the network, not the broadcast, not the gateway (first). */
-export function cidrRange(cidr: string): AddressRange {
+function cidrRange(cidr: string): AddressRange {
   const [ip = '', bits] = cidr.split('/');
   const base = ip.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
   const size = 2 ** (32 - Number(bits));

@@ -11,7 +11,7 @@ import type {
   RouteHandlerMethod,
 } from 'fastify';
 import type { TSchema } from 'typebox';
-import type { TokenScope } from '../auth/scopes.ts';
+import type { TokenScope } from '../domain/scopes.ts';
 import { successEnvelope } from './envelope.ts';
 
 /** The schemas of an API route: its 200 answer is its payload, what variant B puts in `data`. */

@@ -1,6 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { registerBackupRoutes } from './actions/backups.ts';
+import { registerScheduleRoutes } from './actions/schedules.ts';
+import { registerServiceActionRoutes } from './actions/service-actions.ts';
+import type { App } from './app-type.ts';
 import { BASE } from './base-path.ts';
 import { answerClientError } from './client-error.ts';
 import { answerConsoleError, isConsoleTarget, registerConsoleRoutes } from './console/console-routes.ts';
@@ -30,32 +34,22 @@ import { requestId, requestIdOf } from './plugins/request-id.ts';
 import { shutdownGate } from './plugins/shutdown.ts';
 import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
-import { registerBackupRoutes } from './routes/backups.ts';
 import { registerDocsRoutes } from './routes/docs-page.ts';
 import { registerEventRoutes } from './routes/events.ts';
 import { registerOauthRoutes } from './routes/oauth.ts';
 import { registerOrderRoutes } from './routes/orders.ts';
 import { registerProbeRoutes } from './routes/probes.ts';
 import { registerProductRoutes } from './routes/products.ts';
-import { registerScheduleRoutes } from './routes/schedules.ts';
-import { registerServiceActionRoutes } from './routes/service-actions.ts';
 import { registerServiceRoutes } from './routes/services.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { sharedSchemaCompilers } from './schema-compilers.ts';
 import { createVariantResolver } from './variant.ts';
 
+export type { App } from './app-type.ts';
 export type { ApplicationCaller, Caller, OperatorCaller } from './plugins/authenticate.ts';
 
-export const BODY_LIMIT = 1024 * 1024;
-
-export type App = FastifyInstance<
-  import('node:http').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
-  import('fastify').FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
+const BODY_LIMIT = 1024 * 1024;
 
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */
@@ -63,7 +57,7 @@ export interface BuildAppOptions {
 }
 
 /** Secrets never reach the logs, whatever a handler logs. */
-export const LOG_REDACT = {
+const LOG_REDACT = {
   paths: [
     'req.headers.authorization',
     'headers.authorization',

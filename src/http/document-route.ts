@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { App } from './app.ts';
+import type { App } from './app-type.ts';
 import { buildOpenApi, type DocumentKind, isOperatorRoute } from './openapi.ts';
 
 /** How a document route presents itself in the document it serves. */

@@ -1,11 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifySchema } from 'fastify';
-import { OPERATOR_SCOPE, SCOPES } from '../auth/scopes.ts';
 import { ERROR_CODES } from '../domain/errors.ts';
+import { OPERATOR_SCOPE, SCOPES } from '../domain/scopes.ts';
 import { BASE, OPS } from './base-path.ts';
 import type { Variant } from './envelope.ts';
 import { API_VERSION } from './routes/access.ts';
-import { DOCUMENT_ONLY, VARIANT_KEYWORD } from './schemas.ts';
+import { DOCUMENT_ONLY, VARIANT_KEYWORD } from './schemas/common.ts';
 
 /**
  * What a route's schema may say for the document besides what Fastify reads (Fastify ignores

@@ -34,7 +34,7 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
 }
 
 /** `work`, or the signal's reason if it fires first. */
-export function untilAborted<R>(work: Promise<R>, signal: AbortSignal): Promise<R> {
+function untilAborted<R>(work: Promise<R>, signal: AbortSignal): Promise<R> {
   return new Promise<R>((resolve, reject) => {
     const onAbort = () => {
       // The abandoned work may still fail: that is no longer anyone's concern.

@@ -2,16 +2,8 @@ import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
 import type { Store } from '../store/database.ts';
-import {
-  type PrunedCounts,
-  pruneAuditEntries,
-  pruneConsoleSessions,
-  pruneEvents,
-  pruneFinishedJobs,
-  pruneIdempotencyKeys,
-  pruneScheduleSlots,
-  pruneWebhookDeliveries,
-} from '../store/repos/retention.ts';
+import { IDEMPOTENCY_TTL_MS } from '../store/repos/idempotency-keys.ts';
+import { PRUNE_KINDS, type PrunedCounts, pruneBatch } from '../store/repos/retention.ts';
 import { createPeriodic } from './periodic.ts';
 
 export interface PrunerOptions {
@@ -65,15 +57,19 @@ export function createPruner(o: PrunerOptions): Pruner {
     const now = o.clock.now();
     const before = now - o.retentionMs;
     const eventsBefore = now - o.eventRetentionMs;
-    const counts: PrunedCounts = {
-      jobs: await drain(() => pruneFinishedJobs(db, before, batch)),
-      scheduleSlots: await drain(() => pruneScheduleSlots(db, before, batch)),
-      idempotencyKeys: await drain(() => pruneIdempotencyKeys(db, now, batch)),
-      auditEntries: await drain(() => pruneAuditEntries(db, now - o.auditRetentionMs, batch)),
-      events: await drain(() => pruneEvents(db, eventsBefore, batch)),
-      webhookDeliveries: await drain(() => pruneWebhookDeliveries(db, eventsBefore, batch)),
-      consoleSessions: await drain(() => pruneConsoleSessions(db, now, batch)),
+    const cutoffs: PrunedCounts = {
+      jobs: before,
+      scheduleSlots: before,
+      idempotencyKeys: now - IDEMPOTENCY_TTL_MS,
+      auditEntries: now - o.auditRetentionMs,
+      events: eventsBefore,
+      webhookDeliveries: eventsBefore,
+      consoleSessions: now,
     };
+    // Each kind in turn, in batches: one statement at a time on the store.
+    const counts: PrunedCounts = { ...cutoffs };
+    for (const kind of PRUNE_KINDS)
+      counts[kind] = await drain(() => pruneBatch(db, kind, cutoffs[kind], batch));
     if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
     return counts;
   }

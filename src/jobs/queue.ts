@@ -9,7 +9,7 @@ import { type Service, toService } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 
 /** At most this many jobs wait (queued, not running) per service (docs/design/contract.md#jobs). */
-export const MAX_WAITING_JOBS = 10;
+const MAX_WAITING_JOBS = 10;
 
 /** An operation on some service: the action, its parameters (omissible when it has none) and its checks. */
 export type Operation = {

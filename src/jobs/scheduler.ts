@@ -5,6 +5,7 @@ import type { Clock } from '../domain/clock.ts';
 import { ApiError } from '../domain/errors.ts';
 import { jobFinished } from '../domain/events.ts';
 import { nextRunAt, parseBsDays, parseBsTime, slotAfter, slotsBetween } from '../domain/schedules.ts';
+import type { JobSignal } from '../loop/signal.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
 import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
@@ -15,7 +16,6 @@ import type { Database } from '../store/schema.ts';
 import { backupCreateOperation } from './backup-operation.ts';
 import { createPeriodic } from './periodic.ts';
 import { enqueueInTransaction, SeqConflict } from './queue.ts';
-import type { JobSignal } from './signal.ts';
 
 export interface SchedulerOptions {
   readonly store: Store;

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
 import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
 import type { JobOf, JobResult } from '../store/repos/jobs.ts';

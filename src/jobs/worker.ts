@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import { createPollLoop } from '../loop/poll-loop.ts';
+import type { JobSignal } from '../loop/signal.ts';
 import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
 import { type RunOutcome, runJob } from './run-job.ts';
-import type { JobSignal } from './signal.ts';
 import type { TaskTable } from './task.ts';
 
 export interface WorkerOptions {
@@ -56,12 +56,6 @@ export interface Worker {
  */
 export function createWorker(o: WorkerOptions): Worker {
   const id = `worker-${randomUUID()}`;
-  const running = new Map<string, Promise<void>>();
-  let abort = new AbortController();
-  /** Fired when stop()'s grace period is over: tells the tasks still running to give up. */
-  let tasksAbort = new AbortController();
-  const pollMs = o.pollMs ?? 500;
-  let loop: Promise<void> | undefined;
   let lastMaintenance = 0;
   const deps = {
     workerId: id,
@@ -76,13 +70,14 @@ export function createWorker(o: WorkerOptions): Worker {
     maxAttempts: o.maxAttempts,
     log: o.log,
     powerMetrics: o.powerMetrics,
+    // Fired when stop()'s grace period is over: tells the tasks still running to give up.
     get signal() {
-      return tasksAbort.signal;
+      return loop.workSignal;
     },
   };
 
   async function maintenance(now: number) {
-    await extendLeases(o.store.db, id, [...running.keys()], Date.now() + o.leaseMs);
+    await extendLeases(o.store.db, id, [...loop.running.keys()], Date.now() + o.leaseMs);
     const recovered = await recoverExpiredJobs(o.store.db, Date.now(), now, o.retryBaseMs);
     if (recovered > 0) o.log.warn({ recovered }, 'recovered jobs whose worker stopped');
   }
@@ -94,7 +89,7 @@ export function createWorker(o: WorkerOptions): Worker {
       lastMaintenance = Date.now();
       await maintenance(now);
     }
-    const free = o.concurrency - running.size;
+    const free = o.concurrency - loop.running.size;
     if (free <= 0) return false;
     const jobs = await claimJobs(o.store, id, free, now, Date.now() + o.leaseMs);
     for (const job of jobs) {
@@ -109,73 +104,37 @@ export function createWorker(o: WorkerOptions): Worker {
         .catch((err) =>
           o.log.error({ err, jobId: job.id }, 'job run failed; its lease will expire and it will be retried'),
         )
-        .finally(() => {
-          o.metrics?.record(job.action, ended, (performance.now() - started) / 1000);
-          running.delete(job.id);
-          o.signal.notify();
-        });
-      running.set(job.id, p);
+        .finally(() => o.metrics?.record(job.action, ended, (performance.now() - started) / 1000));
+      loop.track(job.id, p);
     }
     return jobs.length === free;
   }
 
-  async function run() {
-    let backoff = 0;
-    while (!abort.signal.aborted) {
-      try {
-        const full = await tick();
-        backoff = 0;
-        // Found a full batch: there may be more. Otherwise sleep until work is signalled.
-        if (full && running.size < o.concurrency) continue;
-        await o.signal.wait(pollMs, abort.signal);
-        // Let the rest of this turn's requests and finished jobs in first: one claim for
-        // all of them rather than one each.
-        await setImmediate();
-      } catch (err) {
-        backoff = Math.min(5000, backoff ? backoff * 2 : 100);
-        if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'store unavailable; worker waits');
-        else o.log.error({ err }, 'worker loop error');
-        await o.signal.wait(backoff, abort.signal);
-      }
-    }
-  }
+  const loop = createPollLoop<string>({
+    tick,
+    signal: o.signal,
+    pollMs: o.pollMs ?? 500,
+    concurrency: o.concurrency,
+    onError(err) {
+      if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'store unavailable; worker waits');
+      else o.log.error({ err }, 'worker loop error');
+    },
+  });
 
   return {
     id,
     get running() {
-      return running.size;
+      return loop.running.size;
     },
-    start() {
-      if (loop) return;
-      abort = new AbortController();
-      tasksAbort = new AbortController();
-      loop = run();
-    },
-    async stop(graceMs = 30_000) {
-      abort.abort();
-      await loop;
-      loop = undefined;
-      if (await settledWithin(running.values(), graceMs)) return;
-      o.log.warn(
-        { running: running.size, graceMs },
-        'jobs still running after the grace period; aborting them',
-      );
-      tasksAbort.abort(new Error('The worker is stopping'));
-      await settledWithin(running.values(), o.abortWaitMs ?? 2000);
+    start: loop.start,
+    stop(graceMs = 30_000) {
+      return loop.stop({
+        graceMs,
+        reason: new Error('The worker is stopping'),
+        onGraceOver: (running) =>
+          o.log.warn({ running, graceMs }, 'jobs still running after the grace period; aborting them'),
+        abortWaitMs: o.abortWaitMs ?? 2000,
+      });
     },
   };
-}
-
-/** Whether every promise settled within `ms`. */
-async function settledWithin(promises: Iterable<Promise<unknown>>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const all = Promise.allSettled([...promises]).then(() => true);
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([all, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -5,7 +5,7 @@ import { listProducts } from './repos/products.ts';
 import type { Database } from './schema.ts';
 
 /** How long a process serves the catalogue from memory; an import shows on every process within it. */
-export const CATALOG_TTL_MS = 5000;
+const CATALOG_TTL_MS = 5000;
 
 export interface Catalog {
   readonly products: readonly Product[];

@@ -2,14 +2,13 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { ensureDataDir } from '../data-dir.ts';
+import type { DialectName } from './dialect-of.ts';
 import { type HotReads, pgHotReads, sqliteHotReads } from './hot-reads.ts';
 import { type JobNotifications, type ListenerLog, listenForQueuedJobs } from './job-notifications.ts';
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
 import { describeStoreLocation, expectedOpenCause, StoreOpenError } from './open-failure.ts';
 import type { Database } from './schema.ts';
-
-export type DialectName = 'sqlite' | 'postgres';
 
 /** What differs between the databases, as data: callers ask, they do not branch on names. */
 export interface DialectFeatures {

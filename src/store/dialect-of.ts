@@ -1,5 +1,7 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
-import type { DialectName } from './database.ts';
+
+/** The two SQL dialects the store runs on. */
+export type DialectName = 'sqlite' | 'postgres';
 
 /**
  * The dialect behind a database or transaction, for the few statements that must differ (a

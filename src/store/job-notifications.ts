@@ -1,7 +1,7 @@
 import pg from 'pg';
 
 /** The channel migration 015's trigger notifies when a job becomes queued. */
-export const JOBS_CHANNEL = 'vrp_jobs';
+const JOBS_CHANNEL = 'vrp_jobs';
 
 /** How the listener reports what happens to its connection. */
 export interface ListenerLog {

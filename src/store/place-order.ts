@@ -1,6 +1,6 @@
-import type { SecretBox } from '../auth/secret-box.ts';
 import { uuidv7 } from '../domain/ids.ts';
 import { generatePassword } from '../domain/passwords.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
 import { randomPoolBytes } from '../random-pool.ts';
 import type { Store } from './database.ts';
 import { createGroupWriter } from './group-insert.ts';

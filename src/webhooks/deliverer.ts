@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SecretBox } from '../auth/secret-box.ts';
 import type { Clock } from '../domain/clock.ts';
-import { createJobSignal } from '../jobs/signal.ts';
-import type { WebhookMetrics } from '../metrics.ts';
+import type { SecretBox } from '../domain/secret-box.ts';
+import { RETRY_DELAYS_MS, retryDelayMs } from '../domain/webhook-retry-schedule.ts';
+import { createPollLoop } from '../loop/poll-loop.ts';
+import { createJobSignal } from '../loop/signal.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { eventsById, type StoredEvent } from '../store/repos/events.ts';
@@ -19,13 +20,20 @@ import {
 import { type Webhook, webhooksById } from '../store/repos/webhooks.ts';
 import { ENDPOINT_CAP, endpointOf, type Load, mayStart, pickFair } from './fair-share.ts';
 import type { HostLookup } from './lookup.ts';
-import { RETRY_DELAYS_MS, retryDelayMs } from './retry-schedule.ts';
-import { postWebhook, SendFailure } from './send.ts';
+import { type FailureReason, postWebhook, SendFailure } from './send.ts';
 import { signMessage } from './signature.ts';
 import { resolveTarget, TargetRefused } from './target.ts';
 
 /** A 2xx within 10 s is a success (docs/design/contract.md#events-and-webhooks). */
 export const DELIVERY_TIMEOUT_MS = 10_000;
+
+/** What the webhook sender records (metrics.ts counts it for Prometheus): each attempt, by how it ended. */
+export interface WebhookMetrics {
+  /** An attempt answered 2xx. */
+  sent(): void;
+  /** An attempt that got no 2xx; `final` when it was the delivery's last. */
+  failed(reason: FailureReason, final: boolean): void;
+}
 
 export interface DelivererOptions {
   readonly store: Store;
@@ -84,24 +92,16 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
   const id = `webhooks-${randomUUID()}`;
   const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
   const leaseMs = o.leaseMs ?? timeoutMs * 3;
-  const pollMs = o.pollMs ?? 1000;
   const retrySchedule = o.retrySchedule ?? RETRY_DELAYS_MS;
   const db = o.store.db;
-  const wake = createJobSignal();
   const endpointCap = o.endpointCap ?? ENDPOINT_CAP;
-  /** Attempts under way, by webhook. */
-  const sending = new Map<
-    string,
-    { readonly done: Promise<void>; readonly resellerId: string; readonly endpoint: string }
-  >();
+  /** Whose each attempt under way is (by webhook; the loop tracks the attempts themselves). */
+  const underWay = new Map<string, { readonly resellerId: string; readonly endpoint: string }>();
   /** The webhooks seen at each endpoint (a webhook's URL never changes). */
   const webhooksAt = new Map<string, Set<string>>();
   /** When each reseller was last given a sender (a count of attempts started). */
   const lastServed = new Map<string, number>();
   let serial = 0;
-  let loopAbort = new AbortController();
-  let sendAbort = new AbortController();
-  let loop: Promise<void> | undefined;
 
   async function attempt(d: Delivery, hook: Webhook | undefined, event: StoredEvent | undefined) {
     if (!hook || !event) {
@@ -119,7 +119,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       'webhook-signature': signMessage(o.secretBox.open(hook.secretEnc), event.id, timestamp, body),
     };
     const deadline = Date.now() + timeoutMs;
-    const signal = sendAbort.signal;
+    const signal = loop.workSignal;
     let outcome: AttemptOutcome;
     try {
       const url = new URL(hook.url);
@@ -149,23 +149,23 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
   function load(): Load {
     const byReseller = new Map<string, number>();
     const byEndpoint = new Map<string, number>();
-    for (const a of sending.values()) {
+    for (const a of underWay.values()) {
       byReseller.set(a.resellerId, (byReseller.get(a.resellerId) ?? 0) + 1);
       byEndpoint.set(a.endpoint, (byEndpoint.get(a.endpoint) ?? 0) + 1);
     }
-    return { inFlight: sending.size, byReseller, byEndpoint };
+    return { inFlight: underWay.size, byReseller, byEndpoint };
   }
 
   /** Claims what is due for the free senders, fairly, and starts them; returns how many it started. */
   async function claimAndStart(): Promise<number> {
-    const free = o.concurrency - sending.size;
+    const free = o.concurrency - loop.running.size;
     if (free <= 0) return 0;
     const current = load();
     // Left out of the query, so that the due attempts of others are what it finds.
     const exceptResellers = [...current.byReseller]
       .filter(([, held]) => !mayStart(held, free))
       .map(([r]) => r);
-    const exceptWebhooks = new Set(sending.keys());
+    const exceptWebhooks = new Set(loop.running.keys());
     for (const [endpoint, n] of current.byEndpoint) {
       if (n >= endpointCap) for (const w of webhooksAt.get(endpoint) ?? []) exceptWebhooks.add(w);
     }
@@ -209,76 +209,43 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       if (who === undefined) continue;
       const { resellerId, endpoint } = who;
       lastServed.set(resellerId, ++serial);
-      const done = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
+      underWay.set(d.webhookId, { resellerId, endpoint });
+      const p = attempt(d, hooks.get(d.webhookId), events.get(d.eventId))
         .catch((err) => {
           // Its lease runs out and the attempt is made again.
           if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable');
           else o.log.error({ err, webhookId: d.webhookId }, 'webhook attempt could not be recorded');
         })
-        .finally(() => {
-          sending.delete(d.webhookId);
-          wake.notify();
-        });
-      sending.set(d.webhookId, { done, resellerId, endpoint });
+        .finally(() => underWay.delete(d.webhookId));
+      loop.track(d.webhookId, p);
     }
     return claimed.length;
   }
 
-  async function run() {
-    let backoff = 0;
-    while (!loopAbort.signal.aborted) {
-      try {
-        const started = await claimAndStart();
-        backoff = 0;
-        // Started some and senders are free: other webhooks may have attempts due too.
-        if (started > 0 && sending.size < o.concurrency) continue;
-        await wake.wait(pollMs, loopAbort.signal);
-      } catch (err) {
-        backoff = Math.min(5000, backoff ? backoff * 2 : 100);
-        if (isStoreUnavailable(err))
-          o.log.warn({ error: String(err) }, 'webhooks: store unavailable; waiting');
-        else o.log.error({ err }, 'webhooks: delivery loop error');
-        await wake.wait(backoff, loopAbort.signal);
-      }
-    }
-  }
+  const loop = createPollLoop<string>({
+    // Started some and senders are free: other webhooks may have attempts due too.
+    tick: async () => (await claimAndStart()) > 0,
+    signal: createJobSignal(),
+    pollMs: o.pollMs ?? 1000,
+    concurrency: o.concurrency,
+    onError(err) {
+      if (isStoreUnavailable(err)) o.log.warn({ error: String(err) }, 'webhooks: store unavailable; waiting');
+      else o.log.error({ err }, 'webhooks: delivery loop error');
+    },
+  });
 
   return {
     id,
-    start() {
-      if (loop) return;
-      loopAbort = new AbortController();
-      sendAbort = new AbortController();
-      loop = run();
-    },
-    async stop(graceMs = 2000) {
-      loopAbort.abort();
-      await loop;
-      loop = undefined;
-      const all = Promise.allSettled([...sending.values()].map((a) => a.done));
-      let timer: NodeJS.Timeout | undefined;
-      const late = await Promise.race([
-        all.then(() => false),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(true), graceMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (late) {
-        sendAbort.abort();
-        await all;
-      }
-    },
-    notify() {
-      wake.notify();
-    },
+    start: loop.start,
+    stop: (graceMs = 2000) => loop.stop({ graceMs }),
+    notify: loop.wake,
     async pass() {
       let total = 0;
       for (;;) {
         const started = await claimAndStart();
         total += started;
-        if (started === 0 && sending.size === 0) return total;
-        if (started === 0) await Promise.race([...sending.values()].map((a) => a.done));
+        if (started === 0 && loop.running.size === 0) return total;
+        if (started === 0) await Promise.race(loop.running.values());
       }
     },
   };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type ClientState, createClientStateCache } from '../../src/auth/client-state.ts';
+import { createClientStateCache } from '../../src/auth/client-state.ts';
+import type { ClientState } from '../../src/domain/client-state.ts';
 
 function state(tokenVersion: number, enabled = true): ClientState {
   return { kind: 'application', clientId: 'c1', resellerId: 'r1', enabled, tokenVersion, variant: 'B' };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setOperatorEnabledByName, setOperatorPassword } from '../../src/auth/operators.ts';
 import { CONSOLE } from '../../src/http/base-path.ts';
-import { pruneConsoleSessions } from '../../src/store/repos/retention.ts';
+import { pruneBatch } from '../../src/store/repos/retention.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { createTestOperator } from '../helpers/operator.ts';
@@ -215,7 +215,7 @@ for (const kind of testStores()) {
     test('expired sessions are pruned', async () => {
       await session();
       clock.advance(t.ctx.config.consoleSessionMs + 1);
-      const pruned = await pruneConsoleSessions(t.ctx.store.db, clock.now(), 1000);
+      const pruned = await pruneBatch(t.ctx.store.db, 'consoleSessions', clock.now(), 1000);
       assert.ok(pruned >= 1);
       const left = await t.ctx.store.db
         .selectFrom('console_sessions')

@@ -14,11 +14,11 @@ import {
 } from '../../src/auth/applications.ts';
 import { loadAnyClientState } from '../../src/auth/client-lookup.ts';
 import { createClientStateCache } from '../../src/auth/client-state.ts';
-import type { Scope } from '../../src/auth/scopes.ts';
 import type { SecretCost } from '../../src/auth/secret-hash.ts';
 import { loadConfig } from '../../src/config.ts';
 import { type AppContext, createContext } from '../../src/context.ts';
 import type { Clock } from '../../src/domain/clock.ts';
+import type { Scope } from '../../src/domain/scopes.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type App, buildApp } from '../../src/http/app.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
-import { SCOPES, type Scope } from '../../src/auth/scopes.ts';
+import { SCOPES, type Scope } from '../../src/domain/scopes.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { call, type TestApp, waitForStatus } from './app.ts';

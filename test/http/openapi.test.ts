@@ -6,7 +6,7 @@ import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { apiRoute } from '../../src/http/api-route.ts';
 import { errorEnvelope } from '../../src/http/envelope.ts';
 import { buildOpenApi } from '../../src/http/openapi.ts';
-import { EmptyBody, Id, InputId, ServiceParams } from '../../src/http/schemas.ts';
+import { EmptyBody, Id, InputId, ServiceParams } from '../../src/http/schemas/common.ts';
 import { API, BASE } from '../helpers/app.ts';
 import { renderOpenApi } from '../helpers/openapi.ts';
 import { checkerFor } from '../helpers/response-check.ts';

@@ -9,7 +9,7 @@ import { ensureReseller } from '../../src/auth/applications.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import type { StableStatus } from '../../src/domain/status-machine.ts';
 import { createScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
-import type { JobSignal } from '../../src/jobs/signal.ts';
+import type { JobSignal } from '../../src/loop/signal.ts';
 import type { Store } from '../../src/store/database.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { type StoreKind, testStores } from '../helpers/stores.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Clock } from '../../src/domain/clock.ts';
 import { createScheduler } from '../../src/jobs/scheduler.ts';
-import { createJobSignal } from '../../src/jobs/signal.ts';
+import { createJobSignal } from '../../src/loop/signal.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Clock } from '../../src/domain/clock.ts';
+import { RETRY_DELAYS_MS } from '../../src/domain/webhook-retry-schedule.ts';
 import { createStore, type Store } from '../../src/store/database.ts';
 import { type Delivery, deliveriesOf } from '../../src/store/repos/webhook-deliveries.ts';
 import { createDeliverer, type Deliverer, type DelivererOptions } from '../../src/webhooks/deliverer.ts';
 import { ENDPOINT_CAP } from '../../src/webhooks/fair-share.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
-import { RETRY_DELAYS_MS } from '../../src/webhooks/retry-schedule.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { until } from '../helpers/job-worker.ts';

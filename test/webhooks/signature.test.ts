@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { MAX_DELIVERY_ATTEMPTS, RETRY_DELAYS_MS, retryDelayMs } from '../../src/webhooks/retry-schedule.ts';
+import {
+  MAX_DELIVERY_ATTEMPTS,
+  RETRY_DELAYS_MS,
+  retryDelayMs,
+} from '../../src/domain/webhook-retry-schedule.ts';
 import { newWebhookSecret, signMessage } from '../../src/webhooks/signature.ts';
 
 test('signatures are those of the Standard Webhooks reference library, over id.timestamp.body', () => {

@@ -4,7 +4,7 @@ import { DriverError } from '../driver.ts';
  * How long each step of the simulated hypervisor takes at VRP_SIMULATED_SPEED=1, in ms:
  * close to what a KVM host with local SSD storage shows for a small cloud image.
  */
-export const STEP_MS = {
+const STEP_MS = {
   cloneDisk: 4000,
   boot: 4000,
   shutdownGraceful: 4000,

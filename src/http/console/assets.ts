@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 
 const TYPES = {
   'console.css': 'text/css; charset=utf-8',

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../base-path.ts';
-import type { HostPayload } from '../operator/hosts.ts';
+import type { HostPayload } from '../schemas/operator.ts';
 import { type Html, html } from './html.ts';
 
 /** The shapes the operator API answers with, as the console reads them. */

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConsoleSession } from '../../store/repos/console-sessions.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
 import { isFields } from '../fields.ts';
 import { parseCookies, serializeCookie } from './cookies.ts';

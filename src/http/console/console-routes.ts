@@ -5,7 +5,7 @@ import { verifySecret } from '../../auth/secret-hash.ts';
 import { createSlowCheckGate } from '../../auth/slow-check-gate.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
 import { namedPlugin } from '../named-plugin.ts';

@@ -1,4 +1,4 @@
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 
 /** The operator API said no: its status, `error_code` and message, which the console shows. */

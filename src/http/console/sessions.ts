@@ -1,9 +1,9 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { LruMap } from '../../auth/lru-map.ts';
-import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
 import type { TokenSigner } from '../../auth/tokens.ts';
 import type { Clock } from '../../domain/clock.ts';
+import { OPERATOR_SCOPE } from '../../domain/scopes.ts';
 import {
   type ConsoleSession,
   deleteConsoleSession,

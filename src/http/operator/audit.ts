@@ -2,31 +2,12 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { type AuditActorType, type AuditEntry, listAuditEntries } from '../../store/repos/audit.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
-import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { InputId, isUuid } from '../schemas/common.ts';
+import { AuditEntryPayload } from '../schemas/operator.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-export const AuditEntryPayload = Type.Object(
-  {
-    entry_id: Id('Time-ordered (UUIDv7)'),
-    created_at: Type.String({ format: 'date-time' }),
-    actor: Type.Object({
-      type: StringEnum(['application', 'operator', 'cli']),
-      id: Type.String({ description: 'Application: its client_id; operator: its id; cli: the local user' }),
-    }),
-    action: Type.String({
-      description: '`object.verb`: `service.order`, `backup.restore`, `reseller.quota`, `job.cancel`...',
-    }),
-    target: Nullable(Type.Object({ type: Type.String(), id: Type.String() })),
-    service_id: Nullable(Type.String()),
-    reseller_id: Nullable(Type.String()),
-    outcome: Type.String({ description: '`ok`, or the error code the request was refused with' }),
-    request_id: Nullable(Type.String({ description: 'The request’s X-Request-Id; null for the CLI' })),
-  },
-  { title: 'AuditEntry' },
-);
 
 function entryView(e: AuditEntry): Static<typeof AuditEntryPayload> {
   return {

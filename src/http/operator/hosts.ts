@@ -5,38 +5,12 @@ import { ApiError } from '../../domain/errors.ts';
 import { sumGb } from '../../domain/sizes.ts';
 import { type HostState, type HostView, listHosts, setHostState } from '../../store/repos/hosts.ts';
 import type { ApiHandler } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { StringEnum } from '../schemas.ts';
+import { HostPayload } from '../schemas/operator.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-const Amounts = (description: string) =>
-  Type.Object(
-    {
-      cpu: Type.Integer({ description: 'vCores' }),
-      ram_gb: Type.Integer(),
-      disk_gb: Type.Integer(),
-      backup_gb: Type.Number({
-        description: 'Backup storage on the host (the simulated driver keeps backups there)',
-      }),
-    },
-    { description },
-  );
-
-export const HostPayload = Type.Object(
-  {
-    host_id: Type.String(),
-    driver: StringEnum(['simulated', 'libvirt']),
-    state: StringEnum(['active', 'draining']),
-    capacity: Amounts('As configured'),
-    used: Amounts('Reserved by the VMs on it'),
-    free: Amounts('Capacity less use (negative where a host was configured below its use)'),
-    services: Type.Integer({ description: 'VMs on it' }),
-  },
-  { title: 'Host' },
-);
 
 const HostParams = Type.Object({
   host_id: Type.String({ minLength: 1, maxLength: 100, description: 'The host' }),

@@ -1,39 +1,21 @@
-import { type Static, Type } from 'typebox';
+import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { allowedActions, STATUSES } from '../../domain/status-machine.ts';
+import { allowedActions } from '../../domain/status-machine.ts';
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
 import { listJobsPage } from '../../store/repos/job-list.ts';
-import type { Job } from '../../store/repos/jobs.ts';
 import { answerMessage } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { JOB_HEADERS } from '../routes/service-actions.ts';
-import { Id, InputId, isUuid, Nullable, StringEnum } from '../schemas.ts';
-import { JobPayload, jobView } from '../service-views.ts';
+import { InputId, isUuid, StringEnum } from '../schemas/common.ts';
+import { CancelPayload, OperatorJobPayload, operatorJobView, RetryPayload } from '../schemas/operator.ts';
+import { jobView } from '../schemas/service-views.ts';
+import { JOB_HEADERS } from '../schemas/services.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-/** A job in the operator's list: which reseller's it is too. */
-export const OperatorJobPayload = Type.Object(
-  {
-    ...JobPayload.properties,
-    reseller_id: Id(),
-    retry_job_id: Nullable(Id(), {
-      description:
-        'A failed job an operator retried: the job that retry queued (a job is retried at most once)',
-    }),
-  },
-  { title: 'OperatorJob' },
-);
-
-/** A job as the operator API shows it (the list, a service's details). */
-export function operatorJobView(j: Job): Static<typeof OperatorJobPayload> {
-  return { ...jobView(j), reseller_id: j.resellerId, retry_job_id: j.retryJobId };
-}
 
 const JobParams = Type.Object({ job_id: InputId('The job') });
 
@@ -41,26 +23,6 @@ const ListQuery = Type.Object({
   status: Type.Optional(StringEnum(['queued', 'running', 'failed', 'succeeded', 'skipped'])),
   service_id: Type.Optional(InputId('Only this service’s jobs')),
   ...PageQuery,
-});
-
-/** Where the service stands after a cancel: the status now, and the one its remaining jobs lead to. */
-export const CancelPayload = Type.Object({
-  job: JobPayload,
-  service: Type.Object({
-    service_id: Id(),
-    status: StringEnum(STATUSES),
-    projected_status: StringEnum(STATUSES),
-    allowed_actions: Type.Array(Type.String(), {
-      description: 'What the service accepts now, from its projected status',
-    }),
-    pending_jobs: Type.Integer(),
-  }),
-});
-
-export const RetryPayload = Type.Object({
-  job: Nullable(JobPayload, {
-    description: 'The new job; null when there was nothing left to do (see message)',
-  }),
 });
 
 const tags = ['Jobs'];

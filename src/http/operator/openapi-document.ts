@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { registerDocumentRoute } from '../document-route.ts';
 

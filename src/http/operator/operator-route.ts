@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { OPERATOR_SCOPE } from '../../auth/scopes.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { OPERATOR_SCOPE } from '../../domain/scopes.ts';
 import { type ApiSchema, apiRoute } from '../api-route.ts';
 import { isFields } from '../fields.ts';
 

@@ -1,27 +1,13 @@
-import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
 import { countJobs } from '../../store/repos/job-list.ts';
 import { countServicesByStatus } from '../../store/repos/service-list.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
+import { OverviewPayload } from '../schemas/operator.ts';
 import { operatorRoute } from './operator-route.ts';
 
 const DAY_MS = 86_400_000;
-
-export const OverviewPayload = Type.Object(
-  {
-    services: Type.Object(Object.fromEntries(STATUSES.map((s) => [s, Type.Integer({ minimum: 0 })])), {
-      description: 'How many services there are of each status, terminated ones included',
-    }),
-    jobs: Type.Object({
-      queued: Type.Integer({ minimum: 0 }),
-      running: Type.Integer({ minimum: 0 }),
-      failed_last_24h: Type.Integer({ minimum: 0, description: 'Failed jobs created in the last 24 hours' }),
-    }),
-  },
-  { title: 'OperatorOverview' },
-);
 
 /** `GET OPS/overview`: the counts a provider's dashboard starts from (the console's overview page). */
 export function registerOperatorOverviewRoute(app: App, ctx: AppContext): void {

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { type TSchema, Type } from 'typebox';
 import { ApiError } from '../../domain/errors.ts';
-import { Nullable } from '../schemas.ts';
+import { Nullable } from '../schemas/common.ts';
 
 /**
  * Paging of the operator API's lists (docs/design/contract.md#paging): `limit` (1..1000) and an
@@ -12,8 +12,8 @@ import { Nullable } from '../schemas.ts';
  */
 
 /** How many items a page holds by default, and at most. */
-export const DEFAULT_LIMIT = 100;
-export const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
 
 /** The query parameters every list takes. */
 export const PageQuery = {

@@ -13,53 +13,15 @@ import {
   type Reseller,
   setResellerEnabledRecorded,
 } from '../../store/repos/resellers.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { UsagePayload } from '../routes/usage.ts';
-import { Id, InputId, StringEnum } from '../schemas.ts';
+import { InputId } from '../schemas/common.ts';
+import { ResellerDetailsPayload, ResellerPayload } from '../schemas/operator.ts';
+import { UsagePayload } from '../schemas/usage.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-const Timestamp = Type.String({ format: 'date-time' });
-
-export const ResellerPayload = Type.Object(
-  {
-    reseller_id: Id(),
-    name: Type.String(),
-    enabled: Type.Boolean({
-      description: 'A disabled reseller’s applications get no tokens; their tokens are refused',
-    }),
-    created_at: Timestamp,
-  },
-  { title: 'Reseller' },
-);
-
-const ApplicationPayload = Type.Object(
-  {
-    client_id: Type.String(),
-    name: Type.String(),
-    scopes: Type.Array(StringEnum(['access', 'products', 'service'])),
-    variant: StringEnum(['A', 'B']),
-    enabled: Type.Boolean(),
-    created_at: Timestamp,
-  },
-  { title: 'Application' },
-);
-
-/** A reseller with its applications, quota and use: GET OPS/resellers/:id (the console's reseller page reads it). */
-export const ResellerDetailsPayload = Type.Object(
-  {
-    ...ResellerPayload.properties,
-    applications: Type.Array(ApplicationPayload, {
-      description: 'Its applications (OAuth clients), without secrets',
-    }),
-    quota: UsagePayload.properties.quota,
-    use: UsagePayload.properties.use,
-  },
-  { title: 'ResellerDetails' },
-);
 
 const ResellerParams = Type.Object({ reseller_id: InputId('The reseller') });
 const CreateBody = Type.Object({

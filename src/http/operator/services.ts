@@ -8,60 +8,18 @@ import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
-import type { App } from '../app.ts';
+import { backupView, registerBackupActions } from '../actions/backups.ts';
+import { registerScheduleActions } from '../actions/schedules.ts';
+import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
-import { BackupPayload, backupView, registerBackupActions } from '../routes/backups.ts';
-import { registerScheduleActions } from '../routes/schedules.ts';
-import { registerServiceActions, type ServiceDoor } from '../routes/service-actions.ts';
-import { Id, InputId, isUuid, Nullable, ServiceParams, StringEnum } from '../schemas.ts';
+import { InputId, isUuid, ServiceParams, StringEnum } from '../schemas/common.ts';
+import { operatorJobView } from '../schemas/operator.ts';
+import { detailsView } from '../schemas/service-views.ts';
+import { ServiceDetailsPayload, ServiceSummaryPayload } from '../schemas/services.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
-import { DetailsPayload, detailsView } from '../service-views.ts';
-import { OperatorJobPayload, operatorJobView } from './jobs.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
-
-const Timestamp = Type.String({ format: 'date-time' });
-
-/** A service in the operator's list: who owns it, where it runs, what it has; no password. */
-export const ServiceSummaryPayload = Type.Object(
-  {
-    service_id: Id(),
-    reseller_id: Id(),
-    status: StringEnum(STATUSES),
-    projected_status: StringEnum(STATUSES),
-    domain_name: Type.String(),
-    product_id: Id(),
-    ip: Type.String({ description: 'The first address; empty until the server is created' }),
-    cpu: Type.Integer(),
-    ram: Type.Integer(),
-    hdd: Type.Integer(),
-    ip_count: Type.Integer(),
-    backup: Type.Integer(),
-    host_id: Nullable(Type.String(), { description: 'The host its server is on; null before it is created' }),
-    pending_jobs: Type.Integer({ description: 'Jobs accepted and not finished' }),
-    created_at: Timestamp,
-    terminated_at: Nullable(Timestamp),
-  },
-  { title: 'OperatorServiceSummary' },
-);
-
-/** Everything about a service: what the reseller sees, and who owns it, where it runs, its jobs and backups. */
-export const ServiceDetailsPayload = Type.Object(
-  {
-    ...DetailsPayload.properties,
-    reseller_id: Id(),
-    client_id: Type.String({ description: 'The application that ordered it' }),
-    projected_status: StringEnum(STATUSES),
-    pending_jobs: Type.Integer(),
-    host: Nullable(Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining']) }), {
-      description: 'The host its server is on; null before it is created',
-    }),
-    updated_at: Timestamp,
-    jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
-    backups: Type.Array(BackupPayload),
-  },
-  { title: 'OperatorServiceDetails' },
-);
 
 function summaryView(s: Service): Static<typeof ServiceSummaryPayload> {
   return {

@@ -3,43 +3,14 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { usageReportCsv } from '../../domain/usage-csv.ts';
-import { parsePeriod, USAGE_LINE_FIELDS } from '../../domain/usage-report.ts';
+import { parsePeriod } from '../../domain/usage-report.ts';
 import { findReseller } from '../../store/repos/resellers.ts';
 import { usageReport } from '../../store/usage-report.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
-import { InputId, isUuid } from '../schemas.ts';
+import { InputId, isUuid } from '../schemas/common.ts';
+import { UsageReportPayload } from '../schemas/usage.ts';
 import { operatorRoute } from './operator-route.ts';
-
-const TEXT_FIELDS = new Set(['reseller_id', 'reseller_name', 'product_id', 'product_name']);
-
-const UsageLinePayload = Type.Object(
-  Object.fromEntries(
-    USAGE_LINE_FIELDS.map((f) => [
-      f,
-      TEXT_FIELDS.has(f)
-        ? Type.String()
-        : f === 'services'
-          ? Type.Integer({ minimum: 0 })
-          : Type.Number({ minimum: 0 }),
-    ]),
-  ),
-  { title: 'UsageLine' },
-);
-
-/** The usage report: GET OPS/usage as JSON (the console's usage page reads it). */
-export const UsageReportPayload = Type.Object(
-  {
-    from: Type.String({ format: 'date-time' }),
-    to: Type.String({ format: 'date-time' }),
-    until: Type.String({
-      format: 'date-time',
-      description: 'Intervals still open are counted up to this time',
-    }),
-    lines: Type.Array(UsageLinePayload, { description: 'One per reseller and product' }),
-  },
-  { title: 'UsageReport' },
-);
 
 const UsageQuery = Type.Object({
   from: Type.String({

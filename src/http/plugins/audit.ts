@@ -25,7 +25,7 @@ declare module 'fastify' {
 }
 
 /** Who the caller is, in the audit log's terms: an application by its client_id, an operator by its id. */
-export function auditActor(caller: Caller): AuditActor {
+function auditActor(caller: Caller): AuditActor {
   return caller.kind === 'application'
     ? { type: 'application', id: caller.clientId }
     : { type: 'operator', id: caller.operatorId };

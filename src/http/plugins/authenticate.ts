@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { ApplicationState, OperatorState } from '../../auth/client-state.ts';
-import { OPERATOR_SCOPE, type TokenScope } from '../../auth/scopes.ts';
 import type { AppContext } from '../../context.ts';
+import type { ApplicationState, OperatorState } from '../../domain/client-state.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { OPERATOR_SCOPE, type TokenScope } from '../../domain/scopes.ts';
 
 /** A reseller application: it acts in its reseller's tenant. */
 export interface ApplicationCaller {
@@ -101,7 +101,7 @@ function insufficientScope(scope: TokenScope): ApiError {
 }
 
 /** 403 unless the caller's token carries `scope`. */
-export function requireScope(caller: Caller, scope: TokenScope): void {
+function requireScope(caller: Caller, scope: TokenScope): void {
   if (!caller.scopes.includes(scope)) throw insufficientScope(scope);
 }
 

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
-import { EmptyBody, EmptyList } from '../schemas.ts';
+import { EmptyBody, EmptyList } from '../schemas/common.ts';
 
 export const API_VERSION = '2.0.0';
 

@@ -4,14 +4,14 @@ import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path.js';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerDocumentRoute } from '../document-route.ts';
-import { DOCUMENT_ONLY } from '../schemas.ts';
+import { DOCUMENT_ONLY } from '../schemas/common.ts';
 
 /** Where the reference page lives, and the document it shows. */
-export const DOCS_PATH = `${BASE}/docs`;
-export const DOCUMENT_PATH = `${BASE}/openapi.json`;
+const DOCS_PATH = `${BASE}/docs`;
+const DOCUMENT_PATH = `${BASE}/openapi.json`;
 
 /**
  * Everything the page loads comes from this server: scripts and styles from its own files
@@ -20,7 +20,7 @@ export const DOCUMENT_PATH = `${BASE}/openapi.json`;
  * "Try it out" requests to this server only (`validatorUrl: null` keeps it from asking an
  * online validator about the document).
  */
-export const DOCS_CSP = [
+const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

@@ -6,10 +6,10 @@ import { SERVICE_ERROR_CODES } from '../../domain/service-error.ts';
 import { JOB_ACTIONS, STATUSES } from '../../domain/status-machine.ts';
 import { listEvents, type StoredEvent } from '../../store/repos/events.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { isUuid, Nullable, StringEnum } from '../schemas.ts';
+import { isUuid, Nullable, StringEnum } from '../schemas/common.ts';
 
 const Id = Type.String({ format: 'uuid' });
 const Timestamp = Type.String({ format: 'date-time' });
@@ -75,9 +75,9 @@ const JobFinishedEvent = Type.Object(
 );
 
 /** An event as the feed shows it; webhooks send the same `type` and `data`. */
-export const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
+const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
 
-export function eventView(e: StoredEvent): Static<typeof EventPayload> {
+function eventView(e: StoredEvent): Static<typeof EventPayload> {
   // The data was recorded from the same shapes (domain/events.ts) as JSON text.
   return {
     event_id: e.id,

@@ -1,14 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { SCOPES } from '../../auth/scopes.ts';
 import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
 import type { AppContext } from '../../context.ts';
-import type { App } from '../app.ts';
+import { SCOPES } from '../../domain/scopes.ts';
+import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerFormParser } from '../body-parsers.ts';
 import { isFields } from '../fields.ts';
 import { namedPlugin } from '../named-plugin.ts';
-import { StringEnum } from '../schemas.ts';
+import { StringEnum } from '../schemas/common.ts';
 
 /** {base_url}: the configured public URL, or the one this request reached us at. */
 export function baseUrl(ctx: AppContext, request: FastifyRequest): string {

@@ -10,15 +10,15 @@ import { createOrderPlacer, type PlacedOrder } from '../../store/place-order.ts'
 import { findIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
 import { findService } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API, BASE } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { ByVariant, Id, InputId } from '../schemas.ts';
+import { ByVariant, Id, InputId } from '../schemas/common.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
-export const OrderBody = Type.Object({
+const OrderBody = Type.Object({
   product_id: InputId('The product (404 `product_not_found` if none has this id)'),
   domain_name: Type.String({
     minLength: 1,

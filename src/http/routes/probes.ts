@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 
 const Alive = Type.Object({ status: Type.Literal('ok') });
 const Ready = Type.Object({

@@ -2,10 +2,10 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { planView, productView, RESOURCES } from '../../domain/catalog.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
-import { EmptyBody, Id, ProductParams, type SameKeys } from '../schemas.ts';
+import { EmptyBody, Id, ProductParams, type SameKeys } from '../schemas/common.ts';
 
 /** Bounds as numeric strings with their unit (section 2.2 of the interface document). */
 const Bounds = Type.Object(

@@ -2,13 +2,12 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
-import { findOwnedService, findOwnedServiceStatus, type Service } from '../../store/repos/services.ts';
+import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, ServiceParams } from '../schemas.ts';
-import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
+import { EmptyBody, ServiceParams } from '../schemas/common.ts';
 import {
   DetailsPayload,
   detailsView,
@@ -16,19 +15,13 @@ import {
   jobView,
   StatusPayload,
   statusView,
-} from '../service-views.ts';
+} from '../schemas/service-views.ts';
+import { ownedService, serviceIdOf } from '../service-id.ts';
 
 /** Another reseller's service is indistinguishable from none: 404 either way. */
 function found<T>(service: T | undefined): T {
   if (!service) throw new ApiError('service_not_found', 'Service not found');
   return service;
-}
-
-/** The caller's service named by the path, or 404. */
-export async function ownedService(ctx: AppContext, request: ServiceRequest): Promise<Service> {
-  return found(
-    await findOwnedService(ctx.store.reads, applicationCaller(request).resellerId, serviceIdOf(request)),
-  );
 }
 
 const JobsQuery = Type.Object({

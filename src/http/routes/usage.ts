@@ -1,23 +1,12 @@
-import { type Static, Type } from 'typebox';
+import type { Static } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { QUOTA_RESOURCES, UNLIMITED } from '../../domain/quotas.ts';
+import { UNLIMITED } from '../../domain/quotas.ts';
 import { findQuota, quotaUse } from '../../store/repos/quotas.ts';
 import { apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { Nullable } from '../schemas.ts';
-
-const Count = Type.Integer({ minimum: 0 });
-
-/**
- * The reseller's quota (null: unlimited) and use, per resource
- * (docs/design/contract.md#quotas-and-usage).
- */
-export const UsagePayload = Type.Object({
-  quota: Type.Object(Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, Nullable(Count)]))),
-  use: Type.Object(Object.fromEntries(QUOTA_RESOURCES.map((r) => [r, Count]))),
-});
+import { UsagePayload } from '../schemas/usage.ts';
 
 export function registerUsageRoutes(app: App, ctx: AppContext): void {
   const { db } = ctx.store;

@@ -14,12 +14,12 @@ import {
 import { newWebhookSecret } from '../../webhooks/signature.ts';
 import { MAX_URL_LENGTH, parseWebhookUrl, resolveTarget, TargetRefused } from '../../webhooks/target.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { EmptyBody, EmptyList, InputId, Nullable, StringEnum } from '../schemas.ts';
+import { EmptyBody, EmptyList, InputId, Nullable, StringEnum } from '../schemas/common.ts';
 
 const WebhookFields = {
   webhook_id: Type.String({ format: 'uuid' }),
@@ -31,15 +31,15 @@ const WebhookFields = {
   created_at: Type.String({ format: 'date-time' }),
 };
 
-export const WebhookPayload = Type.Object(WebhookFields);
+const WebhookPayload = Type.Object(WebhookFields);
 
 /** A new webhook: the only answer that shows its secret. */
-export const CreatedWebhookPayload = Type.Object({
+const CreatedWebhookPayload = Type.Object({
   ...WebhookFields,
   secret: Type.String({ description: '`whsec_` + base64 of 32 random bytes; shown once' }),
 });
 
-export function webhookView(w: Webhook): Static<typeof WebhookPayload> {
+function webhookView(w: Webhook): Static<typeof WebhookPayload> {
   return {
     webhook_id: w.id,
     url: w.url,

@@ -37,7 +37,7 @@ export interface AuditSubject {
 }
 
 /** The outcome of an accepted change. A refused request records its error code instead. */
-export const AUDIT_OK = 'ok';
+const AUDIT_OK = 'ok';
 
 /** One entry as read back. */
 export interface AuditEntry {

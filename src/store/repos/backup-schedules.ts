@@ -12,7 +12,7 @@ export interface BackupSchedule {
   readonly createdAt: number;
 }
 
-export const toSchedule = (r: BackupScheduleTable): BackupSchedule => ({
+const toSchedule = (r: BackupScheduleTable): BackupSchedule => ({
   id: r.id,
   serviceId: r.service_id,
   resellerId: r.reseller_id,

@@ -16,7 +16,7 @@ export interface Backup {
 }
 
 type Row = Database['backups'];
-export const toBackup = (r: Row): Backup => ({
+const toBackup = (r: Row): Backup => ({
   id: r.id,
   serviceId: r.service_id,
   resellerId: r.reseller_id,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { ApplicationState } from '../../auth/client-state.ts';
-import type { Scope } from '../../auth/scopes.ts';
+import type { ApplicationState } from '../../domain/client-state.ts';
+import type { Scope } from '../../domain/scopes.ts';
 import type { Database } from '../schema.ts';
 
 export type Variant = 'A' | 'B';

@@ -50,11 +50,3 @@ export async function insertIdempotencyKey(
     })
     .execute();
 }
-
-export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: number): Promise<number> {
-  const r = await db
-    .deleteFrom('idempotency_keys')
-    .where('created_at', '<=', now - IDEMPOTENCY_TTL_MS)
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { OperatorState } from '../../auth/client-state.ts';
+import type { OperatorState } from '../../domain/client-state.ts';
 import type { Database } from '../schema.ts';
 
 /** An operator, without its secrets. */
@@ -29,7 +29,7 @@ export interface OperatorClientWithSecret {
 }
 
 /** Operator client ids: apart from applications' `vrp_` ids by their prefix (auth/client-lookup.ts). */
-export const OPERATOR_CLIENT_PREFIX = 'vrpop_';
+const OPERATOR_CLIENT_PREFIX = 'vrpop_';
 
 export function newOperatorClientId(): string {
   return `${OPERATOR_CLIENT_PREFIX}${randomBytes(12).toString('hex')}`;

@@ -1,151 +1,79 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../schema.ts';
-import { IDEMPOTENCY_TTL_MS } from './idempotency-keys.ts';
 
-/** Rows removed by one batch of each kind. */
-export interface PrunedCounts {
-  jobs: number;
-  scheduleSlots: number;
-  idempotencyKeys: number;
-  auditEntries: number;
-  events: number;
-  webhookDeliveries: number;
-  consoleSessions: number;
+/** What the pruner removes, and so what it counts, in the order it prunes them. */
+export const PRUNE_KINDS = [
+  'jobs',
+  'scheduleSlots',
+  'idempotencyKeys',
+  'auditEntries',
+  'events',
+  'webhookDeliveries',
+  'consoleSessions',
+] as const;
+export type PruneKind = (typeof PRUNE_KINDS)[number];
+
+/** A number for each kind: rows removed, or the cutoff of each. */
+export type PrunedCounts = Record<PruneKind, number>;
+
+interface PruneRule {
+  readonly table: keyof Database;
+  /** The columns that name a row (its primary key). */
+  readonly key: readonly string[];
+  /** A row is old when this column is before the cutoff (`<`), or at or before it (`<=`). */
+  readonly column: string;
+  readonly op: '<' | '<=';
+  /** A further condition a row must meet to go (SQL). */
+  readonly only?: string;
 }
 
 /**
- * Deletes at most `batch` finished jobs that ended before `jobsBefore`. Only finished jobs go:
- * a queued or running job has no finished_at.
+ * Each kind's table and its rule. The cutoff each is given: finished jobs and handled schedule
+ * slots, the job retention ago (slots are long past any grace period by then); idempotency keys,
+ * their 24 hours ago (IDEMPOTENCY_TTL_MS); audit entries and events, their own retention
+ * ago; webhook deliveries, the events' retention ago (kept as long as their events, they are long
+ * finished by then: the last retry comes about 28 hours after the event, events are kept at
+ * least 7 days; this also takes those of deleted webhooks); console sessions, now (they expired).
  */
-export async function pruneFinishedJobs(
-  db: Kysely<Database>,
-  jobsBefore: number,
-  batch: number,
-): Promise<number> {
-  const r = await db
-    .deleteFrom('jobs')
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('jobs')
-        .select('id')
-        .where('finished_at', '<', jobsBefore)
-        .where('status', 'in', ['succeeded', 'failed', 'skipped'])
-        .limit(batch),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Deletes at most `batch` handled schedule slots recorded before `before` (long past any grace period). */
-export async function pruneScheduleSlots(
-  db: Kysely<Database>,
-  before: number,
-  batch: number,
-): Promise<number> {
-  const r = await db
-    .deleteFrom('schedule_slots')
-    .where(({ eb, refTuple, selectFrom }) =>
-      eb(
-        refTuple('schedule_id', 'slot_at'),
-        'in',
-        selectFrom('schedule_slots')
-          .select(['schedule_id', 'slot_at'])
-          .where('created_at', '<', before)
-          .limit(batch)
-          .$asTuple('schedule_id', 'slot_at'),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Deletes at most `batch` idempotency keys past their 24 hours. */
-export async function pruneIdempotencyKeys(
-  db: Kysely<Database>,
-  now: number,
-  batch: number,
-): Promise<number> {
-  const r = await db
-    .deleteFrom('idempotency_keys')
-    .where(({ eb, refTuple, selectFrom }) =>
-      eb(
-        refTuple('reseller_id', 'key'),
-        'in',
-        selectFrom('idempotency_keys')
-          .select(['reseller_id', 'key'])
-          .where('created_at', '<=', now - IDEMPOTENCY_TTL_MS)
-          .limit(batch)
-          .$asTuple('reseller_id', 'key'),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Deletes at most `batch` events recorded before `before` (the events' retention). */
-export async function pruneEvents(db: Kysely<Database>, before: number, batch: number): Promise<number> {
-  const r = await db
-    .deleteFrom('events')
-    .where('id', 'in', (eb) =>
-      eb.selectFrom('events').select('id').where('created_at', '<', before).limit(batch),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
+const RULES: Readonly<Record<PruneKind, PruneRule>> = {
+  // Only finished jobs go: a queued or running job has no finished_at.
+  jobs: {
+    table: 'jobs',
+    key: ['id'],
+    column: 'finished_at',
+    op: '<',
+    only: "status in ('succeeded', 'failed', 'skipped')",
+  },
+  scheduleSlots: { table: 'schedule_slots', key: ['schedule_id', 'slot_at'], column: 'created_at', op: '<' },
+  idempotencyKeys: { table: 'idempotency_keys', key: ['reseller_id', 'key'], column: 'created_at', op: '<=' },
+  auditEntries: { table: 'audit_log', key: ['id'], column: 'created_at', op: '<' },
+  events: { table: 'events', key: ['id'], column: 'created_at', op: '<' },
+  webhookDeliveries: {
+    table: 'webhook_deliveries',
+    key: ['webhook_id', 'event_id'],
+    column: 'created_at',
+    op: '<',
+  },
+  consoleSessions: { table: 'console_sessions', key: ['id'], column: 'expires_at', op: '<=' },
+};
 
 /**
- * Deletes at most `batch` webhook deliveries queued before `before`. Kept as long as their
- * events, they are long finished by then (the last retry comes about 28 hours after the
- * event; events are kept at least 7 days); this also takes those of deleted webhooks.
+ * Deletes at most `batch` old rows of `kind` (see RULES for what `cutoff` is to each), one
+ * statement on both databases: the row keys of a limited select, deleted by key (neither
+ * database deletes with a LIMIT of its own).
  */
-export async function pruneWebhookDeliveries(
+export async function pruneBatch(
   db: Kysely<Database>,
-  before: number,
+  kind: PruneKind,
+  cutoff: number,
   batch: number,
 ): Promise<number> {
-  const r = await db
-    .deleteFrom('webhook_deliveries')
-    .where(({ eb, refTuple, selectFrom }) =>
-      eb(
-        refTuple('webhook_id', 'event_id'),
-        'in',
-        selectFrom('webhook_deliveries')
-          .select(['webhook_id', 'event_id'])
-          .where('created_at', '<', before)
-          .limit(batch)
-          .$asTuple('webhook_id', 'event_id'),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Deletes at most `batch` audit entries written before `before` (the audit retention period ago). */
-export async function pruneAuditEntries(
-  db: Kysely<Database>,
-  before: number,
-  batch: number,
-): Promise<number> {
-  const r = await db
-    .deleteFrom('audit_log')
-    .where('id', 'in', (eb) =>
-      eb.selectFrom('audit_log').select('id').where('created_at', '<', before).limit(batch),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
-}
-
-/** Deletes at most `batch` console sessions that expired before `now` (logins end by themselves). */
-export async function pruneConsoleSessions(
-  db: Kysely<Database>,
-  now: number,
-  batch: number,
-): Promise<number> {
-  const r = await db
-    .deleteFrom('console_sessions')
-    .where('id', 'in', (eb) =>
-      eb.selectFrom('console_sessions').select('id').where('expires_at', '<=', now).limit(batch),
-    )
-    .executeTakeFirst();
-  return Number(r.numDeletedRows);
+  const rule = RULES[kind];
+  const table = sql.table(rule.table);
+  const key = sql.join(rule.key.map((k) => sql.ref(k)));
+  const only = rule.only ? sql` and ${sql.raw(rule.only)}` : sql``;
+  const r = await sql`delete from ${table} where (${key}) in (
+    select ${key} from ${table} where ${sql.ref(rule.column)} ${sql.raw(rule.op)} ${cutoff}${only} limit ${batch}
+  )`.execute(db);
+  return Number(r.numAffectedRows ?? 0n);
 }

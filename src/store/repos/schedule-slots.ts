@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database, ScheduleSlotTable } from '../schema.ts';
+import type { Database } from '../schema.ts';
 
 /** What became of a schedule's slot: a backup job was queued, or a skipped job records why not. */
 export type SlotOutcome = 'queued' | 'skipped';
@@ -17,15 +17,6 @@ export interface ScheduleSlot {
   readonly createdAt: number;
 }
 
-const toSlot = (r: ScheduleSlotTable): ScheduleSlot => ({
-  scheduleId: r.schedule_id,
-  slotAt: r.slot_at,
-  serviceId: r.service_id,
-  jobId: r.job_id,
-  outcome: r.outcome,
-  createdAt: r.created_at,
-});
-
 /** Records a slot as handled; fails with a unique violation if it already was. */
 export async function insertSlot(db: Kysely<Database>, slot: ScheduleSlot): Promise<void> {
   await db
@@ -39,16 +30,4 @@ export async function insertSlot(db: Kysely<Database>, slot: ScheduleSlot): Prom
       created_at: slot.createdAt,
     })
     .execute();
-}
-
-/** A service's handled slots, oldest first. */
-export async function listSlots(db: Kysely<Database>, serviceId: string): Promise<ScheduleSlot[]> {
-  const rows = await db
-    .selectFrom('schedule_slots')
-    .selectAll()
-    .where('service_id', '=', serviceId)
-    .orderBy('slot_at')
-    .orderBy('schedule_id')
-    .execute();
-  return rows.map(toSlot);
 }

@@ -222,7 +222,3 @@ export async function findService(db: Kysely<Database>, id: string): Promise<Ser
   const row = await db.selectFrom('services').selectAll().where('id', '=', id).executeTakeFirst();
   return row && toService(row);
 }
-
-export async function updateService(db: Kysely<Database>, id: string, patch: ServicePatch): Promise<void> {
-  await db.updateTable('services').set(patch).where('id', '=', id).execute();
-}

@@ -20,7 +20,7 @@ export interface Delivery extends DeliveryKey {
   readonly finishedAt: number | null;
 }
 
-export function toDelivery(r: WebhookDeliveryTable): Delivery {
+function toDelivery(r: WebhookDeliveryTable): Delivery {
   return {
     webhookId: r.webhook_id,
     eventId: r.event_id,

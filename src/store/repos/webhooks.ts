@@ -22,7 +22,7 @@ function parseTypes(text: string | null): readonly EventType[] | null {
     : [];
 }
 
-export function toWebhook(r: WebhookTable): Webhook {
+function toWebhook(r: WebhookTable): Webhook {
   return {
     id: r.id,
     resellerId: r.reseller_id,

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { OPERATOR_SCOPE } from '../../../src/auth/scopes.ts';
+import { OPERATOR_SCOPE } from '../../../src/domain/scopes.ts';
 import { call, createTestApp, type TestApp } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { OPS, operatorToken, opsCall } from '../../helpers/operator.ts';

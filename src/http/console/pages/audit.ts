@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
-import type { AuditEntryPayload } from '../../operator/audit.ts';
+import type { AuditEntryPayload } from '../../schemas/operator.ts';
 import { badge, nextPageLink, type Page, table, time } from '../components.ts';
 import type { ConsoleCall, ConsoleRouter } from '../console-router.ts';
 import { type Html, html } from '../html.ts';

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
-import type { CancelPayload, OperatorJobPayload, RetryPayload } from '../../operator/jobs.ts';
+import type { CancelPayload, OperatorJobPayload, RetryPayload } from '../../schemas/operator.ts';
 import { badge, nextPageLink, type Page, retriedAs, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { backOf, buttonForm, pathParam } from '../forms.ts';

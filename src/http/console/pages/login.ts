@@ -6,7 +6,7 @@ import type { OperatorLogin } from '../../../auth/operators.ts';
 import { AttemptRefused, type SlowCheckGate } from '../../../auth/slow-check-gate.ts';
 import type { AppContext } from '../../../context.ts';
 import { recordAudit } from '../../../store/repos/audit.ts';
-import type { App } from '../../app.ts';
+import type { App } from '../../app-type.ts';
 import { CONSOLE } from '../../base-path.ts';
 import { isFields } from '../../fields.ts';
 import {

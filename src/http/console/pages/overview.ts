@@ -1,7 +1,6 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
-import type { OperatorJobPayload } from '../../operator/jobs.ts';
-import type { OverviewPayload } from '../../operator/overview.ts';
+import type { OperatorJobPayload, OverviewPayload } from '../../schemas/operator.ts';
 import { badge, type Host, type Page, table, time, useBar } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { html } from '../html.ts';

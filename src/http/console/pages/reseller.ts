@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { QUOTA_RESOURCES, type QuotaResource, quotaAmount } from '../../../domain/quotas.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerDetailsPayload, ResellerPayload } from '../../operator/resellers.ts';
+import type { ResellerDetailsPayload, ResellerPayload } from '../../schemas/operator.ts';
 import { badge, table, time, useBar } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
 import { html } from '../html.ts';

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerPayload } from '../../operator/resellers.ts';
+import type { ResellerPayload } from '../../schemas/operator.ts';
 import { badge, nextPageLink, type Page, table, time } from '../components.ts';
 import { type ConsoleRouter, csrfField } from '../console-router.ts';
 import { html } from '../html.ts';

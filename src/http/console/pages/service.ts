@@ -1,8 +1,8 @@
 import type { Static } from 'typebox';
 import type { Operation } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerPayload } from '../../operator/resellers.ts';
-import type { ServiceDetailsPayload } from '../../operator/services.ts';
+import type { ResellerPayload } from '../../schemas/operator.ts';
+import type { ServiceDetailsPayload } from '../../schemas/services.ts';
 import { badge, retriedAs, table, time } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';

@@ -1,8 +1,8 @@
 import type { Static } from 'typebox';
 import { STATUSES } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerPayload } from '../../operator/resellers.ts';
-import type { ServiceSummaryPayload } from '../../operator/services.ts';
+import type { ResellerPayload } from '../../schemas/operator.ts';
+import type { ServiceSummaryPayload } from '../../schemas/services.ts';
 import { badge, nextPageLink, type Page, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { selectField } from '../forms.ts';

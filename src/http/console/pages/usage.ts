@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { Clock } from '../../../domain/clock.ts';
 import type { UsageLine } from '../../../domain/usage-report.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { UsageReportPayload } from '../../operator/usage.ts';
+import type { UsageReportPayload } from '../../schemas/usage.ts';
 import { barChart } from '../chart.ts';
 import { table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
@@ -32,7 +32,7 @@ const FIGURES = [
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** The default period: the current month so far (UTC), today included (the end is excluded). */
-export function currentMonth(now: number): { from: string; to: string } {
+function currentMonth(now: number): { from: string; to: string } {
   const d = new Date(now);
   return {
     from: day(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createJobSignal } from '../../src/jobs/signal.ts';
+import { createJobSignal } from '../../src/loop/signal.ts';
 
 describe('job signal', () => {
   test('a waiter wakes on notify, well before its timeout', async () => {

@@ -7,35 +7,18 @@ import {
 } from '../../jobs/backup-operation.ts';
 import { type Backup, listBackups } from '../../store/repos/backups.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
-import { EmptyBody, EmptyList, Id, InputId, ServiceParams, StringEnum } from '../schemas.ts';
-import {
-  acceptOperation,
-  JOB_ANSWER,
-  JOB_HEADERS,
-  RESELLER_DOOR,
-  type ServiceDoor,
-} from './service-actions.ts';
-import { ownedService } from './services.ts';
+import { EmptyBody, EmptyList, InputId, ServiceParams } from '../schemas/common.ts';
+import { BackupPayload, JOB_HEADERS } from '../schemas/services.ts';
+import { ownedService } from '../service-id.ts';
+import { acceptOperation, JOB_ANSWER, RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 
 const BackupParams = Type.Object({
   service_id: InputId('The service'),
   backup_id: InputId('The backup'),
 });
-
-export const BackupPayload = Type.Object(
-  {
-    backup_id: Id(),
-    service_id: Id(),
-    status: StringEnum(['creating', 'available', 'restoring', 'deleting', 'failed']),
-    size_gb: Type.Number({ description: 'Counted against the service’s `backup` GB' }),
-    kind: StringEnum(['manual', 'scheduled']),
-    created_at: Type.String({ format: 'date-time' }),
-  },
-  { title: 'Backup' },
-);
 
 export function backupView(b: Backup): Static<typeof BackupPayload> {
   return {

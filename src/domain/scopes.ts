@@ -14,7 +14,7 @@ export type OperatorScope = typeof OPERATOR_SCOPE;
 export type TokenScope = Scope | OperatorScope;
 
 /** Whether `value` is a scope of reseller applications. */
-export function isScope(value: string): value is Scope {
+function isScope(value: string): value is Scope {
   return SCOPES.some((s) => s === value);
 }
 

@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
-import type { Variant } from './envelope.ts';
+import type { Variant } from '../envelope.ts';
 
 /**
  * Keywords only the OpenAPI document shows, not the server's validation: under this keyword a
@@ -40,13 +40,16 @@ export const ServiceParams = Type.Object({ service_id: InputId('The service') })
 export const ProductParams = Type.Object({ product_uuid: InputId('The product') });
 
 /** Path ids are UUIDs; anything else cannot name an object, so it is reported as not found. */
-export { isUuid } from '../domain/ids.ts';
+export { isUuid } from '../../domain/ids.ts';
 
 // Response schemas are compiled by fast-json-stringify, which serializes `anyOf` only after
 // validating the value against each branch; the helpers below say the same with `type` and
 // `enum`, which it serializes without validating.
 
 /** "Empty list" of the interface document: `[]`. */
+/** A time in an answer: ISO 8601, UTC. */
+export const Timestamp = Type.String({ format: 'date-time' });
+
 export const EmptyList = Type.Array(Type.Never(), { maxItems: 0 });
 
 /** One of `values`, as a string. */

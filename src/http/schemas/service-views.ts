@@ -1,12 +1,12 @@
 import { type Static, Type } from 'typebox';
-import type { SecretBox } from '../auth/secret-box.ts';
-import { PASSWORD_APPLIES, type PasswordApplies } from '../domain/passwords.ts';
-import { SERVICE_ERROR_CODES, type ServiceError } from '../domain/service-error.ts';
-import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../domain/status-machine.ts';
-import { projectedState } from '../jobs/queue.ts';
-import type { Job } from '../store/repos/jobs.ts';
-import type { Service, ServiceStatus } from '../store/repos/services.ts';
-import { Id, Nullable, StringEnum } from './schemas.ts';
+import { PASSWORD_APPLIES, type PasswordApplies } from '../../domain/passwords.ts';
+import type { SecretBox } from '../../domain/secret-box.ts';
+import { SERVICE_ERROR_CODES, type ServiceError } from '../../domain/service-error.ts';
+import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../../domain/status-machine.ts';
+import { projectedState } from '../../jobs/queue.ts';
+import type { Job } from '../../store/repos/jobs.ts';
+import type { Service, ServiceStatus } from '../../store/repos/services.ts';
+import { Id, Nullable, StringEnum } from './common.ts';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 

@@ -5,11 +5,12 @@ import { checkPasswordStrength } from '../../domain/passwords.ts';
 import { type Operation, requestOperation } from '../../jobs/queue.ts';
 import { upgradeOperation } from '../../jobs/upgrade-operation.ts';
 import { type ApiSchema, answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas.ts';
+import { BodyServiceId, EmptyBody, EmptyList, ServiceParams } from '../schemas/common.ts';
+import { JOB_HEADERS } from '../schemas/services.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 
 /** A service an operation acts on, and the reseller it belongs to (the tenant the operation runs in). */
@@ -86,7 +87,7 @@ export async function acceptOperation(
 const WithServiceId = { service_id: BodyServiceId };
 const Amount = (description: string) => Type.Integer({ minimum: 0, maximum: 1_000_000, description });
 
-export const SuspendBody = Type.Object({
+const SuspendBody = Type.Object({
   ...WithServiceId,
   suspend_reason: Type.Optional(
     Type.String({ maxLength: 1000, description: 'Why (billing); shown in details as `suspend_reason`' }),
@@ -100,7 +101,7 @@ export const UpgradeBody = Type.Object({
   IP: Amount('Addresses; the first one stays'),
   BACKUP: Amount('GB of backup space; never below what the backups use now'),
 });
-export const ResetPasswordBody = Type.Object({
+const ResetPasswordBody = Type.Object({
   ...WithServiceId,
   password: Type.String({
     maxLength: 1024,
@@ -133,14 +134,6 @@ const DOCS = {
   ],
   resetPassword: ['Set a new root password', 'The password details will show once the job has run.'],
 } as const;
-
-/** The header of the answer that names the job an operation queued. */
-export const JOB_HEADERS = {
-  'X-Job-Id': {
-    description: 'The job queued (absent when nothing was to be done)',
-    schema: { type: 'string', format: 'uuid' },
-  },
-};
 
 /** How every job-creating operation answers (docs/design/contract.md#jobs). */
 export const JOB_ANSWER =

@@ -21,18 +21,17 @@ import {
 } from '../../store/repos/backup-schedules.ts';
 import { findOwnedService, type Service } from '../../store/repos/services.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
-import type { App } from '../app.ts';
+import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, ServiceParams } from '../schemas.ts';
-import type { ServiceRequest } from '../service-id.ts';
+import { BodyServiceId, EmptyBody, EmptyList, Id, InputId, ServiceParams } from '../schemas/common.ts';
+import { ownedService, type ServiceRequest } from '../service-id.ts';
 import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
-import { ownedService } from './services.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export const SchedulePayload = Type.Object(
+const SchedulePayload = Type.Object(
   {
     backup_schedule_id: Id(),
     BsTime: Type.String({ description: '`HH:MM`, 24-hour, UTC', examples: ['03:30'] }),
@@ -44,7 +43,7 @@ export const SchedulePayload = Type.Object(
   { title: 'BackupSchedule' },
 );
 
-export function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
+function scheduleView(s: BackupSchedule): Static<typeof SchedulePayload> {
   return {
     backup_schedule_id: s.id,
     BsTime: s.bsTime,

@@ -1,0 +1,24 @@
+interface ClientStateBase {
+  readonly clientId: string;
+  /** The client is enabled, and so is its reseller or operator. */
+  readonly enabled: boolean;
+  readonly tokenVersion: number;
+  /** The envelope its answers default to. */
+  readonly variant: 'A' | 'B';
+}
+
+/** A reseller application: its tokens act in its reseller's tenant. */
+export interface ApplicationState extends ClientStateBase {
+  readonly kind: 'application';
+  readonly resellerId: string;
+}
+
+/** An operator's client: its tokens carry the scope `operator` and act for no tenant. */
+export interface OperatorState extends ClientStateBase {
+  readonly kind: 'operator';
+  readonly operatorId: string;
+  readonly operatorName: string;
+}
+
+/** What token verification needs to know of a client now (auth/client-lookup.ts reads it from the store). */
+export type ClientState = ApplicationState | OperatorState;

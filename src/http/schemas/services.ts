@@ -1,0 +1,70 @@
+/**
+ * Payload schemas of services that more than one API or the console share: a backup, the job
+ * header of an accepted operation, the operator's service list and details.
+ */
+import { Type } from 'typebox';
+import { STATUSES } from '../../domain/status-machine.ts';
+import { Id, Nullable, StringEnum, Timestamp } from './common.ts';
+import { OperatorJobPayload } from './operator.ts';
+import { DetailsPayload } from './service-views.ts';
+
+export const BackupPayload = Type.Object(
+  {
+    backup_id: Id(),
+    service_id: Id(),
+    status: StringEnum(['creating', 'available', 'restoring', 'deleting', 'failed']),
+    size_gb: Type.Number({ description: 'Counted against the service’s `backup` GB' }),
+    kind: StringEnum(['manual', 'scheduled']),
+    created_at: Type.String({ format: 'date-time' }),
+  },
+  { title: 'Backup' },
+);
+
+/** The header of the answer that names the job an operation queued. */
+export const JOB_HEADERS = {
+  'X-Job-Id': {
+    description: 'The job queued (absent when nothing was to be done)',
+    schema: { type: 'string', format: 'uuid' },
+  },
+};
+
+/** A service in the operator's list: who owns it, where it runs, what it has; no password. */
+export const ServiceSummaryPayload = Type.Object(
+  {
+    service_id: Id(),
+    reseller_id: Id(),
+    status: StringEnum(STATUSES),
+    projected_status: StringEnum(STATUSES),
+    domain_name: Type.String(),
+    product_id: Id(),
+    ip: Type.String({ description: 'The first address; empty until the server is created' }),
+    cpu: Type.Integer(),
+    ram: Type.Integer(),
+    hdd: Type.Integer(),
+    ip_count: Type.Integer(),
+    backup: Type.Integer(),
+    host_id: Nullable(Type.String(), { description: 'The host its server is on; null before it is created' }),
+    pending_jobs: Type.Integer({ description: 'Jobs accepted and not finished' }),
+    created_at: Timestamp,
+    terminated_at: Nullable(Timestamp),
+  },
+  { title: 'OperatorServiceSummary' },
+);
+
+/** Everything about a service: what the reseller sees, and who owns it, where it runs, its jobs and backups. */
+export const ServiceDetailsPayload = Type.Object(
+  {
+    ...DetailsPayload.properties,
+    reseller_id: Id(),
+    client_id: Type.String({ description: 'The application that ordered it' }),
+    projected_status: StringEnum(STATUSES),
+    pending_jobs: Type.Integer(),
+    host: Nullable(Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining']) }), {
+      description: 'The host its server is on; null before it is created',
+    }),
+    updated_at: Timestamp,
+    jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
+    backups: Type.Array(BackupPayload),
+  },
+  { title: 'OperatorServiceDetails' },
+);
