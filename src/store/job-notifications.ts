@@ -7,6 +7,8 @@ const JOBS_CHANNEL = 'vrp_jobs';
 export interface ListenerLog {
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
+  /** Each notification on the channel, `own` or not. */
+  debug?(obj: { own: boolean }, msg: string): void;
 }
 
 export interface JobNotifications {
@@ -60,7 +62,10 @@ export function listenForQueuedJobs(
     c.on('error', retry);
     c.on('end', () => retry(new Error('connection ended')));
     c.on('notification', (n) => {
-      if (n.channel === JOBS_CHANNEL && !ownBackends.has(n.processId)) onQueued();
+      if (n.channel !== JOBS_CHANNEL) return;
+      const own = ownBackends.has(n.processId);
+      log.debug?.({ own }, 'job notification');
+      if (!own) onQueued();
     });
     try {
       await c.connect();

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { freePort } from '../../scripts/postgres.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { ownDataDir, vrpInProcess } from '../helpers/cli.ts';
 
 /** Every migration, in order: what `vrp migrate` applies to a new store of either kind. */
@@ -302,13 +303,10 @@ describe('vrp command', () => {
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       return { port, child, exited, output: () => out };
     };
-    const waitFor = async (what: () => Promise<boolean>, label: string, output: () => string) => {
-      const until = Date.now() + 20_000;
-      while (!(await what().catch(() => false))) {
-        if (Date.now() > until) throw new Error(`${label} did not happen:\n${output()}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const waitFor = (what: () => Promise<boolean>, label: string, output: () => string) =>
+      waitUntil(label, () => what().catch(() => false), { everyMs: 50 }).catch((err: Error) => {
+        throw new Error(`${err.message}:\n${output()}`);
+      });
     const [api, worker] = await Promise.all([start('--no-worker'), start('--worker-only')]);
     try {
       await waitFor(

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createClient, type VrpClient, VrpError } from '../../client/src/index.ts';
 import { API, createTestApp, type TestApp } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { testStores } from '../helpers/stores.ts';
 import { baseUrlOf, sdkClient, smallOrder, watchedFetch } from './sdk.ts';
 
@@ -141,15 +142,24 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
-    test('a 429 is retried once, after its Retry-After', async () => {
+    test('a 429 is retried once, after its Retry-After', async (ctx) => {
       const seen = watchedFetch();
       const vrp = await sdkClient(t, { fetch: seen.fetch });
+      const api = () => seen.requests.filter((r) => r.path === `${API}/version`).map((r) => r.status);
+      // Time moves only when the test ticks it, for the server's rate limit (Date) and for the
+      // client's wait (setTimeout): the bucket does not refill between the first two requests
+      // however slow the machine, and the retry comes only once the second has passed.
+      ctx.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.now() });
+      const waits = ctx.mock.method(globalThis, 'setTimeout');
       await vrp.version();
-      const started = Date.now();
-      assert.deepEqual(await vrp.version(), { version: '2.0.0' });
-      assert.ok(Date.now() - started >= 1000, 'waited the second Retry-After asked for');
-      const api = seen.requests.filter((r) => r.path === `${API}/version`).map((r) => r.status);
-      assert.deepEqual(api, [200, 429, 200]);
+      const second = vrp.version();
+      await waitUntil('the client to wait after the 429', () =>
+        waits.mock.calls.some((c) => c.arguments[1] === 1000),
+      );
+      assert.deepEqual(api(), [200, 429], 'waiting out the Retry-After, not retried yet');
+      ctx.mock.timers.tick(1000);
+      assert.deepEqual(await second, { version: '2.0.0' });
+      assert.deepEqual(api(), [200, 429, 200]);
     });
 
     test('a Retry-After longer than the client waits for: 429 rate_limited at once', async () => {

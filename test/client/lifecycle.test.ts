@@ -170,7 +170,7 @@ for (const store of testStores()) {
 
         const [ordered] = await vrp.createOrder(smallOrder('hooked.example.com'));
         const { jobId } = await vrp.create(ordered!.service_id);
-        const [delivery] = await receiver.waitFor(1, 20_000);
+        const [delivery] = await receiver.waitFor(1);
         const message = delivery!.verified(created.secret);
         assert.equal(message.type, 'job.finished');
         assert.deepEqual(

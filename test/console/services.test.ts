@@ -125,7 +125,7 @@ describe('console: services', { skip: noBrowser }, () => {
     await page.evaluate(() => {
       (globalThis as { notReloaded?: boolean }).notReloaded = true;
     });
-    await status.filter({ hasText: /^\s*stopped\s*$/ }).waitFor({ timeout: 8000 });
+    await status.filter({ hasText: /^\s*stopped\s*$/ }).waitFor();
     assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true);
     // Nothing pending any more: the region stops refreshing, and the timeline shows the stop done.
     assert.equal(await page.locator('#service-live').getAttribute('data-live'), null);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { DriverError, type HypervisorDriver, type VmSpec } from '../../src/drivers/driver.ts';
+import { slowWaitMs } from '../helpers/budget.ts';
 
 export interface ContractTarget {
   readonly driver: HypervisorDriver;
@@ -36,7 +37,10 @@ export function driverContract(
   });
 
   describe(`driver contract: ${name}`, () => {
-    test('a VM through its whole life', { timeout: 900_000, skip: options.skip ?? false }, async () => {
+    test('a VM through its whole life', {
+      timeout: slowWaitMs(900_000),
+      skip: options.skip ?? false,
+    }, async () => {
       const t = await make();
       const d = t.driver;
       const vmId = '0c0c0c0c-0000-4000-8000-000000000001';

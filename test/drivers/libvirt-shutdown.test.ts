@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { hasCommand, insertLibvirtVm } from '../helpers/libvirt.ts';
 
 /** Our own virsh children still running (pgrep exits 1 when there are none). */
@@ -48,8 +49,7 @@ test('closing the driver ends its running virsh commands and waits for them; lat
     const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2d';
     await insertLibvirtVm(store.db, vmId, 'libvirt-1');
     const starting = driver.start(vmId).catch((e: unknown) => e);
-    const until = Date.now() + 5000;
-    while (virshChildren().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('virsh to run, waiting for the host', () => virshChildren().length > 0, { everyMs: 50 });
     assert.equal(virshChildren().length, 1, 'virsh runs, waiting for the host');
     await driver.close();
     assert.deepEqual(virshChildren(), [], 'no virsh left running once the driver is closed');
@@ -88,8 +88,9 @@ test('a host that does not answer `auto`s question delays neither the start nor 
     const driver = await createDriver(config, store.db);
     // The driver is ready while its question (`virsh domcapabilities`, up to 30 s) still waits
     // for the host.
-    const until = Date.now() + 5000;
-    while (virshChildren().length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the question to run in the background', () => virshChildren().length > 0, {
+      everyMs: 50,
+    });
     assert.equal(virshChildren().length, 1, 'the question runs in the background');
     await driver.close();
     assert.deepEqual(virshChildren(), [], 'closing the driver ends the question too');

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
+import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { insertLibvirtVm } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { driverContract } from './contract.ts';
@@ -78,13 +79,11 @@ driverContract(
       driver,
       templateId: 'tiny',
       async guest(vmId, n) {
-        const until = Date.now() + 180_000;
-        for (;;) {
-          const r = reports(storage, vmId);
-          if (r.length >= n) return r[n - 1]!;
-          if (Date.now() > until) throw new Error(`the guest gave ${r.length} reports, not ${n}`);
-          await new Promise((res) => setTimeout(res, 250));
-        }
+        // A real VM booting: slow on any machine.
+        return waitUntil(`report ${n} of the guest`, () => reports(storage, vmId)[n - 1], {
+          everyMs: 250,
+          budgetMs: slowWaitMs(180_000),
+        });
       },
       cleanup,
     };

@@ -9,6 +9,8 @@ import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts'
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
+import { waitUntil } from '../helpers/budget.ts';
+import { promiseState } from '../helpers/promise-state.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 import { driverContract } from './contract.ts';
 
@@ -327,14 +329,34 @@ for (const kind of testStores()) {
       }
     });
 
-    test('a non-zero speed takes time, speed 0 does not', async () => {
+    test('a non-zero speed takes time, speed 0 does not', async (ctx) => {
       const slow = await simulated(kind, { VRP_SIMULATED_SPEED: '0.02' });
+      const instant = await simulated(kind, { VRP_SIMULATED_SPEED: '0' });
       try {
-        const t0 = Date.now();
-        await slow.driver.create(spec(id(1)));
-        assert.ok(Date.now() - t0 >= 8000 * 0.02 * 0.9, 'create takes about 8 s times the speed');
+        // The steps' timers are the test's: time passes 10 ms per tick, and only so.
+        ctx.mock.timers.enable({ apis: ['setTimeout'] });
+        let ticked = 0;
+        const creating = slow.driver.create(spec(id(1)));
+        await waitUntil('the slow create to finish', async () => {
+          if ((await promiseState(creating)) !== 'pending') return true;
+          ctx.mock.timers.tick(10);
+          ticked += 10;
+          return false;
+        });
+        await creating;
+        // Its two steps (clone the disk, boot) take 4 s each at speed 1.
+        assert.ok(ticked >= 8000 * 0.02, `create takes 8 s times the speed; done after ${ticked} ms`);
+        // At speed 0 it needs no time at all: done with no tick.
+        const instantly = instant.driver.create(spec(id(2)));
+        await waitUntil(
+          'the speed-0 create to finish with no tick',
+          async () => (await promiseState(instantly)) !== 'pending',
+        );
+        await instantly;
       } finally {
+        ctx.mock.timers.reset();
         await slow.cleanup();
+        await instant.cleanup();
       }
     });
   });

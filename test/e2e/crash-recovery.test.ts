@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { JobStatus } from '../../src/store/schema.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
@@ -68,9 +69,13 @@ test('kill -9 while 200 services provision: after a restart all run, no job lost
           .executeTakeFirstOrThrow()
       ).n,
     );
-  const until = Date.now() + 30_000;
-  while ((await count('succeeded')) < SERVICES / 4 && Date.now() < until)
-    await new Promise((r) => setTimeout(r, 50));
+  await waitUntil(
+    'a quarter of the services to be provisioned',
+    async () => (await count('succeeded')) >= SERVICES / 4,
+    {
+      everyMs: 50,
+    },
+  );
   // Frozen first, so that what is counted is what the kill interrupts.
   first.child.kill('SIGSTOP');
   assert.ok((await count('running')) > 0, 'jobs were running when the process was killed');
@@ -78,17 +83,20 @@ test('kill -9 while 200 services provision: after a restart all run, no job lost
 
   const second = await startServer(env);
   servers.push(second);
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    const left = await store.db
-      .selectFrom('services')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('status', '!=', 'running')
-      .executeTakeFirstOrThrow();
-    if (Number(left.n) === 0) break;
-    assert.ok(Date.now() < deadline, `${left.n} services are not running yet:\n${second.output()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  let left = 0;
+  await waitUntil(
+    'every service to run after the restart',
+    async () => {
+      const notRunning = await store.db
+        .selectFrom('services')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '!=', 'running')
+        .executeTakeFirstOrThrow();
+      left = Number(notRunning.n);
+      return left === 0;
+    },
+    { everyMs: 200 },
+  ).catch((err: Error) => assert.fail(`${err.message}: ${left} are not running yet:\n${second.output()}`));
 
   const services = await store.db
     .selectFrom('services')

@@ -8,17 +8,18 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { slowWaitMs } from '../helpers/budget.ts';
 import { startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 test('a real VM through the API: order, create, running, terminate', {
   skip: noLibvirtTemplate,
-  timeout: 600_000,
+  timeout: slowWaitMs(600_000),
 }, async () => {
   const { storage, api, order } = await startLibvirtE2e('lvapi', 'vm1.example.com');
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
-  const until = Date.now() + 300_000;
+  const until = Date.now() + slowWaitMs(300_000);
   await api.settled(id, 'running', until, 500);
   const details = await api.ok('GET', `service/${id}/details`);
   const domains = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--name'], { encoding: 'utf8' });

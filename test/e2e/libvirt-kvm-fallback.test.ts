@@ -16,6 +16,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { test } from 'node:test';
 import { kvmDeviceClosed } from '../../src/drivers/libvirt/local-system.ts';
+import { slowWaitMs } from '../helpers/budget.ts';
 import { libvirtSaysKvm, logLines, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -37,7 +38,7 @@ function notSuchAHost(): string | false {
 test('a start QEMU could not make with KVM switches the host to TCG and provisions in the same job', {
   skip: notSuchAHost(),
   // Each `virsh define` takes 30-60 s on such a host (libvirt probes QEMU again: docs/libvirt.md).
-  timeout: 600_000,
+  timeout: slowWaitMs(600_000),
 }, async () => {
   const { server, api, order } = await startLibvirtE2e('lvfall', 'fallback.example.com', {
     VRP_LIBVIRT_URI: URI,
@@ -48,7 +49,7 @@ test('a start QEMU could not make with KVM switches the host to TCG and provisio
   const domains = [`vrp-${id}`];
   try {
     await api.ok('POST', `service/${id}/create`);
-    const until = Date.now() + 540_000;
+    const until = Date.now() + slowWaitMs(540_000);
     await api.settled(id, 'running', until);
     const jobs = await api.ok('GET', `service/${id}/jobs`);
     const create = (jobs as { action: string; attempts: number; status: string }[]).find(

@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { slowWaitMs } from '../helpers/budget.ts';
 import { startLibvirtE2e } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -70,9 +71,9 @@ async function terminate(s: Started, id: string, until: number): Promise<void> {
 
 test('a running guest with the agent gets a new password at once, without a reboot', {
   skip: noLibvirtTemplate,
-  timeout: 600_000,
+  timeout: slowWaitMs(600_000),
 }, async () => {
-  const until = Date.now() + 420_000;
+  const until = Date.now() + slowWaitMs(420_000);
   const s = await startLibvirtE2e('lvpwnow', 'agent.example.com');
   const { id, consoleLog } = await provisioned(s, until);
   // The agent starts right after the boot line: wait until it answers, as a panel would not.
@@ -102,9 +103,9 @@ test('a running guest with the agent gets a new password at once, without a rebo
 
 test('a guest without the agent gets the new password at its next boot', {
   skip: noLibvirtTemplate,
-  timeout: 600_000,
+  timeout: slowWaitMs(600_000),
 }, async () => {
-  const until = Date.now() + 420_000;
+  const until = Date.now() + slowWaitMs(420_000);
   const s = await startLibvirtE2e('lvpwboot', 'noagent.example.com');
   // The operator's image of this template is one without qemu-guest-agent.
   await s.store.db

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
+import { slowWaitMs } from '../helpers/budget.ts';
 import { startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -16,12 +17,12 @@ const virsh = (...args: string[]) => execFileSync('virsh', ['-c', URI, ...args],
 
 test('real VMs: power changes made outside the API become the service status', {
   skip: noLibvirtTemplate,
-  timeout: 900_000,
+  timeout: slowWaitMs(900_000),
 }, async () => {
   const { server, api, order } = await startLibvirtE2e('lvpower', 'power.example.com', {
     VRP_RECONCILE_INTERVAL: '1s',
   });
-  const deadline = Date.now() + 800_000;
+  const deadline = Date.now() + slowWaitMs(800_000);
   async function reach(id: string, want: string): Promise<void> {
     let last: { status: string; job: unknown } | undefined;
     while (Date.now() < deadline) {

@@ -9,12 +9,13 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { test } from 'node:test';
 import { kvmDeviceClosed } from '../../src/drivers/libvirt/local-system.ts';
+import { slowWaitMs } from '../helpers/budget.ts';
 import { libvirtSaysKvm, logLines, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 test('auto picks what libvirt can run, logs it, and the driver logs its commands with durations', {
   skip: noLibvirtTemplate,
-  timeout: 300_000,
+  timeout: slowWaitMs(300_000),
 }, async () => {
   const { server, api, order } = await startLibvirtE2e('lvprov', 'prov.example.com', {
     VRP_STOP_TIMEOUT: '2s',
@@ -27,7 +28,7 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
 
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
-  const until = Date.now() + 240_000;
+  const until = Date.now() + slowWaitMs(240_000);
   await api.settled(id, 'running', until);
   // Asked at start in the background; the first define waited for the answer.
   const choices = logLines(server.output()).filter((l) => l['msg'] === 'libvirt virtualisation');

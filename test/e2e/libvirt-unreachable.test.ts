@@ -8,13 +8,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { WAIT_MS } from '../helpers/budget.ts';
 import { apiClient, fetchToken, smallOrder } from '../helpers/e2e.ts';
 import { hasCommand, prepareLibvirtE2e } from '../helpers/libvirt.ts';
 import { startServer } from '../helpers/server-process.ts';
 
 test('a create that runs out of attempts gives everything back and its details are logged', {
   skip: !(hasCommand('virsh') && hasCommand('qemu-img')) && 'needs virsh and qemu-img',
-  timeout: 60_000,
+  timeout: 2 * WAIT_MS,
 }, async () => {
   const { dataDir, storage, store, app, serve } = await prepareLibvirtE2e('lvdown');
   const image = join(dataDir, 'base.qcow2');
@@ -36,7 +37,7 @@ test('a create that runs out of attempts gives everything back and its details a
   const api = apiClient(() => server.url, await fetchToken(server.url, app));
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
-  const until = Date.now() + 45_000;
+  const until = Date.now() + WAIT_MS;
   let status: { status: string; job: unknown } | undefined;
   while (Date.now() < until) {
     status = await api.ok('GET', `service/${id}/status`);

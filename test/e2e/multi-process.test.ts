@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { waitUntil } from '../helpers/budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServers } from '../helpers/server-process.ts';
 import { createPgDatabase } from '../helpers/stores.ts';
@@ -70,17 +71,20 @@ test('three processes on one PostgreSQL share 300 provisionings; one is killed m
     }
   }
 
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const left = await store.db
-      .selectFrom('services')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where((eb) => eb.or([eb('status', '!=', 'running'), eb('pending_jobs', '!=', 0)]))
-      .executeTakeFirstOrThrow();
-    if (Number(left.n) === 0) break;
-    assert.ok(Date.now() < deadline, `${left.n} services not running yet`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  let left = 0;
+  await waitUntil(
+    'every service to run',
+    async () => {
+      const notDone = await store.db
+        .selectFrom('services')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where((eb) => eb.or([eb('status', '!=', 'running'), eb('pending_jobs', '!=', 0)]))
+        .executeTakeFirstOrThrow();
+      left = Number(notDone.n);
+      return left === 0;
+    },
+    { everyMs: 250 },
+  ).catch((err: Error) => assert.fail(`${err.message}: ${left} services not running yet`));
   const jobs = await store.db.selectFrom('jobs').select(['service_id', 'action', 'status']).execute();
   assert.equal(jobs.length, SERVICES);
   assert.ok(jobs.every((j) => j.action === 'create' && j.status === 'succeeded'));

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { type PostgresServer, startPostgres } from '../../scripts/postgres.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServer } from '../helpers/server-process.ts';
 
@@ -36,30 +37,43 @@ test('PostgreSQL restarts under a running server: 503 while down, recovery, no j
   const api = (method: 'GET' | 'POST', path: string, body?: unknown) => client.call(method, path, body ?? {});
   const [{ service_id: id }] = await client.ok('POST', 'service/create-order', smallOrder('pg.example.com'));
   await client.ok('POST', `service/${id}/create`);
-  const waitFor = async (want: string, ms: number) => {
-    const until = Date.now() + ms;
-    for (;;) {
-      const r = await api('GET', `service/${id}/status`).catch(() => undefined);
-      if (r?.status === 200 && r.body.data.status === want && r.body.data.job === null) return;
-      assert.ok(Date.now() < until, `service did not become ${want}: ${JSON.stringify(r?.body)}`);
-      await new Promise((res) => setTimeout(res, 200));
-    }
+  const waitFor = async (what: string, ok: (data: any) => boolean) => {
+    let last: unknown;
+    await waitUntil(
+      what,
+      async () => {
+        const r = await api('GET', `service/${id}/status`).catch(() => undefined);
+        last = r?.body;
+        return r?.status === 200 && ok(r.body.data);
+      },
+      { everyMs: 200 },
+    ).catch((err: Error) => assert.fail(`${err.message}; last: ${JSON.stringify(last)}`));
   };
-  await waitFor('running', 30_000);
+  await waitFor('the service to run', (d) => d.status === 'running' && d.job === null);
 
   // A job is running (a reboot takes 2.5 s at this speed) when the database goes away.
   assert.equal((await api('POST', `service/${id}/restart`)).status, 200);
-  await new Promise((r) => setTimeout(r, 300));
+  // Started, not merely queued (a stall of the test longer than the whole reboot would find it
+  // done: the rest still holds, with nothing interrupted).
+  await waitFor('the restart job to start', (d) => d.job?.status !== 'queued');
   const seen = { ready: [] as number[], api: [] as number[], codes: new Set<string>() };
-  const restart = pg.restart(4000);
-  for (let i = 0; i < 10; i++) {
-    await new Promise((r) => setTimeout(r, 250));
-    const ready = await fetch(`${base}/readyz`);
-    seen.ready.push(ready.status);
-    const r = await api('GET', `service/${id}/status`);
-    seen.api.push(r.status);
-    if (r.body.error_code) seen.codes.add(r.body.error_code);
-  }
+  // Down for 4 s: asked until both /readyz and the API have answered 503 (or it is back).
+  let down = true;
+  const restart = pg.restart(4000).then(() => {
+    down = false;
+  });
+  await waitUntil(
+    '503 from /readyz and the API while PostgreSQL is down',
+    async () => {
+      const ready = await fetch(`${base}/readyz`);
+      seen.ready.push(ready.status);
+      const r = await api('GET', `service/${id}/status`);
+      seen.api.push(r.status);
+      if (r.body.error_code) seen.codes.add(r.body.error_code);
+      return !down || (seen.ready.includes(503) && seen.api.includes(503));
+    },
+    { everyMs: 50 },
+  );
   await restart;
   assert.ok(seen.ready.includes(503), `readyz answered ${seen.ready}`);
   assert.ok(seen.api.includes(503), `the API answered ${seen.api}`);
@@ -67,12 +81,10 @@ test('PostgreSQL restarts under a running server: 503 while down, recovery, no j
   assert.deepEqual([...seen.codes], ['store_unavailable']);
 
   // Back by itself: ready again, and the interrupted job finishes (retried after its lease).
-  const until = Date.now() + 30_000;
-  while ((await fetch(`${base}/readyz`)).status !== 200) {
-    assert.ok(Date.now() < until, 'readyz did not recover');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  await waitFor('running', 30_000);
+  await waitUntil('readyz to recover', async () => (await fetch(`${base}/readyz`)).status === 200, {
+    everyMs: 200,
+  });
+  await waitFor('the service to run again, its job done', (d) => d.status === 'running' && d.job === null);
   const jobs = (await api('GET', `service/${id}/jobs`)).body.data;
   assert.deepEqual(
     jobs.map((j: { action: string; status: string }) => [j.action, j.status]),

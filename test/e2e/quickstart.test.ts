@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { WAIT_MS, waitUntil } from '../helpers/budget.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'bin/vrp.js');
@@ -48,18 +49,18 @@ describe('quick start against a real server process', () => {
     });
     exited = new Promise((done) => child.once('exit', (code, signal) => done({ code, signal })));
 
-    const until = Date.now() + 20_000;
-    for (;;) {
-      if (child.exitCode !== null) assert.fail(`the server exited with ${child.exitCode}: ${stderr}`);
-      try {
-        const res = await fetch(`${origin}/healthz`);
-        if (res.status === 200) break;
-      } catch {
-        // Not listening yet.
-      }
-      if (Date.now() > until) assert.fail(`the server did not answer /healthz within 20 s: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(
+      'the server to answer /healthz',
+      async () => {
+        if (child.exitCode !== null) assert.fail(`the server exited with ${child.exitCode}: ${stderr}`);
+        try {
+          return (await fetch(`${origin}/healthz`)).status === 200;
+        } catch {
+          return false; // Not listening yet.
+        }
+      },
+      { everyMs: 100 },
+    ).catch((err: Error) => assert.fail(`${err.message}: ${stderr}`));
   });
 
   after(async () => {
@@ -72,7 +73,7 @@ describe('quick start against a real server process', () => {
 
   /** Registers reseller "acme" and an application for it, as the operator would. */
   async function registerClient(): Promise<{ client_id: string; client_secret: string }> {
-    const opts = { cwd: ROOT, env, timeout: 30_000 };
+    const opts = { cwd: ROOT, env, timeout: WAIT_MS };
     await run(process.execPath, [CLI, 'reseller', 'create', 'acme', '--json'], opts);
     const { stdout } = await run(
       process.execPath,
@@ -147,12 +148,10 @@ describe('quick start against a real server process', () => {
       assert.ok(Number.isInteger(plan.cpu));
     }
 
-    const started = Date.now();
     child.kill('SIGTERM');
-    const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000).unref());
+    const timeout = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), WAIT_MS).unref());
     const result = await Promise.race([exited, timeout]);
-    assert.notEqual(result, 'timeout', `the server did not exit within 10 s of SIGTERM: ${stderr}`);
+    assert.notEqual(result, 'timeout', `the server did not exit on SIGTERM (VRP_TEST_WAIT): ${stderr}`);
     assert.deepEqual(result, { code: 0, signal: null }, stderr);
-    assert.ok(Date.now() - started < 10_000);
   });
 });

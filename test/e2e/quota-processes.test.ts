@@ -36,8 +36,7 @@ for (const kind of testStores()) {
       VRP_ROLE: 'api',
       ...(pgDb ? { VRP_DATABASE_URL: pgDb.url } : {}),
     };
-    // A loaded machine starts a process slowly: a minute each.
-    await startServers([env, env], servers, 60_000);
+    await startServers([env, env], servers);
     const token = await fetchToken(servers[0]!.url, app);
     const clients = servers.map((s) => apiClient(() => s.url, token));
     const answers = await Promise.all(

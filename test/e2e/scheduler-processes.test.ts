@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { waitUntil } from '../helpers/budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { type ServerProcess, startServers } from '../helpers/server-process.ts';
 
@@ -75,19 +76,26 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     wanted.push(time);
   }
 
-  // Wait until every slot has been handled (about 3 s of real time).
-  const until = Date.now() + 60_000;
-  for (;;) {
-    const slots = await store.db
-      .selectFrom('schedule_slots')
-      .select(['schedule_id', 'slot_at', 'outcome'])
-      .execute();
-    if (slots.length >= SLOTS) break;
-    assert.ok(Date.now() < until, `only ${slots.length} slots handled`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  // Give both schedulers time to (wrongly) take a slot again.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Wait until every slot has been handled (about 3 s of real time), and its backup made.
+  await waitUntil(
+    'every slot to be handled',
+    async () => (await store.db.selectFrom('schedule_slots').select('slot_at').execute()).length >= SLOTS,
+    { everyMs: 200 },
+  );
+  let backups: { status: string; kind: string }[] = [];
+  await waitUntil(
+    'a backup of each slot',
+    async () => {
+      backups = await api.ok('GET', `service/${id}/backups`);
+      return backups.length >= SLOTS && backups.every((b) => b.status === 'available');
+    },
+    { everyMs: 200 },
+  ).catch((err: Error) => assert.fail(`${err.message}: ${JSON.stringify(backups)}`));
+  assert.equal(backups.length, SLOTS);
+  assert.ok(backups.every((b) => b.kind === 'scheduled'));
+  // Both processes stopped: a scheduler that would (wrongly) take a slot again has had every
+  // chance to, and has ended its pass (a stop waits for it).
+  for (const s of servers) assert.equal(await s.stop(), 0);
   const slots = await store.db.selectFrom('schedule_slots').select(['slot_at', 'outcome']).execute();
   assert.deepEqual(
     slots.map((s) => new Date(s.slot_at).toISOString().slice(11, 16)).sort(),
@@ -102,16 +110,5 @@ test('two processes, one store: every schedule slot makes exactly one backup', a
     .where('action', '=', 'backup_create')
     .execute();
   assert.equal(jobs.length, SLOTS, 'one backup job per slot');
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const backups = await api.ok('GET', `service/${id}/backups`);
-    if (backups.length === SLOTS && backups.every((b: { status: string }) => b.status === 'available')) {
-      assert.ok(backups.every((b: { kind: string }) => b.kind === 'scheduled'));
-      break;
-    }
-    assert.ok(Date.now() < deadline, JSON.stringify(backups));
-    await new Promise((r) => setTimeout(r, 200));
-  }
   await store.close();
-  for (const s of servers) assert.equal(await s.stop(), 0);
 });

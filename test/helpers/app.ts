@@ -112,6 +112,11 @@ export async function createTestApp(
      * how long a test waits for a change made behind the app's back (the CLI's) to reach requests.
      */
     clientStateTtlMs?: number;
+    /**
+     * The clock the client-state cache reads (real time unless given): a test that steps it
+     * past the TTL sees a change made behind the app's back reach requests without waiting.
+     */
+    clientStateClock?: Clock;
     /** Where the app and its worker log, at trace level (silent without it). */
     log?: Writable;
   } = {},
@@ -125,18 +130,15 @@ export async function createTestApp(
   const created = await createContext(config);
   // A test's own clock replaces the one the settings describe, for everything that reads ctx.clock;
   // its secret cost replaces SECRET_COST (test/helpers/secret-cost.ts); its client-state TTL, if
-  // given, the 2 s one.
+  // given, the 2 s one, and its client-state clock, if given, the real time the cache is asked at.
   const ctx: AppContext = {
     ...created,
     clock: options.clock ?? created.clock,
     lookup: options.lookup ?? offlineLookup,
     secretCost: options.secretCost ?? TEST_SECRET_COST,
     passwordCost: TEST_PASSWORD_COST,
-    ...(options.clientStateTtlMs !== undefined && {
-      clientStates: createClientStateCache(
-        (id) => loadAnyClientState(created.store.db, id),
-        options.clientStateTtlMs,
-      ),
+    ...((options.clientStateTtlMs !== undefined || options.clientStateClock) && {
+      clientStates: clientStateCache(created, options.clientStateTtlMs, options.clientStateClock),
     }),
   };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
@@ -191,6 +193,15 @@ export async function createTestApp(
     },
   };
   return t;
+}
+
+function clientStateCache(ctx: AppContext, ttlMs: number | undefined, clock: Clock | undefined) {
+  const cache = createClientStateCache((id) => loadAnyClientState(ctx.store.db, id), ttlMs);
+  if (!clock) return cache;
+  return {
+    get: (clientId: string) => cache.get(clientId, clock.now()),
+    invalidate: (clientId: string) => cache.invalidate(clientId),
+  };
 }
 
 /** An API call through the app, with the token, as JSON; returns status, headers and parsed body. */

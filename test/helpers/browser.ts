@@ -17,6 +17,7 @@ import {
 } from 'playwright-core';
 import { CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
+import { WAIT_MS } from './budget.ts';
 import { laneResource } from './lane.ts';
 import { missingTool, toolPath } from './tools.ts';
 
@@ -44,6 +45,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
   return {
     async newContext(options) {
       const context = await browser.newContext(options);
+      // Every wait for the page (an element, a navigation) has the tests' one wait budget.
+      context.setDefaultTimeout(WAIT_MS);
       contexts.add(context);
       context.on('close', () => contexts.delete(context));
       return context;

@@ -19,20 +19,43 @@ function budgetMs(): number {
 export const WAIT_MS = budgetMs();
 
 /**
- * Polls `check` until it returns something other than `undefined`, or fails after the budget
- * naming `what`. Between polls it yields to timers for `everyMs`.
+ * The budget for a wait that is slow by nature on any machine (a real VM booting): `typicalMs`
+ * is what it needs with the default setting; it scales with VRP_TEST_WAIT and is never less
+ * than WAIT_MS.
+ */
+export function slowWaitMs(typicalMs: number): number {
+  return Math.max(WAIT_MS, Math.round((typicalMs * WAIT_MS) / (DEFAULT_S * 1000)));
+}
+
+// The real timer and clock, taken before any test can mock them (mock.timers): a test that
+// steps a mocked setTimeout still polls, and gives up, in real time.
+const realSetTimeout = globalThis.setTimeout;
+const realNow = performance.now.bind(performance);
+
+/** Resolves after `ms` of real time, whatever a test mocked (for polls between checks). */
+export function pause(ms: number): Promise<void> {
+  return new Promise((r) => realSetTimeout(r, ms));
+}
+
+/**
+ * Polls `check` until it returns something other than `undefined` (or `false`), or fails after
+ * the budget (`budgetMs`, WAIT_MS unless given) naming `what`. Between polls it waits `everyMs`
+ * of real time.
  */
 export async function waitUntil<T>(
   what: string,
-  check: () => T | undefined | Promise<T | undefined>,
-  everyMs = 20,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  options: { everyMs?: number; budgetMs?: number } = {},
 ): Promise<T> {
-  const until = Date.now() + WAIT_MS;
+  const budget = options.budgetMs ?? WAIT_MS;
+  const until = realNow() + budget;
   for (;;) {
     const found = await check();
-    if (found !== undefined) return found;
-    if (Date.now() > until)
-      throw new Error(`gave up after ${WAIT_MS / 1000} s (VRP_TEST_WAIT) waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    if (found !== undefined && found !== false) return found;
+    if (realNow() > until) {
+      const setting = budget === WAIT_MS ? ' (VRP_TEST_WAIT)' : '';
+      throw new Error(`gave up after ${budget / 1000} s${setting} waiting for ${what}`);
+    }
+    await pause(options.everyMs ?? 20);
   }
 }

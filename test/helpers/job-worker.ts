@@ -10,7 +10,7 @@ import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
 import type { JobTable } from '../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
-import { WAIT_MS } from './budget.ts';
+import { waitUntil } from './budget.ts';
 import { smallOrder } from './e2e.ts';
 import type { StoreKind } from './stores.ts';
 
@@ -107,9 +107,5 @@ export const never = new Promise<never>(() => {});
 
 /** Polls `condition` until it holds (within the wait budget, test/helpers/budget.ts). */
 export async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + WAIT_MS;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitUntil(what, condition, { everyMs: 10 });
 }

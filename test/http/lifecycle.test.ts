@@ -403,7 +403,7 @@ for (const store of testStores()) {
           ids.push(res.body.data[0].service_id);
           await call(t, token, 'POST', `service/${res.body.data[0].service_id}/create`);
         }
-        for (const id of ids) await waitForStatus(t, token, id, 'running', 20_000);
+        for (const id of ids) await waitForStatus(t, token, id, 'running');
         const jobs = await t.ctx.store.db.selectFrom('jobs').select(['attempts', 'status']).execute();
         assert.ok(jobs.every((j) => j.status === 'succeeded'));
         assert.ok(
@@ -425,7 +425,7 @@ for (const store of testStores()) {
         const stop = await call(t, token, 'POST', `service/${id}/stop`);
         assert.equal(stop.status, 200, 'accepted against the projected status (running)');
         t.background!.worker.start();
-        const status = await waitForStatus(t, token, id, (s, d) => s === 'failed' && d.job === null, 10_000);
+        const status = await waitForStatus(t, token, id, (s, d) => s === 'failed' && d.job === null);
         assert.deepEqual(status.allowed_actions.sort(), ['create', 'terminate']);
         const jobs = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data;
         assert.equal(jobs[1].action, 'create');

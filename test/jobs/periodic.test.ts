@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createPeriodic } from '../../src/jobs/periodic.ts';
+import { waitUntil } from '../helpers/budget.ts';
+import { promiseState } from '../helpers/promise-state.ts';
+
+// setTimeout is mocked: the interval passes when the test ticks it, so "no pass after stop" is
+// checked by stepping the clock far past the interval, not by waiting and hoping.
 
 function recordingLog() {
   const lines: string[] = [];
@@ -17,7 +22,8 @@ function recordingLog() {
   };
 }
 
-test('a failing pass is logged and the next pass still comes; a store out of reach is a warning', async () => {
+test('a failing pass is logged and the next pass still comes; a store out of reach is a warning', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
   const { lines, log } = recordingLog();
   let passes = 0;
   const unavailable = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), {
@@ -34,10 +40,12 @@ test('a failing pass is logged and the next pass still comes; a store out of rea
     },
   });
   p.start();
-  const until = Date.now() + 5000;
-  while (passes < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  await waitUntil('three passes', () => {
+    t.mock.timers.tick(5);
+    return passes >= 3;
+  });
   await p.stop();
-  assert.ok(passes >= 3, `passes: ${passes}`);
+  assert.equal(passes, 3);
   assert.deepEqual(lines.slice(0, 2), [
     'error task: pass failed; trying again next time',
     'warn task: store unavailable',
@@ -45,7 +53,8 @@ test('a failing pass is logged and the next pass still comes; a store out of rea
   assert.equal(p.active, false);
 });
 
-test('stop waits for the pass under way, and no pass starts after it', async () => {
+test('stop waits for the pass under way, and no pass starts after it', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
   const { log } = recordingLog();
   let passes = 0;
   let release: () => void = () => {};
@@ -63,17 +72,14 @@ test('stop waits for the pass under way, and no pass starts after it', async () 
     },
   });
   p.start();
-  while (passes === 0) await new Promise((r) => setTimeout(r, 1));
+  t.mock.timers.tick(0);
+  assert.equal(passes, 1, 'the first pass starts at once');
   const stopped = p.stop();
-  let stopResolved = false;
-  void stopped.then(() => {
-    stopResolved = true;
-  });
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(stopResolved, false, 'stop waits for the pass');
+  // The pass cannot end before release(), so stop() must still be waiting for it.
+  assert.equal(await promiseState(stopped), 'pending', 'stop waits for the pass');
   release();
   await stopped;
   assert.equal(ended, true);
-  await new Promise((r) => setTimeout(r, 20));
+  t.mock.timers.tick(1000);
   assert.equal(passes, 1, 'no pass after stop');
 });

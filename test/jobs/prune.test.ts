@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createPruner } from '../../src/jobs/prune.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -102,8 +103,12 @@ for (const store of testStores()) {
       }
     });
 
-    test('a started pruner runs by itself; a stopped one runs no more', async () => {
+    test('a started pruner runs by itself; a stopped one runs no more', async (tc) => {
       const t = await createTestApp({}, { store });
+      // The interval passes only when the test ticks the mocked setTimeout; each pass reads the
+      // clock first, so the reads count the passes that started.
+      tc.mock.timers.enable({ apis: ['setTimeout'] });
+      let passes = 0;
       try {
         const logged: string[] = [];
         const log = {
@@ -126,7 +131,12 @@ for (const store of testStores()) {
           .execute();
         const pruner = createPruner({
           store: t.ctx.store,
-          clock: { now: Date.now },
+          clock: {
+            now: () => {
+              passes++;
+              return Date.now();
+            },
+          },
           log,
           retentionMs: DAY,
           auditRetentionMs: DAY,
@@ -134,10 +144,13 @@ for (const store of testStores()) {
           intervalMs: 10,
         });
         pruner.start();
-        const until = Date.now() + 5000;
-        while (logged.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        await waitUntil('a pass that logs', () => {
+          tc.mock.timers.tick(10);
+          return logged.length > 0;
+        });
         assert.deepEqual(logged, ['pruned old records']);
         await pruner.stop();
+        const started = passes;
         await t.ctx.store.db
           .insertInto('idempotency_keys')
           .values({
@@ -148,7 +161,8 @@ for (const store of testStores()) {
             created_at: Date.now() - 2 * DAY,
           })
           .execute();
-        await new Promise((r) => setTimeout(r, 100));
+        tc.mock.timers.tick(60_000);
+        assert.equal(passes, started, 'no pass starts after stop');
         assert.deepEqual(logged, ['pruned old records'], 'no pass after stop');
         const left = await t.ctx.store.db.selectFrom('idempotency_keys').select('key').execute();
         assert.deepEqual(
@@ -156,6 +170,7 @@ for (const store of testStores()) {
           ['k2'],
         );
       } finally {
+        tc.mock.timers.reset();
         await t.close();
       }
     });

@@ -12,6 +12,7 @@ import { createScheduler, type Scheduler } from '../../src/jobs/scheduler.ts';
 import type { JobSignal } from '../../src/loop/signal.ts';
 import type { Store } from '../../src/store/database.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { type StoreKind, testStores } from '../helpers/stores.ts';
 
 const HOUR = 3_600_000;
@@ -24,6 +25,8 @@ interface Harness {
   readonly store: Store;
   readonly resellerId: string;
   now: number;
+  /** How many times a scheduler read the clock: each tick reads it before anything else. */
+  clockReads: number;
   notified: number;
   errors: unknown[];
   scheduler(): Scheduler;
@@ -49,10 +52,16 @@ async function harness(store: StoreKind): Promise<Harness> {
     store: t.ctx.store,
     resellerId: reseller.id,
     now: at('2026-01-05T10:00:20Z'), // a Monday
+    clockReads: 0,
     notified: 0,
     errors: [],
     scheduler() {
-      const clock: Clock = { now: () => h.now };
+      const clock: Clock = {
+        now: () => {
+          h.clockReads++;
+          return h.now;
+        },
+      };
       const signal: JobSignal = {
         notify: () => {
           h.notified++;
@@ -399,26 +408,35 @@ for (const store of testStores()) {
       }
     });
 
-    test('start() ticks on its interval until stop()', async () => {
+    test('start() ticks on its interval until stop()', async (t) => {
       const h = await harness(store);
+      // The interval passes only when the test ticks the mocked setTimeout.
+      t.mock.timers.enable({ apis: ['setTimeout'] });
       try {
         const svc = await h.service();
         const id = await h.schedule(svc, '10:01', 'mon', at('2026-01-05T10:01:00Z'));
         const s = h.scheduler();
         s.start();
-        await new Promise((r) => setTimeout(r, 100));
+        // A tick starts only after the one before it ended: a second one means the first,
+        // at 10:00:20, has run to its end.
+        await waitUntil('a second tick', () => {
+          t.mock.timers.tick(20);
+          return h.clockReads >= 2;
+        });
         assert.equal((await slotsOf(h, id)).length, 0, 'not due yet');
         h.now = at('2026-01-05T10:01:00Z');
-        const until = Date.now() + 5000;
-        while ((await slotsOf(h, id)).length === 0) {
-          assert.ok(Date.now() < until, 'the running scheduler handles the slot');
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        await waitUntil('the running scheduler to handle the slot', async () => {
+          t.mock.timers.tick(20);
+          return (await slotsOf(h, id)).length > 0;
+        });
         await s.stop();
+        const reads = h.clockReads;
         h.now = at('2026-01-12T10:01:00Z');
-        await new Promise((r) => setTimeout(r, 100));
+        t.mock.timers.tick(60_000);
+        assert.equal(h.clockReads, reads, 'a stopped scheduler ticks no more');
         assert.equal((await slotsOf(h, id)).length, 1, 'a stopped scheduler does nothing');
       } finally {
+        t.mock.timers.reset();
         await h.close();
       }
     });

@@ -47,13 +47,12 @@ for (const store of testStores()) {
         const worker = s.worker({ restart: watch });
         await until(() => started, 'the restart to start');
 
-        const stopping = Date.now();
         await worker.stop(100);
         await driverCheck;
         assert.ok(aborted, 'the task saw its signal fire');
         assert.ok(driverRefused, 'the driver refused a call after the abort');
-        // Back in the queue when stop() returns, well before the lease (300 ms) would run out.
-        assert.ok(Date.now() - stopping < 2000);
+        // Back in the queue when stop() returns, put there by the stop: no other worker runs to
+        // recover an expired lease, and the error names the stop, not a lost lease.
         const job = await s.jobRow('restart');
         assert.equal(job.status, 'queued');
         assert.equal(job.locked_by, null);

@@ -12,6 +12,7 @@ import { smallOrder } from '../helpers/e2e.ts';
 import { until } from '../helpers/job-worker.ts';
 
 const quiet = { warn() {}, info() {} };
+
 const B = { 'x-envelope-variant': 'B' };
 
 async function orderAndCreate(t: TestApp, token: string, domain: string): Promise<void> {
@@ -29,26 +30,36 @@ test('PostgreSQL: a process hears of jobs other processes queue, not of its own,
   // Another process on the same database: an app of its own, with its own connections.
   const there = await createTestApp({ VRP_SECRET_KEY: key, VRP_DATABASE_URL: here.ctx.config.databaseUrl! });
   let heard = 0;
-  const listening = here.ctx.store.listenForQueuedJobs!(() => heard++, quiet);
+  // Every notification the listener's connection receives, in order: whether it was this
+  // process's own (and so not passed on).
+  const received: boolean[] = [];
+  const log = { ...quiet, debug: ({ own }: { own: boolean }) => void received.push(own) };
+  const listening = here.ctx.store.listenForQueuedJobs!(() => heard++, log);
+  const db = here.ctx.store.db;
+  const listeners = async () => {
+    const r = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and query = 'listen vrp_jobs'`.execute(db);
+    return r.rows[0]!.n;
+  };
   try {
-    const db = here.ctx.store.db;
-    await until(async () => {
-      const r = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and query = 'listen vrp_jobs'`.execute(db);
-      return r.rows[0]!.n === 1;
-    }, 'the listener to listen');
+    await until(async () => (await listeners()) === 1, 'the listener to listen');
     const token = await here.token({ reseller: 'acme' });
     await orderAndCreate(here, token, 'own.example.com');
-    // Its own job is committed; a notification, had it been sent to this process, takes a few ms.
-    await new Promise((r) => setTimeout(r, 300));
+    // The channel's notification of its own job reaches the listener's connection.
+    await until(() => received.length > 0, 'the notification of its own job');
+    assert.deepEqual(received, [true]);
     assert.equal(heard, 0, 'not told of its own job');
 
     await orderAndCreate(there, await there.token({ reseller: 'acme' }), 'other.example.com');
-    await until(() => heard === 1, "the other process's job to be heard of");
+    await until(() => received.length > 1, "the notification of the other process's job");
+    assert.deepEqual(received, [true, false]);
+    assert.equal(heard, 1, "told of the other process's job");
 
     await listening.close();
+    // Its connection is gone: a notification sent from now on has nobody to reach here.
+    await until(async () => (await listeners()) === 0, 'the listening connection to end');
     await orderAndCreate(there, await there.token({ reseller: 'acme' }), 'later.example.com');
-    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(received, [true, false], 'nothing received after close');
     assert.equal(heard, 1, 'nothing heard after close');
   } finally {
     await listening.close();

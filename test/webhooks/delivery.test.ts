@@ -15,6 +15,7 @@ import { createDeliverer, type Deliverer, type DelivererOptions } from '../../sr
 import { ENDPOINT_CAP } from '../../src/webhooks/fair-share.ts';
 import type { HostLookup } from '../../src/webhooks/lookup.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { WAIT_MS } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { until } from '../helpers/job-worker.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
@@ -294,11 +295,12 @@ for (const store of testStores()) {
           // The dead receiver's backlog is queued first: 9 events due before the other's 3.
           for (const i of [1, 2, 3]) await provision(t, slow, `slow${i}.example.com`);
           await provision(t, fast, 'fast.example.com');
-          // Two senders only, and attempts that wait the full 10 s for an answer.
-          const d = deliverer(t, { concurrency: 2 });
+          // Two senders only, and attempts that wait for an answer longer than the test does: had
+          // the dead receiver held both senders, the other receiver would get nothing at all.
+          const d = deliverer(t, { concurrency: 2, timeoutMs: 10 * WAIT_MS });
           d.start();
           try {
-            const got = await alive!.waitFor(3, 5000);
+            const got = await alive!.waitFor(3);
             assert.equal(got.length, 3);
             assert.equal(dead!.received.length, 1, 'one attempt at a time to the dead receiver');
             // The receiver has the third; its answer recorded before the sender stops (an
@@ -511,7 +513,7 @@ for (const store of testStores()) {
           a.start();
           b.start();
           try {
-            await receiver!.waitFor(expected, 20_000);
+            await receiver!.waitFor(expected);
             await until(
               async () => (await deliveries(t)).every((d) => d.status === 'succeeded'),
               'every delivery recorded',
