@@ -65,11 +65,18 @@ test('PostgreSQL restarts under a running server: 503 while down, recovery, no j
   await waitUntil(
     '503 from /readyz and the API while PostgreSQL is down',
     async () => {
-      const ready = await fetch(`${base}/readyz`);
-      seen.ready.push(ready.status);
-      const r = await api('GET', `service/${id}/status`);
-      seen.api.push(r.status);
-      if (r.body.error_code) seen.codes.add(r.body.error_code);
+      try {
+        const ready = await fetch(`${base}/readyz`);
+        seen.ready.push(ready.status);
+        const r = await api('GET', `service/${id}/status`);
+        seen.api.push(r.status);
+        if (r.body.error_code) seen.codes.add(r.body.error_code);
+      } catch (err) {
+        // No answer at all: say what the server said meanwhile (a connection reset was seen once).
+        throw new Error(
+          `${String(err)} (${String((err as Error).cause)}); server output:\n${server?.output()}`,
+        );
+      }
       return !down || (seen.ready.includes(503) && seen.api.includes(503));
     },
     { everyMs: 50 },
