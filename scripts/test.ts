@@ -58,10 +58,13 @@ function wholeSeconds(name: string, fallback: number): number {
 /**
  * With VRP_TEST_COVERAGE=1 (.ci/run sets it), Node's own coverage of src/ is measured over the
  * lanes and every process they start (they inherit NODE_V8_COVERAGE), printed after the results,
- * and the run fails if it falls below these floors (set at the figures of the suite when the
- * floor was last raised: raise them as coverage grows, never lower them to let a change in).
+ * and the run fails if it falls below these floors: the suite's figures when they were set
+ * (2026-11-27, without the real-VM tests: lines 96.19 %, branches 93.22 %, functions 96.62 %),
+ * in whole percents (Node reads the floors as integers), a point under the figures for the runs'
+ * spread (timing-dependent paths move branches by ~0.1). Raise them as coverage grows; never
+ * lower them to let a change in. Node counts the files a run loads (the suite loads all of src/).
  */
-const COVERAGE_FLOOR = { lines: 0, branches: 0, functions: 0 };
+const COVERAGE_FLOOR = { lines: 95, branches: 92, functions: 95 };
 
 function coverageFlags(setting: string | undefined): string[] {
   if (setting === undefined || setting === '' || setting === '0') return [];

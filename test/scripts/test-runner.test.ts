@@ -77,6 +77,19 @@ describe('npm test (scripts/test.ts)', () => {
     assert.match(run.output, /ℹ pass 1\n/);
   });
 
+  test('with VRP_TEST_COVERAGE=1 the coverage of src/ is printed, and a run below the floors fails', async () => {
+    // A file that uses one function of one module of src/: far below every floor. (Node counts
+    // the files a run loads; the suite loads all of src/.)
+    const run = await runSuite(['test/fixtures/runner/touches-src.ts'], { VRP_TEST_COVERAGE: '1' });
+    assert.equal(run.code, 1, run.output);
+    assert.match(run.output, /start of coverage report/);
+    assert.match(run.output, /storable-text\.ts\s*\|/);
+    assert.match(run.output, /\d+(\.\d+)?% line coverage does not meet threshold of 95%/);
+    const plain = await runSuite(['test/fixtures/runner/passes.ts'], {});
+    assert.equal(plain.code, 0, plain.output);
+    assert.doesNotMatch(plain.output, /coverage report/);
+  });
+
   test('under CI=true a missing tool fails the run before any test', async () => {
     const run = await runSuite(['test/fixtures/runner/passes.ts'], {
       VRP_TEST_STORES: undefined,
