@@ -21,6 +21,11 @@ const HSTS = { maxAge: 365 * 24 * 3600, includeSubDomains: false } as const;
  * only when the request came over https (RFC 6797 section 7.2: never over plain http, where a
  * browser ignores it anyway). Cache-Control is the caller's. Returns a function that sets them on
  * a reply (on the raw response, as helmet does; Fastify sends both).
+ *
+ * helmet itself rather than @fastify/helmet: that plugin sets the headers only from an onRequest
+ * hook of the scope it is registered in, and offers no other way to set them, so the console's
+ * error pages for requests that the app's first hooks refuse (an unknown address, a wrong method,
+ * shutting down) would go out without them; nor can it choose HSTS by the request's protocol.
  */
 export function securityHeaders(csp: CspDirectives): (request: FastifyRequest, reply: FastifyReply) => void {
   const options = {
