@@ -14,7 +14,7 @@ import type { ConsoleSessions } from './sessions.ts';
  * What every console page says to the browser: load nothing from anywhere but this server, run
  * no inline script, never be framed, send no Referer elsewhere (security-headers.ts).
  */
-export const CONSOLE_CSP = {
+const CONSOLE_CSP = {
   'default-src': ["'self'"],
   'base-uri': ["'none'"],
   'form-action': ["'self'"],
