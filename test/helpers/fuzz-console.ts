@@ -10,13 +10,26 @@
 import fc from 'fast-check';
 import type { App } from '../../src/http/app.ts';
 import { CONSOLE } from '../../src/http/base-path.ts';
-import { SECURITY_HEADERS } from '../../src/http/console/console-router.ts';
 import type { TestApp } from './app.ts';
 import { consoleCookie, loginToken } from './console-session.ts';
 import type { Outcome } from './fuzz-bodies.ts';
 import type { FuzzResponse, Problem } from './fuzz-checks.ts';
 import { BAD_SEGMENTS, type FuzzRequest, type IdPool, peerArb, withDescription } from './fuzz-requests.ts';
 import { createTestOperator } from './operator.ts';
+
+/**
+ * The security headers every console answer carries, whatever went wrong: what the browser must
+ * be told (load nothing from elsewhere, never frame it, sniff nothing, keep no copy).
+ * test/console/headers-cookies-forms.test.ts checks the whole set on chosen pages.
+ */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'self';base-uri 'none';form-action 'self';frame-ancestors 'none';object-src 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+  'cache-control': 'no-store',
+};
 
 /** The routes `app` has for `method` under CONSOLE, as Fastify prints them (`:name` for parameters). */
 export function consoleRoutes(app: App, method: 'GET' | 'POST'): string[] {

@@ -4,24 +4,35 @@ import type { ConsoleSession } from '../../store/repos/console-sessions.ts';
 import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
 import { isFields } from '../fields.ts';
-import { parseCookies, serializeCookie } from './cookies.ts';
+import { securityHeaders } from '../security-headers.ts';
+import { clearConsoleCookie, setConsoleCookie } from './cookies.ts';
 import { type Html, html, isHtml } from './html.ts';
 import { type Flash, page, type Section } from './layout.ts';
 import { type OpsClient, OpsRefusal, opsClient } from './ops-client.ts';
 import type { ConsoleSessions } from './sessions.ts';
 
 /**
- * What every console answer says to the browser: load nothing from anywhere but this server, run
- * no inline script, never be framed, send no Referer elsewhere, keep no copy of a page.
+ * What every console page says to the browser: load nothing from anywhere but this server, run
+ * no inline script, never be framed, send no Referer elsewhere (security-headers.ts).
  */
-export const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'same-origin',
-  'cache-control': 'no-store',
+const CONSOLE_CSP = {
+  'default-src': ["'self'"],
+  'base-uri': ["'none'"],
+  'form-action': ["'self'"],
+  'frame-ancestors': ["'none'"],
+  'object-src': ["'none'"],
 } as const;
+
+const setSecurityHeaders = securityHeaders(CONSOLE_CSP);
+
+/**
+ * Every console answer's headers: the security headers, and no copy of a page kept in a cache
+ * (helmet leaves Cache-Control alone; the console's assets set their own).
+ */
+export function setConsoleHeaders(request: FastifyRequest, reply: FastifyReply): void {
+  setSecurityHeaders(request, reply);
+  reply.header('cache-control', 'no-store');
+}
 
 export const SESSION_COOKIE = 'vrp_console';
 const FLASH_COOKIE = 'vrp_console_flash';
@@ -60,11 +71,6 @@ export interface ConsoleCall {
   param(name: string): string;
   /** A whole page in the console's layout, with the message left by the last form. */
   render(o: { title: string; section?: Section; body: Html }): Html;
-}
-
-/** Whether the console is served over https (directly, or behind a proxy that says so). */
-export function isHttps(request: FastifyRequest): boolean {
-  return request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https';
 }
 
 /** The hidden field that carries the CSRF token in every state-changing form. */
@@ -116,12 +122,9 @@ function sameToken(a: string, b: string): boolean {
 
 /** The message the last form left for this page, if any; it is shown once (the cookie is cleared). */
 export function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | undefined {
-  const value = parseCookies(request.headers.cookie).get(FLASH_COOKIE);
+  const value = request.cookies[FLASH_COOKIE];
   if (!value) return undefined;
-  reply.header(
-    'set-cookie',
-    serializeCookie(FLASH_COOKIE, '', { path: CONSOLE, maxAge: 0, secure: isHttps(request) }),
-  );
+  clearConsoleCookie(reply, FLASH_COOKIE);
   try {
     const flash: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
     const { kind, text } = isFields(flash) ? flash : {};
@@ -135,20 +138,26 @@ export function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash |
 }
 
 /** Sends the browser to `to` (303: the next request is a GET), leaving `flash` for that page. */
-export function redirect(request: FastifyRequest, reply: FastifyReply, to: Redirect): FastifyReply {
+export function redirect(_request: FastifyRequest, reply: FastifyReply, to: Redirect): FastifyReply {
   if (to.flash) {
     const value = Buffer.from(JSON.stringify(to.flash)).toString('base64url');
-    reply.header(
-      'set-cookie',
-      serializeCookie(FLASH_COOKIE, value, { path: CONSOLE, maxAge: 60, secure: isHttps(request) }),
-    );
+    setConsoleCookie(reply, FLASH_COOKIE, value, 60);
   }
   return reply.code(303).header('location', to.redirect).send();
 }
 
-/** Sends a page, with the console's headers (also on the error pages of requests no hook saw). */
+/**
+ * Sends a page, with the console's headers: also on the error pages of requests refused by the
+ * app's first hooks (an unknown address, a wrong method, shutting down), which the console's own
+ * onRequest hook never saw.
+ */
 export function sendPage(reply: FastifyReply, body: Html, status = 200): FastifyReply {
-  return reply.code(status).headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(body.text);
+  if (!reply.raw.hasHeader('content-security-policy')) setSecurityHeaders(reply.request, reply);
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(body.text);
 }
 
 function fieldsOf(request: FastifyRequest): Record<string, unknown> {
@@ -170,7 +179,7 @@ function firstQuery(request: FastifyRequest, name: string): string | undefined {
  */
 export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
   async function callOf(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleCall | undefined> {
-    const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+    const secret = request.cookies[SESSION_COOKIE];
     const session = secret === undefined ? undefined : await sessions.find(secret);
     if (!session || secret === undefined) return undefined;
     const csrf = sessions.csrfToken(secret);

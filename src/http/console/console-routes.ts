@@ -1,3 +1,5 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
@@ -7,11 +9,10 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
-import { registerFormParser } from '../body-parsers.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { targetPath } from '../target-path.ts';
 import { registerConsoleAssets } from './assets.ts';
-import { createConsoleRouter, FormError, SECURITY_HEADERS, sendPage } from './console-router.ts';
+import { createConsoleRouter, FormError, sendPage, setConsoleHeaders } from './console-router.ts';
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { registerAuditPage } from './pages/audit.ts';
@@ -68,16 +69,20 @@ export function registerConsoleRoutes(parent: App, ctx: AppContext): void {
 }
 
 function consoleRoutes(app: App, ctx: AppContext): void {
+  // Forms only (a repeated field becomes a list: ConsoleCall.field refuses it); the API's JSON
+  // parser is not inherited. The cookies are parsed and written by @fastify/cookie (./cookies.ts).
   app.removeAllContentTypeParsers();
-  registerFormParser(app, { bodyLimit: FORM_LIMIT });
+  app.register(fastifyFormbody, { bodyLimit: FORM_LIMIT });
   app.addContentTypeParser<Buffer>('*', { parseAs: 'buffer', bodyLimit: FORM_LIMIT }, (_req, body, done) => {
     if (body.length === 0) return done(null, undefined);
     const err = new FormError('The console reads forms only');
     err.statusCode = 415;
     done(err, undefined);
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    reply.headers(SECURITY_HEADERS);
+  app.register(fastifyCookie);
+  app.addHook('onRequest', (request, reply, done) => {
+    setConsoleHeaders(request, reply);
+    done();
   });
   // Errors of the framework (a body too large), of the console (a form not ours) and the
   // not-found refusal thrown for every unknown path (../plugins/not-found.ts) become pages.

@@ -1,33 +1,26 @@
-/** The cookies of a `Cookie` header (RFC 6265 section 5.4); a repeated name keeps its first value. */
-export function parseCookies(header: string | undefined): Map<string, string> {
-  const cookies = new Map<string, string>();
-  if (!header) return cookies;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq < 0) continue;
-    const name = part.slice(0, eq).trim();
-    let value = part.slice(eq + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-    if (name !== '' && !cookies.has(name)) cookies.set(name, value);
-  }
-  return cookies;
-}
+import type { FastifyReply } from 'fastify';
+import { CONSOLE } from '../base-path.ts';
+import { isHttps } from '../security-headers.ts';
 
-export interface CookieOptions {
-  readonly path: string;
-  /** Seconds; 0 deletes the cookie. Without it, a session cookie (gone when the browser closes). */
-  readonly maxAge?: number;
-  readonly secure: boolean;
+/**
+ * The attributes of every console cookie: `HttpOnly` (no script reads it), `SameSite=Strict` (no
+ * other site's page sends it), the console's path, `Secure` when the console is served over https.
+ * The cookies themselves are @fastify/cookie's (registered in the console's scope: it parses
+ * `request.cookies`, a repeated name keeping its first value, and writes `Set-Cookie`).
+ */
+function attributes(reply: FastifyReply) {
+  return { path: CONSOLE, httpOnly: true, sameSite: 'strict', secure: isHttps(reply.request) } as const;
 }
 
 /**
- * A `Set-Cookie` value for the console: always `HttpOnly` (no script reads it) and
- * `SameSite=Strict` (no other site's page sends it), `Secure` when the console is served over
- * https. `value` must be a cookie-octet token (the console's are base64url).
+ * Sets a console cookie; `maxAge` in seconds, without it a session cookie (gone when the browser
+ * closes). `value` must be a cookie-octet token (the console's are base64url).
  */
-export function serializeCookie(name: string, value: string, o: CookieOptions): string {
-  let cookie = `${name}=${value}; Path=${o.path}; HttpOnly; SameSite=Strict`;
-  if (o.maxAge !== undefined) cookie += `; Max-Age=${o.maxAge}`;
-  if (o.secure) cookie += '; Secure';
-  return cookie;
+export function setConsoleCookie(reply: FastifyReply, name: string, value: string, maxAge?: number): void {
+  reply.setCookie(name, value, maxAge === undefined ? attributes(reply) : { ...attributes(reply), maxAge });
+}
+
+/** Deletes a console cookie (`Max-Age=0` and an `Expires` in the past). */
+export function clearConsoleCookie(reply: FastifyReply, name: string): void {
+  reply.clearCookie(name, attributes(reply));
 }

@@ -6,8 +6,8 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../json-depth.ts';
  * The API reads JSON and nothing else (docs/design/contract.md#status-codes-and-error-codes). An
  * empty body of any type is no body (billing modules send `Content-Type: application/json` or a
  * form type on POSTs without one), and no body is validated as an empty object; any other body is
- * 415, rather than text Fastify would hand to validation as a string. The token endpoint adds its
- * form parser in its own scope (../body-parsers.ts).
+ * 415, rather than text Fastify would hand to validation as a string. The token endpoint and the
+ * console add a form parser (@fastify/formbody) in their own scopes.
  */
 export const jsonBody = fp(
   (app, _options, done) => {

@@ -8,6 +8,7 @@ import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { registerDocumentRoute } from '../document-route.ts';
 import { DOCUMENT_ONLY } from '../schemas/common.ts';
+import { securityHeaders } from '../security-headers.ts';
 
 /** Where the reference page lives, and the document it shows. */
 const DOCS_PATH = `${BASE}/docs`;
@@ -18,18 +19,21 @@ const DOCUMENT_PATH = `${BASE}/openapi.json`;
  * only (no inline script: the settings are a file too). Swagger UI's stylesheet draws its
  * icons as `data:` images, so images may be those; it fetches the document and sends
  * "Try it out" requests to this server only (`validatorUrl: null` keeps it from asking an
- * online validator about the document).
+ * online validator about the document). The page's other headers are the console's
+ * (../security-headers.ts).
  */
-const DOCS_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const DOCS_CSP = {
+  'default-src': ["'none'"],
+  'script-src': ["'self'"],
+  'style-src': ["'self'"],
+  'img-src': ["'self'", 'data:'],
+  'connect-src': ["'self'"],
+  'base-uri': ["'none'"],
+  'form-action': ["'none'"],
+  'frame-ancestors': ["'none'"],
+} as const;
+
+const setDocsHeaders = securityHeaders(DOCS_CSP);
 
 const SETTINGS = `window.ui = SwaggerUIBundle({
   url: ${JSON.stringify(DOCUMENT_PATH)},
@@ -111,9 +115,10 @@ export function registerDocsRoutes(app: App, _ctx: AppContext): void {
       responses: { 200: text('text/html', 'The page; its scripts and styles are under /docs/') },
     },
   };
-  app.get(DOCS_PATH, page, async (_request, reply) =>
-    reply.type('text/html; charset=utf-8').header('content-security-policy', DOCS_CSP).send(PAGE),
-  );
+  app.get(DOCS_PATH, page, async (request, reply) => {
+    setDocsHeaders(request, reply);
+    return reply.type('text/html; charset=utf-8').send(PAGE);
+  });
 
   app.get(
     `${DOCS_PATH}/:file`,

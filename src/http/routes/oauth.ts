@@ -1,3 +1,4 @@
+import fastifyFormbody from '@fastify/formbody';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
@@ -5,7 +6,6 @@ import type { AppContext } from '../../context.ts';
 import { SCOPES } from '../../domain/scopes.ts';
 import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
-import { registerFormParser } from '../body-parsers.ts';
 import { isFields } from '../fields.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { StringEnum } from '../schemas/common.ts';
@@ -138,10 +138,11 @@ const TOKEN_DOCS = {
 export function registerOauthRoutes(app: App, ctx: AppContext): void {
   const endpoint = createTokenEndpoint(ctx);
 
-  // RFC 6749 sends a form; its parser lives in this scope only, the rest of the API reads JSON.
+  // RFC 6749 sends a form; its parser (@fastify/formbody: a repeated field becomes a list, which
+  // the endpoint refuses) lives in this scope only, the rest of the API reads JSON.
   app.register(
     namedPlugin('oauthTokenEndpoint', async (scope: App) => {
-      registerFormParser(scope);
+      await scope.register(fastifyFormbody);
       // Any reply: the endpoint decides the status of each RFC 6749 answer (token-endpoint.ts).
       scope.post(
         `${BASE}/oauth/token`,

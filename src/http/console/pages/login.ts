@@ -12,13 +12,12 @@ import { isFields } from '../../fields.ts';
 import {
   type ConsoleRouter,
   consolePath,
-  isHttps,
   redirect,
   SESSION_COOKIE,
   sendPage,
   takeFlash,
 } from '../console-router.ts';
-import { parseCookies, serializeCookie } from '../cookies.ts';
+import { clearConsoleCookie, setConsoleCookie } from '../cookies.ts';
 import { type Html, html } from '../html.ts';
 import { type Flash, page } from '../layout.ts';
 import type { ConsoleSessions } from '../sessions.ts';
@@ -76,13 +75,10 @@ function sameToken(a: string, b: string): boolean {
 
 /** The login form's token of this browser, set as a cookie when it has none yet. */
 function loginToken(request: FastifyRequest, reply: FastifyReply): string {
-  const held = parseCookies(request.headers.cookie).get(LOGIN_COOKIE);
+  const held = request.cookies[LOGIN_COOKIE];
   if (held && LOGIN_TOKEN.test(held)) return held;
   const token = randomBytes(24).toString('base64url');
-  reply.header(
-    'set-cookie',
-    serializeCookie(LOGIN_COOKIE, token, { path: CONSOLE, secure: isHttps(request) }),
-  );
+  setConsoleCookie(reply, LOGIN_COOKIE, token);
   return token;
 }
 
@@ -99,7 +95,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
   app.get('/login', async (request, reply) => {
     const asked = isFields(request.query) ? request.query['next'] : undefined;
     const next = nextOf(request, typeof asked === 'string' ? asked : undefined);
-    const secret = parseCookies(request.headers.cookie).get(SESSION_COOKIE);
+    const secret = request.cookies[SESSION_COOKIE];
     if (secret && (await o.sessions.find(secret)))
       return redirect(request, reply, { redirect: next ?? `${CONSOLE}/` });
     const flash = takeFlash(request, reply);
@@ -167,15 +163,12 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
       { target: { type: 'operator', id: operator.id } },
       ctx.clock.now(),
     );
-    reply.header(
-      'set-cookie',
-      serializeCookie(SESSION_COOKIE, secret, { path: CONSOLE, secure: isHttps(request) }),
-    );
+    setConsoleCookie(reply, SESSION_COOKIE, secret);
     return redirect(request, reply, { redirect: next ?? `${CONSOLE}/` });
   });
 
   router.action('/logout', async (call) => {
-    const secret = parseCookies(call.request.headers.cookie).get(SESSION_COOKIE) ?? '';
+    const secret = call.request.cookies[SESSION_COOKIE] ?? '';
     await o.sessions.end(secret);
     const audit = {
       actor: { type: 'operator' as const, id: call.session.operatorId },
@@ -188,10 +181,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
       { target: { type: 'operator', id: call.session.operatorId } },
       ctx.clock.now(),
     );
-    call.reply.header(
-      'set-cookie',
-      serializeCookie(SESSION_COOKIE, '', { path: CONSOLE, maxAge: 0, secure: isHttps(call.request) }),
-    );
+    clearConsoleCookie(call.reply, SESSION_COOKIE);
     return { redirect: `${CONSOLE}/login`, flash: { kind: 'ok', text: 'You have logged out.' } };
   });
 }
