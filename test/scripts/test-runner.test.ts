@@ -28,6 +28,9 @@ function runSuite(files: string[], env: Record<string, string | undefined>): Pro
       VRP_TEST_LANES: '1',
       // Node's test runner refuses to run files from within a test unless this is unset.
       NODE_TEST_CONTEXT: undefined,
+      // Whatever the run around this one measures, this one measures only what it is told to.
+      VRP_TEST_COVERAGE: undefined,
+      NODE_V8_COVERAGE: undefined,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
