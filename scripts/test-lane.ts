@@ -27,6 +27,7 @@ import {
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { LANE_ENDINGS } from '../test/helpers/lane.ts';
+import { ONE_AT_A_TIME } from './test-lanes.ts';
 
 const timesFile = process.env['VRP_TEST_TIMES'];
 
@@ -129,15 +130,6 @@ function describeFile(name: string, url: string): Promise<void> {
     if (times) after(times.record);
   });
 }
-
-/**
- * The test files that start real VMs. They run one at a time across the lanes: libvirt defines
- * domains one after another, and where a define takes 30-50 s (a /dev/kvm libvirt's QEMU cannot
- * open: docs/libvirt.md, "Provisioning time"), several files' defines queued past the driver's
- * 120 s timeout.
- */
-const ONE_AT_A_TIME =
-  /^test\/(drivers\/libvirt|e2e\/libvirt-(api|kvm-fallback|password|power|provision))\.test\.ts$/;
 
 /** Whether this lane got `marker` (a file taken, a group held): creating a file that must not exist is atomic. */
 function take(marker: string): boolean {

@@ -14,6 +14,15 @@ import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
+ * The test files that start real VMs. They run one at a time across the lanes: libvirt defines
+ * domains one after another, and where a define takes 30-50 s (a /dev/kvm libvirt's QEMU cannot
+ * open: docs/libvirt.md, "Provisioning time"), several files' defines queued past the driver's
+ * 120 s timeout.
+ */
+export const ONE_AT_A_TIME =
+  /^test\/(drivers\/libvirt|e2e\/libvirt-(api|kvm-fallback|password|power|provision))\.test\.ts$/;
+
+/**
  * A queue of `files` (paths relative to the project) and `lanes` lane files that work it off.
  * `filtered`: the run selects tests by name or `only`; then each lane takes every `lanes`-th
  * file at once instead (scripts/test-lane.ts says why).

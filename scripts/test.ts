@@ -16,7 +16,7 @@ import { join, resolve } from 'node:path';
 import { type PostgresServer, startPostgres } from './postgres.ts';
 import { leftBehind } from './processes.ts';
 import { mergeTimes, readCosts, runOrder, writeCosts } from './test-costs.ts';
-import { writeLanes } from './test-lanes.ts';
+import { ONE_AT_A_TIME, writeLanes } from './test-lanes.ts';
 import { prepareTools, TOOLS } from './test-tools.ts';
 
 /**
@@ -111,7 +111,7 @@ const tools = prepareTools(
   { installWanted: process.env['VRP_TEST_INSTALL'] !== '0', say },
   TOOLS.filter((t) => (t.name === 'postgres' ? usesPostgres : files.some((f) => t.neededBy.test(f)))),
 );
-const libvirtFiles = files.filter((f) => /libvirt/.test(f));
+const libvirtFiles = files.filter((f) => ONE_AT_A_TIME.test(f));
 const noTemplate = libvirtFiles.length > 0 && !process.env['VRP_TEST_LIBVIRT_TEMPLATE'];
 if (noTemplate) {
   say(
