@@ -3,7 +3,13 @@
  * its admin URL as VRP_TEST_PG_URL; without it (a single test file run by hand) only SQLite runs.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
+import { createStore, type Store } from '../../src/store/database.ts';
+import { migrateTo } from '../../src/store/migrate.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
@@ -35,6 +41,28 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
       } finally {
         await c.end();
       }
+    },
+  };
+}
+
+/**
+ * A fresh store of `kind` migrated up to `migration` and no further, for the tests of a later
+ * migration over rows of the earlier schema; `done` closes and removes it.
+ */
+export async function storeAtMigration(
+  kind: StoreKind,
+  migration: string,
+): Promise<{ store: Store; done(): Promise<void> }> {
+  const pgDb = kind === 'postgres' ? await createPgDatabase() : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-migration-'));
+  const store = createStore({ databaseUrl: pgDb?.url, dataDir: dir });
+  await migrateTo(store.db as Kysely<unknown>, migration);
+  return {
+    store,
+    async done() {
+      await store.close();
+      await pgDb?.drop();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

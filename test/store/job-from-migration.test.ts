@@ -3,47 +3,17 @@
  * its own (migration 005). A job written the old way must read right after the migration.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { createStore, type Store } from '../../src/store/database.ts';
 import { migrateTo } from '../../src/store/migrate.ts';
 import { toRunnableJob } from '../../src/store/repos/jobs.ts';
 import { serviceRowBefore012 } from '../helpers/old-rows.ts';
-import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
-
-/** A store at migration 004, the last one before `from_state`; `done` closes and removes it. */
-async function storeBefore005(kind: StoreKind): Promise<{ store: Store; done(): Promise<void> }> {
-  if (kind === 'postgres') {
-    const pg = await createPgDatabase();
-    const store = createStore({ databaseUrl: pg.url, dataDir: '' });
-    await migrateTo(store.db as Kysely<unknown>, '004-retention-indexes');
-    return {
-      store,
-      async done() {
-        await store.close();
-        await pg.drop();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'vrp-m005-'));
-  const store = createStore({ databaseUrl: undefined, dataDir: dir });
-  await migrateTo(store.db as Kysely<unknown>, '004-retention-indexes');
-  return {
-    store,
-    async done() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
   describe(`migration 005: a job's _from becomes its from_state (${kind})`, () => {
     test('old rows are moved: the recorded state to the column, the key out of the parameters', async () => {
-      const { store, done } = await storeBefore005(kind);
+      const { store, done } = await storeAtMigration(kind, '004-retention-indexes');
       try {
         const { db } = store;
         const now = Date.now();

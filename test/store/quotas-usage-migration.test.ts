@@ -3,35 +3,16 @@
  * time of the upgrade (usage was not recorded before); others get none.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Kysely } from 'kysely';
-import { createStore, type Store } from '../../src/store/database.ts';
-import { migrateTo, migrateToLatest } from '../../src/store/migrate.ts';
+import { migrateToLatest } from '../../src/store/migrate.ts';
 import { listServiceIntervals } from '../../src/store/repos/usage-intervals.ts';
 import { serviceRowBefore012 } from '../helpers/old-rows.ts';
-import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
-
-async function storeAt005(kind: StoreKind): Promise<{ store: Store; done(): Promise<void> }> {
-  const pgDb = kind === 'postgres' ? await createPgDatabase() : undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'vrp-m007-'));
-  const store = createStore({ databaseUrl: pgDb?.url, dataDir: dir });
-  await migrateTo(store.db as Kysely<unknown>, '005-job-from-state');
-  return {
-    store,
-    async done() {
-      await store.close();
-      await pgDb?.drop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
   test(`migration 007 opens an interval for each service on a host, from now (${kind})`, async () => {
-    const { store, done } = await storeAt005(kind);
+    const { store, done } = await storeAtMigration(kind, '005-job-from-state');
     try {
       const { db } = store;
       const created = Date.UTC(2025, 0, 1);

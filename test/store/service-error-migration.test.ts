@@ -4,49 +4,19 @@
  * events still hold it, else their newest failed create job's error; the others get none.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
-import { createStore, type Store } from '../../src/store/database.ts';
 import { migrateTo } from '../../src/store/migrate.ts';
 import { newJobRow } from '../../src/store/repos/jobs.ts';
 import { serviceRowBefore017 } from '../helpers/old-rows.ts';
-import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
-
-/** A store at migration 016, the last one before the services' error; `done` closes and removes it. */
-async function storeBefore017(kind: StoreKind): Promise<{ store: Store; done(): Promise<void> }> {
-  if (kind === 'postgres') {
-    const pg = await createPgDatabase();
-    const store = createStore({ databaseUrl: pg.url, dataDir: '' });
-    await migrateTo(store.db as Kysely<unknown>, '016-job-retry');
-    return {
-      store,
-      async done() {
-        await store.close();
-        await pg.drop();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'vrp-m017-'));
-  const store = createStore({ databaseUrl: undefined, dataDir: dir });
-  await migrateTo(store.db as Kysely<unknown>, '016-job-retry');
-  return {
-    store,
-    async done() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const GONE = 'The server no longer exists on its host: it was removed outside the API';
 
 for (const kind of testStores()) {
   describe(`migration 017: a failed service's reason (${kind})`, () => {
     test('failed services get the reason their events or their failed create tell; the others none', async () => {
-      const { store, done } = await storeBefore017(kind);
+      const { store, done } = await storeAtMigration(kind, '016-job-retry');
       try {
         const { db } = store;
         const now = Date.now();
