@@ -35,6 +35,16 @@ const JOB_PARAMS = {
   }),
   backup_restore: BackupId,
   backup_delete: BackupId,
+  /**
+   * `host_id`: the destination the operator chose, or null for the placement rule's choice.
+   * `from_host_id`: the host the service was on when the migration was asked for (an
+   * evacuation's counts and the jobs list show it). `evacuation`: queued by an evacuation.
+   */
+  migrate: Type.Object({
+    host_id: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
+    from_host_id: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
+    evacuation: Type.Boolean(),
+  }),
 } as const satisfies Record<JobAction, TSchema>;
 
 /** The parameters of each action's job. */

@@ -41,6 +41,7 @@ export const JOB_ACTIONS = [
   'backup_create',
   'backup_restore',
   'backup_delete',
+  'migrate',
 ] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
 
@@ -68,6 +69,7 @@ const ACCEPTS: Readonly<Record<StableStatus, readonly Operation[]>> = {
     'schedule_create',
     'schedule_delete',
     'terminate',
+    'migrate',
   ],
   stopped: [
     'start',
@@ -80,6 +82,7 @@ const ACCEPTS: Readonly<Record<StableStatus, readonly Operation[]>> = {
     'schedule_create',
     'schedule_delete',
     'terminate',
+    'migrate',
   ],
   suspended: ['unsuspend', 'terminate', 'backup_delete', 'schedule_delete'],
   failed: ['create', 'terminate'],
@@ -151,9 +154,15 @@ export function statusAfterFailure(action: JobAction, from: StableStatus): Stabl
   return action === 'create' ? 'failed' : from;
 }
 
-/** The operations that would do something now (repeats that are no-ops are not listed). */
+/** Operations only the provider's operators ask for: a reseller is never offered them. */
+const OPERATOR_ONLY: ReadonlySet<Operation> = new Set(['migrate']);
+
+/**
+ * The operations a reseller's request would get done now (repeats that are no-ops are not
+ * listed, nor the operator's own operations).
+ */
 export function allowedActions(state: ServiceState): Operation[] {
-  return [...ACCEPTS[state.status]];
+  return ACCEPTS[state.status].filter((op) => !OPERATOR_ONLY.has(op));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../store/schema.ts';
 import type { HypervisorDriver } from './driver.ts';
-import { syncHosts } from './hosts.ts';
+import { seedHosts } from './hosts.ts';
 import { createIpPool } from './ip-pool.ts';
 import { createLibvirtDriver } from './libvirt/libvirt-driver.ts';
 import { createSimulatedDriver } from './simulated/simulated-driver.ts';
@@ -21,11 +21,10 @@ export async function createDriver(
 ): Promise<HypervisorDriver> {
   const ipPool = await createIpPool(db, config.simulatedIpPool, Date.now);
   if (config.driver === 'libvirt') {
-    await syncHosts(db, config.libvirtHosts);
+    await seedHosts(db, 'libvirt', config.libvirtHosts, Date.now());
     return createLibvirtDriver({
       db,
       ipPool,
-      hosts: config.libvirtHosts,
       storage: config.libvirtStorage,
       virtType: config.libvirtVirtType,
       onVirtChoice: (hostId, c) =>
@@ -35,11 +34,10 @@ export async function createDriver(
       stopTimeoutMs: config.stopTimeoutMs,
     });
   }
-  await syncHosts(db, config.simulatedHosts);
+  await seedHosts(db, 'simulated', config.simulatedHosts, Date.now());
   return createSimulatedDriver({
     db,
     ipPool,
-    hostIds: config.simulatedHosts.map((h) => h.id),
     faults: config.simulatedFaults,
     speed: config.simulatedSpeed,
   });

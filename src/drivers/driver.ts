@@ -79,9 +79,8 @@ export interface StopOptions {
 export type HostPowerStates = ReadonlyMap<string, PowerState>;
 
 export interface HypervisorDriver {
-  readonly name: string;
-  /** The hosts the driver is configured with: those `powerStates` can list. */
-  readonly hostIds: readonly string[];
+  /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
+  readonly name: 'simulated' | 'libvirt';
   /**
    * The power state of all of the driver's VMs on `hostId`, in ONE call to the host (libvirt:
    * one `virsh list --all`), whatever the number of VMs: what the power-state reconciler
@@ -89,6 +88,22 @@ export interface HypervisorDriver {
    * resources and resumes where it was). Throws a DriverError when the host does not answer.
    */
   powerStates(hostId: string): Promise<HostPowerStates>;
+  /**
+   * Moves the VM to another of the driver's hosts: to `toHostId`, or with null to the one the
+   * placement rule picks. A running VM moves live (its disk copied along when the hosts share no
+   * storage) and keeps running; a stopped one moves cold. It keeps its id and addresses, and its
+   * room moves with it (reserved on the destination first, given back on the source once it
+   * has moved). A migration that fails leaves the VM whole on the source. Idempotent: a re-run
+   * after a crash finds the reservation it made, looks at both hosts, and finishes or undoes.
+   * A destination that cannot take the VM (the same host, draining, unreachable, full) fails
+   * permanently, with the reason.
+   */
+  migrate(vmId: string, toHostId: string | null): Promise<VmInfo>;
+  /**
+   * Asks the host whether it answers (libvirt: its connection): resolves if it does, throws a
+   * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.
+   */
+  probe(hostId: string): Promise<void>;
   /** Places, defines and starts a VM (allocating its addresses); returns it running. */
   create(spec: VmSpec): Promise<VmInfo>;
   start(vmId: string): Promise<VmInfo>;

@@ -2,7 +2,13 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
-import type { Database, LibvirtVmTable, SimVmTable } from '../store/schema.ts';
+import type {
+  Database,
+  HostDriver,
+  HypervisorHostTable,
+  LibvirtVmTable,
+  SimVmTable,
+} from '../store/schema.ts';
 import { DriverError } from './driver.ts';
 
 export interface Need {
@@ -11,40 +17,75 @@ export interface Need {
   readonly diskGb: number;
 }
 
-/** A host as configured: its capacity (backup storage only where the driver keeps backups on it). */
+/** A host as the settings list it: its capacity (backup storage only where the driver keeps backups on it). */
 export interface HostCapacity {
   readonly id: string;
+  /** The libvirt connection; absent for simulated hosts. */
+  readonly uri?: string;
   readonly cpu: number;
   readonly ramGb: number;
   readonly diskGb: number;
   readonly backupGb?: number;
 }
 
-/** Brings the configured hosts into the store: capacities as configured, usage as it was. */
-export async function syncHosts(db: Kysely<Database>, hosts: readonly HostCapacity[]): Promise<void> {
-  for (const host of hosts) {
-    const h = { ...host, backupGb: host.backupGb ?? 0 };
-    await db
-      .insertInto('hypervisor_hosts')
-      .values({
-        id: h.id,
-        cpu: h.cpu,
-        ram_gb: h.ramGb,
-        disk_gb: h.diskGb,
-        backup_gb: h.backupGb,
-        used_cpu: 0,
-        used_ram_gb: 0,
-        used_disk_gb: 0,
-        used_backup_gb: 0,
-        state: 'active',
-      })
-      .onConflict((oc) =>
-        oc
-          .column('id')
-          .doUpdateSet({ cpu: h.cpu, ram_gb: h.ramGb, disk_gb: h.diskGb, backup_gb: h.backupGb }),
-      )
+/** Set once the settings' hosts have been written to the store: later starts leave hosts alone. */
+const SEEDED_KEY = 'hosts_seeded';
+
+/**
+ * The hosts the settings list (VRP_SIM_HOSTS, VRP_LIBVIRT_HOSTS) seed a fresh store, once: from
+ * then on hosts are records the operator manages (OPS/hosts), and the settings are not read
+ * again. A store upgraded from before hosts were records (migration 018) gets the listed hosts
+ * it lacks, and its hosts that no driver has adopted yet become `driver`'s, with the listed URI.
+ */
+export async function seedHosts(
+  db: Kysely<Database>,
+  driver: HostDriver,
+  hosts: readonly HostCapacity[],
+  now: number,
+): Promise<void> {
+  await db.transaction().execute(async (tx) => {
+    const seeded = await tx
+      .selectFrom('meta')
+      .select('value')
+      .where('key', '=', SEEDED_KEY)
+      .executeTakeFirst();
+    if (seeded) return;
+    for (const host of hosts) {
+      await tx
+        .insertInto('hypervisor_hosts')
+        .values({
+          id: host.id,
+          name: host.id,
+          driver,
+          uri: host.uri ?? null,
+          cpu: host.cpu,
+          ram_gb: host.ramGb,
+          disk_gb: host.diskGb,
+          backup_gb: host.backupGb ?? 0,
+          used_cpu: 0,
+          used_ram_gb: 0,
+          used_disk_gb: 0,
+          used_backup_gb: 0,
+          state: 'active',
+          health: 'up',
+          created_at: now,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      if (host.uri !== undefined)
+        await tx
+          .updateTable('hypervisor_hosts')
+          .set({ uri: host.uri })
+          .where('id', '=', host.id)
+          .where('uri', 'is', null)
+          .execute();
+    }
+    await tx.updateTable('hypervisor_hosts').set({ driver }).where('driver', 'is', null).execute();
+    await tx
+      .insertInto('meta')
+      .values({ key: SEEDED_KEY, value: String(now) })
       .execute();
-  }
+  });
 }
 
 /** A driver's row of a VM, without the host it is placed on (placeVm writes it). */
@@ -56,12 +97,44 @@ export type VmRecord =
     };
 
 /**
- * Reserves room on the host with the most free RAM that fits, among `hostIds` (the driver's
- * configured hosts; rows of hosts no longer configured stay in the store for the VMs on them)
- * that are active: a host the operator drains takes no new VM, on every driver, since both
- * place through here. The reservation is a conditional update, on the room and on the state, so
- * concurrent placements (workers, processes) never overbook a host nor place on one drained
- * meanwhile.
+ * The hosts a new VM (or a migrating one) may go to: the driver's, active (a host the operator
+ * drains or evacuates takes no new VM, on every driver, since both place through here) and
+ * answering, those with room for `need` first by most free RAM.
+ */
+async function candidateHosts(
+  db: Kysely<Database>,
+  need: Need,
+  driver: HostDriver,
+  exclude?: string,
+): Promise<HypervisorHostTable[]> {
+  const hosts = await db
+    .selectFrom('hypervisor_hosts')
+    .selectAll()
+    .where('driver', '=', driver)
+    .where('state', '=', 'active')
+    .where('health', '=', 'up')
+    .$if(exclude !== undefined, (q) => q.where('id', '!=', exclude ?? ''))
+    .execute();
+  return hosts
+    .filter(
+      (h) =>
+        h.used_cpu + need.cpu <= h.cpu &&
+        h.used_ram_gb + need.ramGb <= h.ram_gb &&
+        h.used_disk_gb + need.diskGb <= h.disk_gb,
+    )
+    .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb) || a.name.localeCompare(b.name));
+}
+
+const noRoom = (need: Need) =>
+  new DriverError(`No host has room for ${need.cpu} vCPU, ${need.ramGb} GB RAM, ${need.diskGb} GB disk`, {
+    transient: false,
+  });
+
+/**
+ * Reserves room on the host with the most free RAM that fits among `driver`'s placeable hosts
+ * (candidateHosts). The reservation is a conditional update, on the room, the state and the
+ * health, so concurrent placements (workers, processes) never overbook a host nor place on one
+ * drained or found unreachable meanwhile.
  *
  * The driver's row of the VM (`vm`) is written on each host tried, before that host's
  * reservation (inserted on the first, moved to the next): the host's row, whose lock every
@@ -72,51 +145,61 @@ export type VmRecord =
 export async function placeVm(
   db: Kysely<Database>,
   need: Need,
-  hostIds: readonly string[],
+  driver: HostDriver,
   vm: VmRecord,
 ): Promise<string> {
-  const hosts =
-    hostIds.length === 0
-      ? []
-      : await db
-          .selectFrom('hypervisor_hosts')
-          .selectAll()
-          .where('id', 'in', hostIds)
-          .where('state', '=', 'active')
-          .execute();
-  const fitting = hosts
-    .filter(
-      (h) =>
-        h.used_cpu + need.cpu <= h.cpu &&
-        h.used_ram_gb + need.ramGb <= h.ram_gb &&
-        h.used_disk_gb + need.diskGb <= h.disk_gb,
-    )
-    .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb));
   let written = false;
-  for (const h of fitting) {
+  for (const h of await candidateHosts(db, need, driver)) {
     if (written) await db.updateTable(vm.table).set({ host_id: h.id }).where('id', '=', vm.row.id).execute();
     else await insertRow(db, vm.table, { ...vm.row, host_id: h.id } as Insertable<Database[typeof vm.table]>);
     written = true;
-    if (await reserve(db, h.id, need, { activeOnly: true })) return h.id;
+    if (await reserve(db, h.id, need, { placeable: true })) return h.id;
   }
-  throw new DriverError(
-    `No host has room for ${need.cpu} vCPU, ${need.ramGb} GB RAM, ${need.diskGb} GB disk`,
-    {
-      transient: false,
-    },
-  );
+  throw noRoom(need);
+}
+
+/**
+ * Reserves room for a migrating VM: on `to` if given (it must be the driver's, active and
+ * answering), else on the placeable host with the most free RAM other than `from`. Returns the
+ * host reserved on. A destination that cannot take it fails permanently, with the reason.
+ */
+export async function reserveDestination(
+  db: Kysely<Database>,
+  need: Need,
+  driver: HostDriver,
+  from: string,
+  to: string | null,
+): Promise<string> {
+  if (to !== null) {
+    if (to === from) throw new DriverError('The server is already on that host', { transient: false });
+    if (await reserve(db, to, need, { placeable: true, driver })) return to;
+    const host = await db.selectFrom('hypervisor_hosts').selectAll().where('id', '=', to).executeTakeFirst();
+    const why =
+      !host || host.driver !== driver
+        ? 'is not a host of this driver'
+        : host.state !== 'active'
+          ? `is ${host.state}`
+          : host.health !== 'up'
+            ? 'does not answer'
+            : 'has no room for the server';
+    throw new DriverError(`Host ${host?.name ?? to} ${why}`, { transient: false });
+  }
+  for (const h of await candidateHosts(db, need, driver, from)) {
+    if (await reserve(db, h.id, need, { placeable: true })) return h.id;
+  }
+  throw noRoom(need);
 }
 
 /**
  * Adds `delta` to a host's reservation; false if an amount that grows does not fit (or, with
- * `activeOnly`, a new placement, if the host is draining). Amounts that shrink never stop it, so
+ * `placeable`, a new placement, if the host is not active or does not answer). Amounts that shrink never stop it, so
  * room given back is given back even on a host configured below its use.
  */
 async function reserve(
   db: Kysely<Database>,
   hostId: string,
   delta: Need,
-  options: { readonly activeOnly?: boolean } = {},
+  options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
 ): Promise<boolean> {
   const r = await db
     .updateTable('hypervisor_hosts')
@@ -128,7 +211,8 @@ async function reserve(
     .where('id', '=', hostId)
     .where((eb) =>
       eb.and([
-        ...(options.activeOnly ? [eb('state', '=', 'active')] : []),
+        ...(options.placeable ? [eb('state', '=', 'active'), eb('health', '=', 'up')] : []),
+        ...(options.driver ? [eb('driver', '=', options.driver)] : []),
         ...(delta.cpu > 0 ? [eb(eb('used_cpu', '+', delta.cpu), '<=', eb.ref('cpu'))] : []),
         ...(delta.ramGb > 0 ? [eb(eb('used_ram_gb', '+', delta.ramGb), '<=', eb.ref('ram_gb'))] : []),
         ...(delta.diskGb > 0 ? [eb(eb('used_disk_gb', '+', delta.diskGb), '<=', eb.ref('disk_gb'))] : []),

@@ -15,8 +15,9 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     };
   return {
     name: driver.name,
-    hostIds: driver.hostIds,
     powerStates: wrap(driver.powerStates),
+    migrate: wrap(driver.migrate),
+    probe: wrap(driver.probe),
     create: wrap(driver.create),
     start: wrap(driver.start),
     stop: wrap(driver.stop),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type CorrectionKind, correctionKind, powerCorrection } from '../domain/power-drift.ts';
 import type { StableStatus } from '../domain/status-machine.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { reachableHostIds } from '../store/repos/hosts.ts';
 import { claimHostLease, releaseHostLease, renewHostLease } from '../store/repos/reconciler-leases.ts';
 import { createPeriodic } from './periodic.ts';
 import { correctIdleService, type IdleService, type PowerCheckDeps } from './power-check.ts';
@@ -118,7 +119,9 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
 
   async function pass(): Promise<HostPass[]> {
     const results: HostPass[] = [];
-    for (const hostId of o.driver.hostIds) results.push(await reconcileHost(hostId));
+    // Hosts that do not answer are host health's (jobs/host-health.ts): nothing to compare with.
+    for (const hostId of await reachableHostIds(o.db, o.driver.name))
+      results.push(await reconcileHost(hostId));
     return results;
   }
 

@@ -35,6 +35,8 @@ function operationOf(job: RunnableJob, catalog: Catalog, features: DialectFeatur
       return { action: 'suspend', params: job.params };
     case 'reset_password':
       return { action: 'reset_password', params: job.params };
+    case 'migrate':
+      return { action: 'migrate', params: job.params };
     default:
       return { action: job.action };
   }

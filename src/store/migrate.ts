@@ -17,6 +17,7 @@ import * as m014 from './migrations/014-events-seq-at-commit.ts';
 import * as m015 from './migrations/015-job-notifications.ts';
 import * as m016 from './migrations/016-job-retry.ts';
 import * as m017 from './migrations/017-service-error.ts';
+import * as m018 from './migrations/018-host-records.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '015-job-notifications': m015,
   '016-job-retry': m016,
   '017-service-error': m017,
+  '018-host-records': m018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

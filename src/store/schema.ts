@@ -257,12 +257,56 @@ export interface HypervisorHostTable {
   used_ram_gb: number;
   used_disk_gb: number;
   used_backup_gb: number;
-  /** `draining`: no new placements (the operator's drain); its VMs stay (migration 009). */
+  /**
+   * `draining`: no new placements (the operator's drain); its VMs stay (migration 009).
+   * `evacuating`: draining, and its VMs are being migrated off (migration 018).
+   */
   state: HostState;
+  /** The operator's name for the host, unique (migration 018). */
+  name: string;
+  /** `simulated` or `libvirt`; null only on a host of an upgraded store no driver has adopted yet. */
+  driver: HostDriver | null;
+  /** The libvirt connection URI; null for simulated hosts. */
+  uri: string | null;
+  created_at: number;
+  /** `up`, or `unreachable` once its connection has failed for VRP_HOST_DOWN_AFTER. */
+  health: HostHealth;
+  /** When the current run of failed probes began; null while the host answers. */
+  failing_since: number | null;
+  /** The last probe of the host's connection. */
+  checked_at: number | null;
+  /** When the current (or last) evacuation began. */
+  evacuation_started_at: number | null;
 }
 
 /** Whether a host takes new VMs. */
-export type HostState = 'active' | 'draining';
+export type HostState = 'active' | 'draining' | 'evacuating';
+export type HostHealth = 'up' | 'unreachable';
+export type HostDriver = 'simulated' | 'libvirt';
+
+/** A migration an evacuation queued (migration 018). */
+export interface HostEvacuationMoveTable {
+  host_id: string;
+  service_id: string;
+  job_id: string;
+  queued_at: number;
+}
+
+/** A template's base image held by a libvirt host as a storage volume (migration 018). */
+export interface HostImageTable {
+  host_id: string;
+  template_id: string;
+  volume: string;
+  sha256: string;
+  size_bytes: number;
+  created_at: number;
+}
+
+/** A simulated host that does not answer (drivers/simulated/outside.ts; migration 018). */
+export interface SimHostOutageTable {
+  host_id: string;
+  since: number;
+}
 
 /** A libvirt VM's placement and size, for capacity accounting (libvirt itself holds the rest). */
 export interface LibvirtVmTable {
@@ -273,6 +317,8 @@ export interface LibvirtVmTable {
   ram_gb: number;
   disk_gb: number;
   created_at: number;
+  /** The host a migration reserved room on, until it ends (migration 018). */
+  migrating_to: string | null;
 }
 
 export interface SimVmTable {
@@ -293,6 +339,8 @@ export interface SimVmTable {
   boot_count: number;
   created_at: number;
   updated_at: number;
+  /** The host a migration reserved room on, until it ends (migration 018). */
+  migrating_to: string | null;
 }
 
 export interface SimBackupTable {
@@ -427,4 +475,7 @@ export interface Database {
   webhook_deliveries: WebhookDeliveryTable;
   console_sessions: ConsoleSessionTable;
   reconciler_leases: ReconcilerLeaseTable;
+  host_evacuation_moves: HostEvacuationMoveTable;
+  host_images: HostImageTable;
+  sim_host_outages: SimHostOutageTable;
 }

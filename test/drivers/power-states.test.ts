@@ -13,6 +13,7 @@ import { createDriver } from '../../src/drivers/create-driver.ts';
 import { parseDomainList } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { openStore } from '../../src/store/database.ts';
+import { reachableHostIds } from '../../src/store/repos/hosts.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 const A = '0190aaaa-0000-7000-8000-000000000001';
@@ -68,7 +69,11 @@ for (const kind of testStores()) {
         store.db,
       );
       try {
-        assert.deepEqual(driver.hostIds, ['h1']);
+        assert.deepEqual(
+          await reachableHostIds(store.db, driver.name),
+          ['h1'],
+          'the setting seeded the store',
+        );
         assert.deepEqual([...(await driver.powerStates('h1'))], [], 'no VMs yet');
         await driver.create(spec(A));
         await driver.create(spec(B));

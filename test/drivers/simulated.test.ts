@@ -126,7 +126,6 @@ for (const kind of testStores()) {
       const driver = createSimulatedDriver({
         db: t.store.db,
         ipPool: await createIpPool(t.store.db, '10.9.0.0/29', now),
-        hostIds: ['sim-host-1', 'sim-host-2'],
         faults: { transient: 0, permanent: 0 },
         speed: 0,
         now,
@@ -233,13 +232,15 @@ for (const kind of testStores()) {
       }
     });
 
-    test('placement only considers the configured hosts', async () => {
+    test('the hosts setting seeds a fresh store only: a restart with another list changes no host', async () => {
       const t = await simulated(kind, { VRP_SIM_HOSTS: 'old-host:64:256:1000:10' });
       try {
         assert.equal((await t.driver.create(spec(id(1)))).hostId, 'old-host');
         const driver = await t.restart({ VRP_SIM_HOSTS: 'new-host:8:16:100:10' });
-        assert.equal((await driver.create(spec(id(2)))).hostId, 'new-host');
-        await assert.rejects(driver.create(spec(id(3), 16)), permanent(/No host has room/));
+        assert.equal((await driver.create(spec(id(2)))).hostId, 'old-host');
+        await assert.rejects(t.host('new-host'), /no result/i, 'the store has no host new-host');
+        assert.equal((await t.host('old-host')).cpu, 64, 'the capacity stays as stored');
+        await assert.rejects(driver.create(spec(id(3), 64)), permanent(/No host has room/));
         assert.equal(await driver.inspect(id(3)), undefined);
       } finally {
         await t.cleanup();

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import type { LibvirtHostConfig } from '../../config.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
   type BackupInfo,
@@ -24,7 +23,6 @@ import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from 
 export interface LibvirtDriverOptions {
   readonly db: Kysely<Database>;
   readonly ipPool: IpPool;
-  readonly hosts: readonly LibvirtHostConfig[];
   readonly storage: string;
   /** `kvm`, `qemu`, or `auto`: each host's libvirt is asked (`detectVirtType`) when the driver starts. */
   readonly virtType: 'auto' | 'kvm' | 'qemu';
@@ -76,21 +74,33 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const now = o.now ?? Date.now;
   const commands = createCommands(o.onCommand);
   const { run, virsh } = commands;
-  // Every host is asked at once, in the background: a host that does not answer delays
-  // neither the start nor the other hosts, only the first domain defined on it.
-  const virtTypes = new Map(
-    o.hosts.map((h) => [
-      h.id,
-      detectVirtType(o.virtType, h.uri, commands).then((choice) => {
-        o.onVirtChoice?.(h.id, choice);
-        return choice.type;
-      }),
-    ]),
-  );
-  const uriOf = (hostId: string) => {
-    const host = o.hosts.find((h) => h.id === hostId);
-    if (!host) throw new DriverError(`Host ${hostId} is no longer configured`, { transient: false });
+  /** Each host's connection, from its record (the operator may change it: read each time). */
+  const uriOf = async (hostId: string): Promise<string> => {
+    const host = await db
+      .selectFrom('hypervisor_hosts')
+      .select(['uri', 'driver'])
+      .where('id', '=', hostId)
+      .executeTakeFirst();
+    if (host?.driver !== 'libvirt' || !host.uri)
+      throw new DriverError(`Host ${hostId} is not a libvirt host`, { transient: false });
     return host.uri;
+  };
+  // Each host is asked once, when the driver first needs its domain type; a host that does not
+  // answer delays only the first domain defined on it.
+  const virtTypes = new Map<string, Promise<'kvm' | 'qemu'>>();
+  const virtTypeOf = (hostId: string): Promise<'kvm' | 'qemu'> => {
+    let known = virtTypes.get(hostId);
+    if (!known) {
+      known = uriOf(hostId).then((uri) =>
+        detectVirtType(o.virtType, uri, commands).then((choice) => {
+          o.onVirtChoice?.(hostId, choice);
+          return choice.type;
+        }),
+      );
+      known.catch(() => virtTypes.delete(hostId));
+      virtTypes.set(hostId, known);
+    }
+    return known;
   };
   const dir = (vmId: string) => join(o.storage, vmId);
   const files = (vmId: string) => ({
@@ -116,7 +126,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   async function state(vm: LibvirtVmTable): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
     try {
       const { stdout } = await virsh(
-        uriOf(vm.host_id),
+        await uriOf(vm.host_id),
         ['domstate', domainName(vm.id)],
         'Could not read the VM state',
       );
@@ -159,7 +169,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     if (command.includes("'")) return false;
     const answer = await commands
       .virshShell(
-        uriOf(vm.host_id),
+        await uriOf(vm.host_id),
         `qemu-agent-command --timeout ${AGENT_TIMEOUT_S} ${domainName(vm.id)} '${command}'\n`,
         'Could not reach the guest agent',
         (AGENT_TIMEOUT_S + 20) * 1000,
@@ -192,7 +202,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const f = files(vm.id);
     const xml = domainXml({
       name: domainName(vm.id),
-      virtType: (await virtTypes.get(vm.host_id)) ?? 'qemu',
+      virtType: await virtTypeOf(vm.host_id),
       cpu: vm.cpu,
       ramGb: vm.ram_gb,
       disk: f.disk,
@@ -203,7 +213,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
     const xmlFile = join(dir(vm.id), 'domain.xml');
     await writeFile(xmlFile, xml);
-    await virsh(uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM').catch((err) => {
+    await virsh(await uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM').catch((err) => {
       // Defined by an earlier attempt of the same job: nothing left to do.
       if (!/already exists/.test(stderrOf(err))) throw err;
     });
@@ -213,17 +223,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const s = await state(vm);
     if (s === 'running') return;
     if (s === 'paused') {
-      await virsh(uriOf(vm.host_id), ['resume', domainName(vm.id)], 'Could not resume the VM');
+      await virsh(await uriOf(vm.host_id), ['resume', domainName(vm.id)], 'Could not resume the VM');
       return;
     }
-    const uri = uriOf(vm.host_id);
+    const uri = await uriOf(vm.host_id);
     try {
       await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
     } catch (err) {
       // `auto` chose KVM from libvirt's answer, and QEMU could not use it: the host runs TCG
       // from now on, and this domain is defined again for it and started.
       if (o.virtType !== 'auto' || !isKvmRefused(stderrOf(err))) throw err;
-      if ((await virtTypes.get(vm.host_id)) === 'kvm') {
+      if ((await virtTypeOf(vm.host_id)) === 'kvm') {
         const choice = kvmRefusedChoice(stderrOf(err));
         virtTypes.set(vm.host_id, Promise.resolve(choice.type));
         o.onVirtChoice?.(vm.host_id, choice);
@@ -243,7 +253,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   /** ACPI shutdown, then forced off once `timeoutMs` has passed. */
   async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
     if ((await state(vm)) !== 'running') return;
-    const uri = uriOf(vm.host_id);
+    const uri = await uriOf(vm.host_id);
     await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
       if (!isNotRunning(err)) throw err;
     });
@@ -256,7 +266,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   async function powerOffDomain(vm: LibvirtVmTable) {
-    await virsh(uriOf(vm.host_id), ['destroy', domainName(vm.id)], 'Could not power the VM off').catch(
+    await virsh(await uriOf(vm.host_id), ['destroy', domainName(vm.id)], 'Could not power the VM off').catch(
       (err) => {
         if (!isNotRunning(err) && !isNoDomain(err)) throw err;
       },
@@ -267,22 +277,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     let vm = await row(spec.vmId);
     if (!vm) {
       await db.transaction().execute(async (tx) => {
-        await placeVm(
-          tx,
-          { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb },
-          o.hosts.map((h) => h.id),
-          {
-            table: 'libvirt_vms',
-            row: {
-              id: spec.vmId,
-              hostname: spec.hostname,
-              cpu: spec.cpu,
-              ram_gb: spec.ramGb,
-              disk_gb: spec.diskGb,
-              created_at: now(),
-            },
+        await placeVm(tx, { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb }, 'libvirt', {
+          table: 'libvirt_vms',
+          row: {
+            id: spec.vmId,
+            hostname: spec.hostname,
+            cpu: spec.cpu,
+            ram_gb: spec.ramGb,
+            disk_gb: spec.diskGb,
+            created_at: now(),
           },
-        );
+        });
       });
       vm = await get(spec.vmId);
     }
@@ -326,7 +331,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     if (vm) {
       try {
         await powerOffDomain(vm);
-        await virsh(uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
+        await virsh(await uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
           (err) => {
             if (!isNoDomain(err)) throw err;
           },
@@ -356,7 +361,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * a remote host's logs are that host's to rotate.
    */
   async function removeQemuLog(hostId: string, name: string): Promise<void> {
-    if (!isLocalSystem(uriOf(hostId))) return;
+    if (!isLocalSystem(await uriOf(hostId))) return;
     const logs = await readdir(QEMU_LOG_DIR).catch((): string[] => []);
     for (const f of logs) {
       if (f === `${name}.log` || f.startsWith(`${name}.log.`))
@@ -366,10 +371,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
   return {
     name: 'libvirt',
-    hostIds: o.hosts.map((h) => h.id),
+    async migrate(vmId) {
+      throw new DriverError(`Migrating ${vmId} is not built yet`, { transient: false });
+    },
+    async probe(hostId) {
+      await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host');
+    },
 
     async powerStates(hostId) {
-      const { stdout } = await virsh(uriOf(hostId), ['list', '--all'], 'Could not list the VMs of the host');
+      const { stdout } = await virsh(
+        await uriOf(hostId),
+        ['list', '--all'],
+        'Could not list the VMs of the host',
+      );
       return parseDomainList(stdout);
     },
 
@@ -414,7 +428,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       // The boot identity is the domain id: libvirt gives a domain a new one every time it starts
       // (this reboot is shut down + start), and none ("-") while it is off.
       const { stdout } = await virsh(
-        uriOf(vm.host_id),
+        await uriOf(vm.host_id),
         ['domid', domainName(vmId)],
         'Could not read the VM state',
       );
@@ -443,7 +457,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const wasRunning = (await state(vm)) === 'running';
       // vCPUs, memory and the disk change with the VM off; it comes back as it was.
       await stopDomain(vm, o.stopTimeoutMs);
-      const uri = uriOf(vm.host_id);
+      const uri = await uriOf(vm.host_id);
       const name = domainName(vmId);
       await virsh(
         uri,
@@ -498,7 +512,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (!(await exists(target))) {
         await mkdir(join(o.storage, 'backups'), { recursive: true, mode: 0o711 });
         const running = (await state(vm)) === 'running';
-        const uri = uriOf(vm.host_id);
+        const uri = await uriOf(vm.host_id);
         // Paused for the copy, so the disk is consistent; resumed whatever happens.
         if (running) await virsh(uri, ['suspend', domainName(vmId)], 'Could not pause the VM for the backup');
         try {

@@ -11,8 +11,6 @@ import { createSleeper } from './timings.ts';
 export interface SimulatedDriverOptions {
   readonly db: Kysely<Database>;
   readonly ipPool: IpPool;
-  /** The configured hosts (VRP_SIM_HOSTS): placement considers these only. */
-  readonly hostIds: readonly string[];
   readonly faults: FaultConfig;
   /** Multiplier of the step timings (timings.ts); 0 = instant. */
   readonly speed: number;
@@ -129,8 +127,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           guest_agent: 1,
           created_at: t,
           updated_at: t,
+          migrating_to: null,
         };
-        const hostId = await placeVm(tx, need, o.hostIds, { table: 'sim_vms', row });
+        const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row });
         return { ...row, host_id: hostId } satisfies SimVmTable;
       });
       ips = JSON.parse(vm.ips) as string[];
@@ -146,7 +145,10 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
   return {
     name: 'simulated',
-    hostIds: o.hostIds,
+    async migrate(vmId) {
+      throw new DriverError(`Migrating ${vmId} is not built yet`, { transient: false });
+    },
+    async probe() {},
 
     async powerStates(hostId) {
       faults.check('list', hostId);

@@ -43,7 +43,7 @@ export const HostPayload = Type.Object(
   {
     host_id: Type.String(),
     driver: StringEnum(['simulated', 'libvirt']),
-    state: StringEnum(['active', 'draining']),
+    state: StringEnum(['active', 'draining', 'evacuating']),
     capacity: Amounts('As configured'),
     used: Amounts('Reserved by the VMs on it'),
     free: Amounts('Capacity less use (negative where a host was configured below its use)'),

@@ -59,9 +59,12 @@ export const ServiceDetailsPayload = Type.Object(
     client_id: Type.String({ description: 'The application that ordered it' }),
     projected_status: StringEnum(STATUSES),
     pending_jobs: Type.Integer(),
-    host: Nullable(Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining']) }), {
-      description: 'The host its server is on; null before it is created',
-    }),
+    host: Nullable(
+      Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining', 'evacuating']) }),
+      {
+        description: 'The host its server is on; null before it is created',
+      },
+    ),
     updated_at: Timestamp,
     jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
     backups: Type.Array(BackupPayload),

@@ -3,6 +3,7 @@ import { backupCreate } from './backup-create.ts';
 import { backupDelete } from './backup-delete.ts';
 import { backupRestore } from './backup-restore.ts';
 import { create } from './create.ts';
+import { migrate } from './migrate.ts';
 import { resetPassword } from './reset-password.ts';
 import { restart } from './restart.ts';
 import { start } from './start.ts';
@@ -26,4 +27,5 @@ export const TASKS: TaskTable = {
   backup_create: backupCreate,
   backup_restore: backupRestore,
   backup_delete: backupDelete,
+  migrate,
 };

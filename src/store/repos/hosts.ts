@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { roundGb } from '../../domain/sizes.ts';
-import type { Database, HostState } from '../schema.ts';
+import type { Database, HostDriver, HostState } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 
 export type { HostState };
@@ -94,4 +94,16 @@ export async function setHostState(
 export async function findHostState(db: Kysely<Database>, id: string): Promise<HostState | undefined> {
   const row = await db.selectFrom('hypervisor_hosts').select('state').where('id', '=', id).executeTakeFirst();
   return row?.state;
+}
+
+/** The ids of `driver`'s hosts that answer, by name: those the reconciler compares with the store. */
+export async function reachableHostIds(db: Kysely<Database>, driver: HostDriver): Promise<string[]> {
+  const rows = await db
+    .selectFrom('hypervisor_hosts')
+    .select('id')
+    .where('driver', '=', driver)
+    .where('health', '=', 'up')
+    .orderBy('name')
+    .execute();
+  return rows.map((r) => r.id);
 }

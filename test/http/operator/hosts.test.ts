@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { freeBackupSpace, placeVm, reserveBackupSpace, syncHosts } from '../../../src/drivers/hosts.ts';
+import { freeBackupSpace, placeVm, reserveBackupSpace } from '../../../src/drivers/hosts.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
@@ -93,30 +93,24 @@ for (const store of testStores()) {
 
     test('placement itself, which both drivers call, skips draining hosts', async () => {
       const db = t.ctx.store.db;
-      // Hosts as the libvirt driver registers its own (createDriver -> syncHosts).
-      await syncHosts(db, [
+      await libvirtHosts(db, [
         { id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 },
         { id: 'kvm-b', cpu: 8, ramGb: 8, diskGb: 200 },
       ]);
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-a').execute();
       const need = { cpu: 1, ramGb: 1, diskGb: 10 };
-      assert.equal(await placeVm(db, need, ['kvm-a', 'kvm-b'], libvirtVm('vm-place-1')), 'kvm-b');
+      assert.equal(await placeVm(db, need, 'libvirt', libvirtVm('vm-place-1')), 'kvm-b');
       assert.equal(await hostOf(db, 'vm-place-1'), 'kvm-b', 'the VM recorded on the host chosen');
       await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'kvm-b').execute();
-      await assert.rejects(
-        placeVm(db, need, ['kvm-a', 'kvm-b'], libvirtVm('vm-place-2')),
-        /No host has room/,
-      );
-      // A re-sync (a restart) keeps the operator's state.
-      await syncHosts(db, [{ id: 'kvm-a', cpu: 8, ramGb: 16, diskGb: 200 }]);
-      await assert.rejects(placeVm(db, need, ['kvm-a'], libvirtVm('vm-place-3')), /No host has room/);
+      await assert.rejects(placeVm(db, need, 'libvirt', libvirtVm('vm-place-2')), /No host has room/);
+      await assert.rejects(placeVm(db, need, 'libvirt', libvirtVm('vm-place-3')), /No host has room/);
       assert.equal(await hostOf(db, 'vm-place-2'), undefined, 'no VM is recorded on a draining host');
       assert.equal(await hostOf(db, 'vm-place-3'), undefined);
     });
 
     test('placement: a host filled by another placement meanwhile is passed over, the VM recorded on the next', async () => {
       const db = t.ctx.store.db;
-      await syncHosts(db, [
+      await libvirtHosts(db, [
         { id: 'race-a', cpu: 8, ramGb: 32, diskGb: 200 },
         { id: 'race-b', cpu: 8, ramGb: 16, diskGb: 200 },
       ]);
@@ -145,9 +139,7 @@ for (const store of testStores()) {
       try {
         const host = await db
           .transaction()
-          .execute((tx) =>
-            placeVm(tx, { cpu: 1, ramGb: 1, diskGb: 10 }, ['race-a', 'race-b'], libvirtVm('vm-race')),
-          );
+          .execute((tx) => placeVm(tx, { cpu: 1, ramGb: 1, diskGb: 10 }, 'libvirt', libvirtVm('vm-race')));
         assert.equal(host, 'race-b');
         assert.equal(await hostOf(db, 'vm-race'), 'race-b', 'the VM moved to the host that had room');
         assert.equal(await used('race-a'), 8, 'race-a is not overbooked');
@@ -217,4 +209,32 @@ for (const store of testStores()) {
       assert.equal((await opsCall(t, ops, 'GET', 'hosts')).body.data.items[0].state, 'active');
     });
   });
+}
+
+/** Libvirt hosts as the operator adds them (rows of their own, beside the simulated ones). */
+async function libvirtHosts(
+  db: Kysely<Database>,
+  hosts: readonly { id: string; cpu: number; ramGb: number; diskGb: number }[],
+): Promise<void> {
+  for (const h of hosts)
+    await db
+      .insertInto('hypervisor_hosts')
+      .values({
+        id: h.id,
+        name: h.id,
+        driver: 'libvirt',
+        uri: 'qemu:///system',
+        cpu: h.cpu,
+        ram_gb: h.ramGb,
+        disk_gb: h.diskGb,
+        backup_gb: 0,
+        used_cpu: 0,
+        used_ram_gb: 0,
+        used_disk_gb: 0,
+        used_backup_gb: 0,
+        state: 'active',
+        health: 'up',
+        created_at: 0,
+      })
+      .execute();
 }
