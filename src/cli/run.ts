@@ -6,6 +6,7 @@ import { openStore } from '../store/database.ts';
 import type { Database } from '../store/schema.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
+import { hostCommand } from './hosts.ts';
 import { migrateCommand } from './migrate.ts';
 import { operatorCommand } from './operators.ts';
 import { CommandError, createOutput, type Output, UsageError } from './output.ts';
@@ -26,6 +27,10 @@ const USAGE = `usage: vrp <command> [--json]
   operator rotate-secret NAME | set-password NAME --password-stdin
   catalog import FILE.json | catalog import - | catalog export
   usage --from ISO --to ISO [--reseller NAME] [--csv]
+  host list | show HOST | add NAME [--driver D] [--uri URI] --cpu N --ram GB --disk GB [--backup GB]
+  host update HOST [--name NAME] [--uri URI] [--cpu N] [--ram GB] [--disk GB] [--backup GB]
+  host drain HOST | activate HOST | evacuate HOST | remove HOST
+  host migrate SERVICE_ID [--to HOST]
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
 
@@ -37,6 +42,7 @@ const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   operator: operatorCommand,
   catalog: catalogCommand,
   usage: usageCommand,
+  host: hostCommand,
 };
 
 /** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */

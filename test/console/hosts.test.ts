@@ -26,6 +26,7 @@ describe('console: hosts', { skip: noBrowser }, () => {
   let problems: string[];
   let ops: string;
   let host: string;
+  let service: string;
 
   before(async () => {
     [browser, t] = await openTogether([
@@ -38,7 +39,7 @@ describe('console: hosts', { skip: noBrowser }, () => {
     // One running server, so that a host shows some use.
     const acme = await t.token({ reseller: 'acme' });
     const order = await call(t, acme, 'POST', 'service/create-order', smallOrder('host.example.com'), B);
-    const service = order.body.data[0].service_id;
+    service = order.body.data[0].service_id;
     await opsCall(t, ops, 'POST', `services/${service}/create`);
     await waitForStatus(t, acme, service, 'running');
     const hosts = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items;
@@ -110,6 +111,80 @@ describe('console: hosts', { skip: noBrowser }, () => {
       'Host sim-b is active: new servers may be placed on it.',
     );
     assert.equal(await card('sim-b').getByRole('heading').innerText(), 'sim-b active');
+    assert.deepEqual(problems, []);
+  });
+
+  test('add a host: the form adds it; a refusal shows the API’s message; edit, evacuate and remove it', async () => {
+    await page.goto(`${origin}${CONSOLE}/hosts`);
+    const add = async (name: string) => {
+      const form = page.getByRole('region', { name: 'Add a host' });
+      await form.getByLabel(/^Name \(1 to 63/).fill(name);
+      await form.getByLabel('vCores').fill('4');
+      await form.getByLabel('RAM (GB)').fill('8');
+      await form.getByLabel('Disk (GB)').fill('100');
+      await page.getByRole('button', { name: 'Add host' }).click();
+      await page.getByRole('status').or(page.locator('.flash-error, [role=alert]')).first().waitFor();
+    };
+    await add('sim-c');
+    assert.equal(await page.getByRole('status').innerText(), 'Host sim-c added.');
+    const listed = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items;
+    const added = listed.find((h: { name: string }) => h.name === 'sim-c');
+    assert.ok(added, JSON.stringify(listed));
+    assert.equal(await card(added.host_id).getByRole('heading').innerText(), 'sim-c active');
+
+    await add('sim-c');
+    assert.match(await page.getByRole('alert').innerText(), /A host named "sim-c" exists already/);
+
+    const c = card(added.host_id);
+    await c.getByText('Edit sim-c').click();
+    await c.getByLabel('vCores').fill('6');
+    await c.getByRole('button', { name: 'Save sim-c' }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), 'Host sim-c saved.');
+    assert.match(await card(added.host_id).innerText(), /CPU\s+0 \/ 6 vCores/);
+
+    page.once('dialog', (d) => void d.accept());
+    await card(added.host_id).getByRole('button', { name: 'Evacuate sim-c' }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(
+      await page.getByRole('status').innerText(),
+      'Host sim-c is evacuating: its servers are being migrated to other hosts.',
+    );
+    assert.equal(await card(added.host_id).getByRole('heading').innerText(), 'sim-c evacuating');
+    assert.match(
+      await card(added.host_id).innerText(),
+      /Evacuation since .*: 0 moved, 0 failed, 0 moving, 0 left/,
+    );
+
+    // The host with a server cannot be removed: the API's message is shown.
+    page.once('dialog', (d) => void d.accept());
+    await card(host)
+      .getByRole('button', { name: `Remove ${host}` })
+      .click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /1 server is on this host/);
+
+    page.once('dialog', (d) => void d.accept());
+    await card(added.host_id).getByRole('button', { name: 'Remove sim-c' }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), 'Host removed.');
+    assert.equal(await card(added.host_id).count(), 0);
+    assert.equal((await opsCall(t, ops, 'GET', `hosts/${added.host_id}`)).status, 404);
+    assert.deepEqual(problems, []);
+  });
+
+  test('the service page’s Migrate form offers the other active hosts and queues the migration', async () => {
+    await page.goto(`${origin}${CONSOLE}/services/${service}`);
+    const select = page.getByLabel('Destination host');
+    const options = await select.locator('option').allInnerTexts();
+    const other = host === 'sim-a' ? 'sim-b' : 'sim-a';
+    assert.deepEqual(options, ['any (the host with the most free RAM)', other]);
+    await select.selectOption({ label: other });
+    await page.getByRole('button', { name: 'Migrate', exact: true }).click();
+    await page.getByRole('status').first().waitFor();
+    assert.match(await page.getByRole('status').first().innerText(), /Migrate: queued/);
+    const jobs = (await opsCall(t, ops, 'GET', `services/${service}`)).body.data.jobs;
+    assert.equal(jobs[0].action, 'migrate');
     assert.deepEqual(problems, []);
   });
 

@@ -404,7 +404,12 @@ function routeRequestArb(
           requestId: r.requestId !== undefined && REQUEST_ID.test(r.requestId) ? r.requestId : undefined,
           outcome: rightMethod
             ? reachesBody
-              ? bothOutcomes(route.body ? body.outcome : undefined, r.query.outcome)
+              ? bothOutcomes(
+                  // A route without a body schema still refuses a body it cannot read (415,
+                  // 413) before its query is judged: with a broken query too, either 4xx.
+                  route.body || r.query.outcome ? body.outcome : undefined,
+                  r.query.outcome,
+                )
               : undefined
             : routed
               ? WRONG_METHOD

@@ -815,6 +815,14 @@ export interface components {
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
         | 'invalid_cursor'
+        | 'invalid_host_name'
+        | 'host_name_taken'
+        | 'host_driver_mismatch'
+        | 'invalid_host_uri'
+        | 'capacity_below_use'
+        | 'same_host'
+        | 'host_not_active'
+        | 'host_unreachable'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'service_not_found'
@@ -831,6 +839,7 @@ export interface components {
         | 'job_not_queued'
         | 'job_not_failed'
         | 'job_already_retried'
+        | 'host_not_empty'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -870,6 +879,14 @@ export interface components {
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
         | 'invalid_cursor'
+        | 'invalid_host_name'
+        | 'host_name_taken'
+        | 'host_driver_mismatch'
+        | 'invalid_host_uri'
+        | 'capacity_below_use'
+        | 'same_host'
+        | 'host_not_active'
+        | 'host_unreachable'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'service_not_found'
@@ -886,6 +903,7 @@ export interface components {
         | 'job_not_queued'
         | 'job_not_failed'
         | 'job_already_retried'
+        | 'host_not_empty'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1017,7 +1035,8 @@ export interface components {
         | 'terminate'
         | 'backup_create'
         | 'backup_restore'
-        | 'backup_delete';
+        | 'backup_delete'
+        | 'migrate';
       /** @enum {string} */
       status: 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
       /** @description Why the job failed or was skipped, for a person */
@@ -1099,6 +1118,7 @@ export interface components {
         | 'backup_create'
         | 'backup_restore'
         | 'backup_delete'
+        | 'migrate'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1142,6 +1162,7 @@ export interface components {
         | 'backup_create'
         | 'backup_restore'
         | 'backup_delete'
+        | 'migrate'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1187,7 +1208,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1213,7 +1234,15 @@ export interface components {
             | 'schedule_limit_reached'
             | 'webhook_limit_reached'
             | 'invalid_envelope_variant'
-            | 'invalid_cursor';
+            | 'invalid_cursor'
+            | 'invalid_host_name'
+            | 'host_name_taken'
+            | 'host_driver_mismatch'
+            | 'invalid_host_uri'
+            | 'capacity_below_use'
+            | 'same_host'
+            | 'host_not_active'
+            | 'host_unreachable';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -1631,7 +1660,8 @@ export interface operations {
                           | 'terminate'
                           | 'backup_create'
                           | 'backup_restore'
-                          | 'backup_delete';
+                          | 'backup_delete'
+                          | 'migrate';
                         /** @enum {string} */
                         status: 'succeeded' | 'failed' | 'skipped';
                         error: string | null;

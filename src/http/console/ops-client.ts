@@ -28,7 +28,7 @@ export interface OpsAnswer<T> {
  */
 export interface OpsClient {
   get<T>(path: string, query?: Query): Promise<T>;
-  send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<OpsAnswer<T>>;
+  send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<OpsAnswer<T>>;
   /** A GET answered in another media type (usage as CSV): the body as text. */
   text(path: string, query: Query, accept: string): Promise<string>;
 }
@@ -69,7 +69,7 @@ function refusalOf(status: number, body: string): OpsRefusal {
 export function opsClient(app: App, token: string, requestId: string): OpsClient {
   const headers = { authorization: `Bearer ${token}`, 'x-request-id': requestId };
   async function call(
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     body?: unknown,
     accept?: string,
@@ -92,7 +92,7 @@ export function opsClient(app: App, token: string, requestId: string): OpsClient
       const answer = await call('GET', urlOf(path, query));
       return answer.json<Envelope<T>>().data;
     },
-    async send<T>(method: 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) {
+    async send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown) {
       const answer = await call(method, urlOf(path), body);
       const envelope = answer.json<Envelope<T>>();
       return { data: envelope.data, message: envelope.message ?? '' };

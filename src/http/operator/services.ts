@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
+import { requestMigration } from '../../jobs/host-probe.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { listBackups } from '../../store/repos/backups.ts';
 import { findHostState } from '../../store/repos/hosts.ts';
@@ -13,10 +14,11 @@ import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
+import { auditContext } from '../plugins/audit.ts';
 import { InputId, isUuid, ServiceParams, StringEnum } from '../schemas/common.ts';
 import { operatorJobView } from '../schemas/operator.ts';
-import { detailsView } from '../schemas/service-views.ts';
-import { ServiceDetailsPayload, ServiceSummaryPayload } from '../schemas/services.ts';
+import { detailsView, JobPayload, jobView } from '../schemas/service-views.ts';
+import { JOB_HEADERS, ServiceDetailsPayload, ServiceSummaryPayload } from '../schemas/services.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
@@ -41,6 +43,17 @@ function summaryView(s: Service): Static<typeof ServiceSummaryPayload> {
     terminated_at: s.terminatedAt === null ? null : new Date(s.terminatedAt).toISOString(),
   };
 }
+
+const MigrateBody = Type.Object({
+  host_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'The destination host; absent: the one the placement rule picks',
+    }),
+  ),
+});
+const MigratePayload = Type.Object({ job: JobPayload });
 
 const ListQuery = Type.Object({
   reseller_id: Type.Optional(InputId('Only this reseller’s services')),
@@ -145,6 +158,39 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         jobs: jobs.map(operatorJobView),
         backups: backups.map(backupView),
       };
+    },
+  );
+
+  app.post(
+    `${OPS}/services/:service_id/migrate`,
+    operatorRoute(
+      {
+        operationId: 'migrateService',
+        tags: ['Operator service actions'],
+        summary: 'Migrate the server to another host',
+        description:
+          'Queues a `migrate` job: the server moves to `host_id`, or without it to the host the placement rule picks (most free RAM among the active, answering hosts with room). A running server moves live and keeps running; a stopped one moves cold. It keeps its id, addresses and disks. A running or stopped service only (400 `invalid_state`). An unknown host is 404 `host_not_found`; the host it is on already 400 `same_host`; a draining or evacuating host 400 `host_not_active`; one that does not answer 400 `host_unreachable`. Answers the job, its id also in `X-Job-Id`.',
+        params: ServiceParams,
+        body: MigrateBody,
+        successHeaders: JOB_HEADERS,
+        response: { 200: MigratePayload },
+      },
+      'service.migrate',
+    ),
+    async (request, reply) => {
+      const service = await anyService(ctx, request);
+      const outcome = await requestMigration(
+        db,
+        ctx.config.driver,
+        service,
+        request.body.host_id ?? null,
+        auditContext(request),
+        ctx.clock.now(),
+      );
+      ctx.jobSignal.notify();
+      reply.header('x-job-id', outcome.id);
+      request.log.info({ serviceId: service.id, jobId: outcome.id, action: 'migrate' }, 'job queued');
+      return { job: jobView(outcome) };
     },
   );
 

@@ -1,5 +1,6 @@
 /** Payload schemas of the operator API, which the console reads too. */
 import { type Static, Type } from 'typebox';
+import { MAX_HOST_AMOUNT } from '../../domain/host-input.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
 import type { Job } from '../../store/repos/jobs.ts';
 import { Id, Nullable, StringEnum, Timestamp } from './common.ts';
@@ -41,15 +42,90 @@ export const Amounts = (description: string) =>
 
 export const HostPayload = Type.Object(
   {
-    host_id: Type.String(),
+    host_id: Type.String({
+      description: 'Its id (the hosts the settings seeded keep the id they were listed with)',
+    }),
+    name: Type.String({ description: 'The operator’s name for it, unique' }),
     driver: StringEnum(['simulated', 'libvirt']),
-    state: StringEnum(['active', 'draining', 'evacuating']),
+    uri: Nullable(Type.String(), { description: 'The libvirt connection; null for simulated hosts' }),
+    state: StringEnum(['active', 'draining', 'evacuating'], {
+      description:
+        '`active`: new servers may be placed on it; `draining`: none is; `evacuating`: none is, and its servers are being migrated off',
+    }),
+    health: StringEnum(['up', 'unreachable'], {
+      description:
+        '`unreachable`: its connection failed (when it was added, or for VRP_HOST_DOWN_AFTER); no server is placed on it',
+    }),
+    failing_since: Nullable(Timestamp, {
+      description: 'When its connection began to fail; null while it answers',
+    }),
+    checked_at: Nullable(Timestamp, { description: 'When its connection was last tried' }),
+    created_at: Timestamp,
     capacity: Amounts('As configured'),
     used: Amounts('Reserved by the VMs on it'),
     free: Amounts('Capacity less use (negative where a host was configured below its use)'),
     services: Type.Integer({ description: 'VMs on it' }),
+    evacuation: Nullable(
+      Type.Object({
+        started_at: Timestamp,
+        done: Type.Integer({ description: 'Migrations that succeeded' }),
+        failed: Type.Integer({ description: 'Migrations that failed or were cancelled' }),
+        running: Type.Integer({ description: 'Migrations queued or running' }),
+        left: Type.Integer({ description: 'Servers still on the host with no migration under way' }),
+      }),
+      {
+        description:
+          'Its current or last evacuation, by its migrations’ outcome; null if it was never evacuated',
+      },
+    ),
   },
   { title: 'Host' },
+);
+
+const HostAmount = (description: string, minimum = 1) =>
+  Type.Integer({ minimum, maximum: MAX_HOST_AMOUNT, description });
+
+/** The fields of a new host (POST OPS/hosts). */
+export const NewHostBody = Type.Object(
+  {
+    name: Type.String({
+      maxLength: 200,
+      description:
+        '1 to 63 letters, digits, dots, dashes or underscores; unique (400 `invalid_host_name`, `host_name_taken`)',
+    }),
+    driver: Type.String({
+      maxLength: 50,
+      description:
+        'The driver the deployment runs (`simulated` or `libvirt`; another is 400 `host_driver_mismatch`)',
+    }),
+    uri: Type.Optional(
+      Type.String({
+        maxLength: 2000,
+        description:
+          'libvirt hosts only, required there: `qemu[+ssh|+tls|+tcp|+unix]://[user@host]/system` (or `/session`), a query allowed (400 `invalid_host_uri`)',
+      }),
+    ),
+    cpu: HostAmount('vCores'),
+    ram_gb: HostAmount('GB'),
+    disk_gb: HostAmount('GB'),
+    backup_gb: Type.Optional(
+      HostAmount('GB of backup storage (simulated hosts only, which keep backups on the host)', 0),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** A change to a host (PATCH OPS/hosts/{id}): the fields given change. */
+export const HostChangeBody = Type.Object(
+  {
+    name: Type.Optional(NewHostBody.properties.name),
+    uri: Type.Optional(NewHostBody.properties.uri),
+    cpu: Type.Optional(HostAmount('vCores; not below what is placed on the host (400 `capacity_below_use`)')),
+    ram_gb: Type.Optional(HostAmount('GB; not below what is placed on the host')),
+    disk_gb: Type.Optional(HostAmount('GB; not below what is placed on the host')),
+    backup_gb: NewHostBody.properties.backup_gb,
+  },
+  { additionalProperties: false },
 );
 
 /** A job in the operator's list: which reseller's it is too. */

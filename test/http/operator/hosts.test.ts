@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { freeBackupSpace, placeVm, reserveBackupSpace } from '../../../src/drivers/hosts.ts';
+import { OPS } from '../../../src/http/base-path.ts';
+import { probeHostUri } from '../../../src/jobs/host-probe.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
@@ -208,6 +213,261 @@ for (const store of testStores()) {
       }
       assert.equal((await opsCall(t, ops, 'GET', 'hosts')).body.data.items[0].state, 'active');
     });
+
+    const simHost = (name: string, extra: Record<string, unknown> = {}) => ({
+      name,
+      driver: 'simulated',
+      cpu: 8,
+      ram_gb: 16,
+      disk_gb: 200,
+      ...extra,
+    });
+
+    test('a host added at run time: 200 with the record, listed by name, shown alone, audited host.create', async () => {
+      const res = await opsCall(t, ops, 'POST', 'hosts', simHost('added-1', { backup_gb: 50 }));
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const h = res.body.data;
+      assert.match(h.host_id, /^[0-9a-f-]{36}$/);
+      assert.deepEqual(
+        [h.name, h.driver, h.uri, h.state, h.health, h.failing_since, h.services, h.evacuation],
+        ['added-1', 'simulated', null, 'active', 'up', null, 0, null],
+      );
+      assert.deepEqual(h.capacity, { cpu: 8, ram_gb: 16, disk_gb: 200, backup_gb: 50 });
+      assert.deepEqual(h.free, h.capacity);
+      assert.ok(!Number.isNaN(Date.parse(h.created_at)));
+      const one = await opsCall(t, ops, 'GET', `hosts/${h.host_id}`);
+      assert.deepEqual(one.body.data, h);
+      const names = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items.map((x: any) => x.name);
+      assert.deepEqual(names, [...names].sort());
+      assert.ok(names.includes('added-1'));
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      assert.ok(
+        entries.some((e) => e.action === 'host.create' && e.target?.id === h.host_id && e.outcome === 'ok'),
+      );
+      assert.equal((await opsCall(t, ops, 'GET', 'hosts/no-such-host')).body.error_code, 'host_not_found');
+    });
+
+    test('a new host is refused with its own code: bad name, name taken, another driver, a uri on a simulated host, capacities', async () => {
+      await opsCall(t, ops, 'POST', 'hosts', simHost('taken-1'));
+      const cases: [unknown, string, RegExp?][] = [
+        [simHost('bad name'), 'invalid_host_name'],
+        [simHost(''), 'invalid_host_name'],
+        [simHost('x'.repeat(64)), 'invalid_host_name'],
+        [simHost('taken-1'), 'host_name_taken', /taken-1/],
+        [
+          simHost('kvm-9', { driver: 'libvirt', uri: 'qemu:///system' }),
+          'host_driver_mismatch',
+          /simulated driver/,
+        ],
+        [simHost('sim-uri', { uri: 'qemu:///system' }), 'invalid_host_uri'],
+        [simHost('zero', { cpu: 0 }), 'validation_failed'],
+        [simHost('frac', { ram_gb: 1.5 }), 'validation_failed'],
+        [simHost('neg', { disk_gb: -1 }), 'validation_failed'],
+        [{ name: 'partial', driver: 'simulated' }, 'validation_failed'],
+      ];
+      for (const [body, code, message] of cases) {
+        const res = await opsCall(t, ops, 'POST', 'hosts', body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(res.body.error_code, code, JSON.stringify(res.body));
+        if (message) assert.match(res.body.message, message);
+      }
+    });
+
+    test('PATCH changes name and capacity; below use is capacity_below_use naming the amount; other refusals', async () => {
+      const added = (await opsCall(t, ops, 'POST', 'hosts', simHost('patch-1'))).body.data;
+      await opsCall(t, ops, 'POST', 'hosts', simHost('patch-2'));
+      const id = added.host_id;
+      await t.ctx.store.db
+        .updateTable('hypervisor_hosts')
+        .set({ used_cpu: 4, used_ram_gb: 6 })
+        .where('id', '=', id)
+        .execute();
+      const ok = await patch(t, ops, `hosts/${id}`, { name: 'patch-1b', cpu: 4, disk_gb: 300 });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+      assert.deepEqual(
+        [
+          ok.body.data.name,
+          ok.body.data.capacity.cpu,
+          ok.body.data.capacity.ram_gb,
+          ok.body.data.capacity.disk_gb,
+        ],
+        ['patch-1b', 4, 16, 300],
+      );
+      const below = await patch(t, ops, `hosts/${id}`, { ram_gb: 5 });
+      assert.equal(below.status, 400);
+      assert.equal(below.body.error_code, 'capacity_below_use');
+      assert.match(below.body.message, /ram_gb 5 .* 6 GB in use/);
+      for (const [body, code] of [
+        [{ cpu: 3 }, 'capacity_below_use'],
+        [{ name: 'patch-2' }, 'host_name_taken'],
+        [{ name: 'no/slash' }, 'invalid_host_name'],
+        [{ uri: 'qemu:///system' }, 'invalid_host_uri'],
+        [{ cpu: 0 }, 'validation_failed'],
+        [{ cpus: 9 }, 'validation_failed'],
+      ] as const) {
+        const res = await patch(t, ops, `hosts/${id}`, body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(res.body.error_code, code, JSON.stringify(res.body));
+      }
+      assert.equal((await opsCall(t, ops, 'GET', `hosts/${id}`)).body.data.capacity.ram_gb, 16, 'unchanged');
+      const missing = await patch(t, ops, 'hosts/nope', { cpu: 9 });
+      assert.equal(missing.status, 404);
+      assert.equal(missing.body.error_code, 'host_not_found');
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      assert.deepEqual(
+        entries.filter((e) => e.action === 'host.update' && e.target?.id === id).map((e) => e.outcome),
+        ['ok'],
+      );
+    });
+
+    test('evacuate: state evacuating with its start; again changes nothing; activate stops it; all audited', async () => {
+      const id = (await opsCall(t, ops, 'POST', 'hosts', simHost('evac-1'))).body.data.host_id;
+      const res = await opsCall(t, ops, 'POST', `hosts/${id}/evacuate`);
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.state, 'evacuating');
+      assert.deepEqual(
+        { ...res.body.data.evacuation, started_at: undefined },
+        { started_at: undefined, done: 0, failed: 0, running: 0, left: 0 },
+      );
+      const again = await opsCall(t, ops, 'POST', `hosts/${id}/evacuate`);
+      assert.equal(again.body.data.state, 'evacuating');
+      assert.equal(again.body.data.evacuation.started_at, res.body.data.evacuation.started_at);
+      const active = await opsCall(t, ops, 'POST', `hosts/${id}/activate`);
+      assert.equal(active.body.data.state, 'active');
+      const drained = await opsCall(t, ops, 'POST', `hosts/${id}/drain`);
+      assert.equal(drained.body.data.state, 'draining');
+      for (const verb of ['evacuate', 'delete']) {
+        const missing = await opsCall(t, ops, 'POST', `hosts/nope/${verb}`);
+        assert.equal(missing.status, 404);
+        assert.equal(missing.body.error_code, 'host_not_found');
+      }
+      const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
+      assert.deepEqual(
+        entries.filter((e) => e.target?.id === id).map((e) => e.action),
+        ['host.create', 'host.evacuate', 'host.evacuate', 'host.activate', 'host.drain'],
+      );
+    });
+
+    test('delete: a host with a server is 409 host_not_empty; an empty one goes, with its rows; audited', async () => {
+      const db = t.ctx.store.db;
+      const id = (await opsCall(t, ops, 'POST', 'hosts', simHost('del-1'))).body.data.host_id;
+      await db
+        .insertInto('libvirt_vms')
+        .values({ ...libvirtVm('vm-del-1').row, host_id: id })
+        .execute();
+      const full = await opsCall(t, ops, 'POST', `hosts/${id}/delete`);
+      assert.equal(full.status, 409);
+      assert.equal(full.body.error_code, 'host_not_empty');
+      assert.match(full.body.message, /1 server is on this host/);
+      await db.deleteFrom('libvirt_vms').where('id', '=', 'vm-del-1').execute();
+      await db
+        .insertInto('host_images')
+        .values({ host_id: id, template_id: 't', volume: 'v', sha256: 's', size_bytes: 1, created_at: 0 })
+        .execute();
+      await db.insertInto('sim_host_outages').values({ host_id: id, since: 0 }).execute();
+      const gone = await opsCall(t, ops, 'POST', `hosts/${id}/delete`);
+      assert.equal(gone.status, 200, JSON.stringify(gone.body));
+      assert.deepEqual(gone.body.data, []);
+      assert.equal((await opsCall(t, ops, 'GET', `hosts/${id}`)).status, 404);
+      for (const table of ['host_images', 'sim_host_outages'] as const)
+        assert.equal(
+          (await db.selectFrom(table).select('host_id').where('host_id', '=', id).execute()).length,
+          0,
+        );
+      const entries = await listAuditEntries(db, { limit: 1000, order: 'oldest' });
+      assert.deepEqual(
+        entries.filter((e) => e.action === 'host.delete' && e.target?.id === id).map((e) => e.outcome),
+        ['ok'],
+      );
+      assert.ok(entries.some((e) => e.action === 'host.delete' && e.outcome === 'host_not_empty'));
+    });
+
+    test('migrate: queues a migrate job from the current host; each refusal has its code', async () => {
+      const db = t.ctx.store.db;
+      const id = await provision('migrate.example.com');
+      await waitForStatus(t, acme, id, 'running');
+      const from = (await opsCall(t, ops, 'GET', `services/${id}`)).body.data.host.host_id;
+      const mk = async (name: string) =>
+        (await opsCall(t, ops, 'POST', 'hosts', simHost(name))).body.data.host_id;
+      const draining = await mk('mig-draining');
+      await opsCall(t, ops, 'POST', `hosts/${draining}/drain`);
+      const evacuating = await mk('mig-evacuating');
+      await opsCall(t, ops, 'POST', `hosts/${evacuating}/evacuate`);
+      const down = await mk('mig-down');
+      await db
+        .updateTable('hypervisor_hosts')
+        .set({ health: 'unreachable' })
+        .where('id', '=', down)
+        .execute();
+      for (const [body, status, code] of [
+        [{ host_id: 'nope' }, 404, 'host_not_found'],
+        [{ host_id: from }, 400, 'same_host'],
+        [{ host_id: draining }, 400, 'host_not_active'],
+        [{ host_id: evacuating }, 400, 'host_not_active'],
+        [{ host_id: down }, 400, 'host_unreachable'],
+        [{ host_id: 7 }, 400, 'validation_failed'],
+      ] as const) {
+        const res = await opsCall(t, ops, 'POST', `services/${id}/migrate`, body);
+        assert.equal(res.status, status, JSON.stringify(body));
+        assert.equal(res.body.error_code, code, JSON.stringify(res.body));
+      }
+      const unknown = await opsCall(
+        t,
+        ops,
+        'POST',
+        'services/00000000-0000-4000-8000-000000000000/migrate',
+        {},
+      );
+      assert.equal(unknown.body.error_code, 'service_not_found');
+      const pending = (
+        await call(t, acme, 'POST', 'service/create-order', smallOrder('pending-mig.example.com'), B)
+      ).body.data[0].service_id;
+      const invalid = await opsCall(t, ops, 'POST', `services/${pending}/migrate`, {});
+      assert.equal(invalid.status, 400);
+      assert.equal(invalid.body.error_code, 'invalid_state');
+
+      const target = await mk('mig-target');
+      const res = await opsCall(t, ops, 'POST', `services/${id}/migrate`, { host_id: target });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.data.job.action, 'migrate');
+      assert.equal(res.headers['x-job-id'], res.body.data.job.job_id);
+      const job = await db
+        .selectFrom('jobs')
+        .select('params')
+        .where('id', '=', res.body.data.job.job_id)
+        .executeTakeFirstOrThrow();
+      const params = typeof job.params === 'string' ? JSON.parse(job.params) : job.params;
+      assert.deepEqual(params, { host_id: target, from_host_id: from, evacuation: false });
+      const any = await opsCall(t, ops, 'POST', `services/${id}/migrate`, {});
+      assert.equal(any.status, 200);
+      const entries = await listAuditEntries(db, { limit: 1000, order: 'oldest' });
+      assert.ok(
+        entries.some((e) => e.action === 'service.migrate' && e.serviceId === id && e.outcome === 'ok'),
+      );
+    });
+
+    test('placement and capacity work on a host added at run time: with the seeded hosts drained, a new order lands there', async () => {
+      const added = (await opsCall(t, ops, 'POST', 'hosts', simHost('runtime-1', { cpu: 4, ram_gb: 8 }))).body
+        .data;
+      const others = (await opsCall(t, ops, 'GET', 'hosts?limit=1000')).body.data.items.filter(
+        (h: any) => h.host_id !== added.host_id && h.state === 'active',
+      );
+      for (const h of others) await opsCall(t, ops, 'POST', `hosts/${h.host_id}/drain`);
+      try {
+        const id = await provision('runtime.example.com');
+        await waitForStatus(t, acme, id, 'running');
+        const details = (await opsCall(t, ops, 'GET', `services/${id}`)).body.data;
+        assert.equal(details.host.host_id, added.host_id);
+        const now = (await opsCall(t, ops, 'GET', `hosts/${added.host_id}`)).body.data;
+        assert.deepEqual(
+          [now.services, now.used.cpu, now.used.ram_gb, now.used.disk_gb, now.free.cpu],
+          [1, 1, 1, 20, 3],
+        );
+        assert.ok(details.ip, 'the server got its address');
+      } finally {
+        for (const h of others) await opsCall(t, ops, 'POST', `hosts/${h.host_id}/activate`);
+      }
+    });
   });
 }
 
@@ -237,4 +497,150 @@ async function libvirtHosts(
         created_at: 0,
       })
       .execute();
+}
+
+/** A PATCH of the operator API (opsCall sends GET, POST and PUT). */
+async function patch(t: TestApp, token: string, path: string, body: unknown) {
+  const res = await t.app.inject({
+    method: 'PATCH',
+    url: `${OPS}/${path}`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+  return { status: res.statusCode, body: res.json() };
+}
+
+for (const store of testStores()) {
+  describe(`operator API: hosts of the libvirt driver (${store})`, () => {
+    let t: TestApp;
+    let ops: string;
+    let dir: string;
+
+    before(async () => {
+      t = await createTestApp({ VRP_DRIVER: 'libvirt' }, { store });
+      ops = await operatorToken(t);
+      dir = await mkdtemp(join(tmpdir(), 'vrp-host-probe-'));
+    });
+    after(async () => {
+      await t.close();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    const kvm = (name: string, uri?: string) => ({
+      name,
+      driver: 'libvirt',
+      uri,
+      cpu: 16,
+      ram_gb: 64,
+      disk_gb: 500,
+    });
+
+    test('a libvirt host whose connection does not answer is added, unreachable since now', async () => {
+      const uri = `qemu+unix:///system?socket=${dir}/libvirt-sock`;
+      const before = Date.now();
+      const res = await opsCall(t, ops, 'POST', 'hosts', kvm('kvm-nosock', uri));
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(
+        [res.body.data.uri, res.body.data.health, res.body.data.state],
+        [uri, 'unreachable', 'active'],
+      );
+      assert.ok(Date.parse(res.body.data.failing_since) >= before - 1000);
+      assert.equal(res.body.data.checked_at, res.body.data.failing_since);
+      // It takes no server: a migration there is refused.
+      const listed = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items;
+      assert.deepEqual(
+        listed.map((h: any) => h.name),
+        ['kvm-nosock'],
+      );
+    });
+
+    test('probeHostUri says why a connection failed', async () => {
+      const result = await probeHostUri(`qemu+unix:///system?socket=${dir}/other-sock`, 5000);
+      assert.equal(result.ok, false);
+      assert.ok(!result.ok && result.reason.length > 0);
+    });
+
+    test('libvirt hosts: the uri is required and must be a libvirt URI; simulated hosts and backup storage are refused', async () => {
+      const cases: [unknown, string][] = [
+        [kvm('no-uri'), 'invalid_host_uri'],
+        [kvm('http-uri', 'http://kvm1.example.com/system'), 'invalid_host_uri'],
+        [kvm('bad-path', 'qemu+ssh://root@kvm1.example.com/root'), 'invalid_host_uri'],
+        [kvm('xen', 'xen:///system'), 'invalid_host_uri'],
+        [{ ...kvm('sim'), driver: 'simulated' }, 'host_driver_mismatch'],
+        [{ ...kvm('backup', 'qemu:///system'), backup_gb: 10 }, 'validation_failed'],
+      ];
+      for (const [body, code] of cases) {
+        const res = await opsCall(t, ops, 'POST', 'hosts', body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(res.body.error_code, code, JSON.stringify(res.body));
+      }
+      const mismatch = await opsCall(t, ops, 'POST', 'hosts', { ...kvm('sim'), driver: 'simulated' });
+      assert.match(mismatch.body.message, /runs the libvirt driver/);
+      const id = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items[0].host_id;
+      const bad = await patch(t, ops, `hosts/${id}`, { uri: 'qemu+ssh://kvm1/nowhere' });
+      assert.equal(bad.body.error_code, 'invalid_host_uri');
+    });
+  });
+
+  describe(`operator API: an evacuation's counts (${store})`, () => {
+    let t: TestApp;
+    let ops: string;
+    let acme: string;
+
+    before(async () => {
+      // No worker: the jobs stay as the test sets them.
+      t = await createTestApp({}, { store });
+      ops = await operatorToken(t);
+      acme = await t.token({ reseller: 'acme' });
+    });
+    after(() => t.close());
+
+    test('done, failed, running from the moves’ jobs since the start; left: servers on it with no move under way', async () => {
+      const db = t.ctx.store.db;
+      const host = (
+        await opsCall(t, ops, 'POST', 'hosts', {
+          name: 'evac-c',
+          driver: 'simulated',
+          cpu: 8,
+          ram_gb: 16,
+          disk_gb: 200,
+        })
+      ).body.data.host_id;
+      const services: string[] = [];
+      const jobs: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const id = (
+          await call(t, acme, 'POST', 'service/create-order', smallOrder(`evac${i}.example.com`), B)
+        ).body.data[0].service_id;
+        const queued = await call(t, acme, 'POST', `service/${id}/create`, undefined, B);
+        services.push(id);
+        jobs.push(String(queued.headers['x-job-id']));
+      }
+      const started = (await opsCall(t, ops, 'POST', `hosts/${host}/evacuate`)).body.data;
+      const startedAt = Date.parse(started.evacuation.started_at);
+      // Servers 0, 1, 2, 4 are on the host; 3 has moved off already.
+      for (const i of [0, 1, 2, 4])
+        await db
+          .insertInto('libvirt_vms')
+          .values({ ...libvirtVm(services[i]!).row, host_id: host })
+          .execute();
+      const move = (i: number, at: number) =>
+        db
+          .insertInto('host_evacuation_moves')
+          .values({ host_id: host, service_id: services[i]!, job_id: jobs[i]!, queued_at: at })
+          .execute();
+      await move(0, startedAt); // queued: running
+      await move(1, startedAt); // failed
+      await move(3, startedAt); // succeeded
+      await move(4, startedAt - 1); // an earlier evacuation's: not counted
+      await db.updateTable('jobs').set({ status: 'failed' }).where('id', '=', jobs[1]!).execute();
+      await db.updateTable('jobs').set({ status: 'succeeded' }).where('id', '=', jobs[3]!).execute();
+      const h = (await opsCall(t, ops, 'GET', `hosts/${host}`)).body.data;
+      assert.deepEqual(
+        { ...h.evacuation, started_at: undefined },
+        { started_at: undefined, done: 1, failed: 1, running: 1, left: 3 },
+      );
+      assert.equal(h.services, 4);
+    });
+  });
 }

@@ -3,7 +3,7 @@ import type { Operation } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { ResellerPayload } from '../../schemas/operator.ts';
 import type { ServiceDetailsPayload } from '../../schemas/services.ts';
-import { badge, retriedAs, table, time } from '../components.ts';
+import { badge, type Host, type Page, retriedAs, table, time } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';
 import { type Html, html } from '../html.ts';
@@ -147,6 +147,30 @@ ${csrfField(csrf)}
   return html`<div class="actions">${buttons}</div>${suspend}${password}`;
 }
 
+/**
+ * Moving the server to another host: a running or stopped service on a host, to one of the
+ * active, answering hosts other than its own, or to the one the placement rule picks.
+ */
+async function migrateForm(call: ConsoleCall, s: Details): Promise<Html | ''> {
+  if (!s.host || (s.projected_status !== 'running' && s.projected_status !== 'stopped')) return '';
+  const hosts = await call.ops.get<Page<Host>>('hosts', { limit: 1000 });
+  const here = s.host.host_id;
+  const choices = hosts.items.filter((h) => h.host_id !== here && h.state === 'active' && h.health === 'up');
+  return html`<section aria-labelledby="migrate-h">
+  <h2 id="migrate-h">Migrate</h2>
+  <form method="post" action="${serviceUrl(s.service_id)}/migrate" class="stack">
+    ${csrfField(call.csrf)}
+    <label for="migrate-host">Destination host</label>
+    <select id="migrate-host" name="host_id">
+      <option value="">any (the host with the most free RAM)</option>
+      ${choices.map((h) => html`<option value="${h.host_id}">${h.name}</option>`)}
+    </select>
+    <p class="hint">A running server moves live and keeps running; a stopped one moves cold. It keeps its addresses.</p>
+    <div><button type="submit">Migrate</button></div>
+  </form>
+</section>`;
+}
+
 /** The operations of the service's page, as forms that ask the operator API and come back here. */
 function registerServiceActions(router: ConsoleRouter): void {
   const act = async (call: ConsoleCall, path: string, body: unknown, done: string) => {
@@ -159,6 +183,10 @@ function registerServiceActions(router: ConsoleRouter): void {
       act(call, b.path, {}, `${b.label}: queued. This page shows its progress.`),
     );
   }
+  router.action('/services/:service_id/migrate', (call) => {
+    const to = call.field('host_id')?.trim();
+    return act(call, 'migrate', to ? { host_id: to } : {}, 'Migrate: queued. This page shows its progress.');
+  });
   router.action('/services/:service_id/suspend', (call) => {
     const reason = call.field('suspend_reason')?.trim();
     return act(call, 'suspend', reason ? { suspend_reason: reason } : {}, 'Suspend: queued.');
@@ -218,7 +246,8 @@ export function registerServicePage(router: ConsoleRouter): void {
 <section aria-labelledby="ops-h">
   <h2 id="ops-h">Operations</h2>
   ${operations(s, call.csrf)}
-</section>`;
+</section>
+${await migrateForm(call, s)}`;
     return call.render({ title: s.domain_name, section: 'services', body });
   });
   registerServiceActions(router);
