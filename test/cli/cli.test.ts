@@ -27,6 +27,7 @@ const MIGRATIONS = [
   '015-job-notifications',
   '016-job-retry',
   '017-service-error',
+  '018-host-records',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
