@@ -127,6 +127,26 @@ for (const store of testStores()) {
         assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
       }));
 
+    test('the process died after the VM moved but before the job ended: the re-run records it, no second move', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
+          hostId: null,
+          evacuation: false,
+        });
+        // Its first attempt moved the VM, and its process died before saving the job's end.
+        const moved = await s.t.driver?.migrate(s.id, null);
+        await st.db.updateTable('jobs').set({ attempts: 1 }).where('id', '=', job.id).execute();
+        s.worker();
+        await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the re-run');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, moved?.hostId);
+        assert.equal(after.serviceHost, moved?.hostId, 'the service records where its VM is');
+        assert.notEqual(after.vm.host_id, before.vm.host_id);
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], 'moved once, not back');
+      }));
+
     test('the process dies mid-migration: another worker re-runs the job and it ends on one host', () =>
       withRunningService(store, async (s) => {
         const st = s.t.ctx.store;
