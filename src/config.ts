@@ -96,6 +96,12 @@ export interface Config {
   readonly schedulerIntervalMs: number;
   /** Time between passes of the power-state reconciler (jobs/reconciler.ts); 0 turns it off. */
   readonly reconcileIntervalMs: number;
+  /** Migrations an evacuation keeps in flight per host (jobs/evacuator.ts). */
+  readonly evacuateConcurrency: number;
+  /** Time between probes of each host's connection (jobs/host-health.ts). */
+  readonly hostCheckIntervalMs: number;
+  /** How long a host's probes fail before it is marked unreachable. */
+  readonly hostDownAfterMs: number;
   /** Finished jobs and handled schedule slots are deleted this long after they ended. */
   readonly jobRetentionMs: number;
   /** Audit log entries are deleted this long after they were written. */
@@ -387,6 +393,9 @@ export function loadConfig(env: Env = process.env): Config {
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
     schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
     reconcileIntervalMs: readDurationMs(env, 'VRP_RECONCILE_INTERVAL', 15_000, 0),
+    evacuateConcurrency: readInt(env, 'VRP_EVACUATE_CONCURRENCY', 2, 1, 100),
+    hostCheckIntervalMs: readDurationMs(env, 'VRP_HOST_CHECK_INTERVAL', 10_000, 10),
+    hostDownAfterMs: readDurationMs(env, 'VRP_HOST_DOWN_AFTER', 60_000, 0),
     jobRetentionMs: readDurationMs(env, 'VRP_JOB_RETENTION', 90 * 86_400_000, 3_600_000),
     auditRetentionMs: readDurationMs(env, 'VRP_AUDIT_RETENTION', 365 * 86_400_000, 86_400_000),
     pruneIntervalMs: readDurationMs(env, 'VRP_PRUNE_INTERVAL', 3_600_000, 1000),

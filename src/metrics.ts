@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Reg
 import { type Clock, systemClock } from './domain/clock.ts';
 import type { CorrectionKind } from './domain/power-drift.ts';
 import type { Store } from './store/database.ts';
+import { hostHealths } from './store/repos/host-health.ts';
 import { oldestDueAttempt } from './store/repos/webhook-deliveries.ts';
 import type { WebhookMetrics } from './webhooks/deliverer.ts';
 
@@ -121,6 +122,18 @@ export function createMetrics(store: Store, clock: Clock = systemClock): Metrics
           () => 0,
         ),
       );
+    },
+  });
+  new Gauge({
+    name: 'vrp_host_up',
+    help: 'Whether each hypervisor host answers (1) or has been found unreachable (0), by host name, as host health last recorded it.',
+    labelNames: ['host'] as const,
+    registers: [registry],
+    async collect() {
+      // Hosts come and go at run time: the ones removed must not linger as series.
+      this.reset();
+      const hosts = await hostHealths(store.db).catch(() => []);
+      for (const h of hosts) this.labels(h.name).set(h.up ? 1 : 0);
     },
   });
   const sent = new Counter({

@@ -84,7 +84,8 @@ const ACCEPTS: Readonly<Record<StableStatus, readonly Operation[]>> = {
     'terminate',
     'migrate',
   ],
-  suspended: ['unsuspend', 'terminate', 'backup_delete', 'schedule_delete'],
+  // A suspended service's VM is stopped: it moves cold (an evacuation moves it too).
+  suspended: ['unsuspend', 'terminate', 'backup_delete', 'schedule_delete', 'migrate'],
   failed: ['create', 'terminate'],
   terminated: [],
 };

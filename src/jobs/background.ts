@@ -2,6 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { createDeliverer, type Deliverer } from '../webhooks/deliverer.ts';
+import { createEvacuator, type Evacuator } from './evacuator.ts';
+import { createHostHealth, type HostHealth } from './host-health.ts';
 import { createPruner, type Pruner } from './prune.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import type { RunOutcome } from './run-job.ts';
@@ -16,6 +18,10 @@ export interface Background {
   readonly deliverer: Deliverer;
   /** The power-state reconciler; its periodic pass runs unless VRP_RECONCILE_INTERVAL is 0. */
   readonly reconciler: Reconciler;
+  /** Probes the driver's hosts every VRP_HOST_CHECK_INTERVAL. */
+  readonly hostHealth: HostHealth;
+  /** Moves services off hosts being evacuated. */
+  readonly evacuator: Evacuator;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -40,6 +46,16 @@ export function startBackground(
     retrySchedule: ctx.config.webhookRetrySchedule,
     metrics: ctx.metrics.webhooks,
   });
+  const evacuator = createEvacuator({
+    db: ctx.store.db,
+    features: ctx.store.features,
+    driver: driver.name,
+    clock: ctx.clock,
+    log,
+    concurrency: ctx.config.evacuateConcurrency,
+    intervalMs: ctx.config.hostCheckIntervalMs,
+    onQueued: () => ctx.jobSignal.notify(),
+  });
   const worker = createWorker({
     store: ctx.store,
     driver,
@@ -55,10 +71,13 @@ export function startBackground(
     stopTimeoutMs: ctx.config.stopTimeoutMs,
     pollMs: options.pollMs ?? ctx.config.workerPollMs,
     // A job that ran has recorded events: the sender looks for their deliveries at once.
-    onRun: (jobId, outcome) => {
+    // A migration that ended lets an evacuation start its next move at once.
+    onRun: (jobId, outcome, action) => {
       deliverer.notify();
+      if (action === 'migrate' && outcome !== 'lost') evacuator.wake();
       options.onRun?.(jobId, outcome);
     },
+    hostWaitMs: ctx.config.hostCheckIntervalMs,
     metrics: ctx.metrics.jobs,
     powerMetrics: ctx.metrics.power,
   });
@@ -87,6 +106,15 @@ export function startBackground(
     metrics: ctx.metrics.power,
     intervalMs: ctx.config.reconcileIntervalMs,
   });
+  const hostHealth = createHostHealth({
+    db: ctx.store.db,
+    driver,
+    clock: ctx.clock,
+    log,
+    intervalMs: ctx.config.hostCheckIntervalMs,
+    downAfterMs: ctx.config.hostDownAfterMs,
+    onReachable: () => ctx.jobSignal.notify(),
+  });
   // Jobs other processes queue wake the worker at once (PostgreSQL; SQLite's processes poll).
   const notifications = ctx.store.listenForQueuedJobs?.(() => ctx.jobSignal.notify(), log);
   worker.start();
@@ -94,14 +122,20 @@ export function startBackground(
   if (ctx.config.reconcileIntervalMs > 0) reconciler.start();
   pruner.start();
   deliverer.start();
+  hostHealth.start();
+  evacuator.start();
   return {
     worker,
     scheduler,
     pruner,
     deliverer,
     reconciler,
+    hostHealth,
+    evacuator,
     async stop(graceMs) {
       await notifications?.close();
+      await evacuator.stop();
+      await hostHealth.stop();
       await reconciler.stop();
       await pruner.stop();
       await scheduler.stop();

@@ -16,6 +16,11 @@ export interface Periodic {
   start(): void;
   /** No pass starts after this; resolves once the pass under way (if any) has ended. */
   stop(): Promise<void>;
+  /**
+   * Runs the next pass now rather than at the next interval; during a pass, once it ends. Does
+   * nothing unless started.
+   */
+  wake(): void;
   /** True between start() and stop(). */
   readonly active: boolean;
 }
@@ -29,6 +34,7 @@ export function createPeriodic(o: PeriodicOptions): Periodic {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let active = false;
+  let woken = false;
 
   function schedule(delayMs: number) {
     if (!active) return;
@@ -45,7 +51,9 @@ export function createPeriodic(o: PeriodicOptions): Periodic {
         )
         .finally(() => {
           running = undefined;
-          schedule(o.intervalMs);
+          const again = woken;
+          woken = false;
+          schedule(again ? 0 : o.intervalMs);
         });
     }, delayMs);
     timer.unref();
@@ -54,6 +62,15 @@ export function createPeriodic(o: PeriodicOptions): Periodic {
   return {
     get active() {
       return active;
+    },
+    wake() {
+      if (!active) return;
+      if (running) {
+        woken = true;
+        return;
+      }
+      clearTimeout(timer);
+      schedule(0);
     },
     start() {
       if (active) return;

@@ -14,6 +14,7 @@ import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { recordEvents } from '../store/repos/events.ts';
+import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
   type ClaimedJob,
   type Job,
@@ -48,7 +49,14 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
   /** Where the power check at a job's start counts its corrections. */
   readonly powerMetrics?: PowerMetrics;
   readonly features: Pick<DialectFeatures, 'rowLocks'>;
+  /**
+   * How long a job of a service whose host is unreachable waits before it looks again (host
+   * health's probe interval; default 10 s).
+   */
+  readonly hostWaitMs?: number;
 }
+
+const HOST_WAIT_MS = 10_000;
 
 /** What happened, for logs and tests. */
 export type RunOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
@@ -86,6 +94,10 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   }
   const found = await findService(db, job.serviceId);
   if (!found) return finish(deps, job, undefined, failed('The service no longer exists'));
+  // A host marked unreachable answers nothing: its services' jobs wait for it, in the queue,
+  // without using up attempts (one read by key; the claim itself stays as it is).
+  if (found.hostId !== null && (await isHostUnreachable(db, found.hostId)))
+    return waitForHost(deps, job, found.hostId);
   // The first attempt starts from what the hypervisor says of the VM's power, not from what the
   // store remembers; a re-run keeps the state its first attempt recorded (its own work may have
   // changed the power since).
@@ -165,6 +177,13 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
         },
         'driver error',
       );
+    // Failed because its host stopped answering, and host health has noticed: the attempt is given back.
+    if (driverError?.transient && service.hostId !== null && (await isHostUnreachable(db, service.hostId)))
+      return retry(deps, job, from, {
+        error: hostWaitError(service.hostId),
+        delayMs: deps.hostWaitMs ?? HOST_WAIT_MS,
+        attempts: job.attempts - 1,
+      });
     if (driverError?.transient && job.attempts < deps.maxAttempts)
       return retry(deps, job, from, {
         error: retryingError(job.attempts, driverError.message),
@@ -222,12 +241,47 @@ function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
   };
 }
 
-/** Puts the job back in the queue, to run again after `delayMs`, the service back as it was. */
+const hostWaitError = (hostId: string) => `Waiting for host ${hostId} to answer again`;
+
+/**
+ * Puts the job back in the queue before it did anything, without using up an attempt: its
+ * service's host is unreachable. It runs once host health finds the host answering again.
+ */
+async function waitForHost(deps: RunDeps, job: Job, hostId: string): Promise<RunOutcome> {
+  const now = deps.clock.now();
+  const requeue = {
+    status: 'queued',
+    run_at: now + (deps.hostWaitMs ?? HOST_WAIT_MS),
+    attempts: job.attempts - 1,
+    error: hostWaitError(hostId),
+    locked_by: null,
+    locked_until: null,
+  } as const;
+  try {
+    await guarded(deps.db, job, deps.workerId, requeue, async (tx) => {
+      await tx
+        .updateTable('services')
+        .set({ active_job_id: null })
+        .where('id', '=', job.serviceId)
+        .where('active_job_id', '=', job.id)
+        .execute();
+    });
+  } catch (err) {
+    if (err instanceof LeaseLost) return 'lost';
+    throw err;
+  }
+  return 'retrying';
+}
+
+/**
+ * Puts the job back in the queue, to run again after `delayMs`, the service back as it was.
+ * `attempts`: what the job's count of attempts becomes (an attempt given back), if not as claimed.
+ */
 async function retry(
   deps: RunDeps,
   job: Job,
   from: ServiceState,
-  next: { readonly error: string; readonly delayMs: number },
+  next: { readonly error: string; readonly delayMs: number; readonly attempts?: number },
 ): Promise<RunOutcome> {
   const now = deps.clock.now();
   try {
@@ -235,6 +289,7 @@ async function retry(
       status: 'queued',
       run_at: now + next.delayMs,
       error: next.error,
+      ...(next.attempts !== undefined ? { attempts: next.attempts } : {}),
       locked_by: null,
       locked_until: null,
     } as const;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
+import type { JobAction } from '../domain/status-machine.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { createPollLoop } from '../loop/poll-loop.ts';
 import type { JobSignal } from '../loop/signal.ts';
@@ -29,8 +30,10 @@ export interface WorkerOptions {
   readonly pollMs?: number;
   /** How long stop() waits for aborted tasks to end after the grace period (default 2 s). */
   readonly abortWaitMs?: number;
-  /** Called after every job run (tests). */
-  readonly onRun?: (jobId: string, outcome: RunOutcome) => void;
+  /** Called after every job run (tests; the evacuator's wake-up when a migration ended). */
+  readonly onRun?: (jobId: string, outcome: RunOutcome, action: JobAction) => void;
+  /** How long a job of a service on an unreachable host waits before it looks again (run-job.ts). */
+  readonly hostWaitMs?: number;
   /** Where every job run is counted, with its action, how it ended and how long it took. */
   readonly metrics?: JobMetrics;
   /** Where the power check at a job's start counts its corrections (jobs/power-check.ts). */
@@ -70,6 +73,7 @@ export function createWorker(o: WorkerOptions): Worker {
     maxAttempts: o.maxAttempts,
     log: o.log,
     powerMetrics: o.powerMetrics,
+    hostWaitMs: o.hostWaitMs,
     // Fired when stop()'s grace period is over: tells the tasks still running to give up.
     get signal() {
       return loop.workSignal;
@@ -99,7 +103,7 @@ export function createWorker(o: WorkerOptions): Worker {
       const p = runJob(deps, job)
         .then((outcome) => {
           ended = outcome;
-          o.onRun?.(job.id, outcome);
+          o.onRun?.(job.id, outcome, job.action);
         })
         .catch((err) =>
           o.log.error({ err, jobId: job.id }, 'job run failed; its lease will expire and it will be retried'),

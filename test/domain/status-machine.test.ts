@@ -34,7 +34,7 @@ const TABLE: Record<StableStatus, Record<Operation, 'A' | 'N' | '-'>> = {
   suspended: {
     create: '-', start: '-', stop: '-', restart: '-', suspend: 'N', unsuspend: 'A', upgrade: '-',
     reset_password: '-', terminate: 'A', backup_create: '-', backup_restore: '-', backup_delete: 'A',
-    schedule_create: '-', schedule_delete: 'A', migrate: '-',
+    schedule_create: '-', schedule_delete: 'A', migrate: 'A',
   },
   failed: {
     create: 'A', start: '-', stop: '-', restart: '-', suspend: '-', unsuspend: '-', upgrade: '-',

@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { waitUntil } from '../helpers/budget.ts';
@@ -358,6 +359,187 @@ for (const kind of testStores()) {
         ctx.mock.timers.reset();
         await slow.cleanup();
         await instant.cleanup();
+      }
+    });
+  });
+
+  describe(`simulated migration and outages (${kind})`, () => {
+    const TWO_HOSTS = { VRP_SIM_HOSTS: 'a:8:16:200:10,b:8:8:200:10' };
+    const used = async (t: Awaited<ReturnType<typeof simulated>>, hostId: string) => {
+      const h = await t.host(hostId);
+      return [h.used_cpu, h.used_ram_gb, h.used_disk_gb];
+    };
+    const vmRow = (t: Awaited<ReturnType<typeof simulated>>, vmId: string) =>
+      t.store.db.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirstOrThrow();
+    const transient = (pattern: RegExp) => (e: unknown) =>
+      e instanceof DriverError && e.transient && pattern.test(e.message);
+
+    test('live and cold migration keep power, boots, addresses and content; the room moves', async () => {
+      const t = await simulated(kind, TWO_HOSTS);
+      try {
+        const created = await t.driver.create(spec(id(1), 2));
+        assert.equal(created.hostId, 'a', 'placed on the host with the most free RAM');
+        const before = await vmRow(t, id(1));
+        const live = await t.driver.migrate(id(1), 'b');
+        assert.equal(live.hostId, 'b');
+        assert.equal(live.power, 'running', 'a running VM moves live and keeps running');
+        assert.deepEqual(live.ips, created.ips);
+        const after = await vmRow(t, id(1));
+        assert.equal(after.boot_count, before.boot_count, 'no reboot');
+        assert.equal(after.content_generation, before.content_generation, 'the disk content moved along');
+        assert.equal(after.migrating_to, null);
+        assert.deepEqual(await used(t, 'a'), [0, 0, 0]);
+        assert.deepEqual(await used(t, 'b'), [2, 1, 10]);
+
+        await t.driver.stop(id(1), { timeoutMs: 120_000 });
+        const cold = await t.driver.migrate(id(1), null);
+        assert.equal(cold.hostId, 'a', 'the placement rule picks the other host');
+        assert.equal(cold.power, 'stopped', 'a stopped VM moves cold and stays stopped');
+        assert.deepEqual(cold.ips, created.ips);
+        assert.deepEqual((await t.driver.inspect(id(1)))?.hostId, 'a');
+        assert.deepEqual(await used(t, 'a'), [2, 1, 10]);
+        assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
+        await assert.rejects(t.driver.migrate(id(1), 'a'), permanent(/already on that host/));
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('two migrations to a host with room for one: one fails with the reason, nothing overbooked', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10,b:1:1:10:10' });
+      try {
+        await t.driver.create(spec(id(1)));
+        await t.driver.create(spec(id(2)));
+        const results = await Promise.allSettled([
+          t.driver.migrate(id(1), 'b'),
+          t.driver.migrate(id(2), 'b'),
+        ]);
+        const ok = results.filter((r) => r.status === 'fulfilled');
+        const refused = results.filter((r) => r.status === 'rejected');
+        assert.equal(ok.length, 1);
+        assert.equal(refused.length, 1);
+        assert.ok(
+          permanent(/Host b has no room for the server/)(refused[0]?.reason),
+          String(refused[0]?.reason),
+        );
+        assert.deepEqual(await used(t, 'b'), [1, 1, 10], 'b holds exactly one');
+        assert.deepEqual(await used(t, 'a'), [1, 1, 10], 'a holds the one that stayed');
+        const rows = await t.store.db.selectFrom('sim_vms').select(['host_id', 'migrating_to']).execute();
+        assert.deepEqual(rows.map((r) => r.host_id).sort(), ['a', 'b']);
+        assert.ok(rows.every((r) => r.migrating_to === null));
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('a destination that stops answering before the switch-over: the VM stays whole on the source', async () => {
+      const t = await simulated(kind, TWO_HOSTS);
+      const driver = createSimulatedDriver({
+        db: t.store.db,
+        ipPool: await createIpPool(t.store.db, '10.80.0.0/24', Date.now),
+        faults: { transient: 0, permanent: 0 },
+        speed: 0,
+        beforeMigrationEnds: (_vmId, to) => outside.hostDown(t.store.db, to),
+      });
+      try {
+        const created = await driver.create(spec(id(1)));
+        await assert.rejects(driver.migrate(id(1), 'b'), transient(/Host b does not answer/));
+        const row = await vmRow(t, id(1));
+        assert.equal(row.host_id, 'a');
+        assert.equal(row.migrating_to, null);
+        assert.equal(row.power, 'running');
+        assert.deepEqual(await used(t, 'b'), [0, 0, 0], 'nothing left reserved on the destination');
+        assert.deepEqual(await used(t, 'a'), [1, 1, 10]);
+        // Asked again while b is down: refused before anything is copied, nothing kept either.
+        await assert.rejects(driver.migrate(id(1), 'b'), transient(/Host b does not answer/));
+        assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
+        await outside.hostUp(t.store.db, 'b');
+        assert.equal((await t.driver.migrate(id(1), 'b')).hostId, 'b');
+        assert.deepEqual((await t.driver.inspect(id(1)))?.ips, created.ips);
+      } finally {
+        await driver.close();
+        await t.cleanup();
+      }
+    });
+
+    test('a crash mid-migration: a re-run finishes on the destination it reserved, room right on both', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10,b:8:8:200:10,c:8:4:200:10' });
+      const crashing = createSimulatedDriver({
+        db: t.store.db,
+        ipPool: await createIpPool(t.store.db, '10.80.0.0/24', Date.now),
+        faults: { transient: 0, permanent: 0 },
+        speed: 0,
+        // The process dies with everything copied: nothing more is written.
+        beforeMigrationEnds: () => crashing.close(),
+      });
+      try {
+        await t.driver.create(spec(id(1)));
+        await assert.rejects(crashing.migrate(id(1), null), transient(/closed/));
+        assert.equal((await vmRow(t, id(1))).migrating_to, 'b', 'the reservation is recorded');
+        assert.deepEqual(await used(t, 'b'), [1, 1, 10]);
+        // The re-run continues with the destination reserved, whatever the placement says now.
+        const done = await t.driver.migrate(id(1), null);
+        assert.equal(done.hostId, 'b');
+        assert.equal((await vmRow(t, id(1))).migrating_to, null);
+        assert.deepEqual(await used(t, 'a'), [0, 0, 0]);
+        assert.deepEqual(await used(t, 'b'), [1, 1, 10]);
+        assert.deepEqual(await used(t, 'c'), [0, 0, 0]);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('a re-run whose reserved destination became unusable gives the reservation back and fails', async () => {
+      const t = await simulated(kind, TWO_HOSTS);
+      const crashing = createSimulatedDriver({
+        db: t.store.db,
+        ipPool: await createIpPool(t.store.db, '10.80.0.0/24', Date.now),
+        faults: { transient: 0, permanent: 0 },
+        speed: 0,
+        beforeMigrationEnds: () => crashing.close(),
+      });
+      try {
+        await t.driver.create(spec(id(1)));
+        await assert.rejects(crashing.migrate(id(1), 'b'));
+        await t.store.db
+          .updateTable('hypervisor_hosts')
+          .set({ health: 'unreachable' })
+          .where('id', '=', 'b')
+          .execute();
+        await assert.rejects(t.driver.migrate(id(1), 'b'), permanent(/Host b can no longer take the server/));
+        const row = await vmRow(t, id(1));
+        assert.equal(row.host_id, 'a');
+        assert.equal(row.migrating_to, null);
+        assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
+        assert.deepEqual(await used(t, 'a'), [1, 1, 10]);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('a host with an outage answers nothing: operations, listing and probe fail as transient', async () => {
+      const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10' });
+      try {
+        await t.driver.create(spec(id(1)));
+        await t.driver.probe('a');
+        await outside.hostDown(t.store.db, 'a');
+        const down = transient(/Host a does not answer/);
+        await assert.rejects(t.driver.probe('a'), down);
+        await assert.rejects(t.driver.powerStates('a'), down);
+        await assert.rejects(t.driver.stop(id(1), { timeoutMs: 0 }), down);
+        await assert.rejects(t.driver.start(id(1)), down);
+        await assert.rejects(t.driver.inspect(id(1)), down);
+        await assert.rejects(t.driver.destroy(id(1)), down);
+        await assert.rejects(t.driver.createBackup(id(1), id(50)), down);
+        // A new server placed on it is not booted (nor given up: the retry boots it).
+        await assert.rejects(t.driver.create(spec(id(2))), down);
+        assert.equal((await vmRow(t, id(1))).power, 'running', 'its VMs keep their state');
+        await outside.hostUp(t.store.db, 'a');
+        await t.driver.probe('a');
+        assert.equal((await t.driver.create(spec(id(2)))).power, 'running');
+        assert.equal((await t.driver.powerStates('a')).size, 2);
+      } finally {
+        await t.cleanup();
       }
     });
   });

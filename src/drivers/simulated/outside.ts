@@ -57,6 +57,24 @@ export const outside = {
       return true;
     });
   },
+
+  /**
+   * The host stops answering (its network or its hypervisor is down): from now on every
+   * operation on it, and on its VMs, fails as transient with "Host X does not answer", and so do
+   * its power-state listing and its probe (host health). Its VMs keep their state.
+   */
+  async hostDown(db: Kysely<Database>, hostId: string, now = Date.now()): Promise<void> {
+    await db
+      .insertInto('sim_host_outages')
+      .values({ host_id: hostId, since: now })
+      .onConflict((oc) => oc.column('host_id').doNothing())
+      .execute();
+  },
+
+  /** The host answers again. */
+  async hostUp(db: Kysely<Database>, hostId: string): Promise<void> {
+    await db.deleteFrom('sim_host_outages').where('host_id', '=', hostId).execute();
+  },
 };
 
 async function setPower(db: Kysely<Database>, vmId: string, power: string, now: number): Promise<boolean> {

@@ -3,10 +3,18 @@ import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
-import { free, freeBackupSpace, placeVm, reserveBackupSpace, resizeVm } from '../hosts.ts';
+import {
+  free,
+  freeBackupSpace,
+  type Need,
+  placeVm,
+  reserveBackupSpace,
+  reserveDestination,
+  resizeVm,
+} from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { createFaults } from './faults.ts';
-import { createSleeper } from './timings.ts';
+import { createSleeper, stepMs } from './timings.ts';
 
 export interface SimulatedDriverOptions {
   readonly db: Kysely<Database>;
@@ -16,6 +24,19 @@ export interface SimulatedDriverOptions {
   readonly speed: number;
   readonly random?: () => number;
   readonly now?: () => number;
+  /**
+   * Called when a migration has copied everything and is about to switch the VM over (tests: a
+   * destination that stops answering at that moment, deterministically).
+   */
+  readonly beforeMigrationEnds?: (vmId: string, toHostId: string) => Promise<void>;
+}
+
+/** A VM's row, and whether its host has an outage (outside.hostDown): read together, in one query. */
+type FoundVm = SimVmTable & { readonly down_since: number | null };
+
+/** What a host that has an outage answers: nothing; the caller may try again later. */
+export function hostDown(hostId: string): DriverError {
+  return new DriverError(`Host ${hostId} does not answer`, { transient: true });
 }
 
 /** Disk a fresh VM uses: the template's base image, 1.5 to 3 GB depending on the template. */
@@ -40,9 +61,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   const sleeper = createSleeper(o.speed);
   const faults = createFaults(o.faults, o.random);
 
-  const find = (vmId: string, from: Kysely<Database> = db) =>
-    from.selectFrom('sim_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
-  async function get(vmId: string, from: Kysely<Database> = db): Promise<SimVmTable> {
+  // The outage of the VM's host comes with the VM's row (an indexed join on a key), so checking
+  // it costs every operation no query of its own.
+  const find = (vmId: string, from: Kysely<Database> = db): Promise<FoundVm | undefined> =>
+    from
+      .selectFrom('sim_vms')
+      .leftJoin('sim_host_outages as o', 'o.host_id', 'sim_vms.host_id')
+      .selectAll('sim_vms')
+      .select('o.since as down_since')
+      .where('sim_vms.id', '=', vmId)
+      .executeTakeFirst();
+  async function get(vmId: string, from: Kysely<Database> = db): Promise<FoundVm> {
     const vm = await find(vmId, from);
     if (!vm) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
     return vm;
@@ -94,15 +123,28 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       await ipPool.release(vmId, tx);
     });
   }
-  async function entry(vmId: string, operation: string): Promise<SimVmTable> {
+  /** The VM, if its host answers. */
+  async function entry(vmId: string, operation: string): Promise<FoundVm> {
     const vm = await get(vmId);
+    if (vm.down_since !== null) throw hostDown(vm.host_id);
     faults.check(operation, vm.host_id);
     return vm;
+  }
+  /** Throws if any of `hostIds` has an outage: one indexed read. */
+  async function answering(hostIds: readonly string[], from: Kysely<Database> = db): Promise<void> {
+    const down = await from
+      .selectFrom('sim_host_outages')
+      .select('host_id')
+      .where('host_id', 'in', hostIds)
+      .executeTakeFirst();
+    if (down) throw hostDown(down.host_id);
   }
   const passwordHash = (password: string) => createHash('sha256').update(password).digest('hex');
 
   async function createVm(spec: VmSpec): Promise<VmInfo> {
-    let vm = await find(spec.vmId);
+    const found = await find(spec.vmId);
+    if (found && found.down_since !== null) throw hostDown(found.host_id);
+    let vm: SimVmTable | undefined = found;
     faults.check('create', vm?.host_id ?? 'scheduler');
     let ips: string[];
     if (!vm) {
@@ -140,17 +182,113 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     }
     if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
     await sleeper.sleep('boot');
-    return update(vm, { ips: JSON.stringify(ips), power: 'running', boot_count: vm.boot_count + 1 }, false);
+    // The boot is the first thing the host is asked to do: on a host that has an outage it does
+    // not happen (the write is conditional on none, so the check costs no query of its own).
+    const booted = {
+      ips: JSON.stringify(ips),
+      power: 'running',
+      boot_count: vm.boot_count + 1,
+      updated_at: now(),
+    };
+    sleeper.ensureOpen('boot');
+    const r = await db
+      .updateTable('sim_vms')
+      .set(booted)
+      .where('id', '=', vm.id)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('sim_host_outages as o')
+              .select('o.host_id')
+              .whereRef('o.host_id', '=', 'sim_vms.host_id'),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) throw hostDown(vm.host_id);
+    return info({ ...vm, ...booted });
+  }
+
+  /** Gives the destination's reservation back, if the VM still holds it: the VM stays whole on its source. */
+  async function undoMigration(vmId: string, to: string, need: Need): Promise<void> {
+    await transaction('undo migration', async (tx) => {
+      const r = await tx
+        .updateTable('sim_vms')
+        .set({ migrating_to: null })
+        .where('id', '=', vmId)
+        .where('migrating_to', '=', to)
+        .executeTakeFirst();
+      if (r.numUpdatedRows > 0n) await free(tx, to, need);
+    });
+  }
+
+  async function migrateVm(vmId: string, toHostId: string | null): Promise<VmInfo> {
+    const vm = await entry(vmId, 'migrate');
+    const need = { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb };
+    // The destination, reserved and recorded on the VM together: a re-run after a crash finds it.
+    const to = await transaction('migrate', async (tx) => {
+      const current = await get(vmId, tx);
+      if (current.migrating_to !== null) return current.migrating_to;
+      const reserved = await reserveDestination(tx, need, 'simulated', current.host_id, toHostId);
+      await tx.updateTable('sim_vms').set({ migrating_to: reserved }).where('id', '=', vmId).execute();
+      return reserved;
+    });
+    try {
+      if (vm.migrating_to !== null) {
+        // A re-run: the destination it reserved must still be one the VM can go to.
+        const host = await db
+          .selectFrom('hypervisor_hosts')
+          .select(['driver', 'health'])
+          .where('id', '=', to)
+          .executeTakeFirst();
+        if (host?.driver !== 'simulated' || host.health !== 'up')
+          throw new DriverError(`Host ${to} can no longer take the server`, { transient: false });
+      }
+      await answering([to]);
+      if (vm.power === 'running') {
+        // Live: memory copied while the guest runs, then a short pause while it switches over.
+        await sleeper.sleep('migrateLiveBase', stepMs('migratePerGbRam') * vm.ram_gb);
+        await sleeper.sleep('migratePause');
+      } else {
+        await sleeper.sleep('coldMigrateBase', stepMs('coldMigratePerGb') * vm.used_disk_gb);
+      }
+      await o.beforeMigrationEnds?.(vmId, to);
+      // The switch-over: the VM on the destination, the source's room given back, in one
+      // transaction, only if both hosts still answer.
+      return await transaction('migrate', async (tx) => {
+        await answering([vm.host_id, to], tx);
+        const t = now();
+        const moved = await tx
+          .updateTable('sim_vms')
+          .set({ host_id: to, migrating_to: null, updated_at: t })
+          .where('id', '=', vmId)
+          .where('host_id', '=', vm.host_id)
+          .where('migrating_to', '=', to)
+          .returningAll()
+          .executeTakeFirst();
+        if (!moved)
+          throw new DriverError(`VM ${vmId} was changed by another job meanwhile`, { transient: true });
+        await free(tx, vm.host_id, need);
+        return info(moved);
+      });
+    } catch (err) {
+      // Once the driver is closed (the process stops) nothing more is written: the re-run finds
+      // the reservation and finishes or undoes it.
+      await undoMigration(vmId, to, need).catch(() => undefined);
+      throw err;
+    }
   }
 
   return {
     name: 'simulated',
-    async migrate(vmId) {
-      throw new DriverError(`Migrating ${vmId} is not built yet`, { transient: false });
+    migrate: migrateVm,
+
+    async probe(hostId) {
+      await answering([hostId]);
     },
-    async probe() {},
 
     async powerStates(hostId) {
+      await answering([hostId]);
       faults.check('list', hostId);
       const rows = await db
         .selectFrom('sim_vms')
@@ -238,6 +376,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
     async destroy(vmId) {
       const vm = await find(vmId);
+      if (vm?.down_since != null) throw hostDown(vm.host_id);
       if (vm) faults.check('destroy', vm.host_id);
       await sleeper.sleep('destroy');
       await remove(vmId);
@@ -245,6 +384,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
     async inspect(vmId) {
       const vm = await find(vmId);
+      if (vm?.down_since != null) throw hostDown(vm.host_id);
       return vm && info(vm);
     },
 
@@ -302,6 +442,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         .where('id', '=', backupId)
         .executeTakeFirst();
       if (!backup) return;
+      await answering([backup.host_id]);
       faults.check('delete backup', backup.host_id);
       await sleeper.sleep('deleteBackup');
       await transaction('delete backup', async (tx) => {

@@ -2,8 +2,19 @@ import { type Task, vmChange } from '../task.ts';
 
 /**
  * Moves the service's VM to another host (the operator's `migrate`): live when it runs, cold when
- * it is stopped; the driver reserves the destination's room, moves the VM and gives the source's
- * room back. The service records the host it ends on.
+ * it is stopped (a suspended service's VM is stopped: it moves cold); the driver reserves the
+ * destination's room, moves the VM and gives the source's room back. The service records the
+ * host it ends on.
+ *
+ * A re-run whose earlier attempt moved the VM and died before the job's end was saved finds it
+ * moved (on the host asked for, or, with none asked for, off the host it was on) and is done:
+ * asking the driver again would move it a second time, or fail on "already on that host".
  */
-export const migrate: Task<'migrate'> = async ({ service, driver, job }) =>
-  vmChange(await driver.migrate(service.id, job.params.host_id));
+export const migrate: Task<'migrate'> = async ({ service, driver, job }) => {
+  const { host_id: to, from_host_id: from } = job.params;
+  if (job.attempts > 1) {
+    const vm = await driver.inspect(service.id);
+    if (vm && (to === null ? from !== null && vm.hostId !== from : vm.hostId === to)) return vmChange(vm);
+  }
+  return vmChange(await driver.migrate(service.id, to));
+};

@@ -27,6 +27,15 @@ export interface AuditContext {
   readonly action: string;
 }
 
+/**
+ * The audit context of what the product does on its own (host health, evacuations): the actor
+ * kinds are a closed list (application, operator, cli), and the server acting by itself is
+ * recorded as its own command, with the id `system`.
+ */
+export function systemAudit(action: string): AuditContext {
+  return { actor: { type: 'cli', id: 'system' }, requestId: null, action };
+}
+
 /** What an entry is about. Ids only: never a secret, a password or a request body. */
 export interface AuditSubject {
   /** The object acted on: a service, backup, backup_schedule, reseller, client or operator. */

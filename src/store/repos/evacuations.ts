@@ -1,0 +1,117 @@
+import type { Kysely } from 'kysely';
+import type { Database, HostDriver } from '../schema.ts';
+import { recordAudit, systemAudit } from './audit.ts';
+
+/** An evacuation as its moves stand: how many moved, failed, are under way, and what is left. */
+export interface EvacuationState {
+  /** Moves whose job is queued or running. */
+  readonly inFlight: number;
+  readonly moved: number;
+  readonly failed: number;
+  /** Services on the host with a VM that this evacuation has not queued a move for yet. */
+  readonly unmoved: readonly string[];
+}
+
+/** The driver's hosts being evacuated. */
+export async function evacuatingHostIds(db: Kysely<Database>, driver: HostDriver): Promise<string[]> {
+  const rows = await db
+    .selectFrom('hypervisor_hosts')
+    .select('id')
+    .where('driver', '=', driver)
+    .where('state', '=', 'evacuating')
+    .orderBy('name')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Locks the host's row for the rest of the transaction (PostgreSQL: `lock`), so two processes
+ * count and queue one after the other, and returns when its current evacuation started; undefined
+ * if it is not being evacuated (any more).
+ */
+export async function lockEvacuatingHost(
+  tx: Kysely<Database>,
+  hostId: string,
+  lock: boolean,
+): Promise<{ readonly startedAt: number } | undefined> {
+  const host = await tx
+    .selectFrom('hypervisor_hosts')
+    .select(['state', 'evacuation_started_at'])
+    .where('id', '=', hostId)
+    .$if(lock, (q) => q.forUpdate())
+    .executeTakeFirst();
+  if (host?.state !== 'evacuating') return undefined;
+  return { startedAt: host.evacuation_started_at ?? 0 };
+}
+
+/** Where the evacuation of `hostId` begun at `startedAt` stands. */
+export async function evacuationState(
+  tx: Kysely<Database>,
+  hostId: string,
+  startedAt: number,
+): Promise<EvacuationState> {
+  const moves = await tx
+    .selectFrom('host_evacuation_moves as m')
+    .leftJoin('jobs as j', 'j.id', 'm.job_id')
+    .select(['m.service_id', 'j.status'])
+    .where('m.host_id', '=', hostId)
+    .where('m.queued_at', '>=', startedAt)
+    .execute();
+  // Services with a VM: a failed service has none to move (its create gave everything back, or
+  // its VM vanished), nor has a pending or terminated one.
+  const onHost = await tx
+    .selectFrom('services')
+    .select('id')
+    .where('host_id', '=', hostId)
+    .where('status', 'not in', ['pending', 'failed', 'terminated'])
+    .orderBy('id')
+    .execute();
+  const moved = new Set(moves.map((m) => m.service_id));
+  return {
+    inFlight: moves.filter((m) => m.status === 'queued' || m.status === 'running').length,
+    moved: moves.filter((m) => m.status === 'succeeded').length,
+    // A move whose job is gone (pruned) ended long ago; the service tells whether it moved.
+    failed: moves.filter((m) => m.status === 'failed' || m.status === 'skipped').length,
+    unmoved: onHost.map((s) => s.id).filter((id) => !moved.has(id)),
+  };
+}
+
+/** Records that the evacuation queued a move of `serviceId` (replacing an earlier evacuation's). */
+export async function recordMove(
+  tx: Kysely<Database>,
+  move: { hostId: string; serviceId: string; jobId: string; now: number },
+): Promise<void> {
+  await tx
+    .insertInto('host_evacuation_moves')
+    .values({ host_id: move.hostId, service_id: move.serviceId, job_id: move.jobId, queued_at: move.now })
+    .onConflict((oc) =>
+      oc.columns(['host_id', 'service_id']).doUpdateSet({ job_id: move.jobId, queued_at: move.now }),
+    )
+    .execute();
+}
+
+/**
+ * Ends the evacuation: the host is `draining` (it takes no new servers), and the audit log says
+ * how it went (outcome `ok`, or `moves_failed` when some moves failed and their services stayed).
+ */
+export async function endEvacuation(
+  tx: Kysely<Database>,
+  hostId: string,
+  state: EvacuationState,
+  now: number,
+): Promise<void> {
+  const r = await tx
+    .updateTable('hypervisor_hosts')
+    .set({ state: 'draining' })
+    .where('id', '=', hostId)
+    .where('state', '=', 'evacuating')
+    .executeTakeFirst();
+  if (r.numUpdatedRows === 0n) return;
+  await recordAudit(
+    tx,
+    systemAudit('host.evacuated'),
+    { target: { type: 'host', id: hostId } },
+    now,
+    state.failed > 0 ? 'moves_failed' : 'ok',
+  );
+}

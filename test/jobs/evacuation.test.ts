@@ -1,0 +1,122 @@
+/**
+ * Evacuating a host: its services are migrated off, at most VRP_EVACUATE_CONCURRENCY at a time,
+ * each to the host placement picks; the host ends `draining`, with an audit entry.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
+import { type Background, startBackground } from '../../src/jobs/background.ts';
+import { createTestApp, orderRunning } from '../helpers/app.ts';
+import { until } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const HOSTS = 'src:64:64:1000:10,dst-1:64:64:1000:10,dst-2:64:64:1000:10';
+
+for (const store of testStores()) {
+  describe(`evacuation (${store})`, () => {
+    for (const failing of [false, true]) {
+      test(
+        failing
+          ? 'a move that fails is counted, not retried; the host still ends draining, the audit says so'
+          : '5 services, concurrency 2: never more than 2 moves in flight, all end elsewhere, host draining',
+        async () => {
+          const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS, VRP_EVACUATE_CONCURRENCY: '2' }, { store });
+          const db = t.ctx.store.db;
+          const driver = await createDriver(t.ctx.config, db);
+          let background: Background | undefined;
+          try {
+            // Every service on `src`: the others take none while they are drained.
+            await db
+              .updateTable('hypervisor_hosts')
+              .set({ state: 'draining' })
+              .where('id', '!=', 'src')
+              .execute();
+            const inFlight: number[] = [];
+            const attempts = new Map<string, number>();
+            let refused: string | undefined;
+            const wrapped: HypervisorDriver = {
+              ...driver,
+              async migrate(vmId, to) {
+                const n = await db
+                  .selectFrom('jobs')
+                  .select((eb) => eb.fn.countAll<number | string>().as('n'))
+                  .where('action', '=', 'migrate')
+                  .where('status', 'in', ['queued', 'running'])
+                  .executeTakeFirstOrThrow();
+                inFlight.push(Number(n.n));
+                attempts.set(vmId, (attempts.get(vmId) ?? 0) + 1);
+                if (failing && (refused === undefined || refused === vmId)) {
+                  refused = vmId;
+                  throw new DriverError('Simulated permanent fault: migrate refused', { transient: false });
+                }
+                return driver.migrate(vmId, to);
+              },
+            };
+            background = startBackground(t.ctx, wrapped, t.app.log, { pollMs: 20 });
+            const token = await t.token();
+            const ids: string[] = [];
+            for (let i = 0; i < 5; i++) ids.push(await orderRunning(t, token, `evac${i}.example.com`));
+            await db
+              .updateTable('hypervisor_hosts')
+              .set({ state: 'active' })
+              .where('id', '!=', 'src')
+              .execute();
+            await db
+              .updateTable('hypervisor_hosts')
+              .set({ state: 'evacuating', evacuation_started_at: t.ctx.clock.now() })
+              .where('id', '=', 'src')
+              .execute();
+            background.evacuator.wake();
+            await until(async () => {
+              const h = await db
+                .selectFrom('hypervisor_hosts')
+                .select('state')
+                .where('id', '=', 'src')
+                .executeTakeFirstOrThrow();
+              return h.state === 'draining';
+            }, 'the evacuation to end');
+
+            assert.equal(inFlight.length, 5, 'one move per service, none retried');
+            assert.ok(
+              inFlight.every((n) => n <= 2),
+              `at most 2 moves in flight when each started: ${inFlight.join(',')}`,
+            );
+            assert.equal(Math.max(...inFlight), 2, 'the concurrency is used');
+            assert.ok([...attempts.values()].every((n) => n === 1));
+            const services = await db.selectFrom('services').select(['id', 'host_id']).execute();
+            const left = services.filter((s) => s.host_id === 'src').map((s) => s.id);
+            assert.deepEqual(left, failing ? [refused] : []);
+            const moves = await db
+              .selectFrom('host_evacuation_moves as m')
+              .innerJoin('jobs as j', 'j.id', 'm.job_id')
+              .select(['j.status', 'j.params'])
+              .where('m.host_id', '=', 'src')
+              .execute();
+            assert.equal(moves.length, 5);
+            assert.ok(moves.every((m) => JSON.parse(m.params).evacuation === true));
+            assert.equal(moves.filter((m) => m.status === 'failed').length, failing ? 1 : 0);
+            const audit = await db
+              .selectFrom('audit_log')
+              .selectAll()
+              .where('action', '=', 'host.evacuated')
+              .execute();
+            assert.equal(audit.length, 1);
+            assert.equal(audit[0]?.target_id, 'src');
+            assert.equal(audit[0]?.outcome, failing ? 'moves_failed' : 'ok');
+            const src = await db
+              .selectFrom('hypervisor_hosts')
+              .selectAll()
+              .where('id', '=', 'src')
+              .executeTakeFirstOrThrow();
+            assert.equal(src.used_cpu, failing ? 1 : 0);
+          } finally {
+            await background?.stop(1000);
+            await driver.close();
+            await t.close();
+          }
+        },
+      );
+    }
+  });
+}

@@ -1,0 +1,196 @@
+/**
+ * The migrate job end to end: queued the way the operator's route queues it (queueMigration),
+ * run by a worker on the simulated hypervisor, seen by the reseller's API; its failures leave
+ * nothing reserved; a process that dies mid-migration leaves work another worker finishes.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ApiError } from '../../src/domain/errors.ts';
+import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { outside } from '../../src/drivers/simulated/outside.ts';
+import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
+import { queueMigration } from '../../src/jobs/migration-queue.ts';
+import type { Store } from '../../src/store/database.ts';
+import { call, waitForStatus } from '../helpers/app.ts';
+import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+/** The host's reserved room: vCPU, GB RAM, GB disk. */
+async function used(store: Store, hostId: string) {
+  const h = await store.db
+    .selectFrom('hypervisor_hosts')
+    .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
+    .where('id', '=', hostId)
+    .executeTakeFirstOrThrow();
+  return [h.used_cpu, h.used_ram_gb, h.used_disk_gb];
+}
+
+async function placement(store: Store, serviceId: string) {
+  const service = await store.db
+    .selectFrom('services')
+    .select('host_id')
+    .where('id', '=', serviceId)
+    .executeTakeFirstOrThrow();
+  const vm = await store.db
+    .selectFrom('sim_vms')
+    .selectAll()
+    .where('id', '=', serviceId)
+    .executeTakeFirstOrThrow();
+  return { serviceHost: service.host_id, vm };
+}
+
+const other = (hostId: string | null) => (hostId === 'sim-host-1' ? 'sim-host-2' : 'sim-host-1');
+
+for (const store of testStores()) {
+  describe(`migrate job (${store})`, () => {
+    test('the service follows its VM to the other host; a reseller request queued behind runs after it', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const boots = await s.bootCount();
+        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
+          hostId: null,
+          evacuation: false,
+        });
+        assert.deepEqual(job.action, 'migrate');
+        const stop = await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+        assert.equal(stop.status, 200);
+        s.worker();
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, other(before.vm.host_id));
+        assert.equal(after.serviceHost, after.vm.host_id, "the service records its VM's host");
+        assert.equal(after.vm.migrating_to, null);
+        assert.equal(await s.bootCount(), boots, 'moved live: no reboot');
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0]);
+        assert.deepEqual(await used(st, after.vm.host_id), [after.vm.cpu, after.vm.ram_gb, after.vm.disk_gb]);
+
+        const jobs = await s.jobs();
+        const migrate = jobs.find((j) => j.action === 'migrate');
+        const stopped = jobs.find((j) => j.action === 'stop');
+        assert.equal(migrate?.status, 'succeeded', 'the jobs list shows the migration');
+        assert.equal(stopped?.status, 'succeeded');
+        const rows = await st.db
+          .selectFrom('jobs')
+          .select(['action', 'started_at', 'finished_at', 'params'])
+          .where('service_id', '=', s.id)
+          .where('action', 'in', ['migrate', 'stop'])
+          .execute();
+        const m = rows.find((r) => r.action === 'migrate');
+        const sp = rows.find((r) => r.action === 'stop');
+        assert.ok(m?.finished_at != null && sp?.started_at != null && sp.started_at >= m.finished_at);
+        assert.deepEqual(JSON.parse(m.params), {
+          host_id: null,
+          from_host_id: before.vm.host_id,
+          evacuation: false,
+        });
+      }));
+
+    test('a suspended service moves cold and stays suspended; a service that cannot move is refused', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        s.worker();
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/suspend`)).status, 200);
+        await waitForStatus(s.t, s.token, s.id, 'suspended');
+        const before = await placement(st, s.id);
+        await queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: null, evacuation: true });
+        await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the migration');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, other(before.vm.host_id));
+        assert.equal(after.vm.power, 'stopped');
+        assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'suspended');
+
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
+        await assert.rejects(
+          queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: null, evacuation: false }),
+          (e: unknown) => e instanceof ApiError && e.code === 'invalid_state' && /terminated/.test(e.message),
+        );
+      }));
+
+    test('a destination that never answers: the last attempt fails and nothing stays reserved', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const to = other(before.vm.host_id);
+        await outside.hostDown(st.db, to);
+        await queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: to, evacuation: false });
+        s.worker({}, { maxAttempts: 2 });
+        await until(async () => (await s.jobRow('migrate')).status === 'failed', 'the migration to fail');
+        const row = await s.jobRow('migrate');
+        assert.equal(row.attempts, 2, 'retried as transient');
+        assert.match(row.error ?? '', new RegExp(`Host ${to} does not answer`));
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, before.vm.host_id);
+        assert.equal(after.vm.migrating_to, null);
+        assert.deepEqual(await used(st, to), [0, 0, 0], 'nothing reserved on the destination');
+        assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
+      }));
+
+    test('the process died after the VM moved but before the job ended: the re-run records it, no second move', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
+          hostId: null,
+          evacuation: false,
+        });
+        // Its first attempt moved the VM, and its process died before saving the job's end.
+        const moved = await s.t.driver?.migrate(s.id, null);
+        await st.db.updateTable('jobs').set({ attempts: 1 }).where('id', '=', job.id).execute();
+        s.worker();
+        await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the re-run');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, moved?.hostId);
+        assert.equal(after.serviceHost, moved?.hostId, 'the service records where its VM is');
+        assert.notEqual(after.vm.host_id, before.vm.host_id);
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], 'moved once, not back');
+      }));
+
+    test('the process dies mid-migration: another worker re-runs the job and it ends on one host', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        let copied = false;
+        const dying = createSimulatedDriver({
+          db: st.db,
+          ipPool: await createIpPool(st.db, '10.80.0.0/24', Date.now),
+          faults: { transient: 0, permanent: 0 },
+          speed: 0,
+          // Everything copied, then the process hangs for ever: it never switches over.
+          beforeMigrationEnds: async () => {
+            copied = true;
+            await never;
+          },
+        });
+        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
+          hostId: null,
+          evacuation: false,
+        });
+        const first = s.worker({}, { driver: dying, abortWaitMs: 0 });
+        await until(() => copied, 'the first attempt to copy the VM');
+        const mid = await placement(st, s.id);
+        const to = mid.vm.migrating_to;
+        assert.equal(to, other(before.vm.host_id), 'the destination is reserved and recorded');
+        // Its process is gone: its lease runs out (it renews it no more) and nothing it would
+        // still write counts.
+        await st.db
+          .updateTable('jobs')
+          .set({ locked_by: 'a-dead-process', locked_until: Date.now() - 1 })
+          .where('id', '=', job.id)
+          .execute();
+        await first.stop(0);
+        s.worker();
+        await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the re-run to finish');
+        const row = await s.jobRow('migrate');
+        assert.equal(row.attempts, 2);
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, to);
+        assert.equal(after.serviceHost, to);
+        assert.equal(after.vm.migrating_to, null);
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0]);
+        assert.deepEqual(await used(st, to ?? ''), [after.vm.cpu, after.vm.ram_gb, after.vm.disk_gb]);
+        await dying.close();
+      }));
+  });
+}
