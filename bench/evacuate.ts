@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.ts';
 import { createDriver } from '../src/drivers/create-driver.ts';
 import { startBackground } from '../src/jobs/background.ts';
-import { queueMigration } from '../src/jobs/migration-queue.ts';
+import { requestMigration } from '../src/jobs/migration-queue.ts';
 import { createTestApp, orderRunning, testEnv } from '../test/helpers/app.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -49,10 +49,7 @@ try {
     const [first, ...rest] = ids;
     if (!first) throw new Error('no service');
     let started = performance.now();
-    const job = await queueMigration({ db, now: t.ctx.clock.now() }, first, {
-      hostId: null,
-      evacuation: false,
-    });
+    const job = await requestMigration(db, 'simulated', first, null, undefined, t.ctx.clock.now());
     t.ctx.jobSignal.notify();
     await waitFor('the migration', async () => {
       const row = await db

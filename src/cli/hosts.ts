@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { ApiError } from '../domain/errors.ts';
-import { addHost, changeHost, requestMigration } from '../jobs/host-probe.ts';
+import { addHost, changeHost } from '../jobs/host-operations.ts';
+import { requestMigration } from '../jobs/migration-queue.ts';
 import {
   changeHostState,
   deleteHost,
@@ -157,7 +158,7 @@ export async function hostCommand(
       const service = await findService(db, serviceId.toLowerCase());
       if (!service) throw new CommandError(`no service ${serviceId}`, { error_code: 'service_not_found' });
       const to = values.to === undefined ? null : (await findHostByIdOrName(db, driver, values.to)).id;
-      const job = await requestMigration(db, driver, service, to, cliAudit('service.migrate'), now());
+      const job = await requestMigration(db, driver, service.id, to, cliAudit('service.migrate'), now());
       out.result(
         { job_id: job.id, service_id: service.id, host_id: to },
         (v) => `migration of ${v.service_id} queued as job ${v.job_id} (a running server picks it up)`,

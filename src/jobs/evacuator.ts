@@ -59,7 +59,7 @@ export function createEvacuator(o: EvacuatorOptions): Evacuator {
       for (const serviceId of state.unmoved) {
         if (inFlight >= o.concurrency) break;
         try {
-          const job = await queueMigrationIn(tx, serviceId, { hostId: null, evacuation: true }, now);
+          const job = await queueMigrationIn(tx, serviceId, now);
           await recordMove(tx, { hostId, serviceId, jobId: job.id, now });
           inFlight++;
           queued++;

@@ -1,48 +1,61 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { AuditContext } from '../store/repos/audit.ts';
+import { checkMigrationDestination, type HostDriver } from '../store/repos/hosts.ts';
 import type { Job } from '../store/repos/jobs.ts';
+import { findService } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
-import { enqueueInTransaction, inSeqTransaction } from './queue.ts';
-
-/** What queueing a migration needs: the store, the time, and who asks (none for an evacuation's own). */
-export interface MigrationQueueDeps {
-  readonly db: Kysely<Database>;
-  readonly now: number;
-  readonly audit?: AuditContext;
-}
-
-export interface MigrationRequest {
-  /** The destination, or null for the placement rule's choice. */
-  readonly hostId: string | null;
-  /** Queued by an evacuation. */
-  readonly evacuation: boolean;
-}
+import { enqueueInTransaction, requestOperation } from './queue.ts';
 
 /**
- * Queues a migration of a service (the operator's `POST OPS/services/{id}/migrate`, and each move
- * of an evacuation): checked against the service's projected status like any request (400
- * `invalid_state` unless it is running, stopped or suspended once its queued jobs have run),
- * queued behind the service's other jobs, with the host the service is on now as `from_host_id`.
+ * Queues an operator's migration of a service to `toHostId` (null: the host the placement rule
+ * picks), as the operator API and the CLI both do: checked like any request against the
+ * service's projected status (400 `invalid_state` unless it is running, stopped or suspended
+ * once its queued jobs have run; a suspended one moves cold), and the destination checked in the
+ * same transaction (checkMigrationDestination: 404 `host_not_found`, 400 `same_host`,
+ * `host_not_active`, `host_unreachable`). The job's params name the host the service is on now.
  */
-export function queueMigration(
-  deps: MigrationQueueDeps,
+export async function requestMigration(
+  db: Kysely<Database>,
+  processDriver: HostDriver,
   serviceId: string,
-  req: MigrationRequest,
+  toHostId: string | null,
+  audit: AuditContext | undefined,
+  now: number,
 ): Promise<Job> {
-  return inSeqTransaction(deps.db, (tx) => queueMigrationIn(tx, serviceId, req, deps.now, deps.audit));
+  const service = await findService(db, serviceId);
+  if (!service) throw new ApiError('service_not_found', 'Service not found');
+  const from = service.hostId;
+  const outcome = await requestOperation(
+    db,
+    {
+      resellerId: service.resellerId,
+      serviceId: service.id,
+      audit,
+      action: 'migrate',
+      params: { host_id: toHostId, from_host_id: from, evacuation: false },
+      check: async (current, tx) => {
+        if (current.hostId !== from)
+          throw new ApiError('invalid_state', 'The server moved meanwhile: ask for the migration again');
+        if (toHostId !== null) await checkMigrationDestination(tx, processDriver, from, toHostId);
+      },
+    },
+    now,
+  );
+  // A migration is never a repeat with nothing to do (no status is its target).
+  if (outcome.kind === 'noop') throw new ApiError('invalid_state', outcome.message);
+  return outcome.job;
 }
 
 /**
- * The body of queueMigration, in the caller's transaction (the evacuator counts and queues in one).
+ * An evacuation's move of a service, in the caller's transaction (the evacuator counts and
+ * queues in one): the destination is the placement rule's.
  * Throws SeqConflict (jobs/queue.ts) when a concurrent request won; the caller runs it again.
  */
 export async function queueMigrationIn(
   tx: Transaction<Database>,
   serviceId: string,
-  req: MigrationRequest,
   now: number,
-  audit?: AuditContext,
 ): Promise<Job> {
   const service = await tx
     .selectFrom('services')
@@ -54,14 +67,12 @@ export async function queueMigrationIn(
     tx,
     {
       action: 'migrate',
-      params: { host_id: req.hostId, from_host_id: service.host_id, evacuation: req.evacuation },
+      params: { host_id: null, from_host_id: service.host_id, evacuation: true },
       resellerId: service.reseller_id,
       serviceId,
-      audit,
     },
     now,
   );
-  // A migration is never a repeat with nothing to do (no status is its target).
   if (outcome.kind !== 'queued') throw new ApiError('invalid_state', outcome.message);
   return outcome.job;
 }

@@ -1,5 +1,5 @@
 /**
- * The migrate job end to end: queued the way the operator's route queues it (queueMigration),
+ * The migrate job end to end: queued the way the operator's route queues it (requestMigration),
  * run by a worker on the simulated hypervisor, seen by the reseller's API; its failures leave
  * nothing reserved; a process that dies mid-migration leaves work another worker finishes.
  */
@@ -9,7 +9,7 @@ import { ApiError } from '../../src/domain/errors.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
-import { queueMigration } from '../../src/jobs/migration-queue.ts';
+import { requestMigration } from '../../src/jobs/migration-queue.ts';
 import type { Store } from '../../src/store/database.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
@@ -48,10 +48,7 @@ for (const store of testStores()) {
         const st = s.t.ctx.store;
         const before = await placement(st, s.id);
         const boots = await s.bootCount();
-        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
-          hostId: null,
-          evacuation: false,
-        });
+        const job = await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
         assert.deepEqual(job.action, 'migrate');
         const stop = await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
         assert.equal(stop.status, 200);
@@ -94,7 +91,7 @@ for (const store of testStores()) {
         assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/suspend`)).status, 200);
         await waitForStatus(s.t, s.token, s.id, 'suspended');
         const before = await placement(st, s.id);
-        await queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: null, evacuation: true });
+        await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
         await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the migration');
         const after = await placement(st, s.id);
         assert.equal(after.vm.host_id, other(before.vm.host_id));
@@ -103,7 +100,7 @@ for (const store of testStores()) {
 
         assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
         await assert.rejects(
-          queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: null, evacuation: false }),
+          requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now()),
           (e: unknown) => e instanceof ApiError && e.code === 'invalid_state' && /terminated/.test(e.message),
         );
       }));
@@ -114,7 +111,7 @@ for (const store of testStores()) {
         const before = await placement(st, s.id);
         const to = other(before.vm.host_id);
         await outside.hostDown(st.db, to);
-        await queueMigration({ db: st.db, now: Date.now() }, s.id, { hostId: to, evacuation: false });
+        await requestMigration(st.db, 'simulated', s.id, to, undefined, Date.now());
         s.worker({}, { maxAttempts: 2 });
         await until(async () => (await s.jobRow('migrate')).status === 'failed', 'the migration to fail');
         const row = await s.jobRow('migrate');
@@ -131,10 +128,7 @@ for (const store of testStores()) {
       withRunningService(store, async (s) => {
         const st = s.t.ctx.store;
         const before = await placement(st, s.id);
-        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
-          hostId: null,
-          evacuation: false,
-        });
+        const job = await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
         // Its first attempt moved the VM, and its process died before saving the job's end.
         const moved = await s.t.driver?.migrate(s.id, null);
         await st.db.updateTable('jobs').set({ attempts: 1 }).where('id', '=', job.id).execute();
@@ -163,10 +157,7 @@ for (const store of testStores()) {
             await never;
           },
         });
-        const job = await queueMigration({ db: st.db, now: Date.now() }, s.id, {
-          hostId: null,
-          evacuation: false,
-        });
+        const job = await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
         const first = s.worker({}, { driver: dying, abortWaitMs: 0 });
         await until(() => copied, 'the first attempt to copy the VM');
         const mid = await placement(st, s.id);

@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { sumGb } from '../../domain/sizes.ts';
-import { addHost, changeHost } from '../../jobs/host-probe.ts';
+import { addHost, changeHost } from '../../jobs/host-operations.ts';
 import {
   changeHostState,
   deleteHost,

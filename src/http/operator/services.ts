@@ -2,7 +2,7 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
-import { requestMigration } from '../../jobs/host-probe.ts';
+import { requestMigration } from '../../jobs/migration-queue.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { listBackups } from '../../store/repos/backups.ts';
 import { findHostState } from '../../store/repos/hosts.ts';
@@ -169,7 +169,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         tags: ['Operator service actions'],
         summary: 'Migrate the server to another host',
         description:
-          'Queues a `migrate` job: the server moves to `host_id`, or without it to the host the placement rule picks (most free RAM among the active, answering hosts with room). A running server moves live and keeps running; a stopped one moves cold. It keeps its id, addresses and disks. A running or stopped service only (400 `invalid_state`). An unknown host is 404 `host_not_found`; the host it is on already 400 `same_host`; a draining or evacuating host 400 `host_not_active`; one that does not answer 400 `host_unreachable`. Answers the job, its id also in `X-Job-Id`.',
+          'Queues a `migrate` job: the server moves to `host_id`, or without it to the host the placement rule picks (most free RAM among the active, answering hosts with room). A running server moves live and keeps running; a stopped one moves cold. It keeps its id, addresses and disks. A running, stopped or suspended service only (a suspended one moves cold and stays suspended; otherwise 400 `invalid_state`). An unknown host is 404 `host_not_found`; the host it is on already 400 `same_host`; a draining or evacuating host 400 `host_not_active`; one that does not answer 400 `host_unreachable`. Answers the job, its id also in `X-Job-Id`.',
         params: ServiceParams,
         body: MigrateBody,
         successHeaders: JOB_HEADERS,
@@ -182,7 +182,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
       const outcome = await requestMigration(
         db,
         ctx.config.driver,
-        service,
+        service.id,
         request.body.host_id ?? null,
         auditContext(request),
         ctx.clock.now(),

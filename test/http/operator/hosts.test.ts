@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { freeBackupSpace, placeVm, reserveBackupSpace } from '../../../src/drivers/hosts.ts';
 import { OPS } from '../../../src/http/base-path.ts';
-import { probeHostUri } from '../../../src/jobs/host-probe.ts';
+import { probeHostUri } from '../../../src/jobs/host-operations.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';

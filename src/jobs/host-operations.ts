@@ -1,20 +1,10 @@
 import type { Kysely } from 'kysely';
-import { ApiError } from '../domain/errors.ts';
 import { checkHostChange, checkNewHost, type HostChange, type NewHost } from '../domain/host-input.ts';
 import { DriverError } from '../drivers/driver.ts';
 import { createCommands } from '../drivers/libvirt/commands.ts';
 import type { AuditContext } from '../store/repos/audit.ts';
-import {
-  checkMigrationDestination,
-  createHost,
-  type HostDriver,
-  type HostView,
-  updateHost,
-} from '../store/repos/hosts.ts';
-import type { Job } from '../store/repos/jobs.ts';
-import type { Service } from '../store/repos/services.ts';
+import { createHost, type HostDriver, type HostView, updateHost } from '../store/repos/hosts.ts';
 import type { Database } from '../store/schema.ts';
-import { requestOperation } from './queue.ts';
 
 /** Whether a libvirt connection answered, and if not why. */
 export type ProbeResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
@@ -80,40 +70,4 @@ export async function changeHost(
   const reach =
     change.uri === undefined ? undefined : { reachable: (await probe(change.uri, ADD_PROBE_TIMEOUT_MS)).ok };
   return updateHost(db, processDriver, id, change, reach, now(), audit);
-}
-
-/**
- * Queues an operator's migration of `service` to `toHostId` (null: the host the placement rule
- * picks), as the operator API and the CLI both do: checked like any request against the
- * service's projected status (400 `invalid_state` unless running or stopped), and the
- * destination checked in the same transaction (checkMigrationDestination). The job's params name
- * the host the service is on now.
- */
-export async function requestMigration(
-  db: Kysely<Database>,
-  processDriver: HostDriver,
-  service: Service,
-  toHostId: string | null,
-  audit: AuditContext,
-  now: number,
-): Promise<Job> {
-  const from = service.hostId;
-  const outcome = await requestOperation(
-    db,
-    {
-      resellerId: service.resellerId,
-      serviceId: service.id,
-      audit,
-      action: 'migrate',
-      params: { host_id: toHostId, from_host_id: from, evacuation: false },
-      check: async (current, tx) => {
-        if (current.hostId !== from)
-          throw new ApiError('invalid_state', 'The server moved meanwhile: ask for the migration again');
-        if (toHostId !== null) await checkMigrationDestination(tx, processDriver, from, toHostId);
-      },
-    },
-    now,
-  );
-  if (outcome.kind === 'noop') throw new ApiError('invalid_state', outcome.message);
-  return outcome.job;
 }
