@@ -8,7 +8,7 @@
  * bench/RESULTS.md (between `<!-- evacuation -->` markers). Not part of `npm run bench`: about 30 s
  * of waiting on simulated timers.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.ts';
@@ -16,6 +16,7 @@ import { createDriver } from '../src/drivers/create-driver.ts';
 import { startBackground } from '../src/jobs/background.ts';
 import { requestMigration } from '../src/jobs/migration-queue.ts';
 import { createTestApp, orderRunning, testEnv } from '../test/helpers/app.ts';
+import { writeSection } from './sections.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVICES = 10;
@@ -104,15 +105,7 @@ try {
       '<!-- /evacuation -->',
     ].join('\n');
     const file = join(here, 'RESULTS.md');
-    const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-    const a = text.indexOf('<!-- evacuation -->');
-    const b = text.indexOf('<!-- /evacuation -->');
-    writeFileSync(
-      file,
-      a >= 0 && b > a
-        ? `${text.slice(0, a)}${section}${text.slice(b + '<!-- /evacuation -->'.length)}`
-        : `${text.trimEnd()}\n\n${section}\n`,
-    );
+    writeSection(file, 'evacuation', section);
     console.log(`wrote its section of ${file}`);
   } finally {
     await background.stop(1000);

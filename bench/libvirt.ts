@@ -9,16 +9,18 @@
  * `node bench/libvirt.ts [TEMPLATE_DIR]`, or `npm run bench -- --only libvirt`.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchToken, prepareStore, smallOrder } from '../test/helpers/e2e.ts';
 import { startServer } from '../test/helpers/server-process.ts';
+import { writeSection } from './sections.ts';
 
 const API = '/vps_reseller_provider/public/api/v2';
-const START = '<!-- libvirt-provisioning -->';
-const END = '<!-- /libvirt-provisioning -->';
+const SECTION = 'libvirt-provisioning';
+const START = `<!-- ${SECTION} -->`;
+const END = `<!-- /${SECTION} -->`;
 
 export interface ProvisioningRun {
   readonly totalMs: number;
@@ -171,21 +173,7 @@ export function provisioningSection(results: readonly ProvisioningRun[]): string
 
 /** Puts `section` into RESULTS.md in place of its earlier one (or at the end), leaving the rest as it is. */
 export function writeProvisioningSection(file: string, section: string): void {
-  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const a = text.indexOf(START);
-  const b = text.indexOf(END);
-  const next =
-    a >= 0 && b > a
-      ? `${text.slice(0, a)}${section}${text.slice(b + END.length)}`
-      : `${text.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
-}
-
-/** The section as it stands in `text` (to carry it over when the rest of RESULTS.md is rewritten). */
-export function existingProvisioningSection(text: string): string | undefined {
-  const a = text.indexOf(START);
-  const b = text.indexOf(END);
-  return a >= 0 && b > a ? text.slice(a, b + END.length) : undefined;
+  writeSection(file, SECTION, section);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

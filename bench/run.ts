@@ -26,7 +26,6 @@ import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
 import { type ServerProcess, startServer } from '../test/helpers/server-process.ts';
 import type { FloorLayer } from './floor.ts';
 import {
-  existingProvisioningSection,
   libvirtProvisioning,
   type ProvisioningRun,
   provisioningSection,
@@ -34,6 +33,7 @@ import {
 } from './libvirt.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
 import { type Row, writeResults } from './report.ts';
+import { sectionsOf, writeSection } from './sections.ts';
 import { resetIds, sealedBenchPassword } from './seed.ts';
 import { type BenchStore, benchStores, type StoreKind } from './stores.ts';
 
@@ -906,16 +906,17 @@ if (only) {
   console.log(`(--only: bench/RESULTS.md not written; ${elapsed.toFixed(0)} s)`);
 } else {
   const file = resultsFile;
-  const previous = existsSync(file) ? existingProvisioningSection(readFileSync(file, 'utf8')) : undefined;
+  // The sections other scripts measured (bench/sections.ts) stay as they were.
+  const previous = existsSync(file) ? sectionsOf(readFileSync(file, 'utf8')) : new Map();
   writeResults(file, rows, {
     quick,
     settings: SETTINGS,
     elapsedSeconds: elapsed,
     findings: join(here, 'FINDINGS.md'),
   });
+  for (const [name, section] of previous) writeSection(file, name, section.text);
   // The real-VM section: this run's, or the last one measured (no template this time).
-  const section = libvirtRuns ? provisioningSection(libvirtRuns) : previous;
-  if (section) writeProvisioningSection(file, section);
+  if (libvirtRuns) writeProvisioningSection(file, provisioningSection(libvirtRuns));
   console.log(`wrote ${file} (${elapsed.toFixed(0)} s)`);
 }
 if (args.profile && existsSync(args.profile))
