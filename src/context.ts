@@ -9,6 +9,7 @@ import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import type { SecretBox } from './domain/secret-box.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
+import { createNotifier, type Notifier } from './loop/notifier.ts';
 import { createJobSignal, type JobSignal } from './loop/signal.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { type CatalogCache, createCatalogCache } from './store/catalog-cache.ts';
@@ -27,6 +28,8 @@ export interface AppContext {
   readonly catalog: CatalogCache;
   /** Wakes this process's worker when a request enqueues a job. */
   readonly jobSignal: JobSignal;
+  /** Wakes this process's evacuator when a request here asks for an evacuation. */
+  readonly evacuations: Notifier;
   /** This process's Prometheus metrics: HTTP answers, job runs, the queue, webhook deliveries. */
   readonly metrics: Metrics;
   /** Resolves webhook receivers' host names (the system resolver; tests give their own). */
@@ -75,6 +78,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     clientStates: createClientStateCache((id) => loadAnyClientState(store.db, id)),
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
+    evacuations: createNotifier(),
     metrics: createMetrics(store, clock),
     lookup: systemLookup,
     secretCost: SECRET_COST,

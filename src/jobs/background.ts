@@ -124,6 +124,7 @@ export function startBackground(
   deliverer.start();
   hostHealth.start();
   evacuator.start();
+  const stopListening = ctx.evacuations.listen(() => evacuator.wake());
   return {
     worker,
     scheduler,
@@ -134,6 +135,7 @@ export function startBackground(
     evacuator,
     async stop(graceMs) {
       await notifications?.close();
+      stopListening();
       await evacuator.stop();
       await hostHealth.stop();
       await reconciler.stop();

@@ -207,10 +207,11 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
         { operationId, tags, summary, description, params: HostParams, response: { 200: HostPayload } },
         `host.${change}`,
       ),
-      async (request) =>
-        hostView(
-          await changeHostState(db, driver, request.params.host_id, change, now(), auditContext(request)),
-        ),
+      async (request) => {
+        const host = await changeHostState(db, driver, request.params.host_id, change, now(), auditContext(request));
+        if (change === 'evacuate') ctx.evacuations.notify();
+        return hostView(host);
+      },
     );
   }
 
