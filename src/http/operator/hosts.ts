@@ -208,7 +208,14 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
         `host.${change}`,
       ),
       async (request) => {
-        const host = await changeHostState(db, driver, request.params.host_id, change, now(), auditContext(request));
+        const host = await changeHostState(
+          db,
+          driver,
+          request.params.host_id,
+          change,
+          now(),
+          auditContext(request),
+        );
         if (change === 'evacuate') ctx.evacuations.notify();
         return hostView(host);
       },
