@@ -1,9 +1,10 @@
 /** Set-up shared by the tests that use real libvirt commands (virsh, qemu-img) and VMs. */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
+import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import type { Store } from '../../src/store/database.ts';
@@ -12,6 +13,8 @@ import { apiClient, fetchToken, prepareStore, smallOrder } from './e2e.ts';
 import { libvirtTemplate } from './libvirt-template.ts';
 import type { ServerProcess } from './server-process.ts';
 import { startServer } from './server-process.ts';
+
+const execFileAsync = promisify(execFile);
 
 /** Whether the libvirt at `uri` says its QEMU can use KVM (`domcapabilities` names kvm). */
 export function libvirtSaysKvm(uri = 'qemu:///system'): boolean {
@@ -119,4 +122,28 @@ export async function startLibvirtE2e(name: string, domainName: string, env: Rec
   );
   const api = apiClient(() => server.url, await fetchToken(server.url, prepared.app));
   return { ...prepared, order, server, api };
+}
+
+/** The script that starts a libvirt host of its own on this machine (scripts/libvirt/test-host.sh). */
+export const testHostScript = join(import.meta.dirname, '..', '..', 'scripts', 'libvirt', 'test-host.sh');
+
+/**
+ * Starts test host `name` ([a-z0-9-]{1,20}): a libvirtd of its own on this machine (own mount
+ * namespace, host UUID and storage at /var/lib/vrp/pool, with pool `vrp`), which libvirt treats
+ * as another host, so migrations to and from it are real. Needs root and libvirt (run where the
+ * real-VM tests run). `stop()` destroys its domains and removes everything it made.
+ */
+export async function startTestHost(
+  name: string,
+): Promise<{ uri: string; dir: string; stop(): Promise<void> }> {
+  const { stdout } = await execFileAsync('bash', [testHostScript, 'start', name], { timeout: 180_000 });
+  const uri = stdout.trim().split('\n').at(-1) ?? '';
+  if (!uri.startsWith('qemu+unix://')) throw new Error(`test host ${name} gave no URI: ${stdout}`);
+  return {
+    uri,
+    dir: join('/tmp/vrp-test-hosts', name),
+    async stop() {
+      await execFileAsync('bash', [testHostScript, 'stop', name], { timeout: 180_000 });
+    },
+  };
 }
