@@ -48,7 +48,7 @@ export interface Config {
   readonly libvirtUri: string;
   /** Hosts of the libvirt driver: VRP_LIBVIRT_HOSTS, or one host at VRP_LIBVIRT_URI. */
   readonly libvirtHosts: readonly LibvirtHostConfig[];
-  /** Where the libvirt driver keeps disks, seeds, consoles and backups (readable by QEMU). */
+  /** The path of each host's storage pool `vrp` (VM disks, seeds, consoles, templates, backups): the same on every host. */
   readonly libvirtStorage: string;
   /** Domain type: `kvm`, `qemu` (TCG emulation), or `auto` (KVM if it works on the host). */
   readonly libvirtVirtType: 'auto' | 'kvm' | 'qemu';
@@ -360,7 +360,7 @@ export function loadConfig(env: Env = process.env): Config {
     driver: readChoice<DriverName>(env, 'VRP_DRIVER', 'simulated', ['simulated', 'libvirt']),
     libvirtUri: env['VRP_LIBVIRT_URI'] || 'qemu:///system',
     libvirtHosts: readLibvirtHosts(env, env['VRP_LIBVIRT_URI'] || 'qemu:///system'),
-    libvirtStorage: resolve(env['VRP_LIBVIRT_STORAGE'] || '/var/lib/vrp/libvirt'),
+    libvirtStorage: resolve(env['VRP_LIBVIRT_STORAGE'] || '/var/lib/vrp/pool'),
     libvirtVirtType: readChoice(env, 'VRP_LIBVIRT_VIRT_TYPE', 'auto', ['auto', 'kvm', 'qemu']),
     libvirtBridge: env['VRP_LIBVIRT_BRIDGE'] || undefined,
     tokenTtl: readInt(env, 'VRP_TOKEN_TTL', 3600, 60, 86400 * 30),

@@ -23,6 +23,9 @@ if ! virsh -c qemu:///system list >/dev/null 2>&1; then
   for _ in $(seq 1 50); do virsh -c qemu:///system list >/dev/null 2>&1 && break; sleep 0.2; done
 fi
 virsh -c qemu:///system list >/dev/null
+# The driver's storage pool `vrp` lives here (VRP_LIBVIRT_STORAGE's default); the driver defines
+# and starts the pool itself on first use.
+mkdir -p /var/lib/vrp/pool
 # A /dev/kvm that libvirt's QEMU cannot use (mode 0600 root:root, or a nested host without
 # nested KVM) made libvirtd probe QEMU again on every define (32-50 s each): say so. `auto`
 # chooses TCG there all the same (docs/libvirt.md, "Provisioning time").

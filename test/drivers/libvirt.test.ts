@@ -4,8 +4,7 @@
  * and libvirtd runs (.ci/run sets both up).
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { chmod } from 'node:fs/promises';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -14,39 +13,15 @@ import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
-import { insertLibvirtVm } from '../helpers/libvirt.ts';
+import { guestReports, insertLibvirtVm, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { driverContract } from './contract.ts';
 
 const template = libvirtTemplate ?? '';
 
-/** The guest's reports (one line per boot) on its serial console. */
-function reports(storage: string, vmId: string): Record<string, string>[] {
-  let text = '';
-  try {
-    text = readFileSync(join(storage, vmId, 'console.log'), 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('VRP-GUEST '))
-    .map((l) =>
-      Object.fromEntries(
-        l
-          .trim()
-          .split(' ')
-          .slice(1)
-          .map((kv) => kv.split('=') as [string, string]),
-      ),
-    );
-}
-
 /** A store with the test template, and the libvirt driver on it. */
 async function setup(image: string) {
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lv-'));
-  const storage = mkdtempSync(join(tmpdir(), 'vrp-lv-storage-'));
-  await chmod(storage, 0o711);
   const store = await openStore({ databaseUrl: undefined, dataDir });
   await store.db
     .insertInto('os_templates')
@@ -55,18 +30,16 @@ async function setup(image: string) {
   const config = loadConfig({
     VRP_DATA_DIR: dataDir,
     VRP_DRIVER: 'libvirt',
-    VRP_LIBVIRT_STORAGE: storage,
   });
   const driver = await createDriver(config, store.db);
   return {
     store,
     driver,
-    storage,
     async cleanup() {
       await driver.close();
+      await removeTemplateVolumes(store.db);
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
-      rmSync(storage, { recursive: true, force: true });
     },
   };
 }
@@ -74,13 +47,13 @@ async function setup(image: string) {
 driverContract(
   'libvirt',
   async () => {
-    const { driver, storage, cleanup } = await setup(template);
+    const { driver, cleanup } = await setup(template);
     return {
       driver,
       templateId: 'tiny',
       async guest(vmId, n) {
         // A real VM booting: slow on any machine.
-        return waitUntil(`report ${n} of the guest`, () => reports(storage, vmId)[n - 1], {
+        return waitUntil(`report ${n} of the guest`, () => guestReports(vmId)[n - 1], {
           everyMs: 250,
           budgetMs: slowWaitMs(180_000),
         });
@@ -190,6 +163,11 @@ describe('libvirt: terminate', () => {
       assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
       await driver.destroy(vmId);
       assert.ok(!existsSync(qemuLog), 'nothing of the VM is left in /var/log/libvirt/qemu');
+      assert.deepEqual(
+        poolVolumes().filter((n) => n.startsWith(vmId)),
+        [],
+        'no disk, seed or console volume left in the pool',
+      );
     } finally {
       await cleanup();
     }

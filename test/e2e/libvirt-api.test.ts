@@ -5,18 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { consoleText, poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 test('a real VM through the API: order, create, running, terminate', {
   skip: noLibvirtTemplate,
   timeout: slowWaitMs(600_000),
 }, async () => {
-  const { storage, api, order } = await startLibvirtE2e('lvapi', 'vm1.example.com');
+  const { api, order } = await startLibvirtE2e('lvapi', 'vm1.example.com');
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const until = Date.now() + slowWaitMs(300_000);
@@ -24,14 +22,12 @@ test('a real VM through the API: order, create, running, terminate', {
   const details = await api.ok('GET', `service/${id}/details`);
   const domains = execFileSync('virsh', ['-c', 'qemu:///system', 'list', '--name'], { encoding: 'utf8' });
   assert.ok(domains.includes(`vrp-${id}`), 'the domain runs');
-  const consoleLog = join(storage, id, 'console.log');
   let report = '';
   while (Date.now() < until && !report) {
-    report = existsSync(consoleLog)
-      ? (readFileSync(consoleLog, 'utf8')
-          .split('\n')
-          .find((l) => l.startsWith('VRP-GUEST')) ?? '')
-      : '';
+    report =
+      consoleText(id)
+        .split('\n')
+        .find((l) => l.startsWith('VRP-GUEST')) ?? '';
     if (!report) await new Promise((r) => setTimeout(r, 500));
   }
   assert.match(report, /hostname=vm1\.example\.com /, "the guest took the order's host name");
@@ -43,5 +39,9 @@ test('a real VM through the API: order, create, running, terminate', {
     encoding: 'utf8',
   });
   assert.ok(!all.includes(`vrp-${id}`), 'no domain left');
-  assert.ok(!existsSync(join(storage, id)), 'no disk or seed left');
+  assert.deepEqual(
+    poolVolumes().filter((n) => n.startsWith(id)),
+    [],
+    'no disk, seed or console volume left',
+  );
 });

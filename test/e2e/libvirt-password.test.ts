@@ -8,24 +8,21 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { startLibvirtE2e } from '../helpers/libvirt.ts';
+import { consoleText, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The console lines starting with `prefix`, once there are at least `n` of them. */
-async function consoleLines(file: string, prefix: string, n: number, until: number): Promise<string[]> {
+/** The console lines of VM `vmId` starting with `prefix` (read through libvirt), once there are at least `n`. */
+async function consoleLines(vmId: string, prefix: string, n: number, until: number): Promise<string[]> {
   for (;;) {
-    const lines = existsSync(file)
-      ? readFileSync(file, 'utf8')
-          .split('\n')
-          .filter((l) => l.startsWith(prefix))
-      : [];
+    const lines = consoleText(vmId)
+      .split('\n')
+      .filter((l) => l.startsWith(prefix));
     if (lines.length >= n || Date.now() > until) return lines;
     await sleep(300);
   }
@@ -49,7 +46,7 @@ async function provisioned(s: Started, until: number): Promise<{ id: string; con
   const [{ service_id: id }] = await s.api.ok('POST', 'service/create-order', s.order);
   await s.api.ok('POST', `service/${id}/create`);
   await waitSettled(s, id, 'running', until);
-  const consoleLog = join(s.storage, id, 'console.log');
+  const consoleLog = id;
   assert.equal((await consoleLines(consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'the guest booted');
   return { id, consoleLog };
 }

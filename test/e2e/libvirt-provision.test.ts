@@ -49,7 +49,7 @@ test('auto picks what libvirt can run, logs it, and the driver logs its commands
   assert.match(xml, new RegExp(`<domain type='${expected}'`), 'the domain is defined with the chosen type');
   const commands = logLines(server.output()).filter((l) => l['msg'] === 'driver command');
   const names = new Set(commands.map((c) => c['command']));
-  for (const n of ['qemu-img create', 'virsh define', 'virsh start'])
+  for (const n of ['virsh vol-create-as', 'virsh vol-upload', 'virsh define', 'virsh start'])
     assert.ok(names.has(n), `${n} is logged (${[...names].join(', ')})`);
   for (const c of commands) {
     assert.equal(typeof c['ms'], 'number');

@@ -1,12 +1,13 @@
 /** Set-up shared by the tests that use real libvirt commands (virsh, qemu-img) and VMs. */
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
+import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import type { Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from './e2e.ts';
@@ -64,6 +65,7 @@ export async function prepareLibvirtE2e(name: string): Promise<{
   const { store, app } = await prepareStore(dataDir);
   after(async () => {
     await server?.kill();
+    await removeTemplateVolumes(store.db);
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(storage, { recursive: true, force: true });
@@ -115,7 +117,7 @@ export async function startLibvirtE2e(name: string, domainName: string, env: Rec
     await startServer({
       VRP_DATA_DIR: prepared.dataDir,
       VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_STORAGE: prepared.storage,
+      // Each host's pool `vrp` at the default path (VRP_LIBVIRT_STORAGE), as in production.
       VRP_STOP_TIMEOUT: '3s',
       ...env,
     }),
@@ -146,4 +148,76 @@ export async function startTestHost(
       await execFileAsync('bash', [testHostScript, 'stop', name], { timeout: 180_000 });
     },
   };
+}
+
+/** The names of the volumes in the `vrp` pool of the libvirt at `uri` (none if it has no such pool). */
+export function poolVolumes(uri = 'qemu:///system'): string[] {
+  try {
+    return parseVolumeList(
+      execFileSync('virsh', ['-c', uri, 'vol-list', 'vrp'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** A VM's serial console log, read through its host's libvirt connection (vol-download); '' if none yet. */
+export function consoleText(vmId: string, uri = 'qemu:///system'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-console-'));
+  try {
+    execFileSync(
+      'virsh',
+      ['-c', uri, 'vol-download', '--pool', 'vrp', `${vmId}.console.log`, join(dir, 'console.log')],
+      {
+        stdio: 'ignore',
+      },
+    );
+    return readFileSync(join(dir, 'console.log'), 'utf8');
+  } catch {
+    return '';
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. */
+export function guestReports(vmId: string, uri = 'qemu:///system'): Record<string, string>[] {
+  return consoleText(vmId, uri)
+    .split('\n')
+    .filter((l) => l.startsWith('VRP-GUEST '))
+    .map((l) =>
+      Object.fromEntries(
+        l
+          .trim()
+          .split(' ')
+          .slice(1)
+          .map((kv) => kv.split('=') as [string, string]),
+      ),
+    );
+}
+
+/**
+ * Deletes the template volumes a store recorded on its hosts (`host_images`), which the driver
+ * keeps for the host's next VMs: a test's clean-up, so the hosts' pools are left as found.
+ */
+export async function removeTemplateVolumes(db: Kysely<Database>): Promise<void> {
+  const rows = await db
+    .selectFrom('host_images')
+    .innerJoin('hypervisor_hosts', 'hypervisor_hosts.id', 'host_images.host_id')
+    .select(['host_images.volume', 'hypervisor_hosts.uri'])
+    .execute();
+  for (const r of rows) {
+    if (!r.uri) continue;
+    const prefix = r.volume.replace(/\.qcow2$/, '');
+    for (const name of poolVolumes(r.uri).filter((n) => n.startsWith(`${prefix}.`))) {
+      try {
+        execFileSync('virsh', ['-c', r.uri, 'vol-delete', '--pool', 'vrp', name], { stdio: 'ignore' });
+      } catch {
+        // Gone already.
+      }
+    }
+  }
 }

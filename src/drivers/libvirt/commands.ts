@@ -14,7 +14,7 @@ const TRANSIENT =
 const END_GRACE_MS = 5000;
 
 /**
- * The commands one driver runs (virsh, qemu-img, genisoimage, mv). Failures become DriverErrors
+ * The commands one driver runs (virsh; genisoimage and isoinfo for seeds). Failures become DriverErrors
  * with a readable message for the reseller (`what`) and the command, its exit status and its
  * stderr as `details`, for the logs only. The running ones are tracked, so that shutting the
  * driver down ends them rather than leaving them behind the process.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
@@ -11,18 +11,21 @@ import {
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
-import { free, placeVm, resizeVm } from '../hosts.ts';
+import { free, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
 import { domainXml } from './domain-xml.ts';
+import { createHostImages, type HostTemplate } from './host-images.ts';
 import { isLocalSystem } from './local-system.ts';
-import { writeSeed } from './seed.ts';
+import { readSeedUserData, writeSeed } from './seed.ts';
+import { createPoolStorage, POOL, withPrivateDir } from './storage.ts';
 import { resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
 
 export interface LibvirtDriverOptions {
   readonly db: Kysely<Database>;
   readonly ipPool: IpPool;
+  /** The path of each host's storage pool `vrp` (VRP_LIBVIRT_STORAGE): the same on every host. */
   readonly storage: string;
   /** `kvm`, `qemu`, or `auto`: each host's libvirt is asked (`detectVirtType`) when the driver starts. */
   readonly virtType: 'auto' | 'kvm' | 'qemu';
@@ -63,17 +66,43 @@ export function parseDomainList(stdout: string): Map<string, PowerState> {
   return states;
 }
 
+/** The volumes of a VM in its host's pool. */
+export const vmVolumes = (vmId: string) => ({
+  disk: `${vmId}.qcow2`,
+  seed: `${vmId}.seed.iso`,
+  console: `${vmId}.console.log`,
+});
+export const backupVolume = (backupId: string) => `backup-${backupId}.qcow2`;
+
 /**
- * Real virtual machines through libvirt/QEMU. Each VM is a domain `vrp-<service id>` with a
- * qcow2 disk over its template's base image, a cloud-init NoCloud seed, and a console log, all
- * under `storage/<service id>/`; backups are standalone qcow2 copies under `storage/backups/`.
- * Every operation is idempotent: it looks at what libvirt and the files say and finishes the work.
+ * The address a live migration's data goes to: the destination URI's host name, or the
+ * loopback address for a local connection (`qemu:///system`, `qemu+unix://...`: a second
+ * libvirtd on the same machine, as the tests run).
+ */
+export function migrationAddress(uri: string): string {
+  if (/^qemu\+unix:/i.test(uri)) return '127.0.0.1';
+  let host = '';
+  try {
+    host = new URL(uri).hostname;
+  } catch {
+    host = '';
+  }
+  return host === '' ? '127.0.0.1' : host;
+}
+
+/**
+ * Real virtual machines through libvirt/QEMU. Each VM is a domain `vrp-<service id>` whose
+ * files are volumes of its host's storage pool `vrp`: a qcow2 disk over the host's volume of
+ * its template's base image, a cloud-init NoCloud seed and a console log; backups are
+ * standalone qcow2 volumes on the VM's host. Everything goes through each host's libvirt
+ * connection: the driver's own machine holds no file of a host. Every operation is idempotent:
+ * it looks at what libvirt says and finishes the work.
  */
 export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const { db, ipPool } = o;
   const now = o.now ?? Date.now;
   const commands = createCommands(o.onCommand);
-  const { run, virsh } = commands;
+  const { virsh } = commands;
   /** Each host's connection, from its record (the operator may change it: read each time). */
   const uriOf = async (hostId: string): Promise<string> => {
     const host = await db
@@ -102,18 +131,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
     return known;
   };
-  const dir = (vmId: string) => join(o.storage, vmId);
-  const files = (vmId: string) => ({
-    disk: join(dir(vmId), 'disk.qcow2'),
-    seed: join(dir(vmId), 'seed.iso'),
-    console: join(dir(vmId), 'console.log'),
-  });
-  const backupFile = (backupId: string) => join(o.storage, 'backups', `${backupId}.qcow2`);
-  const exists = (p: string) =>
-    stat(p).then(
-      () => true,
-      () => false,
-    );
+  const pool = createPoolStorage(commands, o.storage);
+  const images = createHostImages(db, pool, now);
+  const volPath = (name: string) => join(o.storage, name);
+  /**
+   * The VMs this process has reached a host for (its pool, volumes, domain). A VM whose host
+   * never answered this process and that cannot be reached to clean up may go without it.
+   */
+  const reached = new Set<string>();
+  const need = (vm: LibvirtVmTable) => ({ cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
 
   const row = (vmId: string) =>
     db.selectFrom('libvirt_vms').selectAll().where('id', '=', vmId).executeTakeFirst();
@@ -123,10 +149,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return r;
   }
 
-  async function state(vm: LibvirtVmTable): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
+  async function state(
+    vm: LibvirtVmTable,
+    hostId = vm.host_id,
+  ): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
     try {
       const { stdout } = await virsh(
-        await uriOf(vm.host_id),
+        await uriOf(hostId),
         ['domstate', domainName(vm.id)],
         'Could not read the VM state',
       );
@@ -178,44 +207,85 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return answer !== undefined && /"return"\s*:/.test(answer.stdout);
   }
 
-  /** The seed carries what cloud-init applies at boot: host name, password, addresses. */
+  /**
+   * The seed carries what cloud-init applies at boot: host name, password, addresses. Built in
+   * a private directory of this machine (its sources hold the password: removed right after,
+   * whatever fails), uploaded as the VM's seed volume, and the local copy removed.
+   */
   async function seed(
     vm: LibvirtVmTable,
     s: { hostname: string; username: string; password: string | undefined },
+    /** Whether the VM has a seed volume already (false only at create, when it has none). */
+    replace = true,
   ) {
+    const uri = await uriOf(vm.host_id);
+    await pool.ready(uri);
     const [network = '', bits] = ipPool.cidr.split('/');
     const gateway = network.replace(/\d+$/, (d) => String(Number(d) + 1));
-    await writeSeed(commands, files(vm.id).seed, join(dir(vm.id), 'seed-src'), {
-      instanceId: `vrp-${vm.id}-${randomUUID().slice(0, 8)}`,
-      hostname: s.hostname,
-      username: s.username,
-      password: s.password,
-      addresses: await ipPool.addressesOf(vm.id),
-      prefixLength: Number(bits),
-      gateway,
+    const name = vmVolumes(vm.id).seed;
+    await withPrivateDir(async (dir) => {
+      let previous: string | undefined;
+      if (s.password === undefined && replace && (await pool.info(uri, name))) {
+        await pool.download(uri, name, join(dir, 'old.iso'));
+        previous = await readSeedUserData(commands, join(dir, 'old.iso'));
+        await rm(join(dir, 'old.iso'), { force: true });
+      }
+      const iso = join(dir, 'seed.iso');
+      await writeSeed(
+        commands,
+        iso,
+        dir,
+        {
+          instanceId: `vrp-${vm.id}-${randomUUID().slice(0, 8)}`,
+          hostname: s.hostname,
+          username: s.username,
+          password: s.password,
+          addresses: await ipPool.addressesOf(vm.id),
+          prefixLength: Number(bits),
+          gateway,
+        },
+        previous,
+      );
+      for (const f of ['user-data', 'meta-data', 'network-config']) await rm(join(dir, f), { force: true });
+      // A running guest keeps the seed it booted with (QEMU holds the old file open).
+      if (replace) await pool.remove(uri, name);
+      await pool.uploadNew(uri, name, iso);
     });
-    await chmod(files(vm.id).seed, 0o600);
   }
 
-  async function define(vm: LibvirtVmTable, templateId: string) {
-    const template = await resolveTemplate(db, templateId);
-    const f = files(vm.id);
+  /** Defines the VM's domain on its host, over its volumes there. */
+  async function define(vm: LibvirtVmTable, template: HostTemplate) {
+    const v = vmVolumes(vm.id);
     const xml = domainXml({
       name: domainName(vm.id),
       virtType: await virtTypeOf(vm.host_id),
       cpu: vm.cpu,
       ramGb: vm.ram_gb,
-      disk: f.disk,
-      seed: f.seed,
-      consoleLog: f.console,
-      kernel: template.kernel,
+      disk: volPath(v.disk),
+      seed: volPath(v.seed),
+      consoleLog: volPath(v.console),
+      ...(template.kernel
+        ? {
+            kernel: {
+              kernel: volPath(template.kernel.kernel),
+              initrd: volPath(template.kernel.initrd),
+              cmdline: template.kernel.cmdline,
+            },
+          }
+        : {}),
       bridge: o.bridge,
     });
-    const xmlFile = join(dir(vm.id), 'domain.xml');
-    await writeFile(xmlFile, xml);
-    await virsh(await uriOf(vm.host_id), ['define', xmlFile], 'Could not define the VM').catch((err) => {
-      // Defined by an earlier attempt of the same job: nothing left to do.
-      if (!/already exists/.test(stderrOf(err))) throw err;
+    await defineXml(await uriOf(vm.host_id), xml);
+  }
+
+  /** `virsh define` of an XML text (through a private file); one defined already is accepted. */
+  async function defineXml(uri: string, xml: string) {
+    await withPrivateDir(async (dir) => {
+      await writeFile(join(dir, 'domain.xml'), xml);
+      await virsh(uri, ['define', join(dir, 'domain.xml')], 'Could not define the VM').catch((err) => {
+        // Defined by an earlier attempt of the same job: nothing left to do.
+        if (!/already exists/.test(stderrOf(err))) throw err;
+      });
     });
   }
 
@@ -238,14 +308,18 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         virtTypes.set(vm.host_id, Promise.resolve(choice.type));
         o.onVirtChoice?.(vm.host_id, choice);
       }
-      const xmlFile = join(dir(vm.id), 'domain.xml');
       const { stdout } = await virsh(
         uri,
         ['dumpxml', '--inactive', domainName(vm.id)],
         'Could not read the VM',
       );
-      await writeFile(xmlFile, stdout.replace(/<domain type=(['"])kvm\1/, "<domain type='qemu'"));
-      await virsh(uri, ['define', xmlFile], 'Could not define the VM');
+      await withPrivateDir(async (dir) => {
+        await writeFile(
+          join(dir, 'domain.xml'),
+          stdout.replace(/<domain type=(['"])kvm\1/, "<domain type='qemu'"),
+        );
+        await virsh(uri, ['define', join(dir, 'domain.xml')], 'Could not define the VM');
+      });
       await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
     }
   }
@@ -293,66 +367,78 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
     await ipPool.allocate(vm.id, spec.ipCount);
     const template = await resolveTemplate(db, spec.templateId);
-    const f = files(vm.id);
-    await mkdir(dir(vm.id), { recursive: true, mode: 0o711 });
-    if (!(await exists(f.disk))) {
-      await run(
-        'qemu-img',
-        [
-          'create',
-          '-q',
-          '-f',
-          'qcow2',
-          '-b',
-          template.disk,
-          '-F',
-          'qcow2',
-          `${f.disk}.tmp`,
-          `${spec.diskGb}G`,
-        ],
-        'Could not create the VM disk',
-      );
-      await run('mv', ['-f', `${f.disk}.tmp`, f.disk], 'Could not create the VM disk');
-    }
-    if ((await state(vm)) === 'missing') {
-      await seed(vm, spec);
-      await define(vm, spec.templateId);
+    // The domain first: defined by an earlier attempt, its volumes are there too.
+    const s = await state(vm);
+    reached.add(vm.id);
+    if (s === 'missing') {
+      const uri = await uriOf(vm.host_id);
+      await pool.ready(uri);
+      const onHost = await images.ensure(vm.host_id, uri, spec.templateId, template);
+      const v = vmVolumes(vm.id);
+      const have = await pool.list(uri);
+      if (!have.has(v.disk))
+        await pool.createAs(uri, v.disk, `${spec.diskGb}G`, 'qcow2', {
+          volume: onHost.disk,
+          format: 'qcow2',
+        });
+      // QEMU (virtlogd) appends the serial console to this file; a volume, so it is read through libvirt.
+      if (!have.has(v.console)) await pool.createAs(uri, v.console, '0', 'raw');
+      await seed(vm, spec, have.has(v.seed));
+      await define(vm, onHost);
     }
     await startDomain(vm);
     return info(vm);
   }
 
-  /** Gives back everything the VM holds: the domain, its files, its addresses, its row and host room. */
+  /** Removes the VM's domain and volumes from one host (a reachable one). */
+  async function removeFrom(hostId: string, vmId: string): Promise<void> {
+    const uri = await uriOf(hostId);
+    const v = vmVolumes(vmId);
+    // The seed holds the password in clear: gone first.
+    await removeVolume(uri, v.seed);
+    await virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
+      if (!isNotRunning(err) && !isNoDomain(err)) throw err;
+    });
+    await virsh(uri, ['undefine', domainName(vmId)], 'Could not remove the VM').catch((err) => {
+      if (!isNoDomain(err)) throw err;
+    });
+    await removeVolume(uri, v.disk);
+    await removeVolume(uri, v.console);
+    await removeQemuLog(hostId, domainName(vmId));
+  }
+
+  /** vol-delete, where a host without the pool yet has no volume either. */
+  async function removeVolume(uri: string, name: string): Promise<void> {
+    await pool.remove(uri, name).catch((err) => {
+      if (!/Storage pool not found|no storage pool with matching/i.test(stderrOf(err))) throw err;
+    });
+  }
+
+  /** Gives back everything the VM holds: the domain, its volumes, its addresses, its row and host room. */
   async function remove(vmId: string): Promise<void> {
     const vm = await row(vmId);
-    // The seed's source holds the password in clear: gone first, whatever fails later.
-    await rm(join(dir(vmId), 'seed-src'), { recursive: true, force: true });
-    await rm(files(vmId).seed, { force: true });
     if (vm) {
       try {
-        await powerOffDomain(vm);
-        await virsh(await uriOf(vm.host_id), ['undefine', domainName(vmId)], 'Could not remove the VM').catch(
-          (err) => {
-            if (!isNoDomain(err)) throw err;
-          },
-        );
+        await removeFrom(vm.host_id, vmId);
       } catch (err) {
-        // libvirt out of reach: if the definition was never written, there is no domain to
-        // remove (define writes domain.xml first), and the rest can go back without it.
-        const neverDefined = !(await exists(join(dir(vmId), 'domain.xml')));
-        if (!(err instanceof DriverError && err.transient && neverDefined)) throw err;
+        // libvirt out of reach: if this process never reached the host for this VM (its first
+        // command there, `domstate`, failed), there is nothing there to remove.
+        if (!(err instanceof DriverError && err.transient && !reached.has(vmId))) throw err;
       }
-      await removeQemuLog(vm.host_id, domainName(vmId));
+      // Half-way through a migration: the destination's copy and reservation go too.
+      if (vm.migrating_to) await removeFrom(vm.migrating_to, vmId);
     }
-    await rm(dir(vmId), { recursive: true, force: true });
     await ipPool.release(vmId);
     if (vm) {
       await db.transaction().execute(async (tx) => {
         const r = await tx.deleteFrom('libvirt_vms').where('id', '=', vmId).executeTakeFirst();
-        if (r.numDeletedRows > 0n)
-          await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+        if (r.numDeletedRows > 0n) {
+          await free(tx, vm.host_id, need(vm));
+          if (vm.migrating_to) await free(tx, vm.migrating_to, need(vm));
+        }
       });
     }
+    reached.delete(vmId);
   }
 
   /**
@@ -369,11 +455,238 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
   }
 
+  /** The URIs of the driver's hosts, `first`'s first. */
+  async function libvirtUris(first?: string): Promise<string[]> {
+    const hosts = await db
+      .selectFrom('hypervisor_hosts')
+      .select(['id', 'uri'])
+      .where('driver', '=', 'libvirt')
+      .execute();
+    hosts.sort((a, b) => Number(b.id === first) - Number(a.id === first));
+    return hosts.flatMap((h) => (h.uri ? [h.uri] : []));
+  }
+
+  /** The URI of a host other than `except` whose pool holds volume `name`. */
+  async function hostHolding(name: string, except: string): Promise<string | undefined> {
+    const exceptUri = await uriOf(except);
+    for (const uri of await libvirtUris()) {
+      if (uri === exceptUri) continue;
+      const found = await pool.info(uri, name).catch((err) => {
+        if (/Storage pool not found|no storage pool with matching/i.test(stderrOf(err))) return undefined;
+        throw err;
+      });
+      if (found) return uri;
+    }
+    return undefined;
+  }
+
+  const migration = createMigration();
+
+  /**
+   * Migration between hosts that share no storage. The destination's room is reserved first
+   * (with `migrating_to`, in one transaction); the template and the seed reach the destination
+   * as volumes; a running VM moves live with its disk copied along (`--copy-storage-all`), a
+   * stopped one is copied (its disk folded into a standalone qcow2) and defined there. The end
+   * (the VM's host, the source's room) is one transaction, then the source's volumes go.
+   */
+  function createMigration() {
+    /** The template upload a domain uses on its host: from its kernel path or its disk's backing. */
+    async function templateOf(vm: LibvirtVmTable, uri: string, xml: string) {
+      const kernel = /<kernel>[^<]*\/(template-[^<]*)\.vmlinuz<\/kernel>/.exec(xml)?.[1];
+      let prefix = kernel;
+      if (!prefix) {
+        const { stdout } = await virsh(
+          uri,
+          ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
+          'Could not read the VM disk',
+        );
+        prefix = /<backingStore>\s*<path>[^<]*\/(template-[^<]*)\.qcow2<\/path>/.exec(stdout)?.[1];
+      }
+      if (!prefix) return undefined;
+      return db
+        .selectFrom('host_images')
+        .selectAll()
+        .where('host_id', '=', vm.host_id)
+        .where('volume', '=', `${prefix}.qcow2`)
+        .executeTakeFirst();
+    }
+
+    /** The paths of the source's template volumes replaced by the destination's. */
+    function retarget(xml: string, from: string | undefined, to: HostTemplate | undefined): string {
+      if (!from || !to) return xml;
+      const fromPrefix = from.replace(/\.qcow2$/, '');
+      const toPrefix = to.disk.replace(/\.qcow2$/, '');
+      return xml.split(volPath(fromPrefix)).join(volPath(toPrefix));
+    }
+
+    /** Moves the VM's domain and volumes from its host to `to`. */
+    async function move(vm: LibvirtVmTable, to: string, live: boolean): Promise<void> {
+      const srcUri = await uriOf(vm.host_id);
+      const dstUri = await uriOf(to);
+      const name = domainName(vm.id);
+      const v = vmVolumes(vm.id);
+      await pool.ready(dstUri);
+      const inactive = (
+        await virsh(srcUri, ['dumpxml', '--inactive', '--migratable', name], 'Could not read the VM')
+      ).stdout;
+      const used = await templateOf(vm, srcUri, inactive);
+      let onDest: HostTemplate | undefined;
+      if (used) {
+        const template = await resolveTemplate(db, used.template_id);
+        onDest = await images.ensure(to, dstUri, used.template_id, template);
+      }
+      // Leftovers of an earlier attempt on the destination go first.
+      for (const n of [v.disk, v.seed, v.console]) await pool.remove(dstUri, n);
+      await pool.copyBetween(srcUri, v.seed, dstUri);
+      await pool.copyBetween(srcUri, v.console, dstUri);
+      if (live) {
+        const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
+          .stdout;
+        await withPrivateDir(async (dir) => {
+          await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
+          await writeFile(join(dir, 'persistent.xml'), retarget(inactive, used?.volume, onDest));
+          await virsh(
+            srcUri,
+            [
+              'migrate',
+              '--live',
+              '--persistent',
+              '--undefinesource',
+              '--copy-storage-all',
+              '--migrateuri',
+              `tcp://${migrationAddress(dstUri)}`,
+              '--xml',
+              join(dir, 'live.xml'),
+              '--persistent-xml',
+              join(dir, 'persistent.xml'),
+              name,
+              dstUri,
+            ],
+            'Could not migrate the VM',
+            60 * 60_000,
+          );
+        });
+      } else {
+        // The disk folded into a standalone qcow2 on the source, copied, defined on the destination.
+        const flat = `${vm.id}.migrating.qcow2`;
+        await pool.remove(srcUri, flat);
+        await pool.cloneFlat(srcUri, v.disk, flat);
+        try {
+          await pool.copyBetween(srcUri, flat, dstUri, v.disk);
+        } finally {
+          await pool.remove(srcUri, flat);
+        }
+        const type = await virtTypeOf(to);
+        await defineXml(
+          dstUri,
+          retarget(inactive, used?.volume, onDest).replace(
+            /<domain type=(['"])\w+\1/,
+            `<domain type='${type}'`,
+          ),
+        );
+        await virsh(srcUri, ['undefine', name], 'Could not remove the VM from its old host').catch((err) => {
+          if (!isNoDomain(err)) throw err;
+        });
+      }
+    }
+
+    /** The VM is on the destination: the store says so, in one transaction; the source is cleaned. */
+    async function finish(vm: LibvirtVmTable, to: string): Promise<void> {
+      await db.transaction().execute(async (tx) => {
+        const r = await tx
+          .updateTable('libvirt_vms')
+          .set({ host_id: to, migrating_to: null })
+          .where('id', '=', vm.id)
+          .where('migrating_to', '=', to)
+          .executeTakeFirst();
+        if (r.numUpdatedRows > 0n) await free(tx, vm.host_id, need(vm));
+      });
+      const srcUri = await uriOf(vm.host_id);
+      await virsh(srcUri, ['undefine', domainName(vm.id)], 'Could not remove the VM from its old host').catch(
+        (err) => {
+          if (!isNoDomain(err)) throw err;
+        },
+      );
+      const v = vmVolumes(vm.id);
+      for (const n of [v.disk, v.seed, v.console]) await pool.remove(srcUri, n);
+      await removeQemuLog(vm.host_id, domainName(vm.id));
+    }
+
+    /**
+     * The migration did not happen: the destination's leftovers go where it answers, its
+     * reservation is given back, and the VM runs on the source again if it ran.
+     */
+    async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean): Promise<void> {
+      await removeFrom(to, vm.id).catch(() => {
+        // The destination does not answer: what it holds of the VM is left there.
+      });
+      await db.transaction().execute(async (tx) => {
+        const r = await tx
+          .updateTable('libvirt_vms')
+          .set({ migrating_to: null })
+          .where('id', '=', vm.id)
+          .where('migrating_to', '=', to)
+          .executeTakeFirst();
+        if (r.numUpdatedRows > 0n) await free(tx, to, need(vm));
+      });
+      const back = { ...vm, migrating_to: null };
+      const s = await state(back);
+      if (s === 'paused' || (wasRunning && s === 'stopped')) await startDomain(back);
+    }
+
+    return async function migrate(vmId: string, toHostId: string | null): Promise<VmInfo> {
+      let vm = await get(vmId);
+      if (vm.migrating_to === null) {
+        const from = vm.host_id;
+        await db.transaction().execute(async (tx) => {
+          const to = await reserveDestination(tx, need(vm), 'libvirt', from, toHostId);
+          const r = await tx
+            .updateTable('libvirt_vms')
+            .set({ migrating_to: to })
+            .where('id', '=', vmId)
+            .where('host_id', '=', from)
+            .where('migrating_to', 'is', null)
+            .executeTakeFirst();
+          if (r.numUpdatedRows === 0n)
+            throw new DriverError(`VM ${vmId} changed meanwhile`, { transient: true });
+        });
+        vm = await get(vmId);
+      }
+      const to = vm.migrating_to ?? '';
+      // Where is it? (A re-run after a crash finds what the earlier attempt did.)
+      const src = await state(vm);
+      const dst = await state(vm, to).catch((err: unknown) => {
+        if (err instanceof DriverError && err.transient) return 'unreachable' as const;
+        throw err;
+      });
+      if (dst === 'running' || (src === 'missing' && (dst === 'stopped' || dst === 'paused'))) {
+        await finish(vm, to);
+        return info({ ...vm, host_id: to, migrating_to: null });
+      }
+      if (dst === 'stopped' && src === 'stopped') {
+        // A cold move defined the domain on the destination after copying its disk: done but the undefine.
+        await finish(vm, to);
+        return info({ ...vm, host_id: to, migrating_to: null });
+      }
+      if (src === 'missing') throw new DriverError(`VM ${vmId} is on neither host`, { transient: false });
+      const live = src === 'running' || src === 'paused';
+      try {
+        if (dst === 'unreachable')
+          throw new DriverError('The destination host does not answer', { transient: true });
+        if (dst === 'paused') await removeFrom(to, vmId);
+        await move(vm, to, live);
+      } catch (err) {
+        await undo(vm, to, live);
+        throw err;
+      }
+      await finish(vm, to);
+      return info({ ...vm, host_id: to, migrating_to: null });
+    };
+  }
+
   return {
     name: 'libvirt',
-    async migrate(vmId) {
-      throw new DriverError(`Migrating ${vmId} is not built yet`, { transient: false });
-    },
+    migrate: (vmId, toHostId) => migration(vmId, toHostId),
     async probe(hostId) {
       await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host');
     },
@@ -467,18 +780,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await virsh(uri, ['setvcpus', name, String(spec.cpu), '--config'], 'Could not change the vCPUs');
       await virsh(uri, ['setmaxmem', name, `${spec.ramGb}G`, '--config'], 'Could not change the memory');
       await virsh(uri, ['setmem', name, `${spec.ramGb}G`, '--config'], 'Could not change the memory');
-      const disk = files(vmId).disk;
-      const { stdout } = await run(
-        'qemu-img',
-        ['info', '--output=json', '-U', disk],
-        'Could not read the VM disk',
-      );
-      if ((JSON.parse(stdout) as { 'virtual-size': number })['virtual-size'] < spec.diskGb * GB) {
-        await run('qemu-img', ['resize', '-q', disk, `${spec.diskGb}G`], 'Could not grow the VM disk');
+      const disk = vmVolumes(vmId).disk;
+      const current = await pool.info(uri, disk);
+      if (!current) throw new DriverError(`The disk of VM ${vmId} is missing`, { transient: false });
+      if (current.capacity < spec.diskGb * GB) {
+        await virsh(
+          uri,
+          ['vol-resize', '--pool', POOL, disk, `${spec.diskGb}G`],
+          'Could not grow the VM disk',
+        );
       }
-      const current = await ipPool.addressesOf(vmId);
-      if (spec.ipCount !== current.length) {
-        if (spec.ipCount > current.length) await ipPool.allocate(vmId, spec.ipCount);
+      const addresses = await ipPool.addressesOf(vmId);
+      if (spec.ipCount !== addresses.length) {
+        if (spec.ipCount > addresses.length) await ipPool.allocate(vmId, spec.ipCount);
         else await ipPool.shrink(vmId, spec.ipCount);
         await seed(vm, { hostname: vm.hostname, username: 'root', password: undefined });
       }
@@ -508,55 +822,72 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     async createBackup(vmId, backupId): Promise<BackupInfo> {
       const vm = await get(vmId);
-      const target = backupFile(backupId);
-      if (!(await exists(target))) {
-        await mkdir(join(o.storage, 'backups'), { recursive: true, mode: 0o711 });
+      const uri = await uriOf(vm.host_id);
+      await pool.ready(uri);
+      const target = backupVolume(backupId);
+      if (!(await pool.info(uri, target))) {
         const running = (await state(vm)) === 'running';
-        const uri = await uriOf(vm.host_id);
         // Paused for the copy, so the disk is consistent; resumed whatever happens.
         if (running) await virsh(uri, ['suspend', domainName(vmId)], 'Could not pause the VM for the backup');
+        // A running QEMU holds its disk's write lock, which libvirt's `qemu-img convert`
+        // (vol-create-from) cannot share: the paused disk's bytes are copied first (vol-download
+        // and vol-upload through a private temporary file here), the VM resumed, and the copy
+        // made standalone on the host.
+        const part = `${target}.part`;
+        let from = vmVolumes(vmId).disk;
         try {
-          await run(
-            'qemu-img',
-            ['convert', '-U', '-O', 'qcow2', files(vmId).disk, `${target}.tmp`],
-            'Could not copy the VM disk',
-            30 * 60_000,
-          );
+          if (running) {
+            await pool.remove(uri, part);
+            await pool.copyBetween(uri, from, uri, part);
+            from = part;
+          }
         } finally {
           if (running)
             await virsh(uri, ['resume', domainName(vmId)], 'Could not resume the VM after the backup');
         }
-        await run('mv', ['-f', `${target}.tmp`, target], 'Could not store the backup');
+        // A standalone qcow2 (the template folded in), made by the host's libvirt.
+        await pool.cloneFlat(uri, from, target);
+        if (from === part) await pool.remove(uri, part);
+      } else if ((await state(vm)) === 'paused') {
+        // Paused by an attempt that died during the copy: the backup is there, the VM goes on.
+        await virsh(uri, ['resume', domainName(vmId)], 'Could not resume the VM after the backup');
       }
-      const size = (await stat(target)).size;
+      const size = (await pool.info(uri, target))?.allocation ?? 0;
       return { backupId, vmId, sizeGb: Math.max(0.1, Math.ceil((size / GB) * 10) / 10) };
     },
 
     async restoreBackup(vmId, backupId) {
       const vm = await get(vmId);
-      const source = backupFile(backupId);
-      if (!(await exists(source)))
-        throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
+      const uri = await uriOf(vm.host_id);
+      await pool.ready(uri);
+      const name = backupVolume(backupId);
+      // On the VM's host, or on the host it was taken on before the VM moved: streamed here.
+      let source = name;
+      if (!(await pool.info(uri, name))) {
+        const other = await hostHolding(name, vm.host_id);
+        if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
+        source = `restore-${backupId}.qcow2`;
+        await pool.copyBetween(other, name, uri, source);
+      }
       const wasRunning = (await state(vm)) === 'running';
       await powerOffDomain(vm);
-      const disk = files(vmId).disk;
-      await run(
-        'qemu-img',
-        ['convert', '-O', 'qcow2', source, `${disk}.restore`],
-        'Could not restore the backup',
-        30 * 60_000,
-      );
-      await run(
-        'qemu-img',
-        ['resize', '-q', `${disk}.restore`, `${vm.disk_gb}G`],
+      const disk = vmVolumes(vmId).disk;
+      await pool.remove(uri, disk);
+      await pool.cloneFlat(uri, source, disk);
+      await virsh(
+        uri,
+        ['vol-resize', '--pool', POOL, disk, `${vm.disk_gb}G`],
         'Could not restore the backup',
       );
-      await run('mv', ['-f', `${disk}.restore`, disk], 'Could not restore the backup');
+      if (source !== name) await pool.remove(uri, source);
       if (wasRunning) await startDomain(vm);
     },
 
-    async deleteBackup(_vmId, backupId) {
-      await rm(backupFile(backupId), { force: true });
+    async deleteBackup(vmId, backupId) {
+      // On whichever host holds it (the VM's, or where it was taken before a migration).
+      const vm = await row(vmId);
+      const name = backupVolume(backupId);
+      for (const uri of await libvirtUris(vm?.host_id)) await removeVolume(uri, name);
     },
 
     async close() {

@@ -1,0 +1,158 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../store/schema.ts';
+import { DriverError } from '../driver.ts';
+import { type PoolStorage, sha256File, withPrivateDir } from './storage.ts';
+import type { Template } from './templates.ts';
+
+/** A template's image as volumes of one host's pool. */
+export interface HostTemplate {
+  /** The volume of the base disk a VM's disk is an overlay on. */
+  readonly disk: string;
+  readonly kernel?: { readonly kernel: string; readonly initrd: string; readonly cmdline: string };
+}
+
+/** The files of a template and the suffix of each one's volume. */
+function partsOf(t: Template): { ext: string; file: string }[] {
+  return [
+    { ext: 'qcow2', file: t.disk },
+    ...(t.kernel
+      ? [
+          { ext: 'vmlinuz', file: t.kernel.kernel },
+          { ext: 'initrd', file: t.kernel.initrd },
+        ]
+      : []),
+  ];
+}
+
+/** The volumes of an upload whose disk volume is `diskVolume` (`<prefix>.qcow2`). */
+export function hostTemplate(t: Template, diskVolume: string): HostTemplate {
+  const prefix = diskVolume.replace(/\.qcow2$/, '');
+  return {
+    disk: diskVolume,
+    ...(t.kernel
+      ? { kernel: { kernel: `${prefix}.vmlinuz`, initrd: `${prefix}.initrd`, cmdline: t.kernel.cmdline } }
+      : {}),
+  };
+}
+
+/** Whether a volume is one of the driver's template uploads (`template-<id>-<sha12>-<upload>.<ext>`). */
+export const isTemplateVolume = (name: string) => /^template-.+-[0-9a-f]{12}-[0-9a-f]{8}\.\w+$/.test(name);
+
+/**
+ * Template base images on the hosts: each host gets a template's files as volumes of its pool,
+ * uploaded once, checked by checksum, and recorded in `host_images`.
+ *
+ * Each upload has its own volume names (`template-<template id>-<sha12>-<upload id>.<ext>`):
+ * libvirt 9.0 cannot rename a volume, so a finished upload cannot be moved to a final name, and
+ * two jobs uploading the same template to the same host at once write different volumes. The
+ * `host_images` row decides which one the host uses: the first upload recorded wins, the other
+ * job deletes its own volumes and uses the winner's.
+ */
+export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now: () => number) {
+  /** Each local file's checksum, computed once per content (size and modification time). */
+  const sums = new Map<string, { key: string; sha: Promise<string> }>();
+  async function localSha(file: string): Promise<string> {
+    const s = await stat(file);
+    const key = `${s.size}:${s.mtimeMs}`;
+    let known = sums.get(file);
+    if (known?.key !== key) {
+      known = { key, sha: sha256File(file) };
+      known.sha.catch(() => sums.delete(file));
+      sums.set(file, known);
+    }
+    return known.sha;
+  }
+
+  const rowOf = (hostId: string, templateId: string) =>
+    db
+      .selectFrom('host_images')
+      .selectAll()
+      .where('host_id', '=', hostId)
+      .where('template_id', '=', templateId)
+      .executeTakeFirst();
+
+  return {
+    /**
+     * The template's volumes on the host, uploaded first if the host has no checked copy of this
+     * content (its row and all its volumes there).
+     */
+    async ensure(hostId: string, uri: string, templateId: string, t: Template): Promise<HostTemplate> {
+      const parts = await Promise.all(
+        partsOf(t).map(async (p) => ({ ...p, sha: await localSha(p.file), size: (await stat(p.file)).size })),
+      );
+      // One checksum for the whole template: the disk's, or the parts' together.
+      const sha =
+        parts.length === 1
+          ? (parts[0]?.sha ?? '')
+          : createHash('sha256')
+              .update(parts.map((p) => `${p.ext}:${p.sha}`).join('\n'))
+              .digest('hex');
+      const row = await rowOf(hostId, templateId);
+      if (row?.sha256 === sha) {
+        const have = await storage.list(uri);
+        const mine = hostTemplate(t, row.volume);
+        const names = [mine.disk, ...(mine.kernel ? [mine.kernel.kernel, mine.kernel.initrd] : [])];
+        if (names.every((n) => have.has(n))) return mine;
+      }
+
+      const prefix = `template-${templateId}-${sha.slice(0, 12)}-${randomUUID().slice(0, 8)}`;
+      const uploaded: string[] = [];
+      const dropMine = async () => {
+        for (const name of uploaded) await storage.remove(uri, name).catch(() => {});
+      };
+      try {
+        await withPrivateDir(async (dir) => {
+          for (const p of parts) {
+            const name = `${prefix}.${p.ext}`;
+            uploaded.push(name);
+            await storage.uploadNew(uri, name, p.file);
+            // Read back and compared with the local file's checksum: a broken copy is never used.
+            const back = join(dir, p.ext);
+            await storage.download(uri, name, back);
+            if ((await sha256File(back)) !== p.sha)
+              throw new DriverError('The template image reached the host damaged', { transient: true });
+          }
+        });
+        const size = parts.reduce((n, p) => n + p.size, 0);
+        const values = { volume: `${prefix}.qcow2`, sha256: sha, size_bytes: size, created_at: now() };
+        // Recorded if no upload was recorded meanwhile, or over the row read above (an older
+        // content, or volumes gone): conditional, so one of two concurrent uploads wins.
+        if (row) {
+          await db
+            .updateTable('host_images')
+            .set(values)
+            .where('host_id', '=', hostId)
+            .where('template_id', '=', templateId)
+            .where('volume', '=', row.volume)
+            .execute();
+        } else {
+          await db
+            .insertInto('host_images')
+            .values({ host_id: hostId, template_id: templateId, ...values })
+            .onConflict((oc) => oc.columns(['host_id', 'template_id']).doNothing())
+            .execute();
+        }
+      } catch (err) {
+        await dropMine();
+        throw err;
+      }
+      const recorded = await rowOf(hostId, templateId);
+      if (recorded?.volume !== `${prefix}.qcow2`) {
+        // Another job's upload was recorded first: its volumes are the host's copy.
+        await dropMine();
+        if (recorded?.sha256 !== sha)
+          throw new DriverError('The template image changed while it was being copied', { transient: true });
+        return hostTemplate(t, recorded.volume);
+      }
+      return hostTemplate(t, recorded.volume);
+    },
+
+    /** The host's recorded upload of the template, if any. */
+    row: rowOf,
+  };
+}
+
+export type HostImages = ReturnType<typeof createHostImages>;

@@ -1,0 +1,232 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DriverError } from '../driver.ts';
+import { type Commands, stderrOf } from './commands.ts';
+
+/** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
+export const POOL = 'vrp';
+
+/** How long one upload or download of a volume may take (a template or a disk: big). */
+const COPY_TIMEOUT_MS = 30 * 60_000;
+
+/** libvirt's words for "there is no such volume". */
+export function isNoVolume(err: unknown): boolean {
+  return /Storage volume not found|no storage vol with matching/i.test(stderrOf(err));
+}
+
+/** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
+export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'vrp-lv-'));
+  try {
+    return await use(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** The volume names in `virsh vol-list`'s table (` Name   Path`, a rule, one line per volume). */
+export function parseVolumeList(stdout: string): string[] {
+  const lines = stdout.split('\n');
+  const rule = lines.findIndex((l) => /^-{3,}/.test(l.trim()));
+  return lines
+    .slice(rule + 1)
+    .map((l) => l.trim().split(/\s+/)[0] ?? '')
+    .filter(Boolean);
+}
+
+/** A volume's sizes as libvirt reports them (`vol-info --bytes`). */
+export interface VolumeInfo {
+  readonly capacity: number;
+  readonly allocation: number;
+}
+
+/**
+ * The driver's view of one host's pool, through the host's libvirt connection only: nothing of
+ * a host is read or written on this machine's own filesystem. Volume files live at
+ * `<pool path>/<name>`, the pool path being VRP_LIBVIRT_STORAGE on every host (each host its
+ * own directory).
+ */
+export interface PoolStorage {
+  /** Defines, builds, starts and autostarts the pool where it is missing; resolves to its path. */
+  ready(uri: string): Promise<string>;
+  /** The names of the pool's volumes (one `vol-list`). */
+  list(uri: string): Promise<Set<string>>;
+  info(uri: string, name: string): Promise<VolumeInfo | undefined>;
+  createAs(
+    uri: string,
+    name: string,
+    capacity: string,
+    format: 'raw' | 'qcow2',
+    backing?: { readonly volume: string; readonly format: 'qcow2' },
+  ): Promise<void>;
+  /** A new raw volume with the local file's bytes (vol-create-as the file's size, vol-upload). */
+  uploadNew(uri: string, name: string, file: string): Promise<void>;
+  download(uri: string, name: string, file: string): Promise<void>;
+  /** Deletes the volume; one that does not exist is already deleted. */
+  remove(uri: string, name: string): Promise<void>;
+  /** A standalone copy of `from` (its backing chain folded in) as the new volume `name`, on the same host. */
+  cloneFlat(uri: string, from: string, name: string): Promise<void>;
+  /** Copies a volume from one host to another through this machine (a private temp file). */
+  copyBetween(fromUri: string, name: string, toUri: string, toName?: string): Promise<void>;
+  /** Rereads the pool directory (files QEMU created become volumes). */
+  refresh(uri: string): Promise<void>;
+}
+
+export function createPoolStorage(commands: Commands, poolPath: string): PoolStorage {
+  const { virsh } = commands;
+  /** Each connection's pool, checked once per process (a failed check is tried again). */
+  const readyPools = new Map<string, Promise<string>>();
+  /** Errors that mean another job (or process) did the same step first: the step is done. */
+  const alreadyDone = (err: unknown) =>
+    /already exists|already active|is already|already in use/i.test(stderrOf(err));
+
+  async function makeReady(uri: string): Promise<string> {
+    const what = 'Could not prepare the storage pool';
+    const { stdout: pools } = await virsh(uri, ['pool-list', '--all', '--name'], what);
+    if (!pools.split('\n').some((l) => l.trim() === POOL)) {
+      await virsh(uri, ['pool-define-as', POOL, 'dir', '--target', poolPath], what).catch((err) => {
+        if (!alreadyDone(err)) throw err;
+      });
+    }
+    const { stdout: xml } = await virsh(uri, ['pool-dumpxml', POOL], what);
+    const path = /<target>\s*<path>([^<]+)<\/path>/.exec(xml)?.[1];
+    if (path !== poolPath) {
+      throw new DriverError(
+        `The host's storage pool ${POOL} is at ${path ?? 'an unknown path'}, not at ${poolPath} (VRP_LIBVIRT_STORAGE)`,
+        { transient: false },
+      );
+    }
+    const { stdout: poolInfo } = await virsh(uri, ['pool-info', POOL], what);
+    if (!/^State:\s+running/m.test(poolInfo)) {
+      // pool-build of a dir pool makes the directory (mode 0711) and accepts one that exists.
+      await virsh(uri, ['pool-build', POOL], what).catch((err) => {
+        if (!alreadyDone(err)) throw err;
+      });
+      await virsh(uri, ['pool-start', POOL], what).catch((err) => {
+        if (!alreadyDone(err)) throw err;
+      });
+    }
+    if (!/^Autostart:\s+yes/m.test(poolInfo)) await virsh(uri, ['pool-autostart', POOL], what);
+    return poolPath;
+  }
+
+  const storage: PoolStorage = {
+    ready(uri) {
+      let known = readyPools.get(uri);
+      if (!known) {
+        known = makeReady(uri);
+        known.catch(() => readyPools.delete(uri));
+        readyPools.set(uri, known);
+      }
+      return known;
+    },
+
+    async list(uri) {
+      const { stdout } = await virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes');
+      return new Set(parseVolumeList(stdout));
+    },
+
+    async info(uri, name) {
+      try {
+        const { stdout } = await virsh(
+          uri,
+          ['vol-info', '--bytes', '--pool', POOL, name],
+          'Could not read a storage volume',
+        );
+        const num = (label: string) => Number(new RegExp(`^${label}:\\s+(\\d+)`, 'm').exec(stdout)?.[1] ?? 0);
+        return { capacity: num('Capacity'), allocation: num('Allocation') };
+      } catch (err) {
+        if (isNoVolume(err)) return undefined;
+        throw err;
+      }
+    },
+
+    async createAs(uri, name, capacity, format, backing) {
+      await virsh(
+        uri,
+        [
+          'vol-create-as',
+          POOL,
+          name,
+          capacity,
+          '--format',
+          format,
+          ...(backing ? ['--backing-vol', backing.volume, '--backing-vol-format', backing.format] : []),
+        ],
+        'Could not create a storage volume',
+      );
+    },
+
+    async uploadNew(uri, name, file) {
+      const size = (await stat(file)).size;
+      await storage.createAs(uri, name, String(Math.max(size, 1)), 'raw');
+      try {
+        await virsh(
+          uri,
+          ['vol-upload', '--sparse', '--pool', POOL, name, file],
+          'Could not upload a storage volume',
+          COPY_TIMEOUT_MS,
+        );
+      } catch (err) {
+        await storage.remove(uri, name).catch(() => {});
+        throw err;
+      }
+    },
+
+    async download(uri, name, file) {
+      await virsh(
+        uri,
+        ['vol-download', '--sparse', '--pool', POOL, name, file],
+        'Could not download a storage volume',
+        COPY_TIMEOUT_MS,
+      );
+    },
+
+    async remove(uri, name) {
+      await virsh(uri, ['vol-delete', '--pool', POOL, name], 'Could not delete a storage volume').catch(
+        (err) => {
+          if (!isNoVolume(err)) throw err;
+        },
+      );
+    },
+
+    async cloneFlat(uri, from, name) {
+      await withPrivateDir(async (dir) => {
+        const xml = join(dir, 'volume.xml');
+        await writeFile(
+          xml,
+          `<volume><name>${name}</name><capacity>0</capacity><target><format type='qcow2'/></target></volume>\n`,
+        );
+        await virsh(
+          uri,
+          ['vol-create-from', POOL, xml, '--inputpool', POOL, from],
+          'Could not copy a storage volume',
+          COPY_TIMEOUT_MS,
+        );
+      });
+    },
+
+    async copyBetween(fromUri, name, toUri, toName = name) {
+      await withPrivateDir(async (dir) => {
+        const file = join(dir, 'volume');
+        await storage.download(fromUri, name, file);
+        await storage.remove(toUri, toName);
+        await storage.uploadNew(toUri, toName, file);
+      });
+    },
+
+    async refresh(uri) {
+      await virsh(uri, ['pool-refresh', POOL], 'Could not read the storage pool');
+    },
+  };
+  return storage;
+}
