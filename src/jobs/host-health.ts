@@ -34,26 +34,28 @@ export interface HostHealth {
  * `host.reachable`).
  */
 export function createHostHealth(o: HostHealthOptions): HostHealth {
-  async function pass(): Promise<void> {
-    for (const host of await hostsToProbe(o.db, o.driver.name)) {
-      let answered = true;
-      let error = '';
-      try {
-        await o.driver.probe(host.id);
-      } catch (err) {
-        answered = false;
-        error = err instanceof Error ? err.message : String(err);
-      }
-      const now = o.clock.now();
-      if (answered) {
-        if (await recordProbeAnswered(o.db, host.id, now)) {
-          o.log.info({ hostId: host.id, host: host.name }, 'host answers again');
-          o.onReachable?.();
-        }
-      } else if (await recordProbeFailed(o.db, host.id, now, o.downAfterMs)) {
-        o.log.warn({ hostId: host.id, host: host.name, error }, 'host unreachable');
-      }
+  async function probeOne(host: { readonly id: string; readonly name: string }): Promise<void> {
+    let answered = true;
+    let error = '';
+    try {
+      await o.driver.probe(host.id);
+    } catch (err) {
+      answered = false;
+      error = err instanceof Error ? err.message : String(err);
     }
+    const now = o.clock.now();
+    if (answered) {
+      if (await recordProbeAnswered(o.db, host.id, now)) {
+        o.log.info({ hostId: host.id, host: host.name }, 'host answers again');
+        o.onReachable?.();
+      }
+    } else if (await recordProbeFailed(o.db, host.id, now, o.downAfterMs)) {
+      o.log.warn({ hostId: host.id, host: host.name, error }, 'host unreachable');
+    }
+  }
+  // All hosts at once: a host that hangs (its probe waits out its timeout) delays no other.
+  async function pass(): Promise<void> {
+    await Promise.all((await hostsToProbe(o.db, o.driver.name)).map(probeOne));
   }
   const periodic = createPeriodic({ name: 'host health', intervalMs: o.intervalMs, log: o.log, pass });
   return { start: periodic.start, stop: periodic.stop, pass };

@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
+import { seedHosts } from '../../src/drivers/hosts.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
+import { createHostHealth } from '../../src/jobs/host-health.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, createTestApp, orderRunning, waitForStatus } from '../helpers/app.ts';
@@ -122,5 +124,44 @@ for (const store of testStores()) {
         await until(async () => (await s.jobRow('restart')).status === 'succeeded', 'the restart');
         assert.equal((await s.jobRow('restart')).attempts, 1);
       }));
+
+    test('a host whose probe hangs delays no other host: each pass probes them all at once', async () => {
+      const clock = createManualClock();
+      const t = await createTestApp({}, { store, clock });
+      try {
+        const db = t.ctx.store.db;
+        await seedHosts(db, 'simulated', t.ctx.config.simulatedHosts, clock.now());
+        let release: () => void = () => {};
+        const hung = new Promise<void>((r) => {
+          release = r;
+        });
+        const health = createHostHealth({
+          db,
+          driver: {
+            name: 'simulated',
+            // sim-host-1 hangs until released; sim-host-2 does not answer at once.
+            probe: (hostId) =>
+              hostId === 'sim-host-1' ? hung : Promise.reject(new DriverError('down', { transient: true })),
+          },
+          clock,
+          log: { info() {}, warn() {}, error() {} },
+          intervalMs: 1000,
+          downAfterMs: 60_000,
+        });
+        const pass = health.pass();
+        await until(async () => {
+          const h = await db
+            .selectFrom('hypervisor_hosts')
+            .select('failing_since')
+            .where('id', '=', 'sim-host-2')
+            .executeTakeFirstOrThrow();
+          return h.failing_since === clock.now();
+        }, "sim-host-2's failed probe recorded while sim-host-1's still hangs");
+        release();
+        await pass;
+      } finally {
+        await t.close();
+      }
+    });
   });
 }

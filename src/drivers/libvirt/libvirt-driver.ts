@@ -45,6 +45,8 @@ const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
 const DOMAIN_PREFIX = 'vrp-';
 /** How long the guest agent may take to answer a password change, seconds. */
 const AGENT_TIMEOUT_S = 10;
+/** How long a host's connection gets to answer a probe (host health) before it counts as not answering. */
+const PROBE_TIMEOUT_MS = 10_000;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
 
 /**
@@ -688,7 +690,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     name: 'libvirt',
     migrate: (vmId, toHostId) => migration(vmId, toHostId),
     async probe(hostId) {
-      await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host');
+      // Bounded: a host whose daemon hangs must count as not answering, not hold the probe.
+      await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host', PROBE_TIMEOUT_MS);
     },
 
     async powerStates(hostId) {
