@@ -53,6 +53,9 @@ test('two test hosts: their own host UUIDs and storage; start again gives the sa
 
   const uuids = [await hostUuid('qemu:///system'), await hostUuid(a.uri), await hostUuid(b.uri)];
   assert.equal(new Set(uuids).size, 3, `host UUIDs: ${uuids.join(', ')}`);
+  // Each is the one the script gave it (where libvirt reads the machine's own, all would be that one).
+  assert.equal(uuids[1], readFileSync(`${a.dir}/host-uuid`, 'utf8').trim());
+  assert.equal(uuids[2], readFileSync(`${b.dir}/host-uuid`, 'utf8').trim());
 
   // Started again: the same daemon, the same URI.
   const pidA = readFileSync(`${a.dir}/libvirtd.pid`, 'utf8').trim();
