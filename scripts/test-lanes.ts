@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
  * 120 s timeout.
  */
 export const ONE_AT_A_TIME =
-  /^test\/(drivers\/libvirt(-hosts)?|e2e\/libvirt-(api|kvm-fallback|password|power|provision))\.test\.ts$/;
+  /^test\/(drivers\/libvirt(-hosts)?|e2e\/libvirt-(api|fleet|kvm-fallback|password|power|provision))\.test\.ts$/;
 
 /**
  * A queue of `files` (paths relative to the project) and `lanes` lane files that work it off.
