@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { ApiError } from '../domain/errors.ts';
+import { seedHosts } from '../drivers/hosts.ts';
 import { addHost, changeHost } from '../jobs/host-operations.ts';
 import { requestMigration } from '../jobs/migration-queue.ts';
 import {
@@ -94,7 +95,7 @@ function one(positionals: readonly string[], command: string, what: string): str
 /**
  * `vrp host add|list|show|update|drain|activate|evacuate|remove|migrate` (docs/cli.md): the same
  * checks and writes as the operator API's OPS/hosts routes (domain/host-input.ts,
- * store/repos/hosts.ts, jobs/host-probe.ts), on the store directly.
+ * store/repos/hosts.ts, jobs/host-operations.ts), on the store directly.
  */
 export async function hostCommand(
   db: Kysely<Database>,
@@ -113,6 +114,8 @@ export async function hostCommand(
     if (wrong !== undefined) throw new UsageError(`host ${command}: unknown option --${wrong}`);
   };
   const now = () => Date.now();
+  // The settings' hosts seed a fresh store whoever opens it first: the server, or this command.
+  await seedHosts(db, driver, driver === 'libvirt' ? config.libvirtHosts : config.simulatedHosts, now());
   try {
     if (sub === 'list') {
       allow(sub, []);

@@ -2,9 +2,29 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { listAuditEntries } from '../../src/store/repos/audit.ts';
 import { createTestApp, orderRunning, type TestApp } from '../helpers/app.ts';
-import { vrpOn } from '../helpers/cli.ts';
+import { ownDataDir, vrpInProcess, vrpOn } from '../helpers/cli.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
+
+test('on a store no server has opened yet, the settings seed the hosts for the first vrp host command', async (t) => {
+  const env = { VRP_DATA_DIR: ownDataDir(t), VRP_SIM_HOSTS: 'first-1:8:16:100,first-2:8:16:100' };
+  assert.equal((await vrpInProcess(['migrate'], env)).code, 0);
+  const list = await vrpInProcess(['host', 'list', '--json'], env);
+  assert.equal(list.code, 0, list.err);
+  assert.deepEqual(
+    list.json().map((h: { name: string; state: string }) => [h.name, h.state]),
+    [
+      ['first-1', 'active'],
+      ['first-2', 'active'],
+    ],
+  );
+  // Once: other settings later change no host.
+  const again = await vrpInProcess(['host', 'list', '--json'], { ...env, VRP_SIM_HOSTS: 'other:8:16:100' });
+  assert.deepEqual(
+    again.json().map((h: { name: string }) => h.name),
+    ['first-1', 'first-2'],
+  );
+});
 
 for (const store of testStores()) {
   describe(`vrp host (${store})`, () => {
