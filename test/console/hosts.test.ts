@@ -150,7 +150,9 @@ describe('console: hosts', { skip: noBrowser }, () => {
       await page.getByRole('status').innerText(),
       'Host sim-c is evacuating: its servers are being migrated to other hosts.',
     );
-    assert.equal(await card(added.host_id).getByRole('heading').innerText(), 'sim-c evacuating');
+    // An empty host's evacuation may have ended already (the worker's evacuator is woken at once):
+    // then it is draining, with the evacuation's counts all the same.
+    assert.match(await card(added.host_id).getByRole('heading').innerText(), /^sim-c (evacuating|draining)$/);
     assert.match(
       await card(added.host_id).innerText(),
       /Evacuation since .*: 0 moved, 0 failed, 0 moving, 0 left/,

@@ -116,8 +116,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       throw new DriverError(`Host ${hostId} is not a libvirt host`, { transient: false });
     return host.uri;
   };
-  // Each host is asked once, when the driver first needs its domain type; a host that does not
-  // answer delays only the first domain defined on it.
+  // Each host is asked once; a host that does not answer delays only the first domain defined on it.
   const virtTypes = new Map<string, Promise<'kvm' | 'qemu'>>();
   const virtTypeOf = (hostId: string): Promise<'kvm' | 'qemu'> => {
     let known = virtTypes.get(hostId);
@@ -133,6 +132,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
     return known;
   };
+  // The hosts the store has now are asked at once, in the background (one that does not answer
+  // delays nothing); hosts added later are asked when their first domain is defined.
+  void db
+    .selectFrom('hypervisor_hosts')
+    .select('id')
+    .where('driver', '=', 'libvirt')
+    .execute()
+    .then((hosts) => {
+      for (const h of hosts) virtTypeOf(h.id).catch(() => {});
+    })
+    .catch(() => {});
   const pool = createPoolStorage(commands, o.storage);
   const images = createHostImages(db, pool, now);
   const volPath = (name: string) => join(o.storage, name);
