@@ -155,7 +155,7 @@ describe('console: hosts', { skip: noBrowser }, () => {
     assert.match(await card(added.host_id).getByRole('heading').innerText(), /^sim-c (evacuating|draining)$/);
     assert.match(
       await card(added.host_id).innerText(),
-      /Evacuation since .*: 0 moved, 0 failed, 0 moving, 0 left/,
+      /(Evacuation|Last evacuation) since .*: 0 moved, 0 failed, 0 moving, 0 left/,
     );
 
     // The host with a server cannot be removed: the API's message is shown.
