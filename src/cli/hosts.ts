@@ -3,13 +3,13 @@ import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { ApiError } from '../domain/errors.ts';
 import { seedHosts } from '../drivers/hosts.ts';
+import { hostView } from '../http/operator/hosts.ts';
 import { addHost, changeHost } from '../jobs/host-operations.ts';
 import { requestMigration } from '../jobs/migration-queue.ts';
 import {
   changeHostState,
   deleteHost,
   findHostByIdOrName,
-  type HostView,
   listHostsPage,
 } from '../store/repos/hosts.ts';
 import { findService } from '../store/repos/services.ts';
@@ -17,41 +17,8 @@ import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
 import { CommandError, type Output, parseArguments, UsageError } from './output.ts';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-/** A host as `--json` prints it: the operator API's fields. */
-function hostJson(h: HostView) {
-  const e = h.evacuation;
-  return {
-    host_id: h.id,
-    name: h.name,
-    driver: h.driver,
-    uri: h.uri,
-    state: h.state,
-    health: h.health,
-    failing_since: iso(h.failingSince),
-    checked_at: iso(h.checkedAt),
-    created_at: new Date(h.createdAt).toISOString(),
-    capacity: {
-      cpu: h.capacity.cpu,
-      ram_gb: h.capacity.ramGb,
-      disk_gb: h.capacity.diskGb,
-      backup_gb: h.capacity.backupGb,
-    },
-    used: { cpu: h.used.cpu, ram_gb: h.used.ramGb, disk_gb: h.used.diskGb, backup_gb: h.used.backupGb },
-    services: h.services,
-    evacuation:
-      e === null
-        ? null
-        : {
-            started_at: new Date(e.startedAt).toISOString(),
-            done: e.done,
-            failed: e.failed,
-            running: e.running,
-            left: e.left,
-          },
-  };
-}
+/** A host as `--json` prints it: the operator API's view of it. */
+const hostJson = hostView;
 
 type HostJson = ReturnType<typeof hostJson>;
 

@@ -2,6 +2,7 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
+import { newHostRow } from '../store/repos/hosts.ts';
 import type {
   Database,
   HostDriver,
@@ -53,23 +54,7 @@ export async function seedHosts(
     for (const host of hosts) {
       await tx
         .insertInto('hypervisor_hosts')
-        .values({
-          id: host.id,
-          name: host.id,
-          driver,
-          uri: host.uri ?? null,
-          cpu: host.cpu,
-          ram_gb: host.ramGb,
-          disk_gb: host.diskGb,
-          backup_gb: host.backupGb ?? 0,
-          used_cpu: 0,
-          used_ram_gb: 0,
-          used_disk_gb: 0,
-          used_backup_gb: 0,
-          state: 'active',
-          health: 'up',
-          created_at: now,
-        })
+        .values(newHostRow(host.id, host.id, driver, host, now))
         .onConflict((oc) => oc.column('id').doNothing())
         .execute();
       if (host.uri !== undefined)

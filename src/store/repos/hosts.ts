@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import { ApiError } from '../../domain/errors.ts';
 import { checkHostChange, checkNewHost, type HostChange, type NewHost } from '../../domain/host-input.ts';
 import { uuidv7 } from '../../domain/ids.ts';
@@ -240,30 +240,54 @@ export async function createHost(
         throw nameTaken(host.name);
       await tx
         .insertInto('hypervisor_hosts')
-        .values({
-          id,
-          name: host.name,
-          driver: processDriver,
-          uri: host.uri ?? null,
-          cpu: host.cpu,
-          ram_gb: host.ramGb,
-          disk_gb: host.diskGb,
-          backup_gb: host.backupGb ?? 0,
-          used_cpu: 0,
-          used_ram_gb: 0,
-          used_disk_gb: 0,
-          used_backup_gb: 0,
-          state: 'active',
-          health: reach.reachable ? 'up' : 'unreachable',
-          failing_since: reach.reachable ? null : now,
-          checked_at: now,
-          created_at: now,
-        })
+        .values(newHostRow(id, host.name, processDriver, host, now, reach))
         .execute();
       await recordAudit(tx, audit, { target: { type: 'host', id } }, now);
     }),
   );
   return getHost(db, processDriver, id);
+}
+
+/**
+ * A new host's row: nothing placed on it, active. `probe`: what asking its connection when it
+ * was added said (none for a seeded host, which is probed with the others): not reachable records
+ * it unreachable from `now`. Both ways hosts are made use it: the
+ * operator's (createHost) and the settings' seed (drivers/hosts.ts, seedHosts).
+ */
+export function newHostRow(
+  id: string,
+  name: string,
+  driver: HostDriver,
+  host: {
+    readonly uri?: string | undefined;
+    readonly cpu: number;
+    readonly ramGb: number;
+    readonly diskGb: number;
+    readonly backupGb?: number | undefined;
+  },
+  now: number,
+  probe?: Reachability,
+): Insertable<HypervisorHostTable> {
+  const reachable = probe?.reachable ?? true;
+  return {
+    id,
+    name,
+    driver,
+    uri: host.uri ?? null,
+    cpu: host.cpu,
+    ram_gb: host.ramGb,
+    disk_gb: host.diskGb,
+    backup_gb: host.backupGb ?? 0,
+    used_cpu: 0,
+    used_ram_gb: 0,
+    used_disk_gb: 0,
+    used_backup_gb: 0,
+    state: 'active',
+    health: reachable ? 'up' : 'unreachable',
+    failing_since: reachable ? null : now,
+    checked_at: probe ? now : null,
+    created_at: now,
+  };
 }
 
 /** 400 `capacity_below_use`: which amount the change would put under what is placed on the host. */
