@@ -6,12 +6,7 @@ import { seedHosts } from '../drivers/hosts.ts';
 import { hostView } from '../http/operator/hosts.ts';
 import { addHost, changeHost } from '../jobs/host-operations.ts';
 import { requestMigration } from '../jobs/migration-queue.ts';
-import {
-  changeHostState,
-  deleteHost,
-  findHostByIdOrName,
-  listHostsPage,
-} from '../store/repos/hosts.ts';
+import { changeHostState, deleteHost, findHostByIdOrName, listHostsPage } from '../store/repos/hosts.ts';
 import { findService } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
