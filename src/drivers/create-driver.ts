@@ -29,6 +29,7 @@ export async function createDriver(
       virtType: config.libvirtVirtType,
       onVirtChoice: (hostId, c) =>
         log?.info({ hostId, virtType: c.type, reason: c.reason }, 'libvirt virtualisation'),
+      onMigration: (m) => log?.info(m, 'libvirt migration'),
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,

@@ -1,16 +1,18 @@
 /**
  * Two libvirt hosts that share nothing but their connections (scripts/libvirt/test-host.sh: a
  * second and third libvirtd on this machine, each with its own state and its own pool
- * directory), with real VMs: each VM's volumes are in its host's pool only, a template reaches
- * a host once, live and cold migration, a backup restored after its VM moved, and a migration
- * whose destination stops answering.
+ * directory), with one real VM: its volumes are in its host's pool only, it moves live and
+ * keeps running the same boot, moves back cold with its disk, a backup taken before it moved
+ * restores after, and migrations whose destination does not answer (before the move, and
+ * stopped while libvirt's migration job runs) leave it running where it was.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { VmSpec } from '../../src/drivers/driver.ts';
@@ -28,6 +30,9 @@ function startHost(name: string): string {
   return out[out.length - 1] ?? '';
 }
 const stopHost = (name: string) => execFileSync('bash', [script, 'stop', name], { stdio: 'ignore' });
+const execFileAsync = promisify(execFile);
+const virshOut = (uri: string, ...args: string[]) =>
+  execFileSync('virsh', ['-c', uri, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 const spec = (vmId: string): VmSpec => ({
   vmId,
@@ -41,17 +46,16 @@ const spec = (vmId: string): VmSpec => ({
   ipCount: 1,
 });
 
-test('two hosts, each with its own pool: placement, template once per host, live and cold migration, backups across hosts, a failed migration', {
+test('two hosts, each with its own pool: placement, live and cold migration, backups across hosts, failed migrations, probe', {
   skip,
   timeout: slowWaitMs(1_800_000),
-}, async () => {
+}, async (t) => {
   const suffix = String(process.pid);
   const names = { a: `vrpa${suffix}`, b: `vrpb${suffix}` };
   const uriA = startHost(names.a);
   const uriB = startHost(names.b);
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lvhosts-'));
   const store = await openStore({ databaseUrl: undefined, dataDir });
-  let bStopped = false;
   after(() => {
     for (const n of [names.a, names.b]) {
       try {
@@ -67,15 +71,19 @@ test('two hosts, each with its own pool: placement, template once per host, live
     .values({ id: 'tiny', name: 'tiny', image: libvirtTemplate ?? '', created_at: 0, updated_at: 0 })
     .execute();
   const commands: string[] = [];
+  const migrations: Record<string, unknown>[] = [];
   const driver = await createDriver(
     loadConfig({
       VRP_DATA_DIR: dataDir,
       VRP_DRIVER: 'libvirt',
       VRP_LIBVIRT_HOSTS: `a,${uriA},4,8,100;b,${uriB},4,8,100`,
+      VRP_STOP_TIMEOUT: '3s',
     }),
     store.db,
     {
-      info() {},
+      info(obj, msg) {
+        if (msg === 'libvirt migration') migrations.push({ ...obj });
+      },
       debug(obj) {
         commands.push((obj as { command: string }).command);
       },
@@ -92,90 +100,159 @@ test('two hosts, each with its own pool: placement, template once per host, live
         .where('id', '=', id)
         .executeTakeFirstOrThrow()
     ).used_ram_gb;
-  const report = (vmId: string, uri: string, boot: string) =>
-    waitUntil(`boot ${boot} of ${vmId}`, () => guestReports(vmId, uri).find((r) => r['boot'] === boot), {
-      everyMs: 500,
-      budgetMs: slowWaitMs(240_000),
-    });
+  const vmRow = async (id: string) => ({
+    ...(await store.db
+      .selectFrom('libvirt_vms')
+      .select(['host_id', 'migrating_to'])
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()),
+  });
+  /** The guest's reports of boot `boot` on its console, once there are `count` of them. */
+  const reports = (vmId: string, uri: string, boot: string, count = 1) =>
+    waitUntil(
+      `${count} report(s) of boot ${boot} of ${vmId}`,
+      () => {
+        const found = guestReports(vmId, uri).filter((r) => r['boot'] === boot);
+        return found.length >= count ? found : undefined;
+      },
+      { everyMs: 500, budgetMs: slowWaitMs(240_000) },
+    );
+  const vmFiles = (vmId: string) => [`${vmId}.qcow2`, `${vmId}.seed.iso`, `${vmId}.console.log`];
+  const domains = (uri: string) => virshOut(uri, 'list', '--all', '--name').split('\n').filter(Boolean);
   const vm1 = '0d0d0d0d-0000-4000-8000-000000000001';
-  const vm2 = '0d0d0d0d-0000-4000-8000-000000000002';
+  const dom = `vrp-${vm1}`;
   try {
-    // Both VMs on A (B takes none while draining).
+    // (a) Created on A (B takes none while draining): its volumes are in A's pool only.
     await setState('b', 'draining');
     const first = await driver.create(spec(vm1));
     assert.equal(first.hostId, 'a');
     assert.equal(uploads(), 4, 'the template (disk, kernel, initrd) and the seed reached A');
-    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`), "the disk is a volume of A's pool");
-    assert.ok(!poolVolumes(uriB).includes(`${vm1}.qcow2`), "not of B's");
-    assert.ok(!poolVolumes('qemu:///system').includes(`${vm1}.qcow2`), "nor of the system libvirt's");
-    const row = await store.db.selectFrom('host_images').selectAll().where('host_id', '=', 'a').execute();
-    assert.equal(row.length, 1, 'the upload is recorded, with its checksum');
-    assert.match(row[0]?.sha256 ?? '', /^[0-9a-f]{64}$/);
-    await report(vm1, uriA, '1');
-    const before = uploads();
-    assert.equal((await driver.create(spec(vm2))).hostId, 'a');
-    assert.equal(uploads() - before, 1, 'the second VM on A uploads its seed only, not the template');
+    for (const f of vmFiles(vm1)) {
+      assert.ok(poolVolumes(uriA).includes(f), `${f} is a volume of A's pool`);
+      assert.ok(!poolVolumes(uriB).includes(f), `${f} is not in B's`);
+      assert.ok(!poolVolumes('qemu:///system').includes(f), `${f} is not in the system libvirt's`);
+    }
+    const imageRows = await store.db
+      .selectFrom('host_images')
+      .selectAll()
+      .where('host_id', '=', 'a')
+      .execute();
+    assert.equal(imageRows.length, 1, 'the upload is recorded, with its checksum');
+    assert.match(imageRows[0]?.sha256 ?? '', /^[0-9a-f]{64}$/);
+    const [boot1] = await reports(vm1, uriA, '1');
+    assert.equal(boot1?.['ips'], `${first.ips.join(',')},`, 'the guest has the addresses it was given');
     await setState('b', 'active');
 
-    // A backup on A, then VM 1 moves live to B and keeps running the same boot.
+    // (d, first half) A backup taken on A.
     await driver.createBackup(vm1, 'backup-on-a');
     assert.ok(poolVolumes(uriA).includes('backup-backup-on-a.qcow2'));
+
+    // (b) Live to B: the same guest goes on running there, with its addresses and its room.
     const moved = await driver.migrate(vm1, 'b');
     assert.deepEqual([moved.hostId, moved.power], ['b', 'running']);
-    assert.ok(poolVolumes(uriB).includes(`${vm1}.qcow2`), 'the disk came along');
-    assert.ok(!poolVolumes(uriA).includes(`${vm1}.qcow2`), "and left A's pool");
-    assert.deepEqual([await used('a'), await used('b')], [1, 1], 'its room moved with it');
+    assert.deepEqual(moved.ips, first.ips, 'its addresses are unchanged');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null }, "the VM's row is on B");
+    assert.deepEqual([await used('a'), await used('b')], [0, 1], 'its room moved with it');
+    for (const f of vmFiles(vm1)) {
+      assert.ok(poolVolumes(uriB).includes(f), `${f} came along`);
+      assert.ok(!poolVolumes(uriA).includes(f), `${f} left A's pool`);
+    }
+    assert.ok(!domains(uriA).includes(dom), 'the domain is gone from A');
+    assert.ok(domains(uriB).includes(dom), 'and defined on B (persistent)');
+    assert.equal(migrations.length, 1, 'the migration was logged at info');
+    assert.equal(migrations[0]?.['live'], true);
+    assert.equal(typeof migrations[0]?.['downtime_ms'], 'number', "with the guest's pause");
+    assert.equal(typeof migrations[0]?.['total_ms'], 'number');
+    // The guest never restarted: its console (now on B) has the one boot, and its own boot
+    // counter on its disk goes from 1 to 2 at the next boot.
+    assert.deepEqual(
+      guestReports(vm1, uriB).map((r) => r['boot']),
+      ['1'],
+      'one boot so far',
+    );
     await driver.reboot(vm1);
-    const second = await report(vm1, uriB, '2');
-    assert.equal(
-      second['boot'],
-      '2',
-      'the next boot is the second: the guest never restarted while it moved',
-    );
+    const [boot2] = await reports(vm1, uriB, '2');
+    assert.equal(boot2?.['ips'], boot1?.['ips'], 'the guest sees the same addresses on B');
 
-    // The backup taken on A restores on B (streamed through this process).
+    // (d) The backup taken on A restores on B (streamed through this process): the disk goes
+    // back to one boot, so the next boot is the second again.
     await driver.restoreBackup(vm1, 'backup-on-a');
-    await report(vm1, uriB, '2');
-    assert.equal(
-      guestReports(vm1, uriB).filter((r) => r['boot'] === '2').length,
-      2,
-      'the disk went back to the backup (one boot), so this boot is the second again',
-    );
-
-    // Cold back to A.
-    await driver.stop(vm1, { timeoutMs: 1000 });
-    const back = await driver.migrate(vm1, 'a');
-    assert.deepEqual([back.hostId, back.power], ['a', 'stopped']);
-    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`));
-    assert.ok(!poolVolumes(uriB).includes(`${vm1}.qcow2`));
-    assert.equal((await driver.start(vm1)).power, 'running');
-    await report(vm1, uriA, '3');
-
-    // B stops answering: the migration fails, VM 2 runs on A, B's reservation is given back.
-    stopHost(names.b);
-    bStopped = true;
-    await assert.rejects(driver.migrate(vm2, 'b'));
-    const after2 = await driver.inspect(vm2);
-    assert.deepEqual([after2?.hostId, after2?.power], ['a', 'running']);
-    assert.equal(await used('b'), 0, "B's reservation was given back");
-    const rowAfter = await store.db
-      .selectFrom('libvirt_vms')
-      .select('migrating_to')
-      .where('id', '=', vm2)
-      .executeTakeFirstOrThrow();
-    assert.equal(rowAfter.migrating_to, null);
-
+    await reports(vm1, uriB, '2', 2);
     await driver.deleteBackup(vm1, 'backup-on-a');
     assert.ok(!poolVolumes(uriA).includes('backup-backup-on-a.qcow2'), 'deleted where it was');
+
+    // (c) Cold back to A: it starts there with its disk (the guest's boot counter goes on).
+    await driver.stop(vm1, { timeoutMs: 3000 });
+    const uploadsBefore = uploads();
+    const back = await driver.migrate(vm1, 'a');
+    assert.deepEqual([back.hostId, back.power], ['a', 'stopped']);
+    assert.deepEqual(back.ips, first.ips);
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.deepEqual([await used('a'), await used('b')], [1, 0]);
+    assert.equal(uploads() - uploadsBefore, 3, 'the seed, the console log and the disk: A has the template');
+    for (const f of vmFiles(vm1)) {
+      assert.ok(poolVolumes(uriA).includes(f), `${f} is back on A`);
+      assert.ok(!poolVolumes(uriB).includes(f), `${f} left B's pool`);
+    }
+    assert.ok(!domains(uriB).includes(dom), 'the domain is gone from B');
+    assert.equal(migrations[1]?.['live'], false);
+    assert.equal((await driver.start(vm1)).power, 'running');
+    await reports(vm1, uriA, '3');
+    const domId = virshOut(uriA, 'domid', dom).trim();
+
+    // (e) B does not answer before the move: the VM stays running on A, B's room is given back.
+    stopHost(names.b);
+    await assert.rejects(driver.migrate(vm1, 'b'));
+    const afterDown = await driver.inspect(vm1);
+    assert.deepEqual([afterDown?.hostId, afterDown?.power], ['a', 'running']);
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+
+    // (f) The probe fails while B is stopped, and succeeds once it runs again.
+    await assert.rejects(driver.probe('b'));
+    startHost(names.b);
+    await driver.probe('b');
+
+    // (e) B stopped while libvirt's migration job runs (seen on A's domjobinfo): the same.
+    const moving = driver.migrate(vm1, 'b');
+    const outcome = moving.then(
+      () => 'migrated',
+      (err: unknown) => err,
+    );
+    await waitUntil(
+      'the migration job running on A',
+      async () => {
+        if ((await Promise.race([outcome, Promise.resolve('pending')])) !== 'pending') return 'ended';
+        const { stdout } = await execFileAsync('virsh', ['-c', uriA, 'domjobinfo', dom]).catch(() => ({
+          stdout: '',
+        }));
+        return /^Job type:\s+Unbounded/m.test(stdout) ? 'running' : undefined;
+      },
+      { everyMs: 100, budgetMs: slowWaitMs(600_000) },
+    );
+    stopHost(names.b);
+    const failed = await outcome;
+    assert.ok(failed instanceof Error, `the migration failed (${String(failed)})`);
+    const afterKill = await driver.inspect(vm1);
+    assert.deepEqual([afterKill?.hostId, afterKill?.power], ['a', 'running']);
+    assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'the same run of the domain: never restarted');
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.deepEqual(
+      guestReports(vm1, uriA).map((r) => r['boot']),
+      ['1', '2', '2', '3'],
+      "the guest's console: no boot since",
+    );
+
+    for (const m of migrations) t.diagnostic(`libvirt migration ${JSON.stringify(m)}`);
     await driver.destroy(vm1);
-    await driver.destroy(vm2);
     assert.deepEqual(
       poolVolumes(uriA).filter((n) => !n.startsWith('template-')),
       [],
-      "nothing of the VMs is left in A's pool",
+      "nothing of the VM is left in A's pool",
     );
   } finally {
-    if (!bStopped) await removeTemplateVolumes(store.db);
+    await removeTemplateVolumes(store.db).catch(() => {});
     await driver.close();
     await store.close();
   }

@@ -31,12 +31,42 @@ export interface LibvirtDriverOptions {
   readonly virtType: 'auto' | 'kvm' | 'qemu';
   /** Told of each host's virtualisation once it is known (logged at info). */
   readonly onVirtChoice?: (hostId: string, choice: VirtChoice) => void;
+  /** Told of each migration that succeeded, with its figures (logged at info; the bench reads it). */
+  readonly onMigration?: (m: MigrationReport) => void;
   /** Told of every virsh/qemu-img command with its duration (logged at debug; the bench reads it). */
   readonly onCommand?: (t: CommandTiming) => void;
   readonly bridge: string | undefined;
   /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
   readonly stopTimeoutMs: number;
   readonly now?: () => number;
+}
+
+/** One migration's figures. */
+export interface MigrationReport {
+  readonly vmId: string;
+  readonly fromHostId: string;
+  readonly toHostId: string;
+  readonly live: boolean;
+  /** The whole move: from the reservation's check to the source's volumes deleted. */
+  readonly total_ms: number;
+  /** `virsh migrate` alone (live only). */
+  readonly migrate_ms?: number;
+  /** The guest's pause at the switch-over, libvirt's `Total downtime` on the destination (live only). */
+  readonly downtime_ms?: number;
+}
+
+/** The figures of `virsh domjobinfo --completed` a migration report takes (absent ones left out). */
+export function parseJobInfo(stdout: string): { downtime_ms?: number; elapsed_ms?: number } {
+  const num = (label: string) => {
+    const m = new RegExp(`^${label}:\\s+(\\d+)\\s*ms`, 'm').exec(stdout);
+    return m ? Number(m[1]) : undefined;
+  };
+  const downtime = num('Total downtime');
+  const elapsed = num('Time elapsed');
+  return {
+    ...(downtime !== undefined ? { downtime_ms: downtime } : {}),
+    ...(elapsed !== undefined ? { elapsed_ms: elapsed } : {}),
+  };
 }
 
 const GB = 1024 ** 3;
@@ -90,6 +120,19 @@ export function migrationAddress(uri: string): string {
     host = '';
   }
   return host === '' ? '127.0.0.1' : host;
+}
+
+/**
+ * `virsh migrate`'s address arguments: where the source sends the migration data
+ * (`--migrateuri tcp://ADDR`) and, for a loopback address, where the destination's QEMU and its
+ * NBD server listen (`--listen-address`): libvirt refuses a loopback `migration_address` in
+ * qemu.conf, and without it the destination would listen on every address of the machine.
+ */
+export function migrationAddressArgs(uri: string): string[] {
+  const address = migrationAddress(uri);
+  const bare = address.replace(/^\[(.*)\]$/, '$1');
+  const loopback = /^127\./.test(bare) || bare === '::1' || bare === 'localhost';
+  return [...(loopback ? ['--listen-address', bare] : []), '--migrateuri', `tcp://${address}`];
 }
 
 /**
@@ -531,8 +574,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return xml.split(volPath(fromPrefix)).join(volPath(toPrefix));
     }
 
-    /** Moves the VM's domain and volumes from its host to `to`. */
-    async function move(vm: LibvirtVmTable, to: string, live: boolean): Promise<void> {
+    /**
+     * Moves the VM's domain and volumes from its host to `to`; a live move's figures: `virsh
+     * migrate`'s time and the guest's pause, read from the destination's completed job.
+     */
+    async function move(
+      vm: LibvirtVmTable,
+      to: string,
+      live: boolean,
+    ): Promise<{ migrate_ms?: number; downtime_ms?: number }> {
       const srcUri = await uriOf(vm.host_id);
       const dstUri = await uriOf(to);
       const name = domainName(vm.id);
@@ -554,6 +604,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (live) {
         const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
           .stdout;
+        const started = performance.now();
         await withPrivateDir(async (dir) => {
           await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
           await writeFile(join(dir, 'persistent.xml'), retarget(inactive, used?.volume, onDest));
@@ -565,8 +616,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
               '--persistent',
               '--undefinesource',
               '--copy-storage-all',
-              '--migrateuri',
-              `tcp://${migrationAddress(dstUri)}`,
+              ...migrationAddressArgs(dstUri),
               '--xml',
               join(dir, 'live.xml'),
               '--persistent-xml',
@@ -578,6 +628,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             60 * 60_000,
           );
         });
+        const migrateMs = Math.round(performance.now() - started);
+        // The figures are a report: a destination that cannot give them does not fail the move.
+        const job = await virsh(dstUri, ['domjobinfo', '--completed', name], 'Could not read the migration')
+          .then((r) => parseJobInfo(r.stdout))
+          .catch(() => ({ downtime_ms: undefined }));
+        return {
+          migrate_ms: migrateMs,
+          ...(job.downtime_ms !== undefined ? { downtime_ms: job.downtime_ms } : {}),
+        };
       } else {
         // The disk folded into a standalone qcow2 on the source, copied, defined on the destination.
         const flat = `${vm.id}.migrating.qcow2`;
@@ -599,6 +658,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await virsh(srcUri, ['undefine', name], 'Could not remove the VM from its old host').catch((err) => {
           if (!isNoDomain(err)) throw err;
         });
+        return {};
       }
     }
 
@@ -647,6 +707,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
 
     return async function migrate(vmId: string, toHostId: string | null): Promise<VmInfo> {
+      const started = performance.now();
       let vm = await get(vmId);
       if (vm.migrating_to === null) {
         const from = vm.host_id;
@@ -682,16 +743,25 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       }
       if (src === 'missing') throw new DriverError(`VM ${vmId} is on neither host`, { transient: false });
       const live = src === 'running' || src === 'paused';
+      let figures: { migrate_ms?: number; downtime_ms?: number };
       try {
         if (dst === 'unreachable')
           throw new DriverError('The destination host does not answer', { transient: true });
         if (dst === 'paused') await removeFrom(to, vmId);
-        await move(vm, to, live);
+        figures = await move(vm, to, live);
       } catch (err) {
         await undo(vm, to, live);
         throw err;
       }
       await finish(vm, to);
+      o.onMigration?.({
+        vmId,
+        fromHostId: vm.host_id,
+        toHostId: to,
+        live,
+        total_ms: Math.round(performance.now() - started),
+        ...figures,
+      });
       return info({ ...vm, host_id: to, migrating_to: null });
     };
   }
