@@ -27,7 +27,7 @@ import {
 import { join } from 'node:path';
 import { after, before, describe } from 'node:test';
 import { LANE_ENDINGS } from '../test/helpers/lane.ts';
-import { ONE_AT_A_TIME } from './test-lanes.ts';
+import { realVmGroup } from './test-lanes.ts';
 
 const timesFile = process.env['VRP_TEST_TIMES'];
 
@@ -93,9 +93,10 @@ async function runFiles(dir: string, share?: { index: number; of: number }): Pro
       let tookOne = false;
       for (const i of left) {
         const [name, url] = files[i] ?? ['', ''];
-        // One real-VM file at a time across the lanes: its file is skipped while another lane
-        // holds the group, and taken later.
-        const group = ONE_AT_A_TIME.test(name) ? join(dir, 'group-real-vms') : undefined;
+        // One real-VM file of a group at a time across the lanes: its file is skipped while
+        // another lane holds the group, and taken later.
+        const vmGroup = realVmGroup(name);
+        const group = vmGroup && join(dir, `group-${vmGroup}`);
         if (group && !take(group)) continue;
         left.delete(i);
         if (!take(join(dir, `taken-${i}`))) {

@@ -23,6 +23,22 @@ export const ONE_AT_A_TIME =
   /^test\/(drivers\/libvirt(-hosts)?|e2e\/libvirt-(api|fleet|kvm-fallback|password|power|provision))\.test\.ts$/;
 
 /**
+ * Real-VM files whose VMs live on test hosts of their own (scripts/libvirt/test-host.sh), each
+ * host its own libvirtd: their defines queue in those daemons, not in the system one. They run
+ * one at a time among themselves, beside the system daemon's real-VM file of the moment.
+ */
+const ON_TEST_HOSTS = /^test\/(drivers\/libvirt-hosts|e2e\/libvirt-fleet)\.test\.ts$/;
+
+/**
+ * The group a real-VM file runs in, one file of a group at a time across the lanes: the system
+ * libvirtd's files, or the test hosts' files; undefined for every other file.
+ */
+export function realVmGroup(file: string): 'system-libvirtd' | 'test-hosts' | undefined {
+  if (!ONE_AT_A_TIME.test(file)) return undefined;
+  return ON_TEST_HOSTS.test(file) ? 'test-hosts' : 'system-libvirtd';
+}
+
+/**
  * A queue of `files` (paths relative to the project) and `lanes` lane files that work it off.
  * `filtered`: the run selects tests by name or `only`; then each lane takes every `lanes`-th
  * file at once instead (scripts/test-lane.ts says why).

@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { realVmGroup } from '../../scripts/test-lanes.ts';
+
+test('real-VM files: the system libvirtd’s in one group, the test hosts’ in another, the rest in none', () => {
+  for (const f of [
+    'test/drivers/libvirt.test.ts',
+    'test/e2e/libvirt-api.test.ts',
+    'test/e2e/libvirt-password.test.ts',
+    'test/e2e/libvirt-power.test.ts',
+    'test/e2e/libvirt-provision.test.ts',
+    'test/e2e/libvirt-kvm-fallback.test.ts',
+  ])
+    assert.equal(realVmGroup(f), 'system-libvirtd', f);
+  for (const f of ['test/drivers/libvirt-hosts.test.ts', 'test/e2e/libvirt-fleet.test.ts'])
+    assert.equal(realVmGroup(f), 'test-hosts', f);
+  for (const f of [
+    'test/drivers/libvirt-commands.test.ts',
+    'test/scripts/test-host.test.ts',
+    'test/e2e/fleet.test.ts',
+  ])
+    assert.equal(realVmGroup(f), undefined, f);
+});
