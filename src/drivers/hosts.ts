@@ -44,13 +44,18 @@ export async function seedHosts(
   hosts: readonly HostCapacity[],
   now: number,
 ): Promise<void> {
+  // Seeded already (every start but the first): one read, no transaction.
+  if (await db.selectFrom('meta').select('value').where('key', '=', SEEDED_KEY).executeTakeFirst()) return;
   await db.transaction().execute(async (tx) => {
-    const seeded = await tx
-      .selectFrom('meta')
-      .select('value')
-      .where('key', '=', SEEDED_KEY)
+    // Claimed by its marker, first: of processes starting together on one store, one inserts it
+    // (the others' inserts wait for its commit, then find it there) and seeds.
+    const claimed = await tx
+      .insertInto('meta')
+      .values({ key: SEEDED_KEY, value: String(now) })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .returning('key')
       .executeTakeFirst();
-    if (seeded) return;
+    if (!claimed) return;
     for (const host of hosts) {
       await tx
         .insertInto('hypervisor_hosts')
@@ -66,10 +71,6 @@ export async function seedHosts(
           .execute();
     }
     await tx.updateTable('hypervisor_hosts').set({ driver }).where('driver', 'is', null).execute();
-    await tx
-      .insertInto('meta')
-      .values({ key: SEEDED_KEY, value: String(now) })
-      .execute();
   });
 }
 

@@ -99,7 +99,8 @@ for (const store of testStores()) {
     });
 
     test('the same checks as the API, exit 1 with the error code in --json; usage errors exit 2', async () => {
-      await vrpOn(t, 'host', 'add', 'cli-taken', '--cpu', '1', '--ram', '1', '--disk', '1');
+      const taken = await vrpOn(t, 'host', 'add', 'cli-taken', '--cpu', '1', '--ram', '1', '--disk', '1');
+      assert.equal(taken.code, 0, `${taken.out} ${taken.err}`);
       for (const [args, code] of [
         [['add', 'bad name', '--cpu', '1', '--ram', '1', '--disk', '1'], 'invalid_host_name'],
         [['add', 'cli-taken', '--cpu', '1', '--ram', '1', '--disk', '1'], 'host_name_taken'],
