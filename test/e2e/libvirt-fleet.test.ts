@@ -14,6 +14,7 @@ import { after, test } from 'node:test';
 import { createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
+import { fetchToken } from '../helpers/e2e.ts';
 import { startLibvirtE2e, startTestHost } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -36,16 +37,7 @@ test('real VMs: live migration, an unreachable host coming back, a cold migratio
   });
   const deadline = Date.now() + slowWaitMs(1_100_000);
   const operator = await createOperator(store.db, { name: 'fleet-ops' }, Date.now());
-  const tokenRes = await fetch(`${server.url}/vps_reseller_provider/public/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      grant_type: 'client_credentials',
-      client_id: operator.client_id,
-      client_secret: operator.client_secret,
-    }),
-  });
-  const opsToken = ((await tokenRes.json()) as { access_token: string }).access_token;
+  const opsToken = await fetchToken(server.url, operator);
   const ops = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
     const res = await fetch(`${server.url}${OPS}/${path}`, {
       method,

@@ -42,16 +42,7 @@ test('kill -9 mid-migration: after a restart the move is finished, the VM on one
   const to = from === 'src' ? 'dst' : 'src';
 
   const operator = await createOperator(store.db, { name: 'crash-ops' }, Date.now());
-  const token = await fetch(`${first.url}/vps_reseller_provider/public/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      grant_type: 'client_credentials',
-      client_id: operator.client_id,
-      client_secret: operator.client_secret,
-    }),
-  });
-  const opsToken = ((await token.json()) as { access_token: string }).access_token;
+  const opsToken = await fetchToken(first.url, operator);
   const asked = await fetch(`${first.url}${OPS}/services/${id}/migrate`, {
     method: 'POST',
     headers: { authorization: `Bearer ${opsToken}`, 'content-type': 'application/json' },

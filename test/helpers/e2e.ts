@@ -38,7 +38,10 @@ async function checkedFetch(url: string, init: RequestInit): Promise<{ status: n
   return { status: res.status, text };
 }
 
-export async function fetchToken(baseUrl: string, app: RegisteredApplication): Promise<string> {
+export async function fetchToken(
+  baseUrl: string,
+  app: Pick<RegisteredApplication, 'client_id' | 'client_secret'>,
+): Promise<string> {
   const res = await checkedFetch(`${baseUrl}/vps_reseller_provider/public/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
