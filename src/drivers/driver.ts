@@ -57,6 +57,43 @@ export interface BackupInfo {
 }
 
 /**
+ * A run of a disk's bytes: `data` is the content of the guest disk at `offset` (bytes), at most
+ * DISK_RUN_MAX bytes long. Runs come in ascending offset order and never overlap.
+ */
+export interface DiskRun {
+  readonly offset: number;
+  readonly data: Buffer;
+}
+
+/** The longest run a driver yields (4 MiB): what a job holds in memory per run. */
+export const DISK_RUN_MAX = 4 * 1024 * 1024;
+
+/**
+ * A backup of a VM's disk being read out of the hypervisor (HypervisorDriver.exportDisk). The
+ * point in time is when exportDisk resolved; the guest goes on running meanwhile.
+ */
+export interface DiskExport {
+  /** The guest disk's virtual size in bytes. */
+  readonly diskBytes: number;
+  /**
+   * `full`: the runs are the disk's allocated content (a range no run covers reads as zeros);
+   * `incremental`: the runs are every range written since the checkpoint `since` (zeros included).
+   */
+  readonly kind: 'full' | 'incremental';
+  /** The checkpoint an incremental export is relative to; null for a full one. */
+  readonly since: string | null;
+  /** The disk's content, streamed (read once). */
+  readonly runs: AsyncIterable<DiskRun>;
+  /**
+   * Called once the runs are safely stored: keeps the export's checkpoint (named by the backup
+   * id) as the base of the next incremental export. Without it the checkpoint is dropped.
+   */
+  commit(): Promise<void>;
+  /** Frees what the export holds on the host (a backup job, temporary volumes); always called. */
+  close(): Promise<void>;
+}
+
+/**
  * A value a job records durably before a step that must not happen twice, and finds again when
  * it re-runs after its worker died: how a reboot tells whether an earlier attempt already did it.
  */
@@ -128,6 +165,23 @@ export interface HypervisorDriver {
   destroy(vmId: string): Promise<void>;
   /** The VM as the hypervisor sees it, or undefined if there is none. */
   inspect(vmId: string): Promise<VmInfo | undefined>;
+  /**
+   * Starts a live backup of the VM's disk as of now, with a checkpoint named `backupId`: a running
+   * VM keeps running (at most a filesystem freeze through its guest agent, for the instant the
+   * point is taken); a stopped one stays stopped. Incremental against the checkpoint `since` when
+   * the VM's host still has it and the disk has not been replaced since; full otherwise (the
+   * export says which). Idempotent: a re-run after a crash drops what an earlier attempt left.
+   */
+  exportDisk(vmId: string, backupId: string, since: string | null): Promise<DiskExport>;
+  /**
+   * Replaces the VM's disk with `runs` (the whole disk: a range no run covers becomes zeros) of
+   * `diskBytes` bytes, grown to the VM's disk size; leaves the power state as it found it. The
+   * VM's checkpoints are dropped: the next export is full. Nothing is changed until every run
+   * has been received (a failing source leaves the old disk).
+   */
+  importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void>;
+  /** Forgets the VM's checkpoint `backupId` (its backup was deleted); a missing one is already gone. */
+  dropCheckpoint(vmId: string, backupId: string): Promise<void>;
   /** A consistent copy of the VM's disk into backup storage; returns its size. */
   createBackup(vmId: string, backupId: string): Promise<BackupInfo>;
   /** Brings the disk back to the backup's content; leaves the power state as it found it. */

@@ -966,6 +966,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (wasRunning) await startDomain(vm);
     },
 
+    // Being built: the live, incremental export and the import of a disk.
+    async exportDisk() {
+      throw new DriverError('Disk export is not built yet', { transient: false });
+    },
+    async importDisk() {
+      throw new DriverError('Disk import is not built yet', { transient: false });
+    },
+    async dropCheckpoint() {},
+
     async deleteBackup(vmId, backupId) {
       // On whichever host holds it (the VM's, or where it was taken before a migration).
       const vm = await row(vmId);

@@ -435,6 +435,15 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       );
     },
 
+    // Being built: the live, incremental export and the import of a disk.
+    async exportDisk() {
+      throw new DriverError('Disk export is not built yet', { transient: false });
+    },
+    async importDisk() {
+      throw new DriverError('Disk import is not built yet', { transient: false });
+    },
+    async dropCheckpoint() {},
+
     async deleteBackup(_vmId, backupId) {
       const backup = await db
         .selectFrom('sim_backups')
