@@ -19,3 +19,14 @@ export function sumGb(sizes: Iterable<number>): number {
   for (const gb of sizes) parts += Math.round(gb * GB_PARTS);
   return parts / GB_PARTS;
 }
+
+const GIB = 1024 ** 3;
+
+/**
+ * What a backup counts against its service's `backup` GB: the bytes it occupies in the backup
+ * store, in GB (GiB), rounded up to a tenth, at least a tenth. The one rule for a backup's
+ * `size_gb`, so quotas and rotation count what the store holds.
+ */
+export function storedSizeGb(storedBytes: number): number {
+  return Math.max(0.1, Math.ceil((storedBytes / GIB) * 10) / 10);
+}

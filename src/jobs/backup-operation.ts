@@ -34,6 +34,7 @@ export function backupCreateOperation(
         serviceId: service.id,
         resellerId: service.resellerId,
         kind,
+        hostId: service.hostId,
         now: job.createdAt,
       });
     },

@@ -18,6 +18,7 @@ import * as m015 from './migrations/015-job-notifications.ts';
 import * as m016 from './migrations/016-job-retry.ts';
 import * as m017 from './migrations/017-service-error.ts';
 import * as m018 from './migrations/018-host-records.ts';
+import * as m019 from './migrations/019-backup-chains.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '016-job-retry': m016,
   '017-service-error': m017,
   '018-host-records': m018,
+  '019-backup-chains': m019,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

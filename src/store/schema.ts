@@ -13,6 +13,7 @@ import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/sta
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
 export type BackupStatus = 'creating' | 'available' | 'restoring' | 'deleting' | 'failed';
 export type BackupKind = 'manual' | 'scheduled';
+export type BackupFormat = 'archive' | 'legacy';
 /** What became of a schedule's slot: a backup job was queued, or a skipped job records why not. */
 export type SlotOutcome = 'queued' | 'skipped';
 
@@ -214,9 +215,22 @@ export interface BackupTable {
   reseller_id: string;
   status: BackupStatus;
   kind: BackupKind;
+  /** What the backup occupies, rounded up to 0.1 GB: its stored size for an archive one. */
   size_gb: number;
   created_at: number;
   updated_at: number;
+  /** `archive`: in the backup store; `legacy`: taken by the driver on its host (migration 019). */
+  format: Generated<BackupFormat>;
+  /** The backup an incremental one is relative to; null for a full one (migration 019). */
+  parent_id: string | null;
+  /** Bytes of its data and manifest objects in the backup store; 0 for a legacy one. */
+  stored_bytes: Generated<number>;
+  /** The guest disk's size in bytes when it was taken; 0 for a legacy one. */
+  disk_bytes: Generated<number>;
+  /** The host it was taken on (informational: it restores onto any host). */
+  host_id: string | null;
+  /** Kept past its service's termination until then (VRP_BACKUP_KEEP_AFTER_TERMINATE); else null. */
+  keep_until: number | null;
 }
 
 export interface BackupScheduleTable {
@@ -343,6 +357,16 @@ export interface SimVmTable {
   migrating_to: string | null;
 }
 
+/** A simulated checkpoint: the base of the VM's next incremental export (migration 019). */
+export interface SimCheckpointTable {
+  vm_id: string;
+  /** The backup id it was taken for. */
+  name: string;
+  /** The disk's content_generation when it was taken. */
+  content_generation: number;
+  created_at: number;
+}
+
 export interface SimBackupTable {
   id: string;
   vm_id: string;
@@ -467,6 +491,7 @@ export interface Database {
   sim_vms: SimVmTable;
   libvirt_vms: LibvirtVmTable;
   sim_backups: SimBackupTable;
+  sim_checkpoints: SimCheckpointTable;
   meta: MetaTable;
   reseller_quotas: ResellerQuotaTable;
   usage_intervals: UsageIntervalTable;

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
-import { type BackupInfo, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
+import {
+  type BackupInfo,
+  type DiskExport,
+  DriverError,
+  type HypervisorDriver,
+  type VmInfo,
+  type VmSpec,
+} from '../driver.ts';
 import {
   free,
   freeBackupSpace,
@@ -13,6 +20,7 @@ import {
   resizeVm,
 } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
+import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
 import { createSleeper, stepMs } from './timings.ts';
 
@@ -50,9 +58,12 @@ const WRITE_GB = 0.05;
 
 const round1 = (n: number) => Math.ceil(n * 10) / 10;
 
+const GIB = 1024 * 1024 * 1024;
+
 /**
  * The simulated hypervisor: hosts with capacity, an IPv4 pool, VMs with power state, disks
- * whose content moves with writes, and backups that take host storage and bring content back.
+ * whose content moves with writes (disk.ts: real bytes, exported and imported), checkpoints, and
+ * the legacy backups that take host storage and bring content back.
  * All of it is kept in the store, so a restart of the process loses nothing.
  */
 export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriver {
@@ -118,6 +129,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     await transaction('destroy', async (tx) => {
       const vm = await tx.deleteFrom('sim_vms').where('id', '=', vmId).returningAll().executeTakeFirst();
       if (vm) await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+      await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
       const backups = await tx.deleteFrom('sim_backups').where('vm_id', '=', vmId).returningAll().execute();
       for (const b of backups) await freeBackupSpace(tx, b.host_id, b.size_gb);
       await ipPool.release(vmId, tx);
@@ -435,14 +447,81 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       );
     },
 
-    // Being built: the live, incremental export and the import of a disk.
-    async exportDisk() {
-      throw new DriverError('Disk export is not built yet', { transient: false });
+    async exportDisk(vmId, backupId, since): Promise<DiskExport> {
+      const vm = await entry(vmId, 'backup');
+      // What an earlier attempt of this backup left goes: its checkpoint would be a base the
+      // backup store never got.
+      await transaction('backup', (tx) =>
+        tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).where('name', '=', backupId).execute(),
+      );
+      const base =
+        since === null
+          ? undefined
+          : await db
+              .selectFrom('sim_checkpoints')
+              .select('content_generation')
+              .where('vm_id', '=', vmId)
+              .where('name', '=', since)
+              .executeTakeFirst();
+      // The point in time: the disk as it is now; a checkpoint past it (none can be) starts over.
+      const header = { vmId, contentGeneration: vm.content_generation, usedDiskGb: vm.used_disk_gb };
+      const from = base && base.content_generation <= header.contentGeneration ? base.content_generation : 0;
+      await sleeper.sleep('backupBase', stepMs('backupPerGb') * (exportBytes(header, from) / GIB));
+      let committed = false;
+      return {
+        diskBytes: vm.disk_gb * GIB,
+        kind: base && from > 0 ? 'incremental' : 'full',
+        since: base && from > 0 ? since : null,
+        runs: diskRuns(header, from),
+        async commit() {
+          if (committed) return;
+          await transaction('backup', (tx) =>
+            tx
+              .insertInto('sim_checkpoints')
+              .values({
+                vm_id: vmId,
+                name: backupId,
+                content_generation: header.contentGeneration,
+                created_at: now(),
+              })
+              .onConflict((oc) => oc.columns(['vm_id', 'name']).doNothing())
+              .execute(),
+          );
+          committed = true;
+        },
+        // The simulated host holds nothing for an export.
+        async close() {},
+      };
     },
-    async importDisk() {
-      throw new DriverError('Disk import is not built yet', { transient: false });
+
+    async importDisk(vmId, _diskBytes, runs) {
+      const vm = await entry(vmId, 'restore');
+      // Every byte first: a source that fails (or a disk that is not this VM's) changes nothing.
+      const header = await readDisk(vmId, runs);
+      // Powered off while the disk is rewritten, then back to the power state it had.
+      await sleeper.sleep('restoreBase', stepMs('restorePerGb') * header.usedDiskGb);
+      await transaction('restore', async (tx) => {
+        await tx
+          .updateTable('sim_vms')
+          .set({
+            content_generation: header.contentGeneration,
+            used_disk_gb: Math.min(vm.disk_gb, header.usedDiskGb),
+            updated_at: now(),
+          })
+          .where('id', '=', vmId)
+          .execute();
+        // A replaced disk has no checkpoints: the next export is full.
+        await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
+      });
     },
-    async dropCheckpoint() {},
+
+    async dropCheckpoint(vmId, backupId) {
+      const vm = await find(vmId);
+      if (vm?.down_since != null) throw hostDown(vm.host_id);
+      await transaction('drop checkpoint', (tx) =>
+        tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).where('name', '=', backupId).execute(),
+      );
+    },
 
     async deleteBackup(_vmId, backupId) {
       const backup = await db

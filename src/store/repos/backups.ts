@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../schema.ts';
+import type { Kysely, Selectable } from 'kysely';
+import type { BackupFormat, Database } from '../schema.ts';
 
 export type BackupStatus = 'creating' | 'available' | 'restoring' | 'deleting' | 'failed';
 export type BackupKind = 'manual' | 'scheduled';
@@ -13,9 +13,19 @@ export interface Backup {
   readonly sizeGb: number;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** `archive`: in the backup store; `legacy`: taken by the driver on its host before it. */
+  readonly format: BackupFormat;
+  /** The backup an incremental one is relative to; null for a full one. */
+  readonly parentId: string | null;
+  readonly storedBytes: number;
+  readonly diskBytes: number;
+  /** Where it was taken (informational). */
+  readonly hostId: string | null;
+  /** Kept past its service's termination until then; else null. */
+  readonly keepUntil: number | null;
 }
 
-type Row = Database['backups'];
+type Row = Selectable<Database['backups']>;
 const toBackup = (r: Row): Backup => ({
   id: r.id,
   serviceId: r.service_id,
@@ -25,12 +35,25 @@ const toBackup = (r: Row): Backup => ({
   sizeGb: r.size_gb,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  format: r.format,
+  parentId: r.parent_id,
+  storedBytes: r.stored_bytes,
+  diskBytes: r.disk_bytes,
+  hostId: r.host_id,
+  keepUntil: r.keep_until,
 });
 
-/** The record of a backup about to be taken (`creating`, size unknown yet). */
+/** The record of a backup about to be taken into the backup store (`creating`, size unknown yet). */
 export async function insertPendingBackup(
   db: Kysely<Database>,
-  b: { id: string; serviceId: string; resellerId: string; kind: BackupKind; now: number },
+  b: {
+    id: string;
+    serviceId: string;
+    resellerId: string;
+    kind: BackupKind;
+    hostId: string | null;
+    now: number;
+  },
 ): Promise<void> {
   await db
     .insertInto('backups')
@@ -43,6 +66,8 @@ export async function insertPendingBackup(
       size_gb: 0,
       created_at: b.now,
       updated_at: b.now,
+      format: 'archive',
+      host_id: b.hostId,
     })
     .execute();
 }
@@ -71,6 +96,99 @@ export async function findBackup(
     .where('service_id', '=', serviceId)
     .executeTakeFirst();
   return row && toBackup(row);
+}
+
+/** A backup by its id alone (the operator's view: any service's). */
+export async function findBackupById(db: Kysely<Database>, id: string): Promise<Backup | undefined> {
+  const row = await db.selectFrom('backups').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toBackup(row);
+}
+
+/** What the backup store holds of a backup: its place in the chain and its size. */
+export interface StoredBackup {
+  readonly parentId: string | null;
+  readonly sizeGb: number;
+  readonly storedBytes: number;
+  readonly diskBytes: number;
+}
+
+/** The backup is in the backup store: `available`, with its place in the chain and its size. */
+export async function completeBackup(
+  db: Kysely<Database>,
+  id: string,
+  stored: StoredBackup,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('backups')
+    .set({
+      status: 'available',
+      parent_id: stored.parentId,
+      size_gb: stored.sizeGb,
+      stored_bytes: stored.storedBytes,
+      disk_bytes: stored.diskBytes,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** The backup's parent was merged into it: its new place in the chain and its new size. */
+export async function setBackupChain(
+  db: Kysely<Database>,
+  id: string,
+  stored: StoredBackup,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('backups')
+    .set({
+      parent_id: stored.parentId,
+      size_gb: stored.sizeGb,
+      stored_bytes: stored.storedBytes,
+      disk_bytes: stored.diskBytes,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** The backup whose parent is `id` (a chain is a line: at most one), if any. */
+export async function findChildBackup(db: Kysely<Database>, id: string): Promise<Backup | undefined> {
+  const row = await db.selectFrom('backups').selectAll().where('parent_id', '=', id).executeTakeFirst();
+  return row && toBackup(row);
+}
+
+/** The service's backups are kept until `keepUntil` (its termination), then pruned. */
+export async function keepBackupsUntil(
+  db: Kysely<Database>,
+  serviceId: string,
+  keepUntil: number,
+  now: number,
+): Promise<void> {
+  await db
+    .updateTable('backups')
+    .set({ keep_until: keepUntil, updated_at: now })
+    .where('service_id', '=', serviceId)
+    .execute();
+}
+
+/** Up to `limit` backups kept past their service's end whose time is over, children first. */
+export async function expiredKeptBackups(
+  db: Kysely<Database>,
+  now: number,
+  limit: number,
+): Promise<Backup[]> {
+  const rows = await db
+    .selectFrom('backups')
+    .selectAll()
+    .where('keep_until', 'is not', null)
+    .where('keep_until', '<=', now)
+    .orderBy('created_at', 'desc')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map(toBackup);
 }
 
 export async function setBackupStatus(
