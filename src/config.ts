@@ -65,6 +65,13 @@ export interface Config {
   readonly simulatedFaults: FaultConfig;
   /** 32-byte master key (hex or base64); undefined means the key file in `dataDir`. */
   readonly secretKey: string | undefined;
+  /**
+   * 32-byte key backups are encrypted with (hex or base64); undefined means one derived from the
+   * master key. Kept apart from it, it lets another installation read the backups.
+   */
+  readonly backupKey: string | undefined;
+  /** How long a terminated service's backups are kept (then pruned); 0: deleted with the service. */
+  readonly backupKeepAfterTerminateMs: number;
   /** Public base URL ({base_url}); undefined means derived from each request's Host. */
   readonly baseUrl: string | undefined;
   /**
@@ -379,6 +386,8 @@ export function loadConfig(env: Env = process.env): Config {
     simulatedIpPool: readCidr(env, 'VRP_SIM_IP_POOL', '10.80.0.0/16'),
     simulatedFaults: readFaults(env, 'VRP_SIM_FAULTS'),
     secretKey: readSecretKey(env, 'VRP_SECRET_KEY'),
+    backupKey: readSecretKey(env, 'VRP_BACKUP_KEY'),
+    backupKeepAfterTerminateMs: readDurationMs(env, 'VRP_BACKUP_KEEP_AFTER_TERMINATE', 0, 0),
     baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
     corsOrigins: readOrigins(env, 'VRP_CORS_ORIGINS'),
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),

@@ -1,13 +1,16 @@
+import { join } from 'node:path';
 import { loadAnyClientState } from './auth/client-lookup.ts';
 import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
 import { checkKeyAgainstStore } from './auth/key-check.ts';
-import { deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
+import { decodeKey, deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
 import { createSecretBox } from './auth/secret-box.ts';
 import { PASSWORD_COST, SECRET_COST, type SecretCost } from './auth/secret-hash.ts';
 import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import type { SecretBox } from './domain/secret-box.ts';
+import { localBackupStore } from './drivers/backup-store/local.ts';
+import type { BackupStore } from './drivers/backup-store/store.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
 import { createNotifier, type Notifier } from './loop/notifier.ts';
 import { createJobSignal, type JobSignal } from './loop/signal.ts';
@@ -45,6 +48,20 @@ export interface AppContext {
    * names that have no password) matches: PASSWORD_COST; tests set theirs, as for secretCost.
    */
   readonly passwordCost: SecretCost;
+  /** Where backups are kept (drivers/backup-store/): jobs write them, the operator API verifies them. */
+  readonly backupStore: BackupStore;
+  /** The key backups are sealed with: VRP_BACKUP_KEY, else derived from the master key. */
+  readonly backupKey: Buffer;
+}
+
+/** Where backups are kept: a directory `backups` of the data dir. */
+export function openBackupStore(config: Config): BackupStore {
+  return localBackupStore(join(config.dataDir, 'backups'));
+}
+
+/** The key backups are sealed with: VRP_BACKUP_KEY, else the one derived from the master key. */
+export function backupKeyOf(config: Config, keys: Keys): Buffer {
+  return config.backupKey ? decodeKey(config.backupKey) : keys.backupKey;
 }
 
 /**
@@ -83,5 +100,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     lookup: systemLookup,
     secretCost: SECRET_COST,
     passwordCost: PASSWORD_COST,
+    backupStore: openBackupStore(config),
+    backupKey: backupKeyOf(config, keys),
   };
 }

@@ -13,6 +13,8 @@ export interface Keys {
   readonly tokenKey: Buffer;
   /** HMAC-SHA256 key that signs the operator API's list cursors, so a list takes back only its own. */
   readonly cursorKey: Buffer;
+  /** AES-256-GCM key of backups in the backup store, unless VRP_BACKUP_KEY gives one. */
+  readonly backupKey: Buffer;
   /**
    * Identifies the master key without revealing it (an HMAC of a fixed label under a key of its
    * own): the store keeps the first one it saw, so a process with another key is refused.
@@ -20,7 +22,8 @@ export interface Keys {
   readonly check: string;
 }
 
-function decodeMaster(raw: string): Buffer {
+/** A 32-byte key as config.ts accepts it: 64 hex digits or base64. */
+export function decodeKey(raw: string): Buffer {
   return /^[0-9a-f]{64}$/i.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
 }
 
@@ -29,7 +32,7 @@ function decodeMaster(raw: string): Buffer {
  * first start with mode 0600. Several processes on several machines must share one key.
  */
 export function loadMasterKey(secretKey: string | undefined, dataDir: string): Buffer {
-  if (secretKey) return decodeMaster(secretKey);
+  if (secretKey) return decodeKey(secretKey);
   const file = keyFilePath(dataDir);
   let raw: string;
   try {
@@ -70,6 +73,7 @@ export function deriveKeys(master: Buffer): Keys {
     passwordKey: derive('vrp password encryption v1'),
     tokenKey: derive('vrp token signing v1'),
     cursorKey: derive('vrp cursor signing v1'),
+    backupKey: derive('vrp backup encryption v1'),
     check: `v1:${createHmac('sha256', derive('vrp key check v1')).update('vrp key check').digest('hex')}`,
   });
 }

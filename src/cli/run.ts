@@ -4,6 +4,7 @@ import { isStorableText, unstorableTextMessage } from '../domain/storable-text.t
 import { reportFailure } from '../expected-failure.ts';
 import { openStore } from '../store/database.ts';
 import type { Database } from '../store/schema.ts';
+import { backupCommand } from './backups.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
 import { hostCommand } from './hosts.ts';
@@ -31,6 +32,7 @@ const USAGE = `usage: vrp <command> [--json]
   host update HOST [--name NAME] [--uri URI] [--cpu N] [--ram GB] [--disk GB] [--backup GB]
   host drain HOST | activate HOST | evacuate HOST | remove HOST
   host migrate SERVICE_ID [--to HOST]
+  backup verify BACKUP_ID               read a backup back from the backup store (exit 1 if damaged)
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
 
@@ -43,6 +45,7 @@ const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   catalog: catalogCommand,
   usage: usageCommand,
   host: hostCommand,
+  backup: backupCommand,
 };
 
 /** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { createDeliverer, type Deliverer } from '../webhooks/deliverer.ts';
+import { backupDeps } from './backup-chain.ts';
 import { createEvacuator, type Evacuator } from './evacuator.ts';
 import { createHostHealth, type HostHealth } from './host-health.ts';
 import { createPruner, type Pruner } from './prune.ts';
@@ -56,9 +57,11 @@ export function startBackground(
     intervalMs: ctx.config.hostCheckIntervalMs,
     onQueued: () => ctx.jobSignal.notify(),
   });
+  const backups = backupDeps(ctx);
   const worker = createWorker({
     store: ctx.store,
     driver,
+    backups,
     secretBox: ctx.secretBox,
     clock: ctx.clock,
     log,
@@ -97,6 +100,7 @@ export function startBackground(
     auditRetentionMs: ctx.config.auditRetentionMs,
     eventRetentionMs: ctx.config.eventRetentionMs,
     intervalMs: ctx.config.pruneIntervalMs,
+    archive: backups.archive,
   });
   const reconciler = createReconciler({
     db: ctx.store.db,

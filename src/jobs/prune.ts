@@ -1,9 +1,11 @@
 import { setImmediate } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
+import type { BackupArchive } from '../drivers/backup-store/archive.ts';
 import type { Store } from '../store/database.ts';
 import { IDEMPOTENCY_TTL_MS } from '../store/repos/idempotency-keys.ts';
 import { PRUNE_KINDS, type PrunedCounts, pruneBatch } from '../store/repos/retention.ts';
+import { pruneKeptBackups } from './backup-chain.ts';
 import { createPeriodic } from './periodic.ts';
 
 export interface PrunerOptions {
@@ -20,6 +22,11 @@ export interface PrunerOptions {
   readonly intervalMs: number;
   /** Rows per delete statement: each is its own short transaction. */
   readonly batch?: number;
+  /**
+   * The backup store's archive: backups kept past their service's termination
+   * (VRP_BACKUP_KEEP_AFTER_TERMINATE) go from it once their time is over. Without it, none go.
+   */
+  readonly archive?: BackupArchive;
 }
 
 export interface Pruner {
@@ -32,7 +39,8 @@ export interface Pruner {
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
  * retention period, idempotency keys after their 24 hours, audit entries, events and webhook
- * deliveries after theirs, console sessions once they expired. It deletes in small batches, each its
+ * deliveries after theirs, console sessions once they expired, the backups of terminated services
+ * once their keeping time is over. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
  */
@@ -71,6 +79,11 @@ export function createPruner(o: PrunerOptions): Pruner {
     for (const kind of PRUNE_KINDS)
       counts[kind] = await drain(() => pruneBatch(db, kind, cutoffs[kind], batch));
     if (Object.values(counts).some((n) => n > 0)) o.log.info({ ...counts }, 'pruned old records');
+    const archive = o.archive;
+    if (archive) {
+      const backups = await drain(() => pruneKeptBackups(db, archive, now, batch));
+      if (backups > 0) o.log.info({ backups }, 'pruned the backups of terminated services');
+    }
     return counts;
   }
 

@@ -7,6 +7,7 @@ import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts'
 import type { JobOf, JobResult } from '../store/repos/jobs.ts';
 import type { Service, ServiceChange } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
+import type { BackupDeps } from './backup-chain.ts';
 
 /** What a task gets: the job, the service as it was when the job started, and the means to act. */
 export interface TaskContext<A extends JobAction = JobAction> {
@@ -17,6 +18,8 @@ export interface TaskContext<A extends JobAction = JobAction> {
   /** This job's step marker, for a step that must not be repeated when the job re-runs. */
   readonly stepMarker: StepMarker;
   readonly driver: HypervisorDriver;
+  /** The backup store's archive, for the backup tasks (and terminate). */
+  readonly backups: BackupDeps;
   readonly db: Kysely<Database>;
   readonly secretBox: SecretBox;
   readonly clock: Clock;

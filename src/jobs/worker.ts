@@ -9,6 +9,7 @@ import type { JobSignal } from '../loop/signal.ts';
 import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import type { BackupDeps } from './backup-chain.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
 import { type RunOutcome, runJob } from './run-job.ts';
 import type { TaskTable } from './task.ts';
@@ -16,6 +17,8 @@ import type { TaskTable } from './task.ts';
 export interface WorkerOptions {
   readonly store: Store;
   readonly driver: HypervisorDriver;
+  /** The backup store's archive and the termination rule of backups (backup-chain.ts). */
+  readonly backups: BackupDeps;
   readonly secretBox: SecretBox;
   readonly clock: Clock;
   readonly log: FastifyBaseLogger;
@@ -64,6 +67,7 @@ export function createWorker(o: WorkerOptions): Worker {
     workerId: id,
     tasks: o.tasks,
     driver: o.driver,
+    backups: o.backups,
     db: o.store.db,
     features: o.store.features,
     secretBox: o.secretBox,

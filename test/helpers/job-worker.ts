@@ -5,6 +5,7 @@
 import type { Selectable } from 'kysely';
 import type { JobAction } from '../../src/domain/status-machine.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
+import { backupDeps } from '../../src/jobs/backup-chain.ts';
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
@@ -58,6 +59,7 @@ export async function withRunningService(
         const w = createWorker({
           store: t.ctx.store,
           driver: options.driver ?? t.driver!,
+          backups: backupDeps(t.ctx),
           secretBox: t.ctx.secretBox,
           clock: t.ctx.clock,
           log: t.app.log,

@@ -98,8 +98,8 @@ export async function readDisk(vmId: string, runs: AsyncIterable<DiskRun>): Prom
       const n = Math.min(RUN_BYTES - within, run.data.length - at);
       const piece = run.data.subarray(at, at + n);
       if (piece.some((b) => b !== 0)) {
-        let buf = slots.get(slot);
-        if (!buf) slots.set(slot, (buf = Buffer.alloc(RUN_BYTES)));
+        const buf = slots.get(slot) ?? Buffer.alloc(RUN_BYTES);
+        slots.set(slot, buf);
         piece.copy(buf, within);
       }
       at += n;

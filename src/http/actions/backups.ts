@@ -11,7 +11,7 @@ import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
 import { EmptyBody, EmptyList, InputId, ServiceParams } from '../schemas/common.ts';
-import { BackupPayload, JOB_HEADERS } from '../schemas/services.ts';
+import { BackupPayload, JOB_HEADERS, type OperatorBackupPayload } from '../schemas/services.ts';
 import { ownedService } from '../service-id.ts';
 import { acceptOperation, JOB_ANSWER, RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 
@@ -28,6 +28,18 @@ export function backupView(b: Backup): Static<typeof BackupPayload> {
     size_gb: b.sizeGb,
     kind: b.kind,
     created_at: new Date(b.createdAt).toISOString(),
+  };
+}
+
+export function operatorBackupView(b: Backup): Static<typeof OperatorBackupPayload> {
+  return {
+    ...backupView(b),
+    format: b.format,
+    parent_id: b.parentId,
+    stored_bytes: b.storedBytes,
+    disk_bytes: b.diskBytes,
+    host_id: b.hostId,
+    keep_until: b.keepUntil === null ? null : new Date(b.keepUntil).toISOString(),
   };
 }
 

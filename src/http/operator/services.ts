@@ -2,6 +2,8 @@ import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
+import { backupDeps } from '../../jobs/backup-chain.ts';
+import { verifyBackup } from '../../jobs/backup-verify.ts';
 import { requestMigration } from '../../jobs/migration-queue.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { listBackups } from '../../store/repos/backups.ts';
@@ -9,16 +11,22 @@ import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
-import { backupView, registerBackupActions } from '../actions/backups.ts';
+import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
+import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { InputId, isUuid, ServiceParams, StringEnum } from '../schemas/common.ts';
 import { operatorJobView } from '../schemas/operator.ts';
 import { detailsView, JobPayload, jobView } from '../schemas/service-views.ts';
-import { JOB_HEADERS, ServiceDetailsPayload, ServiceSummaryPayload } from '../schemas/services.ts';
+import {
+  BackupVerifyPayload,
+  JOB_HEADERS,
+  ServiceDetailsPayload,
+  ServiceSummaryPayload,
+} from '../schemas/services.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
@@ -54,6 +62,7 @@ const MigrateBody = Type.Object({
   ),
 });
 const MigratePayload = Type.Object({ job: JobPayload });
+const BackupIdParams = Type.Object({ backup_id: InputId('The backup') });
 
 const ListQuery = Type.Object({
   reseller_id: Type.Optional(InputId('Only this reseller’s services')),
@@ -156,7 +165,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         host: service.hostId !== null && host ? { host_id: service.hostId, state: host } : null,
         updated_at: new Date(service.updatedAt).toISOString(),
         jobs: jobs.map(operatorJobView),
-        backups: backups.map(backupView),
+        backups: backups.map(operatorBackupView),
       };
     },
   );
@@ -191,6 +200,24 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
       reply.header('x-job-id', outcome.id);
       request.log.info({ serviceId: service.id, jobId: outcome.id, action: 'migrate' }, 'job queued');
       return { job: jobView(outcome) };
+    },
+  );
+
+  const { archive } = backupDeps(ctx);
+  app.post(
+    `${OPS}/backups/:backup_id/verify`,
+    operatorRoute({
+      operationId: 'verifyBackup',
+      tags: ['Operator backups'],
+      summary: 'Verify a backup',
+      description:
+        'Reads the backup back from the backup store and checks every segment (its SHA-256, its seal, its length): `ok` is true when all are as written; `bad` names each that is not, with where its bytes go on the guest disk (segment -1: the manifest itself, which is missing, damaged or sealed with another key). Changes nothing. 404 `backup_not_found`; a backup not in the backup store (a legacy one kept on its host, one being taken or that failed) 400 `invalid_state`; a backup store that does not answer 503 `store_unavailable`.',
+      params: BackupIdParams,
+      response: { 200: BackupVerifyPayload },
+    }),
+    async (request) => {
+      const r = await verifyBackup(db, archive, pathId(request.params.backup_id, 'backup_not_found'));
+      return { backup_id: r.backupId, ok: r.ok, segments: r.segments, bad: [...r.bad] };
     },
   );
 

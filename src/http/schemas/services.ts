@@ -20,6 +20,48 @@ export const BackupPayload = Type.Object(
   { title: 'Backup' },
 );
 
+/** A backup as the operator sees it: where it stands in its chain and what it takes in the store. */
+export const OperatorBackupPayload = Type.Object(
+  {
+    ...BackupPayload.properties,
+    format: StringEnum(['archive', 'legacy'], {
+      description:
+        '`archive`: in the backup store (restorable onto any host); `legacy`: kept on the host it was taken on, before the backup store',
+    }),
+    parent_id: Nullable(Id(), {
+      description: 'The backup this incremental one carries the changes since; null for a full one',
+    }),
+    stored_bytes: Type.Integer({
+      description: 'Bytes its objects take in the backup store (compressed, encrypted); 0 for a legacy one',
+    }),
+    disk_bytes: Type.Integer({ description: 'The guest disk’s size when it was taken; 0 for a legacy one' }),
+    host_id: Nullable(Type.String(), { description: 'The host it was taken on' }),
+    keep_until: Nullable(Timestamp, {
+      description: 'Kept past its service’s termination until then (VRP_BACKUP_KEEP_AFTER_TERMINATE)',
+    }),
+  },
+  { title: 'OperatorBackup' },
+);
+
+/** What `POST OPS/backups/{id}/verify` found. */
+export const BackupVerifyPayload = Type.Object(
+  {
+    backup_id: Id(),
+    ok: Type.Boolean({ description: 'Every segment was read back as it was written' }),
+    segments: Type.Integer({ description: 'Segments the backup has' }),
+    bad: Type.Array(
+      Type.Object({
+        segment: Type.Integer({ description: 'Its index; -1: the manifest itself' }),
+        offset: Type.Integer({ description: 'Where its bytes go on the guest disk' }),
+        length: Type.Integer(),
+        reason: Type.String(),
+      }),
+      { description: 'The segments that are not as written' },
+    ),
+  },
+  { title: 'BackupVerification' },
+);
+
 /** The header of the answer that names the job an operation queued. */
 export const JOB_HEADERS = {
   'X-Job-Id': {
@@ -67,7 +109,7 @@ export const ServiceDetailsPayload = Type.Object(
     ),
     updated_at: Timestamp,
     jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
-    backups: Type.Array(BackupPayload),
+    backups: Type.Array(OperatorBackupPayload),
   },
   { title: 'OperatorServiceDetails' },
 );

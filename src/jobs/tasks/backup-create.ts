@@ -1,39 +1,103 @@
+import { sumGb } from '../../domain/sizes.ts';
+import type { BackupManifest } from '../../drivers/backup-store/archive.ts';
 import { DriverError } from '../../drivers/driver.ts';
-import { deleteBackupRow, findBackup, listBackups, setBackupStatus } from '../../store/repos/backups.ts';
+import {
+  type Backup,
+  findBackup,
+  listBackups,
+  setBackupChain,
+  setBackupStatus,
+} from '../../store/repos/backups.ts';
+import { removeBackup, storedOf } from '../backup-chain.ts';
 import { planRotation } from '../backup-quota.ts';
-import type { Task } from '../task.ts';
+import type { Task, TaskContext } from '../task.ts';
 
 /**
- * Takes the backup, then keeps the service within its backup quota: the oldest scheduled
- * backups are rotated out; if that cannot make room, the new backup is discarded and the job fails.
+ * Takes the backup into the backup store (incremental against the service's newest backup when
+ * its host still has that point), then keeps the service within its backup quota: the oldest
+ * scheduled backups are rotated out, each merged into the backup after it first; if that cannot
+ * make room, the new backup is discarded and the job fails.
  */
-export const backupCreate: Task<'backup_create'> = async ({ service, driver, db, clock, job, signal }) => {
+export const backupCreate: Task<'backup_create'> = async (tc) => {
+  const { service, db, clock, job, signal, backups } = tc;
   const backupId = job.params.backup_id;
   // Only the record of a skipped slot has none, and it never runs.
   if (!backupId) throw new DriverError('This backup job names no backup', { transient: false });
   const backup = await findBackup(db, service.id, backupId);
   if (!backup) throw new DriverError(`Backup ${backupId} no longer exists`, { transient: false });
   try {
-    const info = await driver.createBackup(service.id, backupId);
-    const others = (await listBackups(db, service.id)).filter((b) => b.id !== backupId);
-    const victims = planRotation(others, service.backup, info.sizeGb);
-    if (!victims) {
-      await driver.deleteBackup(service.id, backupId);
-      throw new DriverError(
-        `Backup quota exceeded: the backup takes ${info.sizeGb} GB and the service's ${service.backup} GB cannot hold it`,
-        { transient: false },
-      );
-    }
-    for (const id of victims) {
-      await driver.deleteBackup(service.id, id);
-      await deleteBackupRow(db, id);
-    }
-    await setBackupStatus(db, backupId, 'available', clock.now(), info.sizeGb);
+    const manifest = await take(tc, backup);
+    await rotate(tc, backup, manifest);
   } catch (err) {
-    // A transient error or a shutdown: the job runs again and takes the backup then.
-    if (!signal.aborted && !(err instanceof DriverError && err.transient))
-      await setBackupStatus(db, backupId, 'failed', clock.now());
+    // A transient error or a shutdown: the job runs again (a backup whose manifest is stored is
+    // not taken twice). Otherwise, or on the last attempt, nothing of it counts.
+    const last = job.attempts >= tc.maxAttempts;
+    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last)) {
+      await setBackupStatus(db, backupId, 'failed', clock.now(), 0);
+      await backups.archive.remove(service.id, backupId).catch(() => undefined);
+      await tc.driver.dropCheckpoint(service.id, backupId).catch(() => undefined);
+    }
     throw err;
   }
   return {};
 };
+
+/** The backup's manifest: stored by an earlier attempt, or exported and written now. */
+async function take(tc: TaskContext<'backup_create'>, backup: Backup): Promise<BackupManifest> {
+  const { service, db, driver, backups } = tc;
+  const done = await backups.archive.manifest(service.id, backup.id);
+  if (done) return done;
+  const since =
+    (await listBackups(db, service.id)).find(
+      (b) => b.id !== backup.id && b.format === 'archive' && b.status === 'available',
+    )?.id ?? null;
+  const exported = await driver.exportDisk(service.id, backup.id, since);
+  try {
+    const manifest = await backups.archive.write(
+      {
+        backupId: backup.id,
+        serviceId: service.id,
+        parentId: exported.kind === 'incremental' ? exported.since : null,
+        kind: exported.kind,
+        diskBytes: exported.diskBytes,
+        createdAt: backup.createdAt,
+      },
+      exported.runs,
+    );
+    await exported.commit();
+    return manifest;
+  } finally {
+    await exported.close();
+  }
+}
+
+/**
+ * Makes room for the new backup within the service's quota, oldest scheduled backup first; a
+ * rotated backup with a child is merged into it (which may grow the child, the new backup too:
+ * sizes are read again after each one). Then the backup is `available`.
+ */
+async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest: BackupManifest) {
+  const { service, db, clock, driver, backups } = tc;
+  const tooBig = (gb: number) =>
+    new DriverError(
+      `Backup quota exceeded: the backup takes ${gb} GB and the service's ${service.backup} GB cannot hold it`,
+      { transient: false },
+    );
+  // Its place in the chain first: a rotated parent finds it as its child.
+  await setBackupChain(db, backup.id, storedOf(manifest), clock.now());
+  const needGb = storedOf(manifest).sizeGb;
+  const others = (await listBackups(db, service.id)).filter((b) => b.id !== backup.id);
+  // Not even rotating every scheduled backup out makes room: nothing is rotated.
+  if (!planRotation(others, service.backup, needGb)) throw tooBig(needGb);
+  for (;;) {
+    const live = (await listBackups(db, service.id)).filter((b) => b.status !== 'failed');
+    const own = live.find((b) => b.id === backup.id)?.sizeGb ?? needGb;
+    if (sumGb(live.map((b) => b.sizeGb)) <= service.backup) break;
+    const victim = live
+      .filter((b) => b.id !== backup.id && b.kind === 'scheduled' && b.status === 'available')
+      .sort((a, b) => a.createdAt - b.createdAt)[0];
+    if (!victim) throw tooBig(own);
+    await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
+  }
+  await setBackupStatus(db, backup.id, 'available', clock.now());
+}

@@ -1,9 +1,15 @@
 import { DriverError } from '../../drivers/driver.ts';
 import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
+import { chainOf } from '../backup-chain.ts';
 import { type Task, vmChange } from '../task.ts';
 
-/** The driver powers off if needed, restores, and returns the VM to the power state it had. */
-export const backupRestore: Task<'backup_restore'> = async ({ service, driver, db, clock, job }) => {
+/**
+ * Puts the backup's disk back onto the service's VM, on whatever host it is now: the chain is
+ * read from the backup store (the full backup first), and the driver changes nothing until it
+ * has every byte; it returns the VM to the power state it had. A legacy backup (taken on the
+ * host before the backup store) is restored by the driver as before.
+ */
+export const backupRestore: Task<'backup_restore'> = async ({ service, driver, db, clock, job, backups }) => {
   const backupId = job.params.backup_id;
   const backup = await findBackup(db, service.id, backupId);
   if (!backup || backup.status === 'failed') {
@@ -11,7 +17,14 @@ export const backupRestore: Task<'backup_restore'> = async ({ service, driver, d
   }
   await setBackupStatus(db, backupId, 'restoring', clock.now());
   try {
-    await driver.restoreBackup(service.id, backupId);
+    if (backup.format === 'legacy') await driver.restoreBackup(service.id, backupId);
+    else {
+      // Every manifest first: a wrong key or a missing link fails here, before the disk is touched.
+      const chain = await chainOf(backups.archive, service.id, backupId);
+      const target = chain[chain.length - 1];
+      if (!target) throw new DriverError(`Backup ${backupId} has no chain`, { transient: false });
+      await driver.importDisk(service.id, target.diskBytes, backups.archive.restoreRuns(chain));
+    }
   } finally {
     await setBackupStatus(db, backupId, 'available', clock.now());
   }

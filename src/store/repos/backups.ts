@@ -112,27 +112,6 @@ export interface StoredBackup {
   readonly diskBytes: number;
 }
 
-/** The backup is in the backup store: `available`, with its place in the chain and its size. */
-export async function completeBackup(
-  db: Kysely<Database>,
-  id: string,
-  stored: StoredBackup,
-  now: number,
-): Promise<void> {
-  await db
-    .updateTable('backups')
-    .set({
-      status: 'available',
-      parent_id: stored.parentId,
-      size_gb: stored.sizeGb,
-      stored_bytes: stored.storedBytes,
-      disk_bytes: stored.diskBytes,
-      updated_at: now,
-    })
-    .where('id', '=', id)
-    .execute();
-}
-
 /** The backup's parent was merged into it: its new place in the chain and its new size. */
 export async function setBackupChain(
   db: Kysely<Database>,
@@ -153,9 +132,14 @@ export async function setBackupChain(
     .execute();
 }
 
-/** The backup whose parent is `id` (a chain is a line: at most one), if any. */
+/** The backup whose parent is `id` (a chain is a line: at most one that did not fail), if any. */
 export async function findChildBackup(db: Kysely<Database>, id: string): Promise<Backup | undefined> {
-  const row = await db.selectFrom('backups').selectAll().where('parent_id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('backups')
+    .selectAll()
+    .where('parent_id', '=', id)
+    .where('status', '!=', 'failed')
+    .executeTakeFirst();
   return row && toBackup(row);
 }
 

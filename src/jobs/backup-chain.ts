@@ -1,0 +1,139 @@
+/**
+ * Backups in the backup store are chains: a full backup, then incremental ones, each carrying
+ * what changed since its parent. What the backup jobs, the pruner and the operator's verify share
+ * of them: finding a chain, removing a backup without breaking the backups after it.
+ */
+import type { Kysely } from 'kysely';
+import type { AppContext } from '../context.ts';
+import { storedSizeGb } from '../domain/sizes.ts';
+import { type BackupArchive, type BackupManifest, createArchive } from '../drivers/backup-store/archive.ts';
+import { DriverError, type HypervisorDriver } from '../drivers/driver.ts';
+import {
+  type Backup,
+  deleteBackupRow,
+  expiredKeptBackups,
+  findChildBackup,
+  type StoredBackup,
+  setBackupChain,
+} from '../store/repos/backups.ts';
+import type { Database } from '../store/schema.ts';
+
+/** What the backup tasks need besides the driver: the store's archive and the termination rule. */
+export interface BackupDeps {
+  readonly archive: BackupArchive;
+  /** How long a terminated service's backups are kept (VRP_BACKUP_KEEP_AFTER_TERMINATE); 0: not kept. */
+  readonly keepAfterTerminateMs: number;
+}
+
+/** The backup tasks' means, from what the process shares: its backup store, key and settings. */
+export function backupDeps(ctx: Pick<AppContext, 'backupStore' | 'backupKey' | 'config'>): BackupDeps {
+  return {
+    archive: createArchive(ctx.backupStore, ctx.backupKey),
+    keepAfterTerminateMs: ctx.config.backupKeepAfterTerminateMs,
+  };
+}
+
+/** The backup's row as its manifest describes it. */
+export function storedOf(m: BackupManifest): StoredBackup {
+  return {
+    parentId: m.parentId,
+    sizeGb: storedSizeGb(m.storedBytes),
+    storedBytes: m.storedBytes,
+    diskBytes: m.diskBytes,
+  };
+}
+
+/** The manifests that restore `backupId`, the full backup first, read from the store. */
+export async function chainOf(
+  archive: BackupArchive,
+  serviceId: string,
+  backupId: string,
+): Promise<BackupManifest[]> {
+  const chain: BackupManifest[] = [];
+  const seen = new Set<string>();
+  for (let id: string | null = backupId; id !== null; ) {
+    if (seen.has(id))
+      throw new DriverError(`The chain of backup ${backupId} loops at ${id}`, { transient: false });
+    seen.add(id);
+    const m = await archive.manifest(serviceId, id);
+    if (!m)
+      throw new DriverError(
+        id === backupId
+          ? `Backup ${backupId} is not in the backup store`
+          : `Backup ${backupId} needs backup ${id}, which is not in the backup store`,
+        { transient: false },
+      );
+    chain.unshift(m);
+    id = m.parentId;
+  }
+  return chain;
+}
+
+/**
+ * The backup's child (the next backup of its chain), if it has one, is rewritten to stand
+ * without it: the child's row gets its new parent and size. Idempotent: a child an earlier
+ * attempt merged already has another parent in its manifest, and only its row is brought up.
+ */
+export async function mergeIntoChild(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  now: number,
+): Promise<void> {
+  const child = await findChildBackup(db, backup.id);
+  if (!child) return;
+  const childManifest = await archive.manifest(backup.serviceId, child.id);
+  if (!childManifest) return;
+  let merged = childManifest;
+  if (childManifest.parentId === backup.id) {
+    const parent = await archive.manifest(backup.serviceId, backup.id);
+    if (!parent)
+      throw new DriverError(
+        `Backup ${backup.id} is not in the backup store: backup ${child.id} cannot stand alone`,
+        {
+          transient: false,
+        },
+      );
+    merged = await archive.mergeIntoChild(parent, childManifest);
+  }
+  await setBackupChain(db, child.id, storedOf(merged), now);
+}
+
+/**
+ * Removes a backup and nothing else: the backup after it (if any) is merged first, so it stays
+ * restorable; then its objects, the VM's checkpoint of it, its row. A legacy backup (taken on the
+ * host before the backup store) is deleted by the driver.
+ */
+export async function removeBackup(
+  db: Kysely<Database>,
+  deps: { readonly archive: BackupArchive; readonly driver: HypervisorDriver },
+  backup: Backup,
+  now: number,
+): Promise<void> {
+  if (backup.format === 'legacy') {
+    await deps.driver.deleteBackup(backup.serviceId, backup.id);
+  } else {
+    await mergeIntoChild(db, deps.archive, backup, now);
+    await deps.archive.remove(backup.serviceId, backup.id);
+    await deps.driver.dropCheckpoint(backup.serviceId, backup.id);
+  }
+  await deleteBackupRow(db, backup.id);
+}
+
+/**
+ * Removes up to `limit` backups of terminated services whose keeping time is over (newest
+ * first: a chain goes child first, so nothing is merged). Returns how many went.
+ */
+export async function pruneKeptBackups(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  now: number,
+  limit: number,
+): Promise<number> {
+  const expired = await expiredKeptBackups(db, now, limit);
+  for (const b of expired) {
+    if (b.format === 'archive') await archive.remove(b.serviceId, b.id);
+    await deleteBackupRow(db, b.id);
+  }
+  return expired.length;
+}
