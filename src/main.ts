@@ -26,6 +26,7 @@ export async function serve(config: Config): Promise<void> {
       { name: 'http', run: () => app.close() },
       { name: 'jobs', run: async () => background?.stop(25_000) },
       { name: 'driver', run: () => driver.close() },
+      { name: 'backup store', run: () => ctx.backupStore.close() },
       { name: 'store', run: () => ctx.store.close() },
     ],
     app.log,

@@ -78,24 +78,16 @@ for (const store of testStores()) {
       assert.equal(afterRestore.status, 'running', 'restore returns the server to its power state');
       assert.equal((await details(id)).disk_revision, revisionAtBackup, 'the disk is back as it was');
 
-      const host = await t.ctx.store.db
-        .selectFrom('hypervisor_hosts')
-        .select(['id', 'used_backup_gb'])
-        .execute();
-      const usedBefore = host.reduce((s, h) => s + Number(h.used_backup_gb), 0);
-      assert.ok(usedBefore >= b.size_gb - 1e-9);
+      // The backup is kept in the backup store, off the host: its data and its manifest.
+      const stored = await t.ctx.backupStore.list(`${id}/${b.backup_id}/`);
+      assert.ok(stored.length >= 2, `the backup is in the backup store: ${stored.join(', ')}`);
       const del = await call(t, tokenA, 'POST', `service/${id}/backup/delete/${b.backup_id}`);
       assert.equal(del.status, 200);
       assert.equal(del.body.success, 'true');
       assert.match(del.body.message, /[Bb]ackup/);
       await waitForStatus(t, token, id, 'running');
       assert.deepEqual(await backups(id), []);
-      const hostAfter = await t.ctx.store.db
-        .selectFrom('hypervisor_hosts')
-        .select('used_backup_gb')
-        .execute();
-      const usedAfter = hostAfter.reduce((s, h) => s + Number(h.used_backup_gb), 0);
-      assert.ok(Math.abs(usedBefore - b.size_gb - usedAfter) < 1e-6, 'deleting freed the backup storage');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'deleting freed the backup storage');
     });
 
     test('restore of a stopped server leaves it stopped', async () => {
@@ -116,9 +108,10 @@ for (const store of testStores()) {
     });
 
     test('quota: a full quota of manual backups refuses the next; scheduled ones rotate out first', async () => {
-      const id = await running(product, { backup: 10 });
+      // A backup counts its stored size (a small simulated disk: 0.1 GB each): 1 GB holds ten.
+      const id = await running(storage, { backup: 1 });
       const sizes: number[] = [];
-      // Fill the 10 GB with manual backups until the next cannot fit.
+      // Fill the 1 GB with manual backups until the next cannot fit.
       for (let i = 0; i < 20; i++) {
         const res = await call(t, token, 'POST', `service/${id}/backup/create`);
         if (res.status === 400) {
@@ -132,27 +125,28 @@ for (const store of testStores()) {
       const total = (await backups(id))
         .filter((b: any) => b.status === 'available')
         .reduce((s: number, b: any) => s + b.size_gb, 0);
-      assert.ok(total <= 10 + 1e-9, `backups use ${total} GB of 10`);
+      assert.ok(total <= 1 + 1e-9, `backups use ${total} GB of 1`);
       assert.ok(sizes.length >= 2);
       // Upgrading BACKUP below what backups use now is refused.
       const shrink = await call(t, token, 'POST', `service/${id}/upgrade`, {
         CPU: 1,
         RAM: 1,
-        HDD: Number(product.config.hdd.min),
+        HDD: Number(storage.config.hdd.min),
         IP: 1,
         BACKUP:
-          Math.floor(total) - 1 >= Number(product.config.backup.min)
-            ? Math.floor(total) - 1
-            : Number(product.config.backup.min),
+          Math.ceil(total) - 1 >= Number(storage.config.backup.min)
+            ? Math.ceil(total) - 1
+            : Number(storage.config.backup.min),
       });
-      if (Math.floor(total) - 1 >= Number(product.config.backup.min)) {
+      if (Math.ceil(total) - 1 >= Number(storage.config.backup.min)) {
         assert.equal(shrink.status, 400, JSON.stringify(shrink.body));
         assert.equal(shrink.body.error_code, 'backup_quota_exceeded');
       }
     });
 
     test('scheduled backups are rotated out, oldest first, to make room', async () => {
-      const id = await running(product, { backup: 10 });
+      // Stored sizes: 0.1 GB a backup here, so 1 GB holds ten.
+      const id = await running(storage, { backup: 1 });
       // Mark backups as scheduled ones, as the scheduler makes them.
       for (let i = 0; i < 3; i++) {
         await ok(token, 'POST', `service/${id}/backup/create`);
@@ -174,7 +168,7 @@ for (const store of testStores()) {
       }
       assert.ok(rotated, 'the oldest scheduled backup was rotated out');
       const list = await backups(id);
-      assert.ok(list.reduce((s: number, b: any) => s + b.size_gb, 0) <= 10 + 1e-9);
+      assert.ok(list.reduce((s: number, b: any) => s + b.size_gb, 0) <= 1 + 1e-9);
     });
 
     test('backup operations follow the status table', async () => {
@@ -228,6 +222,11 @@ for (const store of testStores()) {
         .where('vm_id', '=', id)
         .execute();
       assert.deepEqual(left, []);
+      assert.deepEqual(
+        await t.ctx.backupStore.list(`${id}/`),
+        [],
+        'nothing of them is left in the backup store',
+      );
       const vms = await t.ctx.store.db.selectFrom('sim_vms').select('id').where('id', '=', id).execute();
       assert.deepEqual(vms, []);
       const ips = await t.ctx.store.db

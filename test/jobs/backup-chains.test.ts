@@ -1,0 +1,361 @@
+/**
+ * Backups in the backup store, as chains, on the simulated hypervisor (whose disk has real bytes:
+ * drivers/simulated/disk.ts): a full backup then incremental ones, each restorable to its own
+ * content, a deleted or rotated backup merged into the next, restores onto another host, a wrong
+ * key, damage found by verify, backups kept after termination, a backup store that fails.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { backupKeyOf } from '../../src/context.ts';
+import { createArchive } from '../../src/drivers/backup-store/archive.ts';
+import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
+import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
+import { createPruner } from '../../src/jobs/prune.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
+import { createWorker, type Worker } from '../../src/jobs/worker.ts';
+import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
+import { vrpOn } from '../helpers/cli.ts';
+import { operatorToken, opsCall } from '../helpers/operator.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const product = DEMO_CATALOG.products[0]!;
+const DAY = 86_400_000;
+
+function order() {
+  return {
+    product_id: product.id,
+    domain_name: 'chain.example.com',
+    template_id: product.os_templates[0],
+    cpu: 1,
+    ram: 1,
+    hdd: Number(product.config.hdd.min),
+    ip: 1,
+    backup: 20,
+  };
+}
+
+for (const store of testStores()) {
+  describe(`backup chains (${store})`, () => {
+    let t: TestApp;
+    let token: string;
+    let ops: string;
+
+    before(async () => {
+      t = await createTestApp(
+        { VRP_SIM_HOSTS: 'host-a:16:64:2000:100,host-b:16:64:2000:100' },
+        { worker: true, store },
+      );
+      token = await t.token();
+      ops = await operatorToken(t);
+    });
+    after(() => t.close());
+
+    async function ok(method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> {
+      const res = await call(t, token, method, path, body);
+      assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
+      return res.body.data;
+    }
+    async function running(): Promise<string> {
+      const [created] = await ok('POST', 'service/create-order', order());
+      const id = created.service_id;
+      await ok('POST', `service/${id}/create`);
+      await waitForStatus(t, token, id, 'running');
+      return id;
+    }
+    const revision = async (id: string): Promise<number> =>
+      (await ok('GET', `service/${id}/details`)).disk_revision;
+    /** Writes to the disk: a restart is one write (its boot). */
+    async function write(id: string, times = 1) {
+      for (let i = 0; i < times; i++) {
+        await ok('POST', `service/${id}/restart`);
+        await waitForStatus(t, token, id, 'running');
+      }
+    }
+    /** Takes a backup; returns the operator's view of it. */
+    async function backup(id: string): Promise<any> {
+      await ok('POST', `service/${id}/backup/create`);
+      await waitForStatus(t, token, id, 'running');
+      return (await opsBackups(id))[0];
+    }
+    async function opsBackups(id: string): Promise<any[]> {
+      const res = await opsCall(t, ops, 'GET', `services/${id}`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.data.backups;
+    }
+    async function restore(id: string, backupId: string) {
+      await ok('POST', `service/${id}/backup/restore/${backupId}`);
+      await waitForStatus(t, token, id, 'running');
+    }
+    async function lastJob(id: string, action: string): Promise<any> {
+      const jobs = (await ok('GET', `service/${id}/jobs`)) as any[];
+      return jobs.filter((j) => j.action === action).at(-1);
+    }
+
+    test('a full backup, then incrementals: each restores its own content; deleting the full keeps the next restorable', async () => {
+      const id = await running();
+      await write(id, 8);
+      const full = await backup(id);
+      const atFull = await revision(id);
+      assert.equal(full.format, 'archive');
+      assert.equal(full.parent_id, null, 'the first backup is full');
+      await write(id);
+      const inc = await backup(id);
+      const atInc = await revision(id);
+      assert.equal(inc.parent_id, full.backup_id, 'the second carries the changes since the first');
+      assert.ok(
+        inc.stored_bytes * 4 < full.stored_bytes,
+        `the incremental stores much less (${inc.stored_bytes} against ${full.stored_bytes} bytes)`,
+      );
+      assert.equal(inc.size_gb, 0.1, 'size_gb is the stored size, rounded up to 0.1 GB');
+      await write(id, 2);
+
+      await restore(id, full.backup_id);
+      assert.equal(await revision(id), atFull, 'the full backup brings its content back');
+      await restore(id, inc.backup_id);
+      assert.equal(await revision(id), atInc, 'the incremental brings its content back, through its chain');
+
+      await ok('POST', `service/${id}/backup/delete/${full.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      const [left] = await opsBackups(id);
+      assert.equal(left.backup_id, inc.backup_id);
+      assert.equal(left.parent_id, null, 'the full backup was merged into it: it stands alone');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/${full.backup_id}/`), []);
+      await write(id);
+      await restore(id, inc.backup_id);
+      assert.equal(await revision(id), atInc, 'still restorable without the backup it was taken against');
+    });
+
+    test('rotation merges the rotated backup into the next, which stays restorable', async () => {
+      const id = await running();
+      await write(id, 3);
+      const first = await backup(id);
+      await write(id);
+      const second = await backup(id);
+      const atSecond = await revision(id);
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled' })
+        .where('service_id', '=', id)
+        .execute();
+      // Room for two backups and no third: the next backup rotates the oldest out.
+      await t.ctx.store.db.updateTable('services').set({ backup: 0.2 }).where('id', '=', id).execute();
+      await write(id);
+      const third = await backup(id);
+      const after = await opsBackups(id);
+      assert.deepEqual(
+        after.map((b) => b.backup_id),
+        [third.backup_id, second.backup_id],
+        'the oldest scheduled backup was rotated out',
+      );
+      assert.equal(after[1].parent_id, null, 'the next one took its place as the full backup');
+      assert.equal(after[1].kind, 'scheduled', 'and kept its kind');
+      assert.equal(after[0].parent_id, second.backup_id);
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/${first.backup_id}/`), []);
+      await restore(id, second.backup_id);
+      assert.equal(await revision(id), atSecond);
+    });
+
+    test('a backup restores onto the host the service moved to', async () => {
+      const id = await running();
+      await write(id, 2);
+      const b = await backup(id);
+      const at = await revision(id);
+      const from = b.host_id;
+      const to = from === 'host-a' ? 'host-b' : 'host-a';
+      const moved = await opsCall(t, ops, 'POST', `services/${id}/migrate`, { host_id: to });
+      assert.equal(moved.status, 200, JSON.stringify(moved.body));
+      await waitForStatus(t, token, id, 'running');
+      const res = await opsCall(t, ops, 'GET', `services/${id}`);
+      assert.equal(res.body.data.host.host_id, to);
+      await write(id, 2);
+      await restore(id, b.backup_id);
+      assert.equal(await revision(id), at);
+      assert.equal((await lastJob(id, 'backup_restore')).status, 'succeeded');
+    });
+
+    test('verify: an intact backup is ok; a flipped byte in its data object names the bad segment; CLI too', async () => {
+      const id = await running();
+      await write(id, 3);
+      const b = await backup(id);
+      const good = await opsCall(t, ops, 'POST', `backups/${b.backup_id}/verify`);
+      assert.equal(good.status, 200, JSON.stringify(good.body));
+      assert.equal(good.body.data.ok, true);
+      assert.ok(good.body.data.segments > 0);
+      assert.deepEqual(good.body.data.bad, []);
+      const cliGood = await vrpOn(t, 'backup', 'verify', b.backup_id, '--json');
+      assert.equal(cliGood.code, 0, cliGood.err);
+      assert.equal(cliGood.json().ok, true);
+
+      const dir = join(t.dataDir, 'backups', id, b.backup_id);
+      const data = readdirSync(dir).find((f) => f.startsWith('data'));
+      assert.ok(data, 'the data object is in the local backup store');
+      const file = join(dir, data);
+      const bytes = readFileSync(file);
+      const at = Math.floor(bytes.length / 2);
+      bytes[at] = (bytes[at] ?? 0) ^ 0xff;
+      writeFileSync(file, bytes);
+
+      const bad = await opsCall(t, ops, 'POST', `backups/${b.backup_id}/verify`);
+      assert.equal(bad.status, 200);
+      assert.equal(bad.body.data.ok, false);
+      assert.equal(bad.body.data.bad.length, 1, JSON.stringify(bad.body.data));
+      assert.ok(bad.body.data.bad[0].segment >= 0);
+      assert.ok(bad.body.data.bad[0].length > 0);
+      const cliBad = await vrpOn(t, 'backup', 'verify', b.backup_id, '--json');
+      assert.equal(cliBad.code, 1);
+      assert.equal(cliBad.json().ok, false);
+      assert.equal(cliBad.json().bad[0].segment, bad.body.data.bad[0].segment);
+      const human = await vrpOn(t, 'backup', 'verify', b.backup_id);
+      assert.equal(human.code, 1);
+      assert.match(human.out, new RegExp(`segment ${bad.body.data.bad[0].segment} `));
+
+      const missing = await opsCall(t, ops, 'POST', 'backups/33333333-3333-4333-8333-333333333333/verify');
+      assert.equal(missing.status, 404);
+      assert.equal(missing.body.error_code, 'backup_not_found');
+      const cliMissing = await vrpOn(t, 'backup', 'verify', '33333333-3333-4333-8333-333333333333');
+      assert.equal(cliMissing.code, 1);
+    });
+
+    test('a restore with another backup key fails "backup cannot be decrypted" and changes nothing', async () => {
+      const id = await running();
+      await write(id, 2);
+      const b = await backup(id);
+      await write(id);
+      const before = await revision(id);
+      const other = loadConfig(testEnv(t.dataDir, { VRP_BACKUP_KEY: 'ab'.repeat(32) }));
+      const deps: BackupDeps = {
+        archive: createArchive(t.ctx.backupStore, backupKeyOf(other, t.ctx.keys)),
+        keepAfterTerminateMs: 0,
+      };
+      await withWorker(deps, async () => {
+        await ok('POST', `service/${id}/backup/restore/${b.backup_id}`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      const job = await lastJob(id, 'backup_restore');
+      assert.equal(job.status, 'failed');
+      assert.equal(job.error, 'backup cannot be decrypted');
+      assert.equal(await revision(id), before, 'the disk is as it was');
+      assert.equal((await opsBackups(id))[0].status, 'available');
+    });
+
+    test('a backup store that keeps failing: the job retries, then fails with its message; nothing of the backup is left', async () => {
+      const id = await running();
+      await write(id);
+      let puts = 0;
+      const failing: BackupStore = {
+        ...t.ctx.backupStore,
+        async put(key, data) {
+          // The data object goes in; the manifest (written last) never does.
+          if (key.endsWith('/manifest')) {
+            puts++;
+            throw new BackupStoreError('Backup store test: cannot write (connection refused)', {
+              transient: true,
+            });
+          }
+          return t.ctx.backupStore.put(key, data);
+        },
+      };
+      await withWorker(
+        { archive: createArchive(failing, t.ctx.backupKey), keepAfterTerminateMs: 0 },
+        async () => {
+          await ok('POST', `service/${id}/backup/create`);
+          await waitForStatus(t, token, id, 'running');
+        },
+      );
+      const job = await lastJob(id, 'backup_create');
+      assert.equal(job.status, 'failed');
+      assert.match(job.error, /cannot write \(connection refused\)/);
+      assert.equal(puts, 3, 'each of the 3 attempts tried');
+      const [b] = await opsBackups(id);
+      assert.equal(b.status, 'failed');
+      assert.equal(b.size_gb, 0, 'a failed backup counts nothing');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'no object of it is left');
+    });
+
+    /** Runs `body` with the app's worker replaced by one that uses `deps` (3 attempts, short backoff). */
+    async function withWorker(deps: BackupDeps, body: () => Promise<void>): Promise<void> {
+      await t.background?.worker.stop(1000);
+      const w: Worker = createWorker({
+        store: t.ctx.store,
+        driver: t.driver!,
+        backups: deps,
+        secretBox: t.ctx.secretBox,
+        clock: t.ctx.clock,
+        log: t.app.log,
+        signal: t.ctx.jobSignal,
+        tasks: TASKS,
+        concurrency: 4,
+        leaseMs: 5000,
+        retryBaseMs: 5,
+        maxAttempts: 3,
+        stopTimeoutMs: 1000,
+        pollMs: 20,
+      });
+      w.start();
+      try {
+        await body();
+      } finally {
+        await w.stop(1000);
+        t.background?.worker.start();
+      }
+    }
+  });
+
+  describe(`backups kept after termination (${store})`, () => {
+    test('VRP_BACKUP_KEEP_AFTER_TERMINATE keeps them; the pruner removes them once the time is over', async () => {
+      const t = await createTestApp({ VRP_BACKUP_KEEP_AFTER_TERMINATE: '7d' }, { worker: true, store });
+      try {
+        const token = await t.token();
+        const res = await call(t, token, 'POST', 'service/create-order', order());
+        const id = res.body.data[0].service_id;
+        await call(t, token, 'POST', `service/${id}/create`);
+        await waitForStatus(t, token, id, 'running');
+        for (let i = 0; i < 2; i++) {
+          await call(t, token, 'POST', `service/${id}/backup/create`);
+          await waitForStatus(t, token, id, 'running');
+        }
+        await call(t, token, 'POST', `service/${id}/terminate`);
+        await waitForStatus(t, token, id, 'terminated');
+        const kept = await t.ctx.store.db
+          .selectFrom('backups')
+          .select(['id', 'keep_until'])
+          .where('service_id', '=', id)
+          .execute();
+        assert.equal(kept.length, 2, 'the backups are kept');
+        for (const k of kept) assert.ok(k.keep_until !== null && k.keep_until > Date.now() + 6 * DAY);
+        assert.ok((await t.ctx.backupStore.list(`${id}/`)).length >= 4, 'with their objects');
+
+        const prunerAt = (at: number) =>
+          createPruner({
+            store: t.ctx.store,
+            clock: { now: () => at },
+            log: t.app.log,
+            retentionMs: 90 * DAY,
+            auditRetentionMs: 365 * DAY,
+            eventRetentionMs: 30 * DAY,
+            intervalMs: DAY,
+            archive: backupDeps(t.ctx).archive,
+          });
+        await prunerAt(Date.now() + 6 * DAY).run();
+        assert.equal(
+          (await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute())
+            .length,
+          2,
+          'not before the time is over',
+        );
+        await prunerAt(Date.now() + 8 * DAY).run();
+        assert.deepEqual(
+          await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute(),
+          [],
+        );
+        assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'their objects are gone');
+      } finally {
+        await t.close();
+      }
+    });
+  });
+}
