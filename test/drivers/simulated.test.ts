@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
+import { type DiskRun, DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
@@ -512,6 +512,90 @@ for (const kind of testStores()) {
         assert.equal(row.migrating_to, null);
         assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
         assert.deepEqual(await used(t, 'a'), [1, 1, 10]);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test('disk export and import: real bytes, incremental since a checkpoint, nothing changed by a bad source', async () => {
+      const t = await simulated(kind);
+      try {
+        const d = t.driver;
+        const collect = async (runs: AsyncIterable<DiskRun>) => {
+          const out: DiskRun[] = [];
+          for await (const r of runs) out.push({ offset: r.offset, data: Buffer.from(r.data) });
+          return out;
+        };
+        const replay = async function* (runs: DiskRun[]) {
+          yield* runs;
+        };
+        await d.create(spec(id(1)));
+        await d.create(spec(id(2)));
+        for (let i = 0; i < 3; i++) await d.reboot(id(1));
+        const at4 = (await d.inspect(id(1)))!.diskRevision;
+
+        const full = await d.exportDisk(id(1), 'b1', null);
+        assert.deepEqual([full.kind, full.since, full.diskBytes], ['full', null, 10 * 1024 ** 3]);
+        const fullRuns = await collect(full.runs);
+        await full.commit();
+        await full.close();
+        assert.equal(fullRuns[0]?.offset, 0, 'the header comes first');
+        for (let i = 1; i < fullRuns.length; i++) {
+          const prev = fullRuns[i - 1]!;
+          assert.ok(fullRuns[i]!.offset >= prev.offset + prev.data.length, 'ascending, not overlapping');
+        }
+        assert.ok(fullRuns.length >= 2);
+
+        await d.reboot(id(1));
+        const inc = await d.exportDisk(id(1), 'b2', 'b1');
+        assert.deepEqual([inc.kind, inc.since], ['incremental', 'b1']);
+        const incRuns = await collect(inc.runs);
+        await inc.commit();
+        await inc.close();
+        assert.equal(incRuns.length, 2, 'the header and the one run written since');
+        const unknown = await d.exportDisk(id(1), 'b3', 'no-such-checkpoint');
+        assert.equal(unknown.kind, 'full', 'an unknown checkpoint: a full export');
+        await unknown.close();
+        await d.dropCheckpoint(id(1), 'b2');
+        await d.dropCheckpoint(id(1), 'b2');
+        const dropped = await d.exportDisk(id(1), 'b4', 'b2');
+        assert.equal(dropped.kind, 'full', 'a dropped checkpoint: a full export');
+        await dropped.close();
+
+        const at5 = (await d.inspect(id(1)))!.diskRevision;
+        const failing = async function* () {
+          yield fullRuns[0]!;
+          throw new Error('the source broke');
+        };
+        await assert.rejects(d.importDisk(id(1), full.diskBytes, failing()), /the source broke/);
+        const damaged = fullRuns.map((r, i) =>
+          i === 1 ? { offset: r.offset, data: Buffer.from(r.data) } : r,
+        );
+        damaged[1]!.data[7] = (damaged[1]!.data[7] ?? 0) ^ 1;
+        await assert.rejects(
+          d.importDisk(id(1), full.diskBytes, replay(damaged)),
+          permanent(/not a disk of it/),
+        );
+        await assert.rejects(
+          d.importDisk(id(2), full.diskBytes, replay(fullRuns)),
+          permanent(/not a disk of it/),
+        );
+        assert.equal((await d.inspect(id(1)))!.diskRevision, at5, 'nothing changed');
+
+        await d.importDisk(id(1), full.diskBytes, replay(fullRuns));
+        const restored = (await d.inspect(id(1)))!;
+        assert.equal(restored.diskRevision, at4, 'the disk is as the full export took it');
+        assert.equal(restored.power, 'running', 'the power state is as it was');
+        const afterImport = await d.exportDisk(id(1), 'b5', 'b1');
+        assert.equal(afterImport.kind, 'full', 'an imported disk has no checkpoints');
+        assert.deepEqual(await collect(afterImport.runs), fullRuns, 'and reads as the bytes imported');
+        await afterImport.close();
+
+        await outside.hostDown(t.store.db, (await d.inspect(id(1)))!.hostId);
+        await assert.rejects(
+          d.exportDisk(id(1), 'b6', null),
+          (e: unknown) => e instanceof DriverError && e.transient,
+        );
       } finally {
         await t.cleanup();
       }
