@@ -141,8 +141,13 @@ for (const store of testStores()) {
         .set({ kind: 'scheduled' })
         .where('service_id', '=', id)
         .execute();
-      // Room for two backups and no third: the next backup rotates the oldest out.
-      await t.ctx.store.db.updateTable('services').set({ backup: 0.2 }).where('id', '=', id).execute();
+      // 1 GB that the two fill (as if each took half of it): the next backup rotates the oldest out.
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ size_gb: 0.5 })
+        .where('service_id', '=', id)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
       await write(id);
       const third = await backup(id);
       const after = await opsBackups(id);
@@ -153,10 +158,45 @@ for (const store of testStores()) {
       );
       assert.equal(after[1].parent_id, null, 'the next one took its place as the full backup');
       assert.equal(after[1].kind, 'scheduled', 'and kept its kind');
+      assert.equal(after[1].size_gb, 0.1, 'its size is its stored size again');
       assert.equal(after[0].parent_id, second.backup_id);
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/${first.backup_id}/`), []);
       await restore(id, second.backup_id);
       assert.equal(await revision(id), atSecond);
+    });
+
+    test('a legacy backup (taken on the host before the backup store) still restores and deletes', async () => {
+      const id = await running();
+      await write(id, 2);
+      const at = await revision(id);
+      const legacyId = '44444444-4444-4444-8444-444444444444';
+      await t.driver!.createBackup(id, legacyId);
+      await t.ctx.store.db
+        .insertInto('backups')
+        .values({
+          id: legacyId,
+          service_id: id,
+          reseller_id: 'acme',
+          status: 'available',
+          kind: 'manual',
+          size_gb: 2,
+          created_at: Date.now(),
+          updated_at: Date.now(),
+        })
+        .execute();
+      assert.equal((await opsBackups(id))[0].format, 'legacy', 'rows without a format are legacy');
+      await write(id);
+      await restore(id, legacyId);
+      assert.equal(await revision(id), at);
+      await ok('POST', `service/${id}/backup/delete/${legacyId}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), []);
+      const onHost = await t.ctx.store.db
+        .selectFrom('sim_backups')
+        .select('id')
+        .where('id', '=', legacyId)
+        .execute();
+      assert.deepEqual(onHost, [], 'the driver deleted it on its host');
     });
 
     test('a backup restores onto the host the service moved to', async () => {
