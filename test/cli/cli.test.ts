@@ -28,6 +28,7 @@ const MIGRATIONS = [
   '016-job-retry',
   '017-service-error',
   '018-host-records',
+  '019-backup-chains',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
