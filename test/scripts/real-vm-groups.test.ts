@@ -12,10 +12,15 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/e2e/libvirt-kvm-fallback.test.ts',
   ])
     assert.equal(realVmGroup(f), 'system-libvirtd', f);
-  for (const f of ['test/drivers/libvirt-hosts.test.ts', 'test/e2e/libvirt-fleet.test.ts'])
+  for (const f of [
+    'test/drivers/libvirt-hosts.test.ts',
+    'test/drivers/libvirt-backups.test.ts',
+    'test/e2e/libvirt-fleet.test.ts',
+  ])
     assert.equal(realVmGroup(f), 'test-hosts', f);
   for (const f of [
     'test/drivers/libvirt-commands.test.ts',
+    'test/drivers/libvirt-disk-export.test.ts',
     'test/scripts/test-host.test.ts',
     'test/e2e/fleet.test.ts',
   ])

@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
   type BackupInfo,
+  DISK_RUN_MAX,
+  type DiskExport,
+  type DiskRun,
   DriverError,
   type HypervisorDriver,
   type PowerState,
@@ -14,6 +18,7 @@ import {
 import { free, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
+import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
 import { domainXml } from './domain-xml.ts';
 import { createHostImages, type HostTemplate } from './host-images.ts';
 import { isLocalSystem } from './local-system.ts';
@@ -454,7 +459,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     await virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
       if (!isNotRunning(err) && !isNoDomain(err)) throw err;
     });
-    await virsh(uri, ['undefine', domainName(vmId)], 'Could not remove the VM').catch((err) => {
+    // A domain with checkpoints is undefined only with their metadata.
+    await virsh(
+      uri,
+      ['undefine', '--checkpoints-metadata', domainName(vmId)],
+      'Could not remove the VM',
+    ).catch((err) => {
       if (!isNoDomain(err)) throw err;
     });
     await removeVolume(uri, v.disk);
@@ -536,6 +546,310 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   const migration = createMigration();
+  const disks = createDiskBackups();
+
+  /**
+   * Live backups with libvirt's backup API (push mode) and checkpoints (QEMU's persistent dirty
+   * bitmaps in the qcow2 disk), and the import of a whole disk. The host's QEMU writes the
+   * backup into a qcow2 volume of the host's pool; it is downloaded through the connection
+   * (vol-download) into a private file of this machine, removed from the host at once, and
+   * read here with `qemu-img map`.
+   */
+  function createDiskBackups() {
+    /** Live metadata of a domain this driver started paused for a stopped VM's backup (gone with the domain). */
+    const HELD_URI = 'https://vrp.invalid/held-paused';
+    const exportVolume = (backupId: string) => `export-${backupId}.qcow2`;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    async function checkpoints(uri: string, name: string): Promise<Set<string>> {
+      const { stdout } = await virsh(
+        uri,
+        ['checkpoint-list', '--name', name],
+        'Could not list the checkpoints',
+      );
+      return new Set(
+        stdout
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean),
+      );
+    }
+
+    /** checkpoint-delete (the bitmap too: the domain must be active); a missing one is gone. */
+    async function deleteCheckpoint(uri: string, name: string, checkpoint: string, metadataOnly = false) {
+      await virsh(
+        uri,
+        ['checkpoint-delete', name, checkpoint, ...(metadataOnly ? ['--metadata'] : [])],
+        'Could not delete a checkpoint',
+      ).catch((err) => {
+        if (!/checkpoint not found|no domain checkpoint with matching/i.test(stderrOf(err))) throw err;
+      });
+    }
+
+    /** Whether the domain is paused because this driver started it so (an attempt that died held it). */
+    async function heldPaused(uri: string, name: string): Promise<boolean> {
+      return virsh(uri, ['metadata', name, '--uri', HELD_URI, '--live'], 'Could not read the VM').then(
+        (r) => r.stdout.includes('held'),
+        () => false,
+      );
+    }
+
+    /**
+     * Runs `use` with a stopped VM's domain active but paused (`start --paused`: its vCPUs never
+     * run, the guest stays off), which the backup API and checkpoint deletion need; powered off
+     * again after, whatever happens. Marked with live metadata, so a re-run after a crash knows
+     * the pause was ours.
+     */
+    async function held<T>(vm: LibvirtVmTable, use: () => Promise<T>): Promise<T> {
+      const uri = await uriOf(vm.host_id);
+      const name = domainName(vm.id);
+      await virsh(uri, ['start', '--paused', name], 'Could not prepare the stopped VM for the backup');
+      try {
+        await virsh(
+          uri,
+          ['metadata', name, '--uri', HELD_URI, '--key', 'vrp', '--set', '<held/>', '--live'],
+          'Could not prepare the stopped VM for the backup',
+        );
+        return await use();
+      } finally {
+        await powerOffDomain(vm);
+      }
+    }
+
+    /** A dead attempt's backup job on the domain is aborted (none: nothing to do). */
+    async function abortBackupJob(uri: string, name: string) {
+      const { stdout } = await virsh(uri, ['domjobinfo', name], 'Could not read the VM jobs');
+      if (!/^Operation:\s+Backup/m.test(stdout) || /^Job type:\s+None/m.test(stdout)) return;
+      await virsh(uri, ['domjobabort', name], 'Could not abort an earlier backup').catch((err) => {
+        if (!/no job is active/i.test(stderrOf(err))) throw err;
+      });
+      await waitBackupJob(uri, name, false);
+    }
+
+    /** Waits for the domain's backup job to end; with `check`, fails unless it completed. */
+    async function waitBackupJob(uri: string, name: string, check: boolean) {
+      const until = Date.now() + 60 * 60_000;
+      for (;;) {
+        const { stdout } = await virsh(uri, ['domjobinfo', name], 'Could not read the backup job');
+        if (!/^Operation:\s+Backup/m.test(stdout) || /^Job type:\s+None/m.test(stdout)) break;
+        if (Date.now() > until) throw new DriverError('The backup did not end in time', { transient: true });
+        await sleep(200);
+      }
+      if (!check) return;
+      const { stdout } = await virsh(
+        uri,
+        ['domjobinfo', '--completed', name],
+        'Could not read the backup job',
+      );
+      if (/^Job type:\s+(Failed|Cancelled)/m.test(stdout))
+        throw new DriverError('The backup failed on the host', {
+          transient: true,
+          details: {
+            command: `virsh domjobinfo --completed ${name}`,
+            exitCode: 0,
+            signal: null,
+            stderr: stdout,
+          },
+        });
+    }
+
+    /**
+     * Freezes the guest's file systems through its agent if it answers (a quick ping first: an
+     * agent that is not there or does not answer means no freeze). True if a freeze was asked:
+     * then a thaw is owed, whatever happens.
+     */
+    async function freeze(uri: string, name: string): Promise<boolean> {
+      const ping = await virsh(
+        uri,
+        ['qemu-agent-command', '--timeout', '5', name, '{"execute":"guest-ping"}'],
+        'Could not reach the guest agent',
+        20_000,
+      ).catch(() => undefined);
+      if (!ping || !/"return"/.test(ping.stdout)) return false;
+      await virsh(uri, ['domfsfreeze', name], 'Could not freeze the guest file systems', 30_000).catch(
+        () => {},
+      );
+      return true;
+    }
+
+    async function thaw(uri: string, name: string) {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const ok = await virsh(
+          uri,
+          ['domfsthaw', name],
+          'Could not thaw the guest file systems',
+          30_000,
+        ).then(
+          () => true,
+          () => false,
+        );
+        if (ok) return;
+      }
+    }
+
+    async function exportDisk(vmId: string, backupId: string, since: string | null): Promise<DiskExport> {
+      checkName(backupId);
+      if (since !== null) checkName(since);
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      const poolPath = await pool.ready(uri);
+      const name = domainName(vmId);
+      const target = exportVolume(backupId);
+      let s = await state(vm);
+      if (s === 'missing')
+        throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
+      // A stopped VM's domain left paused by an attempt that died: off again first.
+      if (s === 'paused' && (await heldPaused(uri, name))) {
+        await powerOffDomain(vm);
+        s = 'stopped';
+      }
+      const dir = await mkdtemp(join(tmpdir(), 'vrp-lv-export-'));
+      const file = join(dir, 'export.qcow2');
+      let checkpointed = false;
+      let kind = 'full' as 'full' | 'incremental';
+      const take = async () => {
+        // What a dead attempt left: its job, its checkpoint, its target volume.
+        await abortBackupJob(uri, name);
+        await deleteCheckpoint(uri, name, backupId);
+        await pool.refresh(uri);
+        await pool.remove(uri, target);
+        kind = since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
+        await writeFile(
+          join(dir, 'backup.xml'),
+          backupXml(join(poolPath, target), kind === 'full' ? null : since),
+        );
+        await writeFile(join(dir, 'checkpoint.xml'), checkpointXml(backupId));
+        const frozen = s === 'running' && (await freeze(uri, name));
+        try {
+          await virsh(
+            uri,
+            ['backup-begin', name, join(dir, 'backup.xml'), join(dir, 'checkpoint.xml')],
+            'Could not start the backup',
+          );
+          checkpointed = true;
+        } catch (err) {
+          // A qcow2 v2 disk (made before v3 was asked for) cannot hold a bitmap: a full backup
+          // without a checkpoint, so the next one is full again.
+          if (!/Cannot store dirty bitmaps in qcow2 v2/i.test(stderrOf(err))) throw err;
+          await virsh(uri, ['backup-begin', name, join(dir, 'backup.xml')], 'Could not start the backup');
+        } finally {
+          if (frozen) await thaw(uri, name);
+        }
+        await waitBackupJob(uri, name, true);
+      };
+      try {
+        if (s === 'stopped') await held(vm, take);
+        else await take();
+        await pool.refresh(uri);
+        await pool.download(uri, target, file);
+        await pool.remove(uri, target);
+        const image = JSON.stringify({
+          driver: 'qcow2',
+          backing: null,
+          file: { driver: 'file', filename: file },
+        });
+        const { stdout } = await commands.run(
+          'qemu-img',
+          ['map', '--output=json', `json:${image}`],
+          'Could not read the backup',
+        );
+        const extents = parseMap(stdout);
+        const last = extents.at(-1);
+        const diskBytes = last ? last.start + last.length : 0;
+        const plan = planRuns(extents, kind);
+        let committed = false;
+        let closed = false;
+        return {
+          diskBytes,
+          kind,
+          since: kind === 'incremental' ? since : null,
+          runs: readRuns(file, plan),
+          async commit() {
+            committed = true;
+          },
+          async close() {
+            if (closed) return;
+            closed = true;
+            try {
+              if (!committed && checkpointed) await dropCheckpoint(vmId, backupId);
+            } finally {
+              await rm(dir, { recursive: true, force: true });
+              await pool.remove(uri, target).catch(() => {});
+            }
+          },
+        };
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true });
+        await pool.remove(uri, target).catch(() => {});
+        if (checkpointed) await dropCheckpoint(vmId, backupId).catch(() => {});
+        throw err;
+      }
+    }
+
+    async function dropCheckpoint(vmId: string, backupId: string): Promise<void> {
+      const vm = await row(vmId);
+      if (!vm) return;
+      const uri = await uriOf(vm.host_id);
+      const name = domainName(vmId);
+      const s = await state(vm);
+      if (s === 'missing' || !(await checkpoints(uri, name)).has(backupId)) return;
+      // libvirt removes a checkpoint's bitmap only from an active domain.
+      if (s === 'stopped') await held(vm, () => deleteCheckpoint(uri, name, backupId));
+      else await deleteCheckpoint(uri, name, backupId);
+    }
+
+    /** Every checkpoint of the domain forgotten (its disk is replaced: their bitmaps go with it). */
+    async function forgetCheckpoints(uri: string, name: string) {
+      for (const c of await checkpoints(uri, name)) await deleteCheckpoint(uri, name, c, true);
+    }
+
+    async function importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void> {
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      await pool.ready(uri);
+      const disk = vmVolumes(vmId).disk;
+      const current = await pool.info(uri, disk);
+      const size = Math.max(diskBytes, current?.capacity ?? 0, vm.disk_gb * GB);
+      await withPrivateDir(async (dir) => {
+        // Every run lands in a local sparse file first: nothing on the host changes before the last.
+        const raw = join(dir, 'disk.raw');
+        const fh = await open(raw, 'w', 0o600);
+        try {
+          await fh.truncate(size);
+          const zeros = Buffer.alloc(DISK_RUN_MAX);
+          let end = 0;
+          for await (const r of runs) {
+            if (r.offset < end || r.offset + r.data.length > size || r.data.length > DISK_RUN_MAX)
+              throw new DriverError('The disk image to restore is not valid', { transient: false });
+            end = r.offset + r.data.length;
+            if (r.data.equals(zeros.subarray(0, r.data.length))) continue;
+            await fh.write(r.data, 0, r.data.length, r.offset);
+          }
+        } finally {
+          await fh.close();
+        }
+        const qcow2 = join(dir, 'disk.qcow2');
+        await commands.run(
+          'qemu-img',
+          ['convert', '-f', 'raw', '-O', 'qcow2', '-o', 'compat=1.1', raw, qcow2],
+          'Could not prepare the disk',
+          30 * 60_000,
+        );
+        await rm(raw, { force: true });
+        const s = await state(vm);
+        const wasRunning = s === 'running' || s === 'paused';
+        await powerOffDomain(vm);
+        await forgetCheckpoints(uri, domainName(vmId));
+        await pool.remove(uri, disk);
+        await pool.uploadNew(uri, disk, qcow2);
+        // The pool reads the uploaded file again: a qcow2 of the disk's size, not a raw volume.
+        await pool.refresh(uri);
+        if (wasRunning) await startDomain(vm);
+      });
+    }
+
+    return { exportDisk, importDisk, dropCheckpoint, forgetCheckpoints };
+  }
 
   /**
    * Migration between hosts that share no storage. The destination's room is reserved first
@@ -655,7 +969,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             `<domain type='${type}'`,
           ),
         );
-        await virsh(srcUri, ['undefine', name], 'Could not remove the VM from its old host').catch((err) => {
+        await virsh(
+          srcUri,
+          ['undefine', '--checkpoints-metadata', name],
+          'Could not remove the VM from its old host',
+        ).catch((err) => {
           if (!isNoDomain(err)) throw err;
         });
         return {};
@@ -674,11 +992,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (r.numUpdatedRows > 0n) await free(tx, vm.host_id, need(vm));
       });
       const srcUri = await uriOf(vm.host_id);
-      await virsh(srcUri, ['undefine', domainName(vm.id)], 'Could not remove the VM from its old host').catch(
-        (err) => {
-          if (!isNoDomain(err)) throw err;
-        },
-      );
+      await virsh(
+        srcUri,
+        ['undefine', '--checkpoints-metadata', domainName(vm.id)],
+        'Could not remove the VM from its old host',
+      ).catch((err) => {
+        if (!isNoDomain(err)) throw err;
+      });
       const v = vmVolumes(vm.id);
       for (const n of [v.disk, v.seed, v.console]) await pool.remove(srcUri, n);
       await removeQemuLog(vm.host_id, domainName(vm.id));
@@ -954,6 +1274,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       }
       const wasRunning = (await state(vm)) === 'running';
       await powerOffDomain(vm);
+      // The disk is replaced: the checkpoints' bitmaps go with the old one.
+      await disks.forgetCheckpoints(uri, domainName(vmId));
       const disk = vmVolumes(vmId).disk;
       await pool.remove(uri, disk);
       await pool.cloneFlat(uri, source, disk);
@@ -966,14 +1288,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (wasRunning) await startDomain(vm);
     },
 
-    // Being built: the live, incremental export and the import of a disk.
-    async exportDisk() {
-      throw new DriverError('Disk export is not built yet', { transient: false });
-    },
-    async importDisk() {
-      throw new DriverError('Disk import is not built yet', { transient: false });
-    },
-    async dropCheckpoint() {},
+    exportDisk: (vmId, backupId, since) => disks.exportDisk(vmId, backupId, since),
+    importDisk: (vmId, diskBytes, runs) => disks.importDisk(vmId, diskBytes, runs),
+    dropCheckpoint: (vmId, backupId) => disks.dropCheckpoint(vmId, backupId),
 
     async deleteBackup(vmId, backupId) {
       // On whichever host holds it (the VM's, or where it was taken before a migration).

@@ -43,6 +43,14 @@ export function parseVolumeList(stdout: string): string[] {
     .filter(Boolean);
 }
 
+/** A capacity as vol-create-as takes it (`10G`, `512M`, bytes) in bytes. */
+export function capacityBytes(capacity: string): number {
+  const m = /^(\d+)([KMGT]?)$/i.exec(capacity.trim());
+  if (!m) throw new DriverError(`Not a volume size: ${capacity}`, { transient: false });
+  const unit = { '': 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[(m[2] ?? '').toUpperCase()] ?? 1;
+  return Number(m[1]) * unit;
+}
+
 /** A volume's sizes as libvirt reports them (`vol-info --bytes`). */
 export interface VolumeInfo {
   readonly capacity: number;
@@ -151,6 +159,24 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
     },
 
     async createAs(uri, name, capacity, format, backing) {
+      if (format === 'qcow2') {
+        // qcow2 v3 (compat 1.1): only it holds the persistent dirty bitmaps of libvirt's
+        // checkpoints (incremental backups); vol-create-as makes v2 (compat 0.10).
+        await withPrivateDir(async (dir) => {
+          const xml = join(dir, 'volume.xml');
+          const esc = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
+          const backingXml = backing
+            ? `<backingStore><path>${esc(join(poolPath, backing.volume))}</path><format type='${backing.format}'/></backingStore>`
+            : '';
+          await writeFile(
+            xml,
+            `<volume><name>${esc(name)}</name><capacity unit='bytes'>${capacityBytes(capacity)}</capacity>` +
+              `<target><format type='qcow2'/><compat>1.1</compat></target>${backingXml}</volume>\n`,
+          );
+          await virsh(uri, ['vol-create', POOL, xml], 'Could not create a storage volume');
+        });
+        return;
+      }
       await virsh(
         uri,
         [

@@ -1,0 +1,413 @@
+/**
+ * Live, incremental disk exports and disk imports of the libvirt driver with one real VM on two
+ * test hosts (scripts/libvirt/test-host.sh): a running guest is never paused by a full export,
+ * the runs of a full export and of incrementals reassembled give the disk byte for byte, an
+ * incremental carries the guest's writes only, a stopped VM stays stopped, an import brings an
+ * earlier point back (and a failing source changes nothing), and after a live migration the
+ * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
+ */
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import {
+  DISK_RUN_MAX,
+  type DiskExport,
+  type DiskRun,
+  type HypervisorDriver,
+} from '../../src/drivers/driver.ts';
+import { openStore } from '../../src/store/database.ts';
+import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
+import { guestReports, poolVolumes, removeTemplateVolumes, startTestHost } from '../helpers/libvirt.ts';
+import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+
+const script = join(import.meta.dirname, '../../scripts/libvirt/test-host.sh');
+const skip = noLibvirtTemplate || (!existsSync(script) && 'needs scripts/libvirt/test-host.sh');
+const execFileAsync = promisify(execFile);
+const virshOut = (uri: string, ...args: string[]) =>
+  execFileSync('virsh', ['-c', uri, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** A command run in the guest through its agent (guest-exec); resolves with its exit code. */
+async function guestRun(uri: string, domain: string, shell: string): Promise<number> {
+  const exec = JSON.stringify({
+    execute: 'guest-exec',
+    arguments: { path: '/bin/sh', arg: ['-c', shell], 'capture-output': true },
+  });
+  const { stdout } = await execFileAsync('virsh', [
+    '-c',
+    uri,
+    'qemu-agent-command',
+    '--timeout',
+    '20',
+    domain,
+    exec,
+  ]);
+  const pid = (JSON.parse(stdout) as { return: { pid: number } }).return.pid;
+  const status = JSON.stringify({ execute: 'guest-exec-status', arguments: { pid } });
+  return waitUntil(
+    `guest command ${shell}`,
+    async () => {
+      const r = await execFileAsync('virsh', [
+        '-c',
+        uri,
+        'qemu-agent-command',
+        '--timeout',
+        '20',
+        domain,
+        status,
+      ]);
+      const s = (JSON.parse(r.stdout) as { return: { exited: boolean; exitcode?: number } }).return;
+      return s.exited ? (s.exitcode ?? -1) : undefined;
+    },
+    { everyMs: 200, budgetMs: slowWaitMs(120_000) },
+  );
+}
+
+const sha256 = async (file: string) => {
+  const hash = createHash('sha256');
+  const fh = await open(file, 'r');
+  try {
+    for await (const chunk of fh.createReadStream()) hash.update(chunk as Buffer);
+  } finally {
+    await fh.close();
+  }
+  return hash.digest('hex');
+};
+
+/** An export's runs written into the local raw image `file` (created sparse at the disk's size). */
+async function apply(e: DiskExport, file: string): Promise<{ runs: number; bytes: number }> {
+  const fh = await open(file, existsSync(file) ? 'r+' : 'w+');
+  let runs = 0;
+  let bytes = 0;
+  let end = 0;
+  try {
+    if ((await fh.stat()).size === 0) await fh.truncate(e.diskBytes);
+    for await (const r of e.runs) {
+      assert.ok(r.offset >= end, 'runs ascend and do not overlap');
+      assert.ok(r.data.length > 0 && r.data.length <= DISK_RUN_MAX);
+      end = r.offset + r.data.length;
+      await fh.write(r.data, 0, r.data.length, r.offset);
+      runs++;
+      bytes += r.data.length;
+    }
+  } finally {
+    await fh.close();
+  }
+  return { runs, bytes };
+}
+
+/** A local raw image read back as runs of at most DISK_RUN_MAX (all-zero stretches left out). */
+async function* imageRuns(file: string, failAfter?: number): AsyncIterable<DiskRun> {
+  const fh = await open(file, 'r');
+  const zeros = Buffer.alloc(DISK_RUN_MAX);
+  let yielded = 0;
+  try {
+    const size = (await fh.stat()).size;
+    for (let at = 0; at < size; at += DISK_RUN_MAX) {
+      const data = Buffer.alloc(Math.min(DISK_RUN_MAX, size - at));
+      await fh.read(data, 0, data.length, at);
+      if (data.equals(zeros.subarray(0, data.length))) continue;
+      if (failAfter !== undefined && yielded >= failAfter) throw new Error('the backup store went away');
+      yielded++;
+      yield { offset: at, data };
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+test('live and incremental disk exports, imports and a migration, on one real VM', {
+  skip,
+  timeout: slowWaitMs(1_800_000),
+}, async (t) => {
+  const suffix = String(process.pid);
+  const hostA = await startTestHost(`vrpbka${suffix}`);
+  const hostB = await startTestHost(`vrpbkb${suffix}`);
+  const work = mkdtempSync(join(tmpdir(), 'vrp-lvbackups-'));
+  const store = await openStore({ databaseUrl: undefined, dataDir: work });
+  let driver: HypervisorDriver | undefined;
+  after(async () => {
+    await driver?.close();
+    await removeTemplateVolumes(store.db).catch(() => {});
+    await store.close();
+    await hostA.stop().catch(() => {});
+    await hostB.stop().catch(() => {});
+    rmSync(work, { recursive: true, force: true });
+  });
+  await store.db
+    .insertInto('os_templates')
+    .values({ id: 'tiny', name: 'tiny', image: libvirtTemplate ?? '', created_at: 0, updated_at: 0 })
+    .execute();
+  const commands: string[] = [];
+  driver = await createDriver(
+    loadConfig({
+      VRP_DATA_DIR: work,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_HOSTS: `a,${hostA.uri},4,8,100;b,${hostB.uri},4,8,100`,
+      VRP_STOP_TIMEOUT: '3s',
+    }),
+    store.db,
+    {
+      info() {},
+      debug(obj) {
+        commands.push((obj as { command: string }).command);
+      },
+    },
+  );
+  const d = driver;
+  const vmId = `0193bk00-0000-7000-8000-${suffix.padStart(12, '0').slice(-12)}`;
+  const domain = `vrp-${vmId}`;
+  const created = await d.create({
+    vmId,
+    hostname: 'backed-up.example.com',
+    username: 'root',
+    password: 'Backed-up-pass-1',
+    templateId: 'tiny',
+    cpu: 1,
+    ramGb: 1,
+    diskGb: 1,
+    ipCount: 1,
+  });
+  const uriOf = (hostId: string) => (hostId === 'a' ? hostA.uri : hostB.uri);
+  let uri = uriOf(created.hostId);
+  await waitUntil('the first boot report', () => guestReports(vmId, uri)[0], {
+    everyMs: 500,
+    budgetMs: slowWaitMs(240_000),
+  });
+  // The agent answers once the guest's init has started it.
+  await waitUntil(
+    'the guest agent',
+    () =>
+      execFileAsync('virsh', [
+        '-c',
+        uri,
+        'qemu-agent-command',
+        '--timeout',
+        '5',
+        domain,
+        '{"execute":"guest-ping"}',
+      ]).then(
+        () => true,
+        () => undefined,
+      ),
+    { everyMs: 500, budgetMs: slowWaitMs(120_000) },
+  );
+  assert.equal(await guestRun(uri, domain, 'dd if=/dev/urandom of=/data/first bs=1M count=8 && sync'), 0);
+  const domstate = () => virshOut(uri, 'domstate', domain).trim();
+  const checkpoints = () =>
+    virshOut(uri, 'checkpoint-list', '--name', domain).split('\n').filter(Boolean).sort();
+  /** The VM's disk as a raw image, read through the host's connection (the VM must be stopped). */
+  const diskImage = async (name: string) => {
+    const qcow2 = join(work, `${name}.qcow2`);
+    const raw = join(work, `${name}.raw`);
+    await execFileAsync('virsh', [
+      '-c',
+      uri,
+      'vol-download',
+      '--sparse',
+      '--pool',
+      'vrp',
+      `${vmId}.qcow2`,
+      qcow2,
+    ]);
+    const image = JSON.stringify({
+      driver: 'qcow2',
+      backing: null,
+      file: { driver: 'file', filename: qcow2 },
+    });
+    // Its backing file (the test template's base disk, empty: all zeros) is not opened here:
+    // what the overlay does not hold reads as zeros, as it does through the empty base.
+    await execFileAsync('qemu-img', ['convert', '-O', 'raw', `json:${image}`, raw]);
+    rmSync(qcow2, { force: true });
+    return raw;
+  };
+  const timed = async (what: string, run: () => Promise<DiskExport>) => {
+    const started = performance.now();
+    const e = await run();
+    const ms = Math.round(performance.now() - started);
+    return { e, ms, what };
+  };
+
+  let fullBytes = 0;
+
+  await t.test(
+    'a running VM: a full export never pauses the guest, with a freeze through the agent',
+    async () => {
+      let polls = 0;
+      const seen = new Set<string>();
+      let polling = true;
+      const poller = (async () => {
+        while (polling) {
+          const { stdout } = await execFileAsync('virsh', ['-c', uri, 'domstate', domain]);
+          seen.add(stdout.trim());
+          polls++;
+          await pause(100);
+        }
+      })();
+      let full: Awaited<ReturnType<typeof timed>>;
+      try {
+        // At least one poll before and after the export's point.
+        await waitUntil('a first poll', () => polls > 0 || undefined, { everyMs: 20 });
+        full = await timed('full', () => d.exportDisk(vmId, 'b1', null));
+        const at = polls;
+        await waitUntil('a poll after the export', () => polls > at || undefined, { everyMs: 20 });
+      } finally {
+        polling = false;
+        await poller;
+      }
+      assert.equal(full.e.kind, 'full');
+      assert.equal(full.e.since, null);
+      assert.equal(full.e.diskBytes, 1024 ** 3);
+      assert.deepEqual([...seen], ['running'], `domstate seen during the export (${polls} polls)`);
+      assert.ok(commands.includes('virsh domfsfreeze') && commands.includes('virsh domfsthaw'));
+      const sizes = await apply(full.e, join(work, 'chain.raw'));
+      await full.e.commit();
+      await full.e.close();
+      execFileSync('cp', ['--sparse=always', join(work, 'chain.raw'), join(work, 'point-b1.raw')]);
+      assert.deepEqual(checkpoints(), ['b1']);
+      assert.ok(!poolVolumes(uri).includes('export-b1.qcow2'), 'the backup volume is gone from the host');
+      t.diagnostic(
+        `full export of a running VM: ${full.ms} ms, ${sizes.runs} runs, ${sizes.bytes} bytes; domstate polled ${polls} times, always running`,
+      );
+      fullBytes = sizes.bytes;
+    },
+  );
+
+  await t.test('after writes in the guest, an incremental export carries them only', async () => {
+    assert.equal(await guestRun(uri, domain, 'dd if=/dev/urandom of=/data/second bs=1M count=2 && sync'), 0);
+    const inc = await timed('incremental', () => d.exportDisk(vmId, 'b2', 'b1'));
+    assert.equal(inc.e.kind, 'incremental');
+    assert.equal(inc.e.since, 'b1');
+    const sizes = await apply(inc.e, join(work, 'chain.raw'));
+    await inc.e.commit();
+    await inc.e.close();
+    assert.ok(sizes.bytes >= 2 * 1024 * 1024, `the 2 MiB written are in it (${sizes.bytes})`);
+    assert.ok(sizes.bytes * 3 < fullBytes, `much smaller than the full one (${sizes.bytes} vs ${fullBytes})`);
+    assert.deepEqual(checkpoints(), ['b1', 'b2']);
+    t.diagnostic(
+      `incremental export: ${inc.ms} ms, ${sizes.runs} runs, ${sizes.bytes} bytes (full: ${fullBytes})`,
+    );
+    // An export that is not committed leaves no checkpoint.
+    const dropped = await d.exportDisk(vmId, 'b-uncommitted', 'b2');
+    assert.equal(dropped.kind, 'incremental');
+    await dropped.close();
+    assert.deepEqual(checkpoints(), ['b1', 'b2']);
+  });
+
+  await t.test(
+    'a stopped VM stays stopped; full + incrementals reassembled are its disk, and so is a full export',
+    async () => {
+      await d.stop(vmId, { timeoutMs: 3000 });
+      assert.equal(domstate(), 'shut off');
+      // What an attempt that died would have left: the domain held paused, a checkpoint of the
+      // backup's name, its target volume.
+      virshOut(uri, 'start', '--paused', domain);
+      virshOut(
+        uri,
+        'metadata',
+        domain,
+        '--uri',
+        'https://vrp.invalid/held-paused',
+        '--key',
+        'vrp',
+        '--set',
+        '<held/>',
+        '--live',
+      );
+      const ck = join(work, 'ck.xml');
+      writeFileSync(
+        ck,
+        "<domaincheckpoint><name>b3</name><disks><disk name='vda' checkpoint='bitmap'/><disk name='vdb' checkpoint='no'/></disks></domaincheckpoint>",
+      );
+      virshOut(uri, 'checkpoint-create', domain, ck);
+      virshOut(uri, 'vol-create-as', 'vrp', 'export-b3.qcow2', '1M');
+      const inc = await timed('incremental of a stopped VM', () => d.exportDisk(vmId, 'b3', 'b2'));
+      assert.equal(domstate(), 'shut off', 'the stopped VM is off again');
+      assert.equal(inc.e.kind, 'incremental');
+      const sizes = await apply(inc.e, join(work, 'chain.raw'));
+      await inc.e.commit();
+      await inc.e.close();
+      const disk = await diskImage('disk-b3');
+      assert.equal(
+        await sha256(join(work, 'chain.raw')),
+        await sha256(disk),
+        'full + incrementals == the disk',
+      );
+      const full = await timed('full of a stopped VM', () => d.exportDisk(vmId, 'b4', null));
+      assert.equal(full.e.kind, 'full');
+      const fullSizes = await apply(full.e, join(work, 'full-b4.raw'));
+      await full.e.commit();
+      await full.e.close();
+      assert.equal(await sha256(join(work, 'full-b4.raw')), await sha256(disk), 'a full export == the disk');
+      assert.equal(domstate(), 'shut off');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3', 'b4']);
+      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume left on the host');
+      t.diagnostic(
+        `stopped VM: incremental ${inc.ms} ms ${sizes.bytes} bytes; full ${full.ms} ms ${fullSizes.bytes} bytes`,
+      );
+      // dropCheckpoint of a stopped VM's checkpoint (its bitmap goes too); twice is fine.
+      await d.dropCheckpoint(vmId, 'b4');
+      await d.dropCheckpoint(vmId, 'b4');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+      assert.equal(domstate(), 'shut off');
+    },
+  );
+
+  await t.test(
+    'an import brings an earlier point back and the next export is full; a failing source changes nothing',
+    async () => {
+      const before = await sha256(await diskImage('disk-before-import'));
+      await assert.rejects(
+        d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'), 2)),
+        /the backup store went away/,
+      );
+      assert.equal(await sha256(await diskImage('disk-after-failed')), before, 'the old disk is untouched');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+      assert.equal(domstate(), 'shut off');
+      const started = performance.now();
+      await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
+      const ms = Math.round(performance.now() - started);
+      assert.equal(domstate(), 'shut off', 'a stopped VM stays stopped');
+      assert.deepEqual(checkpoints(), []);
+      assert.equal(await sha256(await diskImage('disk-imported')), await sha256(join(work, 'point-b1.raw')));
+      t.diagnostic(`import of the first point: ${ms} ms`);
+      // Running again, the guest boots from the imported disk; the next export is full.
+      await d.start(vmId);
+      const next = await d.exportDisk(vmId, 'b5', 'b3');
+      assert.equal(next.kind, 'full');
+      await next.commit();
+      await next.close();
+      assert.deepEqual(checkpoints(), ['b5']);
+    },
+  );
+
+  await t.test(
+    'after a live migration the next export is full; a VM with checkpoints is destroyed',
+    async () => {
+      const from = created.hostId;
+      const moved = await d.migrate(vmId, null);
+      assert.notEqual(moved.hostId, from);
+      assert.equal(moved.power, 'running');
+      uri = uriOf(moved.hostId);
+      t.diagnostic(`checkpoints on the destination after the move: [${checkpoints().join(', ')}]`);
+      const next = await d.exportDisk(vmId, 'b6', 'b5');
+      assert.equal(next.kind, 'full');
+      await next.commit();
+      await next.close();
+      assert.deepEqual(checkpoints(), ['b6']);
+      await d.destroy(vmId);
+      assert.equal(await d.inspect(vmId), undefined);
+      assert.deepEqual(
+        poolVolumes(uri).filter((v) => v.startsWith(vmId)),
+        [],
+      );
+    },
+  );
+});
