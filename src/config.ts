@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
-import { ExpectedFailure } from './expected-failure.ts';
+import { ExpectedFailure, systemCause } from './expected-failure.ts';
 
 /** A setting that cannot be used; start-up stops with this message (exit code 2). */
 export class ConfigError extends ExpectedFailure {
@@ -434,8 +434,8 @@ function readSftpStore(env: Env, name: string, raw: string): BackupStoreConfig {
   try {
     privateKey = readFileSync(keyFile, 'utf8');
   } catch (err) {
-    const code = err instanceof Error && 'code' in err ? ` (${String(err.code)})` : '';
-    throw new ConfigError(`VRP_BACKUP_SFTP_KEY_FILE cannot be read: ${keyFile}${code}`, { cause: err });
+    const why = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    throw new ConfigError(`VRP_BACKUP_SFTP_KEY_FILE (${keyFile}) cannot be read: ${why}`, { cause: err });
   }
   if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey))
     throw new ConfigError(
