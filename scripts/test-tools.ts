@@ -5,6 +5,7 @@
  * - PostgreSQL's server binaries (`initdb`, `pg_ctl`, `postgres`): the PostgreSQL store's tests.
  * - `chromium-headless-shell`: the operator console's tests in a real browser.
  * - `promtool` (Debian's `prometheus`): the check of `GET /metrics`.
+ * - `sshd` (Debian's `openssh-server`): the SFTP backup store's tests run it as a server of their own.
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -20,7 +21,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'postgres' | 'chromium' | 'promtool';
+export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd';
 
 export interface Tool {
   readonly name: ToolName;
@@ -110,6 +111,19 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_PROMTOOL'];
       if (set) return existsSync(set) ? set : undefined;
       return onPath('promtool');
+    },
+  },
+  {
+    name: 'sshd',
+    label: 'sshd (OpenSSH server)',
+    purpose: 'the SFTP backup store tests (test/drivers/backup-stores.test.ts)',
+    packages: ['openssh-server'],
+    neededBy: /^test\/drivers\/backup-stores\.test\.ts$/,
+    envVar: 'VRP_TEST_SSHD',
+    find: () => {
+      const set = process.env['VRP_TEST_SSHD'];
+      if (set) return existsSync(set) ? set : undefined;
+      return existingPath('/usr/sbin/sshd') ?? onPath('sshd');
     },
   },
 ];

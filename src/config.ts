@@ -1,6 +1,7 @@
-import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
 import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
-import { ExpectedFailure } from './expected-failure.ts';
+import { ExpectedFailure, systemCause } from './expected-failure.ts';
 
 /** A setting that cannot be used; start-up stops with this message (exit code 2). */
 export class ConfigError extends ExpectedFailure {
@@ -36,6 +37,32 @@ export interface FaultConfig {
   /** Fraction (0..1) of driver operations that fail with a permanent error. */
   readonly permanent: number;
 }
+
+/** Where backups are kept (VRP_BACKUP_STORE and the settings of its kind). */
+export type BackupStoreConfig =
+  | { readonly kind: 'local'; readonly path: string }
+  | {
+      readonly kind: 'sftp';
+      readonly host: string;
+      readonly port: number;
+      readonly username: string;
+      readonly path: string;
+      /** VRP_BACKUP_SFTP_KEY_FILE, and the key it holds (read at start; a secret). */
+      readonly keyFile: string;
+      readonly privateKey: string;
+    }
+  | {
+      readonly kind: 's3';
+      readonly bucket: string;
+      /** Without slashes at either end; empty: the bucket's top. */
+      readonly prefix: string;
+      readonly endpoint: string | undefined;
+      readonly region: string;
+      readonly accessKeyId: string;
+      /** A secret. */
+      readonly secretAccessKey: string;
+      readonly forcePathStyle: boolean;
+    };
 
 export interface Config {
   readonly host: string;
@@ -127,6 +154,8 @@ export interface Config {
   readonly consoleSessionMs: number;
   /** A console login ends after this long without a page or form (ms). */
   readonly consoleIdleMs: number;
+  /** Where backups are kept; default: the directory `backups` in `dataDir`. */
+  readonly backupStore: BackupStoreConfig;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -356,12 +385,132 @@ function readTime(env: Env, name: string): number | undefined {
   return t;
 }
 
+/** A path segment of a backup store: what object keys are made of. */
+const STORE_SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * VRP_BACKUP_STORE: `local:/abs/path`, `sftp://user@host[:port]/path` (with
+ * VRP_BACKUP_SFTP_KEY_FILE) or `s3://bucket[/prefix]` (with the VRP_BACKUP_S3_* settings).
+ * Messages never repeat a secret: a password written into the URL is not echoed.
+ */
+function readBackupStore(env: Env, dataDir: string): BackupStoreConfig {
+  const name = 'VRP_BACKUP_STORE';
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return { kind: 'local', path: join(dataDir, 'backups') };
+  if (raw.startsWith('local:')) {
+    const path = raw.slice('local:'.length);
+    if (!isAbsolute(path)) throw new ConfigError(`${name} local:PATH needs an absolute path, got "${raw}"`);
+    return { kind: 'local', path: resolve(path) };
+  }
+  if (raw.startsWith('sftp:')) return readSftpStore(env, name, raw);
+  if (raw.startsWith('s3:')) return readS3Store(env, name, raw);
+  throw new ConfigError(
+    `${name} must be local:/path, sftp://user@host[:port]/path or s3://bucket[/prefix], got "${raw}"`,
+  );
+}
+
+function readSftpStore(env: Env, name: string, raw: string): BackupStoreConfig {
+  const form = 'sftp://user@host[:port]/path';
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (url?.password)
+    throw new ConfigError(`${name} must not hold a password: the key is VRP_BACKUP_SFTP_KEY_FILE`);
+  const host = url?.hostname.replace(/^\[(.*)\]$/, '$1') ?? '';
+  let path = '';
+  try {
+    path = decodeURIComponent(url?.pathname ?? '');
+  } catch {}
+  const port = url?.port ? Number(url.port) : 22;
+  if (
+    !url?.username ||
+    !host ||
+    url.search ||
+    url.hash ||
+    !path.startsWith('/') ||
+    path.includes('\0') ||
+    port === 0
+  ) {
+    const shown = raw.replace(/^(sftp:\/\/[^:@/]*):[^@/]*@/, '$1:***@');
+    throw new ConfigError(`${name} must look like ${form} (an absolute path on the server), got "${shown}"`);
+  }
+  const keyFile = env['VRP_BACKUP_SFTP_KEY_FILE'];
+  if (!keyFile) throw new ConfigError(`VRP_BACKUP_SFTP_KEY_FILE must be set for ${name} ${form}`);
+  let privateKey: string;
+  try {
+    privateKey = readFileSync(keyFile, 'utf8');
+  } catch (err) {
+    const why = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    throw new ConfigError(`VRP_BACKUP_SFTP_KEY_FILE (${keyFile}) cannot be read: ${why}`, { cause: err });
+  }
+  if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey))
+    throw new ConfigError(
+      `VRP_BACKUP_SFTP_KEY_FILE must hold a private key (OpenSSH or PEM, without a passphrase): ${keyFile}`,
+    );
+  return {
+    kind: 'sftp',
+    host,
+    port,
+    username: decodeURIComponent(url.username),
+    path: path.length > 1 ? path.replace(/\/+$/, '') : path,
+    keyFile,
+    privateKey,
+  };
+}
+
+function readS3Store(env: Env, name: string, raw: string): BackupStoreConfig {
+  const m = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(raw);
+  const bucket = m?.[1] ?? '';
+  const prefix = (m?.[2] ?? '').replace(/^\/+|\/+$/g, '');
+  if (!m || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    throw new ConfigError(
+      `${name} must look like s3://bucket[/prefix], the bucket 3-63 lower-case letters, digits, dots and hyphens, got "${raw}"`,
+    );
+  if (prefix !== '' && !prefix.split('/').every((p) => STORE_SEGMENT.test(p) && p !== '.' && p !== '..'))
+    throw new ConfigError(
+      `${name}: the prefix must be names of letters, digits, dots, hyphens and underscores separated by "/", got "${raw}"`,
+    );
+  const endpoint = readUrl(env, 'VRP_BACKUP_S3_ENDPOINT', ['http:', 'https:']);
+  if (endpoint !== undefined) {
+    const url = new URL(endpoint);
+    if (url.username || url.password || url.search || url.hash)
+      throw new ConfigError(
+        'VRP_BACKUP_S3_ENDPOINT must be a plain http(s)://host[:port] URL (the keys go in VRP_BACKUP_S3_ACCESS_KEY_ID and VRP_BACKUP_S3_SECRET_ACCESS_KEY)',
+      );
+  }
+  const region = env['VRP_BACKUP_S3_REGION'] || 'us-east-1';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(region))
+    throw new ConfigError(`VRP_BACKUP_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  const accessKeyId = env['VRP_BACKUP_S3_ACCESS_KEY_ID'] ?? '';
+  if (accessKeyId === '')
+    throw new ConfigError(`VRP_BACKUP_S3_ACCESS_KEY_ID must be set for ${name} s3://...`);
+  if (!/^[\x21-\x7e]+$/.test(accessKeyId))
+    throw new ConfigError('VRP_BACKUP_S3_ACCESS_KEY_ID must be printable characters without spaces');
+  const secretAccessKey = env['VRP_BACKUP_S3_SECRET_ACCESS_KEY'] ?? '';
+  if (secretAccessKey === '')
+    throw new ConfigError(`VRP_BACKUP_S3_SECRET_ACCESS_KEY must be set for ${name} s3://...`);
+  if (!/^[\x21-\x7e]+$/.test(secretAccessKey))
+    throw new ConfigError('VRP_BACKUP_S3_SECRET_ACCESS_KEY must be printable characters without spaces');
+  return {
+    kind: 's3',
+    bucket,
+    prefix,
+    endpoint,
+    region,
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: readBool(env, 'VRP_BACKUP_S3_PATH_STYLE', endpoint !== undefined),
+  };
+}
+
 /** Reads and validates every setting once; the result is frozen. */
 export function loadConfig(env: Env = process.env): Config {
+  const dataDir = resolve(env['VRP_DATA_DIR'] || './data');
   const config: Config = {
     host: env['VRP_HOST'] || '127.0.0.1',
     port: readInt(env, 'VRP_PORT', 8080, 0, 65535),
-    dataDir: resolve(env['VRP_DATA_DIR'] || './data'),
+    dataDir,
     databaseUrl: readUrl(env, 'VRP_DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: readInt(env, 'VRP_DATABASE_POOL', 10, 1, 1000),
     driver: readChoice<DriverName>(env, 'VRP_DRIVER', 'simulated', ['simulated', 'libvirt']),
@@ -414,6 +563,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: readRetrySchedule(env, 'VRP_WEBHOOK_RETRY_SCHEDULE', RETRY_DELAYS_MS),
     consoleSessionMs: readDurationMs(env, 'VRP_CONSOLE_SESSION', 12 * 3_600_000, 60_000),
     consoleIdleMs: readDurationMs(env, 'VRP_CONSOLE_IDLE', 30 * 60_000, 60_000),
+    backupStore: Object.freeze(readBackupStore(env, dataDir)),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { resolve } from 'node:path';
-import { describe, test } from 'node:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, describe, test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
 const HEX_KEY = 'a'.repeat(64);
@@ -178,6 +180,7 @@ describe('loadConfig', () => {
       'VRP_CLOCK_START',
       'VRP_CLOCK_RATE',
       'VRP_WEBHOOK_RETRY_SCHEDULE',
+      'VRP_BACKUP_STORE',
     ];
     // `VRP_X=` in an env file or a compose file is common; every other setting reads it as unset.
     const refused: string[] = [];
@@ -297,6 +300,166 @@ describe('VRP_CORS_ORIGINS', () => {
     assert.throws(
       () => loadConfig({ VRP_CORS_ORIGINS: 'https://panel.example.com/' }),
       /did you mean https:\/\/panel\.example\.com\?/,
+    );
+  });
+});
+
+describe('VRP_BACKUP_STORE and the settings of its store', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-config-store-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const keyText =
+    '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-not-a-real-key\n-----END OPENSSH PRIVATE KEY-----\n';
+  const keyFile = join(dir, 'id_ed25519');
+  writeFileSync(keyFile, keyText, { mode: 0o600 });
+  const notKey = join(dir, 'notes.txt');
+  writeFileSync(notKey, 'hello\n');
+  const S3 = {
+    VRP_BACKUP_S3_ACCESS_KEY_ID: 'AKIDEXAMPLE',
+    VRP_BACKUP_S3_SECRET_ACCESS_KEY: 'secret-never-shown',
+  };
+
+  /** Refused on one line naming `setting`, and showing none of `secrets`. */
+  function refusedOnce(env: Record<string, string>, setting: string, secrets: string[] = []): void {
+    refuses(env, setting);
+    try {
+      loadConfig(env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      assert.equal(err.message.split('\n').length, 1, err.message);
+      for (const secret of secrets)
+        assert.ok(!err.message.includes(secret), `"${err.message}" shows a secret`);
+    }
+  }
+
+  test('by default the directory backups in the data directory', () => {
+    assert.deepEqual(loadConfig({ VRP_DATA_DIR: '/srv/vrp' }).backupStore, {
+      kind: 'local',
+      path: '/srv/vrp/backups',
+    });
+    assert.deepEqual(loadConfig({ VRP_BACKUP_STORE: 'local:/mnt/backups/' }).backupStore, {
+      kind: 'local',
+      path: '/mnt/backups',
+    });
+    assert.ok(Object.isFrozen(loadConfig({}).backupStore));
+    refusedOnce({ VRP_BACKUP_STORE: 'local:backups' }, 'VRP_BACKUP_STORE');
+    refusedOnce({ VRP_BACKUP_STORE: '/mnt/backups' }, 'VRP_BACKUP_STORE');
+    refusedOnce({ VRP_BACKUP_STORE: 'ftp://u@h/x' }, 'VRP_BACKUP_STORE');
+  });
+
+  test('sftp://user@host[:port]/path with the key of VRP_BACKUP_SFTP_KEY_FILE, read at start', () => {
+    assert.deepEqual(
+      loadConfig({
+        VRP_BACKUP_STORE: 'sftp://backup@store.example.com/srv/vrp/',
+        VRP_BACKUP_SFTP_KEY_FILE: keyFile,
+      }).backupStore,
+      {
+        kind: 'sftp',
+        host: 'store.example.com',
+        port: 22,
+        username: 'backup',
+        path: '/srv/vrp',
+        keyFile,
+        privateKey: keyText,
+      },
+    );
+    const v6 = loadConfig({
+      VRP_BACKUP_STORE: 'sftp://b@[::1]:2222/b',
+      VRP_BACKUP_SFTP_KEY_FILE: keyFile,
+    }).backupStore;
+    assert.ok(v6.kind === 'sftp');
+    assert.equal(v6.host, '::1');
+    assert.equal(v6.port, 2222);
+    assert.equal(v6.path, '/b');
+
+    const store = 'sftp://backup@store.example.com/srv/vrp';
+    refusedOnce({ VRP_BACKUP_STORE: store }, 'VRP_BACKUP_SFTP_KEY_FILE');
+    refusedOnce(
+      { VRP_BACKUP_STORE: store, VRP_BACKUP_SFTP_KEY_FILE: join(dir, 'missing') },
+      'VRP_BACKUP_SFTP_KEY_FILE',
+    );
+    refusedOnce({ VRP_BACKUP_STORE: store, VRP_BACKUP_SFTP_KEY_FILE: dir }, 'VRP_BACKUP_SFTP_KEY_FILE');
+    refusedOnce({ VRP_BACKUP_STORE: store, VRP_BACKUP_SFTP_KEY_FILE: notKey }, 'VRP_BACKUP_SFTP_KEY_FILE');
+    for (const bad of [
+      'sftp://store.example.com/srv/vrp',
+      'sftp://backup@store.example.com',
+      'sftp://backup@/srv/vrp',
+      'sftp://backup@store.example.com:0/srv',
+      'sftp://backup@store.example.com:99999/srv',
+      'sftp://backup@store.example.com/srv?x=1',
+      'sftp:backup@store.example.com/srv',
+    ])
+      refusedOnce({ VRP_BACKUP_STORE: bad, VRP_BACKUP_SFTP_KEY_FILE: keyFile }, 'VRP_BACKUP_STORE');
+    // A password written into the URL is refused, and not repeated.
+    for (const bad of [
+      'sftp://backup:hunter2-pw@store.example.com/srv',
+      'sftp://backup:hunter2-pw@store example/srv',
+    ])
+      refusedOnce({ VRP_BACKUP_STORE: bad, VRP_BACKUP_SFTP_KEY_FILE: keyFile }, 'VRP_BACKUP_STORE', [
+        'hunter2-pw',
+      ]);
+  });
+
+  test('s3://bucket[/prefix] with the VRP_BACKUP_S3_* settings', () => {
+    assert.deepEqual(loadConfig({ VRP_BACKUP_STORE: 's3://vrp-backups', ...S3 }).backupStore, {
+      kind: 's3',
+      bucket: 'vrp-backups',
+      prefix: '',
+      endpoint: undefined,
+      region: 'us-east-1',
+      accessKeyId: 'AKIDEXAMPLE',
+      secretAccessKey: 'secret-never-shown',
+      forcePathStyle: false,
+    });
+    const minio = loadConfig({
+      VRP_BACKUP_STORE: 's3://vrp-backups/prod/eu-1/',
+      VRP_BACKUP_S3_ENDPOINT: 'https://minio.example.com:9000/',
+      VRP_BACKUP_S3_REGION: 'eu-west-1',
+      ...S3,
+    }).backupStore;
+    assert.ok(minio.kind === 's3');
+    assert.equal(minio.prefix, 'prod/eu-1');
+    assert.equal(minio.endpoint, 'https://minio.example.com:9000');
+    assert.equal(minio.region, 'eu-west-1');
+    assert.equal(minio.forcePathStyle, true, 'path-style by default with an endpoint');
+    const vhost = loadConfig({
+      VRP_BACKUP_STORE: 's3://vrp-backups',
+      VRP_BACKUP_S3_ENDPOINT: 'https://s3.example.com',
+      VRP_BACKUP_S3_PATH_STYLE: '0',
+      ...S3,
+    }).backupStore;
+    assert.ok(vhost.kind === 's3' && !vhost.forcePathStyle);
+
+    const secrets = [S3.VRP_BACKUP_S3_SECRET_ACCESS_KEY];
+    for (const bad of [
+      's3://',
+      's3://Vrp_Backups',
+      's3://ab',
+      's3:vrp-backups',
+      's3://vrp-backups/a/../b',
+      's3://vrp-backups/a b',
+    ])
+      refusedOnce({ VRP_BACKUP_STORE: bad, ...S3 }, 'VRP_BACKUP_STORE', secrets);
+    const s3 = { VRP_BACKUP_STORE: 's3://vrp-backups', ...S3 };
+    refusedOnce({ ...s3, VRP_BACKUP_S3_ENDPOINT: 'minio:9000' }, 'VRP_BACKUP_S3_ENDPOINT', secrets);
+    refusedOnce(
+      { ...s3, VRP_BACKUP_S3_ENDPOINT: 'ftp://minio.example.com' },
+      'VRP_BACKUP_S3_ENDPOINT',
+      secrets,
+    );
+    refusedOnce(
+      { ...s3, VRP_BACKUP_S3_ENDPOINT: 'https://key:pw-in-url@minio.example.com' },
+      'VRP_BACKUP_S3_ENDPOINT',
+      ['pw-in-url'],
+    );
+    refusedOnce({ ...s3, VRP_BACKUP_S3_REGION: 'EU West' }, 'VRP_BACKUP_S3_REGION', secrets);
+    refusedOnce({ ...s3, VRP_BACKUP_S3_PATH_STYLE: 'maybe' }, 'VRP_BACKUP_S3_PATH_STYLE', secrets);
+    refusedOnce({ ...s3, VRP_BACKUP_S3_ACCESS_KEY_ID: '' }, 'VRP_BACKUP_S3_ACCESS_KEY_ID', secrets);
+    refusedOnce({ ...s3, VRP_BACKUP_S3_ACCESS_KEY_ID: 'two words' }, 'VRP_BACKUP_S3_ACCESS_KEY_ID', secrets);
+    refusedOnce({ ...s3, VRP_BACKUP_S3_SECRET_ACCESS_KEY: '' }, 'VRP_BACKUP_S3_SECRET_ACCESS_KEY');
+    refusedOnce(
+      { ...s3, VRP_BACKUP_S3_SECRET_ACCESS_KEY: 'has a space' },
+      'VRP_BACKUP_S3_SECRET_ACCESS_KEY',
+      ['has a space'],
     );
   });
 });

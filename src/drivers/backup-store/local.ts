@@ -16,7 +16,7 @@ export function localBackupStore(root: string): BackupStore {
   const fail = (what: string, err: unknown): never => {
     const cause = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
     const missing = err instanceof Error && 'code' in err && err.code === 'ENOENT';
-    throw new BackupStoreError(`Backup store ${root}: ${what}: ${cause}`, {
+    throw new BackupStoreError(`Backup store local:${root}: ${what}: ${cause}`, {
       transient: !missing,
       missing,
       cause: err,
