@@ -44,9 +44,13 @@ for (const f of ['vmlinuz', 'initrd.img']) copyFileSync(join(template, f), join(
 execFileSync('qemu-img', ['convert', '-O', 'qcow2', join(template, 'disk.qcow2'), join(big, 'disk.qcow2')]);
 execFileSync('qemu-img', ['resize', '-q', join(big, 'disk.qcow2'), '2G']);
 execFileSync('sh', ['-c', `head -c ${1024 ** 3} /dev/urandom > ${join(work, 'random')}`]);
-execFileSync('qemu-io', ['-f', 'qcow2', '-c', `write -s ${join(work, 'random')} 1G 1G`, join(big, 'disk.qcow2')], {
-  stdio: 'ignore',
-});
+execFileSync(
+  'qemu-io',
+  ['-f', 'qcow2', '-c', `write -s ${join(work, 'random')} 1G 1G`, join(big, 'disk.qcow2')],
+  {
+    stdio: 'ignore',
+  },
+);
 rmSync(join(work, 'random'));
 
 const uri =
@@ -77,8 +81,9 @@ async function guest(shell: string, wait = true): Promise<string> {
   const status = JSON.stringify({ execute: 'guest-exec-status', arguments: { pid } });
   for (;;) {
     const r = await run('virsh', ['-c', uri, 'qemu-agent-command', '--timeout', '30', domain, status]);
-    const s = (JSON.parse(r.stdout) as { return: { exited: boolean; 'out-data'?: string; exitcode?: number } })
-      .return;
+    const s = (
+      JSON.parse(r.stdout) as { return: { exited: boolean; 'out-data'?: string; exitcode?: number } }
+    ).return;
     if (s.exited) {
       if (s.exitcode !== 0) throw new Error(`guest command failed (${s.exitcode}): ${shell}`);
       return Buffer.from(s['out-data'] ?? '', 'base64').toString('utf8');
@@ -194,9 +199,12 @@ writeFileSync(
     'const s = await startS3();\nprocess.send?.({ endpoint: s.endpoint, bucket: s.bucket, accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey });\n',
 );
 const s3child: ChildProcess = fork(s3script, { stdio: 'ignore' });
-const s3 = await new Promise<{ endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string }>(
-  (resolve) => s3child.once('message', (m) => resolve(m as never)),
-);
+const s3 = await new Promise<{
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}>((resolve) => s3child.once('message', (m) => resolve(m as never)));
 const stores: [string, BackupStore][] = [
   ['local', createBackupStore({ kind: 'local', path: join(work, 'backups') })],
   [
@@ -206,8 +214,9 @@ const stores: [string, BackupStore][] = [
       host: '127.0.0.1',
       port: sshd.port,
       username: sshd.username,
-      path: join(sshd.root, 'backups'),
-      privateKey: sshd.privateKey,
+      path: join(sshd.dir, 'backups'),
+      keyFile: sshd.clientKeyFile,
+      privateKey: sshd.clientKey,
     }),
   ],
   [
@@ -265,7 +274,8 @@ try {
     );
     const inc = await backup(label, target, full.manifest.backupId);
     rows.push(inc.row);
-    for (const m of [inc.manifest, full.manifest]) await createArchive(target, randomBytes(32).fill(7)).remove(vmId, m.backupId);
+    for (const m of [inc.manifest, full.manifest])
+      await createArchive(target, randomBytes(32).fill(7)).remove(vmId, m.backupId);
   }
 
   // The guest's ticks, on the host's clock: the longest gap within each backup.
@@ -277,7 +287,8 @@ try {
   const gapIn = ([from, to]: [number, number]) => {
     const inside = ticks.filter((t) => t >= from - 1000 && t <= to + 1000);
     let gap = 0;
-    for (let i = 1; i < inside.length; i++) gap = Math.max(gap, (inside[i] as number) - (inside[i - 1] as number));
+    for (let i = 1; i < inside.length; i++)
+      gap = Math.max(gap, (inside[i] as number) - (inside[i - 1] as number));
     return gap;
   };
   const mb = (n: number) => (n / 1e6).toFixed(1);
@@ -318,7 +329,7 @@ try {
   await store.close();
   for (const [, s] of stores) await s.close().catch(() => {});
   s3child.kill();
-  await sshd.stop?.();
+  await sshd.close();
   execFileSync('bash', [script, 'stop', hostName], { stdio: 'ignore' });
   rmSync(work, { recursive: true, force: true });
   rmSync(s3dir, { recursive: true, force: true });

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { loadAnyClientState } from './auth/client-lookup.ts';
 import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
 import { checkKeyAgainstStore } from './auth/key-check.ts';
@@ -9,7 +8,7 @@ import { createTokenSigner, type TokenSigner } from './auth/tokens.ts';
 import type { Config } from './config.ts';
 import { type Clock, createClock } from './domain/clock.ts';
 import type { SecretBox } from './domain/secret-box.ts';
-import { localBackupStore } from './drivers/backup-store/local.ts';
+import { createBackupStore } from './drivers/backup-store/index.ts';
 import type { BackupStore } from './drivers/backup-store/store.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
 import { createNotifier, type Notifier } from './loop/notifier.ts';
@@ -54,9 +53,9 @@ export interface AppContext {
   readonly backupKey: Buffer;
 }
 
-/** Where backups are kept: a directory `backups` of the data dir. */
+/** Where backups are kept: the store VRP_BACKUP_STORE names (default: `backups` in the data dir). */
 export function openBackupStore(config: Config): BackupStore {
-  return localBackupStore(join(config.dataDir, 'backups'));
+  return createBackupStore(config.backupStore);
 }
 
 /** The key backups are sealed with: VRP_BACKUP_KEY, else the one derived from the master key. */
