@@ -238,6 +238,24 @@ test('small contiguous runs are joined into segments of up to 4 MiB; a rewrite r
   await archive.remove('svc-1', 'b1');
 });
 
+test('a removed backup leaves no directory in a local store, nor does a service whose backups are all removed', async () => {
+  const { archive, root } = await setup();
+  const d1 = firstDisk();
+  await archive.write(meta('b1', null), runsOf(d1, [[0, DISK]]));
+  const d2 = Buffer.from(d1);
+  randomBytes(MiB).copy(d2, 5 * MiB);
+  await archive.write(meta('b2', 'b1'), runsOf(d2, [[5 * MiB, 6 * MiB]]));
+  await archive.write({ ...meta('b1', null), serviceId: 'svc-2' }, runsOf(d1, [[0, MiB]]));
+  await archive.remove('svc-1', 'b2');
+  assert.deepEqual(await readdir(join(root, 'svc-1')), ['b1']);
+  await archive.remove('svc-1', 'b1');
+  assert.deepEqual(await readdir(root), ['svc-2'], 'svc-1 is gone, svc-2 is kept');
+  // Removing it again is fine.
+  await archive.remove('svc-1', 'b1');
+  await archive.remove('svc-2', 'b1');
+  assert.deepEqual(await readdir(root), []);
+});
+
 test('runs that go backwards are refused', async () => {
   const { archive } = await setup();
   async function* backwards(): AsyncGenerator<DiskRun> {

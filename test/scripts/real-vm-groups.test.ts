@@ -6,6 +6,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
   for (const f of [
     'test/drivers/libvirt.test.ts',
     'test/e2e/libvirt-api.test.ts',
+    'test/e2e/libvirt-backups.test.ts',
     'test/e2e/libvirt-password.test.ts',
     'test/e2e/libvirt-power.test.ts',
     'test/e2e/libvirt-provision.test.ts',

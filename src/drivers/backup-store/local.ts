@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { mkdir, readdir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { systemCause } from '../../expected-failure.ts';
@@ -13,6 +13,10 @@ import { type BackupStore, BackupStoreError, checkKey } from './store.ts';
  */
 export function localBackupStore(root: string): BackupStore {
   const path = (key: string) => join(root, ...checkKey(key).split('/'));
+  const isBelow = (dir: string) => {
+    const rel = relative(root, dir);
+    return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+  };
   const fail = (what: string, err: unknown): never => {
     const cause = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
     const missing = err instanceof Error && 'code' in err && err.code === 'ENOENT';
@@ -83,11 +87,22 @@ export function localBackupStore(root: string): BackupStore {
     },
 
     async delete(key) {
+      const file = path(key);
       try {
-        await unlink(path(key));
+        await unlink(file);
       } catch (err) {
-        if (err instanceof Error && 'code' in err && err.code === 'ENOENT') return;
-        fail(`cannot delete ${key}`, err);
+        if (!(err instanceof Error && 'code' in err && err.code === 'ENOENT'))
+          fail(`cannot delete ${key}`, err);
+      }
+      // The directories the object leaves empty go too (its backup's, then its service's), up to
+      // the root: a deleted backup or a terminated service leaves nothing behind. The first one
+      // that is not empty ends it (the ones above hold it).
+      for (let dir = dirname(file); isBelow(dir); dir = dirname(dir)) {
+        try {
+          await rmdir(dir);
+        } catch (err) {
+          if (!(err instanceof Error && 'code' in err && err.code === 'ENOENT')) break;
+        }
       }
     },
 
