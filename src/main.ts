@@ -32,7 +32,10 @@ export async function serve(config: Config): Promise<void> {
     app.log,
   );
 
-  if (config.workerMode !== 'api') background = startBackground(ctx, driver, app.log);
+  if (config.workerMode !== 'api') {
+    background = startBackground(ctx, driver, app.log);
+    checkBackupStore(ctx, app.log);
+  }
   if (config.workerMode !== 'worker') {
     try {
       await app.listen({ host: config.host, port: config.port });
@@ -50,6 +53,21 @@ export async function serve(config: Config): Promise<void> {
     await app.ready();
     app.log.info('worker-only process: not listening');
   }
+}
+
+/**
+ * The backup store is asked once at start, without holding the start up: a store that does not
+ * answer gets one line naming the setting (backup jobs retry, then fail with the store's words).
+ */
+function checkBackupStore(ctx: AppContext, log: { warn(obj: object, msg: string): void }): void {
+  const store = ctx.backupStore;
+  store.probe().catch((err: unknown) => {
+    const why = err instanceof Error ? err.message : String(err);
+    log.warn(
+      { backup_store: store.description },
+      `the backup store (VRP_BACKUP_STORE=${store.description}) does not answer: ${why}; backups fail until it does`,
+    );
+  });
 }
 
 if (import.meta.main) {
