@@ -12,7 +12,7 @@
  */
 import { type ChildProcess, execFile, execFileSync, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -100,24 +100,30 @@ function cpuSeconds(): number {
   return (own.user + own.system) / 1e6 + ticks / 100;
 }
 
-/** Polls the domain's state every 100 ms until stopped: how many polls, how many said paused. */
+/**
+ * Polls the domain's state every 100 ms until stopped: how many polls, how many did not say
+ * running. The loop runs outside this process's tree (a subshell left to init), so its virsh
+ * calls do not count in the worker's CPU.
+ */
 function pollState() {
-  let polls = 0;
-  let paused = 0;
-  let stop = false;
-  const done = (async () => {
-    while (!stop) {
-      const { stdout } = await run('virsh', ['-c', uri, 'domstate', domain]);
-      polls++;
-      if (stdout.trim() !== 'running') paused++;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-bk2g-poll-'));
+  const out = join(dir, 'states');
+  const stop = join(dir, 'stop');
+  const done = join(dir, 'done');
+  execFileSync('sh', [
+    '-c',
+    `(while [ ! -e ${stop} ]; do virsh -c '${uri}' domstate ${domain} >> ${out} 2>&1; sleep 0.1; done; touch ${done}) >/dev/null 2>&1 &`,
+  ]);
   return {
     async end() {
-      stop = true;
-      await done;
-      return { polls, paused };
+      writeFileSync(stop, '');
+      while (!existsSync(done)) await new Promise((r) => setTimeout(r, 50));
+      const states = readFileSync(out, 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
+      rmSync(dir, { recursive: true, force: true });
+      return { polls: states.length, paused: states.filter((l) => l !== 'running').length };
     },
   };
 }

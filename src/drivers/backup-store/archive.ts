@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { zstdCompress, zstdDecompress } from 'node:zlib';
+import { constants, zstdCompress, zstdDecompress } from 'node:zlib';
 import { DISK_RUN_MAX, type DiskRun, DriverError } from '../driver.ts';
 import { ByteReader } from './byte-reader.ts';
 import type { BackupStore } from './store.ts';
@@ -32,7 +32,12 @@ const IN_FLIGHT = 3;
 const SKIP_BY_READING = 16 * 1024 * 1024;
 const ZEROS = Buffer.alloc(DISK_RUN_MAX);
 
-const compress = promisify(zstdCompress);
+const zstd = promisify(zstdCompress);
+/**
+ * zstd's level 1: on this kind of machine it packs random (incompressible) data at ~770 MiB/s
+ * where level 3 does ~640, and text at ~3 GiB/s; what level 3 gains in size on disk images is small.
+ */
+const compress = (data: Buffer) => zstd(data, { params: { [constants.ZSTD_c_compressionLevel]: 1 } });
 const decompress = promisify(zstdDecompress);
 
 export interface ManifestSegment {
