@@ -50,12 +50,6 @@ export interface ResizeSpec {
   readonly ipCount: number;
 }
 
-export interface BackupInfo {
-  readonly backupId: string;
-  readonly vmId: string;
-  readonly sizeGb: number;
-}
-
 /**
  * A run of a disk's bytes: `data` is the content of the guest disk at `offset` (bytes), at most
  * DISK_RUN_MAX bytes long. Runs come in ascending offset order and never overlap.
@@ -182,12 +176,17 @@ export interface HypervisorDriver {
   importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void>;
   /** Forgets the VM's checkpoint `backupId` (its backup was deleted); a missing one is already gone. */
   dropCheckpoint(vmId: string, backupId: string): Promise<void>;
-  /** A consistent copy of the VM's disk into backup storage; returns its size. */
-  createBackup(vmId: string, backupId: string): Promise<BackupInfo>;
-  /** Brings the disk back to the backup's content; leaves the power state as it found it. */
-  restoreBackup(vmId: string, backupId: string): Promise<void>;
-  /** Frees the backup's storage. A backup that does not exist is already deleted. */
-  deleteBackup(vmId: string, backupId: string): Promise<void>;
+  /**
+   * Brings the disk back to a legacy backup's content (format 'legacy': a full copy taken on the
+   * host before the backup store, which the driver still holds); leaves the power state as it
+   * found it. Backups in the backup store are restored with importDisk.
+   */
+  restoreLegacyBackup(vmId: string, backupId: string): Promise<void>;
+  /**
+   * Frees a legacy backup's storage on its host (format 'legacy': taken before the backup store).
+   * A backup that does not exist is already deleted.
+   */
+  deleteLegacyBackup(vmId: string, backupId: string): Promise<void>;
   close(): Promise<void>;
 }
 

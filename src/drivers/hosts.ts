@@ -213,7 +213,11 @@ export async function free(db: Kysely<Database>, hostId: string, need: Need): Pr
   await reserve(db, hostId, { cpu: -need.cpu, ramGb: -need.ramGb, diskGb: -need.diskGb });
 }
 
-/** Takes backup storage on a host; false if it is full. A negative size frees it, unconditionally. */
+/**
+ * Takes backup storage on a host; false if it is full. A negative size frees it, unconditionally.
+ * Only legacy backups (taken on the host before the backup store) hold any: nothing takes new
+ * room since, what is freed is theirs.
+ */
 export async function reserveBackupSpace(
   db: Kysely<Database>,
   hostId: string,
@@ -229,7 +233,7 @@ export async function reserveBackupSpace(
   return r.numUpdatedRows > 0n;
 }
 
-/** Gives a backup's storage back to its host, unconditionally. */
+/** Gives a legacy backup's storage back to its host, unconditionally. */
 export async function freeBackupSpace(db: Kysely<Database>, hostId: string, sizeGb: number): Promise<void> {
   await reserveBackupSpace(db, hostId, -sizeGb);
 }

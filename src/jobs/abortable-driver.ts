@@ -27,12 +27,11 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     setPassword: wrap(driver.setPassword),
     destroy: wrap(driver.destroy),
     inspect: wrap(driver.inspect),
-    createBackup: wrap(driver.createBackup),
     exportDisk: wrap(driver.exportDisk),
     importDisk: wrap(driver.importDisk),
     dropCheckpoint: wrap(driver.dropCheckpoint),
-    restoreBackup: wrap(driver.restoreBackup),
-    deleteBackup: wrap(driver.deleteBackup),
+    restoreLegacyBackup: wrap(driver.restoreLegacyBackup),
+    deleteLegacyBackup: wrap(driver.deleteLegacyBackup),
     close: () => driver.close(),
   };
 }

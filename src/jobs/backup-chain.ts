@@ -111,7 +111,7 @@ export async function removeBackup(
   now: number,
 ): Promise<void> {
   if (backup.format === 'legacy') {
-    await deps.driver.deleteBackup(backup.serviceId, backup.id);
+    await deps.driver.deleteLegacyBackup(backup.serviceId, backup.id);
   } else {
     await mergeIntoChild(db, deps.archive, backup, now);
     await deps.archive.remove(backup.serviceId, backup.id);

@@ -256,6 +256,30 @@ test('a removed backup leaves no directory in a local store, nor does a service 
   assert.deepEqual(await readdir(root), []);
 });
 
+test('a write after an attempt that died between its data and its manifest leaves one data object', async () => {
+  const { archive, store, key } = await setup();
+  const disk = firstDisk();
+  // The first attempt's process dies once its data object is stored: its manifest never comes.
+  const dying = createArchive(
+    {
+      ...store,
+      async put(name, data) {
+        if (name.endsWith('/manifest')) throw new Error('killed');
+        return store.put(name, data);
+      },
+    },
+    key,
+  );
+  await assert.rejects(dying.write(meta('b1', null), runsOf(disk, [[0, 8 * MiB]])), /killed/);
+  assert.equal((await store.list('svc-1/b1/')).length, 1, 'the dead attempt left its data object');
+  const m = await archive.write(meta('b1', null), runsOf(disk, [[0, 8 * MiB]]));
+  assert.deepEqual((await store.list('svc-1/b1/')).sort(), [`svc-1/b1/${m.dataObject}`, 'svc-1/b1/manifest']);
+  assert.equal((await archive.verify('svc-1', 'b1')).ok, true);
+  const expected = Buffer.alloc(DISK);
+  disk.copy(expected, 0, 0, 8 * MiB);
+  assert.equal(sha(await assemble(archive.restoreRuns([m]))), sha(expected));
+});
+
 test('runs that go backwards are refused', async () => {
   const { archive } = await setup();
   async function* backwards(): AsyncGenerator<DiskRun> {

@@ -4,9 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { DriverError, type HypervisorDriver, type VmSpec } from '../../src/drivers/driver.ts';
+import {
+  type DiskExport,
+  DriverError,
+  type HypervisorDriver,
+  type VmSpec,
+} from '../../src/drivers/driver.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
+import { type DiskImage, diskImage } from '../helpers/disk-image.ts';
 
 export interface ContractTarget {
   readonly driver: HypervisorDriver;
@@ -17,6 +26,17 @@ export interface ContractTarget {
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** The export's runs written into `image`, then committed (or not) and closed, as a backup job does. */
+async function exported(e: DiskExport, image: DiskImage, commit: boolean) {
+  try {
+    const carried = await image.apply(e);
+    if (commit) await e.commit();
+    return carried;
+  } finally {
+    await e.close();
+  }
+}
 
 export function driverContract(
   name: string,
@@ -47,6 +67,7 @@ export function driverContract(
       // Each boot of a real guest prints one report; wait for it before the next operation.
       let reports = 0;
       const booted = async () => t.guest?.(vmId, ++reports);
+      const work = mkdtempSync(join(tmpdir(), 'vrp-contract-'));
       try {
         const created = await d.create(spec(t, vmId));
         assert.equal(created.power, 'running');
@@ -113,31 +134,69 @@ export function driverContract(
           assert.equal(upgraded['ips'], `${resized.ips[0]},`, 'the guest got the new address list');
         }
 
-        // Backup, change the disk (a boot writes to it), restore: the change is gone.
+        // Backups: a full export, a change to the disk (a boot writes to it), an incremental
+        // since the full one; their runs put together are each point's disk.
+        const backupId = (n: number) => `0c0c0c0c-0000-4000-8000-0000000000b${n}`;
         const before = (await d.inspect(vmId))!;
-        const backup = await d.createBackup(vmId, '0c0c0c0c-0000-4000-8000-0000000000b1');
-        assert.ok(backup.sizeGb > 0);
-        assert.deepEqual(await d.createBackup(vmId, backup.backupId), backup, 'backup is idempotent');
+        const first = await d.exportDisk(vmId, backupId(1), null);
+        assert.deepEqual([first.kind, first.since], ['full', null], 'the first export is full');
+        const point1 = diskImage(join(work, 'point1.img'), first.diskBytes);
+        const full = await exported(first, point1, true);
+        assert.ok(full.bytes > 0, 'a full export carries the disk');
         await d.reboot(vmId);
         const changed = await booted();
-        await d.restoreBackup(vmId, backup.backupId);
-        assert.equal((await d.inspect(vmId))!.power, 'running', 'restore keeps the power state');
+        const second = await d.exportDisk(vmId, backupId(2), backupId(1));
+        assert.deepEqual(
+          [second.kind, second.since],
+          ['incremental', backupId(1)],
+          'an export since a committed one is incremental',
+        );
+        const point2 = await point1.copy(join(work, 'point2.img'));
+        const incremental = await exported(second, point2, true);
+        assert.ok(incremental.bytes < full.bytes, 'an incremental carries less than the full export');
+        assert.notEqual(await point2.sha256(), await point1.sha256(), 'the incremental carries the change');
+
+        // An export not committed leaves no checkpoint: the next one since it is full.
+        const third = await d.exportDisk(vmId, backupId(3), backupId(2));
+        assert.equal(third.kind, 'incremental');
+        await third.close();
+        const fourth = await d.exportDisk(vmId, backupId(4), backupId(3));
+        assert.deepEqual([fourth.kind, fourth.since], ['full', null], 'an uncommitted export is no base');
+        await fourth.close();
+        // A dropped checkpoint is no base either; dropping a missing one (again, or never taken) is fine.
+        await d.dropCheckpoint(vmId, backupId(1));
+        await d.dropCheckpoint(vmId, backupId(1));
+        await d.dropCheckpoint(vmId, backupId(9));
+        const fifth = await d.exportDisk(vmId, backupId(5), backupId(1));
+        assert.equal(fifth.kind, 'full', 'a dropped checkpoint is no base');
+        await fifth.close();
+
+        // Import of the first point brings it back: the change is gone, the power state stays.
+        await d.importDisk(vmId, point1.diskBytes, point1.runs());
+        const imported = (await d.inspect(vmId))!;
+        assert.equal(imported.power, 'running', 'import keeps the power state');
         if (changed) {
           const restored = (await booted())!;
           assert.equal(
             restored['boot'],
             changed['boot'],
-            'the boot made after the backup is gone from the disk',
+            'the boot made after the first export is gone from the disk',
           );
         } else if (before.diskRevision !== undefined) {
-          assert.equal((await d.inspect(vmId))!.diskRevision, before.diskRevision);
+          assert.equal(imported.diskRevision, before.diskRevision, 'the disk is the first point again');
         }
-        await d.deleteBackup(vmId, backup.backupId);
-        await d.deleteBackup(vmId, backup.backupId);
-        await assert.rejects(
-          d.restoreBackup(vmId, backup.backupId),
-          (e: unknown) => e instanceof DriverError && !e.transient,
-        );
+        // An imported disk has no checkpoints: the next export is full (even since a committed one).
+        const sixth = await d.exportDisk(vmId, backupId(6), backupId(2));
+        assert.deepEqual([sixth.kind, sixth.since], ['full', null], 'the export after an import is full');
+        const point6 = diskImage(join(work, 'point6.img'), sixth.diskBytes);
+        await exported(sixth, point6, false);
+        if (!changed && imported.diskRevision === before.diskRevision) {
+          assert.equal(
+            await point6.sha256(),
+            await point1.sha256(),
+            'the imported disk is the first point, whole',
+          );
+        }
 
         await d.destroy(vmId);
         assert.equal(await d.inspect(vmId), undefined);
@@ -146,6 +205,7 @@ export function driverContract(
       } finally {
         await d.destroy(vmId).catch(() => {});
         await t.cleanup();
+        rmSync(work, { recursive: true, force: true });
       }
     });
   });

@@ -2,8 +2,8 @@
  * Two libvirt hosts that share nothing but their connections (scripts/libvirt/test-host.sh: a
  * second and third libvirtd on this machine, each with its own state and its own pool
  * directory), with one real VM: its volumes are in its host's pool only, it moves live and
- * keeps running the same boot, moves back cold with its disk, a backup taken before it moved
- * restores after, and migrations whose destination does not answer (before the move, and
+ * keeps running the same boot, moves back cold with its disk, a disk exported before it moved
+ * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move, and
  * stopped while libvirt's migration job runs) leave it running where it was.
  */
 import assert from 'node:assert/strict';
@@ -18,6 +18,7 @@ import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { VmSpec } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
+import { diskImage } from '../helpers/disk-image.ts';
 import { guestReports, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -143,9 +144,24 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.equal(boot1?.['ips'], `${first.ips.join(',')},`, 'the guest has the addresses it was given');
     await setState('b', 'active');
 
-    // (d, first half) A backup taken on A.
-    await driver.createBackup(vm1, 'backup-on-a');
-    assert.ok(poolVolumes(uriA).includes('backup-backup-on-a.qcow2'));
+    // (d, first half) A backup taken on A: the disk exported live (a full export) and kept here,
+    // as the backup store would keep it; nothing of it stays in A's pool.
+    const onA = await driver.exportDisk(vm1, 'backup-on-a', null);
+    assert.equal(onA.kind, 'full');
+    const backupImage = diskImage(join(dataDir, 'backup-on-a.img'), onA.diskBytes);
+    try {
+      const carried = await backupImage.apply(onA);
+      assert.ok(carried.bytes > 0, 'the export carries the disk');
+      await onA.commit();
+    } finally {
+      await onA.close();
+    }
+    assert.deepEqual(
+      poolVolumes(uriA).filter((n) => !n.startsWith('template-') && !vmFiles(vm1).includes(n)),
+      [],
+      "the export left nothing in A's pool",
+    );
+    assert.equal((await driver.inspect(vm1))?.power, 'running', 'the export did not stop the VM');
 
     // (b) Live to B: the same guest goes on running there, with its addresses and its room.
     const moved = await driver.migrate(vm1, 'b');
@@ -174,12 +190,21 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     const [boot2] = await reports(vm1, uriB, '2');
     assert.equal(boot2?.['ips'], boot1?.['ips'], 'the guest sees the same addresses on B');
 
-    // (d) The backup taken on A restores on B (streamed through this process): the disk goes
-    // back to one boot, so the next boot is the second again.
-    await driver.restoreBackup(vm1, 'backup-on-a');
+    // (d) The backup taken on A imported on B (its runs streamed from this process): the VM
+    // runs on B with that disk, back to one boot, so the next boot is the second again.
+    await driver.importDisk(vm1, backupImage.diskBytes, backupImage.runs());
+    const restored = await driver.inspect(vm1);
+    assert.deepEqual(
+      [restored?.hostId, restored?.power],
+      ['b', 'running'],
+      'running on B with the imported disk',
+    );
     await reports(vm1, uriB, '2', 2);
-    await driver.deleteBackup(vm1, 'backup-on-a');
-    assert.ok(!poolVolumes(uriA).includes('backup-backup-on-a.qcow2'), 'deleted where it was');
+    // The checkpoint stayed on A's disk: the next export on B is full.
+    const onB = await driver.exportDisk(vm1, 'after-import', 'backup-on-a');
+    assert.equal(onB.kind, 'full', 'the export after the import is full');
+    await onB.close();
+    await driver.dropCheckpoint(vm1, 'backup-on-a');
 
     // (c) Cold back to A: it starts there with its disk (the guest's boot counter goes on).
     await driver.stop(vm1, { timeoutMs: 3000 });

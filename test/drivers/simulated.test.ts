@@ -11,6 +11,7 @@ import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { waitUntil } from '../helpers/budget.ts';
+import { legacySimBackup } from '../helpers/legacy-backup.ts';
 import { promiseState } from '../helpers/promise-state.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 import { driverContract } from './contract.ts';
@@ -253,10 +254,18 @@ for (const kind of testStores()) {
       try {
         await t.driver.create(spec(id(1), 2));
         await t.driver.create(spec(id(2), 2));
-        await t.driver.createBackup(id(1), id(11));
-        await t.driver.createBackup(id(2), id(12));
+        // A backup into the backup store takes nothing on the host...
+        const e = await t.driver.exportDisk(id(1), id(10), null);
+        for await (const _ of e.runs);
+        await e.commit();
+        await e.close();
+        assert.equal((await t.host('h')).used_backup_gb, 0, 'an export takes no backup storage on the host');
+        // ...backups on the host are legacy ones (taken before the backup store), as a migrated store holds them.
+        await legacySimBackup(t.store.db, id(1), id(11));
+        await legacySimBackup(t.store.db, id(2), id(12));
+        assert.ok((await t.host('h')).used_backup_gb > 0, 'legacy backups take backup storage on the host');
         const lowered = await t.restart({ VRP_SIM_HOSTS: 'h:1:1:1:1' });
-        await lowered.deleteBackup(id(1), id(11));
+        await lowered.deleteLegacyBackup(id(1), id(11));
         await lowered.destroy(id(1));
         await lowered.destroy(id(2));
         const host = await t.host('h');
@@ -614,7 +623,10 @@ for (const kind of testStores()) {
         await assert.rejects(t.driver.start(id(1)), down);
         await assert.rejects(t.driver.inspect(id(1)), down);
         await assert.rejects(t.driver.destroy(id(1)), down);
-        await assert.rejects(t.driver.createBackup(id(1), id(50)), down);
+        await assert.rejects(t.driver.exportDisk(id(1), id(50), null), down);
+        await assert.rejects(t.driver.importDisk(id(1), 10 * 1024 ** 3, (async function* () {})()), down);
+        await assert.rejects(t.driver.dropCheckpoint(id(1), id(50)), down);
+        await assert.rejects(t.driver.restoreLegacyBackup(id(1), id(50)), down);
         // A new server placed on it is not booted (nor given up: the retry boots it).
         await assert.rejects(t.driver.create(spec(id(2))), down);
         assert.equal((await vmRow(t, id(1))).power, 'running', 'its VMs keep their state');

@@ -196,6 +196,19 @@ export function createArchive(store: BackupStore, key: Buffer): BackupArchive {
   async function write(meta: BackupMeta, runs: AsyncIterable<DiskRun>): Promise<BackupManifest> {
     const base = prefix(meta.serviceId, meta.backupId);
     const dataObject = `data.${randomBytes(6).toString('hex')}`;
+    // An attempt that died after its data object and before its manifest left a data object no
+    // manifest names: it goes now. The one an earlier manifest names stays until the new manifest
+    // replaces it (a merge rewrites a backup). A manifest that cannot be read: nothing goes.
+    const earlier = await manifest(meta.serviceId, meta.backupId).then(
+      (m) => ({ m }),
+      () => undefined,
+    );
+    if (earlier) {
+      for (const name of await store.list(base)) {
+        const file = name.slice(base.length);
+        if (file.startsWith('data.') && file !== earlier.m?.dataObject) await store.delete(name);
+      }
+    }
     const segments: ManifestSegment[] = [];
     let dataBytes = 0;
     let storedOffset = 0;
@@ -273,7 +286,7 @@ export function createArchive(store: BackupStore, key: Buffer): BackupArchive {
       seal(Buffer.from(JSON.stringify(body)), `manifest/${meta.serviceId}/${meta.backupId}`),
     ]);
     // The manifest replaces an earlier one whole (a merge rewrites a backup): then the old data goes.
-    const before = await manifest(meta.serviceId, meta.backupId).catch(() => undefined);
+    const before = earlier?.m;
     await store.put(`${base}manifest`, Readable.from([sealed]));
     if (before && before.dataObject !== dataObject) await store.delete(base + before.dataObject);
     return { ...body, storedBytes: dataObjectBytes + sealed.length };

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
-  type BackupInfo,
   DISK_RUN_MAX,
   type DiskExport,
   type DiskRun,
@@ -1223,43 +1222,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return info(vm);
     },
 
-    async createBackup(vmId, backupId): Promise<BackupInfo> {
-      const vm = await get(vmId);
-      const uri = await uriOf(vm.host_id);
-      await pool.ready(uri);
-      const target = backupVolume(backupId);
-      if (!(await pool.info(uri, target))) {
-        const running = (await state(vm)) === 'running';
-        // Paused for the copy, so the disk is consistent; resumed whatever happens.
-        if (running) await virsh(uri, ['suspend', domainName(vmId)], 'Could not pause the VM for the backup');
-        // A running QEMU holds its disk's write lock, which libvirt's `qemu-img convert`
-        // (vol-create-from) cannot share: the paused disk's bytes are copied first (vol-download
-        // and vol-upload through a private temporary file here), the VM resumed, and the copy
-        // made standalone on the host.
-        const part = `${target}.part`;
-        let from = vmVolumes(vmId).disk;
-        try {
-          if (running) {
-            await pool.remove(uri, part);
-            await pool.copyBetween(uri, from, uri, part);
-            from = part;
-          }
-        } finally {
-          if (running)
-            await virsh(uri, ['resume', domainName(vmId)], 'Could not resume the VM after the backup');
-        }
-        // A standalone qcow2 (the template folded in), made by the host's libvirt.
-        await pool.cloneFlat(uri, from, target);
-        if (from === part) await pool.remove(uri, part);
-      } else if ((await state(vm)) === 'paused') {
-        // Paused by an attempt that died during the copy: the backup is there, the VM goes on.
-        await virsh(uri, ['resume', domainName(vmId)], 'Could not resume the VM after the backup');
-      }
-      const size = (await pool.info(uri, target))?.allocation ?? 0;
-      return { backupId, vmId, sizeGb: Math.max(0.1, Math.ceil((size / GB) * 10) / 10) };
-    },
-
-    async restoreBackup(vmId, backupId) {
+    async restoreLegacyBackup(vmId, backupId) {
       const vm = await get(vmId);
       const uri = await uriOf(vm.host_id);
       await pool.ready(uri);
@@ -1292,7 +1255,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     importDisk: (vmId, diskBytes, runs) => disks.importDisk(vmId, diskBytes, runs),
     dropCheckpoint: (vmId, backupId) => disks.dropCheckpoint(vmId, backupId),
 
-    async deleteBackup(vmId, backupId) {
+    async deleteLegacyBackup(vmId, backupId) {
       // On whichever host holds it (the VM's, or where it was taken before a migration).
       const vm = await row(vmId);
       const name = backupVolume(backupId);

@@ -2,23 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
-import {
-  type BackupInfo,
-  type DiskExport,
-  DriverError,
-  type HypervisorDriver,
-  type VmInfo,
-  type VmSpec,
-} from '../driver.ts';
-import {
-  free,
-  freeBackupSpace,
-  type Need,
-  placeVm,
-  reserveBackupSpace,
-  reserveDestination,
-  resizeVm,
-} from '../hosts.ts';
+import { type DiskExport, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
+import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
@@ -400,36 +385,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       return vm && info(vm);
     },
 
-    async createBackup(vmId, backupId): Promise<BackupInfo> {
-      const vm = await entry(vmId, 'backup');
-      const existing = await db
-        .selectFrom('sim_backups')
-        .selectAll()
-        .where('id', '=', backupId)
-        .executeTakeFirst();
-      if (existing) return { backupId, vmId, sizeGb: existing.size_gb };
-      const sizeGb = round1(vm.used_disk_gb);
-      await sleeper.sleep('backupBase', sizeGb * 100);
-      await transaction('backup', async (tx) => {
-        if (!(await reserveBackupSpace(tx, vm.host_id, sizeGb))) {
-          throw new DriverError(`Backup storage on host ${vm.host_id} is full`, { transient: false });
-        }
-        await tx
-          .insertInto('sim_backups')
-          .values({
-            id: backupId,
-            vm_id: vmId,
-            host_id: vm.host_id,
-            size_gb: sizeGb,
-            content_generation: vm.content_generation,
-            created_at: now(),
-          })
-          .execute();
-      });
-      return { backupId, vmId, sizeGb };
-    },
-
-    async restoreBackup(vmId, backupId) {
+    async restoreLegacyBackup(vmId, backupId) {
       const vm = await entry(vmId, 'restore');
       const backup = await db
         .selectFrom('sim_backups')
@@ -523,7 +479,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       );
     },
 
-    async deleteBackup(_vmId, backupId) {
+    async deleteLegacyBackup(_vmId, backupId) {
       const backup = await db
         .selectFrom('sim_backups')
         .selectAll()

@@ -34,7 +34,8 @@ export const Amounts = (description: string) =>
       ram_gb: Type.Integer(),
       disk_gb: Type.Integer(),
       backup_gb: Type.Number({
-        description: 'Backup storage on the host (the simulated driver keeps backups there)',
+        description:
+          'Backup storage on the host for legacy backups (taken on simulated hosts before the backup store); backups in the backup store take none',
       }),
     },
     { description },
@@ -109,7 +110,10 @@ export const NewHostBody = Type.Object(
     ram_gb: HostAmount('GB'),
     disk_gb: HostAmount('GB'),
     backup_gb: Type.Optional(
-      HostAmount('GB of backup storage (simulated hosts only, which keep backups on the host)', 0),
+      HostAmount(
+        'GB of backup storage for legacy backups (simulated hosts only; backups in the backup store take none)',
+        0,
+      ),
     ),
   },
   { additionalProperties: false },

@@ -17,7 +17,7 @@ export const backupRestore: Task<'backup_restore'> = async ({ service, driver, d
   }
   await setBackupStatus(db, backupId, 'restoring', clock.now());
   try {
-    if (backup.format === 'legacy') await driver.restoreBackup(service.id, backupId);
+    if (backup.format === 'legacy') await driver.restoreLegacyBackup(service.id, backupId);
     else {
       // Every manifest first: a wrong key or a missing link fails here, before the disk is touched.
       const chain = await chainOf(backups.archive, service.id, backupId);

@@ -11,7 +11,7 @@ export const terminate: Task<'terminate'> = async ({ service, driver, db, clock,
   const keep = backups.keepAfterTerminateMs > 0;
   // Newest first: a chain goes child first, so nothing needs merging.
   for (const backup of await listBackups(db, service.id)) {
-    if (backup.format === 'legacy') await driver.deleteBackup(service.id, backup.id);
+    if (backup.format === 'legacy') await driver.deleteLegacyBackup(service.id, backup.id);
     else if (keep) continue;
     else await backups.archive.remove(service.id, backup.id);
     await deleteBackupRow(db, backup.id);
