@@ -7,7 +7,7 @@
  *   node bench/libvirt-migration-2g.ts [TEMPLATE_DIR]   (root; after scripts/libvirt/setup-ci.sh)
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,7 @@ import { loadConfig } from '../src/config.ts';
 import { createDriver } from '../src/drivers/create-driver.ts';
 import { openStore } from '../src/store/database.ts';
 import { guestReports, removeTemplateVolumes } from '../test/helpers/libvirt.ts';
+import { bigTemplate } from './big-template.ts';
 import { writeSection } from './sections.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,22 +26,7 @@ const hosts = { a: `m2ga${process.pid}`, b: `m2gb${process.pid}` };
 const startHost = (name: string) =>
   execFileSync('bash', [script, 'start', name], { encoding: 'utf8' }).trim().split('\n').at(-1) ?? '';
 
-// The template: the tiny test template's kernel and initrd, its disk grown to 2 GB with 1 GB of
-// random data written past the guest's own file system.
-const big = join(work, 'template');
-execFileSync('mkdir', ['-p', big]);
-for (const f of ['vmlinuz', 'initrd.img']) copyFileSync(join(template, f), join(big, f));
-execFileSync('qemu-img', ['convert', '-O', 'qcow2', join(template, 'disk.qcow2'), join(big, 'disk.qcow2')]);
-execFileSync('qemu-img', ['resize', '-q', join(big, 'disk.qcow2'), '2G']);
-execFileSync('sh', ['-c', `head -c ${1024 ** 3} /dev/urandom > ${join(work, 'random')}`]);
-execFileSync(
-  'qemu-io',
-  ['-f', 'qcow2', '-c', `write -s ${join(work, 'random')} 1G 1G`, join(big, 'disk.qcow2')],
-  {
-    stdio: 'ignore',
-  },
-);
-rmSync(join(work, 'random'));
+const big = bigTemplate(template, work);
 
 const uriA = startHost(hosts.a);
 const uriB = startHost(hosts.b);

@@ -25,7 +25,13 @@ import {
 } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
-import { guestReports, poolVolumes, removeTemplateVolumes, startTestHost } from '../helpers/libvirt.ts';
+import {
+  guestExec,
+  guestReports,
+  poolVolumes,
+  removeTemplateVolumes,
+  startTestHost,
+} from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const script = join(import.meta.dirname, '../../scripts/libvirt/test-host.sh');
@@ -34,41 +40,9 @@ const execFileAsync = promisify(execFile);
 const virshOut = (uri: string, ...args: string[]) =>
   execFileSync('virsh', ['-c', uri, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
-/** A command run in the guest through its agent (guest-exec); resolves with its exit code. */
-async function guestRun(uri: string, domain: string, shell: string): Promise<number> {
-  const exec = JSON.stringify({
-    execute: 'guest-exec',
-    arguments: { path: '/bin/sh', arg: ['-c', shell], 'capture-output': true },
-  });
-  const { stdout } = await execFileAsync('virsh', [
-    '-c',
-    uri,
-    'qemu-agent-command',
-    '--timeout',
-    '20',
-    domain,
-    exec,
-  ]);
-  const pid = (JSON.parse(stdout) as { return: { pid: number } }).return.pid;
-  const status = JSON.stringify({ execute: 'guest-exec-status', arguments: { pid } });
-  return waitUntil(
-    `guest command ${shell}`,
-    async () => {
-      const r = await execFileAsync('virsh', [
-        '-c',
-        uri,
-        'qemu-agent-command',
-        '--timeout',
-        '20',
-        domain,
-        status,
-      ]);
-      const s = (JSON.parse(r.stdout) as { return: { exited: boolean; exitcode?: number } }).return;
-      return s.exited ? (s.exitcode ?? -1) : undefined;
-    },
-    { everyMs: 200, budgetMs: slowWaitMs(120_000) },
-  );
-}
+/** A command run in the guest through its agent; resolves with its exit code. */
+const guestRun = async (uri: string, domain: string, shell: string) =>
+  (await guestExec(domain, shell, uri)).code;
 
 const sha256 = async (file: string) => {
   const hash = createHash('sha256');

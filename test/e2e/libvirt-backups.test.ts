@@ -18,43 +18,14 @@ import { createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { fetchToken } from '../helpers/e2e.ts';
-import { poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
+import { guestAgent, guestExec, poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const execFileAsync = promisify(execFile);
 const URI = 'qemu:///system';
 
-/** A guest agent command on `domain`, its `return`. */
-async function agent(domain: string, command: unknown): Promise<any> {
-  const { stdout } = await execFileAsync('virsh', [
-    '-c',
-    URI,
-    'qemu-agent-command',
-    '--timeout',
-    '20',
-    domain,
-    JSON.stringify(command),
-  ]);
-  return (JSON.parse(stdout) as { return: unknown }).return;
-}
-
-/** A shell command run in the guest (guest-exec), waited for: its exit code and output. */
-async function guest(domain: string, shell: string): Promise<{ code: number; out: string }> {
-  const { pid } = await agent(domain, {
-    execute: 'guest-exec',
-    arguments: { path: '/bin/sh', arg: ['-c', shell], 'capture-output': true },
-  });
-  return waitUntil(
-    `guest command ${shell}`,
-    async () => {
-      const s = await agent(domain, { execute: 'guest-exec-status', arguments: { pid } });
-      if (!s.exited) return undefined;
-      const out = s['out-data'] ? Buffer.from(s['out-data'], 'base64').toString('utf8') : '';
-      return { code: (s.exitcode as number | undefined) ?? -1, out };
-    },
-    { everyMs: 200, budgetMs: slowWaitMs(120_000) },
-  );
-}
+const agent = (domain: string, command: unknown) => guestAgent(domain, command, URI);
+const guest = (domain: string, shell: string) => guestExec(domain, shell, URI);
 
 /** The guest's output of `shell`, which must succeed. */
 async function guestOk(domain: string, shell: string): Promise<string> {

@@ -10,6 +10,7 @@ import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import type { Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
+import { slowWaitMs, waitUntil } from './budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from './e2e.ts';
 import { libvirtTemplate } from './libvirt-template.ts';
 import type { ServerProcess } from './server-process.ts';
@@ -220,4 +221,50 @@ export async function removeTemplateVolumes(db: Kysely<Database>): Promise<void>
       }
     }
   }
+}
+
+/** A guest agent command on `domain` (of the libvirt at `uri`): its `return`. */
+export async function guestAgent(domain: string, command: unknown, uri = 'qemu:///system'): Promise<any> {
+  const { stdout } = await execFileAsync('virsh', [
+    '-c',
+    uri,
+    'qemu-agent-command',
+    '--timeout',
+    '20',
+    domain,
+    JSON.stringify(command),
+  ]);
+  return (JSON.parse(stdout) as { return: unknown }).return;
+}
+
+/** A shell command run in the guest through its agent (guest-exec), waited for: exit code and output. */
+export async function guestExec(
+  domain: string,
+  shell: string,
+  uri = 'qemu:///system',
+): Promise<{ code: number; out: string }> {
+  const { pid } = await guestAgent(
+    domain,
+    { execute: 'guest-exec', arguments: { path: '/bin/sh', arg: ['-c', shell], 'capture-output': true } },
+    uri,
+  );
+  return waitUntil(
+    `guest command ${shell}`,
+    async () => {
+      const s = await guestAgent(domain, { execute: 'guest-exec-status', arguments: { pid } }, uri);
+      if (!s.exited) return undefined;
+      const out = s['out-data'] ? Buffer.from(s['out-data'], 'base64').toString('utf8') : '';
+      return { code: (s.exitcode as number | undefined) ?? -1, out };
+    },
+    { everyMs: 200, budgetMs: slowWaitMs(120_000) },
+  );
+}
+
+/** Starts a shell command in the guest without waiting for it (a loop left running). */
+export async function guestSpawn(domain: string, shell: string, uri = 'qemu:///system'): Promise<void> {
+  await guestAgent(
+    domain,
+    { execute: 'guest-exec', arguments: { path: '/bin/sh', arg: ['-c', shell] } },
+    uri,
+  );
 }
