@@ -162,7 +162,8 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
       'host.update',
     ),
     async (request) => {
-      const b = request.body;
+      // No body at all changes nothing, as an empty one does.
+      const b = request.body ?? {};
       const host = await changeHost(
         db,
         driver,

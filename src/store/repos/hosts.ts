@@ -351,17 +351,23 @@ export async function updateHost(
                 failing_since: row.health === 'unreachable' ? row.failing_since : now,
                 checked_at: now,
               };
+      const values = {
+        ...(change.name === undefined ? {} : { name: change.name }),
+        ...(change.uri === undefined ? {} : { uri: change.uri }),
+        ...(change.cpu === undefined ? {} : { cpu: change.cpu }),
+        ...(change.ramGb === undefined ? {} : { ram_gb: change.ramGb }),
+        ...(change.diskGb === undefined ? {} : { disk_gb: change.diskGb }),
+        ...(change.backupGb === undefined ? {} : { backup_gb: change.backupGb }),
+        ...health,
+      };
+      // A change of nothing (an empty body) changes nothing: there is no empty UPDATE.
+      if (Object.keys(values).length === 0) {
+        await recordAudit(tx, audit, { target: { type: 'host', id } }, now);
+        return;
+      }
       const r = await tx
         .updateTable('hypervisor_hosts')
-        .set({
-          ...(change.name === undefined ? {} : { name: change.name }),
-          ...(change.uri === undefined ? {} : { uri: change.uri }),
-          ...(change.cpu === undefined ? {} : { cpu: change.cpu }),
-          ...(change.ramGb === undefined ? {} : { ram_gb: change.ramGb }),
-          ...(change.diskGb === undefined ? {} : { disk_gb: change.diskGb }),
-          ...(change.backupGb === undefined ? {} : { backup_gb: change.backupGb }),
-          ...health,
-        })
+        .set(values)
         .where('id', '=', id)
         .$if(change.cpu !== undefined, (q) => q.where('used_cpu', '<=', change.cpu ?? 0))
         .$if(change.ramGb !== undefined, (q) => q.where('used_ram_gb', '<=', change.ramGb ?? 0))

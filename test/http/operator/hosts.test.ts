@@ -283,6 +283,14 @@ for (const store of testStores()) {
         .set({ used_cpu: 4, used_ram_gb: 6 })
         .where('id', '=', id)
         .execute();
+      // No body at all changes nothing (it was a 500).
+      const bare = await t.app.inject({
+        method: 'PATCH',
+        url: `${OPS}/hosts/${id}`,
+        headers: { authorization: `Bearer ${ops}` },
+      });
+      assert.equal(bare.statusCode, 200, bare.body);
+      assert.equal(bare.json().data.name, 'patch-1');
       const ok = await patch(t, ops, `hosts/${id}`, { name: 'patch-1b', cpu: 4, disk_gb: 300 });
       assert.equal(ok.status, 200, JSON.stringify(ok.body));
       assert.deepEqual(
@@ -317,7 +325,8 @@ for (const store of testStores()) {
       const entries = await listAuditEntries(t.ctx.store.db, { limit: 1000, order: 'oldest' });
       assert.deepEqual(
         entries.filter((e) => e.action === 'host.update' && e.target?.id === id).map((e) => e.outcome),
-        ['ok'],
+        ['ok', 'ok'],
+        'the empty change and the change',
       );
     });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type BackupStore, BackupStoreError } from '../../../src/drivers/backup-store/store.ts';
 import { CANCELLED } from '../../../src/jobs/cancel-job.ts';
 import { claimJobs } from '../../../src/jobs/claim.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
@@ -222,13 +223,14 @@ for (const store of testStores()) {
 
     test('a failed backup_create is retried at most once: ten retries at once queue one job, the others and a later one are 409 job_already_retried with its id', async () => {
       const id = await orderRunning(t, acme, 'backup-retry.example.com');
-      // Every host's backup storage is full: the backup fails for good (and so does its retry).
-      const { db } = t.ctx.store;
-      const used = await db.selectFrom('hypervisor_hosts').select(['id', 'used_backup_gb']).execute();
-      await db
-        .updateTable('hypervisor_hosts')
-        .set((eb) => ({ used_backup_gb: eb.ref('backup_gb') }))
-        .execute();
+      // The backup store refuses every write for good: the backup fails (and so does its retry).
+      const store = t.ctx.backupStore as { put: BackupStore['put'] };
+      const put = store.put;
+      store.put = async () => {
+        throw new BackupStoreError('Backup store test: the bucket refuses writes (access denied)', {
+          transient: false,
+        });
+      };
       try {
         const failedJob = await ask(t, acme, id, 'backup/create');
         await waitForStatus(t, acme, id, 'running');
@@ -238,7 +240,7 @@ for (const store of testStores()) {
           );
         const [failed] = await jobsOf();
         assert.deepEqual([failed.job_id, failed.status, failed.retry_job_id], [failedJob, 'failed', null]);
-        assert.match(failed.error, /Backup storage .* is full/);
+        assert.match(failed.error, /the bucket refuses writes/);
 
         const answers = await Promise.all(
           Array.from({ length: 10 }, () => opsCall(t, ops, 'POST', `jobs/${failedJob}/retry`)),
@@ -273,13 +275,7 @@ for (const store of testStores()) {
         await waitForStatus(t, acme, id, 'running');
         assert.equal((await jobsOf()).length, 3);
       } finally {
-        for (const h of used) {
-          await db
-            .updateTable('hypervisor_hosts')
-            .set({ used_backup_gb: h.used_backup_gb })
-            .where('id', '=', h.id)
-            .execute();
-        }
+        store.put = put;
       }
     });
   });
