@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
@@ -181,5 +183,54 @@ describe('console: services', { skip: noBrowser }, () => {
       problems.filter((p) => !/status of 40[04]/.test(p)),
       [],
     );
+  });
+
+  test('backups: the chain of each, and Verify reads one back and says what it found', async () => {
+    const acme = await t.token({ reseller: 'acme' });
+    const id = await runningService(t, acme, 'gamma.example.com');
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await call(t, acme, 'POST', `service/${id}/backup/create`, undefined, B)).status, 200);
+      await waitForStatus(t, acme, id, 'running');
+    }
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    const rows = page.locator('section[aria-labelledby="backups-h"] tbody tr');
+    assert.equal(await rows.count(), 2);
+    // Newest first: the second backup is an incremental one on the first.
+    const first = (await rows.nth(1).innerText()).split('\t');
+    assert.match(await rows.nth(0).innerText(), /incremental on \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    assert.ok(first.includes('full'), first.join(' | '));
+
+    await rows
+      .nth(1)
+      .getByRole('button', { name: /^Verify the backup of / })
+      .click();
+    const status = page.getByRole('status');
+    await status.waitFor();
+    assert.match(
+      await status.innerText(),
+      /^The backup is intact: its \d+ segments read back and checked\.$/,
+    );
+
+    // One byte of the first backup's data object flipped in the store: Verify names the segment.
+    const backups = (await call(t, acme, 'GET', `service/${id}/backups`, undefined, B)).body.data;
+    const oldest = backups.at(-1).backup_id;
+    const dir = join(t.dataDir, 'backups', id, oldest);
+    const dataFile = join(dir, readdirSync(dir).find((f) => f.startsWith('data.')) ?? 'data');
+    const bytes = readFileSync(dataFile);
+    bytes[20] = (bytes[20] as number) ^ 0xff;
+    writeFileSync(dataFile, bytes);
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    await rows
+      .nth(1)
+      .getByRole('button', { name: /^Verify the backup of / })
+      .click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    assert.match(
+      await alert.innerText(),
+      /^The backup is damaged: segment 0 \(disk bytes 0-\d+\) does not match its checksum\.$/,
+    );
+    assert.deepEqual(problems, []);
   });
 });

@@ -12,6 +12,12 @@ import { statusCell } from './services.ts';
 type Details = Static<typeof ServiceDetailsPayload>;
 type Job = Details['jobs'][number];
 type Backup = Details['backups'][number];
+/** What `POST OPS/backups/{id}/verify` answers. */
+interface VerifyAnswer {
+  readonly ok: boolean;
+  readonly segments: number;
+  readonly bad: readonly { segment: number; offset: number; length: number; reason: string }[];
+}
 type Reseller = Static<typeof ResellerPayload>;
 
 /** How often (seconds) the status, timeline and backups are fetched again while jobs are pending. */
@@ -100,12 +106,20 @@ function backups(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
   const base = serviceUrl(s.service_id);
   return table(
     'Backups',
-    ['Created', 'Kind', 'Status', 'Size', ''],
+    ['Created', 'Kind', 'Chain', 'Status', 'Size', ''],
     s.backups.map((b: Backup) => {
       const when = b.created_at.slice(0, 19).replace('T', ' ');
       const ready = b.status === 'available';
-      return html`<tr><td>${time(b.created_at)}</td><td>${b.kind}</td><td>${badge(b.status)}</td>
+      const parent = b.parent_id && s.backups.find((p: Backup) => p.backup_id === b.parent_id);
+      const chain =
+        b.format === 'legacy'
+          ? 'legacy (on its host)'
+          : b.parent_id
+            ? `incremental on ${parent ? parent.created_at.slice(0, 19).replace('T', ' ') : b.parent_id}`
+            : 'full';
+      return html`<tr><td>${time(b.created_at)}</td><td>${b.kind}</td><td>${chain}</td><td>${badge(b.status)}</td>
 <td class="num">${b.size_gb} GB</td><td><div class="actions">
+${ready && b.format === 'archive' ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/verify`, label: 'Verify', name: `Verify the backup of ${when}` }) : ''}
 ${ready && allowed.has('backup_restore') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/restore`, label: 'Restore', name: `Restore the backup of ${when}`, confirm: `Restore the backup of ${when}? The server's disk is put back as the backup holds it.` }) : ''}
 ${ready && allowed.has('backup_delete') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/delete`, label: 'Delete', name: `Delete the backup of ${when}`, kind: 'danger', confirm: `Delete the backup of ${when}?` }) : ''}
 </div></td></tr>`;
@@ -200,6 +214,29 @@ function registerServiceActions(router: ConsoleRouter): void {
       'New root password: queued. The server has it once the job has run.',
     ),
   );
+  // Verify reads the backup back from the store now and says what it found.
+  router.action('/services/:service_id/backups/:backup_id/verify', async (call) => {
+    const id = pathParam(call, 'service_id');
+    const report = (
+      await call.ops.send<VerifyAnswer>('POST', `backups/${pathParam(call, 'backup_id')}/verify`, {})
+    ).data;
+    const bad = report.bad
+      .map((b) =>
+        b.segment < 0
+          ? b.reason
+          : `segment ${b.segment} (disk bytes ${b.offset}-${b.offset + b.length - 1}) ${b.reason}`,
+      )
+      .join('; ');
+    return {
+      redirect: serviceUrl(id),
+      flash: report.ok
+        ? {
+            kind: 'ok' as const,
+            text: `The backup is intact: its ${report.segments} segments read back and checked.`,
+          }
+        : { kind: 'error' as const, text: `The backup is damaged: ${bad}.` },
+    };
+  });
   for (const [verb, label] of [
     ['restore', 'Restore'],
     ['delete', 'Delete'],
