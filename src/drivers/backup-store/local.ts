@@ -5,7 +5,7 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { systemCause } from '../../expected-failure.ts';
-import { type BackupStore, BackupStoreError, checkKey } from './store.ts';
+import { type BackupStore, checkKey, storeFailure } from './store.ts';
 
 /**
  * `local:/path`: a directory of the machine the worker runs on. An object is written to a
@@ -20,11 +20,7 @@ export function localBackupStore(root: string): BackupStore {
   const fail = (what: string, err: unknown): never => {
     const cause = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
     const missing = err instanceof Error && 'code' in err && err.code === 'ENOENT';
-    throw new BackupStoreError(`Backup store local:${root}: ${what}: ${cause}`, {
-      transient: !missing,
-      missing,
-      cause: err,
-    });
+    throw storeFailure(`local:${root}`, what, cause, missing, err);
   };
   return {
     description: `local:${root}`,

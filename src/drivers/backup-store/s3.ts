@@ -10,20 +10,12 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { BackupStoreConfig } from '../../config.ts';
 import { systemCause } from '../../expected-failure.ts';
-import { type BackupStore, BackupStoreError, checkKey } from './store.ts';
+import { type BackupStore, BackupStoreError, checkKey, storeFailure } from './store.ts';
 
-export interface S3BackupStoreOptions {
-  readonly bucket: string;
-  /** Keys are stored under `<prefix>/`; empty: at the bucket's top. */
-  readonly prefix: string;
-  /** An S3-compatible service's URL (MinIO, Ceph, Garage...); undefined: AWS for `region`. */
-  readonly endpoint: string | undefined;
-  readonly region: string;
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  /** `endpoint/bucket/key` rather than `bucket.endpoint/key`: what most S3-compatible services need. */
-  readonly forcePathStyle: boolean;
+/** The bucket and its settings as VRP_BACKUP_STORE and its settings give them, and the timeouts. */
+export interface S3BackupStoreOptions extends Omit<Extract<BackupStoreConfig, { kind: 's3' }>, 'kind'> {
   /** How long a TCP connection may take (ms). */
   readonly connectTimeoutMs?: number;
   /** How long a request may wait for the server's answer (ms). */
@@ -66,12 +58,7 @@ export function s3BackupStore(options: S3BackupStoreOptions): BackupStore {
   });
 
   const fail = (what: string, err: unknown): never => {
-    const missing = isMissing(err);
-    throw new BackupStoreError(`Backup store ${description}: ${what}: ${describeError(err, options)}`, {
-      transient: !missing,
-      missing,
-      cause: err,
-    });
+    throw storeFailure(description, what, describeError(err, options), isMissing(err), err);
   };
 
   return {

@@ -4,7 +4,7 @@ import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import SftpClient from 'ssh2-sftp-client';
 import { systemCause } from '../../expected-failure.ts';
-import { type BackupStore, BackupStoreError, checkKey } from './store.ts';
+import { type BackupStore, checkKey, storeFailure } from './store.ts';
 
 export interface SftpBackupStoreOptions {
   readonly host: string;
@@ -72,12 +72,7 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
   let closed = false;
 
   const fail = (what: string, err: unknown): never => {
-    const missing = isMissing(err);
-    throw new BackupStoreError(`Backup store ${description}: ${what}: ${describeError(err, options)}`, {
-      transient: !missing,
-      missing,
-      cause: err,
-    });
+    throw storeFailure(description, what, describeError(err, options), isMissing(err), err);
   };
 
   const open = async (): Promise<Connection> => {

@@ -44,6 +44,24 @@ export class BackupStoreError extends DriverError {
   }
 }
 
+/**
+ * A store's failure as one line naming the store (`Backup store <description>: <what>: <detail>`):
+ * permanent (`missing`) when there is no such object, transient (the job retries) otherwise.
+ */
+export function storeFailure(
+  description: string,
+  what: string,
+  detail: string,
+  missing: boolean,
+  cause: unknown,
+): BackupStoreError {
+  return new BackupStoreError(`Backup store ${description}: ${what}: ${detail}`, {
+    transient: !missing,
+    missing,
+    cause,
+  });
+}
+
 /** Keys are made by the product (ids and fixed names): anything else is a bug, not input. */
 export function checkKey(key: string): string {
   if (
