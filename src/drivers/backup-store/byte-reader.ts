@@ -13,7 +13,7 @@ export class ByteReader {
   position = 0;
 
   constructor(stream: Readable | AsyncIterable<Buffer>) {
-    this.#iterator = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+    this.#iterator = stream[Symbol.asyncIterator]();
   }
 
   async #fill(n: number): Promise<void> {
@@ -32,7 +32,8 @@ export class ByteReader {
   /** The next `n` bytes; fewer only when the stream ends first. */
   async read(n: number): Promise<Buffer> {
     await this.#fill(n);
-    const all = this.#pending.length === 1 ? (this.#pending[0] as Buffer) : Buffer.concat(this.#pending);
+    const [only, ...more] = this.#pending;
+    const all = only && more.length === 0 ? only : Buffer.concat(this.#pending);
     const take = Math.min(n, all.length);
     const out = all.subarray(0, take);
     const rest = all.subarray(take);

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { systemCause } from '../../expected-failure.ts';
 import { type BackupStore, checkKey, storeFailure } from './store.ts';
@@ -47,7 +46,7 @@ export function localBackupStore(root: string): BackupStore {
       } catch (err) {
         return fail(`cannot read ${key}`, err);
       }
-      return createReadStream(file, range ? { start: range.start, end: range.end } : {}) as Readable;
+      return createReadStream(file, range ? { start: range.start, end: range.end } : {});
     },
 
     async size(key) {

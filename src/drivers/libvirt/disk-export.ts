@@ -50,7 +50,7 @@ export interface MapExtent {
 }
 
 export function parseMap(stdout: string): MapExtent[] {
-  const parsed = JSON.parse(stdout) as MapExtent[];
+  const parsed: MapExtent[] = JSON.parse(stdout);
   if (!Array.isArray(parsed)) throw new Error('qemu-img map gave no list');
   return parsed;
 }

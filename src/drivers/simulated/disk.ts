@@ -51,10 +51,10 @@ function parseHeader(data: Buffer): DiskHeader | undefined {
   try {
     const v: unknown = JSON.parse(data.subarray(0, end < 0 ? data.length : end).toString('utf8'));
     if (typeof v !== 'object' || v === null) return undefined;
-    const { magic, vm, generation, used_gb } = v as Record<string, unknown>;
-    if (magic !== MAGIC || typeof vm !== 'string' || !Number.isInteger(generation)) return undefined;
-    if (typeof used_gb !== 'number') return undefined;
-    return { vmId: vm, contentGeneration: generation as number, usedDiskGb: used_gb };
+    const { magic, vm, generation, used_gb }: Record<string, unknown> = { ...v };
+    if (magic !== MAGIC || typeof vm !== 'string' || typeof generation !== 'number') return undefined;
+    if (!Number.isInteger(generation) || typeof used_gb !== 'number') return undefined;
+    return { vmId: vm, contentGeneration: generation, usedDiskGb: used_gb };
   } catch {
     return undefined;
   }
