@@ -1,7 +1,7 @@
 /** The backup archive (segments compressed and sealed, manifests, chains) on a local store. */
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -278,6 +278,27 @@ test('a write after an attempt that died between its data and its manifest leave
   const expected = Buffer.alloc(DISK);
   disk.copy(expected, 0, 0, 8 * MiB);
   assert.equal(sha(await assemble(archive.restoreRuns([m]))), sha(expected));
+});
+
+test('part files a killed write left go with a re-run of that write and with the removed backup', async () => {
+  const { archive, store, root } = await setup();
+  const disk = firstDisk();
+  /** What a process killed while the store wrote `name` leaves: a part file beside it. */
+  const plant = async (name: string) => {
+    await mkdir(join(root, 'svc-1', 'b1'), { recursive: true });
+    await writeFile(join(root, 'svc-1', 'b1', `${name}.part-0123456789ab`), randomBytes(1000));
+  };
+  // The first attempt was killed while writing its data object: a re-run leaves only its own.
+  await plant('data.aaaaaaaaaaaa');
+  const m = await archive.write(meta('b1', null), runsOf(disk, [[0, 8 * MiB]]));
+  assert.deepEqual((await readdir(join(root, 'svc-1', 'b1'))).sort(), [m.dataObject, 'manifest']);
+  // A rewrite (a merge) was killed while writing its data object, then its manifest.
+  await plant('data.bbbbbbbbbbbb');
+  await plant('manifest');
+  assert.deepEqual(await store.list('svc-1/b1/'), [`svc-1/b1/${m.dataObject}`, 'svc-1/b1/manifest'].sort());
+  assert.equal((await archive.verify('svc-1', 'b1')).ok, true, 'the backup is whole beside them');
+  await archive.remove('svc-1', 'b1');
+  assert.deepEqual(await readdir(root), [], 'nothing is left, no directory either');
 });
 
 test('runs that go backwards are refused', async () => {

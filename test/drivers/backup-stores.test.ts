@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,13 +111,16 @@ function keyLines(key: string): string[] {
 
 /**
  * The contract every store keeps (store.ts). `open` gives a store on a fresh, empty root;
- * `leftovers` lists what of a failed put is still on the far side, where the test can see it.
+ * `leftovers` lists what of a failed put is still on the far side, where the test can see it;
+ * `plantPart` leaves there the part file of `key` that a put killed midway leaves (a store that
+ * writes no part files has none).
  */
 function storeContract(
   name: string,
   skip: string | false,
   open: () => BackupStore,
   leftovers?: () => string[],
+  plantPart?: (key: string) => string,
 ) {
   describe(`the ${name} backup store`, { skip }, () => {
     let store: BackupStore;
@@ -222,7 +225,28 @@ function storeContract(
       assert.deepEqual(await store.list('svc-c/'), ['svc-c/b6/data']);
       if (leftovers) assert.deepEqual(leftovers(), [], 'part files left on the far side');
     });
+
+    test('list with parts also names the part file a killed put left, and delete removes it', async () => {
+      await store.put('svc-k/b1/data', one('d1'));
+      const part = plantPart?.('svc-k/b1/manifest');
+      assert.deepEqual(await store.list('svc-k/'), ['svc-k/b1/data'], 'no part file without parts');
+      assert.deepEqual(
+        (await store.list('svc-k/', { parts: true })).sort(),
+        ['svc-k/b1/data', ...(part ? [part] : [])].sort(),
+      );
+      for (const key of await store.list('svc-k/', { parts: true })) await store.delete(key);
+      assert.deepEqual(await store.list('svc-k/', { parts: true }), []);
+      if (leftovers) assert.deepEqual(leftovers(), [], 'part files left on the far side');
+    });
   });
+}
+
+/** Leaves under `root` the part file of `key` a put killed midway leaves; its key as listed. */
+function plantPartUnder(root: string, key: string): string {
+  const part = `${key}.part-0123456789ab`;
+  mkdirSync(join(root, ...key.split('/').slice(0, -1)), { recursive: true });
+  writeFileSync(join(root, ...part.split('/')), 'half an obj');
+  return part;
 }
 
 /** Files under `dir` whose names say they are parts of an unfinished put. */
@@ -238,6 +262,7 @@ storeContract(
   false,
   () => localBackupStore(join(localRoot, 'backups')),
   () => partsUnder(localRoot),
+  (key) => plantPartUnder(join(localRoot, 'backups'), key),
 );
 
 // SFTP: OpenSSH's sshd, started here.
@@ -266,6 +291,10 @@ storeContract(
   noSshd,
   () => sftpStore(),
   () => (sshd ? partsUnder(join(sshd.dir, 'store')) : []),
+  (key) => {
+    if (!sshd) throw new Error('no sshd');
+    return plantPartUnder(join(sshd.dir, 'store', 'backups'), key);
+  },
 );
 
 // S3: s3rver, in this process.

@@ -128,7 +128,10 @@ export interface BackupArchive {
   verify(serviceId: string, backupId: string): Promise<VerifyReport>;
   /** Rewrites `child` so that it stands without `parent` (its parent's parent becomes its own). */
   mergeIntoChild(parent: BackupManifest, child: BackupManifest): Promise<BackupManifest>;
-  /** Removes every object of the backup (its manifest first); a missing backup is removed already. */
+  /**
+   * Removes every object of the backup (its manifest first) and the part files a killed write
+   * left; a missing backup is removed already.
+   */
   remove(serviceId: string, backupId: string): Promise<void>;
 }
 
@@ -210,16 +213,17 @@ export function createArchive(store: BackupStore, key: Buffer): BackupArchive {
     const base = prefix(meta.serviceId, meta.backupId);
     const dataObject = `data.${randomBytes(6).toString('hex')}`;
     // An attempt that died after its data object and before its manifest left a data object no
-    // manifest names: it goes now. The one an earlier manifest names stays until the new manifest
-    // replaces it (a merge rewrites a backup). A manifest that cannot be read: nothing goes.
+    // manifest names, and one killed while writing left the store's part files: they go now. The
+    // manifest and the data object it names stay until the new manifest replaces them (a merge
+    // rewrites a backup). A manifest that cannot be read: nothing goes.
     const earlier = await manifest(meta.serviceId, meta.backupId).then(
       (m) => ({ m }),
       () => undefined,
     );
     if (earlier) {
-      for (const name of await store.list(base)) {
+      for (const name of await store.list(base, { parts: true })) {
         const file = name.slice(base.length);
-        if (file.startsWith('data.') && file !== earlier.m?.dataObject) await store.delete(name);
+        if (file !== 'manifest' && file !== earlier.m?.dataObject) await store.delete(name);
       }
     }
     const segments: ManifestSegment[] = [];
@@ -497,7 +501,7 @@ export function createArchive(store: BackupStore, key: Buffer): BackupArchive {
     async remove(serviceId, backupId) {
       const base = prefix(serviceId, backupId);
       await store.delete(`${base}manifest`);
-      for (const name of await store.list(base)) await store.delete(name);
+      for (const name of await store.list(base, { parts: true })) await store.delete(name);
     },
   };
 }

@@ -58,7 +58,7 @@ export function localBackupStore(root: string): BackupStore {
       }
     },
 
-    async list(prefix) {
+    async list(prefix, options) {
       const start = join(root, ...checkKey(prefix.replace(/\/+$/, '')).split('/'));
       const out: string[] = [];
       const walk = async (dir: string): Promise<void> => {
@@ -74,7 +74,8 @@ export function localBackupStore(root: string): BackupStore {
         for (const e of entries) {
           const full = join(dir, e.name);
           if (e.isDirectory()) await walk(full);
-          else if (!e.name.includes('.part-')) out.push(relative(root, full).split(sep).join('/'));
+          else if (options?.parts || !e.name.includes('.part-'))
+            out.push(relative(root, full).split(sep).join('/'));
         }
       };
       await walk(start);

@@ -178,7 +178,7 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
     );
   };
 
-  const walk = async (s: Session, dir: string, out: string[]): Promise<void> => {
+  const walk = async (s: Session, dir: string, out: string[], parts: boolean): Promise<void> => {
     let entries: { filename: string; attrs: Stats }[];
     try {
       entries = await s.call((cb) => s.sftp.readdir(dir, cb));
@@ -188,8 +188,9 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
     }
     for (const e of entries) {
       const full = posix.join(dir, e.filename);
-      if (e.attrs.isDirectory()) await walk(s, full, out);
-      else if (e.attrs.isFile() && !e.filename.includes('.part-')) out.push(posix.relative(root, full));
+      if (e.attrs.isDirectory()) await walk(s, full, out, parts);
+      else if (e.attrs.isFile() && (parts || !e.filename.includes('.part-')))
+        out.push(posix.relative(root, full));
     }
   };
 
@@ -239,11 +240,11 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
       });
     },
 
-    async list(prefix) {
+    async list(prefix, options) {
       const start = posix.join(root, checkKey(prefix.replace(/\/+$/, '')));
       return run(`cannot list ${prefix}`, async (s) => {
         const out: string[] = [];
-        await walk(s, start, out);
+        await walk(s, start, out, options?.parts ?? false);
         return out;
       });
     },

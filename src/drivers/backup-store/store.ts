@@ -22,9 +22,14 @@ export interface BackupStore {
   get(key: string, range?: { readonly start: number; readonly end: number }): Promise<Readable>;
   /** The object's size in bytes, or undefined when there is none. */
   size(key: string): Promise<number | undefined>;
-  /** The keys that start with `prefix` (e.g. `<service id>/`), in no particular order. */
-  list(prefix: string): Promise<string[]>;
-  /** Removes the object; one that does not exist is already removed. */
+  /**
+   * The keys that start with `prefix` (e.g. `<service id>/`), in no particular order. With
+   * `parts`, also the part files a put left when its process was killed midway
+   * (`<key>.part-<random>`, in a store that writes an object beside its key first; an S3 store has
+   * none): they are no objects, but `delete` removes them like one.
+   */
+  list(prefix: string, options?: { readonly parts?: boolean }): Promise<string[]>;
+  /** Removes the object (or a part file `list` named); one that does not exist is already removed. */
   delete(key: string): Promise<void>;
   /** Checks that the store answers and takes writes; rejects with a BackupStoreError saying why. */
   probe(): Promise<void>;
