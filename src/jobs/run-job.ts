@@ -13,6 +13,7 @@ import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
@@ -72,9 +73,18 @@ type Ending =
       readonly after: ServiceState;
       readonly result?: JobResult | null;
     }
-  | { readonly status: 'failed'; readonly error: string; readonly attempts?: number };
+  | {
+      readonly status: 'failed';
+      readonly error: string;
+      readonly attempts?: number;
+      /** The backup a backup_create job gives up without its task: it is `failed` (0 GB) with the job. */
+      readonly backupId?: string;
+    };
 
 const failed = (error: string): Ending => ({ status: 'failed', error });
+/** The backup a job that ends outside its task leaves `creating`, if it is a backup_create. */
+const unfinishedBackup = (job: RunnableJob) =>
+  job.action === 'backup_create' && job.params.backup_id ? { backupId: job.params.backup_id } : {};
 const words = (job: Job) => job.action.replaceAll('_', ' ');
 
 /**
@@ -117,7 +127,12 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   // it again would hold the service's queue for ever; it fails, with what the last attempt said.
   if (job.attempts > deps.maxAttempts) {
     const used = job.attempts - 1;
-    return finish(deps, job, from, { status: 'failed', error: gaveUpError(used, job.error), attempts: used });
+    return finish(deps, job, from, {
+      status: 'failed',
+      error: gaveUpError(used, job.error),
+      attempts: used,
+      ...unfinishedBackup(job),
+    });
   }
 
   const decision = decide(from, job.action);
@@ -128,7 +143,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     const why = corrected
       ? corrected.charAt(0).toLowerCase() + corrected.slice(1)
       : 'an earlier job did not succeed';
-    return finish(deps, job, from, failed(`${decision.message} (${why})`));
+    return finish(deps, job, from, { ...failed(`${decision.message} (${why})`), ...unfinishedBackup(job) });
   }
 
   try {
@@ -381,6 +396,10 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       .$if(deps.features.rowLocks, (q) => q.forUpdate())
       .executeTakeFirst();
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
+    if (ending.status === 'failed' && ending.backupId) {
+      const backup = await findBackupById(tx, ending.backupId);
+      if (backup?.status === 'creating') await setBackupStatus(tx, backup.id, 'failed', now, 0);
+    }
     if (!service) {
       await recordEvents(tx, job.resellerId, [finished], now);
       return;

@@ -96,6 +96,35 @@ for (const store of testStores()) {
         assert.equal(stopped.status, 'succeeded');
       }));
 
+    test('a backup whose job is given up after its workers kept dying is failed (0 GB), not creating for ever', () =>
+      withRunningService(store, async (s) => {
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/create`)).status, 200);
+        await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+        let claims = 0;
+        // Every worker that takes the backup dies with it: its task never ends, failed or not.
+        const dies: Task<'backup_create'> = async () => {
+          claims++;
+          return never;
+        };
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const dying = s.worker({ backup_create: dies }, { abortWaitMs: 0 });
+          await until(() => claims === attempt, `attempt ${attempt}`);
+          await dying.stop(0);
+        }
+        s.worker();
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+
+        const [, backedUp, stopped] = await s.jobs();
+        assert.equal(backedUp.action, 'backup_create');
+        assert.equal(backedUp.status, 'failed', 'not run a fourth time');
+        assert.equal(backedUp.error, 'Gave up after 3 attempts: the worker running it stopped');
+        assert.equal(stopped.status, 'succeeded');
+        const backups = (await call(s.t, s.token, 'GET', `service/${s.id}/backups`)).body.data;
+        assert.equal(backups.length, 1);
+        assert.equal(backups[0].status, 'failed');
+        assert.equal(backups[0].size_gb, 0);
+      }));
+
     test('a job whose worker died waits the retry backoff before it runs again, and says so', () =>
       withRunningService(store, async (s) => {
         await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
