@@ -195,6 +195,7 @@ const stores: [string, BackupStore][] = [
       path: join(sshd.dir, 'backups'),
       keyFile: sshd.clientKeyFile,
       privateKey: sshd.clientKey,
+      hostKey: { fingerprint: sshd.hostKeyFingerprint, type: 'ssh-ed25519' },
     }),
   ],
   [

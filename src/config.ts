@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
@@ -38,6 +39,24 @@ export interface FaultConfig {
   readonly permanent: number;
 }
 
+/** The host key types a pinned SFTP host key may have (OpenSSH's names). */
+export const SFTP_HOST_KEY_TYPES = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'ssh-rsa',
+] as const;
+export type SftpHostKeyType = (typeof SFTP_HOST_KEY_TYPES)[number];
+
+/** A pinned SFTP host key: its fingerprint as `ssh-keygen -lf` prints it, and its type when known. */
+export interface SftpHostKeyPin {
+  /** `SHA256:` and the unpadded base64 of the SHA-256 of the key's blob. */
+  readonly fingerprint: string;
+  /** Known when the setting is a public key line; a fingerprint alone does not say it. */
+  readonly type: SftpHostKeyType | undefined;
+}
+
 /** Where backups are kept (VRP_BACKUP_STORE and the settings of its kind). */
 export type BackupStoreConfig =
   | { readonly kind: 'local'; readonly path: string }
@@ -50,6 +69,8 @@ export type BackupStoreConfig =
       /** VRP_BACKUP_SFTP_KEY_FILE, and the key it holds (read at start; a secret). */
       readonly keyFile: string;
       readonly privateKey: string;
+      /** VRP_BACKUP_SFTP_HOST_KEY: the server's host key it must offer; undefined: any key. */
+      readonly hostKey: SftpHostKeyPin | undefined;
     }
   | {
       readonly kind: 's3';
@@ -456,7 +477,53 @@ function readSftpStore(env: Env, name: string, raw: string): BackupStoreConfig {
     path: path.length > 1 ? path.replace(/\/+$/, '') : path,
     keyFile,
     privateKey,
+    hostKey: readSftpHostKey(env),
   };
+}
+
+/** An SSH wire blob's length-prefixed strings; none when it is not made of them exactly. */
+function sshStrings(blob: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let at = 0; at < blob.length; ) {
+    if (at + 4 > blob.length) return [];
+    const end = at + 4 + blob.readUInt32BE(at);
+    if (end > blob.length) return [];
+    out.push(blob.subarray(at + 4, end));
+    at = end;
+  }
+  return out;
+}
+
+/**
+ * VRP_BACKUP_SFTP_HOST_KEY: an OpenSSH public key line (`ssh-ed25519 AAAA... [comment]`, as in
+ * a `.pub` file; a leading host name as `ssh-keyscan` prints it is skipped) or a fingerprint
+ * `SHA256:...` as `ssh-keygen -lf` prints it.
+ */
+function readSftpHostKey(env: Env): SftpHostKeyPin | undefined {
+  const name = 'VRP_BACKUP_SFTP_HOST_KEY';
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  const form = `an OpenSSH public key line (${SFTP_HOST_KEY_TYPES.join(', ')}) or a fingerprint SHA256:... as ssh-keygen -lf prints it`;
+  const fp = /^SHA256:([A-Za-z0-9+/]{43})=?$/.exec(raw);
+  if (fp) return { fingerprint: `SHA256:${fp[1]}`, type: undefined };
+  const words = raw.split(/\s+/);
+  const known = (word: string | undefined) => SFTP_HOST_KEY_TYPES.find((t) => t === word);
+  const at = known(words[0]) ? 0 : known(words[1]) ? 1 : -1;
+  const type = known(words[at]);
+  const data = words[at + 1] ?? '';
+  if (!type) throw new ConfigError(`${name} must be ${form}, got "${raw}"`);
+  const blob = Buffer.from(data, 'base64');
+  const fields =
+    /^[A-Za-z0-9+/]+={0,2}$/.test(data) && blob.toString('base64') === data ? sshStrings(blob) : [];
+  // The blob is its type name then the key: ed25519's 32 bytes, ECDSA's curve and point, RSA's e and n.
+  if (
+    fields[0]?.toString('latin1') !== type ||
+    fields.length !== (type === 'ssh-ed25519' ? 2 : 3) ||
+    (type === 'ssh-ed25519' && fields[1]?.length !== 32)
+  )
+    throw new ConfigError(`${name}: the ${type} key's base64 is not a ${type} public key`);
+  const digest = createHash('sha256').update(blob).digest('base64').replace(/=+$/, '');
+  return { fingerprint: `SHA256:${digest}`, type };
 }
 
 function readS3Store(env: Env, name: string, raw: string): BackupStoreConfig {

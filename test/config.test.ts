@@ -360,6 +360,7 @@ describe('VRP_BACKUP_STORE and the settings of its store', () => {
         path: '/srv/vrp',
         keyFile,
         privateKey: keyText,
+        hostKey: undefined,
       },
     );
     const v6 = loadConfig({
@@ -397,6 +398,58 @@ describe('VRP_BACKUP_STORE and the settings of its store', () => {
       refusedOnce({ VRP_BACKUP_STORE: bad, VRP_BACKUP_SFTP_KEY_FILE: keyFile }, 'VRP_BACKUP_STORE', [
         'hunter2-pw',
       ]);
+  });
+
+  test('VRP_BACKUP_SFTP_HOST_KEY pins the server: a public key line or a SHA256 fingerprint', () => {
+    // Keys made by ssh-keygen, and the fingerprints `ssh-keygen -lf` printed for them.
+    const blob = 'AAAAC3NzaC1lZDI1NTE5AAAAIMlIPNX7AEzPonOcyC+WDKJ9KY/MjE8hbVMgHkz8iz8q';
+    const fingerprint = 'SHA256:A7zWhFGWqbWW9VLmB0wok78qzKocvk8De3dIBIROLQk';
+    const ecdsa =
+      'AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBDvVxF+DXS63SGfz79njrE3nP/klc9Ww383g9K3duwYC7Cn5oxzWImUB9+sPNbwrLTTqZZUqc9QLGgPjzNHiQ5w=';
+    const store = 'sftp://backup@store.example.com/srv/vrp';
+    const pinned = (hostKey: string) =>
+      loadConfig({
+        VRP_BACKUP_STORE: store,
+        VRP_BACKUP_SFTP_KEY_FILE: keyFile,
+        VRP_BACKUP_SFTP_HOST_KEY: hostKey,
+      }).backupStore;
+    const fromLine = { fingerprint, type: 'ssh-ed25519' };
+    assert.deepEqual(pinned(`ssh-ed25519 ${blob} root@store`), { ...pinned(''), hostKey: fromLine });
+    assert.deepEqual(pinned(`ssh-ed25519 ${blob}`), { ...pinned(''), hostKey: fromLine });
+    // As ssh-keyscan prints it: the host name first.
+    assert.deepEqual(pinned(`store.example.com ssh-ed25519 ${blob}`), { ...pinned(''), hostKey: fromLine });
+    assert.deepEqual(pinned(` ${fingerprint}\n`), {
+      ...pinned(''),
+      hostKey: { fingerprint, type: undefined },
+    });
+    assert.deepEqual(pinned(`ecdsa-sha2-nistp256 ${ecdsa} x`), {
+      ...pinned(''),
+      hostKey: {
+        fingerprint: 'SHA256:ZJlDjoWjRlFjQPjLYyR/QxDt3qBrKzRCfzp/SMJOS1U',
+        type: 'ecdsa-sha2-nistp256',
+      },
+    });
+    const unset = pinned('');
+    assert.ok(unset.kind === 'sftp');
+    assert.equal(unset.hostKey, undefined);
+
+    for (const bad of [
+      'yes',
+      blob,
+      `ssh-dss ${blob}`,
+      `ssh-ed25519`,
+      `ssh-ed25519 ${blob.slice(0, -4)}`,
+      `ssh-ed25519 ${blob}!`,
+      `ssh-rsa ${blob}`, // the blob says ssh-ed25519
+      `ecdsa-sha2-nistp256 ${Buffer.from('not a key').toString('base64')}`,
+      'SHA256:tooshort',
+      'MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48',
+      `${fingerprint}x`,
+    ])
+      refusedOnce(
+        { VRP_BACKUP_STORE: store, VRP_BACKUP_SFTP_KEY_FILE: keyFile, VRP_BACKUP_SFTP_HOST_KEY: bad },
+        'VRP_BACKUP_SFTP_HOST_KEY',
+      );
   });
 
   test('s3://bucket[/prefix] with the VRP_BACKUP_S3_* settings', () => {

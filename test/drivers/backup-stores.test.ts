@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../../scripts/postgres.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createBackupStore } from '../../src/drivers/backup-store/index.ts';
 import { localBackupStore } from '../../src/drivers/backup-store/local.ts';
 import { s3BackupStore } from '../../src/drivers/backup-store/s3.ts';
 import { sftpBackupStore } from '../../src/drivers/backup-store/sftp.ts';
@@ -412,6 +414,70 @@ describe('an SFTP store that cannot be used', { skip: noSshd }, () => {
       assert.equal(await text(await store.get('svc-r/b1/data')), 'kept');
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('an SFTP store with a pinned host key (VRP_BACKUP_SFTP_HOST_KEY)', { skip: noSshd }, () => {
+  /** The store the settings make, as the service makes it, pinned to `hostKey`. */
+  function pinnedStore(hostKey: string): BackupStore {
+    if (!sshd) throw new Error('no sshd');
+    const { backupStore } = loadConfig({
+      VRP_BACKUP_STORE: `sftp://${sshd.username}@${sshd.host}:${sshd.port}${join(sshd.dir, 'store', 'pinned')}`,
+      VRP_BACKUP_SFTP_KEY_FILE: sshd.clientKeyFile,
+      VRP_BACKUP_SFTP_HOST_KEY: hostKey,
+    });
+    return createBackupStore(backupStore);
+  }
+
+  test("the server's own key, as a public key line or as its fingerprint: the store works", async () => {
+    for (const pin of [sshd?.hostPublicKey ?? '', sshd?.hostKeyFingerprint ?? '']) {
+      const store = pinnedStore(pin);
+      try {
+        await store.probe();
+        await store.put('svc-p/b1/data', one('pinned'));
+        assert.equal(await text(await store.get('svc-p/b1/data')), 'pinned');
+      } finally {
+        await store.close();
+      }
+    }
+  });
+
+  test('a public key line of a type the client asks for second (ECDSA): only that type is asked for', async () => {
+    const store = pinnedStore(sshd?.hostEcdsaPublicKey ?? '');
+    try {
+      await store.probe();
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('another key, in either form: refused with a transient error naming the key offered, never the client key', async () => {
+    for (const pin of [sshd?.strangerPublicKey ?? '', sshd?.strangerFingerprint ?? '']) {
+      const store = pinnedStore(pin);
+      try {
+        const err = await rejectsWith(store.probe(), {
+          transient: true,
+          missing: false,
+          names: store.description,
+          says: /cannot connect: the server's host key SHA256:\S+ does not match the pinned one/,
+          secrets: keyLines(sshd?.clientKey ?? ''),
+        });
+        assert.ok(
+          err.message.includes(`host key ${sshd?.hostKeyFingerprint} does not match`),
+          `"${err.message}" should name the fingerprint the server offered`,
+        );
+        assert.equal(err.message.split('\n').length, 1);
+        // Every call is refused the same way, not only the first.
+        await rejectsWith(store.size('svc-p/b1/data'), {
+          transient: true,
+          missing: false,
+          names: store.description,
+          says: /does not match the pinned one/,
+        });
+      } finally {
+        await store.close();
+      }
     }
   });
 });

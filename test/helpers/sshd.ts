@@ -1,6 +1,6 @@
 /**
  * A throwaway OpenSSH server for the SFTP backup store's tests: Debian's `sshd` run by the test
- * as the current user, on 127.0.0.1 and a free port, with a host key, a client key and its
+ * as the current user, on 127.0.0.1 and a free port, with host keys (ed25519, ECDSA), a client key and its
  * authorized_keys generated into a temporary directory, serving SFTP in-process
  * (`internal-sftp`). Nothing of the machine's own ssh set-up is read or changed.
  */
@@ -21,6 +21,14 @@ export interface Sshd {
   readonly clientKeyFile: string;
   /** A private key the server does not accept. */
   readonly strangerKey: string;
+  /** The server's host key: its public key line (`ssh-ed25519 AAAA... vrp-test`) and its fingerprint (`SHA256:...`, from `ssh-keygen -lf`). */
+  readonly hostPublicKey: string;
+  readonly hostKeyFingerprint: string;
+  /** Its second host key, ECDSA (a client asks for ed25519 first), as a public key line. */
+  readonly hostEcdsaPublicKey: string;
+  /** The stranger key's public half and fingerprint: a key that is not the server's host key. */
+  readonly strangerPublicKey: string;
+  readonly strangerFingerprint: string;
   /** A directory of this machine, the same the server's SFTP sees (the tests' store root goes under it). */
   readonly dir: string;
   /** Ends the connections the server has open (the listener stays). */
@@ -32,12 +40,20 @@ export interface Sshd {
   close(): Promise<void>;
 }
 
-function keygen(file: string): string {
-  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'vrp-test', '-f', file], {
+function keygen(file: string, type = 'ed25519'): string {
+  const r = spawnSync('ssh-keygen', ['-q', '-t', type, '-N', '', '-C', 'vrp-test', '-f', file], {
     encoding: 'utf8',
   });
   if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr || r.error?.message}`);
   return readFileSync(file, 'utf8');
+}
+
+/** The fingerprint `ssh-keygen -lf` prints for a key file (`SHA256:...`). */
+function fingerprint(file: string): string {
+  const r = spawnSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', file], { encoding: 'utf8' });
+  const fp = /\bSHA256:[A-Za-z0-9+/]+/.exec(r.stdout)?.[0];
+  if (r.status !== 0 || !fp) throw new Error(`ssh-keygen -lf failed: ${r.stderr || r.error?.message}`);
+  return fp;
 }
 
 /** The processes whose parent is `pid` (sshd's per-connection processes). */
@@ -61,6 +77,8 @@ export async function startSshd(): Promise<Sshd> {
   const hostKey = join(dir, 'host_key');
   const clientKeyFile = join(dir, 'client_key');
   keygen(hostKey);
+  const ecdsaHostKey = join(dir, 'host_key_ecdsa');
+  keygen(ecdsaHostKey, 'ecdsa');
   const clientKey = keygen(clientKeyFile);
   const strangerKey = keygen(join(dir, 'stranger_key'));
   writeFileSync(join(dir, 'authorized_keys'), readFileSync(`${clientKeyFile}.pub`), { mode: 0o600 });
@@ -73,6 +91,7 @@ export async function startSshd(): Promise<Sshd> {
       'ListenAddress 127.0.0.1',
       `Port ${port}`,
       `HostKey ${hostKey}`,
+      `HostKey ${ecdsaHostKey}`,
       `PidFile ${join(dir, 'sshd.pid')}`,
       `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
       'StrictModes no',
@@ -145,6 +164,11 @@ export async function startSshd(): Promise<Sshd> {
     clientKey,
     clientKeyFile,
     strangerKey,
+    hostPublicKey: readFileSync(`${hostKey}.pub`, 'utf8').trim(),
+    hostKeyFingerprint: fingerprint(`${hostKey}.pub`),
+    hostEcdsaPublicKey: readFileSync(`${ecdsaHostKey}.pub`, 'utf8').trim(),
+    strangerPublicKey: readFileSync(join(dir, 'stranger_key.pub'), 'utf8').trim(),
+    strangerFingerprint: fingerprint(join(dir, 'stranger_key.pub')),
     dir,
     dropConnections,
     stop,

@@ -16,6 +16,7 @@ export function createBackupStore(settings: BackupStoreConfig): BackupStore {
         username: settings.username,
         path: settings.path,
         privateKey: settings.privateKey,
+        hostKey: settings.hostKey,
       });
     case 's3':
       return s3BackupStore({

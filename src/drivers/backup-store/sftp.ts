@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import SftpClient from 'ssh2-sftp-client';
+import type { SftpHostKeyPin, SftpHostKeyType } from '../../config.ts';
 import { systemCause } from '../../expected-failure.ts';
 import { type BackupStore, checkKey, storeFailure } from './store.ts';
 
@@ -14,6 +15,11 @@ export interface SftpBackupStoreOptions {
   readonly path: string;
   /** The client's private key (OpenSSH or PEM, without a passphrase). */
   readonly privateKey: string | Buffer;
+  /**
+   * The server's host key it must offer (its fingerprint `SHA256:...`, and its type when known:
+   * then only that type is asked for). Without it any host key is accepted.
+   */
+  readonly hostKey?: SftpHostKeyPin | undefined;
   /** How long a connection may take to be ready, TCP to authentication (ms). */
   readonly readyTimeoutMs?: number;
   /** Keepalive probes every this many ms; 3 unanswered ones end the connection. */
@@ -28,6 +34,28 @@ const READ_BYTES = 256 * 1024;
 
 /** SFTP status codes (draft-ietf-secsh-filexfer): no such file. */
 const SSH_FX_NO_SUCH_FILE = 2;
+
+/** What ssh2 calls the host key algorithms of a key type (an RSA key signs with any of three). */
+type HostKeyAlgorithms = NonNullable<
+  NonNullable<Parameters<SftpClient['connect']>[0]['algorithms']>['serverHostKey']
+>;
+function hostKeyAlgorithms(type: SftpHostKeyType): HostKeyAlgorithms {
+  return type === 'ssh-rsa' ? ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'] : [type];
+}
+
+/** A host key's fingerprint as `ssh-keygen -lf` prints it. */
+function fingerprintOf(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The server offered a host key other than the pinned one. */
+class HostKeyMismatch extends Error {
+  readonly offered: string;
+  constructor(offered: string) {
+    super(`the server's host key (${offered}) does not match the pinned one`);
+    this.offered = offered;
+  }
+}
 
 /** The SFTP session of a connection (ssh2's SFTPWrapper). */
 type SFTPWrapper = Awaited<ReturnType<SftpClient['connect']>>;
@@ -82,6 +110,8 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
       end: () => {},
       close: () => {},
     });
+    const pin = options.hostKey;
+    let offered: string | undefined;
     let sftp: SFTPWrapper;
     try {
       sftp = await client.connect({
@@ -95,9 +125,17 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
         readyTimeout: options.readyTimeoutMs ?? 20_000,
         keepaliveInterval: options.keepaliveMs ?? 15_000,
         keepaliveCountMax: 3,
+        ...(pin && {
+          hostVerifier: (key: Buffer) => {
+            offered = fingerprintOf(key);
+            return offered === pin.fingerprint;
+          },
+          ...(pin.type && { algorithms: { serverHostKey: hostKeyAlgorithms(pin.type) } }),
+        }),
       });
     } catch (err) {
       await client.end().catch(() => {});
+      if (pin && offered !== undefined && offered !== pin.fingerprint) throw new HostKeyMismatch(offered);
       throw err;
     }
     const conn: Connection = { client, sftp, alive: true };
@@ -404,6 +442,8 @@ async function replace(s: Session, part: string, file: string): Promise<void> {
 
 /** Why a call failed, in words, never with the key. */
 function describeError(err: unknown, options: SftpBackupStoreOptions): string {
+  if (err instanceof HostKeyMismatch)
+    return `the server's host key ${err.offered} does not match the pinned one (VRP_BACKUP_SFTP_HOST_KEY)`;
   const e = err instanceof Error ? err : new Error(String(err));
   const code = 'code' in e ? e.code : undefined;
   const level = 'level' in e ? e.level : undefined;
