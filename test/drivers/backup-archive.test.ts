@@ -198,6 +198,32 @@ test('verify and restore name the damaged part of a backup', async () => {
   await assert.rejects(archive.manifest('svc-1', 'b1'), /manifest of backup b1 is damaged/);
 });
 
+test('verify of a backup whose data object is cut in half or gone names every segment it lost', async () => {
+  const { archive, root } = await setup();
+  const m = await archive.write(meta('b1', null), runsOf(firstDisk(), [[0, DISK]]));
+  const file = join(root, 'svc-1', 'b1', m.dataObject);
+  const whole = await readFile(file);
+  // Half of it: the segments past the cut are reported, each cut short.
+  await truncate(file, Math.floor(whole.length / 2));
+  const half = await archive.verify('svc-1', 'b1');
+  assert.equal(half.ok, false);
+  const lost = m.segments.filter((s) => s.storedOffset + s.storedLength > whole.length / 2).length;
+  assert.equal(half.bad.filter((b) => /cut short/.test(b.reason)).length, lost);
+  // Gone: every stored segment is reported missing, with where its bytes go on the disk.
+  await rm(file);
+  const gone = await archive.verify('svc-1', 'b1');
+  assert.equal(gone.ok, false);
+  assert.deepEqual(
+    gone.bad,
+    m.segments.map((s, segment) => ({
+      segment,
+      offset: s.offset,
+      length: s.length,
+      reason: 'data object missing',
+    })),
+  );
+});
+
 test('a source that fails midway leaves no backup and nothing in the store', async () => {
   const { archive, store } = await setup();
   const disk = firstDisk();

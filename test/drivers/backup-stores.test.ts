@@ -557,3 +557,34 @@ describe('an S3 store that cannot be used', () => {
     }
   });
 });
+
+test('the settings make the store they name: VRP_BACKUP_STORE of each kind, through createBackupStore', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-store-kinds-'));
+  try {
+    const local = createBackupStore(loadConfig({ VRP_DATA_DIR: dir }).backupStore);
+    assert.equal(local.description, `local:${join(dir, 'backups')}`);
+    await local.put('svc-k/b1/data', one('local'));
+    assert.equal(await text(await local.get('svc-k/b1/data')), 'local');
+    assert.ok(s3, 's3rver runs');
+    {
+      const { backupStore } = loadConfig({
+        VRP_DATA_DIR: dir,
+        VRP_BACKUP_STORE: `s3://${s3.bucket}/kinds`,
+        VRP_BACKUP_S3_ENDPOINT: s3.endpoint,
+        VRP_BACKUP_S3_ACCESS_KEY_ID: s3.accessKeyId,
+        VRP_BACKUP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      });
+      const bucket = createBackupStore(backupStore);
+      try {
+        assert.equal(bucket.description, `s3://${s3.bucket}/kinds at ${s3.endpoint}`);
+        await bucket.put('svc-k/b1/data', one('s3'));
+        assert.equal(await text(await bucket.get('svc-k/b1/data')), 's3');
+        assert.deepEqual(await bucket.list('svc-k/'), ['svc-k/b1/data']);
+      } finally {
+        await bucket.close();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

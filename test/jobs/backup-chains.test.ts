@@ -5,7 +5,7 @@
  * key, damage found by verify, backups kept after termination, a backup store that fails.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
@@ -260,6 +260,78 @@ for (const store of testStores()) {
       assert.equal(missing.body.error_code, 'backup_not_found');
       const cliMissing = await vrpOn(t, 'backup', 'verify', '33333333-3333-4333-8333-333333333333');
       assert.equal(cliMissing.code, 1);
+    });
+
+    test('verify refuses what is not in the store, says so of a lost manifest, and answers 503 when the store does not', async () => {
+      const id = await running();
+      await write(id);
+      const b = await backup(id);
+      const { db } = t.ctx.store;
+      // A legacy backup (kept on its host) and a failed one are not in the store: 400 invalid_state.
+      const legacyId = '55555555-5555-4555-8555-555555555555';
+      await db
+        .insertInto('backups')
+        .values({
+          id: legacyId,
+          service_id: id,
+          reseller_id: 'acme',
+          status: 'available',
+          kind: 'manual',
+          size_gb: 1,
+          created_at: Date.now(),
+          updated_at: Date.now(),
+        })
+        .execute();
+      const legacy = await opsCall(t, ops, 'POST', `backups/${legacyId}/verify`);
+      assert.deepEqual([legacy.status, legacy.body.error_code], [400, 'invalid_state']);
+      assert.match(legacy.body.message, /kept on its host/);
+      const cliLegacy = await vrpOn(t, 'backup', 'verify', legacyId, '--json');
+      assert.equal(cliLegacy.code, 1);
+      assert.equal(cliLegacy.json().error_code, 'invalid_state');
+      await db.updateTable('backups').set({ status: 'failed' }).where('id', '=', legacyId).execute();
+      const failed = await opsCall(t, ops, 'POST', `backups/${legacyId}/verify`);
+      assert.deepEqual([failed.status, failed.body.error_code], [400, 'invalid_state']);
+      await db.deleteFrom('backups').where('id', '=', legacyId).execute();
+
+      // A store that does not answer: 503 store_unavailable.
+      const store = t.ctx.backupStore as { size: BackupStore['size'] };
+      const size = store.size;
+      store.size = async () => {
+        throw new BackupStoreError('Backup store test: cannot reach the bucket: connection refused', {
+          transient: true,
+        });
+      };
+      try {
+        const down = await opsCall(t, ops, 'POST', `backups/${b.backup_id}/verify`);
+        assert.deepEqual([down.status, down.body.error_code], [503, 'store_unavailable']);
+        // A 5xx message never reaches the client (the log has the store's words).
+        assert.match(down.body.message, /^Internal error \(request /);
+      } finally {
+        store.size = size;
+      }
+
+      // The manifest lost: a failed verification whose one entry is the manifest (segment -1).
+      rmSync(join(t.dataDir, 'backups', id, b.backup_id, 'manifest'));
+      const lost = await opsCall(t, ops, 'POST', `backups/${b.backup_id}/verify`);
+      assert.equal(lost.status, 200, JSON.stringify(lost.body));
+      assert.equal(lost.body.data.ok, false);
+      assert.deepEqual(
+        lost.body.data.bad.map((x: any) => [x.segment, x.reason]),
+        [[-1, `Backup ${b.backup_id} has no manifest in the store`]],
+      );
+      const human = await vrpOn(t, 'backup', 'verify', b.backup_id);
+      assert.equal(human.code, 1);
+      assert.match(human.out, /DAMAGED\t0 segments\n {2}manifest: Backup .* has no manifest in the store/);
+
+      // The command's own refusals: exit 2 with the reason; an id that is no UUID names no backup.
+      for (const args of [[], ['check'], ['verify'], ['verify', b.backup_id, 'extra']]) {
+        const r = await vrpOn(t, 'backup', ...args);
+        assert.equal(r.code, 2, `vrp backup ${args.join(' ')}: ${r.err}`);
+        assert.match(r.err, /^vrp: backup/);
+      }
+      const notId = await vrpOn(t, 'backup', 'verify', 'not-an-id');
+      assert.equal(notId.code, 1);
+      assert.match(notId.err, /Backup not found/);
     });
 
     test('a restore with another backup key fails "backup cannot be decrypted" and changes nothing', async () => {
