@@ -169,12 +169,13 @@ async function backup(
 }
 
 const sshd = await startSshd();
-const s3dir = mkdtempSync(join(tmpdir(), 'vrp-bk2g-s3-'));
 const s3script = join(work, 's3.ts');
 writeFileSync(
   s3script,
   `import { startS3 } from ${JSON.stringify(join(here, '../test/helpers/s3.ts'))};\n` +
-    'const s = await startS3();\nprocess.send?.({ endpoint: s.endpoint, bucket: s.bucket, accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey });\n',
+    'const s = await startS3();\nprocess.send?.({ endpoint: s.endpoint, bucket: s.bucket, accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey });\n' +
+    // Stopped, it removes its objects' directory.
+    "process.once('SIGTERM', () => s.close().then(() => process.exit(0)));\n",
 );
 const s3child: ChildProcess = fork(s3script, { stdio: 'ignore' });
 const s3 = await new Promise<{
@@ -309,8 +310,8 @@ try {
   await store.close();
   for (const [, s] of stores) await s.close().catch(() => {});
   s3child.kill();
+  await new Promise((r) => s3child.once('exit', r));
   await sshd.close();
   execFileSync('bash', [script, 'stop', hostName], { stdio: 'ignore' });
   rmSync(work, { recursive: true, force: true });
-  rmSync(s3dir, { recursive: true, force: true });
 }
