@@ -62,7 +62,14 @@ async function reseller(name: string) {
     }),
   });
   const token = ((await res.json()) as { access_token: string }).access_token;
-  return async (domain: string, size: { cpu: number; ram: number; hdd: number }) => {
+  const backup = async (serviceId: string) => {
+    const res = await fetch(`${origin}${API}/service/${serviceId}/backup/create`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'x-envelope-variant': 'B' },
+    });
+    if (res.status >= 400) throw new Error(`backup ${serviceId}: ${res.status} ${await res.text()}`);
+  };
+  const order = async (domain: string, size: { cpu: number; ram: number; hdd: number }) => {
     const order = await fetch(`${origin}${API}/service/create-order`, {
       method: 'POST',
       headers: {
@@ -87,6 +94,7 @@ async function reseller(name: string) {
     });
     if (create.status >= 400) throw new Error(`create ${domain}: ${create.status} ${await create.text()}`);
   };
+  return { order, backup };
 }
 
 async function settle() {
@@ -112,9 +120,21 @@ try {
     [globex, 'app2.globex.example', 2, 4, 40],
     [globex, 'big.globex.example', 4, 8, 60],
   ] as const) {
-    await order(domain, { cpu, ram, hdd });
+    await order.order(domain, { cpu, ram, hdd });
   }
   await settle();
+  const serviceId = (
+    await ctx.store.db
+      .selectFrom('services')
+      .select('id')
+      .where('domain_name', '=', 'db.acme.example')
+      .executeTakeFirstOrThrow()
+  ).id;
+  // Two backups of the service the page shows: a full one, then an incremental one on it.
+  for (let i = 0; i < 2; i++) {
+    await acme.backup(serviceId);
+    await settle();
+  }
   await createOperator(ctx.store.db, { name: 'admin', password: PASSWORD }, Date.now());
 
   mkdirSync(OUT, { recursive: true });
@@ -144,13 +164,6 @@ try {
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.waitForURL(`${origin}${CONSOLE}/`);
-  const serviceId = (
-    await ctx.store.db
-      .selectFrom('services')
-      .select('id')
-      .where('domain_name', '=', 'db.acme.example')
-      .executeTakeFirstOrThrow()
-  ).id;
   for (const [path, file] of [
     ['/', 'overview.png'],
     ['/services', 'services.png'],

@@ -115,7 +115,7 @@ function backups(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
         b.format === 'legacy'
           ? 'legacy (on its host)'
           : b.parent_id
-            ? `incremental on ${parent ? parent.created_at.slice(0, 19).replace('T', ' ') : b.parent_id}`
+            ? html`incremental on ${parent ? time(parent.created_at) : b.parent_id}`
             : 'full';
       return html`<tr><td>${time(b.created_at)}</td><td>${b.kind}</td><td>${chain}</td><td>${badge(b.status)}</td>
 <td class="num">${b.size_gb} GB</td><td><div class="actions">
