@@ -334,6 +334,41 @@ for (const store of testStores()) {
       assert.match(notId.err, /Backup not found/);
     });
 
+    test('a chain missing a link in the store: restore and delete fail naming it, and change nothing', async () => {
+      const id = await running();
+      await write(id, 2);
+      const full = await backup(id);
+      await write(id);
+      const inc = await backup(id);
+      assert.equal(inc.parent_id, full.backup_id);
+      await write(id);
+      const before = await revision(id);
+      // The full backup's manifest is lost from the store (an operator's mistake on the bucket).
+      rmSync(join(t.dataDir, 'backups', id, full.backup_id, 'manifest'));
+      await ok('POST', `service/${id}/backup/restore/${inc.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      const restoreJob = await lastJob(id, 'backup_restore');
+      assert.equal(restoreJob.status, 'failed');
+      assert.equal(
+        restoreJob.error,
+        `Backup ${inc.backup_id} needs backup ${full.backup_id}, which is not in the backup store`,
+      );
+      assert.equal(await revision(id), before, 'the disk is as it was');
+      // Deleting the full one would merge it into the incremental: it cannot, and says so.
+      await ok('POST', `service/${id}/backup/delete/${full.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      const deleteJob = await lastJob(id, 'backup_delete');
+      assert.equal(deleteJob.status, 'failed');
+      assert.equal(
+        deleteJob.error,
+        `Backup ${full.backup_id} is not in the backup store: backup ${inc.backup_id} cannot stand alone`,
+      );
+      const left = await opsBackups(id);
+      assert.equal(left.find((b) => b.backup_id === inc.backup_id)?.parent_id, full.backup_id);
+      // Not stuck `deleting`: available again, so the deletion can be asked again.
+      assert.equal(left.find((b) => b.backup_id === full.backup_id)?.status, 'available');
+    });
+
     test('a restore with another backup key fails "backup cannot be decrypted" and changes nothing', async () => {
       const id = await running();
       await write(id, 2);
