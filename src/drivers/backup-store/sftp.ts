@@ -175,27 +175,19 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
    * source cannot be read twice.
    */
   const run = async <T>(what: string, op: (s: Session) => Promise<T>, again = true): Promise<T> => {
-    let attempt: { conn: Connection; fresh: boolean };
-    try {
-      attempt = await connection();
-    } catch (err) {
-      return fail('cannot connect', err);
-    }
-    try {
-      return await op(session(attempt.conn));
-    } catch (err) {
-      if (!again || attempt.fresh || (attempt.conn.alive && !lost(err))) return fail(what, err);
-      attempt.conn.alive = false;
-    }
-    try {
-      attempt = await connection();
-    } catch (err) {
-      return fail('cannot connect', err);
-    }
-    try {
-      return await op(session(attempt.conn));
-    } catch (err) {
-      return fail(what, err);
+    for (let retry = again; ; retry = false) {
+      let attempt: { conn: Connection; fresh: boolean };
+      try {
+        attempt = await connection();
+      } catch (err) {
+        return fail('cannot connect', err);
+      }
+      try {
+        return await op(session(attempt.conn));
+      } catch (err) {
+        if (!retry || attempt.fresh || (attempt.conn.alive && !lost(err))) return fail(what, err);
+        attempt.conn.alive = false;
+      }
     }
   };
 
