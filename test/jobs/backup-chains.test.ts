@@ -91,6 +91,22 @@ for (const store of testStores()) {
       await ok('POST', `service/${id}/backup/restore/${backupId}`);
       await waitForStatus(t, token, id, 'running');
     }
+    /** A backup row as a store migrated from before the backup store holds it (no format: legacy). */
+    async function legacyRow(id: string, legacyId: string, sizeGb: number) {
+      await t.ctx.store.db
+        .insertInto('backups')
+        .values({
+          id: legacyId,
+          service_id: id,
+          reseller_id: 'acme',
+          status: 'available',
+          kind: 'manual',
+          size_gb: sizeGb,
+          created_at: Date.now(),
+          updated_at: Date.now(),
+        })
+        .execute();
+    }
     async function lastJob(id: string, action: string): Promise<any> {
       const jobs = (await ok('GET', `service/${id}/jobs`)) as any[];
       return jobs.filter((j) => j.action === action).at(-1);
@@ -173,19 +189,7 @@ for (const store of testStores()) {
       const legacyId = '44444444-4444-4444-8444-444444444444';
       // As a store migrated from before the backup store has it: a copy on the host, and its row.
       await legacySimBackup(t.ctx.store.db, id, legacyId);
-      await t.ctx.store.db
-        .insertInto('backups')
-        .values({
-          id: legacyId,
-          service_id: id,
-          reseller_id: 'acme',
-          status: 'available',
-          kind: 'manual',
-          size_gb: 2,
-          created_at: Date.now(),
-          updated_at: Date.now(),
-        })
-        .execute();
+      await legacyRow(id, legacyId, 2);
       assert.equal((await opsBackups(id))[0].format, 'legacy', 'rows without a format are legacy');
       await write(id);
       await restore(id, legacyId);
@@ -269,19 +273,7 @@ for (const store of testStores()) {
       const { db } = t.ctx.store;
       // A legacy backup (kept on its host) and a failed one are not in the store: 400 invalid_state.
       const legacyId = '55555555-5555-4555-8555-555555555555';
-      await db
-        .insertInto('backups')
-        .values({
-          id: legacyId,
-          service_id: id,
-          reseller_id: 'acme',
-          status: 'available',
-          kind: 'manual',
-          size_gb: 1,
-          created_at: Date.now(),
-          updated_at: Date.now(),
-        })
-        .execute();
+      await legacyRow(id, legacyId, 1);
       const legacy = await opsCall(t, ops, 'POST', `backups/${legacyId}/verify`);
       assert.deepEqual([legacy.status, legacy.body.error_code], [400, 'invalid_state']);
       assert.match(legacy.body.message, /kept on its host/);
