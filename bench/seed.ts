@@ -44,6 +44,8 @@ const COLUMNS = [
   'password_applies',
   'error_code',
   'error_message',
+  'ssh_keys',
+  'rescue_since',
 ] as const satisfies readonly (keyof ServiceTable)[];
 type Missing = Exclude<keyof ServiceTable, (typeof COLUMNS)[number]>;
 const allColumns: [Missing] extends [never] ? true : Missing = true;
@@ -71,7 +73,7 @@ export function seedServices(
   // Constant columns are literals; id, created_at and updated_at are bound.
   const row = `(?, '${owner.resellerId}', '${owner.clientId}', '${product.id}', '${product.os_templates[0]}',
     'bench.example.com', 'root', '${owner.passwordEnc}', 1, 1, 20, 1, 10, 'running', null, null,
-    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null, null, null)`;
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null, null, null, '[]', null)`;
   const head = `insert into services (${COLUMNS.join(', ')}) values `;
   const full = db.prepare(head + Array.from({ length: ROWS_PER_INSERT }, () => row).join(','));
   const interval = `(?, ?, '${owner.resellerId}', '${product.id}', 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
@@ -133,7 +135,7 @@ export async function seedServicesPg(
   const rowAt = (k: number) =>
     `($${k + 1}, ${lit(owner.resellerId)}, ${lit(owner.clientId)}, ${lit(product.id)}, ${lit(product.os_templates[0]!)},
     'bench.example.com', 'root', ${lit(owner.passwordEnc)}, 1, 1, 20, 1, 10, 'running', null, null,
-    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, $${k + 2}, $${k + 3}, null, null)`;
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, $${k + 2}, $${k + 3}, null, null, null, null, '[]', null)`;
   const intervalAt = (k: number) =>
     `($${k + 1}, $${k + 2}, ${lit(owner.resellerId)}, ${lit(product.id)}, 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
   const now = Date.now();

@@ -175,6 +175,16 @@ export interface Config {
   readonly consoleSessionMs: number;
   /** A console login ends after this long without a page or form (ms). */
   readonly consoleIdleMs: number;
+  /** VRP_RESCUE_MAX: a rescue ends by itself this long after it began (the server boots its own system). */
+  readonly rescueMaxMs: number;
+  /**
+   * VRP_RESCUE_IMAGE: the rescue system's image on the hosts, in a template image's form (a qcow2
+   * cloud image, or a directory with vmlinuz, initrd.img and disk.qcow2); a host's own
+   * `rescue_image` wins. Undefined: only hosts that name one can rescue (libvirt driver).
+   */
+  readonly rescueImage: string | undefined;
+  /** VRP_CONSOLE_SESSION_MAX: how long a customer's console in the browser stays open at most. */
+  readonly serviceConsoleMaxMs: number;
   /** Where backups are kept; default: the directory `backups` in `dataDir`. */
   readonly backupStore: BackupStoreConfig;
   /** Start of the server's clock (tests); undefined means the real time. */
@@ -630,6 +640,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: readRetrySchedule(env, 'VRP_WEBHOOK_RETRY_SCHEDULE', RETRY_DELAYS_MS),
     consoleSessionMs: readDurationMs(env, 'VRP_CONSOLE_SESSION', 12 * 3_600_000, 60_000),
     consoleIdleMs: readDurationMs(env, 'VRP_CONSOLE_IDLE', 30 * 60_000, 60_000),
+    rescueMaxMs: readDurationMs(env, 'VRP_RESCUE_MAX', 60 * 60_000, 1000),
+    rescueImage: env['VRP_RESCUE_IMAGE'] || undefined,
+    serviceConsoleMaxMs: readDurationMs(env, 'VRP_CONSOLE_SESSION_MAX', 3_600_000, 1000),
     backupStore: Object.freeze(readBackupStore(env, dataDir)),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),

@@ -45,6 +45,22 @@ const JOB_PARAMS = {
     from_host_id: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
     evacuation: Type.Boolean(),
   }),
+  /**
+   * The template to install (one of the product's), the new password sealed like the stored
+   * one, and the OpenSSH public keys for root (checked by domain/ssh-keys.ts when accepted).
+   */
+  reinstall: Type.Object({
+    template_id: Type.String({ minLength: 1 }),
+    password_enc: Type.String({ minLength: 1 }),
+    ssh_keys: Type.Array(Type.String({ minLength: 1 })),
+  }),
+  /** The rescue system's login: a user name and its password, sealed. */
+  rescue: Type.Object({
+    username: Type.String({ minLength: 1 }),
+    password_enc: Type.String({ minLength: 1 }),
+  }),
+  /** `expired`: queued because the rescue reached its time limit, not by a request. */
+  unrescue: Type.Object({ expired: Type.Boolean() }),
 } as const satisfies Record<JobAction, TSchema>;
 
 /** The parameters of each action's job. */

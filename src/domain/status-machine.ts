@@ -10,6 +10,7 @@ export const STABLE_STATUSES = [
   'suspended',
   'failed',
   'terminated',
+  'rescue',
 ] as const;
 const TRANSITIONAL_STATUSES = [
   'provisioning',
@@ -19,6 +20,8 @@ const TRANSITIONAL_STATUSES = [
   'upgrading',
   'restoring',
   'terminating',
+  'reinstalling',
+  'rescuing',
 ] as const;
 export const STATUSES = [...STABLE_STATUSES, ...TRANSITIONAL_STATUSES] as const;
 
@@ -42,6 +45,9 @@ export const JOB_ACTIONS = [
   'backup_restore',
   'backup_delete',
   'migrate',
+  'reinstall',
+  'rescue',
+  'unrescue',
 ] as const;
 export type JobAction = (typeof JOB_ACTIONS)[number];
 
@@ -70,6 +76,8 @@ const ACCEPTS: Readonly<Record<StableStatus, readonly Operation[]>> = {
     'schedule_delete',
     'terminate',
     'migrate',
+    'reinstall',
+    'rescue',
   ],
   stopped: [
     'start',
@@ -83,11 +91,15 @@ const ACCEPTS: Readonly<Record<StableStatus, readonly Operation[]>> = {
     'schedule_delete',
     'terminate',
     'migrate',
+    'reinstall',
+    'rescue',
   ],
   // A suspended service's VM is stopped: it moves cold (an evacuation moves it too).
   suspended: ['unsuspend', 'terminate', 'backup_delete', 'schedule_delete', 'migrate'],
   failed: ['create', 'terminate'],
   terminated: [],
+  // The rescue system runs with the server's disk attached: it leaves rescue to go anywhere else.
+  rescue: ['unrescue', 'suspend', 'terminate'],
 };
 
 /** Repeats whose target is already reached: 200, no job (billing systems retry). */
@@ -107,6 +119,9 @@ const TRANSITIONAL: Partial<Record<JobAction, TransitionalStatus>> = {
   upgrade: 'upgrading',
   backup_restore: 'restoring',
   terminate: 'terminating',
+  reinstall: 'reinstalling',
+  rescue: 'rescuing',
+  unrescue: 'starting',
 };
 
 export type Decision =
@@ -131,10 +146,14 @@ function outcome(state: ServiceState, op: Operation): ServiceState {
     case 'create':
     case 'start':
     case 'restart':
+    case 'unrescue':
       return { status: 'running', resume: null };
+    case 'rescue':
+      return { status: 'rescue', resume: null };
     case 'stop':
       return { status: 'stopped', resume: null };
     case 'suspend':
+      // Suspended in rescue, the server comes back in its own system, running.
       return { status: 'suspended', resume: state.status === 'stopped' ? 'stopped' : 'running' };
     case 'unsuspend':
       return { status: state.resume ?? 'running', resume: null };

@@ -8,6 +8,7 @@
 
 export type PowerState = 'running' | 'stopped';
 
+import type { Duplex } from 'node:stream';
 import type { PasswordApplies } from '../domain/passwords.ts';
 
 export type { PasswordApplies };
@@ -24,7 +25,36 @@ export interface VmSpec {
   readonly ramGb: number;
   readonly diskGb: number;
   readonly ipCount: number;
+  /** OpenSSH public keys (checked: domain/ssh-keys.ts) that cloud-init installs for root; none when absent. */
+  readonly sshKeys?: readonly string[];
 }
+
+/** What a reinstall puts on the VM's disk: a template's system, a new login, root's keys. */
+export interface ReinstallSpec {
+  readonly templateId: string;
+  readonly hostname: string;
+  readonly username: string;
+  /** The plain login password, only in memory while the job runs. */
+  readonly password: string;
+  readonly sshKeys: readonly string[];
+}
+
+/** The rescue system's login. */
+export interface RescueLogin {
+  readonly username: string;
+  readonly password: string;
+}
+
+/** The consoles a VM can show: its serial console (text) and its graphical one (VNC/RFB). */
+export type ConsoleKind = 'serial' | 'vnc';
+
+/**
+ * A live connection to a VM's console: bytes from the guest come out of `stream` (serial: the
+ * terminal's output; vnc: the RFB protocol from the server's side), bytes written to it reach the
+ * guest (keystrokes; the RFB client's side). Ending or destroying the stream closes the
+ * connection on the host.
+ */
+export type ConsoleStream = Duplex;
 
 export interface VmInfo {
   readonly vmId: string;
@@ -187,6 +217,31 @@ export interface HypervisorDriver {
    * A backup that does not exist is already deleted.
    */
   deleteLegacyBackup(vmId: string, backupId: string): Promise<void>;
+  /**
+   * Rebuilds the VM's disk from `spec.templateId`'s image at the VM's current disk size (its data
+   * is gone), with a new seed (a new cloud-init instance id, so the guest applies the login and
+   * keys again), keeping its addresses; ends in the power state it found. Its checkpoints are
+   * dropped (the next backup is full). Idempotent: a re-run rebuilds again.
+   */
+  reinstall(vmId: string, spec: ReinstallSpec): Promise<VmInfo>;
+  /**
+   * Boots the rescue system (the host's rescue image, else the global one) with the VM's own disk
+   * attached as its second disk, and `login` for the rescue system; returns it running. The VM's
+   * own definition is kept for unrescue. Idempotent.
+   */
+  rescue(vmId: string, login: RescueLogin): Promise<VmInfo>;
+  /**
+   * Leaves the rescue system: the VM's own system again, in `power` (running: booted; stopped:
+   * defined, off). A VM not in rescue is only brought to `power`. Idempotent.
+   */
+  unrescue(vmId: string, power: PowerState): Promise<VmInfo>;
+  /** The consoles the VM has now (none when it is not running). */
+  consoles(vmId: string): Promise<readonly ConsoleKind[]>;
+  /**
+   * Connects to the VM's `kind` console. Throws a DriverError when the VM has no such console now
+   * (not running, no graphics, a host whose consoles are not reachable from this process).
+   */
+  openConsole(vmId: string, kind: ConsoleKind): Promise<ConsoleStream>;
   close(): Promise<void>;
 }
 

@@ -32,6 +32,11 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     dropCheckpoint: wrap(driver.dropCheckpoint),
     restoreLegacyBackup: wrap(driver.restoreLegacyBackup),
     deleteLegacyBackup: wrap(driver.deleteLegacyBackup),
+    reinstall: wrap(driver.reinstall),
+    rescue: wrap(driver.rescue),
+    unrescue: wrap(driver.unrescue),
+    consoles: wrap(driver.consoles),
+    openConsole: wrap(driver.openConsole),
     close: () => driver.close(),
   };
 }

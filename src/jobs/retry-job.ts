@@ -37,6 +37,12 @@ function operationOf(job: RunnableJob, catalog: Catalog, features: DialectFeatur
       return { action: 'reset_password', params: job.params };
     case 'migrate':
       return { action: 'migrate', params: job.params };
+    case 'reinstall':
+      return { action: 'reinstall', params: job.params };
+    case 'rescue':
+      return { action: 'rescue', params: job.params };
+    case 'unrescue':
+      return { action: 'unrescue', params: job.params };
     default:
       return { action: job.action };
   }

@@ -19,6 +19,7 @@ import * as m016 from './migrations/016-job-retry.ts';
 import * as m017 from './migrations/017-service-error.ts';
 import * as m018 from './migrations/018-host-records.ts';
 import * as m019 from './migrations/019-backup-chains.ts';
+import * as m020 from './migrations/020-self-service.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '017-service-error': m017,
   '018-host-records': m018,
   '019-backup-chains': m019,
+  '020-self-service': m020,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

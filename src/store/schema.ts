@@ -172,6 +172,10 @@ export interface ServiceTable {
   created_at: number;
   updated_at: number;
   terminated_at: number | null;
+  /** JSON array of the OpenSSH public keys installed for root (migrations/020). */
+  ssh_keys: string;
+  /** When the service entered rescue (ms); null when it is not in rescue (migrations/020). */
+  rescue_since: number | null;
 }
 
 export interface JobTable {
@@ -291,6 +295,8 @@ export interface HypervisorHostTable {
   checked_at: number | null;
   /** When the current (or last) evacuation began. */
   evacuation_started_at: number | null;
+  /** The host's own rescue image (path on the host), else VRP_RESCUE_IMAGE (migration 020). */
+  rescue_image: string | null;
 }
 
 /** Whether a host takes new VMs. */
@@ -470,6 +476,23 @@ export interface MetaTable {
   value: string;
 }
 
+/** A one-time link to a service's console in the browser, and the session it opened (migrations/020). */
+export interface ServiceConsoleLinkTable {
+  id: string;
+  /** SHA-256 of the link's token (hex); the token itself is only in the link. */
+  token_hash: string;
+  service_id: string;
+  reseller_id: string;
+  created_at: number;
+  /** The link opens until then (ms); once opened it never opens again. */
+  open_until: number;
+  opened_at: number | null;
+  /** SHA-256 of the session's secret (hex), set when the link is opened. */
+  session_hash: string | null;
+  /** The session ends then (ms), or earlier when the service leaves a state that has a console. */
+  session_until: number | null;
+}
+
 export interface Database {
   resellers: ResellerTable;
   clients: ClientTable;
@@ -503,4 +526,5 @@ export interface Database {
   host_evacuation_moves: HostEvacuationMoveTable;
   host_images: HostImageTable;
   sim_host_outages: SimHostOutageTable;
+  service_console_links: ServiceConsoleLinkTable;
 }

@@ -20,31 +20,43 @@ const TABLE: Record<StableStatus, Record<Operation, 'A' | 'N' | '-'>> = {
     create: 'A', start: '-', stop: '-', restart: '-', suspend: '-', unsuspend: '-', upgrade: '-',
     reset_password: '-', terminate: 'A', backup_create: '-', backup_restore: '-', backup_delete: '-',
     schedule_create: '-', schedule_delete: '-', migrate: '-',
+    reinstall: '-', rescue: '-', unrescue: '-',
   },
   running: {
     create: '-', start: 'N', stop: 'A', restart: 'A', suspend: 'A', unsuspend: '-', upgrade: 'A',
     reset_password: 'A', terminate: 'A', backup_create: 'A', backup_restore: 'A', backup_delete: 'A',
     schedule_create: 'A', schedule_delete: 'A', migrate: 'A',
+    reinstall: 'A', rescue: 'A', unrescue: '-',
   },
   stopped: {
     create: '-', start: 'A', stop: 'N', restart: '-', suspend: 'A', unsuspend: '-', upgrade: 'A',
     reset_password: 'A', terminate: 'A', backup_create: 'A', backup_restore: 'A', backup_delete: 'A',
     schedule_create: 'A', schedule_delete: 'A', migrate: 'A',
+    reinstall: 'A', rescue: 'A', unrescue: '-',
   },
   suspended: {
     create: '-', start: '-', stop: '-', restart: '-', suspend: 'N', unsuspend: 'A', upgrade: '-',
     reset_password: '-', terminate: 'A', backup_create: '-', backup_restore: '-', backup_delete: 'A',
     schedule_create: '-', schedule_delete: 'A', migrate: 'A',
+    reinstall: '-', rescue: '-', unrescue: '-',
   },
   failed: {
     create: 'A', start: '-', stop: '-', restart: '-', suspend: '-', unsuspend: '-', upgrade: '-',
     reset_password: '-', terminate: 'A', backup_create: '-', backup_restore: '-', backup_delete: '-',
     schedule_create: '-', schedule_delete: '-', migrate: '-',
+    reinstall: '-', rescue: '-', unrescue: '-',
   },
   terminated: {
     create: '-', start: '-', stop: '-', restart: '-', suspend: '-', unsuspend: '-', upgrade: '-',
     reset_password: '-', terminate: 'N', backup_create: '-', backup_restore: '-', backup_delete: '-',
     schedule_create: '-', schedule_delete: '-', migrate: '-',
+    reinstall: '-', rescue: '-', unrescue: '-',
+  },
+  rescue: {
+    create: '-', start: '-', stop: '-', restart: '-', suspend: 'A', unsuspend: '-', upgrade: '-',
+    reset_password: '-', terminate: 'A', backup_create: '-', backup_restore: '-', backup_delete: '-',
+    schedule_create: '-', schedule_delete: '-', migrate: '-',
+    reinstall: '-', rescue: '-', unrescue: 'A',
   },
 };
 
@@ -55,6 +67,8 @@ const EXPECTED_RESULT: Partial<Record<Operation, StableStatus>> = {
   restart: 'running',
   suspend: 'suspended',
   terminate: 'terminated',
+  rescue: 'rescue',
+  unrescue: 'running',
 };
 
 describe('status machine: every status times every operation', () => {

@@ -12,6 +12,12 @@ export function serviceRowBefore012(s: NewService) {
 
 /** A services row as the code wrote it before migration 017 (no `error_code`, `error_message`). */
 export function serviceRowBefore017(s: NewService) {
-  const { error_code: _, error_message: __, ...row } = newServiceRow(s);
+  const { error_code: _, error_message: __, ...row } = serviceRowBefore020(s);
+  return row;
+}
+
+/** A services row as the code wrote it before migration 020 (no `ssh_keys`, `rescue_since`). */
+export function serviceRowBefore020(s: NewService) {
+  const { ssh_keys: _, rescue_since: __, ...row } = newServiceRow(s);
   return row;
 }

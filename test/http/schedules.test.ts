@@ -239,6 +239,8 @@ for (const store of testStores()) {
           created_at: 0,
           updated_at: 0,
           terminated_at: null,
+          ssh_keys: '[]',
+          rescue_since: null,
         })
         .execute();
       return id;

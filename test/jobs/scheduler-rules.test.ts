@@ -104,6 +104,8 @@ async function harness(store: StoreKind): Promise<Harness> {
           created_at: 0,
           updated_at: 0,
           terminated_at: null,
+          ssh_keys: '[]',
+          rescue_since: null,
         })
         .execute();
       return id;

@@ -1262,6 +1262,23 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       for (const uri of await libvirtUris(vm?.host_id)) await removeVolume(uri, name);
     },
 
+    // Self-service (reinstall, rescue, console): filled in by the driver's own work.
+    async reinstall() {
+      throw new DriverError('Reinstall is not available on this driver yet', { transient: false });
+    },
+    async rescue() {
+      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
+    },
+    async unrescue() {
+      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
+    },
+    async consoles() {
+      return [];
+    },
+    async openConsole() {
+      throw new DriverError('The console is not available on this driver yet', { transient: false });
+    },
+
     async close() {
       // Shutting down: what still runs (a job past the shutdown grace) is ended, not left behind.
       await commands.close();

@@ -495,6 +495,23 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       });
     },
 
+    // Self-service (reinstall, rescue, console): filled in by the driver's own work.
+    async reinstall() {
+      throw new DriverError('Reinstall is not available on this driver yet', { transient: false });
+    },
+    async rescue() {
+      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
+    },
+    async unrescue() {
+      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
+    },
+    async consoles() {
+      return [];
+    },
+    async openConsole() {
+      throw new DriverError('The console is not available on this driver yet', { transient: false });
+    },
+
     async close() {
       sleeper.close();
     },

@@ -13,6 +13,7 @@ export const create: Task<'create'> = async ({ service, driver, secretBox, job, 
       ramGb: service.ram,
       diskGb: service.hdd,
       ipCount: service.ipCount,
+      sshKeys: service.sshKeys,
     });
     return vmChange(vm);
   } catch (err) {

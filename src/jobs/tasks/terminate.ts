@@ -19,5 +19,5 @@ export const terminate: Task<'terminate'> = async ({ service, driver, db, clock,
   if (keep) await keepBackupsUntil(db, service.id, now + backups.keepAfterTerminateMs, now);
   await driver.destroy(service.id);
   await db.deleteFrom('backup_schedules').where('service_id', '=', service.id).execute();
-  return { ips: [], hostId: null, terminatedAt: now, suspendReason: null };
+  return { ips: [], hostId: null, terminatedAt: now, suspendReason: null, rescueSince: null };
 };

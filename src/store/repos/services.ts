@@ -38,6 +38,10 @@ export interface Service {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly terminatedAt: number | null;
+  /** The OpenSSH public keys installed for root (details show their fingerprints only). */
+  readonly sshKeys: readonly string[];
+  /** When the service entered rescue; null when it is not in rescue. */
+  readonly rescueSince: number | null;
 }
 
 export type ServiceRow = ServiceTable;
@@ -60,6 +64,11 @@ export interface ServiceChange {
   readonly hdd?: number;
   readonly ipCount?: number;
   readonly backup?: number;
+  readonly templateId?: string;
+  /** The OpenSSH public keys installed for root. */
+  readonly sshKeys?: readonly string[];
+  /** When the service entered rescue; null when it left. */
+  readonly rescueSince?: number | null;
 }
 
 /** The columns of a ServiceChange (only the fields it sets). */
@@ -77,6 +86,9 @@ export function serviceChangeColumns(c: ServiceChange): ServicePatch {
   if (c.hdd !== undefined) set.hdd = c.hdd;
   if (c.ipCount !== undefined) set.ip_count = c.ipCount;
   if (c.backup !== undefined) set.backup = c.backup;
+  if (c.templateId !== undefined) set.template_id = c.templateId;
+  if (c.sshKeys !== undefined) set.ssh_keys = JSON.stringify(c.sshKeys);
+  if (c.rescueSince !== undefined) set.rescue_since = c.rescueSince;
   return set;
 }
 
@@ -136,7 +148,15 @@ export function toService(r: ServiceRow): Service {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     terminatedAt: r.terminated_at,
+    sshKeys: stringList(r.ssh_keys),
+    rescueSince: r.rescue_since,
   };
+}
+
+/** The strings of a JSON array column (anything else in it is dropped). */
+function stringList(json: string): string[] {
+  const value: unknown = JSON.parse(json);
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 }
 
 /** What an order decides of a new service; the rest starts empty (pending, no VM, no job). */
@@ -155,7 +175,7 @@ export type NewService = Pick<
   | 'hdd'
   | 'ipCount'
   | 'backup'
-> & { readonly now: number };
+> & { readonly now: number; readonly sshKeys?: readonly string[] };
 
 /** The row of a new service: the one place a whole services row is built. */
 export function newServiceRow(s: NewService): ServiceRow {
@@ -190,6 +210,8 @@ export function newServiceRow(s: NewService): ServiceRow {
     created_at: s.now,
     updated_at: s.now,
     terminated_at: null,
+    ssh_keys: JSON.stringify(s.sshKeys ?? []),
+    rescue_since: null,
   };
 }
 
