@@ -1,4 +1,6 @@
+import { type Kysely, sql } from 'kysely';
 import { type NewService, newServiceRow } from '../../src/store/repos/services.ts';
+import type { Database } from '../../src/store/schema.ts';
 
 /**
  * A services row as the code wrote it before migration 012 (no `password_applies`, nor the
@@ -20,4 +22,14 @@ export function serviceRowBefore017(s: NewService) {
 export function serviceRowBefore020(s: NewService) {
   const { ssh_keys: _, rescue_since: __, ...row } = newServiceRow(s);
   return row;
+}
+
+/**
+ * Inserts an old services row (one of the above, with any changes) into a store migrated only up
+ * to an older migration: the current table type would ask for the columns added since.
+ */
+export async function insertOldService(db: Kysely<Database>, row: Record<string, unknown>): Promise<void> {
+  const columns = Object.keys(row);
+  await sql`insert into services (${sql.join(columns.map((c) => sql.ref(c)))})
+    values (${sql.join(columns.map((c) => row[c]))})`.execute(db);
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.ts';
-import { serviceRowBefore017 } from '../helpers/old-rows.ts';
+import { insertOldService, serviceRowBefore017 } from '../helpers/old-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
@@ -37,10 +37,12 @@ for (const kind of testStores()) {
           backup: 10,
           now,
         });
-        await db
-          .insertInto('services')
-          .values({ ...row, status: 'running', projected_status: 'running', host_id: 'sim-b' })
-          .execute();
+        await insertOldService(db, {
+          ...row,
+          status: 'running',
+          projected_status: 'running',
+          host_id: 'sim-b',
+        });
         for (const [id, size] of [
           ['b1', 2.5],
           ['b2', 1.5],

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { migrateTo } from '../../src/store/migrate.ts';
 import { toRunnableJob } from '../../src/store/repos/jobs.ts';
-import { serviceRowBefore012 } from '../helpers/old-rows.ts';
+import { insertOldService, serviceRowBefore012 } from '../helpers/old-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
@@ -21,27 +21,25 @@ for (const kind of testStores()) {
           .insertInto('resellers')
           .values({ id: 'r1', name: 'acme', enabled: 1, created_at: now })
           .execute();
-        await db
-          .insertInto('services')
-          .values(
-            serviceRowBefore012({
-              id: 's1',
-              resellerId: 'r1',
-              clientId: 'c1',
-              productId: 'p1',
-              templateId: 't1',
-              domainName: 'old.example.com',
-              username: 'root',
-              passwordEnc: 'x',
-              cpu: 1,
-              ram: 1,
-              hdd: 10,
-              ipCount: 1,
-              backup: 0,
-              now,
-            }),
-          )
-          .execute();
+        await insertOldService(
+          db,
+          serviceRowBefore012({
+            id: 's1',
+            resellerId: 'r1',
+            clientId: 'c1',
+            productId: 'p1',
+            templateId: 't1',
+            domainName: 'old.example.com',
+            username: 'root',
+            passwordEnc: 'x',
+            cpu: 1,
+            ram: 1,
+            hdd: 10,
+            ipCount: 1,
+            backup: 0,
+            now,
+          }),
+        );
         // Written as the code before migration 005 did: no from_state column; _from in the params.
         const oldJob = async (id: string, seq: number, action: string, params: unknown) => {
           await sql`insert into jobs (id, service_id, reseller_id, action, params, status, error, attempts,

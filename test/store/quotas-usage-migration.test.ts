@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { listServiceIntervals } from '../../src/store/repos/usage-intervals.ts';
-import { serviceRowBefore012 } from '../helpers/old-rows.ts';
+import { insertOldService, serviceRowBefore012 } from '../helpers/old-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
@@ -21,28 +21,25 @@ for (const kind of testStores()) {
         .values({ id: 'r1', name: 'acme', enabled: 1, created_at: created })
         .execute();
       const service = (id: string, patch: Record<string, unknown>) =>
-        db
-          .insertInto('services')
-          .values({
-            ...serviceRowBefore012({
-              id,
-              resellerId: 'r1',
-              clientId: 'c1',
-              productId: 'p1',
-              templateId: 't1',
-              domainName: `${id}.example.com`,
-              username: 'root',
-              passwordEnc: 'x',
-              cpu: 2,
-              ram: 4,
-              hdd: 40,
-              ipCount: 2,
-              backup: 10,
-              now: created,
-            }),
-            ...patch,
-          })
-          .execute();
+        insertOldService(db, {
+          ...serviceRowBefore012({
+            id,
+            resellerId: 'r1',
+            clientId: 'c1',
+            productId: 'p1',
+            templateId: 't1',
+            domainName: `${id}.example.com`,
+            username: 'root',
+            passwordEnc: 'x',
+            cpu: 2,
+            ram: 4,
+            hdd: 40,
+            ipCount: 2,
+            backup: 10,
+            now: created,
+          }),
+          ...patch,
+        });
       await service('running', { status: 'running', projected_status: 'running', host_id: 'h1' });
       await service('suspended', { status: 'suspended', projected_status: 'suspended', host_id: 'h1' });
       await service('pending', {});

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { migrateTo } from '../../src/store/migrate.ts';
 import { newJobRow } from '../../src/store/repos/jobs.ts';
-import { serviceRowBefore017 } from '../helpers/old-rows.ts';
+import { insertOldService, serviceRowBefore017 } from '../helpers/old-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const GONE = 'The server no longer exists on its host: it was removed outside the API';
@@ -41,10 +41,7 @@ for (const kind of testStores()) {
             backup: 0,
             now,
           });
-          await db
-            .insertInto('services')
-            .values({ ...row, status, projected_status: status })
-            .execute();
+          await insertOldService(db, { ...row, status, projected_status: status });
         };
         const failedCreate = async (id: string, serviceId: string, seq: number, error: string) => {
           const row = newJobRow({ id, serviceId, resellerId: 'r1', action: 'create', params: {}, seq, now });
