@@ -1,6 +1,6 @@
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
-import { createDriver } from './drivers/create-driver.ts';
+import { createDriver, type DriverLog } from './drivers/create-driver.ts';
 import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.ts';
 import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
@@ -16,8 +16,18 @@ export async function serve(config: Config): Promise<void> {
   if (config.demo && (await seedDemoCatalog(ctx.store.db, Date.now()))) {
     console.error('vrp: a fresh store: the demo catalogue was loaded (VRP_DEMO=0 to skip)');
   }
-  const app = buildApp(ctx);
-  const driver = await createDriver(config, ctx.store.db, app.log);
+  // The driver first: the HTTP app bridges a service's console in the browser to it. It logs
+  // through the app's logger; what it says before the app exists is logged once it does.
+  let appLog: DriverLog | undefined;
+  const early: [level: 'info' | 'debug', obj: object, msg: string][] = [];
+  const log: DriverLog = {
+    info: (obj, msg) => (appLog ? appLog.info(obj, msg) : early.push(['info', obj, msg])),
+    debug: (obj, msg) => (appLog ? appLog.debug(obj, msg) : early.push(['debug', obj, msg])),
+  };
+  const driver = await createDriver(config, ctx.store.db, log);
+  const app = buildApp(ctx, { consoles: driver });
+  appLog = app.log;
+  for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
   let background: Background | undefined;
 
   // Stop taking requests, let running jobs finish (25 s, then abort them), close the rest.

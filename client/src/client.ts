@@ -106,6 +106,14 @@ export function createClient(options: ClientOptions) {
       ),
     resetPassword: (id: string, password: string, o?: CallOptions) =>
       act('resetPassword', service(id, 'reset-password'), { password }, o),
+    /**
+     * A one-time link to the server's console in a browser (running or in rescue): hand `url`
+     * to the customer's browser; it opens once, until `expiresAt`.
+     */
+    openConsole: async (id: string, o?: CallOptions): Promise<{ url: string; expiresAt: string }> => {
+      const link = await post('openConsole', service(id, 'console'), {}, o);
+      return { url: link.url, expiresAt: link.expires_at };
+    },
     details: (id: string, o?: CallOptions) => get('details', service(id, 'details'), o),
     status: (id: string, o?: CallOptions) => get('status', service(id, 'status'), o),
     /** The service's jobs, newest first. */

@@ -49,6 +49,7 @@ export const ERROR_CODES = {
   rate_limited: 429,
   internal_error: 500,
   store_unavailable: 503,
+  console_unavailable: 503,
   shutting_down: 503,
 } as const;
 

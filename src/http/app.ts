@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { registerBackupRoutes } from './actions/backups.ts';
+import { registerConsoleLinkRoutes } from './actions/console.ts';
 import { registerScheduleRoutes } from './actions/schedules.ts';
 import { registerServiceActionRoutes } from './actions/service-actions.ts';
 import type { App } from './app-type.ts';
@@ -44,6 +45,8 @@ import { registerServiceRoutes } from './routes/services.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { sharedSchemaCompilers } from './schema-compilers.ts';
+import type { ServiceConsoles } from './service-console/consoles.ts';
+import { registerServiceConsoleRoutes } from './service-console/routes.ts';
 import { createVariantResolver } from './variant.ts';
 
 export type { App } from './app-type.ts';
@@ -54,6 +57,11 @@ const BODY_LIMIT = 1024 * 1024;
 export interface BuildAppOptions {
   /** Pino options, or false for no logs (tests). */
   readonly logger?: boolean | Record<string, unknown>;
+  /**
+   * The hypervisor driver's consoles, for a service's console in the browser (main.ts gives the
+   * process's driver); without them the console answers 503 `console_unavailable`.
+   */
+  readonly consoles?: ServiceConsoles;
 }
 
 /** Secrets never reach the logs, whatever a handler logs. */
@@ -83,7 +91,7 @@ const LOG_SERIALIZERS = {
   }),
 };
 
-const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
+const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) => void)[] = [
   registerProbeRoutes,
   registerOauthRoutes,
   registerAccessRoutes,
@@ -91,6 +99,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOrderRoutes,
   registerServiceRoutes,
   registerServiceActionRoutes,
+  registerConsoleLinkRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
   registerUsageRoutes,
@@ -109,6 +118,8 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOperatorDocumentRoute,
   // The operator console (docs/design/contract.md#operator-console): src/http/console/.
   registerConsoleRoutes,
+  // A service's console in the browser: the page a one-time link opens, and its WebSockets.
+  registerServiceConsoleRoutes,
 ];
 
 /** Builds the Fastify app; never listens (main.ts does). */
@@ -161,7 +172,9 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
 
   // Each route file in a scope of its own: none depends on another being registered before it.
   for (const registerRoutes of ROUTES) {
-    app.register(namedPlugin(registerRoutes.name, async (scope: typeof app) => registerRoutes(scope, ctx)));
+    app.register(
+      namedPlugin(registerRoutes.name, async (scope: typeof app) => registerRoutes(scope, ctx, options)),
+    );
   }
   return app;
 }

@@ -8,3 +8,9 @@ export const OPS = '/vps_reseller_provider/operator/v1';
  * The operator console's pages (docs/design/contract.md#operator-console), beside the operator API.
  */
 export const CONSOLE = '/vps_reseller_provider/console';
+
+/**
+ * The console of a service in the browser: the page a one-time link opens, its files and its
+ * WebSockets (a web page for a customer, not part of the API the OpenAPI document describes).
+ */
+export const SERVICE_CONSOLE = `${BASE}/service-console`;

@@ -234,4 +234,24 @@ describe('console: services', { skip: noBrowser }, () => {
     );
     assert.deepEqual(problems, []);
   });
+
+  test('Open console opens the server’s console in a new tab; a stopped server has no such button', async () => {
+    const acme = await t.token({ reseller: 'acme' });
+    const id = await runningService(t, acme, 'console-tab.example.com');
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    const [tab] = await Promise.all([
+      page.context().waitForEvent('page'),
+      page.getByRole('button', { name: 'Open console' }).click(),
+    ]);
+    await tab.locator('.xterm-rows').getByText('console-tab.example.com login:').waitFor();
+    assert.match(tab.url(), /\/service-console\/[A-Za-z0-9_-]{43}$/);
+    await tab.close();
+    assert.equal((await call(t, acme, 'POST', `service/${id}/stop`, undefined, B)).status, 200);
+    await waitForStatus(t, acme, id, 'stopped');
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    assert.equal((await page.locator('.service-status').innerText()).trim(), 'stopped');
+    assert.equal(await page.getByRole('button', { name: 'Open console' }).count(), 0);
+    assert.deepEqual(problems, []);
+  });
 });

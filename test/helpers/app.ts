@@ -142,14 +142,18 @@ export async function createTestApp(
     }),
   };
   if (options.demo !== false) await seedDemoCatalog(ctx.store.db, Date.now());
-  const app = buildApp(ctx, { logger: options.log ? { level: 'trace', stream: options.log } : false });
-  // Every answer a test sees must be one docs/openapi.json gives (response-check.ts).
-  const responses = checkResponses(app);
-  await app.ready();
-  // Loaded only when needed, so tests of the API alone do not depend on a driver.
+  // Loaded only when needed, so tests of the API alone do not depend on a driver. With a worker,
+  // the app bridges a service's console in the browser to the same driver, as main.ts does.
   const driver = options.worker
     ? await (await import('../../src/drivers/create-driver.ts')).createDriver(config, ctx.store.db)
     : undefined;
+  const app = buildApp(ctx, {
+    logger: options.log ? { level: 'trace', stream: options.log } : false,
+    ...(driver && { consoles: driver }),
+  });
+  // Every answer a test sees must be one docs/openapi.json gives (response-check.ts).
+  const responses = checkResponses(app);
+  await app.ready();
   const background = driver ? startBackground(ctx, driver, app.log, { pollMs: 50 }) : undefined;
   const t: TestApp = {
     app,

@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { App } from '../../src/http/app.ts';
-import { CONSOLE } from '../../src/http/base-path.ts';
+import { CONSOLE, SERVICE_CONSOLE } from '../../src/http/base-path.ts';
 import { buildOpenApi, type RegisteredRoute } from '../../src/http/openapi.ts';
 
 /** A response as any client saw it. */
@@ -94,6 +94,8 @@ export class ResponseChecker {
     const path = pathOf(res.url);
     // The console's pages are HTML for a browser, not the API (test/console/ checks them).
     if (path === CONSOLE || path.startsWith(`${CONSOLE}/`)) return undefined;
+    // So is a service's console in the browser (test/http/service-console.test.ts checks it).
+    if (path.startsWith(`${SERVICE_CONSOLE}/`)) return undefined;
     // A CORS preflight's 204 is the CORS protocol's answer, not an operation's (test/http/cors.test.ts).
     if (method === 'OPTIONS' && res.status === 204 && res.body === '') return undefined;
     const opMethod = (method === 'HEAD' ? 'get' : method.toLowerCase()) as string;

@@ -119,6 +119,7 @@ for (const store of testStores()) {
         });
         await ok(variant, 'POST', svc('reset-password'), id, { password: 'Another-pass-9' });
         await settle();
+        await ok(variant, 'POST', svc('console'), id);
 
         await ok(variant, 'POST', svc('backup/create'), id);
         await settle();

@@ -308,6 +308,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/console': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Open the console in the browser
+     * @description A one-time link to the server’s console in a browser: it opens within 60 seconds, once, and the session it starts lasts at most VRP_CONSOLE_SESSION_MAX (1 hour by default), ending earlier when the service leaves `running` or `rescue`. Only while the service is `running` or `rescue` (400 `invalid_state` otherwise); 503 `console_unavailable` when this server reaches no hypervisor.
+     */
+    post: operations['openConsole'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/vps_reseller_provider/public/api/v2/service/{service_id}/create': {
     parameters: {
       query?: never;
@@ -847,6 +867,7 @@ export interface components {
         | 'rate_limited'
         | 'internal_error'
         | 'store_unavailable'
+        | 'console_unavailable'
         | 'shutting_down';
     };
     /** Variant A error */
@@ -911,6 +932,7 @@ export interface components {
         | 'rate_limited'
         | 'internal_error'
         | 'store_unavailable'
+        | 'console_unavailable'
         | 'shutting_down';
     };
     /** AuthorizationServerMetadata */
@@ -1036,7 +1058,10 @@ export interface components {
         | 'backup_create'
         | 'backup_restore'
         | 'backup_delete'
-        | 'migrate';
+        | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue';
       /** @enum {string} */
       status: 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
       /** @description Why the job failed or was skipped, for a person */
@@ -1074,13 +1099,16 @@ export interface components {
         | 'suspended'
         | 'failed'
         | 'terminated'
+        | 'rescue'
         | 'provisioning'
         | 'starting'
         | 'stopping'
         | 'restarting'
         | 'upgrading'
         | 'restoring'
-        | 'terminating';
+        | 'terminating'
+        | 'reinstalling'
+        | 'rescuing';
       /** @description The first address; empty until the server is created */
       ip: string;
       /** @description Every address of the server */
@@ -1119,6 +1147,9 @@ export interface components {
         | 'backup_restore'
         | 'backup_delete'
         | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1141,13 +1172,16 @@ export interface components {
         | 'suspended'
         | 'failed'
         | 'terminated'
+        | 'rescue'
         | 'provisioning'
         | 'starting'
         | 'stopping'
         | 'restarting'
         | 'upgrading'
         | 'restoring'
-        | 'terminating';
+        | 'terminating'
+        | 'reinstalling'
+        | 'rescuing';
       /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
@@ -1163,6 +1197,9 @@ export interface components {
         | 'backup_restore'
         | 'backup_delete'
         | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1349,7 +1386,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description The store is unreachable, or this process is shutting down; retry after Retry-After: `store_unavailable`, `shutting_down` */
+    /** @description The store is unreachable, or this process is shutting down; retry after Retry-After: `store_unavailable`, `console_unavailable`, `shutting_down` */
     Error503: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1359,7 +1396,7 @@ export interface components {
       content: {
         'application/json': {
           /** @enum {unknown} */
-          error_code?: 'store_unavailable' | 'shutting_down';
+          error_code?: 'store_unavailable' | 'console_unavailable' | 'shutting_down';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -1595,13 +1632,16 @@ export interface operations {
                           | 'suspended'
                           | 'failed'
                           | 'terminated'
+                          | 'rescue'
                           | 'provisioning'
                           | 'starting'
                           | 'stopping'
                           | 'restarting'
                           | 'upgrading'
                           | 'restoring'
-                          | 'terminating';
+                          | 'terminating'
+                          | 'reinstalling'
+                          | 'rescuing';
                         /** @enum {string} */
                         to:
                           | 'pending'
@@ -1610,13 +1650,16 @@ export interface operations {
                           | 'suspended'
                           | 'failed'
                           | 'terminated'
+                          | 'rescue'
                           | 'provisioning'
                           | 'starting'
                           | 'stopping'
                           | 'restarting'
                           | 'upgrading'
                           | 'restoring'
-                          | 'terminating';
+                          | 'terminating'
+                          | 'reinstalling'
+                          | 'rescuing';
                         /** Format: uuid */
                         job_id: string | null;
                         /**
@@ -1661,7 +1704,10 @@ export interface operations {
                           | 'backup_create'
                           | 'backup_restore'
                           | 'backup_delete'
-                          | 'migrate';
+                          | 'migrate'
+                          | 'reinstall'
+                          | 'rescue'
+                          | 'unrescue';
                         /** @enum {string} */
                         status: 'succeeded' | 'failed' | 'skipped';
                         error: string | null;
@@ -2288,6 +2334,81 @@ export interface operations {
       401: components['responses']['Error401'];
       403: components['responses']['Error403'];
       404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
+  openConsole: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: no body, an empty one and `{}` are the same. Unknown fields are ignored. */
+    requestBody?: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: {
+                  /**
+                   * Format: uri
+                   * @description Open it in a browser within 60 seconds; it opens once. The page shows the serial console (and the graphical one where the server has it).
+                   */
+                  url: string;
+                  /**
+                   * Format: date-time
+                   * @description The link no longer opens after this time
+                   */
+                  expires_at: string;
+                };
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
       503: components['responses']['Error503'];

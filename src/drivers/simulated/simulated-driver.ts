@@ -7,6 +7,7 @@ import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
+import { createSerialConsole } from './serial-console.ts';
 import { createSleeper, stepMs } from './timings.ts';
 
 export interface SimulatedDriverOptions {
@@ -505,11 +506,24 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     async unrescue() {
       throw new DriverError('Rescue is not available on this driver yet', { transient: false });
     },
-    async consoles() {
-      return [];
+    async consoles(vmId) {
+      const vm = await find(vmId);
+      return vm && vm.down_since === null && vm.power === 'running' ? ['serial'] : [];
     },
-    async openConsole() {
-      throw new DriverError('The console is not available on this driver yet', { transient: false });
+    async openConsole(vmId, kind) {
+      const vm = await entry(vmId, 'console');
+      if (kind !== 'serial')
+        throw new DriverError('A simulated server has no graphical console', { transient: false });
+      if (vm.power !== 'running')
+        throw new DriverError(`VM ${vmId} is not running: its console shows nothing`, { transient: false });
+      return createSerialConsole({
+        hostname: vm.hostname,
+        // Read at each login: a password reset since the console opened counts.
+        checkPassword: async (password) => {
+          const now = await find(vmId);
+          return !now?.password_hash || now.password_hash === passwordHash(password);
+        },
+      });
     },
 
     async close() {

@@ -12,6 +12,7 @@ import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
+import { registerConsoleActions } from '../actions/console.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -27,6 +28,7 @@ import {
   ServiceDetailsPayload,
   ServiceSummaryPayload,
 } from '../schemas/services.ts';
+import type { ConsoleOptions } from '../service-console/consoles.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import { operatorRoute } from './operator-route.ts';
 import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
@@ -104,7 +106,7 @@ const tags = ['Operator services'];
  * `OPS/services...`: services across resellers, their details and every operation on them
  * (docs/design/contract.md#operator-api).
  */
-export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
+export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options: ConsoleOptions = {}): void {
   const { db } = ctx.store;
 
   app.get(
@@ -225,4 +227,5 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
   registerServiceActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
+  registerConsoleActions(app, ctx, door, options.consoles);
 }

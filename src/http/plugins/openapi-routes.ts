@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { CONSOLE } from '../base-path.ts';
+import { CONSOLE, SERVICE_CONSOLE } from '../base-path.ts';
 import { forValidation, type RegisteredRoute, type RouteDocs } from '../openapi.ts';
 
 declare module 'fastify' {
@@ -23,8 +23,8 @@ export const openapiRoutes = fp(
     const registered: RegisteredRoute[] = [];
     app.decorate('registeredRoutes', registered);
     app.addHook('onRoute', (route) => {
-      // The console's pages are a web site, not part of the API the document describes.
-      if (route.url.startsWith(CONSOLE)) return;
+      // The consoles' pages (the operator's, a service's in the browser) are a web site, not part of the API the document describes.
+      if (route.url.startsWith(CONSOLE) || route.url.startsWith(SERVICE_CONSOLE)) return;
       const schema = route.schema;
       for (const method of [route.method].flat()) {
         registered.push({

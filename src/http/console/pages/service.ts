@@ -155,10 +155,17 @@ ${csrfField(csrf)}
 <input id="password" name="password" type="password" autocomplete="new-password" required maxlength="128">
 <div><button type="submit">Set the root password</button></div>
 </form>`;
-  if (buttons.length === 0 && !suspend && !password) {
+  // The server's console in the browser, in a new tab (a one-time link the form's answer opens).
+  const consoleForm =
+    (s.status === 'running' || s.status === 'rescue') &&
+    html`<form method="post" action="${base}/console" target="_blank">
+${csrfField(csrf)}
+<button type="submit">Open console</button>
+</form>`;
+  if (buttons.length === 0 && !suspend && !password && !consoleForm) {
     return html`<p class="empty">This service accepts no operation now.</p>`;
   }
-  return html`<div class="actions">${buttons}</div>${suspend}${password}`;
+  return html`<div class="actions">${buttons}${consoleForm}</div>${suspend}${password}`;
 }
 
 /**
@@ -197,6 +204,13 @@ function registerServiceActions(router: ConsoleRouter): void {
       act(call, b.path, {}, `${b.label}: queued. This page shows its progress.`),
     );
   }
+  // The link is made for this server (the operator API answers it with the address that API was
+  // reached at, here an in-process one): the browser opens its path on the console's own origin.
+  router.action('/services/:service_id/console', async (call) => {
+    const id = pathParam(call, 'service_id');
+    const link = await call.ops.send<{ url: string }>('POST', `services/${id}/console`, {});
+    return { redirect: new URL(link.data.url).pathname };
+  });
   router.action('/services/:service_id/migrate', (call) => {
     const to = call.field('host_id')?.trim();
     return act(call, 'migrate', to ? { host_id: to } : {}, 'Migrate: queued. This page shows its progress.');
