@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   host_unreachable: 400,
   invalid_token: 401,
   insufficient_scope: 403,
+  console_origin_refused: 403,
   service_not_found: 404,
   backup_not_found: 404,
   backup_schedule_not_found: 404,

@@ -99,6 +99,7 @@ export function startBackground(
     retentionMs: ctx.config.jobRetentionMs,
     auditRetentionMs: ctx.config.auditRetentionMs,
     eventRetentionMs: ctx.config.eventRetentionMs,
+    serviceConsoleMaxMs: ctx.config.serviceConsoleMaxMs,
     intervalMs: ctx.config.pruneIntervalMs,
     archive: backups.archive,
   });

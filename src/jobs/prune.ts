@@ -18,6 +18,8 @@ export interface PrunerOptions {
   readonly auditRetentionMs: number;
   /** Events and webhook deliveries older than this go. */
   readonly eventRetentionMs: number;
+  /** How long a customer's console session lasts at most (VRP_CONSOLE_SESSION_MAX): its link goes after. */
+  readonly serviceConsoleMaxMs: number;
   /** Time between runs. */
   readonly intervalMs: number;
   /** Rows per delete statement: each is its own short transaction. */
@@ -39,7 +41,8 @@ export interface Pruner {
 /**
  * Keeps the store from growing for ever: finished jobs and handled schedule slots after the
  * retention period, idempotency keys after their 24 hours, audit entries, events and webhook
- * deliveries after theirs, console sessions once they expired, the backups of terminated services
+ * deliveries after theirs, console sessions once they expired, console links once the longest
+ * session they could have opened is over, the backups of terminated services
  * once their keeping time is over. It deletes in small batches, each its
  * own statement, and yields between them, so no lock is held for long and requests go on. Any
  * number of processes may run it at once: a row deleted by one is simply not found by another.
@@ -73,6 +76,7 @@ export function createPruner(o: PrunerOptions): Pruner {
       events: eventsBefore,
       webhookDeliveries: eventsBefore,
       consoleSessions: now,
+      serviceConsoleLinks: now - o.serviceConsoleMaxMs,
     };
     // Each kind in turn, in batches: one statement at a time on the store.
     const counts: PrunedCounts = { ...cutoffs };

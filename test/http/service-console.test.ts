@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { SERVICE_CONSOLE } from '../../src/http/base-path.ts';
+import { pruneBatch } from '../../src/store/repos/retention.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
@@ -11,7 +12,12 @@ import { testStores } from '../helpers/stores.ts';
 const HOUR = 3600_000;
 
 /** What a WebSocket upgrade got: the HTTP status of a refusal, or 101 with no byte read. */
-function upgrade(origin: string, kind: string, cookie?: string): Promise<{ status: number; body: string }> {
+function upgrade(
+  origin: string,
+  kind: string,
+  cookie?: string,
+  pageOrigin?: string,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(`${origin}${SERVICE_CONSOLE}/ws/${kind}`, {
       // A connection of its own each time: the server ends a refused upgrade's connection.
@@ -22,6 +28,7 @@ function upgrade(origin: string, kind: string, cookie?: string): Promise<{ statu
         'sec-websocket-version': '13',
         'sec-websocket-key': Buffer.alloc(16, 7).toString('base64'),
         ...(cookie && { cookie }),
+        ...(pageOrigin && { origin: pageOrigin }),
       },
     });
     req.on('response', (res) => {
@@ -156,6 +163,25 @@ for (const store of testStores()) {
       assert.equal(audit.filter((a) => a.service_id === id).length, 2);
     });
 
+    test('the pruner removes a link once the longest session it could open is over', async () => {
+      const id = await orderRunning(t, token, 'prune.example.com');
+      await open((await link(id)).path);
+      const links = () =>
+        t.ctx.store.db
+          .selectFrom('service_console_links')
+          .select('id')
+          .where('service_id', '=', id)
+          .execute();
+      assert.equal((await links()).length, 1);
+      const max = t.ctx.config.serviceConsoleMaxMs;
+      // Still within a session's reach of the link's opening time: kept.
+      await pruneBatch(t.ctx.store.db, 'serviceConsoleLinks', clock.now() - max, 100);
+      assert.equal((await links()).length, 1);
+      await advance(60_000 + max);
+      assert.ok((await pruneBatch(t.ctx.store.db, 'serviceConsoleLinks', clock.now() - max, 100)) >= 1);
+      assert.deepEqual(await links(), []);
+    });
+
     test('the page’s files are served by the process, with their types and a long cache', async () => {
       const id = await orderRunning(t, token, 'assets.example.com');
       const page = await open((await link(id)).path);
@@ -191,6 +217,12 @@ for (const store of testStores()) {
       const { setCookie } = await open((await link(id)).path);
       // The simulated server has no graphical console: refused before the upgrade too.
       assert.equal((await upgrade(origin, 'vnc', cookieOf(setCookie))).status, 404);
+      // A page of another site cannot drive the console with the customer's cookie; the
+      // console's own page can.
+      const foreign = await upgrade(origin, 'serial', cookieOf(setCookie), 'https://evil.example');
+      assert.equal(foreign.status, 403);
+      assert.match(foreign.body, /console_origin_refused/);
+      assert.equal((await upgrade(origin, 'serial', cookieOf(setCookie), origin)).status, 101);
       await advance(HOUR);
       const ended = await upgrade(origin, 'serial', cookieOf(setCookie));
       assert.equal(ended.status, 401);

@@ -478,6 +478,7 @@ for (const store of testStores()) {
             retentionMs: 90 * DAY,
             auditRetentionMs: 365 * DAY,
             eventRetentionMs: 30 * DAY,
+            serviceConsoleMaxMs: 3_600_000,
             intervalMs: DAY,
             archive: backupDeps(t.ctx).archive,
           });

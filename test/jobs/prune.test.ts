@@ -57,6 +57,7 @@ for (const store of testStores()) {
             retentionMs: 90 * DAY,
             auditRetentionMs: 365 * DAY,
             eventRetentionMs: 90 * DAY,
+            serviceConsoleMaxMs: 3_600_000,
             intervalMs: 60_000,
             batch: 3,
           });
@@ -70,6 +71,7 @@ for (const store of testStores()) {
           events: 0,
           webhookDeliveries: 0,
           consoleSessions: 0,
+          serviceConsoleLinks: 0,
           auditEntries: 0,
         });
         assert.equal((await call(t, token, 'GET', `service/${id}/jobs`)).body.data.length, 4);
@@ -84,6 +86,7 @@ for (const store of testStores()) {
           events: 12,
           webhookDeliveries: 0,
           consoleSessions: 0,
+          serviceConsoleLinks: 0,
           auditEntries: 0,
         });
         assert.deepEqual((await call(t, token, 'GET', `service/${id}/jobs`)).body.data, []);
@@ -141,6 +144,7 @@ for (const store of testStores()) {
           retentionMs: DAY,
           auditRetentionMs: DAY,
           eventRetentionMs: 7 * DAY,
+          serviceConsoleMaxMs: 3_600_000,
           intervalMs: 10,
         });
         pruner.start();

@@ -76,6 +76,7 @@ for (const store of testStores()) {
             log: silent,
             retentionMs: 90 * DAY,
             eventRetentionMs: 30 * DAY,
+            serviceConsoleMaxMs: 3_600_000,
             auditRetentionMs: 365 * DAY,
             intervalMs: 60_000,
             batch: 2,

@@ -62,6 +62,22 @@ function sendHtml(request: FastifyRequest, reply: FastifyReply, page: Html, stat
 const KINDS: readonly ConsoleKind[] = ['serial', 'vnc'];
 
 /**
+ * Whether a WebSocket request comes from a page of this server: a browser always sends `Origin`
+ * on a WebSocket, and another site's page must not drive a console through the customer's
+ * session (the SameSite cookie is the first guard, this the second). Clients that are not
+ * browsers send no Origin and pass on the session alone.
+ */
+function sameOrigin(request: FastifyRequest): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A service's console in the browser: the page a one-time link opens (SERVICE_CONSOLE/<token>),
  * its files (SERVICE_CONSOLE/assets/<version>/...), and a WebSocket per console kind
  * (SERVICE_CONSOLE/ws/serial, /ws/vnc), each checking the session's cookie before it upgrades.
@@ -133,7 +149,7 @@ function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined
           `The server is ${service?.status ?? 'gone'}: its console is open while it is running or in rescue.`,
         );
       }
-      const kinds = await consoles.consoles(service.id).catch(() => [] as ConsoleKind[]);
+      const kinds = await consoles.consoles(service.id).catch((): readonly ConsoleKind[] => []);
       const assets = await consoleAssets();
       reply.setCookie(SESSION_COOKIE, secret, {
         path: `${SERVICE_CONSOLE}/`,
@@ -161,6 +177,9 @@ function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined
         // console now, gets an HTTP refusal and never a byte of the console.
         preValidation: async (request) => {
           if (!consoles) throw new ApiError('console_unavailable', 'The console is not available here');
+          if (!sameOrigin(request)) {
+            throw new ApiError('console_origin_refused', 'A console opens only from its own page');
+          }
           const secret = request.cookies[SESSION_COOKIE];
           const session =
             secret !== undefined && SECRET_PATTERN.test(secret)

@@ -10,6 +10,7 @@ export const PRUNE_KINDS = [
   'events',
   'webhookDeliveries',
   'consoleSessions',
+  'serviceConsoleLinks',
 ] as const;
 export type PruneKind = (typeof PRUNE_KINDS)[number];
 
@@ -33,7 +34,9 @@ interface PruneRule {
  * their 24 hours ago (IDEMPOTENCY_TTL_MS); audit entries and events, their own retention
  * ago; webhook deliveries, the events' retention ago (kept as long as their events, they are long
  * finished by then: the last retry comes about 28 hours after the event, events are kept at
- * least 7 days; this also takes those of deleted webhooks); console sessions, now (they expired).
+ * least 7 days; this also takes those of deleted webhooks); console sessions, now (they expired);
+ * links to a service's console, VRP_CONSOLE_SESSION_MAX ago (a link opens before its
+ * `open_until`, so a session it opened has ended by then).
  */
 const RULES: Readonly<Record<PruneKind, PruneRule>> = {
   // Only finished jobs go: a queued or running job has no finished_at.
@@ -55,6 +58,7 @@ const RULES: Readonly<Record<PruneKind, PruneRule>> = {
     op: '<',
   },
   consoleSessions: { table: 'console_sessions', key: ['id'], column: 'expires_at', op: '<=' },
+  serviceConsoleLinks: { table: 'service_console_links', key: ['id'], column: 'open_until', op: '<=' },
 };
 
 /**
