@@ -1,20 +1,15 @@
 import fastifyFormbody from '@fastify/formbody';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { createTokenEndpoint } from '../../auth/token-endpoint.ts';
 import type { AppContext } from '../../context.ts';
 import { SCOPES } from '../../domain/scopes.ts';
 import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
+import { baseUrl } from '../base-url.ts';
 import { isFields } from '../fields.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { StringEnum } from '../schemas/common.ts';
-
-/** {base_url}: the configured public URL, or the one this request reached us at. */
-export function baseUrl(ctx: AppContext, request: FastifyRequest): string {
-  if (ctx.config.baseUrl) return ctx.config.baseUrl;
-  return `${request.protocol}://${request.host}${BASE}`;
-}
 
 /** RFC 6749 section 4.4.2, as a form or as JSON; the endpoint reads it itself (token-endpoint.ts). */
 const TokenRequest = Type.Object(
