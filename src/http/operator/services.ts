@@ -12,6 +12,7 @@ import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
+import { registerReinstallActions } from '../actions/reinstall.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -223,6 +224,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
 
   const door = operatorDoor(ctx);
   registerServiceActions(app, ctx, door);
+  registerReinstallActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
 }
