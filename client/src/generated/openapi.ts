@@ -372,6 +372,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/reinstall': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Reinstall the server
+     * @description Rebuilds the server’s disk from `template_id` (one of its product’s templates; everything on the disk is lost) with a new root password and, optionally, new SSH keys. The addresses, amounts, backups and schedules stay; the server ends in the power state it had (`running` or `stopped`; other statuses 400 `invalid_state`). The next backup is a full one. Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).
+     */
+    post: operations['reinstall'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/vps_reseller_provider/public/api/v2/service/{service_id}/reset-password': {
     parameters: {
       query?: never;
@@ -567,7 +587,7 @@ export interface paths {
     put?: never;
     /**
      * Order a virtual server
-     * @description Checks the amounts against the product’s bounds and the template against its `os_templates`, and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.
+     * @description Checks the amounts against the product’s bounds, the template against its `os_templates` and the optional `ssh_keys` (400 `invalid_ssh_key`), and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.
      */
     post: operations['createOrder'];
     delete?: never;
@@ -811,6 +831,7 @@ export interface components {
         | 'backups_disabled'
         | 'quota_exceeded'
         | 'weak_password'
+        | 'invalid_ssh_key'
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
@@ -875,6 +896,7 @@ export interface components {
         | 'backups_disabled'
         | 'quota_exceeded'
         | 'weak_password'
+        | 'invalid_ssh_key'
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
@@ -1036,7 +1058,10 @@ export interface components {
         | 'backup_create'
         | 'backup_restore'
         | 'backup_delete'
-        | 'migrate';
+        | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue';
       /** @enum {string} */
       status: 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped';
       /** @description Why the job failed or was skipped, for a person */
@@ -1074,13 +1099,16 @@ export interface components {
         | 'suspended'
         | 'failed'
         | 'terminated'
+        | 'rescue'
         | 'provisioning'
         | 'starting'
         | 'stopping'
         | 'restarting'
         | 'upgrading'
         | 'restoring'
-        | 'terminating';
+        | 'terminating'
+        | 'reinstalling'
+        | 'rescuing';
       /** @description The first address; empty until the server is created */
       ip: string;
       /** @description Every address of the server */
@@ -1104,6 +1132,8 @@ export interface components {
        * @enum {string|null}
        */
       password_applies: 'now' | 'next_boot' | null;
+      /** @description The SHA-256 fingerprints (as `ssh-keygen -l` prints them) of the OpenSSH public keys installed for root at create-order or the last reinstall; empty if none */
+      ssh_key_fingerprints: string[];
       /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
@@ -1119,6 +1149,9 @@ export interface components {
         | 'backup_restore'
         | 'backup_delete'
         | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1141,13 +1174,16 @@ export interface components {
         | 'suspended'
         | 'failed'
         | 'terminated'
+        | 'rescue'
         | 'provisioning'
         | 'starting'
         | 'stopping'
         | 'restarting'
         | 'upgrading'
         | 'restoring'
-        | 'terminating';
+        | 'terminating'
+        | 'reinstalling'
+        | 'rescuing';
       /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
@@ -1163,6 +1199,9 @@ export interface components {
         | 'backup_restore'
         | 'backup_delete'
         | 'migrate'
+        | 'reinstall'
+        | 'rescue'
+        | 'unrescue'
         | 'schedule_create'
         | 'schedule_delete'
       )[];
@@ -1208,7 +1247,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1231,6 +1270,7 @@ export interface components {
             | 'backups_disabled'
             | 'quota_exceeded'
             | 'weak_password'
+            | 'invalid_ssh_key'
             | 'schedule_limit_reached'
             | 'webhook_limit_reached'
             | 'invalid_envelope_variant'
@@ -1595,13 +1635,16 @@ export interface operations {
                           | 'suspended'
                           | 'failed'
                           | 'terminated'
+                          | 'rescue'
                           | 'provisioning'
                           | 'starting'
                           | 'stopping'
                           | 'restarting'
                           | 'upgrading'
                           | 'restoring'
-                          | 'terminating';
+                          | 'terminating'
+                          | 'reinstalling'
+                          | 'rescuing';
                         /** @enum {string} */
                         to:
                           | 'pending'
@@ -1610,13 +1653,16 @@ export interface operations {
                           | 'suspended'
                           | 'failed'
                           | 'terminated'
+                          | 'rescue'
                           | 'provisioning'
                           | 'starting'
                           | 'stopping'
                           | 'restarting'
                           | 'upgrading'
                           | 'restoring'
-                          | 'terminating';
+                          | 'terminating'
+                          | 'reinstalling'
+                          | 'rescuing';
                         /** Format: uuid */
                         job_id: string | null;
                         /**
@@ -1661,7 +1707,10 @@ export interface operations {
                           | 'backup_create'
                           | 'backup_restore'
                           | 'backup_delete'
-                          | 'migrate';
+                          | 'migrate'
+                          | 'reinstall'
+                          | 'rescue'
+                          | 'unrescue';
                         /** @enum {string} */
                         status: 'succeeded' | 'failed' | 'skipped';
                         error: string | null;
@@ -2528,6 +2577,85 @@ export interface operations {
       503: components['responses']['Error503'];
     };
   };
+  reinstall: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+          /**
+           * Format: uuid
+           * @description One of the service’s product’s `os_templates` (400 `invalid_template`; 400 `template_unavailable` if the provider has no image for it)
+           */
+          template_id: string;
+          /** @description The new root password: 8 to 128 characters with at least three of lower case, upper case, digits and symbols (400 `weak_password` otherwise). Absent: a generated one; details show it. */
+          password?: string;
+          /**
+           * @description Replace root’s keys; absent: the service keeps the keys it has; `[]`: removes them. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          /** @description The job queued (absent when nothing was to be done) */
+          'X-Job-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: unknown[];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
   resetPassword: {
     parameters: {
       query?: never;
@@ -3220,6 +3348,13 @@ export interface operations {
           hdd: number;
           ip: number;
           backup: number;
+          /**
+           * @description Installed for root when the server is created; none when absent. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
         };
       };
     };
@@ -3942,6 +4077,13 @@ export interface operations {
           hdd: number;
           ip: number;
           backup: number;
+          /**
+           * @description Installed for root when the server is created; none when absent. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
         };
       };
     };
