@@ -52,6 +52,10 @@ function parseOne(text: string): SshKey | string {
   if (!(whole instanceof Error) && whole.isPrivateKey()) {
     return 'this is a private key; give the public one (the .pub file), never the private key';
   }
+  // A private key pasted line by line (a form that takes a key per line) comes as its PEM lines.
+  if (/^-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(trimmed)) {
+    return 'this is (the start of) a private key; give the public one (the .pub file), never the private key';
+  }
   if (/[\r\n]/.test(trimmed)) return 'one key per entry, on one line';
   if (/[\p{Cc}]/u.test(trimmed.replace(/\t/g, ' '))) return 'contains control characters';
   const [type = '', data = '', ...rest] = trimmed.split(/[ \t]+/);

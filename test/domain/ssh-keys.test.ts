@@ -159,6 +159,9 @@ describe('SSH public keys', () => {
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
     assert.match(refusal([publicKey('ed25519'), pem]), /^ssh_keys\[1\]: this is a private key/);
+    // Its first line alone, as a form that takes one key per line splits it.
+    const firstLine = pair.private.split('\n')[0]!;
+    assert.match(refusal([firstLine]), /^ssh_keys\[0\]: this is \(the start of\) a private key/);
   });
 
   test('11 keys are refused; 10 are accepted', () => {

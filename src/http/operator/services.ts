@@ -145,17 +145,19 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
       tags,
       summary: 'A service with its host, jobs and backups',
       description:
-        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs and its backups.',
+        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs, its backups and its product’s OS templates.',
       params: ServiceParams,
       response: { 200: ServiceDetailsPayload },
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host] = await Promise.all([
+      const [jobs, backups, host, catalog] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
+        ctx.catalog.get(),
       ]);
+      const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
         ...detailsView(service, current, ctx.secretBox),
@@ -167,6 +169,11 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
         updated_at: new Date(service.updatedAt).toISOString(),
         jobs: jobs.map(operatorJobView),
         backups: backups.map(operatorBackupView),
+        os_templates: templates.map((t) => ({
+          template_id: t.templateId,
+          name: t.name,
+          available: !catalog.unavailableTemplates.has(t.templateId),
+        })),
       };
     },
   );
