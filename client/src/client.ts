@@ -7,6 +7,7 @@ import type {
   Body,
   Data,
   Order,
+  ReinstallRequest,
   ScheduleRequest,
   Status,
   UpgradeAmounts,
@@ -114,6 +115,18 @@ export function createClient(options: ClientOptions) {
       const link = await post('openConsole', service(id, 'console'), {}, o);
       return { url: link.url, expiresAt: link.expires_at };
     },
+    /** Rebuilds the server's disk from a template (its data is lost); addresses and power state stay. */
+    reinstall: (id: string, r: ReinstallRequest, o?: CallOptions) =>
+      act(
+        'reinstall',
+        service(id, 'reinstall'),
+        {
+          template_id: r.templateId,
+          ...(r.password === undefined ? {} : { password: r.password }),
+          ...(r.sshKeys === undefined ? {} : { ssh_keys: [...r.sshKeys] }),
+        },
+        o,
+      ),
     details: (id: string, o?: CallOptions) => get('details', service(id, 'details'), o),
     status: (id: string, o?: CallOptions) => get('status', service(id, 'status'), o),
     /** The service's jobs, newest first. */

@@ -52,6 +52,17 @@ export interface ScheduleRequest {
   days: ScheduleBody['BSDays'] | readonly ScheduleBody['BSDays'][];
 }
 
+/**
+ * A reinstall: `templateId` one of the product's templates; `password` the new root password
+ * (absent: the server generates one, details show it); `sshKeys` OpenSSH public keys for root
+ * (absent: the service keeps its keys; `[]` removes them).
+ */
+export interface ReinstallRequest {
+  templateId: Body<'reinstall'>['template_id'];
+  password?: NonNullable<Body<'reinstall'>['password']>;
+  sshKeys?: NonNullable<Body<'reinstall'>['ssh_keys']>;
+}
+
 /** What an operation that answers `[]` tells: the job it queued, if any, and the server's message. */
 export interface Accepted {
   /** The job queued (see jobs and status); null when nothing was to be done or no job runs it. */

@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   backups_disabled: 400,
   quota_exceeded: 400,
   weak_password: 400,
+  invalid_ssh_key: 400,
   schedule_limit_reached: 400,
   webhook_limit_reached: 400,
   invalid_envelope_variant: 400,

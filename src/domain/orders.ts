@@ -57,6 +57,33 @@ export function shrinksDisk(fromGb: number, toGb: number): boolean {
 }
 
 /**
+ * `templateId` names one of the product's OS templates (400 `invalid_template`) that the
+ * provider can create VMs from (400 `template_unavailable`); returns it normalised (lower case).
+ * Orders and reinstalls ask the same.
+ */
+export function checkTemplate(
+  product: Product,
+  templateId: string,
+  unavailable: ReadonlySet<string>,
+): string {
+  const template = templateId.toLowerCase();
+  const ref = product.osTemplates.find((t) => t.templateId === template);
+  if (!ref) {
+    throw new ApiError(
+      'invalid_template',
+      `template_id ${templateId} is not an OS template of product "${product.name}"`,
+    );
+  }
+  if (unavailable.has(template)) {
+    throw new ApiError(
+      'template_unavailable',
+      `OS template "${ref.name}" cannot be provisioned: the provider has no image for it yet; choose another template`,
+    );
+  }
+  return template;
+}
+
+/**
  * Validates an order against its product; returns the normalised domain name. `unavailable`:
  * the templates the provider cannot create VMs from (no image on the hosts), refused now
  * rather than failing at create.
@@ -66,20 +93,7 @@ export function checkOrder(
   order: { template_id: string; domain_name: string } & Amounts,
   unavailable: ReadonlySet<string>,
 ): string {
-  const template = order.template_id.toLowerCase();
-  const ref = product.osTemplates.find((t) => t.templateId === template);
-  if (!ref) {
-    throw new ApiError(
-      'invalid_template',
-      `template_id ${order.template_id} is not an OS template of product "${product.name}"`,
-    );
-  }
-  if (unavailable.has(template)) {
-    throw new ApiError(
-      'template_unavailable',
-      `OS template "${ref.name}" cannot be provisioned: the provider has no image for it yet; choose another template`,
-    );
-  }
+  checkTemplate(product, order.template_id, unavailable);
   const domain = order.domain_name.toLowerCase();
   if (!isHostname(domain)) {
     throw new ApiError(

@@ -3,6 +3,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { registerBackupRoutes } from './actions/backups.ts';
 import { registerConsoleLinkRoutes } from './actions/console.ts';
+import { registerReinstallRoutes } from './actions/reinstall.ts';
 import { registerScheduleRoutes } from './actions/schedules.ts';
 import { registerServiceActionRoutes } from './actions/service-actions.ts';
 import type { App } from './app-type.ts';
@@ -100,6 +101,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerServiceRoutes,
   registerServiceActionRoutes,
   registerConsoleLinkRoutes,
+  registerReinstallRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
   registerUsageRoutes,

@@ -21,6 +21,8 @@ export interface Order {
   readonly hdd: number;
   readonly ipCount: number;
   readonly backup: number;
+  /** OpenSSH public keys for root, already checked and normalised (domain/ssh-keys.ts). */
+  readonly sshKeys?: readonly string[];
 }
 
 /** The new service's login: the password is shown once, in the answer to the order. */

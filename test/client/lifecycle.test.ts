@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { VrpClient } from '../../client/src/index.ts';
+import ssh2 from 'ssh2';
+import { type VrpClient, VrpError } from '../../client/src/index.ts';
+import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { testStores } from '../helpers/stores.ts';
 import { startReceiver } from '../helpers/webhooks.ts';
@@ -154,6 +156,37 @@ for (const store of testStores()) {
       assert.equal(statuses.at(-1), 'terminated');
       const [first, second] = events;
       assert.deepEqual(await vrp.events({ after: first!.event_id, limit: 1 }), [second]);
+    });
+
+    test('reinstall: another template, a password and keys; their fingerprints in details; a bad key is a VrpError', async () => {
+      const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'sdk' }).public.trim();
+      const [ordered] = await vrp.createOrder({ ...smallOrder('reinstall-sdk.example.com'), ssh_keys: [] });
+      const id = ordered!.service_id;
+      await vrp.create(id);
+      await vrp.waitForStatus(id, 'running', { pollMs: 20 });
+      const template = product.os_templates[1]!;
+      const accepted = await vrp.reinstall(id, {
+        templateId: template,
+        password: 'Sdk-Reinstall-1',
+        sshKeys: [key],
+      });
+      assert.match(accepted.jobId!, UUID);
+      await vrp.waitForStatus(id, 'running', { pollMs: 20 });
+      const details = await vrp.details(id);
+      assert.deepEqual(
+        [details.template_id, details.password, details.ssh_key_fingerprints],
+        [template, 'Sdk-Reinstall-1', [sshKeyFingerprint(key)]],
+      );
+      // Without a password or keys: a generated password, the keys kept.
+      await vrp.reinstall(id, { templateId: template });
+      await vrp.waitForStatus(id, 'running', { pollMs: 20 });
+      const again = await vrp.details(id);
+      assert.notEqual(again.password, 'Sdk-Reinstall-1');
+      assert.deepEqual(again.ssh_key_fingerprints, [sshKeyFingerprint(key)]);
+      await assert.rejects(
+        vrp.reinstall(id, { templateId: template, sshKeys: ['ssh-rsa nope'] }),
+        (e: unknown) => e instanceof VrpError && e.status === 400 && e.errorCode === 'invalid_ssh_key',
+      );
     });
 
     test('webhooks: register, receive a signed delivery that standardwebhooks verifies, list, delete', async () => {

@@ -3,6 +3,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import ssh2 from 'ssh2';
+import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import {
   CONSOLE,
@@ -183,6 +185,65 @@ describe('console: services', { skip: noBrowser }, () => {
       problems.filter((p) => !/status of 40[04]/.test(p)),
       [],
     );
+  });
+
+  test('reinstall: the form offers the product’s templates; a bad key is refused with its message; keys and password reach the service', async () => {
+    const acme = await t.token({ reseller: 'acme' });
+    const id = await runningService(t, acme, 'reinstall.example.com');
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    const select = page.getByLabel(/Reinstall from template/);
+    assert.deepEqual(await select.locator('option').allInnerTexts(), [
+      'Debian 12',
+      'Ubuntu 24.04 LTS',
+      'Rocky Linux 9',
+    ]);
+    const accept = () => page.once('dialog', (d) => void d.accept());
+
+    // A private key pasted by mistake: the API's refusal, naming the line, and nothing queued.
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'console' });
+    await select.selectOption({ label: 'Ubuntu 24.04 LTS' });
+    await page.getByLabel(/SSH public keys for root/).fill(`${pair.public}\n${pair.private}`);
+    accept();
+    await page.getByRole('button', { name: 'Reinstall' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(
+      await page.getByRole('alert').innerText(),
+      /^ssh_keys\[1\]: this is \(the start of\) a private key/,
+    );
+    assert.equal(await page.locator('[data-live]').count(), 0, 'no job was queued');
+
+    const other = ssh2.utils.generateKeyPairSync('ecdsa', { bits: 256, comment: 'second' }).public;
+    await page.getByLabel(/Reinstall from template/).selectOption({ label: 'Ubuntu 24.04 LTS' });
+    await page.getByLabel(/Root password after the reinstall/).fill('Console-Reinstall-2');
+    await page.getByLabel(/SSH public keys for root/).fill(`  ${pair.public}\r\n\n${other}\n`);
+    accept();
+    await page.getByRole('button', { name: 'Reinstall' }).click();
+    await page.getByRole('status').filter({ hasText: 'Reinstall: queued' }).waitFor();
+    await page
+      .locator('.service-status')
+      .filter({ hasText: /^\s*running\s*$/ })
+      .waitFor();
+    const details = (await call(t, acme, 'GET', `service/${id}/details`, undefined, B)).body.data;
+    assert.deepEqual(
+      [details.template_id, details.password, details.ssh_key_fingerprints],
+      [
+        '6f1c3a52-0d1e-4c1b-9a51-0e2f8d3b7a02',
+        'Console-Reinstall-2',
+        [sshKeyFingerprint(pair.public), sshKeyFingerprint(other)],
+      ],
+    );
+    assert.match(await page.locator('dl.facts').innerText(), /SSH keys\s+SHA256:/);
+    assert.deepEqual(
+      problems.filter((p) => !/status of 400/.test(p)),
+      [],
+    );
+
+    // A suspended service accepts no reinstall: no form.
+    await call(t, acme, 'POST', `service/${id}/suspend`, undefined, B);
+    await waitForStatus(t, acme, id, 'suspended');
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    assert.equal(await page.getByRole('button', { name: 'Reinstall' }).count(), 0);
   });
 
   test('backups: the chain of each, and Verify reads one back and says what it found', async () => {

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import ssh2 from 'ssh2';
 import {
   type DiskExport,
   DriverError,
@@ -206,6 +207,89 @@ export function driverContract(
         await d.destroy(vmId).catch(() => {});
         await t.cleanup();
         rmSync(work, { recursive: true, force: true });
+      }
+    });
+
+    test('reinstall: a fresh disk of the template, the addresses, host and power state kept', {
+      timeout: slowWaitMs(900_000),
+      skip: options.skip ?? false,
+    }, async () => {
+      const t = await make();
+      const d = t.driver;
+      const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+      let reports = 0;
+      const booted = async () => t.guest?.(vmId, ++reports);
+      const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'contract' }).public.trim();
+      const reinstallSpec = (password: string) => ({
+        templateId: t.templateId,
+        hostname: 'reinstalled.example.com',
+        username: 'root',
+        password,
+        sshKeys: [key],
+      });
+      const checkpoint = (n: number) => `0c0c0c0c-0000-4000-8000-0000000000c${n}`;
+      try {
+        const created = await d.create(spec(t, vmId));
+        await booted();
+        // A committed export (a checkpoint the reinstall must drop), then a write to the disk (a boot).
+        const first = await d.exportDisk(vmId, checkpoint(1), null);
+        await first.commit();
+        await first.close();
+        await d.reboot(vmId);
+        const changed = await booted();
+        if (changed) assert.equal(changed['boot'], '2');
+        const written = (await d.inspect(vmId))!;
+        if (written.diskRevision !== undefined && created.diskRevision !== undefined) {
+          assert.notEqual(written.diskRevision, created.diskRevision, 'the disk moved since the create');
+        }
+
+        const running = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-3'));
+        assert.equal(running.power, 'running', 'a running server is running again');
+        assert.deepEqual(running.ips, created.ips, 'the addresses stay');
+        assert.equal(running.hostId, created.hostId, 'the host stays');
+        assert.deepEqual([running.cpu, running.ramGb, running.diskGb], [1, 1, 2], 'the amounts stay');
+        const fresh = await booted();
+        if (fresh) {
+          assert.equal(fresh['boot'], '1', 'the disk is a fresh one: its boot counter starts again');
+          assert.equal(fresh['hostname'], 'reinstalled.example.com');
+          assert.equal(
+            fresh['password_sha256'],
+            sha256('Reinstall-pass-3'),
+            'the new password reached the guest',
+          );
+          assert.equal(fresh['ips'], `${created.ips.join(',')},`, 'the guest has the same addresses');
+        } else if (created.diskRevision !== undefined) {
+          assert.equal(running.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+        }
+        const after = await d.exportDisk(vmId, checkpoint(2), checkpoint(1));
+        assert.deepEqual([after.kind, after.since], ['full', null], 'the export after a reinstall is full');
+        await after.close();
+
+        // A stopped server is reinstalled stopped; its next boot is the fresh disk's first.
+        await d.reboot(vmId);
+        await booted();
+        assert.equal((await d.powerOff(vmId)).power, 'stopped');
+        const stopped = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-4'));
+        assert.equal(stopped.power, 'stopped', 'a stopped server stays stopped');
+        assert.deepEqual(stopped.ips, created.ips, 'the addresses stay');
+        assert.equal((await d.inspect(vmId))!.power, 'stopped');
+        if (created.diskRevision !== undefined) {
+          assert.equal(stopped.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+        }
+        assert.equal((await d.start(vmId)).power, 'running');
+        const second = await booted();
+        if (second) {
+          assert.equal(second['boot'], '1', 'the stopped server’s disk was rebuilt');
+          assert.equal(second['password_sha256'], sha256('Reinstall-pass-4'));
+        }
+        await assert.rejects(
+          d.reinstall('0c0c0c0c-0000-4000-8000-0000000000ff', reinstallSpec('Reinstall-pass-5')),
+          (e: unknown) => e instanceof DriverError && !e.transient,
+          'no such VM',
+        );
+      } finally {
+        await d.destroy(vmId).catch(() => {});
+        await t.cleanup();
       }
     });
   });

@@ -610,6 +610,65 @@ for (const kind of testStores()) {
       }
     });
 
+    test('reinstall: the bytes of a fresh disk of the template; an outage, a fault or a close changes nothing', async (ctx) => {
+      const t = await simulated(kind, { VRP_SIMULATED_SPEED: '0.01' });
+      const login = (templateId: string) => ({
+        templateId,
+        hostname: 'again.example.com',
+        username: 'root',
+        password: 'Again-pass-1',
+        sshKeys: [],
+      });
+      const header = async (d: HypervisorDriver, vmId: string) => {
+        const e = await d.exportDisk(vmId, `${vmId}-h`, null);
+        const runs: DiskRun[] = [];
+        for await (const r of e.runs) runs.push(r);
+        await e.close();
+        const json = runs[0]!.data.subarray(0, runs[0]!.data.indexOf(0)).toString('utf8');
+        const { vm, ...rest } = JSON.parse(json) as Record<string, unknown>;
+        return { vm, rest, runs: runs.length, diskBytes: e.diskBytes };
+      };
+      try {
+        const d = t.driver;
+        await d.create(spec(id(1)));
+        for (let i = 0; i < 3; i++) await d.reboot(id(1));
+        const written = (await d.inspect(id(1)))!;
+        const hostId = written.hostId;
+
+        await outside.hostDown(t.store.db, hostId);
+        await assert.rejects(d.reinstall(id(1), login('u')), transient(/does not answer/));
+        await outside.hostUp(t.store.db, hostId);
+        const faulty = await t.restart({ VRP_SIM_FAULTS: 'permanent=1' });
+        await assert.rejects(faulty.reinstall(id(1), login('u')), permanent(/Simulated permanent fault/));
+        // Closed while the disk is being rebuilt: nothing is written.
+        ctx.mock.timers.enable({ apis: ['setTimeout'] });
+        const closing = await t.restart({ VRP_SIMULATED_SPEED: '0.01' });
+        const reinstalling = closing.reinstall(id(1), login('u'));
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        await closing.close();
+        ctx.mock.timers.tick(60_000);
+        await assert.rejects(reinstalling, (e: unknown) => e instanceof DriverError && e.transient);
+        ctx.mock.timers.reset();
+        assert.equal((await d.inspect(id(1)))!.diskRevision, written.diskRevision, 'nothing changed');
+
+        // The disk a fresh VM of template u has, at this VM's size (10 GB).
+        await d.create({ ...spec(id(2)), templateId: 'u', diskGb: 20 });
+        const reinstalled = await d.reinstall(id(1), login('u'));
+        assert.equal(reinstalled.power, 'running');
+        assert.deepEqual(reinstalled.ips, written.ips);
+        assert.equal(reinstalled.hostId, hostId);
+        const mine = await header(d, id(1));
+        const fresh = await header(d, id(2));
+        assert.deepEqual(mine.rest, fresh.rest, 'generation and used space of a fresh disk of u');
+        assert.equal(mine.runs, fresh.runs, 'the fresh disk’s runs only');
+        assert.equal(mine.diskBytes, 10 * 1024 ** 3, 'at the VM’s own size');
+        assert.equal((await vmRow(t, id(1))).hostname, 'again.example.com');
+      } finally {
+        ctx.mock.timers.reset();
+        await t.cleanup();
+      }
+    });
+
     test('a host with an outage answers nothing: operations, listing and probe fail as transient', async () => {
       const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10' });
       try {

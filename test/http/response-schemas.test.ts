@@ -120,6 +120,8 @@ for (const store of testStores()) {
         await ok(variant, 'POST', svc('reset-password'), id, { password: 'Another-pass-9' });
         await settle();
         await ok(variant, 'POST', svc('console'), id);
+        await ok(variant, 'POST', svc('reinstall'), id, { template_id: product.os_templates[1] });
+        await settle();
 
         await ok(variant, 'POST', svc('backup/create'), id);
         await settle();

@@ -392,6 +392,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/reinstall': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Reinstall the server
+     * @description Rebuilds the server’s disk from `template_id` (one of its product’s templates; everything on the disk is lost) with a new root password and, optionally, new SSH keys. The addresses, amounts, backups and schedules stay; the server ends in the power state it had (`running` or `stopped`; other statuses 400 `invalid_state`). The next backup is a full one. Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).
+     */
+    post: operations['reinstall'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/vps_reseller_provider/public/api/v2/service/{service_id}/reset-password': {
     parameters: {
       query?: never;
@@ -587,7 +607,7 @@ export interface paths {
     put?: never;
     /**
      * Order a virtual server
-     * @description Checks the amounts against the product’s bounds and the template against its `os_templates`, and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.
+     * @description Checks the amounts against the product’s bounds, the template against its `os_templates` and the optional `ssh_keys` (400 `invalid_ssh_key`), and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.
      */
     post: operations['createOrder'];
     delete?: never;
@@ -831,6 +851,7 @@ export interface components {
         | 'backups_disabled'
         | 'quota_exceeded'
         | 'weak_password'
+        | 'invalid_ssh_key'
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
@@ -845,6 +866,7 @@ export interface components {
         | 'host_unreachable'
         | 'invalid_token'
         | 'insufficient_scope'
+        | 'console_origin_refused'
         | 'service_not_found'
         | 'backup_not_found'
         | 'backup_schedule_not_found'
@@ -896,6 +918,7 @@ export interface components {
         | 'backups_disabled'
         | 'quota_exceeded'
         | 'weak_password'
+        | 'invalid_ssh_key'
         | 'schedule_limit_reached'
         | 'webhook_limit_reached'
         | 'invalid_envelope_variant'
@@ -910,6 +933,7 @@ export interface components {
         | 'host_unreachable'
         | 'invalid_token'
         | 'insufficient_scope'
+        | 'console_origin_refused'
         | 'service_not_found'
         | 'backup_not_found'
         | 'backup_schedule_not_found'
@@ -1132,6 +1156,8 @@ export interface components {
        * @enum {string|null}
        */
       password_applies: 'now' | 'next_boot' | null;
+      /** @description The SHA-256 fingerprints (as `ssh-keygen -l` prints them) of the OpenSSH public keys installed for root at create-order or the last reinstall; empty if none */
+      ssh_key_fingerprints: string[];
       /** @description The operations the service accepts now (docs/design/contract.md#service-statuses) */
       allowed_actions: (
         | 'create'
@@ -1245,7 +1271,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1268,6 +1294,7 @@ export interface components {
             | 'backups_disabled'
             | 'quota_exceeded'
             | 'weak_password'
+            | 'invalid_ssh_key'
             | 'schedule_limit_reached'
             | 'webhook_limit_reached'
             | 'invalid_envelope_variant'
@@ -1297,7 +1324,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description The token lacks the scope this operation needs: `insufficient_scope` */
+    /** @description The token lacks the scope this operation needs: `insufficient_scope`, `console_origin_refused` */
     Error403: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1307,7 +1334,7 @@ export interface components {
       content: {
         'application/json': {
           /** @enum {unknown} */
-          error_code?: 'insufficient_scope';
+          error_code?: 'insufficient_scope' | 'console_origin_refused';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -2649,6 +2676,85 @@ export interface operations {
       503: components['responses']['Error503'];
     };
   };
+  reinstall: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+          /**
+           * Format: uuid
+           * @description One of the service’s product’s `os_templates` (400 `invalid_template`; 400 `template_unavailable` if the provider has no image for it)
+           */
+          template_id: string;
+          /** @description The new root password: 8 to 128 characters with at least three of lower case, upper case, digits and symbols (400 `weak_password` otherwise). Absent: a generated one; details show it. */
+          password?: string;
+          /**
+           * @description Replace root’s keys; absent: the service keeps the keys it has; `[]`: removes them. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          /** @description The job queued (absent when nothing was to be done) */
+          'X-Job-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: unknown[];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
   resetPassword: {
     parameters: {
       query?: never;
@@ -3341,6 +3447,13 @@ export interface operations {
           hdd: number;
           ip: number;
           backup: number;
+          /**
+           * @description Installed for root when the server is created; none when absent. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
         };
       };
     };
@@ -4063,6 +4176,13 @@ export interface operations {
           hdd: number;
           ip: number;
           backup: number;
+          /**
+           * @description Installed for root when the server is created; none when absent. Each entry one OpenSSH public key, `type base64 [comment]` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 `invalid_ssh_key` naming the entry otherwise). Details show their fingerprints.
+           * @example [
+           *       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop"
+           *     ]
+           */
+          ssh_keys?: string[];
         };
       };
     };

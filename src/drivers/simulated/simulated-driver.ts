@@ -7,6 +7,7 @@ import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
+import { reinstallVm } from './reinstall.ts';
 import { createSerialConsole } from './serial-console.ts';
 import { createSleeper, stepMs } from './timings.ts';
 
@@ -497,9 +498,21 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     },
 
     // Self-service (reinstall, rescue, console): filled in by the driver's own work.
-    async reinstall() {
-      throw new DriverError('Reinstall is not available on this driver yet', { transient: false });
-    },
+    reinstall: (vmId, spec) =>
+      reinstallVm(
+        {
+          db,
+          sleeper,
+          now,
+          entry,
+          info,
+          freshUsedGb: (templateId) => round1(baseDiskGb(templateId)),
+          passwordHash,
+          hostDown,
+        },
+        vmId,
+        spec,
+      ),
     async rescue() {
       throw new DriverError('Rescue is not available on this driver yet', { transient: false });
     },

@@ -13,6 +13,7 @@ import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
+import { registerReinstallActions } from '../actions/reinstall.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -146,17 +147,19 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       tags,
       summary: 'A service with its host, jobs and backups',
       description:
-        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs and its backups.',
+        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs, its backups and its product’s OS templates.',
       params: ServiceParams,
       response: { 200: ServiceDetailsPayload },
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host] = await Promise.all([
+      const [jobs, backups, host, catalog] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
+        ctx.catalog.get(),
       ]);
+      const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
         ...detailsView(service, current, ctx.secretBox),
@@ -168,6 +171,11 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         updated_at: new Date(service.updatedAt).toISOString(),
         jobs: jobs.map(operatorJobView),
         backups: backups.map(operatorBackupView),
+        os_templates: templates.map((t) => ({
+          template_id: t.templateId,
+          name: t.name,
+          available: !catalog.unavailableTemplates.has(t.templateId),
+        })),
       };
     },
   );
@@ -225,6 +233,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
 
   const door = operatorDoor(ctx);
   registerServiceActions(app, ctx, door);
+  registerReinstallActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
   registerConsoleActions(app, ctx, door, options.consoles);

@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { checkOrder } from '../../domain/orders.ts';
+import { checkSshKeys } from '../../domain/ssh-keys.ts';
 import { isUniqueViolation } from '../../store/errors.ts';
 import { createOrderPlacer, type PlacedOrder } from '../../store/place-order.ts';
 import { findIdempotencyKey } from '../../store/repos/idempotency-keys.ts';
@@ -14,7 +15,7 @@ import type { App } from '../app-type.ts';
 import { API, BASE } from '../base-path.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
-import { ByVariant, Id, InputId } from '../schemas/common.ts';
+import { ByVariant, Id, InputId, SshKeys } from '../schemas/common.ts';
 
 const Amount = Type.Integer({ minimum: 0, maximum: 1_000_000 });
 
@@ -32,6 +33,7 @@ const OrderBody = Type.Object({
   hdd: Amount,
   ip: Amount,
   backup: Amount,
+  ssh_keys: Type.Optional(SshKeys('Installed for root when the server is created; none when absent')),
 });
 type Order = Static<typeof OrderBody>;
 
@@ -73,7 +75,7 @@ const OrderDocs = {
   },
   summary: 'Order a virtual server',
   description:
-    'Checks the amounts against the product’s bounds and the template against its `os_templates`, and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.',
+    'Checks the amounts against the product’s bounds, the template against its `os_templates` and the optional `ssh_keys` (400 `invalid_ssh_key`), and records the service as `pending` with user `root` and a generated password; nothing is allocated until `create`. Variant A answers `{service_id, username, password}`, variant B `[{service_id}]`.',
 };
 
 function requestHash(order: Order): string {
@@ -134,6 +136,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
     const product = isUuid(order.product_id) ? catalog.byId.get(order.product_id.toLowerCase()) : undefined;
     if (!product) throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
     const domain = checkOrder(product, order, catalog.unavailableTemplates);
+    const sshKeys = checkSshKeys(order.ssh_keys ?? []);
 
     let placed: PlacedOrder;
     try {
@@ -149,6 +152,7 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
           hdd: order.hdd,
           ipCount: order.ip,
           backup: order.backup,
+          sshKeys,
         },
         ctx.clock.now(),
         key ? { key, requestHash: hash } : undefined,

@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import { PASSWORD_APPLIES, type PasswordApplies } from '../../domain/passwords.ts';
 import type { SecretBox } from '../../domain/secret-box.ts';
 import { SERVICE_ERROR_CODES, type ServiceError } from '../../domain/service-error.ts';
+import { sshKeyFingerprint } from '../../domain/ssh-keys.ts';
 import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../../domain/status-machine.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import type { Job } from '../../store/repos/jobs.ts';
@@ -140,6 +141,13 @@ export const DetailsPayload = Type.Object(
       enum: [...PASSWORD_APPLIES, null],
       description: `When the last password reset reached the server; null if it never had one. ${PASSWORD_APPLIES_TEXT}`,
     }),
+    ssh_key_fingerprints: Type.Array(
+      Type.String({ examples: ['SHA256:2Rm0Yk9cB1q3bWq0mKQh0R0nD9n3wq2G5nJ6bV8cXxs'] }),
+      {
+        description:
+          'The SHA-256 fingerprints (as `ssh-keygen -l` prints them) of the OpenSSH public keys installed for root at create-order or the last reinstall; empty if none',
+      },
+    ),
     allowed_actions: AllowedActions,
     job: CurrentJob,
     error: ServiceErrorPayload,
@@ -173,6 +181,7 @@ export function detailsView(
     suspend_reason: service.suspendReason,
     disk_revision: service.diskRevision,
     password_applies: service.passwordApplies,
+    ssh_key_fingerprints: service.sshKeys.map(sshKeyFingerprint),
     allowed_actions: allowedActions(projectedState(service)),
     job: job ? jobView(job) : null,
     error: errorView(service),

@@ -110,6 +110,17 @@ export const ServiceDetailsPayload = Type.Object(
     updated_at: Timestamp,
     jobs: Type.Array(OperatorJobPayload, { description: 'Its latest jobs (at most 50), newest first' }),
     backups: Type.Array(OperatorBackupPayload),
+    os_templates: Type.Array(
+      Type.Object({
+        template_id: Id(),
+        name: Type.String(),
+        available: Type.Boolean({
+          description:
+            'false: the provider has no image for it yet (a reinstall from it is 400 `template_unavailable`)',
+        }),
+      }),
+      { description: 'The OS templates of its product: what a reinstall may install' },
+    ),
   },
   { title: 'OperatorServiceDetails' },
 );

@@ -62,6 +62,7 @@ ${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.mess
 <dt>IP addresses</dt><dd class="mono">${s.ips.length > 0 ? s.ips.join(', ') : html`<span class="none">none yet</span>`}</dd>
 <dt>Sizes</dt><dd>${s.cpu} vCores, ${s.ram} GB RAM, ${s.hdd} GB disk, ${s.ip_count} IP, ${s.backup} GB backups</dd>
 <dt>Root login</dt><dd class="mono">${s.username}</dd>
+<dt>SSH keys</dt><dd class="mono">${s.ssh_key_fingerprints.length > 0 ? s.ssh_key_fingerprints.join(', ') : html`<span class="none">none</span>`}</dd>
 <dt>Created</dt><dd>${time(s.created_at)}</dd>
 ${s.terminated_at ? html`<dt>Terminated</dt><dd>${time(s.terminated_at)}</dd>` : ''}
 </dl>`;
@@ -162,10 +163,27 @@ ${csrfField(csrf)}
 ${csrfField(csrf)}
 <button type="submit">Open console</button>
 </form>`;
-  if (buttons.length === 0 && !suspend && !password && !consoleForm) {
+  const reinstall = allowed.has('reinstall') && reinstallForm(s, csrf);
+  if (buttons.length === 0 && !suspend && !password && !consoleForm && !reinstall) {
     return html`<p class="empty">This service accepts no operation now.</p>`;
   }
-  return html`<div class="actions">${buttons}${consoleForm}</div>${suspend}${password}`;
+  return html`<div class="actions">${buttons}${consoleForm}</div>${suspend}${password}${reinstall}`;
+}
+
+/** Reinstall: one of the product's templates, an optional password, optional keys (one per line). */
+function reinstallForm(s: Details, csrf: string): Html {
+  return html`<form method="post" action="${serviceUrl(s.service_id)}/reinstall" class="stack" data-confirm="Reinstall this server? Everything on its disk is lost; its addresses and backups stay.">
+${csrfField(csrf)}
+<label for="reinstall-template">Reinstall from template (everything on the disk is lost)</label>
+<select id="reinstall-template" name="template_id" required>
+${s.os_templates.map((t) => html`<option value="${t.template_id}"${t.template_id === s.template_id ? ' selected' : ''}${t.available ? '' : ' disabled'}>${t.name}${t.available ? '' : ' (no image yet)'}</option>`)}
+</select>
+<label for="reinstall-password">Root password after the reinstall (optional; empty: a generated one, shown in the details)</label>
+<input id="reinstall-password" name="password" type="password" autocomplete="new-password" maxlength="128">
+<label for="reinstall-keys">SSH public keys for root, one per line (optional; empty: the service keeps its keys)</label>
+<textarea id="reinstall-keys" name="ssh_keys" rows="3" spellcheck="false"></textarea>
+<div><button type="submit" class="danger">Reinstall</button></div>
+</form>`;
 }
 
 /**
@@ -228,6 +246,23 @@ function registerServiceActions(router: ConsoleRouter): void {
       'New root password: queued. The server has it once the job has run.',
     ),
   );
+  router.action('/services/:service_id/reinstall', (call) => {
+    const password = call.field('password') ?? '';
+    const keys = (call.field('ssh_keys') ?? '')
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+    return act(
+      call,
+      'reinstall',
+      {
+        template_id: call.field('template_id') ?? '',
+        ...(password === '' ? {} : { password }),
+        ...(keys.length === 0 ? {} : { ssh_keys: keys }),
+      },
+      'Reinstall: queued. This page shows its progress.',
+    );
+  });
   // Verify reads the backup back from the store now and says what it found.
   router.action('/services/:service_id/backups/:backup_id/verify', async (call) => {
     const id = pathParam(call, 'service_id');
