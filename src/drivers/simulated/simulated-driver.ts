@@ -7,6 +7,7 @@ import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
+import { simulatedRescue } from './rescue.ts';
 import { createSleeper, stepMs } from './timings.ts';
 
 export interface SimulatedDriverOptions {
@@ -167,6 +168,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           created_at: t,
           updated_at: t,
           migrating_to: null,
+          rescue_password_hash: null,
         };
         const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row });
         return { ...row, host_id: hostId } satisfies SimVmTable;
@@ -275,6 +277,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       throw err;
     }
   }
+
+  const rescue = simulatedRescue({
+    entry,
+    update,
+    info,
+    sleep: (step) => sleeper.sleep(step),
+    passwordHash,
+  });
 
   return {
     name: 'simulated',
@@ -499,12 +509,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     async reinstall() {
       throw new DriverError('Reinstall is not available on this driver yet', { transient: false });
     },
-    async rescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
-    async unrescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
+    rescue: rescue.rescue,
+    unrescue: rescue.unrescue,
     async consoles() {
       return [];
     },
