@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import { registerBackupRoutes } from './actions/backups.ts';
+import { registerRescueRoutes } from './actions/rescue.ts';
 import { registerScheduleRoutes } from './actions/schedules.ts';
 import { registerServiceActionRoutes } from './actions/service-actions.ts';
 import type { App } from './app-type.ts';
@@ -91,6 +92,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext) => void)[] = [
   registerOrderRoutes,
   registerServiceRoutes,
   registerServiceActionRoutes,
+  registerRescueRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
   registerUsageRoutes,

@@ -12,6 +12,7 @@ import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
+import { registerRescueActions } from '../actions/rescue.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -157,7 +158,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
       ]);
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
-        ...detailsView(service, current, ctx.secretBox),
+        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs),
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,
@@ -223,6 +224,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext): void {
 
   const door = operatorDoor(ctx);
   registerServiceActions(app, ctx, door);
+  registerRescueActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
 }
