@@ -5,7 +5,7 @@ import { createRescueSweep } from '../../src/jobs/rescue-sweep.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
-import { operatorToken, opsCall } from '../helpers/operator.ts';
+import { OPS, operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const A = { 'x-envelope-variant': 'A' };
@@ -201,6 +201,42 @@ for (const store of testStores()) {
       const audit = await opsCall(t, ops, 'GET', `audit?service_id=${id}&actor=operator`);
       const actions = (audit.body.data.items as any[]).map((e) => e.action);
       assert.ok(actions.includes('service.rescue') && actions.includes('service.unrescue'));
+    });
+
+    test('PATCH OPS/hosts/{id} rescue_image: a path, then null (the global one); a relative path is refused', async () => {
+      const patch = (body: unknown) =>
+        t.app.inject({
+          method: 'PATCH',
+          url: `${OPS}/hosts/sim-host-1`,
+          headers: { authorization: `Bearer ${ops}`, 'content-type': 'application/json' },
+          payload: JSON.stringify(body),
+        });
+      assert.equal((await opsCall(t, ops, 'GET', 'hosts/sim-host-1')).body.data.rescue_image, null);
+      const set = await patch({ rescue_image: '/var/lib/vrp/rescue' });
+      assert.equal(set.statusCode, 200, set.body);
+      assert.equal(set.json().data.rescue_image, '/var/lib/vrp/rescue');
+      const listed = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items as any[];
+      assert.equal(listed.find((h) => h.host_id === 'sim-host-1').rescue_image, '/var/lib/vrp/rescue');
+      for (const bad of ['rescue.qcow2', '', '/a\nb', 42]) {
+        const r = await patch({ rescue_image: bad });
+        assert.equal(r.statusCode, 400, `${JSON.stringify(bad)}: ${r.body}`);
+        assert.equal(r.json().error_code, 'validation_failed');
+      }
+      const other = await patch({ name: 'sim-host-1' });
+      assert.equal(
+        other.json().data.rescue_image,
+        '/var/lib/vrp/rescue',
+        'a change of something else keeps it',
+      );
+      const cleared = await patch({ rescue_image: null });
+      assert.equal(cleared.statusCode, 200, cleared.body);
+      assert.equal(cleared.json().data.rescue_image, null);
+      const row = await t.ctx.store.db
+        .selectFrom('hypervisor_hosts')
+        .select('rescue_image')
+        .where('id', '=', 'sim-host-1')
+        .executeTakeFirstOrThrow();
+      assert.equal(row.rescue_image, null);
     });
 
     test('a rescue ends by itself after VRP_RESCUE_MAX: one unrescue, however many sweeps', async () => {
