@@ -8,6 +8,7 @@ import type {
   Data,
   Order,
   ReinstallRequest,
+  RescueLogin,
   ScheduleRequest,
   Status,
   UpgradeAmounts,
@@ -127,6 +128,22 @@ export function createClient(options: ClientOptions) {
         },
         o,
       ),
+    /**
+     * Boots the rescue system with the server's disk attached; answers its login (the password is
+     * shown only here) and the job's id. It ends by itself after the provider's limit (details'
+     * `rescue_until`), or with `unrescue`.
+     */
+    rescue: async (id: string, o?: CallOptions): Promise<RescueLogin & { jobId: string | null }> => {
+      const answer = await call<RescueLogin>({
+        method: 'POST',
+        path: service(id, 'rescue'),
+        body: {} satisfies Body<'rescue'>,
+        signal: o?.signal,
+      });
+      return { ...answer.data, jobId: answer.headers.get('x-job-id') };
+    },
+    /** Leaves the rescue system: the server boots its own system again. */
+    unrescue: (id: string, o?: CallOptions) => act('unrescue', service(id, 'unrescue'), {}, o),
     details: (id: string, o?: CallOptions) => get('details', service(id, 'details'), o),
     status: (id: string, o?: CallOptions) => get('status', service(id, 'status'), o),
     /** The service's jobs, newest first. */

@@ -26,6 +26,8 @@ export type ServiceStatus = Schemas['ServiceStatus'];
 /** A service's status: `pending`, `running`, ... (docs/design/contract.md#service-statuses). */
 export type Status = ServiceStatus['status'];
 export type Job = Schemas['Job'];
+/** The rescue system's login, as `rescue` answers it. */
+export type RescueLogin = Data<'rescue'>;
 export type Backup = Schemas['Backup'];
 export type BackupSchedule = Schemas['BackupSchedule'];
 /** An order: product_id, domain_name, template_id and the five amounts. */

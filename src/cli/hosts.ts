@@ -24,7 +24,8 @@ function line(h: HostJson): string {
   return (
     `${h.name}\t${h.host_id}\t${h.state}\t${h.health}\t` +
     `cpu ${h.used.cpu}/${h.capacity.cpu}\tram ${h.used.ram_gb}/${h.capacity.ram_gb} GB\t` +
-    `disk ${h.used.disk_gb}/${h.capacity.disk_gb} GB\t${h.services} servers${h.uri ? `\t${h.uri}` : ''}${evac}`
+    `disk ${h.used.disk_gb}/${h.capacity.disk_gb} GB\t${h.services} servers${h.uri ? `\t${h.uri}` : ''}` +
+    `${h.rescue_image ? `\trescue image ${h.rescue_image}` : ''}${evac}`
   );
 }
 
@@ -45,7 +46,13 @@ const HOST_OPTIONS = {
   disk: { type: 'string' },
   backup: { type: 'string' },
   to: { type: 'string' },
+  'rescue-image': { type: 'string' },
 } as const;
+
+/** `--rescue-image PATH|none`: the path, null for `none` (the global one), undefined if not given. */
+function rescueImage(value: string | undefined): string | null | undefined {
+  return value === 'none' ? null : value;
+}
 
 function one(positionals: readonly string[], command: string, what: string): string {
   const [value, ...extra] = positionals;
@@ -132,7 +139,7 @@ export async function hostCommand(
     }
     const verbs = ['show', 'update', 'drain', 'activate', 'evacuate', 'remove'];
     if (sub === undefined || !verbs.includes(sub)) throw new UsageError(`unknown command: host ${sub ?? ''}`);
-    allow(sub, sub === 'update' ? ['name', 'uri', 'cpu', 'ram', 'disk', 'backup'] : []);
+    allow(sub, sub === 'update' ? ['name', 'uri', 'cpu', 'ram', 'disk', 'backup', 'rescue-image'] : []);
     const host = await findHostByIdOrName(db, driver, one(positionals, `host ${sub}`, 'HOST'));
     if (sub === 'show') {
       out.result(hostJson(host), line);
@@ -150,6 +157,7 @@ export async function hostCommand(
           ramGb: amount(values, 'ram'),
           diskGb: amount(values, 'disk'),
           backupGb: amount(values, 'backup'),
+          rescueImage: rescueImage(values['rescue-image']),
         },
         now,
         cliAudit('host.update'),

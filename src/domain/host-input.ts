@@ -41,6 +41,21 @@ export interface HostChange {
   readonly ramGb?: number | undefined;
   readonly diskGb?: number | undefined;
   readonly backupGb?: number | undefined;
+  /** The host's own rescue image (a path on the host); null: the global one (VRP_RESCUE_IMAGE). */
+  readonly rescueImage?: string | null | undefined;
+}
+
+/** The longest rescue image path a host takes. */
+export const MAX_RESCUE_IMAGE_LENGTH = 4096;
+
+/** 400 `validation_failed` unless `path` is an absolute path on the host, without control characters. */
+export function checkRescueImage(path: string | null | undefined): void {
+  if (path === null || path === undefined) return;
+  if (!path.startsWith('/') || path.length > MAX_RESCUE_IMAGE_LENGTH || /\p{Cc}/u.test(path))
+    throw new ApiError(
+      'validation_failed',
+      `rescue_image must be an absolute path on the host (at most ${MAX_RESCUE_IMAGE_LENGTH} characters, no control characters), got ${JSON.stringify(path.slice(0, 200))}`,
+    );
 }
 
 /** 400 `invalid_host_name` unless `name` is a host name. */
@@ -100,6 +115,7 @@ export function checkHostChange(driver: HostDriverName, change: HostChange, crea
       'backup_gb is for simulated hosts only (libvirt keeps backups in its storage directory)',
     );
   checkAmount('backup_gb', change.backupGb, 0);
+  checkRescueImage(change.rescueImage);
 }
 
 /**

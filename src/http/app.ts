@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 import { registerBackupRoutes } from './actions/backups.ts';
 import { registerConsoleLinkRoutes } from './actions/console.ts';
 import { registerReinstallRoutes } from './actions/reinstall.ts';
+import { registerRescueRoutes } from './actions/rescue.ts';
 import { registerScheduleRoutes } from './actions/schedules.ts';
 import { registerServiceActionRoutes } from './actions/service-actions.ts';
 import type { App } from './app-type.ts';
@@ -102,6 +103,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerServiceActionRoutes,
   registerConsoleLinkRoutes,
   registerReinstallRoutes,
+  registerRescueRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
   registerUsageRoutes,

@@ -7,6 +7,7 @@ import { createEvacuator, type Evacuator } from './evacuator.ts';
 import { createHostHealth, type HostHealth } from './host-health.ts';
 import { createPruner, type Pruner } from './prune.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
+import { createRescueSweep, type RescueSweep } from './rescue-sweep.ts';
 import type { RunOutcome } from './run-job.ts';
 import { createScheduler, type Scheduler } from './scheduler.ts';
 import { TASKS } from './tasks/index.ts';
@@ -23,6 +24,8 @@ export interface Background {
   readonly hostHealth: HostHealth;
   /** Moves services off hosts being evacuated. */
   readonly evacuator: Evacuator;
+  /** Ends rescues older than VRP_RESCUE_MAX (queues their unrescue), every VRP_SCHEDULER_INTERVAL. */
+  readonly rescueSweep: RescueSweep;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -120,6 +123,14 @@ export function startBackground(
     downAfterMs: ctx.config.hostDownAfterMs,
     onReachable: () => ctx.jobSignal.notify(),
   });
+  const rescueSweep = createRescueSweep({
+    db: ctx.store.db,
+    clock: ctx.clock,
+    log,
+    maxMs: ctx.config.rescueMaxMs,
+    intervalMs: ctx.config.schedulerIntervalMs,
+    onQueued: () => ctx.jobSignal.notify(),
+  });
   // Jobs other processes queue wake the worker at once (PostgreSQL; SQLite's processes poll).
   const notifications = ctx.store.listenForQueuedJobs?.(() => ctx.jobSignal.notify(), log);
   worker.start();
@@ -129,6 +140,7 @@ export function startBackground(
   deliverer.start();
   hostHealth.start();
   evacuator.start();
+  rescueSweep.start();
   const stopListening = ctx.evacuations.listen(() => evacuator.wake());
   return {
     worker,
@@ -138,9 +150,11 @@ export function startBackground(
     reconciler,
     hostHealth,
     evacuator,
+    rescueSweep,
     async stop(graceMs) {
       await notifications?.close();
       stopListening();
+      await rescueSweep.stop();
       await evacuator.stop();
       await hostHealth.stop();
       await reconciler.stop();

@@ -361,6 +361,8 @@ export interface SimVmTable {
   updated_at: number;
   /** The host a migration reserved room on, until it ends (migration 018). */
   migrating_to: string | null;
+  /** In rescue: SHA-256 of the rescue system's password; null when it runs its own system (migration 020). */
+  rescue_password_hash: string | null;
 }
 
 /** A simulated checkpoint: the base of the VM's next incremental export (migration 019). */

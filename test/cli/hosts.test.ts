@@ -39,6 +39,41 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
+    test('update --rescue-image PATH|none: the host’s own rescue image, shown by the API and the list', async () => {
+      const set = await vrpOn(
+        t,
+        'host',
+        'update',
+        'sim-host-2',
+        '--rescue-image',
+        '/srv/rescue/rescue.qcow2',
+        '--json',
+      );
+      assert.equal(set.code, 0, set.err);
+      assert.equal(set.json().rescue_image, '/srv/rescue/rescue.qcow2');
+      const seen = await opsCall(t, ops, 'GET', 'hosts/sim-host-2');
+      assert.equal(seen.body.data.rescue_image, '/srv/rescue/rescue.qcow2');
+      assert.match(
+        (await vrpOn(t, 'host', 'show', 'sim-host-2')).out,
+        /\trescue image \/srv\/rescue\/rescue\.qcow2/,
+      );
+      const bad = await vrpOn(
+        t,
+        'host',
+        'update',
+        'sim-host-2',
+        '--rescue-image',
+        'relative.qcow2',
+        '--json',
+      );
+      assert.notEqual(bad.code, 0);
+      assert.match(bad.out + bad.err, /validation_failed/);
+      const cleared = await vrpOn(t, 'host', 'update', 'sim-host-2', '--rescue-image', 'none', '--json');
+      assert.equal(cleared.code, 0, cleared.err);
+      assert.equal(cleared.json().rescue_image, null);
+      assert.equal((await opsCall(t, ops, 'GET', 'hosts/sim-host-2')).body.data.rescue_image, null);
+    });
+
     test('add, list, show, update, drain, activate, evacuate, remove: the API sees each change; audited as the CLI', async () => {
       const added = await vrpOn(
         t,

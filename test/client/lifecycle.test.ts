@@ -189,6 +189,24 @@ for (const store of testStores()) {
       );
     });
 
+    test('rescue answers the login and the job; unrescue brings the own system back', async () => {
+      const [ordered] = await vrp.createOrder(smallOrder('rescue.example.com'));
+      const id = ordered!.service_id;
+      await vrp.create(id);
+      await vrp.waitForStatus(id, 'running', { timeoutMs: 20_000, pollMs: 20 });
+      const login = await vrp.rescue(id);
+      assert.equal(login.username, 'root');
+      assert.equal(login.password.length, 20);
+      assert.match(login.jobId!, UUID);
+      await vrp.waitForStatus(id, 'rescue', { timeoutMs: 20_000, pollMs: 20 });
+      assert.equal(typeof (await vrp.details(id)).rescue_until, 'string');
+      await assert.rejects(vrp.rescue(id), (e: any) => e.status === 400 && e.errorCode === 'invalid_state');
+      const left = await vrp.unrescue(id);
+      assert.match(left.jobId!, UUID);
+      await vrp.waitForStatus(id, 'running', { timeoutMs: 20_000, pollMs: 20 });
+      assert.equal((await vrp.details(id)).rescue_until, null);
+    });
+
     test('webhooks: register, receive a signed delivery that standardwebhooks verifies, list, delete', async () => {
       const receiver = await startReceiver();
       try {

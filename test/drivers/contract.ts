@@ -292,5 +292,55 @@ export function driverContract(
         await t.cleanup();
       }
     });
+
+    test('rescue and back', { timeout: slowWaitMs(900_000), skip: options.skip ?? false }, async () => {
+      const t = await make();
+      const d = t.driver;
+      const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+      const login = { username: 'root', password: 'Rescue-pass-1' };
+      // Each boot of the VM's own system prints one report (the rescue system prints none).
+      let reports = 0;
+      const booted = async () => t.guest?.(vmId, ++reports);
+      const work = mkdtempSync(join(tmpdir(), 'vrp-contract-'));
+      // The disk as a full export shows it (and its revision where the driver keeps one).
+      let exports = 0;
+      const disk = async () => {
+        const e = await d.exportDisk(vmId, `0c0c0c0c-0000-4000-8000-0000000000c${++exports}`, null);
+        const image = diskImage(join(work, `disk${exports}.img`), e.diskBytes);
+        await exported(e, image, false);
+        return { sha256: await image.sha256(), revision: (await d.inspect(vmId))?.diskRevision };
+      };
+      try {
+        await d.create(spec(t, vmId));
+        await booted();
+        assert.equal((await d.powerOff(vmId)).power, 'stopped');
+        const before = await disk();
+
+        assert.equal((await d.rescue(vmId, login)).power, 'running', 'the rescue system runs');
+        assert.equal((await d.rescue(vmId, login)).power, 'running', 'rescue is idempotent');
+        assert.equal((await d.inspect(vmId))?.power, 'running');
+        assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue to stopped');
+        assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue is idempotent');
+        const after = await disk();
+        assert.equal(after.sha256, before.sha256, 'a rescue round trip leaves the disk as it was');
+        assert.equal(after.revision, before.revision);
+
+        assert.equal((await d.rescue(vmId, login)).power, 'running');
+        assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue to running');
+        await booted();
+        assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue is idempotent');
+        assert.equal((await d.inspect(vmId))?.power, 'running');
+
+        // A VM in rescue is destroyed whole.
+        assert.equal((await d.rescue(vmId, login)).power, 'running');
+        await d.destroy(vmId);
+        assert.equal(await d.inspect(vmId), undefined);
+        await assert.rejects(d.rescue(vmId, login), (e: unknown) => e instanceof DriverError && !e.transient);
+      } finally {
+        await d.destroy(vmId).catch(() => {});
+        await t.cleanup();
+        rmSync(work, { recursive: true, force: true });
+      }
+    });
   });
 }

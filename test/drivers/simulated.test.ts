@@ -669,6 +669,31 @@ for (const kind of testStores()) {
       }
     });
 
+    test('rescue: the rescue system runs with the own disk untouched; its end boots the own system', async () => {
+      const t = await simulated(kind);
+      try {
+        await t.driver.create(spec(id(1)));
+        const before = await vmRow(t, id(1));
+        const rescued = await t.driver.rescue(id(1), { username: 'root', password: 'Rescue-pass-1' });
+        assert.equal(rescued.power, 'running');
+        const inRescue = await vmRow(t, id(1));
+        assert.notEqual(inRescue.rescue_password_hash, null, 'the VM is marked in rescue');
+        assert.notEqual(inRescue.rescue_password_hash, before.password_hash);
+        assert.equal(inRescue.content_generation, before.content_generation, 'its own disk is untouched');
+        assert.equal(inRescue.password_hash, before.password_hash, 'its own login is untouched');
+        const back = await t.driver.unrescue(id(1), 'running');
+        assert.equal(back.power, 'running');
+        const after = await vmRow(t, id(1));
+        assert.equal(after.rescue_password_hash, null);
+        assert.equal(after.boot_count, before.boot_count + 2, 'the rescue system booted, then its own');
+        // Not in rescue, unrescue only brings the power state.
+        assert.equal((await t.driver.unrescue(id(1), 'stopped')).power, 'stopped');
+        assert.equal((await vmRow(t, id(1))).boot_count, after.boot_count);
+      } finally {
+        await t.cleanup();
+      }
+    });
+
     test('a host with an outage answers nothing: operations, listing and probe fail as transient', async () => {
       const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10' });
       try {
@@ -686,6 +711,8 @@ for (const kind of testStores()) {
         await assert.rejects(t.driver.importDisk(id(1), 10 * 1024 ** 3, (async function* () {})()), down);
         await assert.rejects(t.driver.dropCheckpoint(id(1), id(50)), down);
         await assert.rejects(t.driver.restoreLegacyBackup(id(1), id(50)), down);
+        await assert.rejects(t.driver.rescue(id(1), { username: 'root', password: 'Rescue-pass-1' }), down);
+        await assert.rejects(t.driver.unrescue(id(1), 'running'), down);
         // A new server placed on it is not booted (nor given up: the retry boots it).
         await assert.rejects(t.driver.create(spec(id(2))), down);
         assert.equal((await vmRow(t, id(1))).power, 'running', 'its VMs keep their state');

@@ -139,6 +139,13 @@ for (const store of testStores()) {
           backup_schedule_id: schedule.backup_schedule_id,
         });
 
+        const login = await ok(variant, 'POST', svc('rescue'), id);
+        assert.equal(login.username, 'root');
+        await settle('rescue');
+        assert.ok((await ok(variant, 'GET', svc('details'), id)).rescue_until);
+        await ok(variant, 'POST', svc('unrescue'), id);
+        await settle();
+
         await ok(variant, 'POST', svc('suspend'), id, { suspend_reason: 'unpaid' });
         await settle('suspended');
         assert.equal((await ok(variant, 'GET', svc('details'), id)).suspend_reason, 'unpaid');

@@ -412,6 +412,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/rescue': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Boot the rescue system
+     * @description The server boots a rescue system with its own disk attached as the second disk (untouched until you mount it); status `rescuing`, then `rescue`. Answers the rescue system’s login, a new random password shown only here. A running or stopped service only (otherwise 400 `invalid_state`). The rescue ends by itself after VRP_RESCUE_MAX (details show `rescue_until`); `unrescue` ends it sooner. In rescue the service accepts `unrescue`, `suspend` and `terminate` only. Queued as a job like any operation, its id in `X-Job-Id`.
+     */
+    post: operations['rescue'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/vps_reseller_provider/public/api/v2/service/{service_id}/reset-password': {
     parameters: {
       query?: never;
@@ -550,6 +570,26 @@ export interface paths {
      * @description Releases the server, its addresses and backups; the record stays, `terminated`. Terminating a terminated service answers 200 and does nothing. Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).
      */
     post: operations['terminate'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/unrescue': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Leave the rescue system
+     * @description The server boots its own system again (status `starting`, then `running`). A service in `rescue` only (otherwise 400 `invalid_state`). Queued as a job behind the service’s earlier ones; answers `[]` as soon as the job is recorded, with its id in `X-Job-Id` (see `jobs` and `status`).
+     */
+    post: operations['unrescue'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1187,6 +1227,18 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       terminated_at: string | null;
+      /**
+       * Format: date-time
+       * @description In rescue: when the rescue ends by itself (the server boots its own system); null otherwise
+       */
+      rescue_until: string | null;
+    };
+    /** RescueLogin */
+    RescueLogin: {
+      /** @description The rescue system’s user (`root`) */
+      username: string;
+      /** @description A new random password for the rescue system only; shown once, in this answer */
+      password: string;
     };
     /** ServiceStatus */
     ServiceStatus: {
@@ -2755,6 +2807,72 @@ export interface operations {
       503: components['responses']['Error503'];
     };
   };
+  rescue: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: no body, an empty one and `{}` are the same. Unknown fields are ignored. */
+    requestBody?: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          /** @description The job queued (absent when nothing was to be done) */
+          'X-Job-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: components['schemas']['RescueLogin'];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
   resetPassword: {
     parameters: {
       query?: never;
@@ -3204,6 +3322,72 @@ export interface operations {
     };
   };
   terminate: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    /** @description Optional: no body, an empty one and `{}` are the same. Unknown fields are ignored. */
+    requestBody?: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          /** @description The job queued (absent when nothing was to be done) */
+          'X-Job-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: unknown[];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
+  unrescue: {
     parameters: {
       query?: never;
       header?: {

@@ -8,6 +8,7 @@ import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
 import { reinstallVm } from './reinstall.ts';
+import { simulatedRescue } from './rescue.ts';
 import { createSerialConsole } from './serial-console.ts';
 import { createSleeper, stepMs } from './timings.ts';
 
@@ -169,6 +170,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           created_at: t,
           updated_at: t,
           migrating_to: null,
+          rescue_password_hash: null,
         };
         const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row });
         return { ...row, host_id: hostId } satisfies SimVmTable;
@@ -277,6 +279,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       throw err;
     }
   }
+
+  const rescue = simulatedRescue({
+    entry,
+    update,
+    info,
+    sleep: (step) => sleeper.sleep(step),
+    passwordHash,
+  });
 
   return {
     name: 'simulated',
@@ -513,12 +523,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         vmId,
         spec,
       ),
-    async rescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
-    async unrescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
+    rescue: rescue.rescue,
+    unrescue: rescue.unrescue,
     async consoles(vmId) {
       const vm = await find(vmId);
       return vm && vm.down_since === null && vm.power === 'running' ? ['serial'] : [];

@@ -53,6 +53,7 @@ export function hostView(h: HostView): Static<typeof HostPayload> {
       backup_gb: sumGb([h.capacity.backupGb, -h.used.backupGb]),
     },
     services: h.services,
+    rescue_image: h.rescueImage,
     evacuation:
       e === null
         ? null
@@ -154,7 +155,7 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
         tags,
         summary: 'Change a host',
         description:
-          'Its name, uri or capacity; the fields left out stay. A capacity below what is placed on the host is 400 `capacity_below_use`; a new uri is tried as a new host’s is. The other checks are those of adding a host.',
+          'Its name, uri, capacity or rescue image; the fields left out stay. A capacity below what is placed on the host is 400 `capacity_below_use`; a new uri is tried as a new host’s is. The other checks are those of adding a host.',
         params: HostParams,
         body: HostChangeBody,
         response: { 200: HostPayload },
@@ -175,6 +176,7 @@ export function registerOperatorHostRoutes(app: App, ctx: AppContext): void {
           ramGb: b.ram_gb,
           diskGb: b.disk_gb,
           backupGb: b.backup_gb,
+          rescueImage: b.rescue_image,
         },
         now,
         auditContext(request),

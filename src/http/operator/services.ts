@@ -14,6 +14,7 @@ import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
 import { registerReinstallActions } from '../actions/reinstall.ts';
+import { registerRescueActions } from '../actions/rescue.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -162,7 +163,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
-        ...detailsView(service, current, ctx.secretBox),
+        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs),
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,
@@ -234,6 +235,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
   const door = operatorDoor(ctx);
   registerServiceActions(app, ctx, door);
   registerReinstallActions(app, ctx, door);
+  registerRescueActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
   registerConsoleActions(app, ctx, door, options.consoles);

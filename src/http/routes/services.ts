@@ -55,7 +55,7 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
     const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
-    return detailsView(service, job, ctx.secretBox);
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs);
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;

@@ -66,6 +66,9 @@ export const HostPayload = Type.Object(
     used: Amounts('Reserved by the VMs on it'),
     free: Amounts('Capacity less use (negative where a host was configured below its use)'),
     services: Type.Integer({ description: 'VMs on it' }),
+    rescue_image: Nullable(Type.String(), {
+      description: 'Its own rescue image (a path on the host); null: the global one (VRP_RESCUE_IMAGE)',
+    }),
     evacuation: Nullable(
       Type.Object({
         started_at: Timestamp,
@@ -128,6 +131,12 @@ export const HostChangeBody = Type.Object(
     ram_gb: Type.Optional(HostAmount('GB; not below what is placed on the host')),
     disk_gb: Type.Optional(HostAmount('GB; not below what is placed on the host')),
     backup_gb: NewHostBody.properties.backup_gb,
+    rescue_image: Type.Optional(
+      Nullable(Type.String({ minLength: 1, maxLength: 4096 }), {
+        description:
+          'The host’s own rescue image: an absolute path on the host, as a template’s image (a qcow2 cloud image, or a directory with vmlinuz, initrd.img and disk.qcow2); null: the global one (VRP_RESCUE_IMAGE)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -153,15 +153,23 @@ export const DetailsPayload = Type.Object(
     error: ServiceErrorPayload,
     created_at: Timestamp,
     terminated_at: Nullable(Timestamp),
+    rescue_until: Nullable(Timestamp, {
+      description:
+        'In rescue: when the rescue ends by itself (the server boots its own system); null otherwise',
+    }),
   },
   { title: 'ServiceDetails' },
 );
 
-/** Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs. */
+/**
+ * Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs.
+ * `rescueMaxMs`: how long a rescue lasts (VRP_RESCUE_MAX), for `rescue_until`.
+ */
 export function detailsView(
   service: Service,
   job: Job | undefined,
   box: SecretBox,
+  rescueMaxMs: number,
 ): Static<typeof DetailsPayload> {
   return {
     service_id: service.id,
@@ -187,5 +195,6 @@ export function detailsView(
     error: errorView(service),
     created_at: new Date(service.createdAt).toISOString(),
     terminated_at: iso(service.terminatedAt),
+    rescue_until: service.rescueSince === null ? null : iso(service.rescueSince + rescueMaxMs),
   };
 }

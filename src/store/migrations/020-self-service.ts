@@ -18,6 +18,9 @@ import type { Kysely } from 'kysely';
  * `service_console_links`: the one-time links to a service's console in the browser. The link's
  * token and the session's secret are kept hashed (SHA-256), never in clear; `open_until` bounds
  * the link (60 s), `opened_at` marks it used (single use), `session_until` bounds the session.
+ *
+ * `sim_vms.rescue_password_hash`: a simulated VM in rescue (SHA-256 of the rescue system's
+ * password, as `password_hash`); null when it runs its own system.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -45,4 +48,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('service_console_links')
     .column('service_id')
     .execute();
+
+  // Rescue (simulated driver): whether the VM runs the rescue system.
+  await db.schema.alterTable('sim_vms').addColumn('rescue_password_hash', 'text').execute();
 }

@@ -47,6 +47,8 @@ export interface HostView {
   readonly services: number;
   /** Null if the host was never evacuated. */
   readonly evacuation: EvacuationView | null;
+  /** The host's own rescue image; null: the global one (VRP_RESCUE_IMAGE). */
+  readonly rescueImage: string | null;
 }
 
 /** The VM ids on each of `ids`, in either driver's table (a host is one driver's, so at most one has rows). */
@@ -126,6 +128,7 @@ async function views(db: Kysely<Database>, rows: readonly HypervisorHostTable[])
     },
     services: vms.get(r.id)?.length ?? 0,
     evacuation: evac.get(r.id) ?? null,
+    rescueImage: r.rescue_image,
   }));
 }
 
@@ -358,6 +361,7 @@ export async function updateHost(
         ...(change.ramGb === undefined ? {} : { ram_gb: change.ramGb }),
         ...(change.diskGb === undefined ? {} : { disk_gb: change.diskGb }),
         ...(change.backupGb === undefined ? {} : { backup_gb: change.backupGb }),
+        ...(change.rescueImage === undefined ? {} : { rescue_image: change.rescueImage }),
         ...health,
       };
       // A change of nothing (an empty body) changes nothing: there is no empty UPDATE.

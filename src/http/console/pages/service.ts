@@ -4,7 +4,7 @@ import { CONSOLE } from '../../base-path.ts';
 import type { ResellerPayload } from '../../schemas/operator.ts';
 import type { ServiceDetailsPayload } from '../../schemas/services.ts';
 import { badge, type Host, type Page, retriedAs, table, time } from '../components.ts';
-import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
+import { type ConsoleCall, type ConsoleRouter, csrfField, sendPage } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';
 import { type Html, html } from '../html.ts';
 import { statusCell } from './services.ts';
@@ -19,6 +19,11 @@ interface VerifyAnswer {
   readonly bad: readonly { segment: number; offset: number; length: number; reason: string }[];
 }
 type Reseller = Static<typeof ResellerPayload>;
+/** What `POST OPS/services/{id}/rescue` answers. */
+interface RescueLogin {
+  readonly username: string;
+  readonly password: string;
+}
 
 /** How often (seconds) the status, timeline and backups are fetched again while jobs are pending. */
 const LIVE_SECONDS = 2;
@@ -38,6 +43,7 @@ const BUTTONS: readonly {
   { op: 'stop', path: 'stop', label: 'Stop' },
   { op: 'restart', path: 'restart', label: 'Restart' },
   { op: 'unsuspend', path: 'unsuspend', label: 'Unsuspend' },
+  { op: 'unrescue', path: 'unrescue', label: 'Leave rescue' },
   { op: 'backup_create', path: 'backup/create', label: 'Create a backup' },
   {
     op: 'terminate',
@@ -53,6 +59,7 @@ function facts(s: Details, reseller: string): Html {
   return html`<dl class="facts">
 <dt>Status</dt><dd class="service-status">${statusCell(s.status, s.projected_status, s.pending_jobs)}</dd>
 ${s.suspend_reason ? html`<dt>Suspended because</dt><dd>${s.suspend_reason}</dd>` : ''}
+${s.rescue_until ? html`<dt>Rescue ends by itself</dt><dd class="rescue-until">${time(s.rescue_until)}</dd>` : ''}
 ${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.message} <span class="mono">(${s.error.code})</span></dd>` : ''}
 <dt>Domain</dt><dd>${s.domain_name}</dd>
 <dt>Service id</dt><dd class="mono">${s.service_id}</dd>
@@ -140,6 +147,16 @@ function operations(s: Details, csrf: string): Html {
       ...(b.confirm ? { confirm: b.confirm, kind: 'danger' as const } : {}),
     }),
   );
+  const rescue =
+    allowed.has('rescue') &&
+    buttonForm({
+      csrf,
+      action: `${base}/rescue`,
+      label: 'Rescue',
+      confirm:
+        'Boot the rescue system? The server’s own system stops; its disk is attached to the rescue system. The rescue login is shown once, on the next page.',
+    });
+  if (rescue) buttons.push(rescue);
   const suspend =
     allowed.has('suspend') &&
     html`<form method="post" action="${base}/suspend" class="stack">
@@ -228,6 +245,23 @@ function registerServiceActions(router: ConsoleRouter): void {
     const id = pathParam(call, 'service_id');
     const link = await call.ops.send<{ url: string }>('POST', `services/${id}/console`, {});
     return { redirect: new URL(link.data.url).pathname };
+  });
+  // The rescue login is in the answer only: shown on the page that answers, never kept.
+  router.action('/services/:service_id/rescue', async (call) => {
+    const id = pathParam(call, 'service_id');
+    const login = (await call.ops.send<RescueLogin>('POST', `services/${id}/rescue`, {})).data;
+    const body = html`
+<p><a href="${serviceUrl(id)}">← The service</a></p>
+<section aria-labelledby="rescue-h">
+  <h2 id="rescue-h">Rescue: queued</h2>
+  <p>The server boots the rescue system; its own disk is its second disk. Log in over SSH or the console with:</p>
+  <dl class="facts rescue-login">
+    <dt>User</dt><dd class="mono">${login.username}</dd>
+    <dt>Password</dt><dd class="mono">${login.password}</dd>
+  </dl>
+  <p class="hint">This password is shown only now. The rescue ends by itself after a while (the service page shows when), or with Leave rescue.</p>
+</section>`;
+    return sendPage(call.reply, call.render({ title: 'Rescue', section: 'services', body }));
   });
   router.action('/services/:service_id/migrate', (call) => {
     const to = call.field('host_id')?.trim();
