@@ -29,6 +29,7 @@ const MIGRATIONS = [
   '017-service-error',
   '018-host-records',
   '019-backup-chains',
+  '020-self-service',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
