@@ -42,12 +42,20 @@ function ed25519Key(): { line: string; blobSha256: string } {
   };
 }
 
-/** The guest's `n`th boot report (VRP-GUEST line) on its serial console log. */
+/** The guest's `n`th boot report (VRP-GUEST line) on its serial console log, once written whole. */
 function report(n: number): Promise<Record<string, string>> {
-  return waitUntil(`boot report ${n} of the guest`, () => guestReports(vmId)[n - 1], {
-    everyMs: 250,
-    budgetMs: slowWaitMs(180_000),
-  });
+  // Its last field is there: the log was not read in the middle of the line.
+  return waitUntil(
+    `boot report ${n} of the guest`,
+    () => {
+      const r = guestReports(vmId)[n - 1];
+      return r && 'ssh_key_sha256' in r ? r : undefined;
+    },
+    {
+      everyMs: 250,
+      budgetMs: slowWaitMs(180_000),
+    },
+  );
 }
 
 /** libvirt's id of the running domain: a new one at each start. */
@@ -131,8 +139,16 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     const serial = await driver.openConsole(vmId, 'serial');
     const tty = reader(serial);
     const token = randomBytes(6).toString('hex');
-    serial.write('\r');
-    await tty.until('the login prompt', /login: $/);
+    // getty prints its prompt again for each empty line: sent until it answers.
+    await waitUntil(
+      'the login prompt',
+      () => {
+        if (/login: $/.test(tty.text())) return true;
+        serial.write('\r');
+        return undefined;
+      },
+      { everyMs: 1000, budgetMs: slowWaitMs(120_000) },
+    );
     serial.write('root\r');
     await tty.until('the password prompt', /Password: $/);
     serial.write(`${password}\r`);

@@ -88,6 +88,8 @@ const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
 const DOMAIN_PREFIX = 'vrp-';
 /** How long the guest agent may take to answer a password change, seconds. */
 const AGENT_TIMEOUT_S = 10;
+/** How long `virsh console` gets to say it is connected. */
+const SERIAL_CONNECT_MS = 30_000;
 /** How long a host's connection gets to answer a probe (host health) before it counts as not answering. */
 const PROBE_TIMEOUT_MS = 10_000;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
@@ -850,14 +852,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     /**
      * `virsh console` needs a terminal: it runs under util-linux `script` (a pseudo-terminal),
      * in a process group of its own, whose input and output are the stream. `--force` takes the
-     * console over from an earlier session. Ending or destroying the stream ends the group.
+     * console over from an earlier session. The stream is given once virsh says it is connected
+     * (its banner is not part of the stream); ending or destroying it ends the group.
      */
-    function serialConsole(uri: string, name: string): ConsoleStream {
-      const child = spawn(
-        'script',
-        ['-qfc', `virsh -c ${shellWord(uri)} console ${shellWord(name)} --force`, '/dev/null'],
-        { detached: true, stdio: ['pipe', 'pipe', 'ignore'] },
-      );
+    function serialConsole(uri: string, name: string): Promise<ConsoleStream> {
+      const command = `virsh -c ${shellWord(uri)} console ${shellWord(name)} --force`;
+      const child = spawn('script', ['-qfc', command, '/dev/null'], {
+        detached: true,
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
       sessions.add(child);
       let ended = false;
       const end = () => {
@@ -892,17 +895,51 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           callback(err);
         },
       });
-      stdout.on('data', (chunk: Buffer) => {
-        if (!stream.push(chunk)) stdout.pause();
-      });
-      stdout.on('end', () => stream.push(null));
       stdin.on('error', () => {});
-      child.on('error', (err) => stream.destroy(err));
-      child.on('close', () => {
-        sessions.delete(child);
-        stream.push(null);
+      return new Promise((resolve, reject) => {
+        let banner = Buffer.alloc(0);
+        let connected = false;
+        const failed = (why: string, transient: boolean) => {
+          clearTimeout(timer);
+          end();
+          reject(
+            new DriverError(
+              `Could not open the serial console${transient ? ' (the host did not answer)' : ''}`,
+              {
+                transient,
+                details: { command, exitCode: child.exitCode, signal: child.signalCode, stderr: why },
+              },
+            ),
+          );
+        };
+        const timer = setTimeout(
+          () => failed(`no answer: ${banner.toString('utf8')}`, true),
+          SERIAL_CONNECT_MS,
+        );
+        timer.unref();
+        stdout.on('data', (chunk: Buffer) => {
+          if (!connected) {
+            banner = Buffer.concat([banner, chunk]);
+            // "Connected to domain 'NAME'" and "Escape character is ^] (Ctrl + ])", then the guest.
+            const at = banner.indexOf('Escape character is');
+            const eol = at < 0 ? -1 : banner.indexOf('\n', at);
+            if (eol < 0) return;
+            connected = true;
+            clearTimeout(timer);
+            chunk = banner.subarray(eol + 1);
+            resolve(stream);
+            if (chunk.length === 0) return;
+          }
+          if (!stream.push(chunk)) stdout.pause();
+        });
+        stdout.on('end', () => stream.push(null));
+        child.on('error', (err) => (connected ? stream.destroy(err) : failed(err.message, false)));
+        child.on('close', () => {
+          sessions.delete(child);
+          if (!connected) failed(banner.toString('utf8').trim(), false);
+          stream.push(null);
+        });
       });
-      return stream;
     }
 
     return {
