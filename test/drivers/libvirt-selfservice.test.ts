@@ -205,6 +205,33 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     assert.equal(marker.out.trim(), 'none');
   });
 
+  test('reinstall run again after a crash past its power-off starts the VM again', async () => {
+    // An earlier attempt recorded the power state (running), powered the VM off and died.
+    execFileSync('virsh', [
+      '-c',
+      'qemu:///system',
+      'metadata',
+      domain,
+      '--uri',
+      'https://vrp.invalid/libvirt/reinstall',
+      '--config',
+      '--key',
+      'vrp',
+      '--set',
+      "<reinstall value='running'/>",
+    ]);
+    execFileSync('virsh', ['-c', 'qemu:///system', 'destroy', domain], { stdio: 'ignore' });
+    const info = await driver.reinstall(vmId, {
+      templateId: 'tiny',
+      hostname,
+      username: 'root',
+      password: 'Second-password-2',
+      sshKeys: [],
+    });
+    assert.equal(info.power, 'running');
+    assert.equal((await report(++boots))['boot'], '1');
+  });
+
   test('reinstall of a stopped VM leaves it stopped', async () => {
     await driver.powerOff(vmId);
     const info = await driver.reinstall(vmId, {
