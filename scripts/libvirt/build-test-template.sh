@@ -3,8 +3,12 @@
 # busybox-static, the virtio/iso9660/ext4/virtio-console modules, Debian's qemu-guest-agent with
 # the libraries it links, guest-chpasswd.sh and guest-init.sh. It boots in seconds under QEMU's
 # TCG emulation. Output: DIR/vmlinuz, DIR/initrd.img, DIR/disk.qcow2 (an empty base disk), and
-# DIR/no-agent/, the same guest whose init does not start the agent (as an image without one).
+# DIR/no-agent/, the same guest whose init does not start the agent (as an image without one),
+# and DIR/version, TEMPLATE_VERSION below (setup-ci.sh builds again a template of another version).
 set -euo pipefail
+# Raised whenever the guest changes in a way tests rely on (2: instance id, SSH keys, disks,
+# login on the serial console).
+TEMPLATE_VERSION=2
 out=${1:?usage: build-test-template.sh OUTPUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -50,4 +54,5 @@ touch "$root/etc/vrp-no-agent"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/no-agent/initrd.img"
 cp "$out/vmlinuz" "$out/no-agent/vmlinuz"
 qemu-img create -q -f qcow2 "$out/no-agent/disk.qcow2" 1G
+echo "$TEMPLATE_VERSION" > "$out/version"
 echo "test template in $out, and without the guest agent in $out/no-agent (kernel $kver)"

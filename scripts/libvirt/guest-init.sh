@@ -3,7 +3,9 @@
 # applies hostname and password, keeps a boot counter on its own disk, and reports what it
 # sees on the serial console, so tests can check what the API's settings did to the guest.
 # It starts the QEMU guest agent on its virtio-serial port (unless /etc/vrp-no-agent exists);
-# a password the agent sets is reported by /usr/sbin/chpasswd (guest-chpasswd.sh).
+# a password the agent sets is reported by /usr/sbin/chpasswd (guest-chpasswd.sh). It installs
+# the seed's SSH keys for root, reports its disks (and the boot counter of a second ext4 disk:
+# the server's disk under the rescue system), and runs a login on the serial console.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -21,11 +23,20 @@ for dev in /dev/vd?; do
   fi
 done
 HOST=$(sed -n 's/^local-hostname: *//p' /seed/meta-data)
+INSTANCE=$(sed -n 's/^instance-id: *//p' /seed/meta-data)
 PASS=$(sed -n 's/^ *password: *"\(.*\)"$/\1/p' /seed/user-data | head -1)
 hostname "$HOST"
 # The accounts: root, with the seed's password (the agent's changes go to /usr/sbin/chpasswd).
 echo 'root:x:0:0:root:/root:/bin/sh' > /etc/passwd
 echo "root:$( [ -n "$PASS" ] && mkpasswd -m sha512 "$PASS" || echo '*'):19000:0:99999:7:::" > /etc/shadow
+# Root's SSH keys: the seed's `ssh_authorized_keys` entries (one double-quoted key a line).
+mkdir -p /root/.ssh && chmod 700 /root/.ssh
+sed -n '/^    ssh_authorized_keys:$/,/^ \{0,5\}[^ ]/s/^      - "\(.*\)"$/\1/p' /seed/user-data > /root/.ssh/authorized_keys
+chmod 600 /root/.ssh/authorized_keys
+KEYS=
+while read -r _ blob _; do
+  [ -n "$blob" ] && KEYS="$KEYS$(printf %s "$blob" | base64 -d | sha256sum | cut -d' ' -f1),"
+done < /root/.ssh/authorized_keys
 # The data disk: the first virtio disk that is not the seed.
 DISK=/dev/vda
 if ! mount -t ext4 "$DISK" /data 2>/dev/null; then
@@ -40,7 +51,17 @@ CPUS=$(grep -c ^processor /proc/cpuinfo)
 MEMKB=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
 DISKKB=$(( $(cat /sys/block/vda/size) / 2 ))
 IPS=$(sed -n 's/^ *- \([0-9.]*\)\/[0-9]*$/\1/p' /seed/network-config | tr '\n' ',')
-echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS" > /dev/console
+# Every virtio disk with its size in KiB; a second disk with an ext4 file system (the server's
+# disk under the rescue system) is looked at read-only, for its boot counter.
+DISKS=
+for d in /sys/block/vd?; do DISKS="$DISKS$(basename "$d"):$(( $(cat "$d/size") / 2 )),"; done
+VDB_BOOTS=none
+mkdir -p /mnt/vdb
+if [ -b /dev/vdb ] && mount -t ext4 -o ro /dev/vdb /mnt/vdb 2>/dev/null; then
+  VDB_BOOTS=$(cat /mnt/vdb/boots 2>/dev/null || echo none)
+  umount /mnt/vdb
+fi
+echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS instance_id=$INSTANCE disks=$DISKS vdb_boots=$VDB_BOOTS ssh_key_sha256=$KEYS" > /dev/console
 # The guest agent on the port named org.qemu.guest_agent.0 (no udev here to name it in /dev).
 if [ ! -f /etc/vrp-no-agent ]; then
   for port in /sys/class/virtio-ports/*; do
@@ -49,4 +70,8 @@ if [ ! -f /etc/vrp-no-agent ]; then
     fi
   done
 fi
+# A login on the serial console (busybox getty and login, root's password from the seed), again
+# after each session ends.
+mkdir -p /root
+while true; do setsid getty -L 115200 ttyS0 vt100; sleep 1; done &
 while true; do sleep 3600; done

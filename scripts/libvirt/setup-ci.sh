@@ -33,6 +33,17 @@ if [ -e /dev/kvm ] && ! virsh -c qemu:///system domcapabilities --virttype kvm >
   echo "setup-ci: /dev/kvm exists ($(stat -c '%a %U:%G' /dev/kvm)) but libvirt's QEMU cannot use KVM;" \
     "define/start may be slow: see docs/libvirt.md, 'Provisioning time, and a slow virsh define'" >&2
 fi
-# A template built before the guest agent came has no no-agent/ beside it: build it again.
-[ -f "$out/initrd.img" ] && [ -f "$out/no-agent/initrd.img" ] || bash "$here/build-test-template.sh" "$out" >/dev/null
+# A template of another version than build-test-template.sh builds (older ones have no version
+# file) is built again: in a directory beside it, then each file renamed into place, so that a
+# test reading the template meanwhile sees whole files.
+want=$(sed -n 's/^TEMPLATE_VERSION=//p' "$here/build-test-template.sh")
+if [ "$(cat "$out/version" 2>/dev/null)" != "$want" ] || ! [ -f "$out/no-agent/initrd.img" ]; then
+  next=$(mktemp -d "${out%/}.building.XXXXXX")
+  bash "$here/build-test-template.sh" "$next" >/dev/null
+  mkdir -p "$out/no-agent"
+  for f in vmlinuz initrd.img disk.qcow2 no-agent/vmlinuz no-agent/initrd.img no-agent/disk.qcow2 version; do
+    mv -f "$next/$f" "$out/$f"
+  done
+  rm -rf "$next"
+fi
 echo "$out"

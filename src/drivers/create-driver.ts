@@ -33,6 +33,7 @@ export async function createDriver(
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,
+      rescueImage: config.rescueImage,
     });
   }
   await seedHosts(db, 'simulated', config.simulatedHosts, Date.now());

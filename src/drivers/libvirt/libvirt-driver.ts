@@ -1,16 +1,23 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, open, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
+  type ConsoleKind,
+  type ConsoleStream,
   DISK_RUN_MAX,
   type DiskExport,
   type DiskRun,
   DriverError,
   type HypervisorDriver,
   type PowerState,
+  type ReinstallSpec,
+  type RescueLogin,
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
@@ -21,9 +28,9 @@ import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } fro
 import { domainXml } from './domain-xml.ts';
 import { createHostImages, type HostTemplate } from './host-images.ts';
 import { isLocalSystem } from './local-system.ts';
-import { readSeedUserData, writeSeed } from './seed.ts';
+import { readSeedUserData, userDataSshKeys, writeSeed } from './seed.ts';
 import { createPoolStorage, POOL, withPrivateDir } from './storage.ts';
-import { resolveTemplate } from './templates.ts';
+import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
 
 export interface LibvirtDriverOptions {
@@ -42,6 +49,8 @@ export interface LibvirtDriverOptions {
   readonly bridge: string | undefined;
   /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
   readonly stopTimeoutMs: number;
+  /** The rescue system's image (VRP_RESCUE_IMAGE), for hosts without one of their own (`rescue_image`). */
+  readonly rescueImage?: string | undefined;
   readonly now?: () => number;
 }
 
@@ -79,6 +88,8 @@ const QEMU_LOG_DIR = '/var/log/libvirt/qemu';
 const DOMAIN_PREFIX = 'vrp-';
 /** How long the guest agent may take to answer a password change, seconds. */
 const AGENT_TIMEOUT_S = 10;
+/** How long `virsh console` gets to say it is connected. */
+const SERIAL_CONNECT_MS = 30_000;
 /** How long a host's connection gets to answer a probe (host health) before it counts as not answering. */
 const PROBE_TIMEOUT_MS = 10_000;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
@@ -109,6 +120,36 @@ export const vmVolumes = (vmId: string) => ({
   console: `${vmId}.console.log`,
 });
 export const backupVolume = (backupId: string) => `backup-${backupId}.qcow2`;
+/** The rescue system's volumes of a VM: a throwaway overlay over the rescue image, and its seed. */
+export const rescueVolumes = (vmId: string) => ({
+  disk: `${vmId}.rescue.qcow2`,
+  seed: `${vmId}.rescue-seed.iso`,
+});
+/** The rescue image's uploads on a host are recorded in `host_images` under this key. */
+const RESCUE_IMAGE_KEY = 'rescue';
+/** The namespace of the driver's marks in a domain's `<metadata>`. */
+const VRP_NS = 'https://vrp.invalid/libvirt';
+
+/**
+ * Whether a libvirt URI is a daemon on this machine whose domains' files this process can see:
+ * the system connection, or a UNIX socket connection without a remote host.
+ */
+export function isLocalUri(uri: string): boolean {
+  return isLocalSystem(uri) || /^qemu\+unix:\/\/\/(system|session)\b/i.test(uri);
+}
+
+/** The UNIX socket of a running domain's VNC console in its live XML, if it has one. */
+export function vncSocketOf(xml: string): string | undefined {
+  const graphics = /<graphics\b[^>]*\btype=(['"])vnc\1[^>]*?(\/>|>[\s\S]*?<\/graphics>)/.exec(xml)?.[0];
+  if (!graphics) return undefined;
+  const path = /\bsocket=(['"])([^'"]+)\1/.exec(graphics)?.[2];
+  return path?.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) =>
+    e === 'amp' ? '&' : e === 'lt' ? '<' : e === 'gt' ? '>' : e === 'quot' ? '"' : "'",
+  );
+}
+
+/** A text as one word of a POSIX shell command line. */
+const shellWord = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * The address a live migration's data goes to: the destination URI's host name, or the
@@ -267,13 +308,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   /**
-   * The seed carries what cloud-init applies at boot: host name, password, addresses. Built in
-   * a private directory of this machine (its sources hold the password: removed right after,
-   * whatever fails), uploaded as the VM's seed volume, and the local copy removed.
+   * The seed carries what cloud-init applies at boot: host name, password, root's SSH keys,
+   * addresses. Built in a private directory of this machine (its sources hold the password:
+   * removed right after, whatever fails), uploaded as the VM's seed volume (or `s.volume`), and
+   * the local copy removed. Each seed has a new instance id, so cloud-init applies it again.
+   * No password keeps the previous seed's user-data; no `sshKeys` keeps the previous seed's keys.
    */
   async function seed(
     vm: LibvirtVmTable,
-    s: { hostname: string; username: string; password: string | undefined },
+    s: {
+      hostname: string;
+      username: string;
+      password: string | undefined;
+      sshKeys?: readonly string[] | undefined;
+      volume?: string;
+    },
     /** Whether the VM has a seed volume already (false only at create, when it has none). */
     replace = true,
   ) {
@@ -281,10 +330,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     await pool.ready(uri);
     const [network = '', bits] = ipPool.cidr.split('/');
     const gateway = network.replace(/\d+$/, (d) => String(Number(d) + 1));
-    const name = vmVolumes(vm.id).seed;
+    const name = s.volume ?? vmVolumes(vm.id).seed;
     await withPrivateDir(async (dir) => {
       let previous: string | undefined;
-      if (s.password === undefined && replace && (await pool.info(uri, name))) {
+      if ((s.password === undefined || s.sshKeys === undefined) && replace && (await pool.info(uri, name))) {
         await pool.download(uri, name, join(dir, 'old.iso'));
         previous = await readSeedUserData(commands, join(dir, 'old.iso'));
         await rm(join(dir, 'old.iso'), { force: true });
@@ -302,6 +351,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           addresses: await ipPool.addressesOf(vm.id),
           prefixLength: Number(bits),
           gateway,
+          sshKeys: s.sshKeys ?? (previous !== undefined ? userDataSshKeys(previous) : []),
         },
         previous,
       );
@@ -313,10 +363,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   /** Defines the VM's domain on its host, over its volumes there. */
-  async function define(vm: LibvirtVmTable, template: HostTemplate) {
+  async function define(vm: LibvirtVmTable, template: HostTemplate, uuid?: string) {
+    await defineXml(await uriOf(vm.host_id), await ownXml(vm, template, uuid));
+  }
+
+  /** The VM's own domain XML (its system on its disk), `uuid` that of the domain it replaces. */
+  async function ownXml(vm: LibvirtVmTable, template: HostTemplate, uuid?: string): Promise<string> {
     const v = vmVolumes(vm.id);
-    const xml = domainXml({
+    return domainXml({
       name: domainName(vm.id),
+      ...(uuid ? { uuid } : {}),
       virtType: await virtTypeOf(vm.host_id),
       cpu: vm.cpu,
       ramGb: vm.ram_gb,
@@ -334,7 +390,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         : {}),
       bridge: o.bridge,
     });
-    await defineXml(await uriOf(vm.host_id), xml);
   }
 
   /** `virsh define` of an XML text (through a private file); one defined already is accepted. */
@@ -442,7 +497,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         });
       // QEMU (virtlogd) appends the serial console to this file; a volume, so it is read through libvirt.
       if (!have.has(v.console)) await pool.createAs(uri, v.console, '0', 'raw');
-      await seed(vm, spec, have.has(v.seed));
+      await seed(vm, { ...spec, sshKeys: spec.sshKeys ?? [] }, have.has(v.seed));
       await define(vm, onHost);
     }
     await startDomain(vm);
@@ -453,8 +508,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   async function removeFrom(hostId: string, vmId: string): Promise<void> {
     const uri = await uriOf(hostId);
     const v = vmVolumes(vmId);
-    // The seed holds the password in clear: gone first.
+    // The seeds hold passwords in clear: gone first.
     await removeVolume(uri, v.seed);
+    await removeVolume(uri, rescueVolumes(vmId).seed);
     await virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
       if (!isNotRunning(err) && !isNoDomain(err)) throw err;
     });
@@ -468,6 +524,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
     await removeVolume(uri, v.disk);
     await removeVolume(uri, v.console);
+    // A VM in rescue: the rescue system's disk too.
+    await removeVolume(uri, rescueVolumes(vmId).disk);
     await removeQemuLog(hostId, domainName(vmId));
   }
 
@@ -546,6 +604,361 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
   const migration = createMigration();
   const disks = createDiskBackups();
+  const selfService = createSelfService();
+
+  /**
+   * The customers' self-service: reinstall (a fresh disk over the template, a new seed), rescue
+   * (the rescue system booted with the VM's disk as its second disk) and the consoles (serial
+   * through the host's libvirt connection; VNC on a UNIX socket where this machine can reach it).
+   */
+  function createSelfService() {
+    /** The serial console sessions running (`script` + `virsh console`), ended at close. */
+    const sessions = new Set<ChildProcess>();
+
+    /** The domain's UUID (a redefinition keeps it: libvirt refuses a name with another UUID). */
+    async function uuidOf(uri: string, vmId: string): Promise<string> {
+      const { stdout } = await virsh(uri, ['domuuid', domainName(vmId)], 'Could not read the VM');
+      return stdout.trim();
+    }
+
+    /** The driver's mark `key` in the domain's metadata (`live`: the running domain's XML). */
+    async function mark(uri: string, vmId: string, key: string, live: boolean): Promise<string | undefined> {
+      const { stdout } = await virsh(
+        uri,
+        ['metadata', domainName(vmId), '--uri', `${VRP_NS}/${key}`, ...(live ? ['--live'] : ['--config'])],
+        'Could not read the VM',
+      ).catch((err: unknown) => {
+        // No such metadata: libvirt says so with an error.
+        if (/metadata not found|Requested metadata element is not present/i.test(stderrOf(err)))
+          return { stdout: '' };
+        throw err;
+      });
+      return /\bvalue=(['"])(\w+)\1/.exec(stdout)?.[2];
+    }
+
+    async function setMark(uri: string, vmId: string, key: string, value: string | undefined) {
+      await virsh(
+        uri,
+        [
+          'metadata',
+          domainName(vmId),
+          '--uri',
+          `${VRP_NS}/${key}`,
+          '--config',
+          ...(value === undefined ? ['--remove'] : ['--key', 'vrp', '--set', `<${key} value='${value}'/>`]),
+        ],
+        'Could not mark the VM',
+      );
+    }
+
+    /** Whether the domain runs the rescue system (its live XML carries the rescue mark). */
+    async function inRescue(vm: LibvirtVmTable): Promise<boolean> {
+      const s = await state(vm);
+      if (s !== 'running' && s !== 'paused') return false;
+      const { stdout } = await virsh(
+        await uriOf(vm.host_id),
+        ['dumpxml', domainName(vm.id)],
+        'Could not read the VM',
+      );
+      return stdout.includes(`${VRP_NS}/rescue`);
+    }
+
+    async function reinstall(vmId: string, spec: ReinstallSpec): Promise<VmInfo> {
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      await pool.ready(uri);
+      const template = await resolveTemplate(db, spec.templateId);
+      const onHost = await images.ensure(vm.host_id, uri, spec.templateId, template);
+      const s = await state(vm);
+      if (s === 'missing')
+        throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
+      // The power state it had, kept in the domain's definition until the end, so that a re-run
+      // after a crash (which finds it off) starts it again all the same.
+      const marked = await mark(uri, vmId, 'reinstall', false);
+      const wasRunning = marked !== undefined ? marked === 'running' : s === 'running' || s === 'paused';
+      if (marked === undefined) await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
+      // Its data is being erased: off at once, no graceful shutdown.
+      await powerOffDomain(vm);
+      // The disk is replaced: the checkpoints' bitmaps go with it (the next backup is full).
+      await disks.forgetCheckpoints(uri, domainName(vmId));
+      const v = vmVolumes(vmId);
+      const current = await pool.info(uri, v.disk);
+      const size = Math.max(current?.capacity ?? 0, vm.disk_gb * GB);
+      await pool.remove(uri, v.disk);
+      await pool.createAs(uri, v.disk, String(size), 'qcow2', { volume: onHost.disk, format: 'qcow2' });
+      await seed(vm, {
+        hostname: spec.hostname,
+        username: spec.username,
+        password: spec.password,
+        sshKeys: spec.sshKeys,
+      });
+      // Another template may boot otherwise (its own kernel, or its disk's boot loader).
+      const { stdout: xml } = await virsh(
+        uri,
+        ['dumpxml', '--inactive', domainName(vmId)],
+        'Could not read the VM',
+      );
+      const kernel = /<kernel>([^<]*)<\/kernel>/.exec(xml)?.[1];
+      const initrd = /<initrd>([^<]*)<\/initrd>/.exec(xml)?.[1];
+      const wanted = onHost.kernel;
+      if (
+        kernel !== (wanted ? volPath(wanted.kernel) : undefined) ||
+        initrd !== (wanted ? volPath(wanted.initrd) : undefined)
+      ) {
+        await define(vm, onHost, await uuidOf(uri, vmId));
+        await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
+      }
+      if (wasRunning) await startDomain(vm);
+      await setMark(uri, vmId, 'reinstall', undefined);
+      return info(vm);
+    }
+
+    /** The rescue image of the VM's host, else the provider's. */
+    async function rescueImageOf(hostId: string): Promise<string> {
+      const host = await db
+        .selectFrom('hypervisor_hosts')
+        .select('rescue_image')
+        .where('id', '=', hostId)
+        .executeTakeFirst();
+      const image = host?.rescue_image || o.rescueImage;
+      if (!image)
+        throw new DriverError('The provider has no rescue image; rescue is not available', {
+          transient: false,
+        });
+      return image;
+    }
+
+    async function rescue(vmId: string, login: RescueLogin): Promise<VmInfo> {
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      const image = await resolveImage(await rescueImageOf(vm.host_id), 'The rescue image');
+      await pool.ready(uri);
+      const onHost = await images.ensure(vm.host_id, uri, RESCUE_IMAGE_KEY, image);
+      if (await inRescue(vm)) return info(vm);
+      const s = await state(vm);
+      if (s === 'missing')
+        throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
+      await stopDomain(vm, o.stopTimeoutMs);
+      await powerOffDomain(vm);
+      // A fresh rescue system: a throwaway overlay over the image, a seed with the rescue login.
+      const r = rescueVolumes(vmId);
+      await pool.remove(uri, r.disk);
+      const base = await pool.info(uri, onHost.disk);
+      await pool.createAs(uri, r.disk, String(Math.max(base?.capacity ?? 0, GB)), 'qcow2', {
+        volume: onHost.disk,
+        format: 'qcow2',
+      });
+      await seed(
+        vm,
+        {
+          hostname: `rescue-${vm.hostname}`,
+          username: login.username,
+          password: login.password,
+          sshKeys: [],
+          volume: r.seed,
+        },
+        true,
+      );
+      // The rescue system runs as the domain's live definition (`virsh create` with its name and
+      // UUID): the VM's own definition stays as it is, and comes back when this one is off.
+      const xml = domainXml({
+        name: domainName(vmId),
+        uuid: await uuidOf(uri, vmId),
+        virtType: await virtTypeOf(vm.host_id),
+        cpu: vm.cpu,
+        ramGb: vm.ram_gb,
+        disk: volPath(r.disk),
+        secondDisk: volPath(vmVolumes(vmId).disk),
+        seed: volPath(r.seed),
+        consoleLog: volPath(vmVolumes(vmId).console),
+        ...(onHost.kernel
+          ? {
+              kernel: {
+                kernel: volPath(onHost.kernel.kernel),
+                initrd: volPath(onHost.kernel.initrd),
+                cmdline: onHost.kernel.cmdline,
+              },
+            }
+          : {}),
+        bridge: o.bridge,
+        metadata: `<vrp:rescue xmlns:vrp='${VRP_NS}/rescue'/>`,
+      });
+      await withPrivateDir(async (dir) => {
+        await writeFile(join(dir, 'rescue.xml'), xml);
+        await virsh(uri, ['create', join(dir, 'rescue.xml')], 'Could not start the rescue system');
+      });
+      return info(vm);
+    }
+
+    async function unrescue(vmId: string, power: PowerState): Promise<VmInfo> {
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      // Off, the domain is its own definition again (the rescue one was only the live one).
+      if (await inRescue(vm)) await powerOffDomain(vm);
+      const r = rescueVolumes(vmId);
+      await removeVolume(uri, r.seed);
+      await removeVolume(uri, r.disk);
+      if (power === 'running') await startDomain(vm);
+      else await stopDomain(vm, o.stopTimeoutMs);
+      return info(vm);
+    }
+
+    /** The VNC socket of the running domain, where this process can reach it. */
+    async function vncSocket(vm: LibvirtVmTable): Promise<string | undefined> {
+      const uri = await uriOf(vm.host_id);
+      if (!isLocalUri(uri)) return undefined;
+      const { stdout } = await virsh(uri, ['dumpxml', domainName(vm.id)], 'Could not read the VM');
+      const path = vncSocketOf(stdout);
+      // A second daemon in a mount namespace of its own (a test host) has its sockets out of sight.
+      if (
+        !path ||
+        !(await stat(path).then(
+          (st) => st.isSocket(),
+          () => false,
+        ))
+      )
+        return undefined;
+      return path;
+    }
+
+    async function consoles(vmId: string): Promise<readonly ConsoleKind[]> {
+      const vm = await row(vmId);
+      if (!vm || (await state(vm)) !== 'running') return [];
+      return (await vncSocket(vm)) ? ['serial', 'vnc'] : ['serial'];
+    }
+
+    async function openConsole(vmId: string, kind: ConsoleKind): Promise<ConsoleStream> {
+      const vm = await get(vmId);
+      if ((await state(vm)) !== 'running')
+        throw new DriverError('The VM is not running: it has no console now', { transient: false });
+      if (kind === 'vnc') {
+        const path = await vncSocket(vm);
+        if (!path)
+          throw new DriverError('The VM has no graphical console reachable from here', { transient: false });
+        return new Promise((resolve, reject) => {
+          const socket = createConnection(path);
+          socket.once('connect', () => {
+            socket.off('error', reject);
+            resolve(socket);
+          });
+          socket.once('error', (err) =>
+            reject(new DriverError('Could not open the graphical console', { transient: true, cause: err })),
+          );
+        });
+      }
+      return serialConsole(await uriOf(vm.host_id), domainName(vmId));
+    }
+
+    /**
+     * `virsh console` needs a terminal: it runs under util-linux `script` (a pseudo-terminal),
+     * in a process group of its own, whose input and output are the stream. `--force` takes the
+     * console over from an earlier session. The stream is given once virsh says it is connected
+     * (its banner is not part of the stream); ending or destroying it ends the group.
+     */
+    function serialConsole(uri: string, name: string): Promise<ConsoleStream> {
+      const command = `virsh -c ${shellWord(uri)} console ${shellWord(name)} --force`;
+      const child = spawn('script', ['-qfc', command, '/dev/null'], {
+        detached: true,
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
+      sessions.add(child);
+      let ended = false;
+      const end = () => {
+        if (ended || child.exitCode !== null || child.signalCode !== null) return;
+        ended = true;
+        const group = (signal: NodeJS.Signals) => {
+          try {
+            if (child.pid) process.kill(-child.pid, signal);
+          } catch {
+            // Gone already.
+          }
+        };
+        group('SIGTERM');
+        setTimeout(() => group('SIGKILL'), 2000).unref();
+      };
+      const { stdin, stdout } = child;
+      const stream = new Duplex({
+        allowHalfOpen: false,
+        read() {
+          stdout.resume();
+        },
+        write(chunk: Buffer, _encoding, callback) {
+          if (stdin.destroyed) return callback(new Error('The console is closed'));
+          stdin.write(chunk, callback);
+        },
+        final(callback) {
+          end();
+          callback();
+        },
+        destroy(err, callback) {
+          end();
+          callback(err);
+        },
+      });
+      stdin.on('error', () => {});
+      return new Promise((resolve, reject) => {
+        let banner = Buffer.alloc(0);
+        let connected = false;
+        const failed = (why: string, transient: boolean) => {
+          clearTimeout(timer);
+          end();
+          reject(
+            new DriverError(
+              `Could not open the serial console${transient ? ' (the host did not answer)' : ''}`,
+              {
+                transient,
+                details: { command, exitCode: child.exitCode, signal: child.signalCode, stderr: why },
+              },
+            ),
+          );
+        };
+        const timer = setTimeout(
+          () => failed(`no answer: ${banner.toString('utf8')}`, true),
+          SERIAL_CONNECT_MS,
+        );
+        timer.unref();
+        stdout.on('data', (chunk: Buffer) => {
+          if (!connected) {
+            banner = Buffer.concat([banner, chunk]);
+            // "Connected to domain 'NAME'" and "Escape character is ^] (Ctrl + ])", then the guest.
+            const at = banner.indexOf('Escape character is');
+            const eol = at < 0 ? -1 : banner.indexOf('\n', at);
+            if (eol < 0) return;
+            connected = true;
+            clearTimeout(timer);
+            chunk = banner.subarray(eol + 1);
+            resolve(stream);
+            if (chunk.length === 0) return;
+          }
+          if (!stream.push(chunk)) stdout.pause();
+        });
+        stdout.on('end', () => stream.push(null));
+        child.on('error', (err) => (connected ? stream.destroy(err) : failed(err.message, false)));
+        child.on('close', () => {
+          sessions.delete(child);
+          if (!connected) failed(banner.toString('utf8').trim(), false);
+          stream.push(null);
+        });
+      });
+    }
+
+    return {
+      reinstall,
+      rescue,
+      unrescue,
+      consoles,
+      openConsole,
+      close() {
+        for (const child of sessions) {
+          try {
+            if (child.pid) process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            // Gone already.
+          }
+        }
+      },
+    };
+  }
 
   /**
    * Live backups with libvirt's backup API (push mode) and checkpoints (QEMU's persistent dirty
@@ -1262,25 +1675,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       for (const uri of await libvirtUris(vm?.host_id)) await removeVolume(uri, name);
     },
 
-    // Self-service (reinstall, rescue, console): filled in by the driver's own work.
-    async reinstall() {
-      throw new DriverError('Reinstall is not available on this driver yet', { transient: false });
-    },
-    async rescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
-    async unrescue() {
-      throw new DriverError('Rescue is not available on this driver yet', { transient: false });
-    },
-    async consoles() {
-      return [];
-    },
-    async openConsole() {
-      throw new DriverError('The console is not available on this driver yet', { transient: false });
-    },
+    reinstall: (vmId, spec) => selfService.reinstall(vmId, spec),
+    rescue: (vmId, login) => selfService.rescue(vmId, login),
+    unrescue: (vmId, power) => selfService.unrescue(vmId, power),
+    consoles: (vmId) => selfService.consoles(vmId),
+    openConsole: (vmId, kind) => selfService.openConsole(vmId, kind),
 
     async close() {
       // Shutting down: what still runs (a job past the shutdown grace) is ended, not left behind.
+      selfService.close();
       await commands.close();
     },
   };

@@ -12,13 +12,65 @@ export interface SeedSpec {
   readonly addresses: readonly string[];
   readonly prefixLength: number;
   readonly gateway: string;
+  /** OpenSSH public keys installed for root; none: no `users` entry (root keeps what it has). */
+  readonly sshKeys?: readonly string[];
 }
 
-const quote = (s: string) => JSON.stringify(s);
+/**
+ * A YAML double-quoted scalar: JSON's escapes are YAML's, and every character outside printable
+ * ASCII is escaped too (YAML reads some, such as U+2028 or U+0085, as line breaks).
+ */
+export const quote = (s: string) =>
+  JSON.stringify(s).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** The user-data of a seed: the host name, the login's password, root's SSH keys. */
+export function userData(s: Pick<SeedSpec, 'hostname' | 'username' | 'password' | 'sshKeys'>): string {
+  const keys = s.sshKeys ?? [];
+  return [
+    '#cloud-config',
+    `hostname: ${quote(s.hostname.split('.')[0] ?? '')}`,
+    `fqdn: ${quote(s.hostname)}`,
+    'ssh_pwauth: true',
+    // Root may log in with its keys (cloud-init's default forbids root's keys): the distribution's
+    // default user as before, and root with the keys, its password not locked (chpasswd sets it).
+    ...(keys.length > 0
+      ? [
+          'disable_root: false',
+          'users:',
+          '  - default',
+          '  - name: root',
+          '    lock_passwd: false',
+          '    ssh_authorized_keys:',
+          ...keys.map((k) => `      - ${quote(k)}`),
+        ]
+      : []),
+    'chpasswd:',
+    '  expire: false',
+    '  users:',
+    `    - name: ${quote(s.username)}`,
+    `      password: ${quote(s.password ?? '')}`,
+    '      type: text',
+    '',
+  ].join('\n');
+}
+
+/** The SSH keys a user-data written by `userData` installs for root. */
+export function userDataSshKeys(text: string): string[] {
+  const lines = text.split('\n');
+  const at = lines.indexOf('    ssh_authorized_keys:');
+  if (at < 0) return [];
+  const keys: string[] = [];
+  for (const line of lines.slice(at + 1)) {
+    const m = /^ {6}- (".*")$/.exec(line);
+    if (!m) break;
+    keys.push(JSON.parse(m[1] ?? '""') as string);
+  }
+  return keys;
+}
 
 /**
  * A cloud-init NoCloud seed (ISO 9660 labelled `cidata`) at `path`: meta-data with the host
- * name, user-data that sets the login password, network-config (v2) with the static addresses.
+ * name, user-data that sets the login password and root's SSH keys, network-config (v2) with the static addresses.
  * Its sources are written in `dir`, which the caller makes private and removes right after
  * (they hold the password). With no password, `previousUserData` (read back from the host's
  * seed) is kept, so the addresses can change without knowing the password.
@@ -31,23 +83,8 @@ export async function writeSeed(
   previousUserData?: string,
 ): Promise<void> {
   await writeFile(join(dir, 'meta-data'), `instance-id: ${s.instanceId}\nlocal-hostname: ${s.hostname}\n`);
-  const userData =
-    s.password === undefined && previousUserData !== undefined
-      ? previousUserData
-      : [
-          '#cloud-config',
-          `hostname: ${s.hostname.split('.')[0]}`,
-          `fqdn: ${s.hostname}`,
-          'ssh_pwauth: true',
-          'chpasswd:',
-          '  expire: false',
-          '  users:',
-          `    - name: ${s.username}`,
-          `      password: ${quote(s.password ?? '')}`,
-          '      type: text',
-          '',
-        ].join('\n');
-  await writeFile(join(dir, 'user-data'), userData, { mode: 0o600 });
+  const text = s.password === undefined && previousUserData !== undefined ? previousUserData : userData(s);
+  await writeFile(join(dir, 'user-data'), text, { mode: 0o600 });
   await writeFile(
     join(dir, 'network-config'),
     [

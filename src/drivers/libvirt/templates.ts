@@ -30,20 +30,25 @@ export async function resolveTemplate(db: Kysely<Database>, templateId: string):
       },
     );
   }
-  const s = await stat(row.image).catch(() => undefined);
-  if (!s)
-    throw new DriverError(`The image of OS template ${row.name} is missing on the host`, {
-      transient: false,
-    });
+  return resolveImage(row.image, `The image of OS template ${row.name}`);
+}
+
+/**
+ * An image file or directory as a Template (a qcow2, or a directory with `vmlinuz`,
+ * `initrd.img` and `disk.qcow2`); `what` names it in the error when it is missing.
+ */
+export async function resolveImage(image: string, what: string): Promise<Template> {
+  const s = await stat(image).catch(() => undefined);
+  if (!s) throw new DriverError(`${what} is missing on the host`, { transient: false });
   if (s.isDirectory()) {
     return {
-      disk: join(row.image, 'disk.qcow2'),
+      disk: join(image, 'disk.qcow2'),
       kernel: {
-        kernel: join(row.image, 'vmlinuz'),
-        initrd: join(row.image, 'initrd.img'),
+        kernel: join(image, 'vmlinuz'),
+        initrd: join(image, 'initrd.img'),
         cmdline: 'console=ttyS0 quiet panic=-1',
       },
     };
   }
-  return { disk: row.image };
+  return { disk: image };
 }

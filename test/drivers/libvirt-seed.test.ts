@@ -1,0 +1,89 @@
+/** The libvirt driver's seed user-data and domain XML, without libvirt (no VM). */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { domainXml } from '../../src/drivers/libvirt/domain-xml.ts';
+import { isLocalUri, vncSocketOf } from '../../src/drivers/libvirt/libvirt-driver.ts';
+import { userData, userDataSshKeys } from '../../src/drivers/libvirt/seed.ts';
+
+const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr1fVAr8o0y2N1ZbK5v6zGkq5Nh0yY2mJ2fZ1X0aYbc me@host';
+
+test('user-data: root gets the SSH keys (root login allowed, password not locked), chpasswd kept', () => {
+  const text = userData({ hostname: 'web.example.com', username: 'root', password: 'pw"1', sshKeys: [key] });
+  const lines = text.split('\n');
+  assert.equal(lines[0], '#cloud-config');
+  assert.ok(lines.includes('disable_root: false'));
+  const users = lines.indexOf('users:');
+  assert.deepEqual(lines.slice(users, users + 6), [
+    'users:',
+    '  - default',
+    '  - name: root',
+    '    lock_passwd: false',
+    '    ssh_authorized_keys:',
+    `      - ${JSON.stringify(key)}`,
+  ]);
+  assert.ok(lines.includes('chpasswd:'));
+  assert.ok(lines.includes('      password: "pw\\"1"'));
+  assert.deepEqual(userDataSshKeys(text), [key]);
+});
+
+test('user-data without keys has no users entry and leaves root as it was', () => {
+  const text = userData({ hostname: 'web.example.com', username: 'root', password: 'pw', sshKeys: [] });
+  assert.ok(!text.includes('users:\n  - default'));
+  assert.ok(!text.includes('disable_root'));
+  assert.deepEqual(userDataSshKeys(text), []);
+});
+
+test('user-data quotes every value: no text can add a YAML key or a line', () => {
+  const hostile = 'ssh-ed25519 AAAA x\n    - evil: true\u2028"#';
+  const text = userData({
+    hostname: 'a.example.com',
+    username: 'root',
+    password: 'p\nq',
+    sshKeys: [hostile],
+  });
+  // One line per key, each a double-quoted scalar with nothing outside printable ASCII.
+  assert.ok(!text.includes('\n    - evil'));
+  assert.ok(!text.includes('\u2028'));
+  assert.deepEqual(userDataSshKeys(text), [hostile]);
+});
+
+test('domain XML: VNC on a socket libvirt makes (no TCP port); a second disk moves the seed to vdc', () => {
+  const base = {
+    name: 'vrp-x',
+    virtType: 'qemu' as const,
+    cpu: 1,
+    ramGb: 1,
+    disk: '/p/x.qcow2',
+    seed: '/p/x.seed.iso',
+    consoleLog: '/p/x.console.log',
+  };
+  const own = domainXml(base);
+  assert.match(own, /<graphics type='vnc'><listen type='socket'\/><\/graphics>/);
+  assert.doesNotMatch(own, /<graphics[^>]*(port|autoport)=/);
+  assert.match(own, /x\.seed\.iso'\/><target dev='vdb'/);
+  const rescue = domainXml({
+    ...base,
+    uuid: '6a3c7c4e-1111-4222-8333-944455556666',
+    disk: '/p/x.rescue.qcow2',
+    secondDisk: '/p/x.qcow2',
+    seed: '/p/x.rescue-seed.iso',
+    metadata: "<vrp:rescue xmlns:vrp='https://vrp.invalid/libvirt/rescue'/>",
+  });
+  assert.match(rescue, /x\.rescue\.qcow2'\/><target dev='vda'/);
+  assert.match(rescue, /x\.qcow2'\/><target dev='vdb'/);
+  assert.match(rescue, /x\.rescue-seed\.iso'\/><target dev='vdc'/);
+  assert.match(rescue, /<uuid>6a3c7c4e-1111-4222-8333-944455556666<\/uuid>/);
+});
+
+test('the VNC socket of a live domain XML, and which hosts are local', () => {
+  const live = `<graphics type='vnc' socket='/var/lib/libvirt/qemu/domain-3-vrp-x/vnc.sock'>
+      <listen type='socket' socket='/var/lib/libvirt/qemu/domain-3-vrp-x/vnc.sock'/>
+    </graphics>`;
+  assert.equal(vncSocketOf(live), '/var/lib/libvirt/qemu/domain-3-vrp-x/vnc.sock');
+  assert.equal(vncSocketOf("<graphics type='spice' autoport='yes'/>"), undefined);
+  assert.equal(vncSocketOf("<graphics type='vnc' port='5900' autoport='yes'/>"), undefined);
+  assert.ok(isLocalUri('qemu:///system'));
+  assert.ok(isLocalUri('qemu+unix:///system?socket=/tmp/vrp-test-hosts/a/run/libvirt-sock'));
+  assert.ok(!isLocalUri('qemu+ssh://root@kvm1.internal/system'));
+  assert.ok(!isLocalUri('qemu+tls://kvm1/system'));
+});
