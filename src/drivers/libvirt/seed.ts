@@ -63,7 +63,8 @@ export function userDataSshKeys(text: string): string[] {
   for (const line of lines.slice(at + 1)) {
     const m = /^ {6}- (".*")$/.exec(line);
     if (!m) break;
-    keys.push(JSON.parse(m[1] ?? '""') as string);
+    const key: unknown = JSON.parse(m[1] ?? '""');
+    if (typeof key === 'string') keys.push(key);
   }
   return keys;
 }
