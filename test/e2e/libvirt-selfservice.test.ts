@@ -100,6 +100,10 @@ test('a real VM: the SSH key of the order, the console page in chromium, reinsta
     await page.keyboard.type('echo keys=$(grep -c ssh-ed25519 /root/.ssh/authorized_keys) host=$(hostname)');
     await page.keyboard.press('Enter');
     await screen.getByText('keys=1 host=self.example.com').waitFor({ timeout: 60_000 });
+    // The domain's screen (VNC on a local socket), in noVNC on the page's second tab.
+    await page.getByRole('tab', { name: 'Screen' }).click();
+    await page.getByRole('status').filter({ hasText: 'Screen connected.' }).waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('#pane-vnc canvas').count(), 1, 'noVNC draws the screen');
     assert.deepEqual(problems, []);
     await page.context().close();
 
