@@ -11,6 +11,8 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/e2e/libvirt-power.test.ts',
     'test/e2e/libvirt-provision.test.ts',
     'test/e2e/libvirt-kvm-fallback.test.ts',
+    'test/e2e/libvirt-selfservice.test.ts',
+    'test/drivers/libvirt-selfservice.test.ts',
   ])
     assert.equal(realVmGroup(f), 'system-libvirtd', f);
   for (const f of [
@@ -22,6 +24,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
   for (const f of [
     'test/drivers/libvirt-commands.test.ts',
     'test/drivers/libvirt-disk-export.test.ts',
+    'test/drivers/libvirt-seed.test.ts',
     'test/scripts/test-host.test.ts',
     'test/e2e/fleet.test.ts',
   ])
