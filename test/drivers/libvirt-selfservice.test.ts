@@ -166,7 +166,7 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     await tty.until('the password prompt', /Password: $/);
     serial.write(`${password}\r`);
     // (busybox's shell asks the terminal for its cursor position after the prompt: ESC [6n)
-    await tty.until('the shell prompt', /# (\x1b\[6n)?$/);
+    await tty.until('the shell prompt', new RegExp(`# (${String.fromCharCode(27)}\\[6n)?$`));
     serial.write(`echo hello-${token}\r`);
     // The command's output on a line of its own (the echoed command line starts with the prompt).
     await tty.until('the command output', new RegExp(`\\nhello-${token}\\r?\\n`));

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
-import { createTestApp, orderRunning } from '../helpers/app.ts';
+import { call, createTestApp, orderRunning, waitForStatus } from '../helpers/app.ts';
 import { until } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -118,5 +118,52 @@ for (const store of testStores()) {
         },
       );
     }
+
+    test('a server in rescue does not move while its rescue runs; once it has ended, it moves and the host ends draining', async () => {
+      const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS }, { store });
+      const db = t.ctx.store.db;
+      const driver = await createDriver(t.ctx.config, db);
+      const background = startBackground(t.ctx, driver, t.app.log, { pollMs: 20 });
+      try {
+        await db
+          .updateTable('hypervisor_hosts')
+          .set({ state: 'draining' })
+          .where('id', '!=', 'src')
+          .execute();
+        const token = await t.token();
+        const moving = await orderRunning(t, token, 'moves.example.com');
+        const rescued = await orderRunning(t, token, 'rescued.example.com');
+        assert.equal((await call(t, token, 'POST', `service/${rescued}/rescue`)).status, 200);
+        await waitForStatus(t, token, rescued, 'rescue');
+        await db.updateTable('hypervisor_hosts').set({ state: 'active' }).where('id', '!=', 'src').execute();
+        await db
+          .updateTable('hypervisor_hosts')
+          .set({ state: 'evacuating', evacuation_started_at: t.ctx.clock.now() })
+          .where('id', '=', 'src')
+          .execute();
+        const hostOf = async (id: string) =>
+          (await db.selectFrom('services').select('host_id').where('id', '=', id).executeTakeFirstOrThrow())
+            .host_id;
+        background.evacuator.wake();
+        await until(async () => (await hostOf(moving)) !== 'src', 'the other server to move');
+        await waitForStatus(t, token, moving, 'running');
+        // A few more passes: the server in rescue stays, and so does the evacuation.
+        for (let i = 0; i < 3; i++) await background.evacuator.pass();
+        assert.equal(await hostOf(rescued), 'src');
+        assert.equal((await waitForStatus(t, token, rescued, 'rescue')).status, 'rescue');
+        const host = () =>
+          db.selectFrom('hypervisor_hosts').select('state').where('id', '=', 'src').executeTakeFirstOrThrow();
+        assert.equal((await host()).state, 'evacuating');
+
+        assert.equal((await call(t, token, 'POST', `service/${rescued}/unrescue`)).status, 200);
+        await until(async () => (await host()).state === 'draining', 'the evacuation to end');
+        assert.notEqual(await hostOf(rescued), 'src');
+        await waitForStatus(t, token, rescued, 'running');
+      } finally {
+        await background.stop(1000);
+        await driver.close();
+        await t.close();
+      }
+    });
   });
 }
