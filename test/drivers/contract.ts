@@ -42,7 +42,16 @@ async function exported(e: DiskExport, image: DiskImage, commit: boolean) {
 export function driverContract(
   name: string,
   make: () => Promise<ContractTarget>,
-  options: { stopTimeoutMs?: number; skip?: string | false } = {},
+  options: {
+    stopTimeoutMs?: number;
+    skip?: string | false;
+    /**
+     * false: leave out reinstall and rescue, for a driver whose own test file runs the same
+     * checks on one VM (libvirt: test/drivers/libvirt-selfservice.test.ts), where each case here
+     * would create a VM of its own (about 10 minutes more of real VMs on CI).
+     */
+    selfService?: boolean;
+  } = {},
 ) {
   const stopTimeoutMs = options.stopTimeoutMs ?? 1000;
   const spec = (t: ContractTarget, vmId: string): VmSpec => ({
@@ -210,137 +219,143 @@ export function driverContract(
       }
     });
 
-    test('reinstall: a fresh disk of the template, the addresses, host and power state kept', {
-      timeout: slowWaitMs(900_000),
-      skip: options.skip ?? false,
-    }, async () => {
-      const t = await make();
-      const d = t.driver;
-      const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
-      let reports = 0;
-      const booted = async () => t.guest?.(vmId, ++reports);
-      const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'contract' }).public.trim();
-      const reinstallSpec = (password: string) => ({
-        templateId: t.templateId,
-        hostname: 'reinstalled.example.com',
-        username: 'root',
-        password,
-        sshKeys: [key],
-      });
-      const checkpoint = (n: number) => `0c0c0c0c-0000-4000-8000-0000000000c${n}`;
-      try {
-        const created = await d.create(spec(t, vmId));
-        await booted();
-        // A committed export (a checkpoint the reinstall must drop), then a write to the disk (a boot).
-        const first = await d.exportDisk(vmId, checkpoint(1), null);
-        await first.commit();
-        await first.close();
-        await d.reboot(vmId);
-        const changed = await booted();
-        if (changed) assert.equal(changed['boot'], '2');
-        const written = (await d.inspect(vmId))!;
-        if (written.diskRevision !== undefined && created.diskRevision !== undefined) {
-          assert.notEqual(written.diskRevision, created.diskRevision, 'the disk moved since the create');
-        }
+    const selfService = options.selfService ?? true;
+    if (selfService)
+      test('reinstall: a fresh disk of the template, the addresses, host and power state kept', {
+        timeout: slowWaitMs(900_000),
+        skip: options.skip ?? false,
+      }, async () => {
+        const t = await make();
+        const d = t.driver;
+        const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+        let reports = 0;
+        const booted = async () => t.guest?.(vmId, ++reports);
+        const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'contract' }).public.trim();
+        const reinstallSpec = (password: string) => ({
+          templateId: t.templateId,
+          hostname: 'reinstalled.example.com',
+          username: 'root',
+          password,
+          sshKeys: [key],
+        });
+        const checkpoint = (n: number) => `0c0c0c0c-0000-4000-8000-0000000000c${n}`;
+        try {
+          const created = await d.create(spec(t, vmId));
+          await booted();
+          // A committed export (a checkpoint the reinstall must drop), then a write to the disk (a boot).
+          const first = await d.exportDisk(vmId, checkpoint(1), null);
+          await first.commit();
+          await first.close();
+          await d.reboot(vmId);
+          const changed = await booted();
+          if (changed) assert.equal(changed['boot'], '2');
+          const written = (await d.inspect(vmId))!;
+          if (written.diskRevision !== undefined && created.diskRevision !== undefined) {
+            assert.notEqual(written.diskRevision, created.diskRevision, 'the disk moved since the create');
+          }
 
-        const running = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-3'));
-        assert.equal(running.power, 'running', 'a running server is running again');
-        assert.deepEqual(running.ips, created.ips, 'the addresses stay');
-        assert.equal(running.hostId, created.hostId, 'the host stays');
-        assert.deepEqual([running.cpu, running.ramGb, running.diskGb], [1, 1, 2], 'the amounts stay');
-        const fresh = await booted();
-        if (fresh) {
-          assert.equal(fresh['boot'], '1', 'the disk is a fresh one: its boot counter starts again');
-          assert.equal(fresh['hostname'], 'reinstalled.example.com');
-          assert.equal(
-            fresh['password_sha256'],
-            sha256('Reinstall-pass-3'),
-            'the new password reached the guest',
+          const running = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-3'));
+          assert.equal(running.power, 'running', 'a running server is running again');
+          assert.deepEqual(running.ips, created.ips, 'the addresses stay');
+          assert.equal(running.hostId, created.hostId, 'the host stays');
+          assert.deepEqual([running.cpu, running.ramGb, running.diskGb], [1, 1, 2], 'the amounts stay');
+          const fresh = await booted();
+          if (fresh) {
+            assert.equal(fresh['boot'], '1', 'the disk is a fresh one: its boot counter starts again');
+            assert.equal(fresh['hostname'], 'reinstalled.example.com');
+            assert.equal(
+              fresh['password_sha256'],
+              sha256('Reinstall-pass-3'),
+              'the new password reached the guest',
+            );
+            assert.equal(fresh['ips'], `${created.ips.join(',')},`, 'the guest has the same addresses');
+          } else if (created.diskRevision !== undefined) {
+            assert.equal(running.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+          }
+          const after = await d.exportDisk(vmId, checkpoint(2), checkpoint(1));
+          assert.deepEqual([after.kind, after.since], ['full', null], 'the export after a reinstall is full');
+          await after.close();
+
+          // A stopped server is reinstalled stopped; its next boot is the fresh disk's first.
+          await d.reboot(vmId);
+          await booted();
+          assert.equal((await d.powerOff(vmId)).power, 'stopped');
+          const stopped = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-4'));
+          assert.equal(stopped.power, 'stopped', 'a stopped server stays stopped');
+          assert.deepEqual(stopped.ips, created.ips, 'the addresses stay');
+          assert.equal((await d.inspect(vmId))!.power, 'stopped');
+          if (created.diskRevision !== undefined) {
+            assert.equal(stopped.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+          }
+          assert.equal((await d.start(vmId)).power, 'running');
+          const second = await booted();
+          if (second) {
+            assert.equal(second['boot'], '1', 'the stopped server’s disk was rebuilt');
+            assert.equal(second['password_sha256'], sha256('Reinstall-pass-4'));
+          }
+          await assert.rejects(
+            d.reinstall('0c0c0c0c-0000-4000-8000-0000000000ff', reinstallSpec('Reinstall-pass-5')),
+            (e: unknown) => e instanceof DriverError && !e.transient,
+            'no such VM',
           );
-          assert.equal(fresh['ips'], `${created.ips.join(',')},`, 'the guest has the same addresses');
-        } else if (created.diskRevision !== undefined) {
-          assert.equal(running.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+        } finally {
+          await d.destroy(vmId).catch(() => {});
+          await t.cleanup();
         }
-        const after = await d.exportDisk(vmId, checkpoint(2), checkpoint(1));
-        assert.deepEqual([after.kind, after.since], ['full', null], 'the export after a reinstall is full');
-        await after.close();
+      });
 
-        // A stopped server is reinstalled stopped; its next boot is the fresh disk's first.
-        await d.reboot(vmId);
-        await booted();
-        assert.equal((await d.powerOff(vmId)).power, 'stopped');
-        const stopped = await d.reinstall(vmId, reinstallSpec('Reinstall-pass-4'));
-        assert.equal(stopped.power, 'stopped', 'a stopped server stays stopped');
-        assert.deepEqual(stopped.ips, created.ips, 'the addresses stay');
-        assert.equal((await d.inspect(vmId))!.power, 'stopped');
-        if (created.diskRevision !== undefined) {
-          assert.equal(stopped.diskRevision, created.diskRevision, 'the disk is a fresh VM’s again');
+    if (selfService)
+      test('rescue and back', { timeout: slowWaitMs(900_000), skip: options.skip ?? false }, async () => {
+        const t = await make();
+        const d = t.driver;
+        const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+        const login = { username: 'root', password: 'Rescue-pass-1' };
+        // Each boot of the VM's own system prints one report (the rescue system prints none).
+        let reports = 0;
+        const booted = async () => t.guest?.(vmId, ++reports);
+        const work = mkdtempSync(join(tmpdir(), 'vrp-contract-'));
+        // The disk as a full export shows it (and its revision where the driver keeps one).
+        let exports = 0;
+        const disk = async () => {
+          const e = await d.exportDisk(vmId, `0c0c0c0c-0000-4000-8000-0000000000c${++exports}`, null);
+          const image = diskImage(join(work, `disk${exports}.img`), e.diskBytes);
+          await exported(e, image, false);
+          return { sha256: await image.sha256(), revision: (await d.inspect(vmId))?.diskRevision };
+        };
+        try {
+          await d.create(spec(t, vmId));
+          await booted();
+          assert.equal((await d.powerOff(vmId)).power, 'stopped');
+          const before = await disk();
+
+          assert.equal((await d.rescue(vmId, login)).power, 'running', 'the rescue system runs');
+          assert.equal((await d.rescue(vmId, login)).power, 'running', 'rescue is idempotent');
+          assert.equal((await d.inspect(vmId))?.power, 'running');
+          assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue to stopped');
+          assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue is idempotent');
+          const after = await disk();
+          assert.equal(after.sha256, before.sha256, 'a rescue round trip leaves the disk as it was');
+          assert.equal(after.revision, before.revision);
+
+          assert.equal((await d.rescue(vmId, login)).power, 'running');
+          assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue to running');
+          await booted();
+          assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue is idempotent');
+          assert.equal((await d.inspect(vmId))?.power, 'running');
+
+          // A VM in rescue is destroyed whole.
+          assert.equal((await d.rescue(vmId, login)).power, 'running');
+          await d.destroy(vmId);
+          assert.equal(await d.inspect(vmId), undefined);
+          await assert.rejects(
+            d.rescue(vmId, login),
+            (e: unknown) => e instanceof DriverError && !e.transient,
+          );
+        } finally {
+          await d.destroy(vmId).catch(() => {});
+          await t.cleanup();
+          rmSync(work, { recursive: true, force: true });
         }
-        assert.equal((await d.start(vmId)).power, 'running');
-        const second = await booted();
-        if (second) {
-          assert.equal(second['boot'], '1', 'the stopped server’s disk was rebuilt');
-          assert.equal(second['password_sha256'], sha256('Reinstall-pass-4'));
-        }
-        await assert.rejects(
-          d.reinstall('0c0c0c0c-0000-4000-8000-0000000000ff', reinstallSpec('Reinstall-pass-5')),
-          (e: unknown) => e instanceof DriverError && !e.transient,
-          'no such VM',
-        );
-      } finally {
-        await d.destroy(vmId).catch(() => {});
-        await t.cleanup();
-      }
-    });
-
-    test('rescue and back', { timeout: slowWaitMs(900_000), skip: options.skip ?? false }, async () => {
-      const t = await make();
-      const d = t.driver;
-      const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
-      const login = { username: 'root', password: 'Rescue-pass-1' };
-      // Each boot of the VM's own system prints one report (the rescue system prints none).
-      let reports = 0;
-      const booted = async () => t.guest?.(vmId, ++reports);
-      const work = mkdtempSync(join(tmpdir(), 'vrp-contract-'));
-      // The disk as a full export shows it (and its revision where the driver keeps one).
-      let exports = 0;
-      const disk = async () => {
-        const e = await d.exportDisk(vmId, `0c0c0c0c-0000-4000-8000-0000000000c${++exports}`, null);
-        const image = diskImage(join(work, `disk${exports}.img`), e.diskBytes);
-        await exported(e, image, false);
-        return { sha256: await image.sha256(), revision: (await d.inspect(vmId))?.diskRevision };
-      };
-      try {
-        await d.create(spec(t, vmId));
-        await booted();
-        assert.equal((await d.powerOff(vmId)).power, 'stopped');
-        const before = await disk();
-
-        assert.equal((await d.rescue(vmId, login)).power, 'running', 'the rescue system runs');
-        assert.equal((await d.rescue(vmId, login)).power, 'running', 'rescue is idempotent');
-        assert.equal((await d.inspect(vmId))?.power, 'running');
-        assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue to stopped');
-        assert.equal((await d.unrescue(vmId, 'stopped')).power, 'stopped', 'unrescue is idempotent');
-        const after = await disk();
-        assert.equal(after.sha256, before.sha256, 'a rescue round trip leaves the disk as it was');
-        assert.equal(after.revision, before.revision);
-
-        assert.equal((await d.rescue(vmId, login)).power, 'running');
-        assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue to running');
-        await booted();
-        assert.equal((await d.unrescue(vmId, 'running')).power, 'running', 'unrescue is idempotent');
-        assert.equal((await d.inspect(vmId))?.power, 'running');
-
-        // A VM in rescue is destroyed whole.
-        assert.equal((await d.rescue(vmId, login)).power, 'running');
-        await d.destroy(vmId);
-        assert.equal(await d.inspect(vmId), undefined);
-        await assert.rejects(d.rescue(vmId, login), (e: unknown) => e instanceof DriverError && !e.transient);
-      } finally {
-        await d.destroy(vmId).catch(() => {});
-        await t.cleanup();
-        rmSync(work, { recursive: true, force: true });
-      }
-    });
+      });
   });
 }

@@ -88,6 +88,10 @@ function reader(stream: Duplex) {
   };
 }
 
+/** Checkpoints (backup ids) of the exports around a reinstall. */
+const CHECKPOINT = '0d0d0d0d-0000-4000-8000-0000000000c1';
+const NEXT_CHECKPOINT = '0d0d0d0d-0000-4000-8000-0000000000c2';
+
 describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: noLibvirtTemplate }, () => {
   let store: Store;
   let driver: HypervisorDriver;
@@ -187,6 +191,12 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     const before = guestReports(vmId).at(-1) ?? {};
     // Something on the old disk: the reinstall must not keep it.
     await inGuest('echo old > /data/marker; sync');
+    // A committed export: its checkpoint would be the base of the next backup, but not after a
+    // reinstall (the disk it was taken of is gone).
+    const taken = await driver.exportDisk(vmId, CHECKPOINT, null);
+    for await (const _ of taken.runs);
+    await taken.commit();
+    await taken.close();
     const info = await driver.reinstall(vmId, {
       templateId: 'tiny',
       hostname,
@@ -203,6 +213,12 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     assert.equal(r['ssh_key_sha256'], '', 'the keys were removed');
     const marker = await inGuest('cat /data/marker 2>/dev/null || echo none');
     assert.equal(marker.out.trim(), 'none');
+    const next = await driver.exportDisk(vmId, NEXT_CHECKPOINT, CHECKPOINT);
+    try {
+      assert.deepEqual([next.kind, next.since], ['full', null], 'the next backup after a reinstall is full');
+    } finally {
+      await next.close();
+    }
   });
 
   test('reinstall run again after a crash past its power-off starts the VM again', async () => {

@@ -61,7 +61,9 @@ driverContract(
       cleanup,
     };
   },
-  { stopTimeoutMs: 3000, skip: noLibvirtTemplate },
+  // Reinstall and rescue: checked on real VMs by test/drivers/libvirt-selfservice.test.ts (one VM
+  // for every step, the next export after a reinstall included).
+  { stopTimeoutMs: 3000, skip: noLibvirtTemplate, selfService: false },
 );
 
 /** An OS template the provider has given no image: a create from it fails for good. */
