@@ -8,7 +8,7 @@
 set -euo pipefail
 # Raised whenever the guest changes in a way tests rely on (2: instance id, SSH keys, disks,
 # login on the serial console).
-TEMPLATE_VERSION=2
+TEMPLATE_VERSION=3
 out=${1:?usage: build-test-template.sh OUTPUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)

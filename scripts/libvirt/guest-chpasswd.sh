@@ -5,6 +5,7 @@
 # the change on the serial console as the boot line reports the seed's password, so tests see
 # that a running guest got a new password without a reboot:
 #   VRP-GUEST-PASSWORD user=root password_sha256=<sha256 of the password>
+# on a line of its own (the serial console's login prompt ends without a line break).
 IFS= read -r line
 user=${line%%:*}
 pass=${line#*:}
@@ -12,4 +13,5 @@ if [ "$1" = -e ]; then hash=$pass; else hash=$(/bin/busybox mkpasswd -m sha512 "
 /bin/busybox grep -q "^$user:" /etc/shadow || exit 1
 /bin/busybox sed -i "s|^$user:[^:]*:|$user:$hash:|" /etc/shadow || exit 1
 [ "$1" = -e ] && exit 0
+printf '\n' > /dev/console
 echo "VRP-GUEST-PASSWORD user=$user password_sha256=$(printf %s "$pass" | /bin/busybox sha256sum | /bin/busybox cut -d' ' -f1)" > /dev/console

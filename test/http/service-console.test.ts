@@ -258,6 +258,8 @@ for (const store of testStores()) {
     test('suspending the service closes its console; a suspended service gets no link', async () => {
       const id = await orderRunning(t, token, 'suspend.example.com');
       const { setCookie } = await open((await link(id)).path);
+      // A link asked for while it ran, opened once it is suspended: no console.
+      const unopened = await link(id);
       const c = connect(origin, cookieOf(setCookie));
       await c.waitFor('login: ');
       assert.equal((await call(t, token, 'POST', `service/${id}/suspend`)).status, 200);
@@ -271,6 +273,10 @@ for (const store of testStores()) {
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error_code, 'invalid_state');
       assert.equal((await upgrade(origin, 'serial', cookieOf(setCookie))).status, 400);
+      const late = await open(unopened.path);
+      assert.equal(late.status, 403);
+      assert.match(late.body, /The server is suspended/);
+      assert.equal(late.setCookie, undefined);
     });
 
     test('the operator API opens a console for any reseller’s service', async () => {
