@@ -65,4 +65,29 @@ describe('the simulated serial console', () => {
     // CR LF gave one Enter each time: no second prompt after a login prompt's answer.
     assert.equal(term.shown().split('Password: ').length - 1, 3);
   });
+
+  test('Ctrl-C abandons a line or a password prompt; Ctrl-D on an empty shell line logs out; Backspace on nothing does nothing; an empty command', async () => {
+    const stream = consoleOf();
+    const term = terminal(stream);
+    let at = await term.waitFor('login: ');
+    term.type('\x7froot\r');
+    at = await term.waitFor('root\r\nPassword: ', at);
+    term.type('half\x03');
+    at = await term.waitFor('^C\r\nweb1.example.com login: ', at);
+    term.type('root\r');
+    at = await term.waitFor('Password: ', at);
+    term.type('s3cret-Pass\r');
+    at = await term.waitFor('root@web1.example.com:~# ', at);
+    term.type('abc\x03');
+    at = await term.waitFor('abc^C\r\nroot@web1.example.com:~# ', at);
+    term.type('\r');
+    at = await term.waitFor('\r\nroot@web1.example.com:~# ', at);
+    term.type('x\x04');
+    term.type('\x7f\x04');
+    at = await term.waitFor('logout\r\n', at);
+    // The terminal's end ends the console's output too.
+    const ended = new Promise<void>((resolve) => stream.on('end', resolve));
+    stream.end();
+    await ended;
+  });
 });
