@@ -223,6 +223,8 @@ for (const store of testStores()) {
       assert.equal(foreign.status, 403);
       assert.match(foreign.body, /console_origin_refused/);
       assert.equal((await upgrade(origin, 'serial', cookieOf(setCookie), origin)).status, 101);
+      // An Origin that is not even a URL is another site's too.
+      assert.equal((await upgrade(origin, 'serial', cookieOf(setCookie), 'null')).status, 403);
       await advance(HOUR);
       const ended = await upgrade(origin, 'serial', cookieOf(setCookie));
       assert.equal(ended.status, 401);
