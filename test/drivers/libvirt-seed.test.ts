@@ -1,9 +1,12 @@
 /** The libvirt driver's seed user-data and domain XML, without libvirt (no VM). */
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { domainXml } from '../../src/drivers/libvirt/domain-xml.ts';
 import { isLocalUri, vncSocketOf } from '../../src/drivers/libvirt/libvirt-driver.ts';
-import { userData, userDataSshKeys } from '../../src/drivers/libvirt/seed.ts';
+import { userData, userDataSshKeys, writeSeed } from '../../src/drivers/libvirt/seed.ts';
 
 const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr1fVAr8o0y2N1ZbK5v6zGkq5Nh0yY2mJ2fZ1X0aYbc me@host';
 
@@ -86,4 +89,49 @@ test('the VNC socket of a live domain XML, and which hosts are local', () => {
   assert.ok(isLocalUri('qemu+unix:///system?socket=/tmp/vrp-test-hosts/a/run/libvirt-sock'));
   assert.ok(!isLocalUri('qemu+ssh://root@kvm1.internal/system'));
   assert.ok(!isLocalUri('qemu+tls://kvm1/system'));
+});
+
+test('the keys read back from a seed: none without the section; the list ends at the first other line', () => {
+  assert.deepEqual(userDataSshKeys(userData({ hostname: 'h', username: 'root', password: undefined })), []);
+  const text = userData({ hostname: 'h', username: 'root', password: 'p', sshKeys: ['ssh-ed25519 AAAA a'] });
+  assert.deepEqual(userDataSshKeys(`${text}\n      - "not a key of the list"`), ['ssh-ed25519 AAAA a']);
+  assert.match(userData({ hostname: 'plain', username: 'root', password: undefined }), /password: ""/);
+});
+
+test('writeSeed keeps the previous user-data when no password is given, and writes a new one otherwise', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-seed-'));
+  try {
+    const runs: string[][] = [];
+    const run = async (command: string, args: readonly string[]) => {
+      runs.push([command, ...args]);
+      return { stdout: '', stderr: '' };
+    };
+    const spec = {
+      instanceId: 'i-1',
+      hostname: 'web.example.com',
+      username: 'root',
+      password: undefined,
+      addresses: ['192.0.2.5'],
+      prefixLength: 24,
+      gateway: '192.0.2.1',
+    };
+    await writeSeed({ run }, join(dir, 'seed.iso'), dir, spec, '#cloud-config\nkept: true\n');
+    assert.equal(readFileSync(join(dir, 'user-data'), 'utf8'), '#cloud-config\nkept: true\n');
+    assert.match(
+      readFileSync(join(dir, 'network-config'), 'utf8'),
+      /- 192\.0\.2\.5\/24\n {4}gateway4: 192\.0\.2\.1/,
+    );
+    await writeSeed(
+      { run },
+      join(dir, 'seed.iso'),
+      dir,
+      { ...spec, password: 'New-pass-1' },
+      '#cloud-config\nkept: true\n',
+    );
+    assert.match(readFileSync(join(dir, 'user-data'), 'utf8'), /password: "New-pass-1"/);
+    assert.equal(runs.length, 2);
+    assert.equal(runs[0]?.[0], 'genisoimage');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
