@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type BackupStore, BackupStoreError } from '../../../src/drivers/backup-store/store.ts';
 import { CANCELLED } from '../../../src/jobs/cancel-job.ts';
 import { claimJobs } from '../../../src/jobs/claim.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
+import { newJobRow } from '../../../src/store/repos/jobs.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
@@ -180,6 +182,62 @@ for (const store of testStores()) {
       acme = await t.token({ reseller: 'acme' });
     });
     after(() => t.close());
+
+    test('a retry asks again with the failed job’s own action and parameters, through the status machine', async () => {
+      const sealed = t.ctx.secretBox.seal('Retry-pass-9');
+      const template = smallOrder('x.example.com').template_id;
+      const cases = [
+        ['suspend', { reason: 'billing' }, 200],
+        ['reset_password', { password_enc: sealed }, 200],
+        ['migrate', { host_id: null, from_host_id: null, evacuation: false }, 200],
+        ['rescue', { username: 'root', password_enc: sealed }, 200],
+        ['reinstall', { template_id: template, password_enc: sealed, ssh_keys: [] }, 200],
+        // A running service is not in rescue: refused as a new request would be.
+        ['unrescue', { expired: true }, 400],
+      ] as const;
+      for (const [action, params, status] of cases) {
+        // A service of its own each: the failed job is the last of its queue, as the queue leaves it.
+        const id = await orderRunning(t, acme, `retry-${action.replace('_', '-')}.example.com`);
+        const db = t.ctx.store.db;
+        const s = await db
+          .selectFrom('services')
+          .select(['reseller_id', 'job_seq'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        const row = newJobRow({
+          id: randomUUID(),
+          serviceId: id,
+          resellerId: s.reseller_id,
+          action,
+          params,
+          seq: s.job_seq + 1,
+          now: Date.now(),
+        });
+        await db
+          .insertInto('jobs')
+          .values({ ...row, status: 'failed', error: 'failed before', finished_at: Date.now() })
+          .execute();
+        await db
+          .updateTable('services')
+          .set({ job_seq: s.job_seq + 1 })
+          .where('id', '=', id)
+          .execute();
+        const res = await opsCall(t, ops, 'POST', `jobs/${row.id}/retry`);
+        assert.equal(res.status, status, `${action}: ${JSON.stringify(res.body)}`);
+        if (status === 400) {
+          assert.equal(res.body.error_code, 'invalid_state');
+          continue;
+        }
+        assert.equal(res.body.data.job.action, action);
+        const queued = await db
+          .selectFrom('jobs')
+          .select('params')
+          .where('id', '=', res.body.data.job.job_id)
+          .executeTakeFirstOrThrow();
+        const stored = typeof queued.params === 'string' ? JSON.parse(queued.params) : queued.params;
+        assert.deepEqual(stored, params, action);
+      }
+    });
 
     test('a create that failed on drained hosts is retried once a host is active; the new job runs there', async () => {
       for (const host of ['sim-host-1', 'sim-host-2']) {
