@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { sshFingerprint } from './domain/ssh-fingerprint.ts';
 import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
 import { ExpectedFailure, systemCause } from './expected-failure.ts';
 
@@ -532,8 +532,7 @@ function readSftpHostKey(env: Env): SftpHostKeyPin | undefined {
     (type === 'ssh-ed25519' && fields[1]?.length !== 32)
   )
     throw new ConfigError(`${name}: the ${type} key's base64 is not a ${type} public key`);
-  const digest = createHash('sha256').update(blob).digest('base64').replace(/=+$/, '');
-  return { fingerprint: `SHA256:${digest}`, type };
+  return { fingerprint: sshFingerprint(blob), type };
 }
 
 function readS3Store(env: Env, name: string, raw: string): BackupStoreConfig {

@@ -4,9 +4,10 @@
  * key parser, so a blob that is not a key of its declared type is refused, not just a string of
  * the right shape.
  */
-import { createHash, createPublicKey } from 'node:crypto';
+import { createPublicKey } from 'node:crypto';
 import ssh2 from 'ssh2';
 import { ApiError } from './errors.ts';
+import { sshFingerprint } from './ssh-fingerprint.ts';
 
 /** How many keys a service may have. */
 export const MAX_SSH_KEYS = 10;
@@ -32,8 +33,7 @@ export interface SshKey {
 
 /** The key's fingerprint as `ssh-keygen -l` prints it: `SHA256:` and the unpadded base64 of the blob's SHA-256. */
 export function sshKeyFingerprint(key: string): string {
-  const blob = Buffer.from(key.split(' ')[1] ?? '', 'base64');
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+  return sshFingerprint(Buffer.from(key.split(' ')[1] ?? '', 'base64'));
 }
 
 /** The type string a key blob starts with (SSH wire format: uint32 length, then the bytes). */

@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import SftpClient from 'ssh2-sftp-client';
 import type { SftpHostKeyPin, SftpHostKeyType } from '../../config.ts';
+import { sshFingerprint } from '../../domain/ssh-fingerprint.ts';
 import { systemCause } from '../../expected-failure.ts';
 import { type BackupStore, checkKey, storeFailure } from './store.ts';
 
@@ -41,11 +42,6 @@ type HostKeyAlgorithms = NonNullable<
 >;
 function hostKeyAlgorithms(type: SftpHostKeyType): HostKeyAlgorithms {
   return type === 'ssh-rsa' ? ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'] : [type];
-}
-
-/** A host key's fingerprint as `ssh-keygen -lf` prints it. */
-function fingerprintOf(blob: Buffer): string {
-  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
 }
 
 /** The server offered a host key other than the pinned one. */
@@ -127,7 +123,7 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
         keepaliveCountMax: 3,
         ...(pin && {
           hostVerifier: (key: Buffer) => {
-            offered = fingerprintOf(key);
+            offered = sshFingerprint(key);
             return offered === pin.fingerprint;
           },
           ...(pin.type && { algorithms: { serverHostKey: hostKeyAlgorithms(pin.type) } }),
