@@ -20,6 +20,7 @@ import * as m017 from './migrations/017-service-error.ts';
 import * as m018 from './migrations/018-host-records.ts';
 import * as m019 from './migrations/019-backup-chains.ts';
 import * as m020 from './migrations/020-self-service.ts';
+import * as m021 from './migrations/021-ip-pools.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '018-host-records': m018,
   '019-backup-chains': m019,
   '020-self-service': m020,
+  '021-ip-pools': m021,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

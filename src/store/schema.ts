@@ -262,6 +262,48 @@ export interface IpAddressTable {
   vm_id: string | null;
   allocated_at: number | null;
   released_at: number | null;
+  /** The pool the address belongs to (migration 021); null only before the start that adopts it. */
+  pool_id: string | null;
+}
+
+export type IpFamily = 'ipv4' | 'ipv6';
+
+/** An address pool (migration 021): an IPv4 range or an IPv6 prefix, managed by operators. */
+export interface IpPoolTable {
+  id: string;
+  name: string;
+  family: IpFamily;
+  /** CIDR: the IPv4 network or the IPv6 pool prefix. */
+  network: string;
+  gateway: string;
+  /** IPv4: the first and last address handed out; null for IPv6. */
+  first_address: string | null;
+  last_address: string | null;
+  /** IPv4: a JSON array of addresses never handed out. */
+  reserved: string;
+  /** IPv6: the prefix length each service gets (64 by default); null for IPv4. */
+  assign_prefix_length: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Which hosts a pool serves (migration 021). */
+export interface IpPoolHostTable {
+  pool_id: string;
+  host_id: string;
+}
+
+/** A prefix of an IPv6 pool: the pool's `idx`-th prefix, held by `vm_id` or free (migration 021). */
+export interface Ipv6PrefixTable {
+  pool_id: string;
+  idx: number;
+  /** The prefix in CIDR form, compressed (`2001:db8:4000:1::/64`). */
+  prefix: string;
+  /** The service's address in the prefix (`2001:db8:4000:1::1`). */
+  address: string;
+  vm_id: string | null;
+  allocated_at: number | null;
+  released_at: number;
 }
 
 /** A hypervisor host and its capacity (simulated or libvirt), with what is reserved on it. */
@@ -512,6 +554,9 @@ export interface Database {
   backup_schedules: BackupScheduleTable;
   schedule_slots: ScheduleSlotTable;
   ip_addresses: IpAddressTable;
+  ip_pools: IpPoolTable;
+  ip_pool_hosts: IpPoolHostTable;
+  ipv6_prefixes: Ipv6PrefixTable;
   hypervisor_hosts: HypervisorHostTable;
   sim_vms: SimVmTable;
   libvirt_vms: LibvirtVmTable;
