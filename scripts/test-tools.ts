@@ -6,6 +6,9 @@
  * - `chromium-headless-shell`: the operator console's tests in a real browser.
  * - `promtool` (Debian's `prometheus`): the check of `GET /metrics`.
  * - `sshd` (Debian's `openssh-server`): the SFTP backup store's tests run it as a server of their own.
+ * - `pdns_server` with its SQLite backend (Debian's `pdns-server`, `pdns-backend-sqlite3`) and `dig`
+ *   (`bind9-dnsutils`): the reverse DNS tests run PowerDNS Authoritative as a server of their own
+ *   and ask it with `dig -x`.
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -21,7 +24,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd';
+export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd' | 'pdns' | 'dig';
 
 export interface Tool {
   readonly name: ToolName;
@@ -124,6 +127,39 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_SSHD'];
       if (set) return existsSync(set) ? set : undefined;
       return existingPath('/usr/sbin/sshd') ?? onPath('sshd');
+    },
+  },
+  {
+    name: 'pdns',
+    label: 'PowerDNS Authoritative (pdns_server with its SQLite backend)',
+    purpose: 'the reverse DNS tests (test/http/rdns.test.ts, test/drivers/powerdns.test.ts)',
+    packages: ['pdns-server', 'pdns-backend-sqlite3'],
+    neededBy: /^test\/(http\/rdns|drivers\/powerdns)\.test\.ts$/,
+    envVar: 'VRP_TEST_PDNS',
+    find: () => {
+      const set = process.env['VRP_TEST_PDNS'];
+      if (set) return existsSync(set) ? set : undefined;
+      const server = existingPath('/usr/sbin/pdns_server') ?? onPath('pdns_server');
+      // The server without its SQLite backend cannot serve the tests' database.
+      const backend = [
+        '/usr/lib/x86_64-linux-gnu/pdns',
+        '/usr/lib/aarch64-linux-gnu/pdns',
+        '/usr/lib/pdns',
+      ].some((dir) => existsSync(join(dir, 'libgsqlite3backend.so')));
+      return backend ? server : undefined;
+    },
+  },
+  {
+    name: 'dig',
+    label: 'dig',
+    purpose: 'the reverse DNS tests, which ask PowerDNS with dig -x (test/http/rdns.test.ts)',
+    packages: ['bind9-dnsutils'],
+    neededBy: /^test\/http\/rdns\.test\.ts$/,
+    envVar: 'VRP_TEST_DIG',
+    find: () => {
+      const set = process.env['VRP_TEST_DIG'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('dig') ?? existingPath('/usr/bin/dig');
     },
   },
 ];

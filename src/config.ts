@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
+import { isHostname } from './domain/hostname.ts';
+import { ADDRESS_PLACEHOLDER, defaultPtr } from './domain/reverse-dns-names.ts';
 import { sshFingerprint } from './domain/ssh-fingerprint.ts';
 import { RETRY_DELAYS_MS } from './domain/webhook-retry-schedule.ts';
 import { ExpectedFailure, systemCause } from './expected-failure.ts';
@@ -84,6 +86,28 @@ export type BackupStoreConfig =
       readonly secretAccessKey: string;
       readonly forcePathStyle: boolean;
     };
+
+/** The PowerDNS Authoritative server reverse DNS is written to (its HTTP API). */
+export interface PowerDnsConfig {
+  /** VRP_PDNS_API_URL: the webserver's root (`http://127.0.0.1:8081`), without a final slash. */
+  readonly apiUrl: string;
+  /** VRP_PDNS_API_KEY: a secret, never logged. */
+  readonly apiKey: string;
+  /** VRP_PDNS_SERVER_ID: the `{server_id}` of the API's paths (`localhost`). */
+  readonly serverId: string;
+}
+
+/** Reverse DNS: where PTR records go and what they are by default. */
+export interface ReverseDnsConfig {
+  /** Undefined: reverse DNS is off (its routes answer 400 `rdns_unavailable`). */
+  readonly pdns: PowerDnsConfig | undefined;
+  /** VRP_RDNS_DEFAULT: the default PTR's pattern with `{ip}`; undefined: no PTR by default. */
+  readonly defaultPattern: string | undefined;
+  /** VRP_RDNS_NAMESERVERS: the NS records of the reverse zones the product creates (absolute, final dot). */
+  readonly nameservers: readonly string[];
+  /** VRP_RDNS_TTL: the TTL of the PTR records written, in seconds. */
+  readonly ttl: number;
+}
 
 export interface Config {
   readonly host: string;
@@ -187,6 +211,8 @@ export interface Config {
   readonly serviceConsoleMaxMs: number;
   /** Where backups are kept; default: the directory `backups` in `dataDir`. */
   readonly backupStore: BackupStoreConfig;
+  /** Reverse DNS on PowerDNS (VRP_PDNS_*, VRP_RDNS_*). */
+  readonly reverseDns: ReverseDnsConfig;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -580,6 +606,58 @@ function readS3Store(env: Env, name: string, raw: string): BackupStoreConfig {
   };
 }
 
+/**
+ * VRP_PDNS_API_URL with VRP_PDNS_API_KEY (both or neither) and VRP_PDNS_SERVER_ID; the default
+ * PTR pattern VRP_RDNS_DEFAULT, the reverse zones' VRP_RDNS_NAMESERVERS and VRP_RDNS_TTL.
+ * Messages never repeat the API key.
+ */
+function readReverseDns(env: Env): ReverseDnsConfig {
+  const apiUrl = readUrl(env, 'VRP_PDNS_API_URL', ['http:', 'https:']);
+  const apiKey = env['VRP_PDNS_API_KEY'] ?? '';
+  if (apiUrl !== undefined) {
+    const url = new URL(apiUrl);
+    if (url.username || url.password || url.search || url.hash)
+      throw new ConfigError(
+        "VRP_PDNS_API_URL must be the PowerDNS webserver's root such as http://127.0.0.1:8081 (no user, query or fragment; the key goes in VRP_PDNS_API_KEY)",
+      );
+    if (apiKey === '') throw new ConfigError('VRP_PDNS_API_KEY must be set with VRP_PDNS_API_URL');
+    if (!/^[\x21-\x7e]+$/.test(apiKey))
+      throw new ConfigError('VRP_PDNS_API_KEY must be printable characters without spaces');
+  } else if (apiKey !== '') {
+    throw new ConfigError('VRP_PDNS_API_KEY is set but VRP_PDNS_API_URL is not');
+  }
+  const serverId = env['VRP_PDNS_SERVER_ID'] || 'localhost';
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(serverId))
+    throw new ConfigError(
+      `VRP_PDNS_SERVER_ID must be letters, digits, dots, hyphens and underscores, got "${serverId}"`,
+    );
+
+  const pattern = env['VRP_RDNS_DEFAULT']?.trim() || undefined;
+  if (pattern !== undefined) {
+    const samples = ['192.0.2.5', '2001:db8::1'].map((ip) => defaultPtr(pattern, ip) ?? '');
+    if (!pattern.includes(ADDRESS_PLACEHOLDER) || !samples.every(isHostname))
+      throw new ConfigError(
+        `VRP_RDNS_DEFAULT must be a host name with ${ADDRESS_PLACEHOLDER} in it, such as ip-${ADDRESS_PLACEHOLDER}.example.net, got "${pattern}"`,
+      );
+  }
+  const nameservers = (env['VRP_RDNS_NAMESERVERS'] ?? '')
+    .split(',')
+    .map((n) => n.trim().toLowerCase().replace(/\.$/, ''))
+    .filter((n) => n !== '');
+  for (const ns of nameservers) {
+    if (!isHostname(ns))
+      throw new ConfigError(
+        `VRP_RDNS_NAMESERVERS must be comma-separated host names such as ns1.example.net,ns2.example.net, got "${ns}"`,
+      );
+  }
+  return {
+    pdns: apiUrl === undefined ? undefined : Object.freeze({ apiUrl, apiKey, serverId }),
+    defaultPattern: pattern?.toLowerCase(),
+    nameservers: Object.freeze(nameservers.map((n) => `${n}.`)),
+    ttl: readInt(env, 'VRP_RDNS_TTL', 3600, 1, 2_147_483_647),
+  };
+}
+
 /** Reads and validates every setting once; the result is frozen. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env['VRP_DATA_DIR'] || './data');
@@ -643,6 +721,7 @@ export function loadConfig(env: Env = process.env): Config {
     rescueImage: env['VRP_RESCUE_IMAGE'] || undefined,
     serviceConsoleMaxMs: readDurationMs(env, 'VRP_CONSOLE_SESSION_MAX', 3_600_000, 1000),
     backupStore: Object.freeze(readBackupStore(env, dataDir)),
+    reverseDns: Object.freeze(readReverseDns(env)),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

@@ -10,6 +10,8 @@ import { type Clock, createClock } from './domain/clock.ts';
 import type { SecretBox } from './domain/secret-box.ts';
 import { createBackupStore } from './drivers/backup-store/index.ts';
 import type { BackupStore } from './drivers/backup-store/store.ts';
+import { createPowerDns } from './drivers/reverse-dns/powerdns.ts';
+import type { ReverseDns } from './drivers/reverse-dns/ptr-backend.ts';
 import { templatesNeedImages } from './drivers/template-images.ts';
 import { createNotifier, type Notifier } from './loop/notifier.ts';
 import { createJobSignal, type JobSignal } from './loop/signal.ts';
@@ -51,6 +53,15 @@ export interface AppContext {
   readonly backupStore: BackupStore;
   /** The key backups are sealed with: VRP_BACKUP_KEY, else derived from the master key. */
   readonly backupKey: Buffer;
+  /** Reverse DNS on PowerDNS (VRP_PDNS_API_URL); undefined when it is not configured. */
+  readonly reverseDns: ReverseDns | undefined;
+}
+
+/** Reverse DNS as the settings describe it: PowerDNS' API and the default pattern; none without VRP_PDNS_API_URL. */
+export function reverseDnsOf(config: Config): ReverseDns | undefined {
+  const { pdns, nameservers, ttl, defaultPattern } = config.reverseDns;
+  if (!pdns) return undefined;
+  return { backend: createPowerDns({ ...pdns, nameservers, ttl }), defaultPattern };
 }
 
 /** Where backups are kept: the store VRP_BACKUP_STORE names (default: `backups` in the data dir). */
@@ -101,5 +112,6 @@ export async function createContext(config: Config): Promise<AppContext> {
     passwordCost: PASSWORD_COST,
     backupStore: openBackupStore(config),
     backupKey: backupKeyOf(config, keys),
+    reverseDns: reverseDnsOf(config),
   };
 }

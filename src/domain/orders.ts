@@ -1,15 +1,8 @@
 import { type Product, RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
 import { ApiError } from './errors.ts';
+import { isHostname } from './hostname.ts';
 
 export type Amounts = Readonly<Record<Resource, number>>;
-
-/** RFC 1123 host name: labels of letters, digits and hyphens, 1-63 long, not starting or ending with a hyphen. */
-const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i;
-
-function isHostname(value: string): boolean {
-  if (value.length === 0 || value.length > 253) return false;
-  return value.split('.').every((label) => LABEL.test(label));
-}
 
 /**
  * Every amount within the product's bounds (inclusive). `names` maps each resource to the

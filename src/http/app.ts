@@ -5,6 +5,7 @@ import { registerBackupRoutes } from './actions/backups.ts';
 import { registerConsoleLinkRoutes } from './actions/console.ts';
 import { registerReinstallRoutes } from './actions/reinstall.ts';
 import { registerRescueRoutes } from './actions/rescue.ts';
+import { registerReverseDnsRoutes } from './actions/reverse-dns.ts';
 import { registerScheduleRoutes } from './actions/schedules.ts';
 import { registerServiceActionRoutes } from './actions/service-actions.ts';
 import type { App } from './app-type.ts';
@@ -106,6 +107,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerRescueRoutes,
   registerBackupRoutes,
   registerScheduleRoutes,
+  registerReverseDnsRoutes,
   registerUsageRoutes,
   registerDocsRoutes,
   // The operator API (docs/design/contract.md#operator-api): src/http/operator/.

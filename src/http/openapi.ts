@@ -190,6 +190,7 @@ const ERROR_TEXT: Record<number, string> = {
   415: 'The body is not application/json',
   429: 'Too many requests from this application; wait as long as Retry-After says',
   500: 'An unexpected failure; the message names the request id to quote',
+  502: 'A server the operation writes to (the DNS server) failed or did not answer; nothing was changed',
   503: 'The store is unreachable, or this process is shutting down; retry after Retry-After',
 };
 

@@ -65,6 +65,7 @@ export function startBackground(
     store: ctx.store,
     driver,
     backups,
+    reverseDns: ctx.reverseDns,
     secretBox: ctx.secretBox,
     clock: ctx.clock,
     log,

@@ -4,6 +4,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { JobAction, ServiceState } from '../domain/status-machine.ts';
 import type { HypervisorDriver, StepMarker, VmInfo } from '../drivers/driver.ts';
+import type { ReverseDns } from '../drivers/reverse-dns/ptr-backend.ts';
 import type { JobOf, JobResult } from '../store/repos/jobs.ts';
 import type { Service, ServiceChange } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
@@ -21,6 +22,8 @@ export interface TaskContext<A extends JobAction = JobAction> {
   /** The backup store's archive, for the backup tasks (and terminate). */
   readonly backups: BackupDeps;
   readonly db: Kysely<Database>;
+  /** Reverse DNS (create writes default PTRs, terminate removes the service's); undefined when not configured. */
+  readonly reverseDns: ReverseDns | undefined;
   readonly secretBox: SecretBox;
   readonly clock: Clock;
   readonly stopTimeoutMs: number;

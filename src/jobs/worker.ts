@@ -4,6 +4,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { JobAction } from '../domain/status-machine.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import type { ReverseDns } from '../drivers/reverse-dns/ptr-backend.ts';
 import { createPollLoop } from '../loop/poll-loop.ts';
 import type { JobSignal } from '../loop/signal.ts';
 import type { JobMetrics, JobRunStatus, PowerMetrics } from '../metrics.ts';
@@ -19,6 +20,8 @@ export interface WorkerOptions {
   readonly driver: HypervisorDriver;
   /** The backup store's archive and the termination rule of backups (backup-chain.ts). */
   readonly backups: BackupDeps;
+  /** Reverse DNS on the DNS server, for create and terminate; none when it is not configured. */
+  readonly reverseDns?: ReverseDns;
   readonly secretBox: SecretBox;
   readonly clock: Clock;
   readonly log: FastifyBaseLogger;
@@ -69,6 +72,7 @@ export function createWorker(o: WorkerOptions): Worker {
     driver: o.driver,
     backups: o.backups,
     db: o.store.db,
+    reverseDns: o.reverseDns,
     features: o.store.features,
     secretBox: o.secretBox,
     clock: o.clock,

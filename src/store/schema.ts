@@ -306,6 +306,18 @@ export interface Ipv6PrefixTable {
   released_at: number;
 }
 
+/** A PTR record set for one of a service's addresses (migration 022); addresses without one have the default. */
+export interface ServicePtrTable {
+  service_id: string;
+  /** The address, canonical (IPv6 compressed). */
+  address: string;
+  /** The host name it points to, lower case, without a final dot. */
+  ptr: string;
+  /** The reverse zone it was written to, absolute (`2.0.192.in-addr.arpa.`). */
+  zone: string;
+  updated_at: number;
+}
+
 /** A hypervisor host and its capacity (simulated or libvirt), with what is reserved on it. */
 export interface HypervisorHostTable {
   id: string;
@@ -557,6 +569,7 @@ export interface Database {
   ip_pools: IpPoolTable;
   ip_pool_hosts: IpPoolHostTable;
   ipv6_prefixes: Ipv6PrefixTable;
+  service_ptrs: ServicePtrTable;
   hypervisor_hosts: HypervisorHostTable;
   sim_vms: SimVmTable;
   libvirt_vms: LibvirtVmTable;

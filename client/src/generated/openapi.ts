@@ -392,6 +392,30 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/vps_reseller_provider/public/api/v2/service/{service_id}/rdns': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The PTR records of the service’s addresses
+     * @description One entry per address the service holds (its IPv4 addresses, primary first, then its IPv6 address if it has one): `ptr` is the host name set for it, else the provider’s default, else null. A service without addresses (not created yet, terminated) has none. Without a DNS server configured by the provider: 400 `rdns_unavailable`.
+     */
+    get: operations['rdns'];
+    put?: never;
+    /**
+     * Set the PTR record of one of the service’s addresses
+     * @description Takes effect at once, no job: when the answer is 200 the DNS server answers the new record (`dig -x`). `ptr` null resets it to the provider’s default (or no record, without one). An address that is not the service’s is 400 `ip_not_of_service`; a `ptr` that is not a host name 400 `invalid_ptr`; a service being terminated 400 `invalid_state`. A DNS server that fails is 502 `rdns_backend_failed` and nothing changes. Answers every address’s PTR, as `GET`. Without a DNS server configured by the provider: 400 `rdns_unavailable`.
+     */
+    post: operations['setRdns'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/vps_reseller_provider/public/api/v2/service/{service_id}/reinstall': {
     parameters: {
       query?: never;
@@ -904,6 +928,9 @@ export interface components {
         | 'same_host'
         | 'host_not_active'
         | 'host_unreachable'
+        | 'ip_not_of_service'
+        | 'invalid_ptr'
+        | 'rdns_unavailable'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -928,6 +955,7 @@ export interface components {
         | 'headers_too_large'
         | 'rate_limited'
         | 'internal_error'
+        | 'rdns_backend_failed'
         | 'store_unavailable'
         | 'console_unavailable'
         | 'shutting_down';
@@ -971,6 +999,9 @@ export interface components {
         | 'same_host'
         | 'host_not_active'
         | 'host_unreachable'
+        | 'ip_not_of_service'
+        | 'invalid_ptr'
+        | 'rdns_unavailable'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -995,6 +1026,7 @@ export interface components {
         | 'headers_too_large'
         | 'rate_limited'
         | 'internal_error'
+        | 'rdns_backend_failed'
         | 'store_unavailable'
         | 'console_unavailable'
         | 'shutting_down';
@@ -1233,6 +1265,13 @@ export interface components {
        */
       rescue_until: string | null;
     };
+    /** AddressPtr */
+    AddressPtr: {
+      /** @description One of the service’s addresses (IPv4, or its IPv6 address) */
+      ip: string;
+      /** @description The host name its PTR record points to: the one set, else the provider’s default, else null (no record) */
+      ptr: string | null;
+    };
     /** RescueLogin */
     RescueLogin: {
       /** @description The rescue system’s user (`root`) */
@@ -1323,7 +1362,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable`, `ip_not_of_service`, `invalid_ptr`, `rdns_unavailable` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1358,7 +1397,10 @@ export interface components {
             | 'capacity_below_use'
             | 'same_host'
             | 'host_not_active'
-            | 'host_unreachable';
+            | 'host_unreachable'
+            | 'ip_not_of_service'
+            | 'invalid_ptr'
+            | 'rdns_unavailable';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -1462,6 +1504,19 @@ export interface components {
         'application/json': {
           /** @enum {unknown} */
           error_code?: 'internal_error';
+        } & components['schemas']['ErrorEnvelope'];
+      };
+    };
+    /** @description A server the operation writes to (the DNS server) failed or did not answer; nothing was changed: `rdns_backend_failed` */
+    Error502: {
+      headers: {
+        'X-Request-Id': components['headers']['RequestId'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': {
+          /** @enum {unknown} */
+          error_code?: 'rdns_backend_failed';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -2725,6 +2780,125 @@ export interface operations {
       404: components['responses']['Error404'];
       429: components['responses']['Error429'];
       500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
+  rdns: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: components['schemas']['AddressPtr'][];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      503: components['responses']['Error503'];
+    };
+  };
+  setRdns: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The envelope of the answer: A or B; without it, the default of the application (set when it is registered). Anything else is 400 `invalid_envelope_variant`. */
+        'X-Envelope-Variant'?: components['parameters']['EnvelopeVariant'];
+        /** @description Echoed in the answer and logged with the request; else the server makes one */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The service */
+        service_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Variant A sends the service id in the body too; it must equal the one in the path
+           */
+          service_id?: string;
+          /** @description One of the service’s addresses (400 `ip_not_of_service` otherwise) */
+          ip: string;
+          /** @description A host name (RFC 1123, as an order’s `domain_name`; 400 `invalid_ptr` otherwise); null: back to the provider’s default (which may be no record) */
+          ptr: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Success, in the envelope of the request: X-Envelope-Variant, else the default of the application */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['RequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            | {
+                /** @constant */
+                status: 'Success';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                data: components['schemas']['AddressPtr'][];
+              }
+            | {
+                /** @constant */
+                success: 'true';
+                /** @description Empty, or says why nothing was done (the target status was reached already) */
+                message: string;
+                /** @description The JSON text of the payload: what variant B sends as `data` */
+                data: string;
+              };
+        };
+      };
+      400: components['responses']['Error400'];
+      401: components['responses']['Error401'];
+      403: components['responses']['Error403'];
+      404: components['responses']['Error404'];
+      413: components['responses']['Error413'];
+      415: components['responses']['Error415'];
+      429: components['responses']['Error429'];
+      500: components['responses']['Error500'];
+      502: components['responses']['Error502'];
       503: components['responses']['Error503'];
     };
   };

@@ -29,10 +29,10 @@ export interface ServiceDoor {
   /** The path of a per-service route, with `:service_id`. */
   readonly url: (path: string) => string;
   /** The route's options around `schema`: scope, envelope, audit action. */
-  readonly route: <const S extends ApiSchema>(schema: S, audit: string) => ReturnType<typeof apiRoute<S>>;
+  readonly route: <const S extends ApiSchema>(schema: S, audit?: string) => ReturnType<typeof apiRoute<S>>;
   /** The operationId in the door's OpenAPI document, from the reseller API's one. */
   readonly operationId: (name: string) => string;
-  /** The tag of operations of `group` (`Service actions`, `Backups`). */
+  /** The tag of operations of `group` (`Service actions`, `Backups`, `Reverse DNS`). */
   readonly tag: (group: string) => string;
   /** The service the request names, if the caller may act on it; 404 `service_not_found` otherwise. */
   readonly target: (request: ServiceRequest) => Promise<ServiceTarget>;

@@ -15,6 +15,7 @@ import { operatorBackupView, registerBackupActions } from '../actions/backups.ts
 import { registerConsoleActions } from '../actions/console.ts';
 import { registerReinstallActions } from '../actions/reinstall.ts';
 import { registerRescueActions } from '../actions/rescue.ts';
+import { registerReverseDnsActions } from '../actions/reverse-dns.ts';
 import { registerScheduleActions } from '../actions/schedules.ts';
 import { registerServiceActions, type ServiceDoor } from '../actions/service-actions.ts';
 import type { App } from '../app-type.ts';
@@ -88,13 +89,19 @@ async function anyService(ctx: AppContext, request: ServiceRequest): Promise<Ser
   return service;
 }
 
+/** The operator API's tag of each group of the reseller API's operations; the backup groups' is `Operator backups`. */
+const OPERATOR_TAGS: Readonly<Record<string, string>> = {
+  'Service actions': 'Operator service actions',
+  'Reverse DNS': 'Operator reverse DNS',
+};
+
 /** The operator API's door to the reseller API's operations: any reseller's service, acting for that reseller. */
 function operatorDoor(ctx: AppContext): ServiceDoor {
   return {
     url: (path) => `${OPS}/services/:service_id/${path}`,
     route: (schema, audit) => operatorRoute(schema, audit),
     operationId: (name) => `service${name.charAt(0).toUpperCase()}${name.slice(1)}`,
-    tag: (group) => (group === 'Service actions' ? 'Operator service actions' : 'Operator backups'),
+    tag: (group) => OPERATOR_TAGS[group] ?? 'Operator backups',
     target: async (request) => {
       const service = await anyService(ctx, request);
       return { resellerId: service.resellerId, serviceId: service.id };
@@ -238,5 +245,6 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
   registerRescueActions(app, ctx, door);
   registerBackupActions(app, ctx, door);
   registerScheduleActions(app, ctx, door);
+  registerReverseDnsActions(app, ctx, door);
   registerConsoleActions(app, ctx, door, options.consoles);
 }

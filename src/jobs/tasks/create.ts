@@ -1,7 +1,24 @@
 import { DriverError } from '../../drivers/driver.ts';
+import { writeDefaultPtrs } from '../reverse-dns.ts';
 import { type Task, vmChange } from '../task.ts';
 
-export const create: Task<'create'> = async ({ service, driver, secretBox, job, maxAttempts }) => {
+/**
+ * Creates the VM; then, with a default PTR pattern (VRP_RDNS_DEFAULT), writes each new address's
+ * default PTR record. A DNS server that fails does not fail the server: the warning is logged
+ * and the default can be written later by setting the address's PTR to null.
+ */
+export const create: Task<'create'> = async (tc) => {
+  const change = await createVm(tc);
+  const { db, reverseDns, clock, log, service, signal } = tc;
+  try {
+    await writeDefaultPtrs({ db, reverseDns, clock }, service.id, signal);
+  } catch (err) {
+    log.warn({ err, serviceId: service.id }, 'the default PTR records could not be written');
+  }
+  return change;
+};
+
+const createVm: Task<'create'> = async ({ service, driver, secretBox, job, maxAttempts }) => {
   try {
     const vm = await driver.create({
       vmId: service.id,

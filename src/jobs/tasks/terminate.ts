@@ -1,12 +1,26 @@
+import { DriverError } from '../../drivers/driver.ts';
+import { ReverseDnsError } from '../../drivers/reverse-dns/ptr-backend.ts';
 import { deleteBackupRow, keepBackupsUntil, listBackups } from '../../store/repos/backups.ts';
+import { removeServicePtrs } from '../reverse-dns.ts';
 import type { Task } from '../task.ts';
 
 /**
- * Releases everything: backups first (their storage), then the VM, its disks and its addresses.
- * With VRP_BACKUP_KEEP_AFTER_TERMINATE, the backups in the backup store are kept that long (the
- * pruner removes them after); those on the host (legacy) go with the VM.
+ * Releases everything: backups first (their storage), then the service's PTR records (while its
+ * addresses still name them), then the VM, its disks and its addresses. With
+ * VRP_BACKUP_KEEP_AFTER_TERMINATE, the backups in the backup store are kept that long (the
+ * pruner removes them after); those on the host (legacy) go with the VM. A DNS server that fails
+ * is a transient error: the job is retried, and the addresses are not handed to another service
+ * while their PTR records still point at this one's names.
  */
-export const terminate: Task<'terminate'> = async ({ service, driver, db, clock, backups }) => {
+export const terminate: Task<'terminate'> = async ({
+  service,
+  driver,
+  db,
+  clock,
+  backups,
+  reverseDns,
+  signal,
+}) => {
   const now = clock.now();
   const keep = backups.keepAfterTerminateMs > 0;
   // Newest first: a chain goes child first, so nothing needs merging.
@@ -17,6 +31,15 @@ export const terminate: Task<'terminate'> = async ({ service, driver, db, clock,
     await deleteBackupRow(db, backup.id);
   }
   if (keep) await keepBackupsUntil(db, service.id, now + backups.keepAfterTerminateMs, now);
+  try {
+    await removeServicePtrs({ db, reverseDns, clock }, service.id, signal);
+  } catch (err) {
+    if (!(err instanceof ReverseDnsError)) throw err;
+    throw new DriverError(`The PTR records could not be removed: ${err.message}`, {
+      transient: true,
+      cause: err,
+    });
+  }
   await driver.destroy(service.id);
   await db.deleteFrom('backup_schedules').where('service_id', '=', service.id).execute();
   return { ips: [], hostId: null, terminatedAt: now, suspendReason: null, rescueSince: null };

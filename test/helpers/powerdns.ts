@@ -1,0 +1,153 @@
+/**
+ * A throwaway PowerDNS Authoritative server for the reverse DNS tests: Debian's `pdns_server`
+ * run by the test as a child process (no daemon, no guardian, a config directory of its own),
+ * answering DNS on 127.0.0.1 and a free port, its webserver and HTTP API on another, with an
+ * API key, and a fresh SQLite database made from the schema `pdns-backend-sqlite3` ships.
+ * Nothing of the machine's own PowerDNS set-up is read or changed. `dig` asks it questions.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { freePort } from '../../scripts/postgres.ts';
+import { pause, WAIT_MS, waitUntil } from './budget.ts';
+import { toolPath } from './tools.ts';
+
+/** Where Debian's pdns-backend-sqlite3 puts its schema (the first that exists). */
+const SCHEMAS = [
+  '/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql',
+  '/usr/share/doc/pdns-backend-sqlite3/schema.sqlite3.sql',
+];
+
+export interface PowerDns {
+  /** The DNS port on 127.0.0.1. */
+  readonly dnsPort: number;
+  /** The webserver's root (`http://127.0.0.1:PORT`): what VRP_PDNS_API_URL names. */
+  readonly apiUrl: string;
+  readonly apiKey: string;
+  /** The settings that point the product at this server. */
+  readonly env: Readonly<Record<string, string>>;
+  /** `dig @127.0.0.1 -p PORT -x ip +short`: the PTR names it answers, without the final dot. */
+  ptrOf(ip: string): string[];
+  /**
+   * Asks `dig -x` up to `tries` times, `everyMs` apart, until the answer is `expected` (a name,
+   * or none); returns the last answer. A bound on tries, not on time: it fails on what it saw.
+   */
+  digUntil(
+    ip: string,
+    expected: string | null,
+    options?: { tries?: number; everyMs?: number },
+  ): Promise<string[]>;
+  /** Stops the server (its data stays); `start` runs it again on the same ports. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops it and removes its directory. */
+  close(): Promise<void>;
+}
+
+export async function startPowerDns(): Promise<PowerDns> {
+  const pdnsServer = toolPath('pdns');
+  const schema = SCHEMAS.find((p) => existsSync(p));
+  if (!schema)
+    throw new Error(
+      `no PowerDNS SQLite schema at ${SCHEMAS.join(' or ')} (apt-get install pdns-backend-sqlite3)`,
+    );
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-pdns-'));
+  const database = join(dir, 'pdns.sqlite3');
+  const db = new DatabaseSync(database);
+  db.exec(readFileSync(schema, 'utf8'));
+  db.close();
+  const dnsPort = await freePort();
+  const apiPort = await freePort();
+  const apiKey = randomBytes(16).toString('hex');
+  writeFileSync(
+    join(dir, 'pdns.conf'),
+    [
+      'launch=gsqlite3',
+      `gsqlite3-database=${database}`,
+      'local-address=127.0.0.1',
+      `local-port=${dnsPort}`,
+      'webserver=yes',
+      'webserver-address=127.0.0.1',
+      `webserver-port=${apiPort}`,
+      'webserver-allow-from=127.0.0.0/8',
+      'api=yes',
+      `api-key=${apiKey}`,
+      'daemon=no',
+      'guardian=no',
+      `socket-dir=${dir}`,
+      'disable-syslog=yes',
+      'log-timestamp=no',
+      'loglevel=4',
+      '',
+    ].join('\n'),
+  );
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+
+  let child: ChildProcess | undefined;
+  let log = '';
+  const start = async (): Promise<void> => {
+    const proc = spawn(pdnsServer, [`--config-dir=${dir}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    proc.stdout?.setEncoding('utf8').on('data', (d: string) => (log += d));
+    proc.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
+    let exited: string | undefined;
+    proc.once('exit', (code, signal) => (exited = `pdns_server exited (${code ?? signal}):\n${log}`));
+    await waitUntil(`pdns_server's API on ${apiUrl}`, async () => {
+      if (exited) throw new Error(exited);
+      try {
+        const res = await fetch(`${apiUrl}/api/v1/servers/localhost`, { headers: { 'X-API-Key': apiKey } });
+        return res.ok;
+      } catch {
+        return false;
+      }
+    });
+  };
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    child = undefined;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    await exited;
+  };
+  const ptrOf = (ip: string): string[] => {
+    const r = spawnSync(
+      toolPath('dig'),
+      ['@127.0.0.1', '-p', String(dnsPort), '-x', ip, '+short', '+time=2', '+tries=1'],
+      { encoding: 'utf8', timeout: WAIT_MS },
+    );
+    if (r.status !== 0) throw new Error(`dig -x ${ip} failed (${r.status}): ${r.stderr || r.stdout}`);
+    return r.stdout
+      .split('\n')
+      .map((l) => l.trim().replace(/\.$/, ''))
+      .filter((l) => l !== '' && !l.startsWith(';'));
+  };
+  await start();
+  return {
+    dnsPort,
+    apiUrl,
+    apiKey,
+    env: { VRP_PDNS_API_URL: apiUrl, VRP_PDNS_API_KEY: apiKey },
+    ptrOf,
+    async digUntil(ip, expected, options = {}) {
+      const tries = options.tries ?? 10;
+      let answer: string[] = [];
+      for (let i = 0; i < tries; i++) {
+        answer = ptrOf(ip);
+        if (expected === null ? answer.length === 0 : answer.length === 1 && answer[0] === expected)
+          return answer;
+        await pause(options.everyMs ?? 500);
+      }
+      return answer;
+    },
+    stop,
+    start,
+    async close() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,417 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
+import { OPS, operatorToken, opsCall } from '../helpers/operator.ts';
+import { type PowerDns, startPowerDns } from '../helpers/powerdns.ts';
+import { testStores } from '../helpers/stores.ts';
+import { missingTool } from '../helpers/tools.ts';
+
+const A = { 'x-envelope-variant': 'A' };
+const B = { 'x-envelope-variant': 'B' };
+const PATTERN = 'ip-{ip}.rdns.example.net';
+
+const skip = missingTool('pdns') || missingTool('dig');
+
+/**
+ * Between the product and PowerDNS: passes every request on, or, while `failing`, answers 500
+ * itself (a DNS API that breaks), so one app sees both; with PowerDNS stopped it drops the
+ * connection, as a server that is not there does.
+ */
+async function startApiProxy(
+  target: string,
+): Promise<{ url: string; failing: boolean; close(): Promise<void> }> {
+  const state = { failing: false };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (state.failing) {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Backend error: database is locked' }));
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && k !== 'host') headers[k] = v;
+    const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+    let answer: Response;
+    try {
+      answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body });
+    } catch {
+      // PowerDNS is down: so is the way to it, as the product sees it.
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get failing() {
+      return state.failing;
+    },
+    set failing(v: boolean) {
+      state.failing = v;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/**
+ * Gives the service an IPv6 prefix by writing the rows the pool API will write. FOR NOW: the
+ * address pools' API (with IPv6) is being built beside this; once it is there, this becomes an
+ * IPv6 pool bound to the host through `OPS/ip-pools` and a service that gets its prefix at create.
+ */
+async function giveIpv6(t: TestApp, serviceId: string, n: number): Promise<string> {
+  const db = t.ctx.store.db;
+  const now = Date.now();
+  let pool = await db
+    .selectFrom('ip_pools')
+    .select('id')
+    .where('name', '=', 'rdns-test-v6')
+    .executeTakeFirst();
+  if (!pool) {
+    pool = { id: randomUUID() };
+    await db
+      .insertInto('ip_pools')
+      .values({
+        id: pool.id,
+        name: 'rdns-test-v6',
+        family: 'ipv6',
+        network: '2001:db8:4000::/48',
+        gateway: 'fe80::1',
+        first_address: null,
+        last_address: null,
+        reserved: '[]',
+        assign_prefix_length: 64,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+  }
+  const address = `2001:db8:4000:${n.toString(16)}::1`;
+  await db
+    .insertInto('ipv6_prefixes')
+    .values({
+      pool_id: pool.id,
+      idx: n,
+      prefix: `2001:db8:4000:${n.toString(16)}::/64`,
+      address,
+      vm_id: serviceId,
+      allocated_at: now,
+      released_at: 0,
+    })
+    .execute();
+  return address;
+}
+
+describe('reverse DNS on PowerDNS', { skip }, () => {
+  let pdns: PowerDns;
+  before(async () => {
+    pdns = await startPowerDns();
+  });
+  after(() => pdns?.close());
+
+  for (const [i, store] of testStores().entries()) {
+    // Each store's services get addresses of their own, so the two runs never share a record.
+    const pool = `10.${90 + i}.7.0/24`;
+
+    describe(`reverse DNS (${store})`, () => {
+      let t: TestApp;
+      let token: string;
+      let other: string;
+      let ops: string;
+      let proxy: Awaited<ReturnType<typeof startApiProxy>>;
+
+      before(async () => {
+        proxy = await startApiProxy(pdns.apiUrl);
+        t = await createTestApp(
+          {
+            VRP_SIM_IP_POOL: pool,
+            VRP_PDNS_API_URL: proxy.url,
+            VRP_PDNS_API_KEY: pdns.apiKey,
+            VRP_RDNS_DEFAULT: PATTERN,
+            VRP_RDNS_NAMESERVERS: 'ns1.example.net,ns2.example.net',
+            VRP_JOB_RETRY_BASE: '20ms',
+          },
+          { worker: true, store },
+        );
+        token = await t.token({ reseller: 'acme' });
+        other = await t.token({ reseller: 'globex' });
+        ops = await operatorToken(t);
+      });
+      after(async () => {
+        await t?.close();
+        await proxy?.close();
+      });
+
+      const getRdns = (id: string, headers = B, tok = token) =>
+        call(t, tok, 'GET', `service/${id}/rdns`, undefined, headers);
+      const setRdns = (id: string, body: unknown, headers = B, tok = token) =>
+        call(t, tok, 'POST', `service/${id}/rdns`, body, headers);
+      const primaryIp = async (id: string): Promise<string> =>
+        (await call(t, token, 'GET', `service/${id}/details`, undefined, B)).body.data.ips[0];
+      const defaultOf = (ip: string) => `ip-${ip.replace(/[.:]/g, '-')}.rdns.example.net`;
+
+      test('a new service has the default PTR in DNS; a PTR set answers dig -x, GET and the audit log show it; null goes back to the default', async () => {
+        const id = await orderRunning(t, token, 'rdns1.example.com');
+        const ip = await primaryIp(id);
+        assert.match(ip, /^10\.9\d\.7\.\d+$/);
+        const got = await getRdns(id);
+        assert.equal(got.status, 200, JSON.stringify(got.body));
+        assert.deepEqual(got.body.data, [{ ip, ptr: defaultOf(ip) }]);
+        assert.deepEqual(
+          await pdns.digUntil(ip, defaultOf(ip)),
+          [defaultOf(ip)],
+          'written when it was created',
+        );
+
+        const set = await setRdns(id, { ip, ptr: 'Mail.Example.com.' });
+        assert.equal(set.status, 200, JSON.stringify(set.body));
+        assert.deepEqual(set.body.data, [{ ip, ptr: 'mail.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'mail.example.com'), ['mail.example.com']);
+        assert.deepEqual((await getRdns(id)).body.data, [{ ip, ptr: 'mail.example.com' }]);
+
+        // Variant A: the same, in its envelope, with service_id in the body.
+        const a = await setRdns(id, { service_id: id, ip, ptr: 'smtp.example.com' }, A);
+        assert.equal(a.status, 200, JSON.stringify(a.body));
+        assert.equal(a.body.success, 'true');
+        assert.deepEqual(JSON.parse(a.body.data), [{ ip, ptr: 'smtp.example.com' }]);
+        assert.deepEqual(JSON.parse((await getRdns(id, A)).body.data), [{ ip, ptr: 'smtp.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'smtp.example.com'), ['smtp.example.com']);
+
+        const reset = await setRdns(id, { ip, ptr: null });
+        assert.equal(reset.status, 200, JSON.stringify(reset.body));
+        assert.deepEqual(reset.body.data, [{ ip, ptr: defaultOf(ip) }]);
+        assert.deepEqual(await pdns.digUntil(ip, defaultOf(ip)), [defaultOf(ip)]);
+
+        const audit = (await opsCall(t, ops, 'GET', `audit?service_id=${id}`)).body.data.items as any[];
+        assert.equal(audit.filter((e) => e.action === 'service.set_rdns' && e.outcome === 'ok').length, 3);
+      });
+
+      test('the IPv6 address: its PTR in the pool’s ip6.arpa zone answers dig -x', async () => {
+        const id = await orderRunning(t, token, 'rdns6.example.com');
+        const ip = await primaryIp(id);
+        const v6 = await giveIpv6(t, id, 10 + i);
+        assert.deepEqual((await getRdns(id)).body.data, [
+          { ip, ptr: defaultOf(ip) },
+          { ip: v6, ptr: `ip-2001-db8-4000-${(10 + i).toString(16)}-0-0-0-1.rdns.example.net` },
+        ]);
+        // Any spelling of the address names it.
+        const longForm = `2001:0db8:4000:${(10 + i).toString(16)}:0:0:0:1`;
+        const set = await setRdns(id, { ip: longForm, ptr: 'v6.example.com' });
+        assert.equal(set.status, 200, JSON.stringify(set.body));
+        assert.deepEqual(set.body.data[1], { ip: v6, ptr: 'v6.example.com' });
+        assert.deepEqual(await pdns.digUntil(v6, 'v6.example.com'), ['v6.example.com']);
+        const zone = await fetch(
+          `${pdns.apiUrl}/api/v1/servers/localhost/zones/0.0.0.4.8.b.d.0.1.0.0.2.ip6.arpa.`,
+          {
+            headers: { 'X-API-Key': pdns.apiKey },
+          },
+        );
+        assert.equal(zone.status, 200, 'the zone is the /48 pool’s');
+        const ns = ((await zone.json()) as any).rrsets.find((r: any) => r.type === 'NS');
+        assert.deepEqual(ns.records.map((r: any) => r.content).sort(), [
+          'ns1.example.net.',
+          'ns2.example.net.',
+        ]);
+      });
+
+      test('bad input: an address not the service’s, a ptr that is not a host name, another reseller’s service', async () => {
+        const id = await orderRunning(t, token, 'rdns-bad.example.com');
+        const theirs = await orderRunning(t, other, 'rdns-theirs.example.com');
+        const ip = await primaryIp(id);
+        const theirIp = (await call(t, other, 'GET', `service/${theirs}/details`, undefined, B)).body.data
+          .ips[0];
+        for (const wrong of [theirIp, '10.255.255.1', 'not-an-ip', '2001:db8::1', '']) {
+          const res = await setRdns(id, { ip: wrong, ptr: 'x.example.com' });
+          assert.equal(res.status, 400, `${wrong}: ${JSON.stringify(res.body)}`);
+          assert.equal(res.body.error_code, 'ip_not_of_service', wrong);
+        }
+        for (const bad of [
+          'under_score.example.com',
+          'a..b',
+          '-lead.example.com',
+          `${'a'.repeat(64)}.com`,
+          '',
+          'sp ace.com',
+        ]) {
+          const res = await setRdns(id, { ip, ptr: bad });
+          assert.equal(res.status, 400, `${bad}: ${JSON.stringify(res.body)}`);
+          assert.equal(res.body.error_code, 'invalid_ptr', bad);
+        }
+        const missing = await setRdns(id, { ip });
+        assert.equal(missing.status, 400);
+        assert.equal(missing.body.error_code, 'validation_failed');
+        assert.deepEqual((await getRdns(id)).body.data, [{ ip, ptr: defaultOf(ip) }], 'nothing changed');
+        assert.deepEqual(await pdns.digUntil(ip, defaultOf(ip)), [defaultOf(ip)]);
+
+        // Another reseller's service is as good as none, for reading and for setting.
+        for (const res of [
+          await getRdns(theirs),
+          await setRdns(theirs, { ip: theirIp, ptr: 'x.example.com' }),
+        ]) {
+          assert.equal(res.status, 404, JSON.stringify(res.body));
+          assert.equal(res.body.error_code, 'service_not_found');
+        }
+        assert.deepEqual(await pdns.digUntil(theirIp, defaultOf(theirIp)), [defaultOf(theirIp)]);
+      });
+
+      test('a DNS API that fails or does not answer: 502 rdns_backend_failed, and the PTR stays what it was', async () => {
+        const id = await orderRunning(t, token, 'rdns-down.example.com');
+        const ip = await primaryIp(id);
+        assert.equal((await setRdns(id, { ip, ptr: 'before.example.com' })).status, 200);
+
+        proxy.failing = true;
+        try {
+          for (const body of [
+            { ip, ptr: 'after.example.com' },
+            { ip, ptr: null },
+          ]) {
+            const res = await setRdns(id, body);
+            assert.equal(res.status, 502, JSON.stringify(res.body));
+            assert.equal(res.body.error_code, 'rdns_backend_failed');
+          }
+        } finally {
+          proxy.failing = false;
+        }
+        assert.deepEqual((await getRdns(id)).body.data, [{ ip, ptr: 'before.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'before.example.com'), ['before.example.com']);
+
+        await pdns.stop();
+        try {
+          const res = await setRdns(id, { ip, ptr: 'after.example.com' });
+          assert.equal(res.status, 502, JSON.stringify(res.body));
+          assert.equal(res.body.error_code, 'rdns_backend_failed');
+          assert.doesNotMatch(JSON.stringify(res.body), new RegExp(pdns.apiKey));
+        } finally {
+          await pdns.start();
+        }
+        assert.deepEqual((await getRdns(id)).body.data, [{ ip, ptr: 'before.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'before.example.com'), ['before.example.com']);
+      });
+
+      test('the operator API reads and sets any reseller’s PTRs, recorded in the audit log as the operator’s', async () => {
+        const id = await orderRunning(t, other, 'rdns-ops.example.com');
+        const ip = (await call(t, other, 'GET', `service/${id}/details`, undefined, B)).body.data.ips[0];
+        const got = await opsCall(t, ops, 'GET', `services/${id}/rdns`);
+        assert.equal(got.status, 200, JSON.stringify(got.body));
+        assert.deepEqual(got.body.data, [{ ip, ptr: defaultOf(ip) }]);
+        const set = await opsCall(t, ops, 'POST', `services/${id}/rdns`, { ip, ptr: 'ops.example.com' });
+        assert.equal(set.status, 200, JSON.stringify(set.body));
+        assert.deepEqual(set.body.data, [{ ip, ptr: 'ops.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'ops.example.com'), ['ops.example.com']);
+        assert.deepEqual((await getRdns(id, B, other)).body.data, [{ ip, ptr: 'ops.example.com' }]);
+        const bad = await opsCall(t, ops, 'POST', `services/${id}/rdns`, { ip, ptr: 'bad_name' });
+        assert.equal(bad.body.error_code, 'invalid_ptr');
+        const unknown = await opsCall(t, ops, 'GET', `services/${randomUUID()}/rdns`);
+        assert.equal(unknown.status, 404);
+        const audit = (await opsCall(t, ops, 'GET', `audit?service_id=${id}&actor=operator`)).body.data
+          .items as any[];
+        assert.deepEqual(
+          audit
+            .filter((e) => e.action === 'service.set_rdns')
+            .map((e) => e.outcome)
+            .sort(),
+          ['invalid_ptr', 'ok'],
+        );
+        assert.ok(`${OPS}/services/${id}/rdns`);
+      });
+
+      test('terminate removes the PTR records (set and default, IPv4 and IPv6); a failing DNS API makes the job retry', async () => {
+        const id = await orderRunning(t, token, 'rdns-term.example.com');
+        const ip = await primaryIp(id);
+        const v6 = await giveIpv6(t, id, 20 + i);
+        assert.equal((await setRdns(id, { ip, ptr: 'gone.example.com' })).status, 200);
+        assert.equal((await setRdns(id, { ip: v6, ptr: null })).status, 200);
+        assert.deepEqual(await pdns.digUntil(ip, 'gone.example.com'), ['gone.example.com']);
+        const v6Default = `ip-2001-db8-4000-${(20 + i).toString(16)}-0-0-0-1.rdns.example.net`;
+        assert.deepEqual(await pdns.digUntil(v6, v6Default), [v6Default]);
+
+        proxy.failing = true;
+        try {
+          assert.equal((await call(t, token, 'POST', `service/${id}/terminate`)).status, 200);
+          // The job meets the failure and is queued again, not failed.
+          await waitUntil('the terminate job to retry after the DNS API failed', async () => {
+            const job = await t.ctx.store.db
+              .selectFrom('jobs')
+              .select(['attempts', 'status', 'error'])
+              .where('service_id', '=', id)
+              .where('action', '=', 'terminate')
+              .executeTakeFirstOrThrow();
+            assert.notEqual(job.status, 'failed', JSON.stringify(job));
+            return job.attempts >= 2 && /PTR/.test(job.error ?? '');
+          });
+          assert.deepEqual(pdns.ptrOf(ip), ['gone.example.com'], 'nothing removed while the API fails');
+        } finally {
+          proxy.failing = false;
+        }
+        await waitForStatus(t, token, id, 'terminated');
+        assert.deepEqual(await pdns.digUntil(ip, null), []);
+        assert.deepEqual(await pdns.digUntil(v6, null), []);
+        const rows = await t.ctx.store.db
+          .selectFrom('service_ptrs')
+          .selectAll()
+          .where('service_id', '=', id)
+          .execute();
+        assert.deepEqual(rows, []);
+        const after = await setRdns(id, { ip, ptr: 'back.example.com' });
+        assert.equal(after.status, 400);
+        assert.equal(after.body.error_code, 'invalid_state');
+      });
+    });
+  }
+
+  test('without a default pattern a PTR reset is no record at all', async () => {
+    const t = await createTestApp(
+      { VRP_SIM_IP_POOL: '10.94.7.0/24', VRP_PDNS_API_URL: pdns.apiUrl, VRP_PDNS_API_KEY: pdns.apiKey },
+      { worker: true },
+    );
+    try {
+      const token = await t.token();
+      const id = await orderRunning(t, token, 'rdns-nodefault.example.com');
+      const ip = (await call(t, token, 'GET', `service/${id}/details`, undefined, B)).body.data.ips[0];
+      assert.deepEqual((await call(t, token, 'GET', `service/${id}/rdns`, undefined, B)).body.data, [
+        { ip, ptr: null },
+      ]);
+      assert.deepEqual(pdns.ptrOf(ip), []);
+      const set = await call(t, token, 'POST', `service/${id}/rdns`, { ip, ptr: 'only.example.com' }, B);
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      assert.deepEqual(await pdns.digUntil(ip, 'only.example.com'), ['only.example.com']);
+      const reset = await call(t, token, 'POST', `service/${id}/rdns`, { ip, ptr: null }, B);
+      assert.deepEqual(reset.body.data, [{ ip, ptr: null }]);
+      assert.deepEqual(await pdns.digUntil(ip, null), []);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+test('without PowerDNS configured: 400 rdns_unavailable, on both doors', async () => {
+  const t = await createTestApp({}, { worker: true });
+  try {
+    const token = await t.token();
+    const ops = await operatorToken(t);
+    const id = await orderRunning(t, token, 'rdns-off.example.com');
+    const ip = (await call(t, token, 'GET', `service/${id}/details`, undefined, B)).body.data.ips[0];
+    for (const res of [
+      await call(t, token, 'GET', `service/${id}/rdns`, undefined, B),
+      await call(t, token, 'POST', `service/${id}/rdns`, { ip, ptr: 'x.example.com' }, B),
+      await call(t, token, 'POST', `service/${id}/rdns`, { service_id: id, ip, ptr: null }, A),
+      await opsCall(t, ops, 'GET', `services/${id}/rdns`),
+    ]) {
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.equal(res.body.error_code, 'rdns_unavailable');
+    }
+    // The terminate of a service needs no DNS server when none is configured.
+    assert.equal((await call(t, token, 'POST', `service/${id}/terminate`)).status, 200);
+    await waitForStatus(t, token, id, 'terminated');
+  } finally {
+    await t.close();
+  }
+});
