@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -149,5 +150,35 @@ export async function startPowerDns(): Promise<PowerDns> {
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A stand-in for PowerDNS' HTTP API where a test needs the reverse DNS routes to answer but not
+ * a DNS server (the check of every route's answers against the document): it takes every zone
+ * and rrset change (201, 204) and keeps nothing. It answers what it was asked, with `requests`.
+ */
+export async function startPowerDnsApiStub(): Promise<{
+  readonly url: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly requests: string[];
+  close(): Promise<void>;
+}> {
+  const requests: string[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests.push(`${req.method} ${req.url}`);
+      res.writeHead(req.method === 'POST' ? 201 : 204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const address = server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  return {
+    url,
+    env: { VRP_PDNS_API_URL: url, VRP_PDNS_API_KEY: 'stub-key' },
+    requests,
+    close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Variant } from '../../src/http/envelope.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, BASE, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { startPowerDnsApiStub } from '../helpers/powerdns.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const doc = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'));
@@ -35,14 +36,23 @@ for (const store of testStores()) {
   describe(`every answer matches the schema docs/openapi.json declares for it (${store})`, () => {
     let t: TestApp;
     let token: string;
+    let dnsApi: Awaited<ReturnType<typeof startPowerDnsApiStub>>;
     /** The API operations answered 200, per variant: "B GET /path/{id}". */
     const answered = new Set<string>();
 
     before(async () => {
-      t = await createTestApp({}, { worker: true, store });
+      // Reverse DNS answers with a DNS server's API behind it: a stand-in that takes every write.
+      dnsApi = await startPowerDnsApiStub();
+      t = await createTestApp(
+        { ...dnsApi.env, VRP_RDNS_DEFAULT: 'ip-{ip}.example.net' },
+        { worker: true, store },
+      );
       token = await t.token();
     });
-    after(() => t.close());
+    after(async () => {
+      await t.close();
+      await dnsApi.close();
+    });
 
     /**
      * Sends `method template` (path parameters filled from `params`) in `variant`, checks the
@@ -138,6 +148,12 @@ for (const store of testStores()) {
           ...id,
           backup_schedule_id: schedule.backup_schedule_id,
         });
+
+        const [address] = await ok(variant, 'GET', svc('rdns'), id);
+        await ok(variant, 'POST', svc('rdns'), id, { ip: address.ip, ptr: 'mail.example.com' });
+        assert.deepEqual(await ok(variant, 'POST', svc('rdns'), id, { ip: address.ip, ptr: null }), [
+          { ip: address.ip, ptr: `ip-${address.ip.replaceAll('.', '-')}.example.net` },
+        ]);
 
         const login = await ok(variant, 'POST', svc('rescue'), id);
         assert.equal(login.username, 'root');
