@@ -167,6 +167,18 @@ export function createClient(options: ClientOptions) {
       ),
     deleteBackupSchedule: (id: string, scheduleId: string, o?: CallOptions) =>
       act('deleteBackupSchedule', service(id, `backup-schedule/delete/${ids(scheduleId)}`), {}, o),
+    /**
+     * The PTR record of each of the service's addresses (IPv4, then IPv6): the one set, else the
+     * provider's default, else null. 400 `rdns_unavailable` where the provider has no DNS server.
+     */
+    getRdns: (id: string, o?: CallOptions) => get('rdns', service(id, 'rdns'), o),
+    /**
+     * Sets the PTR record of one of the service's addresses (`ptr` null: back to the default);
+     * takes effect at once (no job) and answers every address's PTR. 400 `ip_not_of_service`,
+     * `invalid_ptr`; 502 `rdns_backend_failed` when the provider's DNS server fails (nothing changed).
+     */
+    setRdns: (id: string, ip: string, ptr: string | null, o?: CallOptions) =>
+      post('setRdns', service(id, 'rdns'), { ip, ptr }, o),
     /** The reseller's events after `after` (an event_id), oldest first; `limit` 1 to 1000 (default 100). */
     events: (q: { after?: string | undefined; limit?: number | undefined } = {}, o?: CallOptions) =>
       get('events', 'events', o, { after: q.after, limit: q.limit }),

@@ -42,6 +42,8 @@ export type Webhook = Data<'webhooks'>[number];
 export type CreatedWebhook = Data<'createWebhook'>;
 export type WebhookRequest = Body<'createWebhook'>;
 export type Usage = Data<'usage'>;
+/** The reverse DNS of one of a service's addresses: `{ip, ptr}`, `ptr` null when it has no record. */
+export type AddressPtr = Data<'rdns'>[number];
 
 type UpgradeBody = Omit<Body<'upgrade'>, 'service_id'>;
 /** The five amounts of an upgrade, in lower case: the API's CPU, RAM, HDD, IP and BACKUP. */

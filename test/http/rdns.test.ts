@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { VrpError } from '../../client/src/index.ts';
+import { sdkClient } from '../client/sdk.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/budget.ts';
 import { OPS, operatorToken, opsCall } from '../helpers/operator.ts';
@@ -294,6 +296,20 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
         }
         assert.deepEqual((await getRdns(id)).body.data, [{ ip, ptr: 'before.example.com' }]);
         assert.deepEqual(await pdns.digUntil(ip, 'before.example.com'), ['before.example.com']);
+      });
+
+      test('the SDK reads and sets PTRs (getRdns, setRdns); its refusals are VrpErrors with the code', async () => {
+        const vrp = await sdkClient(t, { reseller: 'acme' });
+        const id = await orderRunning(t, token, 'rdns-sdk.example.com');
+        const ip = await primaryIp(id);
+        assert.deepEqual(await vrp.getRdns(id), [{ ip, ptr: defaultOf(ip) }]);
+        assert.deepEqual(await vrp.setRdns(id, ip, 'sdk.example.com'), [{ ip, ptr: 'sdk.example.com' }]);
+        assert.deepEqual(await pdns.digUntil(ip, 'sdk.example.com'), ['sdk.example.com']);
+        await assert.rejects(
+          vrp.setRdns(id, ip, 'not a name'),
+          (e: unknown) => e instanceof VrpError && e.status === 400 && e.errorCode === 'invalid_ptr',
+        );
+        assert.deepEqual(await vrp.setRdns(id, ip, null), [{ ip, ptr: defaultOf(ip) }]);
       });
 
       test('the operator API reads and sets any reseller’s PTRs, recorded in the audit log as the operator’s', async () => {
