@@ -2,11 +2,13 @@ import type { Static } from 'typebox';
 import type { Operation } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { ResellerPayload } from '../../schemas/operator.ts';
+import type { ReverseDnsPayload } from '../../schemas/reverse-dns.ts';
 import type { ServiceDetailsPayload } from '../../schemas/services.ts';
 import { badge, type Host, type Page, retriedAs, table, time } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField, sendPage } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';
 import { type Html, html } from '../html.ts';
+import { OpsRefusal } from '../ops-client.ts';
 import { statusCell } from './services.ts';
 
 type Details = Static<typeof ServiceDetailsPayload>;
@@ -19,6 +21,7 @@ interface VerifyAnswer {
   readonly bad: readonly { segment: number; offset: number; length: number; reason: string }[];
 }
 type Reseller = Static<typeof ResellerPayload>;
+type AddressPtrs = Static<typeof ReverseDnsPayload>;
 /** What `POST OPS/services/{id}/rescue` answers. */
 interface RescueLogin {
   readonly username: string;
@@ -204,6 +207,39 @@ ${s.os_templates.map((t) => html`<option value="${t.template_id}"${t.template_id
 }
 
 /**
+ * Reverse DNS: each address's PTR record, and a form per address to set it (empty: back to the
+ * provider's default). Without a DNS server configured the operator API says so, and so does
+ * the section.
+ */
+async function reverseDns(call: ConsoleCall, s: Details): Promise<Html> {
+  let ptrs: AddressPtrs;
+  try {
+    ptrs = await call.ops.get<AddressPtrs>(`services/${s.service_id}/rdns`);
+  } catch (err) {
+    if (err instanceof OpsRefusal && err.code === 'rdns_unavailable')
+      return html`<p class="empty">Reverse DNS is not configured on this server (VRP_PDNS_API_URL).</p>`;
+    throw err;
+  }
+  const editable = s.projected_status !== 'terminated';
+  return table(
+    'PTR records of the service’s addresses',
+    ['Address', 'PTR record', ''],
+    ptrs.map((p, i) => {
+      const form =
+        editable &&
+        html`<form method="post" action="${serviceUrl(s.service_id)}/rdns" class="inline">
+${csrfField(call.csrf)}
+<input type="hidden" name="ip" value="${p.ip}">
+<input id="ptr-${i}" name="ptr" value="${p.ptr ?? ''}" maxlength="253" placeholder="empty: the default" aria-label="PTR record of ${p.ip}">
+<button type="submit">Set</button>
+</form>`;
+      return html`<tr><td class="mono">${p.ip}</td><td class="mono">${p.ptr ?? html`<span class="none">none</span>`}</td><td>${form || ''}</td></tr>`;
+    }),
+    'No addresses yet.',
+  );
+}
+
+/**
  * Moving the server to another host: a running or stopped service on a host, to one of the
  * active, answering hosts other than its own, or to the one the placement rule picks.
  */
@@ -262,6 +298,18 @@ function registerServiceActions(router: ConsoleRouter): void {
   <p class="hint">This password is shown only now. The rescue ends by itself after a while (the service page shows when), or with Leave rescue.</p>
 </section>`;
     return sendPage(call.reply, call.render({ title: 'Rescue', section: 'services', body }));
+  });
+  router.action('/services/:service_id/rdns', (call) => {
+    const ip = call.field('ip') ?? '';
+    const ptr = call.field('ptr')?.trim() ?? '';
+    return act(
+      call,
+      'rdns',
+      { ip, ptr: ptr === '' ? null : ptr },
+      ptr === ''
+        ? `The PTR record of ${ip} is the default again.`
+        : `The PTR record of ${ip} is ${ptr.toLowerCase()}.`,
+    );
   });
   router.action('/services/:service_id/migrate', (call) => {
     const to = call.field('host_id')?.trim();
@@ -366,6 +414,10 @@ export function registerServicePage(router: ConsoleRouter): void {
 <section aria-labelledby="ops-h">
   <h2 id="ops-h">Operations</h2>
   ${operations(s, call.csrf)}
+</section>
+<section aria-labelledby="rdns-h">
+  <h2 id="rdns-h">Reverse DNS</h2>
+  ${await reverseDns(call, s)}
 </section>
 ${await migrateForm(call, s)}`;
     return call.render({ title: s.domain_name, section: 'services', body });
