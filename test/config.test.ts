@@ -565,3 +565,68 @@ describe('VRP_WEBHOOK_RETRY_SCHEDULE', () => {
     }
   });
 });
+
+describe('reverse DNS: VRP_PDNS_* and VRP_RDNS_*', () => {
+  const KEY = 'pdns-key-never-shown';
+
+  test('off by default; on with the API URL and its key; the defaults of the rest', () => {
+    const off = loadConfig({}).reverseDns;
+    assert.deepEqual(off, { pdns: undefined, defaultPattern: undefined, nameservers: [], ttl: 3600 });
+    for (const name of [
+      'VRP_PDNS_API_URL',
+      'VRP_PDNS_API_KEY',
+      'VRP_PDNS_SERVER_ID',
+      'VRP_RDNS_DEFAULT',
+      'VRP_RDNS_NAMESERVERS',
+      'VRP_RDNS_TTL',
+    ])
+      assert.deepEqual(loadConfig({ [name]: '' }).reverseDns, off, `${name}= (empty)`);
+    const on = loadConfig({
+      VRP_PDNS_API_URL: 'http://127.0.0.1:8081/',
+      VRP_PDNS_API_KEY: KEY,
+      VRP_RDNS_DEFAULT: 'IP-{ip}.Example.net',
+      VRP_RDNS_NAMESERVERS: 'ns1.example.net, NS2.example.net.',
+      VRP_RDNS_TTL: '300',
+    }).reverseDns;
+    assert.deepEqual(on, {
+      pdns: { apiUrl: 'http://127.0.0.1:8081', apiKey: KEY, serverId: 'localhost' },
+      defaultPattern: 'ip-{ip}.example.net',
+      nameservers: ['ns1.example.net.', 'ns2.example.net.'],
+      ttl: 300,
+    });
+    assert.equal(
+      loadConfig({
+        VRP_PDNS_API_URL: 'https://dns.example.net',
+        VRP_PDNS_API_KEY: KEY,
+        VRP_PDNS_SERVER_ID: 'ns-a',
+      }).reverseDns.pdns?.serverId,
+      'ns-a',
+    );
+  });
+
+  test('bad values are refused naming the setting, never showing the key', () => {
+    const api = { VRP_PDNS_API_URL: 'http://127.0.0.1:8081', VRP_PDNS_API_KEY: KEY };
+    const cases: [Record<string, string>, string][] = [
+      [{ VRP_PDNS_API_URL: 'http://127.0.0.1:8081' }, 'VRP_PDNS_API_KEY'],
+      [{ VRP_PDNS_API_KEY: KEY }, 'VRP_PDNS_API_URL'],
+      [{ ...api, VRP_PDNS_API_URL: 'ftp://127.0.0.1' }, 'VRP_PDNS_API_URL'],
+      [{ ...api, VRP_PDNS_API_URL: `http://user:${KEY}@127.0.0.1:8081` }, 'VRP_PDNS_API_URL'],
+      [{ ...api, VRP_PDNS_API_KEY: 'has space' }, 'VRP_PDNS_API_KEY'],
+      [{ ...api, VRP_PDNS_SERVER_ID: 'a/b' }, 'VRP_PDNS_SERVER_ID'],
+      [{ VRP_RDNS_DEFAULT: 'static.example.net' }, 'VRP_RDNS_DEFAULT'],
+      [{ VRP_RDNS_DEFAULT: 'ip_{ip}.example.net' }, 'VRP_RDNS_DEFAULT'],
+      [{ VRP_RDNS_DEFAULT: '{ip}-.example.net' }, 'VRP_RDNS_DEFAULT'],
+      [{ VRP_RDNS_NAMESERVERS: 'ns1.example.net,bad_ns' }, 'VRP_RDNS_NAMESERVERS'],
+      [{ VRP_RDNS_TTL: '0' }, 'VRP_RDNS_TTL'],
+    ];
+    for (const [env, setting] of cases) {
+      refuses(env, setting);
+      try {
+        loadConfig(env);
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        assert.ok(!err.message.includes(KEY), `"${err.message}" shows the key`);
+      }
+    }
+  });
+});
