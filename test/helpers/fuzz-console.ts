@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import type { App } from '../../src/http/app.ts';
-import { CONSOLE } from '../../src/http/base-path.ts';
+import { CONSOLE, SERVICE_CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
 import { consoleCookie, loginToken } from './console-session.ts';
 import type { Outcome } from './fuzz-bodies.ts';
@@ -487,7 +487,13 @@ export function checkConsoleAnswer(req: FuzzRequest, res: FuzzResponse): Problem
   }
   if (res.status >= 300 && res.status < 400) {
     const location = res.headers['location'];
-    if (typeof location !== 'string' || !staysInConsole(location))
+    // One form leads out on purpose: Open console sends its new tab to the one-time link of the
+    // server's console in the browser (a page of its own, docs/console.md), and nowhere else.
+    const consoleLink =
+      /^\/[^?]*\/services\/[^/?]+\/console$/.test(req.url) &&
+      typeof location === 'string' &&
+      new RegExp(`^${SERVICE_CONSOLE}/[A-Za-z0-9_-]+$`).test(location);
+    if (typeof location !== 'string' || (!staysInConsole(location) && !consoleLink))
       problems.push({ check: 'console-redirect', detail: `Location ${JSON.stringify(location)}` });
     return problems;
   }
