@@ -132,9 +132,9 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'pdns',
     label: 'PowerDNS Authoritative (pdns_server with its SQLite backend)',
-    purpose: 'the reverse DNS tests (test/http/rdns.test.ts, test/drivers/powerdns.test.ts)',
+    purpose: 'the reverse DNS tests (test/http/rdns.test.ts)',
     packages: ['pdns-server', 'pdns-backend-sqlite3'],
-    neededBy: /^test\/(http\/rdns|drivers\/powerdns)\.test\.ts$/,
+    neededBy: /^test\/http\/rdns\.test\.ts$/,
     envVar: 'VRP_TEST_PDNS',
     find: () => {
       const set = process.env['VRP_TEST_PDNS'];
