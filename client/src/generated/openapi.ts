@@ -904,6 +904,13 @@ export interface components {
         | 'same_host'
         | 'host_not_active'
         | 'host_unreachable'
+        | 'invalid_network'
+        | 'gateway_outside_network'
+        | 'range_outside_network'
+        | 'prefix_too_small'
+        | 'pool_overlap'
+        | 'pool_name_taken'
+        | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -915,6 +922,7 @@ export interface components {
         | 'reseller_not_found'
         | 'job_not_found'
         | 'host_not_found'
+        | 'pool_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -922,6 +930,8 @@ export interface components {
         | 'job_not_failed'
         | 'job_already_retried'
         | 'host_not_empty'
+        | 'pool_in_use'
+        | 'no_ipv6_pool'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -971,6 +981,13 @@ export interface components {
         | 'same_host'
         | 'host_not_active'
         | 'host_unreachable'
+        | 'invalid_network'
+        | 'gateway_outside_network'
+        | 'range_outside_network'
+        | 'prefix_too_small'
+        | 'pool_overlap'
+        | 'pool_name_taken'
+        | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -982,6 +999,7 @@ export interface components {
         | 'reseller_not_found'
         | 'job_not_found'
         | 'host_not_found'
+        | 'pool_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -989,6 +1007,8 @@ export interface components {
         | 'job_not_failed'
         | 'job_already_retried'
         | 'host_not_empty'
+        | 'pool_in_use'
+        | 'no_ipv6_pool'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1094,6 +1114,15 @@ export interface components {
       /** Format: date-time */
       created_at: string;
     };
+    /** Ipv6 */
+    Ipv6: {
+      /** @description The prefix the service has (`2001:db8:4000:1::/64`) */
+      prefix: string;
+      /** @description The server’s address in it: the prefix’s `::1` */
+      address: string;
+      /** @description The IPv6 gateway (`fe80::1`, on the link, unless the pool names another) */
+      gateway: string;
+    };
     /** JobResult */
     JobResult: {
       /**
@@ -1177,6 +1206,8 @@ export interface components {
       ip: string;
       /** @description Every address of the server */
       ips: string[];
+      /** @description The server’s IPv6 prefix and address; null if its host has no IPv6 pool (or before it is created) */
+      ipv6: components['schemas']['Ipv6'] | null;
       username: string;
       password: string;
       domain_name: string;
@@ -1323,7 +1354,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable`, `invalid_network`, `gateway_outside_network`, `range_outside_network`, `prefix_too_small`, `pool_overlap`, `pool_name_taken`, `unknown_host` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1358,7 +1389,14 @@ export interface components {
             | 'capacity_below_use'
             | 'same_host'
             | 'host_not_active'
-            | 'host_unreachable';
+            | 'host_unreachable'
+            | 'invalid_network'
+            | 'gateway_outside_network'
+            | 'range_outside_network'
+            | 'prefix_too_small'
+            | 'pool_overlap'
+            | 'pool_name_taken'
+            | 'unknown_host';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -1390,7 +1428,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `not_found` */
+    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `pool_not_found`, `not_found` */
     Error404: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1408,6 +1446,7 @@ export interface components {
             | 'reseller_not_found'
             | 'job_not_found'
             | 'host_not_found'
+            | 'pool_not_found'
             | 'not_found';
         } & components['schemas']['ErrorEnvelope'];
       };

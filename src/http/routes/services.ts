@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
+import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
@@ -54,8 +55,11 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
-    const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs);
+    const [job, ipv6] = await Promise.all([
+      service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
+      ipv6Of(db, service.id),
+    ]);
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, ipv6);
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;

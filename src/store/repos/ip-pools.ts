@@ -1,7 +1,15 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { ApiError } from '../../domain/errors.ts';
 import { uuidv7 } from '../../domain/ids.ts';
-import { type IpFamily, overlaps, parseNetwork, prefixAt, prefixCount } from '../../domain/ip-math.ts';
+import {
+  addressValue,
+  contains,
+  type IpFamily,
+  overlaps,
+  parseNetwork,
+  prefixAt,
+  prefixCount,
+} from '../../domain/ip-math.ts';
 import { checkPool, ipv4Handout, type PoolFields, type PoolSpec } from '../../domain/ip-pools.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
@@ -91,7 +99,7 @@ async function viewsOf(db: Kysely<Database>, rows: readonly IpPoolTable[]): Prom
       total = h.last - h.first + 1 - h.excluded.length;
     } else {
       const n = parseNetwork(r.network, 'ipv6');
-      total = n ? prefixCount(n, spec.assignPrefixLength ?? 64) : 0;
+      total = n ? prefixCount(n, spec.assignPrefixLength ?? 64) - (gatewayIndex(r) === undefined ? 0 : 1) : 0;
     }
     return {
       ...spec,
@@ -403,6 +411,19 @@ export async function seedDefaultPool(db: Kysely<Database>, cidr: string, now: n
 
 const formatV4 = (v: bigint) => [24n, 16n, 8n, 0n].map((s) => String((v >> s) & 255n)).join('.');
 
+/**
+ * The index of the IPv6 pool's prefix that holds its gateway, when the gateway is inside the
+ * pool's network (not link-local): that prefix is the provider's link, never a service's.
+ */
+function gatewayIndex(
+  pool: Pick<IpPoolTable, 'network' | 'gateway' | 'assign_prefix_length'>,
+): number | undefined {
+  const network = parseNetwork(pool.network, 'ipv6');
+  const gateway = addressValue(pool.gateway, 'ipv6');
+  if (!network || gateway === undefined || !contains(network, gateway)) return undefined;
+  return Number((gateway - network.base) >> BigInt(128 - Number(pool.assign_prefix_length ?? 64)));
+}
+
 /** A prefix a VM holds: the prefix, its address, the pool's gateway. */
 export interface Ipv6Held {
   readonly prefix: string;
@@ -456,13 +477,15 @@ export async function takeIpv6Prefix(
       .executeTakeFirst();
     if (reused) return { ...reused, gateway: pool.gateway };
     const count = prefixCount(network, length);
+    const skipped = gatewayIndex(pool);
     for (;;) {
       const top = await tx
         .selectFrom('ipv6_prefixes')
         .select(sql<number | string | null>`max(idx)`.as('top'))
         .where('pool_id', '=', pool.id)
         .executeTakeFirstOrThrow();
-      const idx = top.top === null ? 0 : Number(top.top) + 1;
+      let idx = top.top === null ? 0 : Number(top.top) + 1;
+      if (idx === skipped) idx++;
       if (idx >= count) break;
       const { prefix, address } = prefixAt(network, length, idx);
       const made = await tx
@@ -484,4 +507,41 @@ export async function releaseIpv6Prefix(tx: Kysely<Database>, vmId: string, now:
     .set({ vm_id: null, allocated_at: null, released_at: now })
     .where('vm_id', '=', vmId)
     .execute();
+}
+
+/**
+ * Gives an existing service a prefix of an IPv6 pool of its host (or returns the one it holds),
+ * at the operator's request. 400 `invalid_state` for a service that has no server (terminated,
+ * or not created yet); 409 `no_ipv6_pool` when no IPv6 pool serves its host or they are full.
+ * The guest applies it when its configuration is next written and read (docs/libvirt.md).
+ */
+export async function assignServiceIpv6(
+  db: Kysely<Database>,
+  serviceId: string,
+  now: number,
+  audit: AuditContext,
+): Promise<Ipv6Held> {
+  return db.transaction().execute(async (tx) => {
+    const service = await tx
+      .selectFrom('services')
+      .select(['id', 'reseller_id', 'host_id', 'status'])
+      .where('id', '=', serviceId)
+      .executeTakeFirst();
+    if (!service) throw new ApiError('service_not_found', 'Service not found');
+    if (service.host_id === null || service.status === 'terminated')
+      throw new ApiError('invalid_state', 'The service has no server to give an IPv6 prefix to');
+    const pools = await poolsForHost(tx, service.host_id, 'ipv6');
+    if (pools.length === 0)
+      throw new ApiError('no_ipv6_pool', `No IPv6 pool serves the service's host ${service.host_id}`);
+    const held = await takeIpv6Prefix(tx, pools, service.id, now);
+    if (!held)
+      throw new ApiError('no_ipv6_pool', `The IPv6 pools of host ${service.host_id} have no free prefix`);
+    await recordAudit(
+      tx,
+      audit,
+      { target: { type: 'service', id: service.id }, serviceId: service.id, resellerId: service.reseller_id },
+      now,
+    );
+    return held;
+  });
 }
