@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
-import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
@@ -57,9 +56,11 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
     const service = await ownedService(ctx, request);
     const [job, ipv6] = await Promise.all([
       service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
-      ipv6Of(db, service.id),
+      ctx.store.reads.vmIpv6(service.id),
     ]);
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, ipv6);
+    // Read as the service is (the hot reads' own connection): never a transaction still open.
+    const v6 = ipv6 ? { prefix: ipv6.prefix, address: ipv6.address, gateway: ipv6.gateway } : null;
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, v6);
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;
