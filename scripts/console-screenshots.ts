@@ -171,6 +171,7 @@ try {
     ['/jobs?status=failed', 'jobs.png'],
     ['/resellers', 'resellers.png'],
     ['/hosts', 'hosts.png'],
+    ['/ip-pools', 'ip-pools.png'],
     ['/usage', 'usage.png'],
     ['/audit', 'audit.png'],
   ] as const) {

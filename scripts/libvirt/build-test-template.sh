@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the tiny test template from Debian packages only: Debian's kernel and an initramfs of
-# busybox-static, the virtio/iso9660/ext4/virtio-console modules, Debian's qemu-guest-agent with
+# busybox-static, the virtio/iso9660/ext4/virtio-console/virtio-net modules, Debian's qemu-guest-agent with
 # the libraries it links, guest-chpasswd.sh and guest-init.sh. It boots in seconds under QEMU's
 # TCG emulation. Output: DIR/vmlinuz, DIR/initrd.img, DIR/disk.qcow2 (an empty base disk), and
 # DIR/no-agent/, the same guest whose init does not start the agent (as an image without one),
 # and DIR/version, TEMPLATE_VERSION below (setup-ci.sh builds again a template of another version).
 set -euo pipefail
 # Raised whenever the guest changes in a way tests rely on (2: instance id, SSH keys, disks,
-# login on the serial console).
-TEMPLATE_VERSION=3
+# login on the serial console; 4: the seed's IPv6 address, set and reported as ipv6=).
+TEMPLATE_VERSION=4
 out=${1:?usage: build-test-template.sh OUTPUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -24,7 +24,7 @@ root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,seed,data,etc,tmp,usr/sbin,lib/modules/"$kver"}
 cp "$(command -v busybox)" "$root/bin/busybox"
 file "$root/bin/busybox" | grep -q 'statically linked' || { echo "busybox must be the static build (busybox-static)" >&2; exit 1; }
-for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
+for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console failover net_failover virtio_net cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
   f=$(find "$work/kernel/lib/modules/$kver" -name "$m.ko*" | head -1)
   [ -n "$f" ] && cp "$f" "$root/lib/modules/$kver/"
 done

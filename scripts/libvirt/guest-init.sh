@@ -5,13 +5,14 @@
 # It starts the QEMU guest agent on its virtio-serial port (unless /etc/vrp-no-agent exists);
 # a password the agent sets is reported by /usr/sbin/chpasswd (guest-chpasswd.sh). It installs
 # the seed's SSH keys for root, reports its disks (and the boot counter of a second ext4 disk:
-# the server's disk under the rescue system), and runs a login on the serial console.
+# the server's disk under the rescue system), sets the seed's IPv6 address, and runs a login on
+# the serial console.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
+for m in virtio virtio_ring virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci virtio_blk virtio_console failover net_failover virtio_net cdrom isofs crc16 mbcache jbd2 crc32c_generic ext4; do
   modprobe "$m" 2>/dev/null
 done
 sleep 1
@@ -51,6 +52,19 @@ CPUS=$(grep -c ^processor /proc/cpuinfo)
 MEMKB=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)
 DISKKB=$(( $(cat /sys/block/vda/size) / 2 ))
 IPS=$(sed -n 's/^ *- \([0-9.]*\)\/[0-9]*$/\1/p' /seed/network-config | tr '\n' ',')
+# The IPv6 address of the seed (a quoted `"ADDRESS/LENGTH"` entry), set on the first Ethernet
+# interface (on the loopback one when the domain has none), and reported as the kernel shows it.
+IPV6=none
+V6=$(sed -n 's/^ *- "\([0-9a-fA-F:]*:[0-9a-fA-F:]*\/[0-9]*\)"$/\1/p' /seed/network-config | head -1)
+if [ -n "$V6" ]; then
+  IF=lo
+  for n in /sys/class/net/e*; do [ -e "$n" ] && IF=$(basename "$n") && break; done
+  ip link set "$IF" up
+  if ip -6 addr add "$V6" dev "$IF" nodad 2>/dev/null || ip -6 addr add "$V6" dev "$IF"; then
+    IPV6=$(ip -6 addr show dev "$IF" | sed -n 's/.*inet6 \([0-9a-f:]*\)\/[0-9]* scope global.*/\1/p' | head -1)
+    [ -n "$IPV6" ] || IPV6=none
+  fi
+fi
 # Every virtio disk with its size in KiB; a second disk with an ext4 file system (the server's
 # disk under the rescue system) is looked at read-only, for its boot counter.
 DISKS=
@@ -61,7 +75,7 @@ if [ -b /dev/vdb ] && mount -t ext4 -o ro /dev/vdb /mnt/vdb 2>/dev/null; then
   VDB_BOOTS=$(cat /mnt/vdb/boots 2>/dev/null || echo none)
   umount /mnt/vdb
 fi
-echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS instance_id=$INSTANCE disks=$DISKS vdb_boots=$VDB_BOOTS ssh_key_sha256=$KEYS" > /dev/console
+echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS ipv6=$IPV6 instance_id=$INSTANCE disks=$DISKS vdb_boots=$VDB_BOOTS ssh_key_sha256=$KEYS" > /dev/console
 # The guest agent on the port named org.qemu.guest_agent.0 (no udev here to name it in /dev).
 if [ ! -f /etc/vrp-no-agent ]; then
   for port in /sys/class/virtio-ports/*; do

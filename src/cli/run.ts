@@ -8,6 +8,7 @@ import { backupCommand } from './backups.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
 import { hostCommand } from './hosts.ts';
+import { ipPoolCommand } from './ip-pools.ts';
 import { migrateCommand } from './migrate.ts';
 import { operatorCommand } from './operators.ts';
 import { CommandError, createOutput, type Output, UsageError } from './output.ts';
@@ -32,6 +33,10 @@ const USAGE = `usage: vrp <command> [--json]
   host update HOST [--name NAME] [--uri URI] [--cpu N] [--ram GB] [--disk GB] [--backup GB]
   host drain HOST | activate HOST | evacuate HOST | remove HOST
   host migrate SERVICE_ID [--to HOST]
+  ip-pool list | delete POOL
+  ip-pool create NAME --family ipv4|ipv6 --network CIDR [--gateway A] [--first A] [--last A]
+          [--reserved A,B] [--assign-prefix N] [--hosts H1,H2]
+  ip-pool update POOL [--name NAME] [--gateway A] [--first A] [--last A] [--reserved A,B] [--hosts H1,H2]
   backup verify BACKUP_ID               read a backup back from the backup store (exit 1 if damaged)
 
 --json prints machine-readable JSON on stdout. Settings: see docs/operations.md; commands: docs/cli.md.`;
@@ -45,6 +50,7 @@ const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
   catalog: catalogCommand,
   usage: usageCommand,
   host: hostCommand,
+  'ip-pool': ipPoolCommand,
   backup: backupCommand,
 };
 

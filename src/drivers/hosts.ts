@@ -126,19 +126,22 @@ const noRoom = (need: Need) =>
  * reservation (inserted on the first, moved to the next): the host's row, whose lock every
  * placement on the host waits for, is then the transaction's last write, and its lock is held
  * from there to the commit only (held across the VM's insert too, placements on one host took
- * turns for an extra round trip each: bench/FINDINGS.md).
+ * turns for an extra round trip each: bench/FINDINGS.md). `onHost` runs there too, for what the
+ * VM takes from the host tried (its addresses, from the host's pools).
  */
 export async function placeVm(
   db: Kysely<Database>,
   need: Need,
   driver: HostDriver,
   vm: VmRecord,
+  onHost?: (hostId: string) => Promise<void>,
 ): Promise<string> {
   let written = false;
   for (const h of await candidateHosts(db, need, driver)) {
     if (written) await db.updateTable(vm.table).set({ host_id: h.id }).where('id', '=', vm.row.id).execute();
     else await insertRow(db, vm.table, { ...vm.row, host_id: h.id } as Insertable<Database[typeof vm.table]>);
     written = true;
+    await onHost?.(h.id);
     if (await reserve(db, h.id, need, { placeable: true })) return h.id;
   }
   throw noRoom(need);

@@ -1,79 +1,95 @@
 import type { Kysely } from 'kysely';
 import {
-  type AddressRange,
   addressesOf,
   allocationsOf,
-  countPoolAddresses,
   hasFreeAddress,
-  insertPoolRange,
   releaseAddresses,
   takeFreeAddress,
 } from '../store/repos/ip-addresses.ts';
+import {
+  type Ipv6Held,
+  poolsForHost,
+  rangeOf,
+  releaseIpv6Prefix,
+  seedDefaultPool,
+  takeIpv6Prefix,
+} from '../store/repos/ip-pools.ts';
 import type { Database } from '../store/schema.ts';
 import { DriverError } from './driver.ts';
 
+export type { Ipv6Held };
+
 /**
- * The provider's IPv4 pool, kept in the store so every process and driver shares it. Each
- * method runs in its own transaction, or in `tx` when a caller's change must include it.
+ * The provider's address pools (records in the store, OPS/ip-pools), shared by every process and
+ * driver: a VM's IPv4 addresses come from the IPv4 pools serving its host, its IPv6 prefix from
+ * an IPv6 pool serving it (poolsForHost). The host is the one the VM is placed on at create;
+ * a VM moved to another host keeps its addresses. Each method runs in its own transaction, or in
+ * `tx` when a caller's change must include it.
  */
 export interface IpPool {
-  readonly cidr: string;
   /**
-   * Tops the VM up to `count` addresses (idempotent) and returns all of them, primary first.
-   * All or nothing: if the pool runs out, the VM keeps only the addresses it had.
+   * Tops the VM up to `count` IPv4 addresses (idempotent) from the pools of `hostId`, oldest pool
+   * first, and returns all of them, primary first. All or nothing: if the pools run out, the VM
+   * keeps only the addresses it had.
    */
-  allocate(vmId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
+  allocate(vmId: string, hostId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
   /** Shrinks the VM to `count` addresses, releasing the last ones; the primary stays. */
   shrink(vmId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
+  /**
+   * Gives the VM a prefix of an IPv6 pool of `hostId` (idempotent: the one it holds). Undefined
+   * when the host has no IPv6 pool (no IPv6 then, not an error); a DriverError when its pools
+   * are full.
+   */
+  allocateIpv6(vmId: string, hostId: string, tx?: Kysely<Database>): Promise<Ipv6Held | undefined>;
+  /** Gives back everything the VM holds: IPv4 addresses and IPv6 prefix. */
   release(vmId: string, tx?: Kysely<Database>): Promise<void>;
   addressesOf(vmId: string): Promise<string[]>;
 }
 
-/** Usable host addresses of a CIDR: not the network, not the broadcast, not the gateway (first). */
-function cidrRange(cidr: string): AddressRange {
-  const [ip = '', bits] = cidr.split('/');
-  const base = ip.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
-  const size = 2 ** (32 - Number(bits));
-  const network = base - (base % size);
-  return { first: network + 2, last: network + size - 2 };
-}
-
 /**
- * Adds the addresses of `range` the store does not have yet: a new or widened pool setting takes
- * effect at start-up. Nothing is removed; addresses outside the range are just no longer handed out.
+ * The pools, with the old setting (`defaultCidr`, VRP_SIM_IP_POOL) turned into the pool
+ * `default` at the first start that has pools as records (seedDefaultPool).
  */
-async function addRange(db: Kysely<Database>, range: AddressRange): Promise<void> {
-  if ((await countPoolAddresses(db, range)) === range.last - range.first + 1) return;
-  await insertPoolRange(db, range);
-}
-
-export async function createIpPool(db: Kysely<Database>, cidr: string, now: () => number): Promise<IpPool> {
-  const range = cidrRange(cidr);
-  await addRange(db, range);
+export async function createIpPool(
+  db: Kysely<Database>,
+  defaultCidr: string,
+  now: () => number,
+): Promise<IpPool> {
+  await seedDefaultPool(db, defaultCidr, now());
   /** Runs `body` in `tx` if given, else in a transaction of its own. */
   const within = <T>(tx: Kysely<Database> | undefined, body: (tx: Kysely<Database>) => Promise<T>) =>
     tx ? body(tx) : db.transaction().execute(body);
   return {
-    cidr,
-    allocate: (vmId, count, tx) =>
+    allocate: (vmId, hostId, count, tx) =>
       within(tx, async (tx) => {
         const have = await allocationsOf(tx, vmId);
         const addresses = have.map((a) => a.address);
+        if (addresses.length >= count) return addresses;
+        const records = await poolsForHost(tx, hostId, 'ipv4');
+        const pools = records.map(rangeOf);
         let last = have.at(-1)?.allocatedAt ?? 0;
+        let p = 0;
         while (addresses.length < count) {
+          const pool = pools[p];
+          if (pool === undefined)
+            throw new DriverError(
+              pools.length === 0
+                ? `No IPv4 address pool serves host ${hostId}`
+                : `No free IPv4 address in pool ${records.map((r) => r.network).join(', ')} (host ${hostId})`,
+              { transient: false },
+            );
           // Each address at least a millisecond after the VM's previous one: the order of
           // allocated_at is the allocation order, so the primary never changes.
           const at = Math.max(now(), last + 1);
-          const taken = await takeFreeAddress(tx, range, vmId, at);
+          const taken = await takeFreeAddress(tx, pool, vmId, at);
           if (taken !== undefined) {
             addresses.push(taken);
             last = at;
             continue;
           }
-          // None taken: the pool is exhausted, or another allocator took the address between
-          // the read and the write (then the next try reads another).
-          if (!(await hasFreeAddress(tx, range)))
-            throw new DriverError(`No free IPv4 address in pool ${cidr}`, { transient: false });
+          // None taken: the pool is exhausted (then the next pool), or another allocator took
+          // the address between the read and the write (then the next try reads another).
+          if (!(await hasFreeAddress(tx, pool))) p++;
         }
         return addresses;
       }),
@@ -83,7 +99,19 @@ export async function createIpPool(db: Kysely<Database>, cidr: string, now: () =
         if (have.length > count) await releaseAddresses(tx, vmId, now(), have.slice(Math.max(1, count)));
         return addressesOf(tx, vmId);
       }),
-    release: (vmId, tx) => within(tx, (tx) => releaseAddresses(tx, vmId, now())),
+    allocateIpv6: (vmId, hostId, tx) =>
+      within(tx, async (tx) => {
+        const pools = await poolsForHost(tx, hostId, 'ipv6');
+        const held = await takeIpv6Prefix(tx, pools, vmId, now());
+        if (held === undefined && pools.length > 0)
+          throw new DriverError(`No free IPv6 prefix in the pools of host ${hostId}`, { transient: false });
+        return held;
+      }),
+    release: (vmId, tx) =>
+      within(tx, async (tx) => {
+        await releaseAddresses(tx, vmId, now());
+        await releaseIpv6Prefix(tx, vmId, now());
+      }),
     addressesOf: (vmId) => addressesOf(db, vmId),
   };
 }

@@ -17,6 +17,7 @@ import { redactUrl } from './log-url.ts';
 import { namedPlugin } from './named-plugin.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
+import { registerOperatorIpPoolRoutes } from './operator/ip-pools.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
 import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
 import { registerOperatorOverviewRoute } from './operator/overview.ts';
@@ -118,6 +119,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerOperatorServiceRoutes,
   registerOperatorJobRoutes,
   registerOperatorHostRoutes,
+  registerOperatorIpPoolRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
   registerOperatorOverviewRoute,

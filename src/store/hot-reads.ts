@@ -25,7 +25,16 @@ export interface HotReads {
   currentJob(serviceId: string): Promise<JobTable | undefined>;
   /** The reseller's quota row, if it has a quota (every order asks). */
   resellerQuota(resellerId: string): Promise<ResellerQuotaTable | undefined>;
+  /** The VM's IPv6 prefix, its address and its pool's gateway, if it has one (the details show it). */
+  vmIpv6(vmId: string): Promise<VmIpv6Row | undefined>;
   close(): void;
+}
+
+/** A VM's IPv6 prefix as the details show it. */
+export interface VmIpv6Row {
+  readonly prefix: string;
+  readonly address: string;
+  readonly gateway: string;
 }
 
 /** The columns of the covering index `services_status` (migration 002). */
@@ -41,6 +50,8 @@ const SQL = {
     'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
+  vmIpv6:
+    'select x.prefix, x.address, p.gateway from ipv6_prefixes x join ip_pools p on p.id = x.pool_id where x.vm_id = ?',
 } as const;
 
 type Name = keyof typeof SQL;
@@ -90,6 +101,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
     ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
+    vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
     close: () => db.close(),
   };
 }
@@ -155,6 +167,7 @@ export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
     ownedServiceStatus: (resellerId, id) => statuses.get({ resellerId, id }),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => quotas.get(resellerId),
+    vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
     close: () => {},
   };
 }

@@ -11,7 +11,7 @@ function documentedCodes(): Map<string, number> {
   for (const line of table.split('\n')) {
     const m = /^\| (\d{3}) \| (.+?) \|/.exec(line);
     if (!m) continue;
-    for (const [, code] of m[2]!.matchAll(/`([a-z_]+)`/g)) codes.set(code!, Number(m[1]));
+    for (const [, code] of m[2]!.matchAll(/`([a-z][a-z0-9_]*)`/g)) codes.set(code!, Number(m[1]));
   }
   return codes;
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { domainXml } from '../../src/drivers/libvirt/domain-xml.ts';
 import { isLocalUri, vncSocketOf } from '../../src/drivers/libvirt/libvirt-driver.ts';
-import { userData, userDataSshKeys, writeSeed } from '../../src/drivers/libvirt/seed.ts';
+import { seedNetwork, userData, userDataSshKeys, writeSeed } from '../../src/drivers/libvirt/seed.ts';
 
 const key = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr1fVAr8o0y2N1ZbK5v6zGkq5Nh0yY2mJ2fZ1X0aYbc me@host';
 
@@ -111,8 +111,7 @@ test('writeSeed keeps the previous user-data when no password is given, and writ
       hostname: 'web.example.com',
       username: 'root',
       password: undefined,
-      addresses: ['192.0.2.5'],
-      prefixLength: 24,
+      addresses: [{ address: '192.0.2.5', prefixLength: 24 }],
       gateway: '192.0.2.1',
     };
     await writeSeed({ run }, join(dir, 'seed.iso'), dir, spec, '#cloud-config\nkept: true\n');
@@ -131,6 +130,65 @@ test('writeSeed keeps the previous user-data when no password is given, and writ
     assert.match(readFileSync(join(dir, 'user-data'), 'utf8'), /password: "New-pass-1"/);
     assert.equal(runs.length, 2);
     assert.equal(runs[0]?.[0], 'genisoimage');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("network-config: each IPv4 address with its own pool's prefix length, the primary's gateway, the IPv6 address with its route on the link", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-seed-'));
+  try {
+    const run = async () => ({ stdout: '', stderr: '' });
+    const network = seedNetwork({
+      ipv4: [
+        { address: '192.0.2.5', network: '192.0.2.0/24', gateway: '192.0.2.1' },
+        { address: '198.51.100.9', network: '198.51.100.0/26', gateway: '198.51.100.1' },
+      ],
+      ipv6: {
+        prefix: '2001:db8:4000:1::/64',
+        address: '2001:db8:4000:1::1',
+        gateway: 'fe80::1',
+        poolNetwork: '2001:db8:4000::/48',
+      },
+    });
+    await writeSeed({ run }, join(dir, 'seed.iso'), dir, {
+      instanceId: 'i-1',
+      hostname: 'web.example.com',
+      username: 'root',
+      password: 'Pass-word-1',
+      ...network,
+    });
+    assert.equal(
+      readFileSync(join(dir, 'network-config'), 'utf8'),
+      [
+        'version: 2',
+        'ethernets:',
+        '  eth0:',
+        '    match: { name: "e*" }',
+        '    addresses:',
+        '      - 192.0.2.5/24',
+        '      - 198.51.100.9/26',
+        '      - "2001:db8:4000:1::1/64"',
+        '    gateway4: 192.0.2.1',
+        '    routes:',
+        '      - to: "::/0"',
+        '        via: "fe80::1"',
+        '        on-link: true',
+        '',
+      ].join('\n'),
+    );
+    // No IPv6: no IPv6 address, no route.
+    await writeSeed({ run }, join(dir, 'seed.iso'), dir, {
+      instanceId: 'i-2',
+      hostname: 'web.example.com',
+      username: 'root',
+      password: 'Pass-word-1',
+      ...seedNetwork({
+        ipv4: [{ address: '192.0.2.5', network: '192.0.2.0/24', gateway: '192.0.2.1' }],
+        ipv6: null,
+      }),
+    });
+    assert.doesNotMatch(readFileSync(join(dir, 'network-config'), 'utf8'), /::|routes/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

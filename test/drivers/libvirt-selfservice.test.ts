@@ -1,8 +1,8 @@
 /**
  * The customers' self-service on real VMs (libvirt/QEMU, the tiny test template): root's SSH keys
- * in the seed, reinstall, rescue and back, and the serial and VNC consoles. One VM goes through
- * every step (each `virsh define` is slow on some machines). Runs where VRP_TEST_LIBVIRT_TEMPLATE
- * names a template built by scripts/libvirt/build-test-template.sh and libvirtd runs.
+ * and the IPv6 address in the seed, reinstall, rescue and back, and the serial and VNC consoles.
+ * One VM goes through every step (each `virsh define` is slow on some machines). Runs where
+ * VRP_TEST_LIBVIRT_TEMPLATE names a template built by scripts/libvirt/build-test-template.sh and libvirtd runs.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -16,6 +16,9 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
+import { systemAudit } from '../../src/store/repos/audit.ts';
+import { createPool } from '../../src/store/repos/ip-pools.ts';
+import { networkOf } from '../../src/store/repos/service-network.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { guestExec, guestReports, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
@@ -111,6 +114,13 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
       loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s' }),
       store.db,
     );
+    // An IPv6 pool serving every host: the VM gets a /64 of it, its seed the address.
+    await createPool(
+      store.db,
+      { name: 'v6', family: 'ipv6', network: '2001:db8:4000::/48', hosts: [] },
+      Date.now(),
+      systemAudit('ip_pool.create'),
+    );
   });
 
   after(async () => {
@@ -138,6 +148,9 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     });
     const first = await report(++boots);
     assert.equal(first['ssh_key_sha256'], `${key.blobSha256},`);
+    // Its IPv6 address, from the seed's network configuration, set on the guest's interface.
+    assert.equal((await networkOf(store.db, vmId)).ipv6?.address, '2001:db8:4000::1');
+    assert.equal(first['ipv6'], '2001:db8:4000::1');
     assert.equal(first['hostname'], hostname);
     assert.equal(first['boot'], '1');
     ips = first['ips'] ?? '';

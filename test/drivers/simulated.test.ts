@@ -179,23 +179,27 @@ for (const kind of testStores()) {
       }
     });
 
-    test('a changed pool setting adds the new range; addresses in use stay, the old range is no longer handed out', async () => {
+    test('pools are records: a changed pool setting at a restart changes nothing, the pool default keeps serving', async () => {
       const t = await simulated(kind, { VRP_SIM_IP_POOL: '10.9.0.0/29' });
       try {
         const old = await t.driver.create(spec(id(1), 1, 1));
         assert.deepEqual(old.ips, ['10.9.0.2']);
         const driver = await t.restart({ VRP_SIM_IP_POOL: '10.10.0.0/29' });
         const vms = [];
-        for (let i = 2; i <= 6; i++) vms.push(await driver.create(spec(id(i), 1, 1)));
+        for (let i = 2; i <= 5; i++) vms.push(await driver.create(spec(id(i), 1, 1)));
         assert.deepEqual(
           vms.flatMap((v) => v.ips),
-          ['10.10.0.2', '10.10.0.3', '10.10.0.4', '10.10.0.5', '10.10.0.6'],
+          ['10.9.0.3', '10.9.0.4', '10.9.0.5', '10.9.0.6'],
         );
         await assert.rejects(
           driver.create(spec(id(7), 1, 1)),
-          permanent(/No free IPv4 address in pool 10.10.0.0\/29/),
+          permanent(/No free IPv4 address in pool 10.9.0.0\/29/),
         );
         assert.deepEqual((await driver.inspect(id(1)))?.ips, ['10.9.0.2'], 'the address in use stays');
+        const pools = (await t.store.db.selectFrom('ip_pools').select(['name', 'network']).execute()).map(
+          (r) => ({ ...r }),
+        );
+        assert.deepEqual(pools, [{ name: 'default', network: '10.9.0.0/29' }]);
       } finally {
         await t.cleanup();
       }

@@ -212,7 +212,7 @@ function clientStateCache(ctx: AppContext, ttlMs: number | undefined, clock: Clo
 export async function call(
   t: TestApp,
   token: string,
-  method: 'GET' | 'POST' | 'PUT',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH',
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},

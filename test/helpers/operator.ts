@@ -49,7 +49,7 @@ export async function operatorToken(t: TestApp, operator?: CreatedOperator): Pro
 export function opsCall(
   t: TestApp,
   token: string,
-  method: 'GET' | 'POST' | 'PUT',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH',
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},

@@ -931,6 +931,13 @@ export interface components {
         | 'ip_not_of_service'
         | 'invalid_ptr'
         | 'rdns_unavailable'
+        | 'invalid_network'
+        | 'gateway_outside_network'
+        | 'range_outside_network'
+        | 'prefix_too_small'
+        | 'pool_overlap'
+        | 'pool_name_taken'
+        | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -942,6 +949,7 @@ export interface components {
         | 'reseller_not_found'
         | 'job_not_found'
         | 'host_not_found'
+        | 'pool_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -949,6 +957,8 @@ export interface components {
         | 'job_not_failed'
         | 'job_already_retried'
         | 'host_not_empty'
+        | 'pool_in_use'
+        | 'no_ipv6_pool'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1002,6 +1012,13 @@ export interface components {
         | 'ip_not_of_service'
         | 'invalid_ptr'
         | 'rdns_unavailable'
+        | 'invalid_network'
+        | 'gateway_outside_network'
+        | 'range_outside_network'
+        | 'prefix_too_small'
+        | 'pool_overlap'
+        | 'pool_name_taken'
+        | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
         | 'console_origin_refused'
@@ -1013,6 +1030,7 @@ export interface components {
         | 'reseller_not_found'
         | 'job_not_found'
         | 'host_not_found'
+        | 'pool_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -1020,6 +1038,8 @@ export interface components {
         | 'job_not_failed'
         | 'job_already_retried'
         | 'host_not_empty'
+        | 'pool_in_use'
+        | 'no_ipv6_pool'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1126,6 +1146,15 @@ export interface components {
       /** Format: date-time */
       created_at: string;
     };
+    /** Ipv6 */
+    Ipv6: {
+      /** @description The prefix the service has (`2001:db8:4000:1::/64`) */
+      prefix: string;
+      /** @description The server’s address in it: the prefix’s `::1` */
+      address: string;
+      /** @description The IPv6 gateway (`fe80::1`, on the link, unless the pool names another) */
+      gateway: string;
+    };
     /** JobResult */
     JobResult: {
       /**
@@ -1209,6 +1238,8 @@ export interface components {
       ip: string;
       /** @description Every address of the server */
       ips: string[];
+      /** @description The server’s IPv6 prefix and address; null if its host has no IPv6 pool (or before it is created) */
+      ipv6: components['schemas']['Ipv6'] | null;
       username: string;
       password: string;
       domain_name: string;
@@ -1362,7 +1393,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable`, `ip_not_of_service`, `invalid_ptr`, `rdns_unavailable` */
+    /** @description The request is refused as it is: `validation_failed`, `out_of_bounds`, `invalid_template`, `template_unavailable`, `invalid_state`, `service_busy`, `service_id_mismatch`, `idempotency_key_reused`, `disk_shrink_not_supported`, `backup_quota_exceeded`, `backups_disabled`, `quota_exceeded`, `weak_password`, `invalid_ssh_key`, `schedule_limit_reached`, `webhook_limit_reached`, `invalid_envelope_variant`, `invalid_cursor`, `invalid_host_name`, `host_name_taken`, `host_driver_mismatch`, `invalid_host_uri`, `capacity_below_use`, `same_host`, `host_not_active`, `host_unreachable`, `ip_not_of_service`, `invalid_ptr`, `rdns_unavailable`, `invalid_network`, `gateway_outside_network`, `range_outside_network`, `prefix_too_small`, `pool_overlap`, `pool_name_taken`, `unknown_host` */
     Error400: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1400,7 +1431,14 @@ export interface components {
             | 'host_unreachable'
             | 'ip_not_of_service'
             | 'invalid_ptr'
-            | 'rdns_unavailable';
+            | 'rdns_unavailable'
+            | 'invalid_network'
+            | 'gateway_outside_network'
+            | 'range_outside_network'
+            | 'prefix_too_small'
+            | 'pool_overlap'
+            | 'pool_name_taken'
+            | 'unknown_host';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -1432,7 +1470,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `not_found` */
+    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `pool_not_found`, `not_found` */
     Error404: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1450,6 +1488,7 @@ export interface components {
             | 'reseller_not_found'
             | 'job_not_found'
             | 'host_not_found'
+            | 'pool_not_found'
             | 'not_found';
         } & components['schemas']['ErrorEnvelope'];
       };

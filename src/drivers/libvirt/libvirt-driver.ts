@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
+import { networkOf } from '../../store/repos/service-network.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
   type ConsoleKind,
@@ -28,7 +29,7 @@ import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } fro
 import { domainXml } from './domain-xml.ts';
 import { createHostImages, type HostTemplate } from './host-images.ts';
 import { isLocalSystem } from './local-system.ts';
-import { readSeedUserData, userDataSshKeys, writeSeed } from './seed.ts';
+import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import { createPoolStorage, POOL, withPrivateDir } from './storage.ts';
 import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
@@ -328,8 +329,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   ) {
     const uri = await uriOf(vm.host_id);
     await pool.ready(uri);
-    const [network = '', bits] = ipPool.cidr.split('/');
-    const gateway = network.replace(/\d+$/, (d) => String(Number(d) + 1));
     const name = s.volume ?? vmVolumes(vm.id).seed;
     await withPrivateDir(async (dir) => {
       let previous: string | undefined;
@@ -348,9 +347,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           hostname: s.hostname,
           username: s.username,
           password: s.password,
-          addresses: await ipPool.addressesOf(vm.id),
-          prefixLength: Number(bits),
-          gateway,
+          ...seedNetwork(await networkOf(db, vm.id)),
           sshKeys: s.sshKeys ?? (previous !== undefined ? userDataSshKeys(previous) : []),
         },
         previous,
@@ -479,7 +476,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       });
       vm = await get(spec.vmId);
     }
-    await ipPool.allocate(vm.id, spec.ipCount);
+    await ipPool.allocate(vm.id, vm.host_id, spec.ipCount);
+    await ipPool.allocateIpv6(vm.id, vm.host_id);
     const template = await resolveTemplate(db, spec.templateId);
     // The domain first: defined by an earlier attempt, its volumes are there too.
     const s = await state(vm);
@@ -1607,7 +1605,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       }
       const addresses = await ipPool.addressesOf(vmId);
       if (spec.ipCount !== addresses.length) {
-        if (spec.ipCount > addresses.length) await ipPool.allocate(vmId, spec.ipCount);
+        if (spec.ipCount > addresses.length) await ipPool.allocate(vmId, vm.host_id, spec.ipCount);
         else await ipPool.shrink(vmId, spec.ipCount);
         await seed(vm, { hostname: vm.hostname, username: 'root', password: undefined });
       }

@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { VmNetwork } from '../../store/repos/service-network.ts';
 import type { Commands } from './commands.ts';
 
 export interface SeedSpec {
@@ -9,11 +10,37 @@ export interface SeedSpec {
   readonly username: string;
   /** Undefined keeps the user-data written before (the password is not stored anywhere else). */
   readonly password: string | undefined;
-  readonly addresses: readonly string[];
-  readonly prefixLength: number;
-  readonly gateway: string;
+  /** IPv4 addresses, primary first, each with its pool's prefix length. */
+  readonly addresses: readonly SeedAddress[];
+  /** The IPv4 default route: the primary address's pool's gateway. */
+  readonly gateway: string | undefined;
+  /** The service's IPv6 address in its prefix, and its pool's gateway; none: no IPv6. */
+  readonly ipv6?: (SeedAddress & { readonly gateway: string }) | undefined;
   /** OpenSSH public keys installed for root; none: no `users` entry (root keeps what it has). */
   readonly sshKeys?: readonly string[];
+}
+
+/** An address of the guest and the length of the network it is on (`192.0.2.5` on a /24). */
+export interface SeedAddress {
+  readonly address: string;
+  readonly prefixLength: number;
+}
+
+const lengthOf = (cidr: string | null, whole: number) => Number(cidr?.split('/')[1] ?? whole);
+
+/**
+ * What the seed's network-config says of a VM's addresses: each IPv4 address with its own
+ * pool's prefix length, the primary's pool's gateway as the default route, the IPv6 address with
+ * the length of the service's prefix and its pool's gateway.
+ */
+export function seedNetwork(net: VmNetwork): Pick<SeedSpec, 'addresses' | 'gateway' | 'ipv6'> {
+  return {
+    addresses: net.ipv4.map((a) => ({ address: a.address, prefixLength: lengthOf(a.network, 32) })),
+    gateway: net.ipv4[0]?.gateway ?? undefined,
+    ipv6: net.ipv6
+      ? { address: net.ipv6.address, prefixLength: lengthOf(net.ipv6.prefix, 128), gateway: net.ipv6.gateway }
+      : undefined,
+  };
 }
 
 /**
@@ -71,7 +98,8 @@ export function userDataSshKeys(text: string): string[] {
 
 /**
  * A cloud-init NoCloud seed (ISO 9660 labelled `cidata`) at `path`: meta-data with the host
- * name, user-data that sets the login password and root's SSH keys, network-config (v2) with the static addresses.
+ * name, user-data that sets the login password and root's SSH keys, network-config (v2) with the static addresses
+ * (each with its pool's prefix length) and the routes through the pools' gateways.
  * Its sources are written in `dir`, which the caller makes private and removes right after
  * (they hold the password). With no password, `previousUserData` (read back from the host's
  * seed) is kept, so the addresses can change without knowing the password.
@@ -94,8 +122,19 @@ export async function writeSeed(
       '  eth0:',
       '    match: { name: "e*" }',
       '    addresses:',
-      ...s.addresses.map((a) => `      - ${a}/${s.prefixLength}`),
-      `    gateway4: ${s.gateway}`,
+      ...s.addresses.map((a) => `      - ${a.address}/${a.prefixLength}`),
+      ...(s.ipv6 ? [`      - ${quote(`${s.ipv6.address}/${s.ipv6.prefixLength}`)}`] : []),
+      ...(s.gateway !== undefined ? [`    gateway4: ${s.gateway}`] : []),
+      // The IPv6 gateway is on the link (fe80::1 by default) or elsewhere in the pool's prefix,
+      // outside the service's: reached on the link either way.
+      ...(s.ipv6
+        ? [
+            '    routes:',
+            `      - to: ${quote('::/0')}`,
+            `        via: ${quote(s.ipv6.gateway)}`,
+            '        on-link: true',
+          ]
+        : []),
       '',
     ].join('\n'),
   );

@@ -152,7 +152,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       // Room on a host, the VM and its addresses are taken together or not at all; the host's
       // row is written last (placeVm).
       vm = await transaction('create', async (tx) => {
-        const addresses = await ipPool.allocate(spec.vmId, spec.ipCount, tx);
+        let addresses: string[] = [];
         const t = now();
         const row = {
           id: spec.vmId,
@@ -161,7 +161,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           ram_gb: spec.ramGb,
           disk_gb: spec.diskGb,
           used_disk_gb: round1(baseDiskGb(spec.templateId)),
-          ips: JSON.stringify(addresses),
+          ips: '[]',
           hostname: spec.hostname,
           password_hash: passwordHash(spec.password),
           content_generation: 1,
@@ -172,14 +172,26 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           migrating_to: null,
           rescue_password_hash: null,
         };
-        const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row });
-        return { ...row, host_id: hostId } satisfies SimVmTable;
+        // The addresses come from the pools of the host tried (another host tried next: given
+        // back, then taken from that host's pools).
+        const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row }, async (hostId) => {
+          if (addresses.length > 0) await ipPool.release(spec.vmId, tx);
+          addresses = await ipPool.allocate(spec.vmId, hostId, spec.ipCount, tx);
+          await ipPool.allocateIpv6(spec.vmId, hostId, tx);
+          await tx
+            .updateTable('sim_vms')
+            .set({ ips: JSON.stringify(addresses) })
+            .where('id', '=', spec.vmId)
+            .execute();
+        });
+        return { ...row, ips: JSON.stringify(addresses), host_id: hostId } satisfies SimVmTable;
       });
       ips = JSON.parse(vm.ips) as string[];
       await sleeper.sleep('cloneDisk');
     } else {
       // A retry finds the VM: top its addresses up (idempotent) in case an earlier attempt stopped short.
-      ips = await ipPool.allocate(spec.vmId, spec.ipCount);
+      ips = await ipPool.allocate(spec.vmId, vm.host_id, spec.ipCount);
+      await ipPool.allocateIpv6(spec.vmId, vm.host_id);
     }
     if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
     await sleeper.sleep('boot');
@@ -360,7 +372,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         const vm = await get(vmId, tx);
         // One of the two has nothing to do.
         await ipPool.shrink(vmId, spec.ipCount, tx);
-        const ips = await ipPool.allocate(vmId, spec.ipCount, tx);
+        const ips = await ipPool.allocate(vmId, vm.host_id, spec.ipCount, tx);
         const next = { cpu: spec.cpu, ram_gb: spec.ramGb, disk_gb: spec.diskGb, ips: JSON.stringify(ips) };
         await resizeVm(
           tx,

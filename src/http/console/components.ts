@@ -1,10 +1,11 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../base-path.ts';
-import type { HostPayload } from '../schemas/operator.ts';
+import type { HostPayload, IpPoolPayload } from '../schemas/operator.ts';
 import { type Html, html } from './html.ts';
 
 /** The shapes the operator API answers with, as the console reads them. */
 export type Host = Static<typeof HostPayload>;
+export type IpPool = Static<typeof IpPoolPayload>;
 
 /** A list page of the operator API. */
 export interface Page<T> {

@@ -17,6 +17,7 @@ import { html } from './html.ts';
 import { page } from './layout.ts';
 import { registerAuditPage } from './pages/audit.ts';
 import { registerHostsPage } from './pages/hosts.ts';
+import { registerIpPoolsPage } from './pages/ip-pools.ts';
 import { registerJobsPage } from './pages/jobs.ts';
 import { LOGIN_HASH_LIMITS, registerLoginRoutes } from './pages/login.ts';
 import { registerOverviewPage } from './pages/overview.ts';
@@ -114,6 +115,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   registerResellersPages(router);
   registerResellerPages(router);
   registerHostsPage(router);
+  registerIpPoolsPage(router);
   registerUsagePages(router, ctx.clock);
   registerAuditPage(router);
 }

@@ -8,6 +8,7 @@ const NAV = [
   ['jobs', 'Jobs', `${CONSOLE}/jobs`],
   ['resellers', 'Resellers', `${CONSOLE}/resellers`],
   ['hosts', 'Hosts', `${CONSOLE}/hosts`],
+  ['ip-pools', 'Address pools', `${CONSOLE}/ip-pools`],
   ['usage', 'Usage', `${CONSOLE}/usage`],
   ['audit', 'Audit', `${CONSOLE}/audit`],
 ] as const;

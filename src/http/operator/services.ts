@@ -10,6 +10,7 @@ import { listBackups } from '../../store/repos/backups.ts';
 import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
+import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
@@ -161,16 +162,17 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host, catalog] = await Promise.all([
+      const [jobs, backups, host, catalog, ipv6] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
         ctx.catalog.get(),
+        ipv6Of(db, service.id),
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
-        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs),
+        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6),
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,

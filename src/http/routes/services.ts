@@ -54,8 +54,13 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
-    const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs);
+    const [job, ipv6] = await Promise.all([
+      service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
+      ctx.store.reads.vmIpv6(service.id),
+    ]);
+    // Read as the service is (the hot reads' own connection): never a transaction still open.
+    const v6 = ipv6 ? { prefix: ipv6.prefix, address: ipv6.address, gateway: ipv6.gateway } : null;
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, v6);
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;

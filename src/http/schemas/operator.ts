@@ -229,3 +229,99 @@ export const ResellerDetailsPayload = Type.Object(
   },
   { title: 'ResellerDetails' },
 );
+
+const PoolHosts = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+  maxItems: 1000,
+  description:
+    'The hosts the pool serves, by id (or name); none: it serves every host no pool of its family names (400 `unknown_host`)',
+});
+const Ipv4Address = (description: string) => Type.String({ maxLength: 100, description });
+
+/** An address pool as the operator API shows it (docs/operator-api.md#address-pools). */
+export const IpPoolPayload = Type.Object(
+  {
+    pool_id: Id(),
+    name: Type.String(),
+    family: StringEnum(['ipv4', 'ipv6']),
+    network: Type.String({ description: 'CIDR: the IPv4 network or the IPv6 pool prefix' }),
+    gateway: Type.String(),
+    first: Nullable(Type.String({ description: 'IPv4: the first address handed out' })),
+    last: Nullable(Type.String({ description: 'IPv4: the last address handed out' })),
+    reserved: Type.Array(Type.String(), { description: 'IPv4: addresses never handed out' }),
+    assign_prefix_length: Nullable(
+      Type.Integer({ description: 'IPv6: the prefix length each service gets' }),
+    ),
+    host_ids: Type.Array(Type.String(), {
+      description: 'The hosts it serves; empty: the fallback of its family',
+    }),
+    usage: Type.Object(
+      {
+        total: Type.Integer({
+          description:
+            'IPv4: addresses handed out (first to last, without gateway and reserved); IPv6: prefixes',
+        }),
+        used: Type.Integer({ description: 'Of them, held by services' }),
+      },
+      { additionalProperties: false },
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { title: 'IpPool' },
+);
+
+export const NewIpPoolBody = Type.Object(
+  {
+    name: Type.String({
+      maxLength: 200,
+      description: '1 to 63 letters, digits, dots, dashes or underscores; unique (400 `pool_name_taken`)',
+    }),
+    family: StringEnum(['ipv4', 'ipv6']),
+    network: Type.String({
+      maxLength: 100,
+      description:
+        'CIDR with no host bits set: IPv4 /12 to /30, IPv6 /16 to /64; sharing no address with another pool of the family (400 `invalid_network`, `pool_overlap`)',
+    }),
+    gateway: Type.Optional(
+      Type.String({
+        maxLength: 100,
+        description:
+          'IPv4: a host address of the network, default its first; IPv6: link-local or in the network, default `fe80::1` (400 `gateway_outside_network`)',
+      }),
+    ),
+    first: Type.Optional(
+      Ipv4Address(
+        'IPv4 only: the first address handed out, default the network’s first host address (400 `range_outside_network`)',
+      ),
+    ),
+    last: Type.Optional(
+      Ipv4Address('IPv4 only: the last address handed out, default the last before the broadcast address'),
+    ),
+    reserved: Type.Optional(
+      Type.Array(Ipv4Address('An address of the network'), {
+        maxItems: 1024,
+        description: 'IPv4 only: addresses never handed out (the gateway never is either)',
+      }),
+    ),
+    assign_prefix_length: Type.Optional(
+      Type.Integer({
+        description:
+          'IPv6 only: the prefix length each service gets, from the pool’s own to 64, default 64 (400 `prefix_too_small`)',
+      }),
+    ),
+    host_ids: Type.Optional(PoolHosts),
+  },
+  { additionalProperties: false },
+);
+
+export const IpPoolChangeBody = Type.Object(
+  {
+    name: Type.Optional(NewIpPoolBody.properties.name),
+    gateway: NewIpPoolBody.properties.gateway,
+    first: NewIpPoolBody.properties.first,
+    last: NewIpPoolBody.properties.last,
+    reserved: NewIpPoolBody.properties.reserved,
+    host_ids: Type.Optional(PoolHosts),
+  },
+  { additionalProperties: false },
+);

@@ -118,12 +118,28 @@ export function statusView(
   };
 }
 
+/** A service's IPv6 prefix, its address in it and the gateway it routes through. */
+export const Ipv6Payload = Type.Object(
+  {
+    prefix: Type.String({ description: 'The prefix the service has (`2001:db8:4000:1::/64`)' }),
+    address: Type.String({ description: 'The server’s address in it: the prefix’s `::1`' }),
+    gateway: Type.String({
+      description: 'The IPv6 gateway (`fe80::1`, on the link, unless the pool names another)',
+    }),
+  },
+  { title: 'Ipv6', additionalProperties: false },
+);
+
 export const DetailsPayload = Type.Object(
   {
     service_id: Id(),
     status: StringEnum(STATUSES),
     ip: Type.String({ description: 'The first address; empty until the server is created' }),
     ips: Type.Array(Type.String(), { description: 'Every address of the server' }),
+    ipv6: Nullable(Ipv6Payload, {
+      description:
+        'The server’s IPv6 prefix and address; null if its host has no IPv6 pool (or before it is created)',
+    }),
     username: Type.String(),
     password: Type.String(),
     domain_name: Type.String(),
@@ -163,19 +179,22 @@ export const DetailsPayload = Type.Object(
 
 /**
  * Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs.
- * `rescueMaxMs`: how long a rescue lasts (VRP_RESCUE_MAX), for `rescue_until`.
+ * `rescueMaxMs`: how long a rescue lasts (VRP_RESCUE_MAX), for `rescue_until`; `ipv6`: the
+ * service's prefix (serviceIpv6).
  */
 export function detailsView(
   service: Service,
   job: Job | undefined,
   box: SecretBox,
   rescueMaxMs: number,
+  ipv6: Static<typeof Ipv6Payload> | null,
 ): Static<typeof DetailsPayload> {
   return {
     service_id: service.id,
     status: service.status,
     ip: service.ips[0] ?? '',
     ips: [...service.ips],
+    ipv6,
     username: service.username,
     password: box.open(service.passwordEnc),
     domain_name: service.domainName,

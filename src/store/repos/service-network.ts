@@ -51,3 +51,17 @@ export async function networkOf(db: Kysely<Database>, vmId: string): Promise<VmN
       : null,
   };
 }
+
+/** The VM's IPv6 prefix as the details show it (one indexed read); null if it has none. */
+export async function ipv6Of(
+  db: Kysely<Database>,
+  vmId: string,
+): Promise<{ prefix: string; address: string; gateway: string } | null> {
+  const row = await db
+    .selectFrom('ipv6_prefixes as x')
+    .innerJoin('ip_pools as p', 'p.id', 'x.pool_id')
+    .select(['x.prefix', 'x.address', 'p.gateway'])
+    .where('x.vm_id', '=', vmId)
+    .executeTakeFirst();
+  return row ? { prefix: row.prefix, address: row.address, gateway: row.gateway } : null;
+}

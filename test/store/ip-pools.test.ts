@@ -1,0 +1,134 @@
+/**
+ * Address pools in the store: the start after migration 021 turns the old setting into the pool
+ * `default` owning the addresses services hold; concurrent allocations never hand out an address
+ * or a prefix twice, on either store.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { migrateToLatest } from '../../src/store/migrate.ts';
+import { systemAudit } from '../../src/store/repos/audit.ts';
+import { newHostRow } from '../../src/store/repos/hosts.ts';
+import { createPool } from '../../src/store/repos/ip-pools.ts';
+import { networkOf } from '../../src/store/repos/service-network.ts';
+import { storeAtMigration, testStores } from '../helpers/stores.ts';
+
+const num = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+
+for (const kind of testStores()) {
+  test(`a store from before pools were records: its addresses become the pool default's, held ones stay with their services (${kind})`, async () => {
+    const { store, done } = await storeAtMigration(kind, '020-self-service');
+    try {
+      const db = store.db as Kysely<unknown>;
+      // What the allocator of the old setting 10.9.0.0/29 wrote: .2 to .6, two of them held.
+      for (const i of [2, 3, 4, 5, 6]) {
+        const address = `10.9.0.${i}`;
+        const vm = i === 2 ? 'vm-old-1' : i === 4 ? 'vm-old-2' : null;
+        await sql`insert into ip_addresses (address_num, address, vm_id, allocated_at, released_at)
+          values (${num(address)}, ${address}, ${vm}, ${vm ? 1000 + i : null}, 0)`.execute(db);
+      }
+      assert.deepEqual(await migrateToLatest(db), ['021-ip-pools']);
+      const pool = await createIpPool(store.db, '10.9.0.0/29', () => 5000);
+      const pools = await store.db.selectFrom('ip_pools').selectAll().execute();
+      assert.equal(pools.length, 1);
+      assert.equal(pools[0]?.name, 'default');
+      assert.equal(pools[0]?.network, '10.9.0.0/29');
+      const owners = await store.db.selectFrom('ip_addresses').select(['pool_id']).execute();
+      assert.ok(
+        owners.every((r) => r.pool_id === pools[0]?.id),
+        'every row is the pool default’s',
+      );
+      assert.deepEqual(await networkOf(store.db, 'vm-old-1'), {
+        ipv4: [{ address: '10.9.0.2', network: '10.9.0.0/29', gateway: '10.9.0.1' }],
+        ipv6: null,
+      });
+      // A new service gets the free ones only, whichever host it is on (default serves every host).
+      assert.deepEqual(await pool.allocate('vm-new', 'any-host', 3), ['10.9.0.3', '10.9.0.5', '10.9.0.6']);
+      await assert.rejects(
+        pool.allocate('vm-more', 'any-host', 1),
+        /No free IPv4 address in pool 10.9.0.0\/29/,
+      );
+      // A later start, with another setting, changes nothing.
+      await createIpPool(store.db, '10.10.0.0/24', () => 6000);
+      assert.equal((await store.db.selectFrom('ip_pools').select('id').execute()).length, 1);
+    } finally {
+      await done();
+    }
+  });
+
+  test(`concurrent allocations from host pools: no IPv4 address and no IPv6 prefix twice, exhaustion refused (${kind})`, async () => {
+    const { store, done } = await storeAtMigration(kind, '021-ip-pools');
+    try {
+      await store.db
+        .insertInto('hypervisor_hosts')
+        .values(newHostRow('h1', 'h1', 'simulated', { cpu: 8, ramGb: 16, diskGb: 100 }, 0))
+        .execute();
+      const pool = await createIpPool(store.db, '10.9.0.0/29', Date.now);
+      const audit = systemAudit('ip_pool.create');
+      // 192.0.2.0/28 from .2 to .14 without .2 and .3: 11 addresses; a /60 in /64s: 16 prefixes.
+      await createPool(
+        store.db,
+        {
+          name: 'v4',
+          family: 'ipv4',
+          network: '192.0.2.0/28',
+          reserved: ['192.0.2.2', '192.0.2.3'],
+          hosts: ['h1'],
+        },
+        Date.now(),
+        audit,
+      );
+      await createPool(
+        store.db,
+        { name: 'v6', family: 'ipv6', network: '2001:db8:7000::/60', hosts: ['h1'] },
+        Date.now(),
+        audit,
+      );
+      const vms = Array.from({ length: 14 }, (_, i) => `vm-${i}`);
+      const results = await Promise.allSettled(
+        vms.map((vm) =>
+          store.db.transaction().execute(async (tx) => {
+            const v4 = await pool.allocate(vm, 'h1', 1, tx);
+            const v6 = await pool.allocateIpv6(vm, 'h1', tx);
+            return { v4, v6 };
+          }),
+        ),
+      );
+      const ok = results.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+      assert.equal(ok.length, 11, 'as many as the IPv4 pool has');
+      const v4 = ok.flatMap((r) => r.v4);
+      assert.equal(new Set(v4).size, 11, 'no address twice');
+      assert.ok(
+        v4.every((a) => a.startsWith('192.0.2.') && !['192.0.2.1', '192.0.2.2', '192.0.2.3'].includes(a)),
+      );
+      const v6 = ok.map((r) => r.v6?.prefix);
+      assert.equal(new Set(v6).size, 11, 'no prefix twice');
+      const failed = results.filter((r) => r.status === 'rejected');
+      assert.ok(failed.every((f) => /No free IPv4 address in pool 192.0.2.0\/28/.test(String(f.reason))));
+      // The failed ones left nothing held (all or nothing).
+      const held = await store.db
+        .selectFrom('ipv6_prefixes')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('vm_id', 'is not', null)
+        .executeTakeFirstOrThrow();
+      assert.equal(Number(held.n), 11);
+      // Released prefixes and addresses, concurrently taken again: each once.
+      await Promise.all(ok.slice(0, 4).map((_, i) => pool.release(`vm-${i}`)));
+      const again = await Promise.all(
+        ['a', 'b', 'c', 'd'].map((x) =>
+          store.db.transaction().execute(async (tx) => ({
+            v4: await pool.allocate(`vm-${x}`, 'h1', 1, tx),
+            v6: await pool.allocateIpv6(`vm-${x}`, 'h1', tx),
+          })),
+        ),
+      );
+      assert.equal(new Set(again.map((r) => r.v6?.prefix)).size, 4);
+      assert.equal(new Set(again.flatMap((r) => r.v4)).size, 4);
+      const all = await store.db.selectFrom('ipv6_prefixes').select(['idx', 'vm_id']).execute();
+      assert.equal(all.length, 11, 'released prefixes were reused, no new index');
+    } finally {
+      await done();
+    }
+  });
+}
