@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import ipaddr from 'ipaddr.js';
 import { VrpError } from '../../client/src/index.ts';
 import { sdkClient } from '../client/sdk.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
@@ -65,51 +66,46 @@ async function startApiProxy(
 }
 
 /**
- * Gives the service an IPv6 prefix by writing the rows the pool API will write. FOR NOW: the
- * address pools' API (with IPv6) is being built beside this; once it is there, this becomes an
- * IPv6 pool bound to the host through `OPS/ip-pools` and a service that gets its prefix at create.
+ * Gives the service an IPv6 prefix the operator's way: an IPv6 pool (`network`, one per store, so
+ * the two runs never share a record) serves the service's host just while `POST
+ * OPS/services/{id}/ipv6` runs, then a drained host of its own, so that the test's other services
+ * get no IPv6 at create and their lists stay IPv4 only. Answers the service's IPv6 address.
  */
-async function giveIpv6(t: TestApp, serviceId: string, n: number): Promise<string> {
-  const db = t.ctx.store.db;
-  const now = Date.now();
-  let pool = await db
-    .selectFrom('ip_pools')
-    .select('id')
-    .where('name', '=', 'rdns-test-v6')
-    .executeTakeFirst();
-  if (!pool) {
-    pool = { id: randomUUID() };
-    await db
-      .insertInto('ip_pools')
-      .values({
-        id: pool.id,
-        name: 'rdns-test-v6',
-        family: 'ipv6',
-        network: '2001:db8:4000::/48',
-        gateway: 'fe80::1',
-        first_address: null,
-        last_address: null,
-        reserved: '[]',
-        assign_prefix_length: 64,
-        created_at: now,
-        updated_at: now,
-      })
-      .execute();
+async function giveIpv6(t: TestApp, ops: string, serviceId: string, network: string): Promise<string> {
+  const view = (await opsCall(t, ops, 'GET', `services/${serviceId}`)).body.data;
+  const pools = (await opsCall(t, ops, 'GET', 'ip-pools')).body.data as { name: string; pool_id: string }[];
+  let pool = pools.find((p) => p.name === 'rdns-v6')?.pool_id;
+  if (pool === undefined) {
+    const parking = await opsCall(t, ops, 'POST', 'hosts', {
+      name: 'rdns-parking',
+      driver: 'simulated',
+      cpu: 1,
+      ram_gb: 1,
+      disk_gb: 1,
+    });
+    assert.equal(parking.status, 200, JSON.stringify(parking.body));
+    assert.equal((await opsCall(t, ops, 'POST', `hosts/${parking.body.data.host_id}/drain`)).status, 200);
+    const created = await opsCall(t, ops, 'POST', 'ip-pools', {
+      name: 'rdns-v6',
+      family: 'ipv6',
+      network,
+      host_ids: [view.host.host_id],
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    pool = created.body.data.pool_id as string;
+  } else {
+    const bound = await opsCall(t, ops, 'PATCH', `ip-pools/${pool}`, { host_ids: [view.host.host_id] });
+    assert.equal(bound.status, 200, JSON.stringify(bound.body));
   }
-  const address = `2001:db8:4000:${n.toString(16)}::1`;
-  await db
-    .insertInto('ipv6_prefixes')
-    .values({
-      pool_id: pool.id,
-      idx: n,
-      prefix: `2001:db8:4000:${n.toString(16)}::/64`,
-      address,
-      vm_id: serviceId,
-      allocated_at: now,
-      released_at: 0,
-    })
-    .execute();
-  return address;
+  const given = await opsCall(t, ops, 'POST', `services/${serviceId}/ipv6`);
+  assert.equal(given.status, 200, JSON.stringify(given.body));
+  const hosts = (await opsCall(t, ops, 'GET', 'hosts')).body.data.items as {
+    name: string;
+    host_id: string;
+  }[];
+  const parked = hosts.find((h) => h.name === 'rdns-parking')!.host_id;
+  assert.equal((await opsCall(t, ops, 'PATCH', `ip-pools/${pool}`, { host_ids: [parked] })).status, 200);
+  return given.body.data.address as string;
 }
 
 describe('reverse DNS on PowerDNS', { skip }, () => {
@@ -122,6 +118,7 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
   for (const [i, store] of testStores().entries()) {
     // Each store's services get addresses of their own, so the two runs never share a record.
     const pool = `10.${90 + i}.7.0/24`;
+    const v6Network = `2001:db8:40${i}0::/48`;
 
     describe(`reverse DNS (${store})`, () => {
       let t: TestApp;
@@ -158,7 +155,8 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
         call(t, tok, 'POST', `service/${id}/rdns`, body, headers);
       const primaryIp = async (id: string): Promise<string> =>
         (await call(t, token, 'GET', `service/${id}/details`, undefined, B)).body.data.ips[0];
-      const defaultOf = (ip: string) => `ip-${ip.replace(/[.:]/g, '-')}.rdns.example.net`;
+      const defaultOf = (ip: string) =>
+        `ip-${(ip.includes(':') ? ipaddr.parse(ip).toNormalizedString() : ip).replace(/[.:]/g, '-')}.rdns.example.net`;
 
       test('a new service has the default PTR in DNS; a PTR set answers dig -x, GET and the audit log show it; null goes back to the default', async () => {
         const id = await orderRunning(t, token, 'rdns1.example.com');
@@ -199,19 +197,23 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
       test('the IPv6 address: its PTR in the pool’s ip6.arpa zone answers dig -x', async () => {
         const id = await orderRunning(t, token, 'rdns6.example.com');
         const ip = await primaryIp(id);
-        const v6 = await giveIpv6(t, id, 10 + i);
+        const v6 = await giveIpv6(t, ops, id, v6Network);
         assert.deepEqual((await getRdns(id)).body.data, [
           { ip, ptr: defaultOf(ip) },
-          { ip: v6, ptr: `ip-2001-db8-4000-${(10 + i).toString(16)}-0-0-0-1.rdns.example.net` },
+          { ip: v6, ptr: defaultOf(v6) },
         ]);
         // Any spelling of the address names it.
-        const longForm = `2001:0db8:4000:${(10 + i).toString(16)}:0:0:0:1`;
+        const longForm = ipaddr.IPv6.parse(v6)
+          .toNormalizedString()
+          .split(':')
+          .map((g) => g.padStart(4, '0'))
+          .join(':');
         const set = await setRdns(id, { ip: longForm, ptr: 'v6.example.com' });
         assert.equal(set.status, 200, JSON.stringify(set.body));
         assert.deepEqual(set.body.data[1], { ip: v6, ptr: 'v6.example.com' });
         assert.deepEqual(await pdns.digUntil(v6, 'v6.example.com'), ['v6.example.com']);
         const zone = await fetch(
-          `${pdns.apiUrl}/api/v1/servers/localhost/zones/0.0.0.4.8.b.d.0.1.0.0.2.ip6.arpa.`,
+          `${pdns.apiUrl}/api/v1/servers/localhost/zones/0.${i}.0.4.8.b.d.0.1.0.0.2.ip6.arpa.`,
           {
             headers: { 'X-API-Key': pdns.apiKey },
           },
@@ -341,11 +343,11 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
       test('terminate removes the PTR records (set and default, IPv4 and IPv6); a failing DNS API makes the job retry', async () => {
         const id = await orderRunning(t, token, 'rdns-term.example.com');
         const ip = await primaryIp(id);
-        const v6 = await giveIpv6(t, id, 20 + i);
+        const v6 = await giveIpv6(t, ops, id, v6Network);
         assert.equal((await setRdns(id, { ip, ptr: 'gone.example.com' })).status, 200);
         assert.equal((await setRdns(id, { ip: v6, ptr: null })).status, 200);
         assert.deepEqual(await pdns.digUntil(ip, 'gone.example.com'), ['gone.example.com']);
-        const v6Default = `ip-2001-db8-4000-${(20 + i).toString(16)}-0-0-0-1.rdns.example.net`;
+        const v6Default = defaultOf(v6);
         assert.deepEqual(await pdns.digUntil(v6, v6Default), [v6Default]);
 
         proxy.failing = true;
