@@ -40,7 +40,7 @@ export function formatAddress(value: bigint, family: IpFamily): string {
   const bytes: number[] = [];
   for (let i = widthOf(family) / 8 - 1; i >= 0; i--) bytes.push(Number((value >> BigInt(i * 8)) & 255n));
   const ip = ipaddr.fromByteArray(bytes);
-  return ip.kind() === 'ipv6' ? (ip as ipaddr.IPv6).toRFC5952String() : ip.toString();
+  return ip instanceof ipaddr.IPv6 ? ip.toRFC5952String() : ip.toString();
 }
 
 /**

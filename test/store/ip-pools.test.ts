@@ -28,7 +28,7 @@ for (const kind of testStores()) {
         await sql`insert into ip_addresses (address_num, address, vm_id, allocated_at, released_at)
           values (${num(address)}, ${address}, ${vm}, ${vm ? 1000 + i : null}, 0)`.execute(db);
       }
-      assert.deepEqual(await migrateToLatest(db), ['021-ip-pools']);
+      assert.equal((await migrateToLatest(db))[0], '021-ip-pools');
       const pool = await createIpPool(store.db, '10.9.0.0/29', () => 5000);
       const pools = await store.db.selectFrom('ip_pools').selectAll().execute();
       assert.equal(pools.length, 1);

@@ -13,6 +13,7 @@ import {
 import { checkPool, ipv4Handout, type PoolFields, type PoolSpec } from '../../domain/ip-pools.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
+import { stringList } from '../json-columns.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 import { type AddressRange, insertPoolRange } from './ip-addresses.ts';
@@ -54,7 +55,7 @@ function specOf(r: IpPoolTable): PoolSpec {
     gateway: r.gateway,
     first: r.first_address,
     last: r.last_address,
-    reserved: JSON.parse(r.reserved) as string[],
+    reserved: stringList(r.reserved),
     assignPrefixLength: r.assign_prefix_length === null ? null : Number(r.assign_prefix_length),
   };
 }

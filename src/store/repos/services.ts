@@ -4,6 +4,7 @@ import type { ServiceError } from '../../domain/service-error.ts';
 import type { PowerStatus, StableStatus, Status } from '../../domain/status-machine.ts';
 import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
+import { stringList } from '../json-columns.ts';
 import type { Database, ServiceTable } from '../schema.ts';
 
 export interface Service {
@@ -154,11 +155,6 @@ export function toService(r: ServiceRow): Service {
 }
 
 /** The strings of a JSON array column (anything else in it is dropped). */
-function stringList(json: string): string[] {
-  const value: unknown = JSON.parse(json);
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
-}
-
 /** What an order decides of a new service; the rest starts empty (pending, no VM, no job). */
 export type NewService = Pick<
   Service,
