@@ -21,6 +21,7 @@ import * as m018 from './migrations/018-host-records.ts';
 import * as m019 from './migrations/019-backup-chains.ts';
 import * as m020 from './migrations/020-self-service.ts';
 import * as m021 from './migrations/021-ip-pools.ts';
+import * as m023 from './migrations/023-traffic.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '019-backup-chains': m019,
   '020-self-service': m020,
   '021-ip-pools': m021,
+  '023-traffic': m023,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

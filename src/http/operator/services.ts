@@ -11,6 +11,7 @@ import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
+import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
 import { registerReinstallActions } from '../actions/reinstall.ts';
@@ -154,16 +155,21 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host, catalog] = await Promise.all([
+      const [jobs, backups, host, catalog, traffic] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
         ctx.catalog.get(),
+        serviceMonthTraffic(db, service.id, ctx.clock.now()),
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
-        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs),
+        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, {
+          ...traffic,
+          quotaGb: catalog.byId.get(service.productId)?.trafficGb ?? null,
+          over: catalog.byId.get(service.productId)?.trafficOver ?? null,
+        }),
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
 import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
+import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
@@ -54,8 +55,17 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
-    const job = service.pendingJobs > 0 ? await currentJob(ctx.store.reads, service.id) : undefined;
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs);
+    const [job, traffic, catalog] = await Promise.all([
+      service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
+      serviceMonthTraffic(db, service.id, ctx.clock.now()),
+      ctx.catalog.get(),
+    ]);
+    const product = catalog.byId.get(service.productId);
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, {
+      ...traffic,
+      quotaGb: product?.trafficGb ?? null,
+      over: product?.trafficOver ?? null,
+    });
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;
