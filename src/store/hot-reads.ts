@@ -25,7 +25,15 @@ export interface HotReads {
   currentJob(serviceId: string): Promise<JobTable | undefined>;
   /** The reseller's quota row, if it has a quota (every order asks). */
   resellerQuota(resellerId: string): Promise<ResellerQuotaTable | undefined>;
+  /** Bytes in and out of a service on the days in [from, to) (every details read asks). */
+  serviceTraffic(serviceId: string, from: number, to: number): Promise<TrafficSums>;
   close(): void;
+}
+
+/** Sums of `traffic_days` (migration 023); sum() may come back as text or a number. */
+export interface TrafficSums {
+  readonly bytes_in: number | string;
+  readonly bytes_out: number | string;
 }
 
 /** The columns of the covering index `services_status` (migration 002). */
@@ -41,6 +49,8 @@ const SQL = {
     'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
+  serviceTraffic:
+    'select coalesce(sum(bytes_in), 0) as bytes_in, coalesce(sum(bytes_out), 0) as bytes_out from traffic_days where service_id = ? and day >= ? and day < ?',
 } as const;
 
 type Name = keyof typeof SQL;
@@ -77,7 +87,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   const db = new DatabaseSync(file, { readOnly: true });
   db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
   const statements = new Map<Name, StatementSync>();
-  const first = <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
+  const first = <T>(name: Name, ...params: (string | number)[]): Promise<T | undefined> => {
     let stmt = statements.get(name);
     if (!stmt) {
       stmt = db.prepare(forSqlite(SQL[name]));
@@ -90,6 +100,8 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
     ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
+    serviceTraffic: async (serviceId, from, to) =>
+      (await first<TrafficSums>('serviceTraffic', serviceId, from, to)) ?? { bytes_in: 0, bytes_out: 0 },
     close: () => db.close(),
   };
 }
@@ -155,6 +167,11 @@ export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
     ownedServiceStatus: (resellerId, id) => statuses.get({ resellerId, id }),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => quotas.get(resellerId),
+    serviceTraffic: async (serviceId, from, to) =>
+      (await first<TrafficSums>('serviceTraffic', serviceId, String(from), String(to))) ?? {
+        bytes_in: 0,
+        bytes_out: 0,
+      },
     close: () => {},
   };
 }

@@ -160,7 +160,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
         ctx.catalog.get(),
-        serviceMonthTraffic(db, service.id, ctx.clock.now()),
+        serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');

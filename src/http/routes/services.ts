@@ -57,7 +57,7 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
     const service = await ownedService(ctx, request);
     const [job, traffic, catalog] = await Promise.all([
       service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
-      serviceMonthTraffic(db, service.id, ctx.clock.now()),
+      serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
       ctx.catalog.get(),
     ]);
     const product = catalog.byId.get(service.productId);

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
-import { type CounterReading, counterDelta, utcDay, utcMonth } from '../../domain/traffic.ts';
+import { type CounterReading, counterDelta, nextUtcMonth, utcDay, utcMonth } from '../../domain/traffic.ts';
+import type { HotReads } from '../hot-reads.ts';
 import type { Database, TrafficMonthTable } from '../schema.ts';
 
 /** Traffic accounting's tables (migration 023): samples, bytes per day, limits, per-host totals. */
@@ -151,7 +152,7 @@ export async function monthTraffic(
 ): Promise<Map<string, { inBytes: number; outBytes: number }>> {
   const out = new Map<string, { inBytes: number; outBytes: number }>();
   const from = utcMonth(now);
-  const to = new Date(from).setUTCMonth(new Date(from).getUTCMonth() + 1);
+  const to = nextUtcMonth(now);
   for (const part of chunks(serviceIds)) {
     const rows = await db
       .selectFrom('traffic_days')
@@ -171,13 +172,19 @@ export async function monthTraffic(
   return out;
 }
 
-/** One service's bytes in the UTC month of `now` (zero when none were counted). */
+/**
+ * One service's bytes in the UTC month of `now` (zero when none were counted), through the hot
+ * reads (store/hot-reads.ts): on SQLite a read-only connection that sees committed data only
+ * and never waits for a transaction open on the main one, as the rest of details.
+ */
 export async function serviceMonthTraffic(
-  db: Kysely<Database>,
+  reads: Pick<HotReads, 'serviceTraffic'>,
   serviceId: string,
   now: number,
 ): Promise<{ inBytes: number; outBytes: number }> {
-  return (await monthTraffic(db, [serviceId], now)).get(serviceId) ?? { inBytes: 0, outBytes: 0 };
+  const from = utcMonth(now);
+  const r = await reads.serviceTraffic(serviceId, from, nextUtcMonth(now));
+  return { inBytes: Number(r.bytes_in), outBytes: Number(r.bytes_out) };
 }
 
 /**
