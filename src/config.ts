@@ -135,6 +135,8 @@ export interface Config {
   readonly simulatedHosts: readonly SimulatedHostConfig[];
   readonly simulatedIpPool: string;
   readonly simulatedFaults: FaultConfig;
+  /** Bytes per second each running simulated VM receives and sends (VRP_SIM_TRAFFIC_RATE); 0 by default. */
+  readonly simulatedTrafficRate: { readonly inPerSecond: number; readonly outPerSecond: number };
   /** 32-byte master key (hex or base64); undefined means the key file in `dataDir`. */
   readonly secretKey: string | undefined;
   /**
@@ -175,6 +177,8 @@ export interface Config {
   readonly schedulerIntervalMs: number;
   /** Time between passes of the power-state reconciler (jobs/reconciler.ts); 0 turns it off. */
   readonly reconcileIntervalMs: number;
+  /** Time between readings of every server's interface counters (jobs/traffic-sampler.ts); 0 turns it off. */
+  readonly trafficSampleIntervalMs: number;
   /** Migrations an evacuation keeps in flight per host (jobs/evacuator.ts). */
   readonly evacuateConcurrency: number;
   /** Time between probes of each host's connection (jobs/host-health.ts). */
@@ -262,6 +266,20 @@ function readBool(env: Env, name: string, fallback: boolean): boolean {
 
 /** Durations: a number of seconds, or a number with a unit ms, s, m, h. */
 const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** `N` (bytes per second in and out) or `IN,OUT`: whole numbers, at most 10^10 (80 Gbit/s). */
+function readTrafficRate(env: Env, name: string): { inPerSecond: number; outPerSecond: number } {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return { inPerSecond: 0, outPerSecond: 0 };
+  const m = /^(\d{1,11})(?:,(\d{1,11}))?$/.exec(raw.trim());
+  const inPerSecond = Number(m?.[1]);
+  const outPerSecond = Number(m?.[2] ?? m?.[1]);
+  if (!m || inPerSecond > 1e10 || outPerSecond > 1e10)
+    throw new ConfigError(
+      `${name} must be bytes per second, N or IN,OUT (whole numbers up to 10000000000), got "${raw}"`,
+    );
+  return { inPerSecond, outPerSecond };
+}
 
 function readDurationMs(env: Env, name: string, fallbackMs: number, minMs: number): number {
   const raw = env[name];
@@ -688,6 +706,7 @@ export function loadConfig(env: Env = process.env): Config {
     simulatedHosts: readHosts(env, 'VRP_SIM_HOSTS'),
     simulatedIpPool: readCidr(env, 'VRP_SIM_IP_POOL', '10.80.0.0/16'),
     simulatedFaults: readFaults(env, 'VRP_SIM_FAULTS'),
+    simulatedTrafficRate: readTrafficRate(env, 'VRP_SIM_TRAFFIC_RATE'),
     secretKey: readSecretKey(env, 'VRP_SECRET_KEY'),
     backupKey: readSecretKey(env, 'VRP_BACKUP_KEY'),
     backupKeepAfterTerminateMs: readDurationMs(env, 'VRP_BACKUP_KEEP_AFTER_TERMINATE', 0, 0),
@@ -705,6 +724,7 @@ export function loadConfig(env: Env = process.env): Config {
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),
     schedulerIntervalMs: readDurationMs(env, 'VRP_SCHEDULER_INTERVAL', 15_000, 10),
     reconcileIntervalMs: readDurationMs(env, 'VRP_RECONCILE_INTERVAL', 15_000, 0),
+    trafficSampleIntervalMs: readDurationMs(env, 'VRP_TRAFFIC_SAMPLE_INTERVAL', 5 * 60_000, 0),
     evacuateConcurrency: readInt(env, 'VRP_EVACUATE_CONCURRENCY', 2, 1, 100),
     hostCheckIntervalMs: readDurationMs(env, 'VRP_HOST_CHECK_INTERVAL', 10_000, 10),
     hostDownAfterMs: readDurationMs(env, 'VRP_HOST_DOWN_AFTER', 60_000, 0),

@@ -3,6 +3,7 @@ import { type Clock, systemClock } from './domain/clock.ts';
 import type { CorrectionKind } from './domain/power-drift.ts';
 import type { Store } from './store/database.ts';
 import { hostHealths } from './store/repos/host-health.ts';
+import { hostTrafficTotals } from './store/repos/traffic.ts';
 import { oldestDueAttempt } from './store/repos/webhook-deliveries.ts';
 import type { WebhookMetrics } from './webhooks/deliverer.ts';
 
@@ -134,6 +135,21 @@ export function createMetrics(store: Store, clock: Clock = systemClock): Metrics
       this.reset();
       const hosts = await hostHealths(store.db).catch(() => []);
       for (const h of hosts) this.labels(h.name).set(h.up ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'vrp_traffic_bytes_total',
+    help: 'Bytes into (direction="in") and out of (direction="out") the servers of each hypervisor host, by host name, as the traffic sampler counted them, all processes.',
+    labelNames: ['host', 'direction'] as const,
+    registers: [registry],
+    async collect() {
+      // From the store: every process's samples count, and hosts removed must not linger.
+      this.reset();
+      const totals = await hostTrafficTotals(store.db).catch(() => []);
+      for (const t of totals) {
+        this.labels(t.host, 'in').inc(t.inBytes);
+        this.labels(t.host, 'out').inc(t.outBytes);
+      }
     },
   });
   const sent = new Counter({

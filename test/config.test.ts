@@ -143,6 +143,20 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ VRP_PORT: '0' }).port, 0);
     assert.equal(loadConfig({ VRP_ROLE: 'api' }).workerMode, 'api');
     assert.equal(loadConfig({ VRP_JOB_LEASE: '1.5m' }).jobLeaseMs, 90_000);
+    assert.deepEqual(loadConfig({ VRP_SIM_TRAFFIC_RATE: '1000' }).simulatedTrafficRate, {
+      inPerSecond: 1000,
+      outPerSecond: 1000,
+    });
+    assert.deepEqual(loadConfig({ VRP_SIM_TRAFFIC_RATE: '1000,250' }).simulatedTrafficRate, {
+      inPerSecond: 1000,
+      outPerSecond: 250,
+    });
+    assert.equal(loadConfig({}).trafficSampleIntervalMs, 300_000, 'every 5 minutes by default');
+    assert.equal(
+      loadConfig({ VRP_TRAFFIC_SAMPLE_INTERVAL: '0' }).trafficSampleIntervalMs,
+      0,
+      '0 turns it off',
+    );
     assert.equal(loadConfig({ VRP_DATA_DIR: 'rel/dir' }).dataDir, resolve('rel/dir'), 'made absolute');
   });
 
@@ -238,6 +252,11 @@ describe('loadConfig', () => {
       ['VRP_SCHEDULER_INTERVAL', '5ms'],
       ['VRP_CLOCK_START', 'yesterday'],
       ['VRP_CLOCK_RATE', '0'],
+      ['VRP_SIM_TRAFFIC_RATE', 'fast'],
+      ['VRP_SIM_TRAFFIC_RATE', '1,2,3'],
+      ['VRP_SIM_TRAFFIC_RATE', '-5'],
+      ['VRP_SIM_TRAFFIC_RATE', '20000000000'],
+      ['VRP_TRAFFIC_SAMPLE_INTERVAL', 'often'],
     ];
     for (const [name, value] of cases) refuses({ [name]: value }, name);
   });

@@ -77,6 +77,8 @@ function human(report: UsageReport): string {
       'ip-h',
       'backup-GB-h',
       'suspended service-h',
+      'traffic-in-GB',
+      'traffic-out-GB',
     ],
     ...report.lines.map((l) => [
       l.reseller_name,
@@ -89,6 +91,8 @@ function human(report: UsageReport): string {
       hours(l.ip_hours),
       hours(l.backup_gb_hours),
       hours(l.suspended_service_hours),
+      hours(l.traffic_in_gb),
+      hours(l.traffic_out_gb),
     ]),
   ];
   return [head, ...rows.map((r) => r.join('\t'))].join('\n');

@@ -1,6 +1,7 @@
 import { RESOURCE_UNITS, RESOURCES, type Resource } from './catalog.ts';
 import { isUuid } from './ids.ts';
 import { isStorableText, unstorableTextMessage } from './storable-text.ts';
+import { MAX_THROTTLE_MBIT, parseTrafficOver } from './traffic.ts';
 
 /** The catalogue file (`vrp catalog import|export`), documented in docs/catalog.md. */
 export interface CatalogFile {
@@ -12,6 +13,10 @@ export interface CatalogFile {
     config: Readonly<Record<Resource, { min: number; max: number }>>;
     os_templates: readonly string[];
     plans: readonly { id: string; name: string; cpu: number; ram: number; hdd: number; price: number }[];
+    /** Monthly traffic quota per service, GB (10^9 bytes, in and out together); absent or null: none. */
+    traffic_gb?: number | null;
+    /** Past the quota: `throttle:MBIT` or `suspend`; given exactly when `traffic_gb` is. */
+    traffic_over?: string | null;
   }[];
 }
 
@@ -121,7 +126,16 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       problems.push(`${path} must be an object`);
       return undefined;
     }
-    known(p, path, ['id', 'name', 'template', 'config', 'os_templates', 'plans']);
+    known(p, path, [
+      'id',
+      'name',
+      'template',
+      'config',
+      'os_templates',
+      'plans',
+      'traffic_gb',
+      'traffic_over',
+    ]);
     const pid = id(p['id'], `${path}.id`);
     if (pid && seen.has(pid)) problems.push(`${path}.id repeats ${pid}`);
     seen.add(pid);
@@ -187,6 +201,20 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       seen.add(plan.id);
       return plan;
     });
+    const quota =
+      p['traffic_gb'] === undefined || p['traffic_gb'] === null
+        ? null
+        : int(p['traffic_gb'], `${path}.traffic_gb`, 1);
+    const rawOver = p['traffic_over'] === undefined ? null : p['traffic_over'];
+    if (rawOver !== null && (typeof rawOver !== 'string' || !parseTrafficOver(rawOver)))
+      problems.push(
+        `${path}.traffic_over must be "throttle:MBIT" (MBIT 1..${MAX_THROTTLE_MBIT}) or "suspend"`,
+      );
+    else if (quota !== null && rawOver === null)
+      problems.push(
+        `${path}.traffic_over must say what happens past traffic_gb: "throttle:MBIT" or "suspend"`,
+      );
+    else if (quota === null && rawOver !== null) problems.push(`${path}.traffic_over needs traffic_gb`);
     return {
       id: pid,
       name,
@@ -194,6 +222,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       config,
       os_templates: osTemplates,
       plans,
+      ...(quota !== null ? { traffic_gb: quota, traffic_over: rawOver as string } : {}),
     };
   });
   if (problems.length > 0) throw new CatalogFileError(problems);

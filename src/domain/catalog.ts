@@ -30,6 +30,10 @@ export interface Product {
   readonly template: string;
   readonly config: ProductConfig;
   readonly osTemplates: readonly OsTemplateRef[];
+  /** Monthly traffic quota per service, GB (10^9 bytes, in and out together); null: none. */
+  readonly trafficGb: number | null;
+  /** Past the quota: `throttle:MBIT` or `suspend` (domain/traffic.ts); null without a quota. */
+  readonly trafficOver: string | null;
 }
 
 export interface Plan {
@@ -42,7 +46,11 @@ export interface Plan {
   readonly price: number;
 }
 
-/** Product as the API shows it: bounds as numeric strings with their units (section 2.2). */
+/**
+ * Product as the API shows it: bounds as numeric strings with their units (section 2.2), and
+ * nothing else: the interface document fixes the product's fields, so its traffic quota shows in
+ * the details of each of its services instead.
+ */
 export function productView(p: Product) {
   const config: Record<string, { min: string; max: string; unit: string }> = {};
   for (const r of RESOURCES) {

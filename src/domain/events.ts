@@ -7,7 +7,7 @@ import type { DriftReason } from './power-drift.ts';
 import type { ServiceError } from './service-error.ts';
 import type { JobAction, Status } from './status-machine.ts';
 
-export const EVENT_TYPES = ['service.status_changed', 'job.finished'] as const;
+export const EVENT_TYPES = ['service.status_changed', 'job.finished', 'service.traffic_exceeded'] as const;
 
 /** Webhooks a reseller may register at most (docs/design/contract.md#events-and-webhooks). */
 export const MAX_WEBHOOKS_PER_RESELLER = 10;
@@ -38,10 +38,28 @@ export interface JobFinishedData {
   readonly error: string | null;
 }
 
+/**
+ * A service went past its product's monthly traffic quota (once per service per UTC month), and
+ * what was done: throttled to `throttle_mbit`, or a suspension queued (reason `traffic_exceeded`).
+ */
+export interface TrafficExceededData {
+  readonly service_id: string;
+  /** The UTC month, `2026-03`. */
+  readonly month: string;
+  /** The product's quota, GB (10^9 bytes) of in and out together. */
+  readonly traffic_gb: number;
+  readonly traffic_in_gb: number;
+  readonly traffic_out_gb: number;
+  readonly action: 'throttle' | 'suspend';
+  /** Only for `throttle`: the rate each direction is held to until the month ends, Mbit/s. */
+  readonly throttle_mbit?: number;
+}
+
 /** An event still to be recorded: its type and its data. */
 export type NewEvent =
   | { readonly type: 'service.status_changed'; readonly data: StatusChangedData }
-  | { readonly type: 'job.finished'; readonly data: JobFinishedData };
+  | { readonly type: 'job.finished'; readonly data: JobFinishedData }
+  | { readonly type: 'service.traffic_exceeded'; readonly data: TrafficExceededData };
 
 /** The `error` member of a status change: the service's error, only on a change to `failed`. */
 const errorMember = (to: Status, error: ServiceError | null | undefined) =>
@@ -91,6 +109,10 @@ export function jobFinished(
     type: 'job.finished',
     data: { job_id: job.id, service_id: job.serviceId, action: job.action, status, error },
   };
+}
+
+export function trafficExceeded(data: TrafficExceededData): NewEvent {
+  return { type: 'service.traffic_exceeded', data };
 }
 
 export function isEventType(value: string): value is EventType {

@@ -5,6 +5,7 @@
  * (store/repos/usage-intervals.ts); this turns the sums into the report's lines.
  */
 import { ApiError } from './errors.ts';
+import { gbOf } from './traffic.ts';
 
 /** What is measured: the service itself, then each resource (cpu in vCores, ram, hdd, backup in GB, ip in addresses). */
 export const USAGE_MEASURES = ['service', 'cpu', 'ram', 'hdd', 'ip', 'backup'] as const;
@@ -41,6 +42,9 @@ export type UsageLine = {
   readonly product_id: string;
   readonly product_name: string;
   readonly services: number;
+  /** GB (10^9 bytes, six decimals) into and out of the servers on the UTC days that begin in the period. */
+  readonly traffic_in_gb: number;
+  readonly traffic_out_gb: number;
 } & Readonly<Record<HoursField | SuspendedHoursField, number>>;
 
 /** The line's fields, in the order the CSV writes them. */
@@ -52,6 +56,8 @@ export const USAGE_LINE_FIELDS: readonly (keyof UsageLine)[] = [
   'services',
   ...USAGE_MEASURES.map((m) => HOURS_FIELD[m]),
   ...USAGE_MEASURES.map((m) => `suspended_${HOURS_FIELD[m]}` as const),
+  'traffic_in_gb',
+  'traffic_out_gb',
 ];
 
 export interface UsageReport {
@@ -75,10 +81,18 @@ export function hoursOf(msUnits: bigint): number {
   return Number(whole) + Number(micro) / 1_000_000;
 }
 
-/** The report's line for one reseller's use of one product. */
+/** Nothing measured: the hours of a line that has traffic only. */
+export const NO_USAGE: UsageTotals = {
+  running: { service: 0n, cpu: 0n, ram: 0n, hdd: 0n, ip: 0n, backup: 0n },
+  suspended: { service: 0n, cpu: 0n, ram: 0n, hdd: 0n, ip: 0n, backup: 0n },
+  services: 0,
+};
+
+/** The report's line for one reseller's use of one product; `traffic` in bytes. */
 export function usageLine(
   who: { resellerId: string; resellerName: string; productId: string; productName: string },
   totals: UsageTotals,
+  traffic: { readonly inBytes: number; readonly outBytes: number } = { inBytes: 0, outBytes: 0 },
 ): UsageLine {
   const hours: Record<string, number> = {};
   for (const m of USAGE_MEASURES) {
@@ -92,6 +106,8 @@ export function usageLine(
     product_name: who.productName,
     services: totals.services,
     ...(hours as Record<HoursField | SuspendedHoursField, number>),
+    traffic_in_gb: gbOf(traffic.inBytes),
+    traffic_out_gb: gbOf(traffic.outBytes),
   };
 }
 

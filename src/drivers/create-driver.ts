@@ -42,5 +42,6 @@ export async function createDriver(
     ipPool,
     faults: config.simulatedFaults,
     speed: config.simulatedSpeed,
+    trafficRate: config.simulatedTrafficRate,
   });
 }

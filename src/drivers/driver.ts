@@ -70,6 +70,8 @@ export interface VmInfo {
    * with writes and returns to a backup's value when that backup is restored. Undefined if unknown.
    */
   readonly diskRevision?: number;
+  /** The interfaces' rate limit (Mbit/s each direction; null: none) where the driver shows it (the simulated one does). */
+  readonly bandwidthMbit?: number | null;
 }
 
 export interface ResizeSpec {
@@ -139,6 +141,23 @@ export interface StopOptions {
  */
 export type HostPowerStates = ReadonlyMap<string, PowerState>;
 
+/**
+ * A running VM's network interface counters, summed over its interfaces: bytes into the server
+ * (what its guest received) and out of it (what it sent) since the interfaces were created. They
+ * start again from zero when the VM boots or moves to another host; `session` names their
+ * current life where the driver can tell (libvirt: the interfaces' host-side device names,
+ * which libvirt gives anew at each start; simulated: the boot and the host), so a reset is
+ * seen even when the new counters have already passed the old ones.
+ */
+export interface InterfaceCounters {
+  readonly inBytes: number;
+  readonly outBytes: number;
+  readonly session: string;
+}
+
+/** The interface counters of every running VM of a driver on one host, by vmId; stopped VMs are absent. */
+export type HostInterfaceCounters = ReadonlyMap<string, InterfaceCounters>;
+
 export interface HypervisorDriver {
   /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
   readonly name: 'simulated' | 'libvirt';
@@ -165,6 +184,19 @@ export interface HypervisorDriver {
    * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.
    */
   probe(hostId: string): Promise<void>;
+  /**
+   * The interface counters of all of the driver's running VMs on `hostId`, in ONE call to the
+   * host (libvirt: one `virsh domstats --list-active --interface`), whatever the number of VMs:
+   * what the traffic sampler (jobs/traffic-sampler.ts) reads. Throws a DriverError when the
+   * host does not answer.
+   */
+  interfaceCounters(hostId: string): Promise<HostInterfaceCounters>;
+  /**
+   * Limits the VM's network interfaces to `mbit` Mbit/s in each direction, or lifts the limit
+   * (null): at once if it runs, and in its definition, so the limit outlives a reboot.
+   * Idempotent.
+   */
+  setBandwidth(vmId: string, mbit: number | null): Promise<void>;
   /** Places, defines and starts a VM (allocating its addresses); returns it running. */
   create(spec: VmSpec): Promise<VmInfo>;
   start(vmId: string): Promise<VmInfo>;

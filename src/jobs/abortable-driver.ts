@@ -18,6 +18,8 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     powerStates: wrap(driver.powerStates),
     migrate: wrap(driver.migrate),
     probe: wrap(driver.probe),
+    interfaceCounters: wrap(driver.interfaceCounters),
+    setBandwidth: wrap(driver.setBandwidth),
     create: wrap(driver.create),
     start: wrap(driver.start),
     stop: wrap(driver.stop),

@@ -11,6 +11,7 @@ import { createRescueSweep, type RescueSweep } from './rescue-sweep.ts';
 import type { RunOutcome } from './run-job.ts';
 import { createScheduler, type Scheduler } from './scheduler.ts';
 import { TASKS } from './tasks/index.ts';
+import { createTrafficSampler, type TrafficSampler } from './traffic-sampler.ts';
 import { createWorker, type Worker } from './worker.ts';
 
 export interface Background {
@@ -26,6 +27,8 @@ export interface Background {
   readonly evacuator: Evacuator;
   /** Ends rescues older than VRP_RESCUE_MAX (queues their unrescue), every VRP_SCHEDULER_INTERVAL. */
   readonly rescueSweep: RescueSweep;
+  /** Reads every server's interface counters every VRP_TRAFFIC_SAMPLE_INTERVAL (unless 0); applies traffic limits. */
+  readonly traffic: TrafficSampler;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -132,6 +135,14 @@ export function startBackground(
     intervalMs: ctx.config.schedulerIntervalMs,
     onQueued: () => ctx.jobSignal.notify(),
   });
+  const traffic = createTrafficSampler({
+    db: ctx.store.db,
+    driver,
+    clock: ctx.clock,
+    log,
+    intervalMs: ctx.config.trafficSampleIntervalMs,
+    onQueued: () => ctx.jobSignal.notify(),
+  });
   // Jobs other processes queue wake the worker at once (PostgreSQL; SQLite's processes poll).
   const notifications = ctx.store.listenForQueuedJobs?.(() => ctx.jobSignal.notify(), log);
   worker.start();
@@ -142,6 +153,7 @@ export function startBackground(
   hostHealth.start();
   evacuator.start();
   rescueSweep.start();
+  if (ctx.config.trafficSampleIntervalMs > 0) traffic.start();
   const stopListening = ctx.evacuations.listen(() => evacuator.wake());
   return {
     worker,
@@ -152,9 +164,11 @@ export function startBackground(
     hostHealth,
     evacuator,
     rescueSweep,
+    traffic,
     async stop(graceMs) {
       await notifications?.close();
       stopListening();
+      await traffic.stop();
       await rescueSweep.stop();
       await evacuator.stop();
       await hostHealth.stop();

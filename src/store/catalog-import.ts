@@ -58,6 +58,8 @@ export async function importCatalog(
         position: i,
         created_at: now,
         updated_at: now,
+        traffic_gb: p.traffic_gb ?? null,
+        traffic_over: p.traffic_over ?? null,
       })),
     )) {
       await tx
@@ -69,6 +71,8 @@ export async function importCatalog(
             template: eb.ref('excluded.template'),
             config: eb.ref('excluded.config'),
             position: eb.ref('excluded.position'),
+            traffic_gb: eb.ref('excluded.traffic_gb'),
+            traffic_over: eb.ref('excluded.traffic_over'),
             updated_at: eb.ref('excluded.updated_at'),
           })),
         )
@@ -203,6 +207,7 @@ export async function exportCatalog(db: Kysely<Database>): Promise<CatalogFile> 
       plans: plans
         .filter((pl) => pl.product_id === p.id)
         .map((pl) => ({ id: pl.id, name: pl.name, cpu: pl.cpu, ram: pl.ram, hdd: pl.hdd, price: pl.price })),
+      ...(p.traffic_gb !== null ? { traffic_gb: p.traffic_gb, traffic_over: p.traffic_over } : {}),
     })),
   };
 }

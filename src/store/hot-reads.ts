@@ -27,6 +27,8 @@ export interface HotReads {
   resellerQuota(resellerId: string): Promise<ResellerQuotaTable | undefined>;
   /** The VM's IPv6 prefix, its address and its pool's gateway, if it has one (the details show it). */
   vmIpv6(vmId: string): Promise<VmIpv6Row | undefined>;
+  /** Bytes in and out of a service on the days in [from, to) (every details read asks). */
+  serviceTraffic(serviceId: string, from: number, to: number): Promise<TrafficSums>;
   close(): void;
 }
 
@@ -35,6 +37,12 @@ export interface VmIpv6Row {
   readonly prefix: string;
   readonly address: string;
   readonly gateway: string;
+}
+
+/** Sums of `traffic_days` (migration 023); sum() may come back as text or a number. */
+export interface TrafficSums {
+  readonly bytes_in: number | string;
+  readonly bytes_out: number | string;
 }
 
 /** The columns of the covering index `services_status` (migration 002). */
@@ -52,6 +60,8 @@ const SQL = {
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
   vmIpv6:
     'select x.prefix, x.address, p.gateway from ipv6_prefixes x join ip_pools p on p.id = x.pool_id where x.vm_id = ?',
+  serviceTraffic:
+    'select coalesce(sum(bytes_in), 0) as bytes_in, coalesce(sum(bytes_out), 0) as bytes_out from traffic_days where service_id = ? and day >= ? and day < ?',
 } as const;
 
 type Name = keyof typeof SQL;
@@ -88,7 +98,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   const db = new DatabaseSync(file, { readOnly: true });
   db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
   const statements = new Map<Name, StatementSync>();
-  const first = <T>(name: Name, ...params: string[]): Promise<T | undefined> => {
+  const first = <T>(name: Name, ...params: (string | number)[]): Promise<T | undefined> => {
     let stmt = statements.get(name);
     if (!stmt) {
       stmt = db.prepare(forSqlite(SQL[name]));
@@ -102,6 +112,8 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
     vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
+    serviceTraffic: async (serviceId, from, to) =>
+      (await first<TrafficSums>('serviceTraffic', serviceId, from, to)) ?? { bytes_in: 0, bytes_out: 0 },
     close: () => db.close(),
   };
 }
@@ -168,6 +180,11 @@ export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => quotas.get(resellerId),
     vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
+    serviceTraffic: async (serviceId, from, to) =>
+      (await first<TrafficSums>('serviceTraffic', serviceId, String(from), String(to))) ?? {
+        bytes_in: 0,
+        bytes_out: 0,
+      },
     close: () => {},
   };
 }

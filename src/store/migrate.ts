@@ -22,6 +22,7 @@ import * as m019 from './migrations/019-backup-chains.ts';
 import * as m020 from './migrations/020-self-service.ts';
 import * as m021 from './migrations/021-ip-pools.ts';
 import * as m022 from './migrations/022-rdns.ts';
+import * as m023 from './migrations/023-traffic.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '020-self-service': m020,
   '021-ip-pools': m021,
   '022-rdns': m022,
+  '023-traffic': m023,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

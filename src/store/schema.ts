@@ -103,6 +103,10 @@ export interface ProductTable {
   position: number;
   created_at: number;
   updated_at: number;
+  /** Monthly traffic quota per service, GB (10^9 bytes); null: none (migration 023). */
+  traffic_gb: number | null;
+  /** Past the quota: `throttle:MBIT` or `suspend` (domain/traffic.ts); null without a quota. */
+  traffic_over: string | null;
 }
 
 export interface PlanTable {
@@ -417,6 +421,14 @@ export interface SimVmTable {
   migrating_to: string | null;
   /** In rescue: SHA-256 of the rescue system's password; null when it runs its own system (migration 020). */
   rescue_password_hash: string | null;
+  /** Interface counters (bytes into / out of the VM) as of `traffic_at`, for the boot `traffic_session` (migration 023). */
+  traffic_in: number;
+  traffic_out: number;
+  traffic_at: number;
+  /** `<boot_count>@<host_id>` the counters belong to; another one means they start from zero. */
+  traffic_session: string;
+  /** The interface's rate limit in Mbit/s, each direction; null: none. */
+  bandwidth_mbit: number | null;
 }
 
 /** A simulated checkpoint: the base of the VM's next incremental export (migration 019). */
@@ -527,6 +539,48 @@ export interface ReconcilerLeaseTable {
   locked_until: number;
 }
 
+/** The last interface counters read of a VM (migration 023). */
+export interface TrafficSampleTable {
+  /** The service id (the VM's name). */
+  vm_id: string;
+  host_id: string;
+  /** The driver's name for the counters' life: another one means they started again from zero. */
+  session: string;
+  counter_in: number;
+  counter_out: number;
+  sampled_at: number;
+  /** Moved by every sample: the condition of the next one, so two workers never count one difference twice. */
+  seq: number;
+}
+
+/** Bytes a service sent and received on one UTC day (migration 023). */
+export interface TrafficDayTable {
+  service_id: string;
+  /** The day's first ms (UTC). */
+  day: number;
+  bytes_in: number;
+  bytes_out: number;
+}
+
+/** A service past its monthly traffic quota (migration 023): what was done, once per month. */
+export interface TrafficMonthTable {
+  service_id: string;
+  /** The month's first ms (UTC). */
+  month: number;
+  action: 'throttle' | 'suspend';
+  throttle_mbit: number | null;
+  exceeded_at: number;
+  /** When the next month lifted the throttle; null while it holds (and for a suspension). */
+  lifted_at: number | null;
+}
+
+/** Bytes counted on a host since the start, for /metrics (migration 023). */
+export interface TrafficHostTotalTable {
+  host_id: string;
+  bytes_in: number;
+  bytes_out: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -587,4 +641,8 @@ export interface Database {
   host_images: HostImageTable;
   sim_host_outages: SimHostOutageTable;
   service_console_links: ServiceConsoleLinkTable;
+  traffic_samples: TrafficSampleTable;
+  traffic_days: TrafficDayTable;
+  traffic_months: TrafficMonthTable;
+  traffic_host_totals: TrafficHostTotalTable;
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import { type UsageReport, usageLine } from '../domain/usage-report.ts';
+import { NO_USAGE, type UsageReport, usageLine } from '../domain/usage-report.ts';
+import { sumTraffic } from './repos/traffic.ts';
 import { sumUsage } from './repos/usage-intervals.ts';
 import type { Database } from './schema.ts';
 
@@ -12,7 +13,8 @@ export interface UsageQuery {
 
 /**
  * The usage report (docs/usage.md): per reseller and product, service-hours and cpu-, ram-GB-,
- * hdd-GB-, ip- and backup-GB-hours in [from, to), suspended time apart. Intervals still open
+ * hdd-GB-, ip- and backup-GB-hours in [from, to), suspended time apart, and GB of traffic in and
+ * out on the UTC days that begin in [from, to). Intervals still open
  * count up to `now` (the server's clock), so a report of the current month grows as it goes.
  * The one report the CLI and the operator API give.
  */
@@ -22,11 +24,24 @@ export async function usageReport(
   now: number,
 ): Promise<UsageReport> {
   const until = Math.max(query.from, Math.min(query.to, now));
-  const rows = await sumUsage(db, { from: query.from, until, resellerId: query.resellerId });
+  const [rows, traffic] = await Promise.all([
+    sumUsage(db, { from: query.from, until, resellerId: query.resellerId }),
+    sumTraffic(db, query),
+  ]);
+  const key = (resellerId: string, productId: string) => `${resellerId} ${productId}`;
+  const byKey = new Map(traffic.map((t) => [key(t.resellerId, t.productId), t]));
+  const lines = rows.map((r) => {
+    const t = byKey.get(key(r.resellerId, r.productId));
+    byKey.delete(key(r.resellerId, r.productId));
+    return usageLine(r, r.totals, t);
+  });
+  // Traffic of a product with no time in the period (a day that began in it, its service gone
+  // since): a line of its own, with no hours.
+  for (const t of byKey.values()) lines.push(usageLine(t, { ...NO_USAGE, services: t.services }, t));
   return {
     from: new Date(query.from).toISOString(),
     to: new Date(query.to).toISOString(),
     until: new Date(until).toISOString(),
-    lines: rows.map((r) => usageLine(r, r.totals)),
+    lines,
   };
 }

@@ -67,7 +67,7 @@ for (const store of testStores()) {
       );
       assert.match(
         line!,
-        /^2020-01-06T09:00:00\.000Z,2020-01-06T10:30:00\.000Z,[0-9a-f-]+,acme,[0-9a-f-]+,VPS Starter,1,1,1,1,20,1,10,0\.5,0\.5,0\.5,10,0\.5,5$/,
+        /^2020-01-06T09:00:00\.000Z,2020-01-06T10:30:00\.000Z,[0-9a-f-]+,acme,[0-9a-f-]+,VPS Starter,1,1,1,1,20,1,10,0\.5,0\.5,0\.5,10,0\.5,5,0,0$/,
       );
       assert.equal(end, '');
       const idle = await vrp(
@@ -98,7 +98,10 @@ for (const store of testStores()) {
       const r = await vrp('usage', '--from', '2020-01-06', '--to', '2020-01-07');
       assert.equal(r.code, 0, r.err);
       assert.match(r.out, /^usage from 2020-01-06T00:00:00\.000Z to 2020-01-07T00:00:00\.000Z/);
-      assert.match(r.out, /\nacme\tVPS Starter\t1\t2\.00\t2\.00\t2\.00\t40\.00\t2\.00\t20\.00\t1\.00\n?$/);
+      assert.match(
+        r.out,
+        /\nacme\tVPS Starter\t1\t2\.00\t2\.00\t2\.00\t40\.00\t2\.00\t20\.00\t1\.00\t0\.00\t0\.00\n?$/,
+      );
       const none = await vrp('usage', '--from', '2019-01-01', '--to', '2019-02-01');
       assert.match(none.out, /\(no usage\)/);
     });

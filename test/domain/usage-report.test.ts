@@ -75,6 +75,7 @@ test('CSV: a header, the period on every line, RFC 4180 quoting, formulas defuse
       usageLine(
         { resellerId: 'r1', resellerName: 'acme', productId: 'p1', productName: 'VPS "Starter", 1' },
         { running: totals(2n * HOUR), suspended: totals(HOUR / 2n), services: 1 },
+        { inBytes: 1_500_000_000, outBytes: 250_000_499 },
       ),
       usageLine(
         { resellerId: 'r2', resellerName: 'beta', productId: 'p2', productName: '=HYPERLINK("x")' },
@@ -89,12 +90,14 @@ test('CSV: a header, the period on every line, RFC 4180 quoting, formulas defuse
     lines[0],
     'from,to,reseller_id,reseller_name,product_id,product_name,services,service_hours,cpu_hours,ram_gb_hours,' +
       'hdd_gb_hours,ip_hours,backup_gb_hours,suspended_service_hours,suspended_cpu_hours,' +
-      'suspended_ram_gb_hours,suspended_hdd_gb_hours,suspended_ip_hours,suspended_backup_gb_hours',
+      'suspended_ram_gb_hours,suspended_hdd_gb_hours,suspended_ip_hours,suspended_backup_gb_hours,' +
+      'traffic_in_gb,traffic_out_gb',
   );
   assert.equal(
     lines[1],
-    '2026-01-01T00:00:00.000Z,2026-02-01T00:00:00.000Z,r1,acme,p1,"VPS ""Starter"", 1",1,2,4,8,80,2,20,0.5,1,2,20,0.5,5',
+    '2026-01-01T00:00:00.000Z,2026-02-01T00:00:00.000Z,r1,acme,p1,"VPS ""Starter"", 1",1,2,4,8,80,2,20,0.5,1,2,20,0.5,5,1.5,0.25',
   );
   assert.match(lines[2]!, /,r2,beta,p2,"'=HYPERLINK\(""x""\)",0,0,/);
+  assert.match(lines[2]!, /,0,0$/, 'no traffic: zero GB in and out');
   assert.equal(lines.length, 4);
 });

@@ -13,6 +13,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/e2e/libvirt-kvm-fallback.test.ts',
     'test/e2e/libvirt-selfservice.test.ts',
     'test/drivers/libvirt-selfservice.test.ts',
+    'test/drivers/libvirt-traffic.test.ts',
   ])
     assert.equal(realVmGroup(f), 'system-libvirtd', f);
   for (const f of [

@@ -116,6 +116,42 @@ describe('catalogue file validation', () => {
     ]);
   });
 
+  test('traffic limits: traffic_gb a whole number >= 1 with traffic_over "throttle:MBIT" or "suspend", both or neither', () => {
+    const ok = demo();
+    ok.products[0].traffic_gb = 500;
+    ok.products[0].traffic_over = 'throttle:10';
+    ok.products[1].traffic_gb = '1000';
+    ok.products[1].traffic_over = 'suspend';
+    const parsed = parseCatalogFile(ok);
+    assert.deepEqual(
+      parsed.products.map((p) => [p.traffic_gb, p.traffic_over]),
+      [
+        [500, 'throttle:10'],
+        [1000, 'suspend'],
+        [undefined, undefined],
+      ],
+    );
+    const f = demo();
+    f.products[0].traffic_gb = 0;
+    f.products[0].traffic_over = 'suspend';
+    f.products[1].traffic_gb = 10;
+    f.products[2].traffic_gb = 10;
+    f.products[2].traffic_over = 'throttle:0';
+    assert.deepEqual(problems(f), [
+      'products[0].traffic_gb must be a whole number >= 1',
+      'products[1].traffic_over must say what happens past traffic_gb: "throttle:MBIT" or "suspend"',
+      'products[2].traffic_over must be "throttle:MBIT" (MBIT 1..100000) or "suspend"',
+    ]);
+    const g = demo();
+    g.products[0].traffic_over = 'suspend';
+    g.products[1].traffic_gb = 5;
+    g.products[1].traffic_over = 'throttle';
+    assert.deepEqual(problems(g), [
+      'products[0].traffic_over needs traffic_gb',
+      'products[1].traffic_over must be "throttle:MBIT" (MBIT 1..100000) or "suspend"',
+    ]);
+  });
+
   test('a lone surrogate (stored as U+FFFD, a silent change) is refused by its path', () => {
     const cases: [(f: AnyFile) => void, string][] = [
       [
@@ -218,6 +254,20 @@ for (const store of testStores()) {
         const first = await exportCatalog(db);
         const summary = await importCatalog(db, parseCatalogFile(JSON.parse(JSON.stringify(first))), 1);
         assert.deepEqual(summary, { products: 3, plans: 8, templates: 4, removed: [], kept: [] });
+        assert.deepEqual(await exportCatalog(db), first);
+
+        // A product's traffic limit goes in and comes back out; taken out again, it is gone.
+        const limited = demo();
+        limited.products[0].traffic_gb = 250;
+        limited.products[0].traffic_over = 'throttle:5';
+        await importCatalog(db, parseCatalogFile(limited), 2);
+        const withLimit = await exportCatalog(db);
+        assert.deepEqual(
+          [withLimit.products[0]?.traffic_gb, withLimit.products[0]?.traffic_over],
+          [250, 'throttle:5'],
+        );
+        assert.equal(withLimit.products[1]?.traffic_gb, undefined);
+        await importCatalog(db, parseCatalogFile(demo()), 2);
         assert.deepEqual(await exportCatalog(db), first);
 
         const reversed = demo();

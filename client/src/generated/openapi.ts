@@ -1295,6 +1295,18 @@ export interface components {
        * @description In rescue: when the rescue ends by itself (the server boots its own system); null otherwise
        */
       rescue_until: string | null;
+      /** @description GB (10^9 bytes, six decimals) the server received this UTC month, as of the last reading of its counters (every VRP_TRAFFIC_SAMPLE_INTERVAL) */
+      traffic_in_gb: number;
+      /** @description GB (10^9 bytes, six decimals) the server sent this UTC month, as of the last reading */
+      traffic_out_gb: number;
+      /** @description The product’s monthly traffic quota: GB of in and out together per UTC month; null: none */
+      traffic_gb: number | null;
+      /**
+       * @description What happens past the quota: `throttle:MBIT` (each direction held to MBIT Mbit/s until the month ends) or `suspend` (reason traffic_exceeded); null without a quota
+       * @example throttle:10
+       * @example suspend
+       */
+      traffic_over: string | null;
     };
     /** AddressPtr */
     AddressPtr: {
@@ -1884,6 +1896,30 @@ export interface operations {
                         /** @enum {string} */
                         status: 'succeeded' | 'failed' | 'skipped';
                         error: string | null;
+                      };
+                    }
+                  | {
+                      /** Format: uuid */
+                      event_id: string;
+                      /** @constant */
+                      type: 'service.traffic_exceeded';
+                      /** Format: date-time */
+                      created_at: string;
+                      data: {
+                        /** Format: uuid */
+                        service_id: string;
+                        /** @description The UTC month, e.g. 2026-03 */
+                        month: string;
+                        /** @description The product’s monthly quota, GB (10^9 bytes), in and out together */
+                        traffic_gb: number;
+                        /** @description GB into the server this month when the quota was passed */
+                        traffic_in_gb: number;
+                        /** @description GB out of the server this month when the quota was passed */
+                        traffic_out_gb: number;
+                        /** @enum {string} */
+                        action: 'throttle' | 'suspend';
+                        /** @description Only for throttle: Mbit/s each direction until the month ends */
+                        throttle_mbit?: number;
                       };
                     }
                 )[];
@@ -4099,7 +4135,7 @@ export interface operations {
                   webhook_id: string;
                   url: string;
                   /** @description The types it receives; null when registered without `events`: every type, also types added later */
-                  events: ('service.status_changed' | 'job.finished')[] | null;
+                  events: ('service.status_changed' | 'job.finished' | 'service.traffic_exceeded')[] | null;
                   /** Format: date-time */
                   created_at: string;
                 }[];
@@ -4139,7 +4175,7 @@ export interface operations {
       content: {
         'application/json': {
           url: string;
-          events?: ('service.status_changed' | 'job.finished')[];
+          events?: ('service.status_changed' | 'job.finished' | 'service.traffic_exceeded')[];
         };
       };
     };
@@ -4162,7 +4198,7 @@ export interface operations {
                   webhook_id: string;
                   url: string;
                   /** @description The types it receives; null when registered without `events`: every type, also types added later */
-                  events: ('service.status_changed' | 'job.finished')[] | null;
+                  events: ('service.status_changed' | 'job.finished' | 'service.traffic_exceeded')[] | null;
                   /** Format: date-time */
                   created_at: string;
                   /** @description `whsec_` + base64 of 32 random bytes; shown once */

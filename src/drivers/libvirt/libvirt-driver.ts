@@ -16,6 +16,7 @@ import {
   type DiskRun,
   DriverError,
   type HypervisorDriver,
+  type InterfaceCounters,
   type PowerState,
   type ReinstallSpec,
   type RescueLogin,
@@ -113,6 +114,61 @@ export function parseDomainList(stdout: string): Map<string, PowerState> {
   }
   return states;
 }
+
+/**
+ * The interface counters of the driver's domains in `virsh domstats --interface` output
+ * (`Domain: 'vrp-<id>'`, then `  net.N.name=vnet3`, `  net.N.rx.bytes=...`, `  net.N.tx.bytes=...`
+ * lines per interface). libvirt reports them as the guest sees them: `rx` is what the server
+ * received (traffic in), `tx` what it sent (out). Each domain's counters are summed over its
+ * interfaces; its session is the interfaces' host-side names, which libvirt gives anew when the
+ * domain starts. Other domains on the host are left out.
+ */
+export function parseInterfaceStats(stdout: string): Map<string, InterfaceCounters> {
+  const out = new Map<string, InterfaceCounters>();
+  let vmId: string | undefined;
+  let inBytes = 0;
+  let outBytes = 0;
+  let names: string[] = [];
+  const flush = () => {
+    if (vmId !== undefined) out.set(vmId, { inBytes, outBytes, session: names.join(',') });
+    vmId = undefined;
+  };
+  for (const line of stdout.split('\n')) {
+    const domain = /^Domain:\s*'(.*)'\s*$/.exec(line);
+    if (domain) {
+      flush();
+      const name = domain[1] ?? '';
+      if (name.startsWith(DOMAIN_PREFIX)) {
+        vmId = name.slice(DOMAIN_PREFIX.length);
+        inBytes = 0;
+        outBytes = 0;
+        names = [];
+      }
+      continue;
+    }
+    if (vmId === undefined) continue;
+    const m = /^\s*net\.(\d+)\.(name|rx\.bytes|tx\.bytes)=(.*?)\s*$/.exec(line);
+    if (!m) continue;
+    const [, index = '', key, value = ''] = m;
+    if (key === 'name') names[Number(index)] = value;
+    else if (/^\d+$/.test(value)) {
+      if (key === 'rx.bytes') inBytes += Number(value);
+      else outBytes += Number(value);
+    }
+  }
+  flush();
+  return out;
+}
+
+/** The MAC addresses of a domain's interfaces in `virsh domiflist` output (running or not). */
+export function parseInterfaceMacs(stdout: string): string[] {
+  return [...stdout.matchAll(/\b([0-9a-f]{2}(?::[0-9a-f]{2}){5})\b/gi)].map((m) =>
+    (m[1] ?? '').toLowerCase(),
+  );
+}
+
+/** libvirt's rate unit for `domiftune` is kilobytes (1000 bytes) per second: `mbit` Mbit/s in it. */
+export const kilobytesPerSecond = (mbit: number) => Math.max(1, Math.round(mbit * 125));
 
 /** The volumes of a VM in its host's pool. */
 export const vmVolumes = (vmId: string) => ({
@@ -1511,6 +1567,35 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         'Could not list the VMs of the host',
       );
       return parseDomainList(stdout);
+    },
+
+    async interfaceCounters(hostId) {
+      // Running domains only: a stopped one has no interfaces, so no counters.
+      const { stdout } = await virsh(
+        await uriOf(hostId),
+        ['domstats', '--list-active', '--interface'],
+        'Could not read the interface counters of the host',
+      );
+      return parseInterfaceStats(stdout);
+    },
+
+    async setBandwidth(vmId, mbit) {
+      const vm = await get(vmId);
+      const uri = await uriOf(vm.host_id);
+      const name = domainName(vmId);
+      const { stdout } = await virsh(uri, ['domiflist', name], 'Could not list the VM interfaces');
+      // 0 clears a direction's limit.
+      const rate = mbit === null ? '0' : String(kilobytesPerSecond(mbit));
+      for (const mac of parseInterfaceMacs(stdout)) {
+        const args = ['domiftune', name, mac, '--inbound', rate, '--outbound', rate];
+        // The definition first (it outlives a reboot), then the running domain, if it runs.
+        await virsh(uri, [...args, '--config'], 'Could not limit the VM interface');
+        try {
+          await virsh(uri, [...args, '--live'], 'Could not limit the VM interface');
+        } catch (err) {
+          if (!isNotRunning(err)) throw err;
+        }
+      }
     },
 
     async create(spec) {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { free } from '../hosts.ts';
+import { addTraffic } from './traffic.ts';
 
 /**
  * What happens to a simulated VM outside the API: a person at the host's console, or the guest
@@ -70,6 +71,12 @@ export const outside = {
       .onConflict((oc) => oc.column('host_id').doNothing())
       .execute();
   },
+
+  /**
+   * The running VM receives `inBytes` and sends `outBytes` through its interface: its counters
+   * grow by them (on top of VRP_SIM_TRAFFIC_RATE's growth), as the traffic sampler will read.
+   */
+  traffic: addTraffic,
 
   /** The host answers again. */
   async hostUp(db: Kysely<Database>, hostId: string): Promise<void> {

@@ -11,6 +11,7 @@ import { reinstallVm } from './reinstall.ts';
 import { simulatedRescue } from './rescue.ts';
 import { createSerialConsole } from './serial-console.ts';
 import { createSleeper, stepMs } from './timings.ts';
+import { countersAt, NO_TRAFFIC, type TrafficRate } from './traffic.ts';
 
 export interface SimulatedDriverOptions {
   readonly db: Kysely<Database>;
@@ -18,6 +19,8 @@ export interface SimulatedDriverOptions {
   readonly faults: FaultConfig;
   /** Multiplier of the step timings (timings.ts); 0 = instant. */
   readonly speed: number;
+  /** Bytes per second each running VM receives and sends (VRP_SIM_TRAFFIC_RATE); none by default. */
+  readonly trafficRate?: TrafficRate;
   readonly random?: () => number;
   readonly now?: () => number;
   /**
@@ -84,6 +87,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     diskGb: vm.disk_gb,
     ips: JSON.parse(vm.ips) as string[],
     diskRevision: vm.content_generation,
+    bandwidthMbit: vm.bandwidth_mbit,
   });
   /** A write to the store; none once the driver is closed. */
   function transaction<T>(operation: string, body: (tx: Transaction<Database>) => Promise<T>): Promise<T> {
@@ -171,6 +175,11 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           updated_at: t,
           migrating_to: null,
           rescue_password_hash: null,
+          traffic_in: 0,
+          traffic_out: 0,
+          traffic_at: t,
+          traffic_session: '',
+          bandwidth_mbit: null,
         };
         // The addresses come from the pools of the host tried (another host tried next: given
         // back, then taken from that host's pools).
@@ -317,6 +326,25 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         .where('host_id', '=', hostId)
         .execute();
       return new Map(rows.map((r) => [r.id, r.power === 'running' ? 'running' : 'stopped'] as const));
+    },
+
+    async interfaceCounters(hostId) {
+      await answering([hostId]);
+      faults.check('list', hostId);
+      const rows = await db
+        .selectFrom('sim_vms')
+        .selectAll()
+        .where('host_id', '=', hostId)
+        .where('power', '=', 'running')
+        .execute();
+      const t = now();
+      return new Map(rows.map((r) => [r.id, countersAt(r, o.trafficRate ?? NO_TRAFFIC, t)] as const));
+    },
+
+    async setBandwidth(vmId, mbit) {
+      const vm = await entry(vmId, 'set bandwidth');
+      if (vm.bandwidth_mbit === mbit) return;
+      await update(vm, { bandwidth_mbit: mbit }, false);
     },
 
     async create(spec) {

@@ -12,6 +12,7 @@ import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
+import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
 import { registerReinstallActions } from '../actions/reinstall.ts';
@@ -162,17 +163,22 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host, catalog, ipv6] = await Promise.all([
+      const [jobs, backups, host, catalog, ipv6, traffic] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
         ctx.catalog.get(),
         ipv6Of(db, service.id),
+        serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       return {
-        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6),
+        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
+          ...traffic,
+          quotaGb: catalog.byId.get(service.productId)?.trafficGb ?? null,
+          over: catalog.byId.get(service.productId)?.trafficOver ?? null,
+        }),
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,

@@ -37,7 +37,7 @@ export function registerOperatorUsageRoutes(app: App, ctx: AppContext): void {
     tags: ['Operator usage'],
     summary: 'Usage for invoicing',
     description:
-      'Per reseller and product: service-hours and cpu-, ram-GB-, hdd-GB-, ip- and backup-GB-hours in [from, to), exact to the second, suspended time apart (`suspended_*`). With `Accept: text/csv`, the same lines as CSV (RFC 4180), each with the period. docs/usage.md says how it is counted.',
+      'Per reseller and product: service-hours and cpu-, ram-GB-, hdd-GB-, ip- and backup-GB-hours in [from, to), exact to the second, suspended time apart (`suspended_*`), and GB of traffic in and out (`traffic_in_gb`, `traffic_out_gb`) on the UTC days that begin in the period. With `Accept: text/csv`, the same lines as CSV (RFC 4180), each with the period. docs/usage.md says how it is counted.',
     querystring: UsageQuery,
     successMedia: {
       'text/csv': { type: 'string', description: 'A header line, then one line per reseller and product' },

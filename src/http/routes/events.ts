@@ -74,8 +74,36 @@ const JobFinishedEvent = Type.Object(
   },
 );
 
+const TrafficExceededEvent = Type.Object(
+  {
+    event_id: Id,
+    type: Type.Literal('service.traffic_exceeded'),
+    created_at: Timestamp,
+    data: Type.Object({
+      service_id: Id,
+      month: Type.String({ pattern: '^[0-9]{4}-[0-9]{2}$', description: 'The UTC month, e.g. 2026-03' }),
+      traffic_gb: Type.Integer({
+        description: 'The product’s monthly quota, GB (10^9 bytes), in and out together',
+      }),
+      traffic_in_gb: Type.Number({ description: 'GB into the server this month when the quota was passed' }),
+      traffic_out_gb: Type.Number({
+        description: 'GB out of the server this month when the quota was passed',
+      }),
+      action: StringEnum(['throttle', 'suspend']),
+      throttle_mbit: Type.Optional(
+        Type.Integer({ description: 'Only for throttle: Mbit/s each direction until the month ends' }),
+      ),
+    }),
+  },
+  {
+    title: 'service.traffic_exceeded',
+    description:
+      'A service went past its product’s monthly traffic quota (once per service per UTC month): it is throttled until the month ends, or suspended with reason traffic_exceeded (lifted only by an unsuspend).',
+  },
+);
+
 /** An event as the feed shows it; webhooks send the same `type` and `data`. */
-const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent]);
+const EventPayload = Type.Union([StatusChangedEvent, JobFinishedEvent, TrafficExceededEvent]);
 
 function eventView(e: StoredEvent): Static<typeof EventPayload> {
   // The data was recorded from the same shapes (domain/events.ts) as JSON text.

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
 import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
+import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
@@ -54,13 +55,20 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   const details: ApiHandler<typeof readDetails> = async (request) => {
     const service = await ownedService(ctx, request);
-    const [job, ipv6] = await Promise.all([
+    // Read as the service is (the hot reads' own connection): never a transaction still open.
+    const [job, ipv6, traffic, catalog] = await Promise.all([
       service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
       ctx.store.reads.vmIpv6(service.id),
+      serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
+      ctx.catalog.get(),
     ]);
-    // Read as the service is (the hot reads' own connection): never a transaction still open.
     const v6 = ipv6 ? { prefix: ipv6.prefix, address: ipv6.address, gateway: ipv6.gateway } : null;
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, v6);
+    const product = catalog.byId.get(service.productId);
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, v6, {
+      ...traffic,
+      quotaGb: product?.trafficGb ?? null,
+      over: product?.trafficOver ?? null,
+    });
   };
   const status: ApiHandler<typeof readStatus> = async (request) => {
     const resellerId = applicationCaller(request).resellerId;

@@ -4,6 +4,7 @@ import type { SecretBox } from '../../domain/secret-box.ts';
 import { SERVICE_ERROR_CODES, type ServiceError } from '../../domain/service-error.ts';
 import { sshKeyFingerprint } from '../../domain/ssh-keys.ts';
 import { allowedActions, JOB_ACTIONS, OPERATIONS, STATUSES } from '../../domain/status-machine.ts';
+import { gbOf } from '../../domain/traffic.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import type { Job } from '../../store/repos/jobs.ts';
 import type { Service, ServiceStatus } from '../../store/repos/services.ts';
@@ -130,6 +131,14 @@ export const Ipv6Payload = Type.Object(
   { title: 'Ipv6', additionalProperties: false },
 );
 
+/** A service's traffic this UTC month (bytes) and its product's quota. */
+export interface ServiceTraffic {
+  readonly inBytes: number;
+  readonly outBytes: number;
+  readonly quotaGb: number | null;
+  readonly over: string | null;
+}
+
 export const DetailsPayload = Type.Object(
   {
     service_id: Id(),
@@ -173,6 +182,26 @@ export const DetailsPayload = Type.Object(
       description:
         'In rescue: when the rescue ends by itself (the server boots its own system); null otherwise',
     }),
+    traffic_in_gb: Type.Number({
+      description:
+        'GB (10^9 bytes, six decimals) the server received this UTC month, as of the last reading of its counters (every VRP_TRAFFIC_SAMPLE_INTERVAL)',
+    }),
+    traffic_out_gb: Type.Number({
+      description: 'GB (10^9 bytes, six decimals) the server sent this UTC month, as of the last reading',
+    }),
+    traffic_gb: Nullable(
+      Type.Integer({
+        description:
+          'The product’s monthly traffic quota: GB of in and out together per UTC month; null: none',
+      }),
+    ),
+    traffic_over: Nullable(
+      Type.String({
+        examples: ['throttle:10', 'suspend'],
+        description:
+          'What happens past the quota: `throttle:MBIT` (each direction held to MBIT Mbit/s until the month ends) or `suspend` (reason traffic_exceeded); null without a quota',
+      }),
+    ),
   },
   { title: 'ServiceDetails' },
 );
@@ -180,7 +209,8 @@ export const DetailsPayload = Type.Object(
 /**
  * Details: `ip`, `username`, `password` as variant A shows them, and everything a panel needs.
  * `rescueMaxMs`: how long a rescue lasts (VRP_RESCUE_MAX), for `rescue_until`; `ipv6`: the
- * service's prefix (serviceIpv6).
+ * service's prefix (serviceIpv6); `traffic`: the service's bytes this UTC month and its
+ * product's quota.
  */
 export function detailsView(
   service: Service,
@@ -188,6 +218,7 @@ export function detailsView(
   box: SecretBox,
   rescueMaxMs: number,
   ipv6: Static<typeof Ipv6Payload> | null,
+  traffic: ServiceTraffic,
 ): Static<typeof DetailsPayload> {
   return {
     service_id: service.id,
@@ -215,5 +246,9 @@ export function detailsView(
     created_at: new Date(service.createdAt).toISOString(),
     terminated_at: iso(service.terminatedAt),
     rescue_until: service.rescueSince === null ? null : iso(service.rescueSince + rescueMaxMs),
+    traffic_in_gb: gbOf(traffic.inBytes),
+    traffic_out_gb: gbOf(traffic.outBytes),
+    traffic_gb: traffic.quotaGb,
+    traffic_over: traffic.over,
   };
 }

@@ -20,6 +20,8 @@ export async function listProducts(db: Kysely<Database>): Promise<Product[]> {
     template: p.template,
     config: JSON.parse(p.config) as ProductConfig,
     osTemplates: links.filter((l) => l.product_id === p.id).map((l) => ({ templateId: l.id, name: l.name })),
+    trafficGb: p.traffic_gb,
+    trafficOver: p.traffic_over,
   }));
 }
 

@@ -27,6 +27,8 @@ const FIGURES = [
   ['suspended_hdd_gb_hours', 'Suspended disk GB hours'],
   ['suspended_ip_hours', 'Suspended IP hours'],
   ['suspended_backup_gb_hours', 'Suspended backup GB hours'],
+  ['traffic_in_gb', 'Traffic in GB'],
+  ['traffic_out_gb', 'Traffic out GB'],
 ] as const satisfies readonly (readonly [keyof UsageLine, string])[];
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
