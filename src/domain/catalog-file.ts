@@ -206,7 +206,8 @@ export function parseCatalogFile(input: unknown): CatalogFile {
         ? null
         : int(p['traffic_gb'], `${path}.traffic_gb`, 1);
     const rawOver = p['traffic_over'] === undefined ? null : p['traffic_over'];
-    if (rawOver !== null && (typeof rawOver !== 'string' || !parseTrafficOver(rawOver)))
+    const over = typeof rawOver === 'string' ? rawOver : null;
+    if (rawOver !== null && (over === null || !parseTrafficOver(over)))
       problems.push(
         `${path}.traffic_over must be "throttle:MBIT" (MBIT 1..${MAX_THROTTLE_MBIT}) or "suspend"`,
       );
@@ -222,7 +223,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       config,
       os_templates: osTemplates,
       plans,
-      ...(quota !== null ? { traffic_gb: quota, traffic_over: rawOver as string } : {}),
+      ...(quota !== null && over !== null ? { traffic_gb: quota, traffic_over: over } : {}),
     };
   });
   if (problems.length > 0) throw new CatalogFileError(problems);

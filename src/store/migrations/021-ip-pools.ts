@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 // Released migrations are never edited; add a new numbered file instead.
 
 /**
- * Address pools as records (CONTRACT 16), managed by operators instead of one setting.
+ * Address pools as records, managed by operators instead of one setting.
  *
  * `ip_pools`: one IPv4 range or one IPv6 prefix. IPv4: `network` (CIDR), `gateway`,
  * `first_address`/`last_address` (the part handed out), `reserved` (a JSON array of addresses
