@@ -5,6 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import ssh2 from 'ssh2';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
+import { outside } from '../../src/drivers/simulated/outside.ts';
+import { createTrafficSampler } from '../../src/jobs/traffic-sampler.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import {
   CONSOLE,
@@ -16,7 +18,7 @@ import {
 } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { openTogether } from '../helpers/open-together.ts';
-import { createTestOperator } from '../helpers/operator.ts';
+import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const B = { 'x-envelope-variant': 'B' };
@@ -313,6 +315,38 @@ describe('console: services', { skip: noBrowser }, () => {
     await page.goto(`${origin}${CONSOLE}/services/${id}`);
     assert.equal((await page.locator('.service-status').innerText()).trim(), 'stopped');
     assert.equal(await page.getByRole('button', { name: 'Open console' }).count(), 0);
+    assert.deepEqual(problems, []);
+  });
+
+  test('the service page shows the IPv6 prefix and this month’s traffic', async () => {
+    const ops = await operatorToken(t);
+    // An IPv6 pool that names no host serves every host: the next server gets a prefix.
+    const pool = await opsCall(t, ops, 'POST', 'ip-pools', {
+      name: 'console-v6',
+      family: 'ipv6',
+      network: '2001:db8:7000::/48',
+      host_ids: [],
+    });
+    assert.equal(pool.status, 200, JSON.stringify(pool.body));
+    const acme = await t.token({ reseller: 'acme' });
+    const id = await runningService(t, acme, 'traffic-page.example.com');
+    const sampler = createTrafficSampler({
+      db: t.ctx.store.db,
+      driver: t.driver!,
+      clock: t.ctx.clock,
+      log: t.app.log,
+      intervalMs: 0,
+    });
+    await sampler.pass();
+    await outside.traffic(t.ctx.store.db, id, 2_500_000_000, 750_000_000);
+    await sampler.pass();
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    assert.equal(
+      (await page.locator('.service-ipv6').innerText()).trim(),
+      '2001:db8:7000::1 in 2001:db8:7000::/64, gateway fe80::1',
+    );
+    assert.equal((await page.locator('.service-traffic').innerText()).trim(), '2.5 GB in, 0.75 GB out');
     assert.deepEqual(problems, []);
   });
 });

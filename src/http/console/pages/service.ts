@@ -70,6 +70,8 @@ ${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.mess
 <dt>Product</dt><dd class="mono">${s.product_id}</dd>
 <dt>Host</dt><dd>${s.host ? html`${s.host.host_id} ${badge(s.host.state)}` : html`<span class="none">none yet</span>`}</dd>
 <dt>IP addresses</dt><dd class="mono">${s.ips.length > 0 ? s.ips.join(', ') : html`<span class="none">none yet</span>`}</dd>
+<dt>IPv6</dt><dd class="mono service-ipv6">${s.ipv6 ? `${s.ipv6.address} in ${s.ipv6.prefix}, gateway ${s.ipv6.gateway}` : html`<span class="none">none</span>`}</dd>
+<dt>Traffic this month</dt><dd class="service-traffic">${s.traffic_in_gb} GB in, ${s.traffic_out_gb} GB out${s.traffic_gb !== null ? ` (quota ${s.traffic_gb} GB, then ${s.traffic_over})` : ''}</dd>
 <dt>Sizes</dt><dd>${s.cpu} vCores, ${s.ram} GB RAM, ${s.hdd} GB disk, ${s.ip_count} IP, ${s.backup} GB backups</dd>
 <dt>Root login</dt><dd class="mono">${s.username}</dd>
 <dt>SSH keys</dt><dd class="mono">${s.ssh_key_fingerprints.length > 0 ? s.ssh_key_fingerprints.join(', ') : html`<span class="none">none</span>`}</dd>
