@@ -30,6 +30,9 @@ const MIGRATIONS = [
   '018-host-records',
   '019-backup-chains',
   '020-self-service',
+  '021-ip-pools',
+  '022-rdns',
+  '023-traffic',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
