@@ -10,7 +10,7 @@ import { changeHostState, deleteHost, findHostByIdOrName, listHostsPage } from '
 import { findService } from '../store/repos/services.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
-import { CommandError, type Output, parseArguments, UsageError } from './output.ts';
+import { CommandError, type Output, one, parseArguments, UsageError } from './output.ts';
 
 /** A host as `--json` prints it: the operator API's view of it. */
 const hostJson = hostView;
@@ -52,13 +52,6 @@ const HOST_OPTIONS = {
 /** `--rescue-image PATH|none`: the path, null for `none` (the global one), undefined if not given. */
 function rescueImage(value: string | undefined): string | null | undefined {
   return value === 'none' ? null : value;
-}
-
-function one(positionals: readonly string[], command: string, what: string): string {
-  const [value, ...extra] = positionals;
-  if (extra.length > 0) throw new UsageError(`${command}: unexpected arguments: ${extra.join(' ')}`);
-  if (!value) throw new UsageError(`${command}: a ${what} is required`);
-  return value;
 }
 
 /**

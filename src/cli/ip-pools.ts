@@ -7,7 +7,7 @@ import { poolView } from '../http/operator/ip-pools.ts';
 import { createPool, deletePool, listPools, seedDefaultPool, updatePool } from '../store/repos/ip-pools.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
-import { CommandError, type Output, parseArguments, UsageError } from './output.ts';
+import { CommandError, type Output, one, parseArguments, UsageError } from './output.ts';
 
 type PoolJson = ReturnType<typeof poolView>;
 
@@ -41,13 +41,6 @@ const list = (v: string | undefined) =>
         .split(',')
         .map((s) => s.trim())
         .filter((s) => s !== '');
-
-function one(positionals: readonly string[], command: string, what: string): string {
-  const [value, ...extra] = positionals;
-  if (extra.length > 0) throw new UsageError(`${command}: unexpected arguments: ${extra.join(' ')}`);
-  if (!value) throw new UsageError(`${command}: a ${what} is required`);
-  return value;
-}
 
 /**
  * `vrp ip-pool list|create|update|delete` (docs/cli.md): the same checks and writes as the

@@ -57,3 +57,11 @@ export function parseArguments<T>(parse: () => T): T {
     throw err;
   }
 }
+
+/** The one positional argument of `command` (`what` names it in the refusal). */
+export function one(positionals: readonly string[], command: string, what: string): string {
+  const [value, ...extra] = positionals;
+  if (extra.length > 0) throw new UsageError(`${command}: unexpected arguments: ${extra.join(' ')}`);
+  if (!value) throw new UsageError(`${command}: a ${what} is required`);
+  return value;
+}

@@ -2,6 +2,7 @@ import { type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
+import { once } from '../store/once.ts';
 import { newHostRow } from '../store/repos/hosts.ts';
 import type {
   Database,
@@ -44,18 +45,7 @@ export async function seedHosts(
   hosts: readonly HostCapacity[],
   now: number,
 ): Promise<void> {
-  // Seeded already (every start but the first): one read, no transaction.
-  if (await db.selectFrom('meta').select('value').where('key', '=', SEEDED_KEY).executeTakeFirst()) return;
-  await db.transaction().execute(async (tx) => {
-    // Claimed by its marker, first: of processes starting together on one store, one inserts it
-    // (the others' inserts wait for its commit, then find it there) and seeds.
-    const claimed = await tx
-      .insertInto('meta')
-      .values({ key: SEEDED_KEY, value: String(now) })
-      .onConflict((oc) => oc.column('key').doNothing())
-      .returning('key')
-      .executeTakeFirst();
-    if (!claimed) return;
+  await once(db, SEEDED_KEY, now, async (tx) => {
     for (const host of hosts) {
       await tx
         .insertInto('hypervisor_hosts')

@@ -14,6 +14,7 @@ import { checkPool, ipv4Handout, type PoolFields, type PoolSpec } from '../../do
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
 import { stringList } from '../json-columns.ts';
+import { once } from '../once.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 import { type AddressRange, insertPoolRange } from './ip-addresses.ts';
@@ -385,15 +386,7 @@ const SEEDED_KEY = 'ip_pools_seeded';
  * several processes starting together (the marker's insert decides).
  */
 export async function seedDefaultPool(db: Kysely<Database>, cidr: string, now: number): Promise<void> {
-  if (await db.selectFrom('meta').select('value').where('key', '=', SEEDED_KEY).executeTakeFirst()) return;
-  await db.transaction().execute(async (tx) => {
-    const claimed = await tx
-      .insertInto('meta')
-      .values({ key: SEEDED_KEY, value: String(now) })
-      .onConflict((oc) => oc.column('key').doNothing())
-      .returning('key')
-      .executeTakeFirst();
-    if (!claimed) return;
+  await once(db, SEEDED_KEY, now, async (tx) => {
     await lockPools(tx, now);
     if (await tx.selectFrom('ip_pools').select('id').where('family', '=', 'ipv4').executeTakeFirst()) return;
     const n = parseNetwork(cidr, 'ipv4');
