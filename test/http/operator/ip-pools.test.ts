@@ -291,3 +291,70 @@ for (const store of testStores()) {
     });
   });
 }
+
+for (const store of testStores()) {
+  test(`concurrent orders through the API take distinct addresses and prefixes from the hosts' pools (${store})`, async () => {
+    const t = await createTestApp({}, { store, worker: true });
+    try {
+      const ops = await operatorToken(t);
+      const acme = await t.token({ reseller: 'acme' });
+      const hosts = ['sim-host-1', 'sim-host-2'];
+      const v4 = await opsCall(t, ops, 'POST', 'ip-pools', {
+        name: 'race-v4',
+        family: 'ipv4',
+        network: '203.0.113.0/28',
+        gateway: '203.0.113.1',
+        host_ids: hosts,
+      });
+      assert.equal(v4.status, 200, JSON.stringify(v4.body));
+      const v6 = await opsCall(t, ops, 'POST', 'ip-pools', {
+        name: 'race-v6',
+        family: 'ipv6',
+        network: '2001:db8:6000::/56',
+        host_ids: hosts,
+      });
+      assert.equal(v6.status, 200, JSON.stringify(v6.body));
+      // Twelve orders at once, each created at once: their jobs run side by side.
+      const ids = await Promise.all(
+        Array.from({ length: 12 }, async (_, i) => {
+          const res = await call(
+            t,
+            acme,
+            'POST',
+            'service/create-order',
+            smallOrder(`race${i}.example.com`),
+            B,
+          );
+          assert.equal(res.status, 200, JSON.stringify(res.body));
+          const id = res.body.data[0].service_id as string;
+          assert.equal((await call(t, acme, 'POST', `service/${id}/create`, undefined, B)).status, 200);
+          return id;
+        }),
+      );
+      await Promise.all(ids.map((id) => waitForStatus(t, acme, id, 'running')));
+      const all = await Promise.all(
+        ids.map(async (id) => (await call(t, acme, 'GET', `service/${id}/details`, undefined, B)).body.data),
+      );
+      const ips = all.flatMap((d) => d.ips as string[]);
+      assert.equal(ips.length, 12);
+      assert.equal(new Set(ips).size, 12, 'no address twice');
+      assert.ok(
+        ips.every((ip) => /^203\.0\.113\.([2-9]|1[0-4])$/.test(ip)),
+        ips.join(' '),
+      );
+      const prefixes = all.map((d) => d.ipv6?.prefix);
+      assert.equal(new Set(prefixes).size, 12, 'no prefix twice');
+      assert.ok(
+        prefixes.every((p) => /^2001:db8:6000:([0-9a-f]{1,2}:)?:\/64$/.test(p)),
+        prefixes.join(' '),
+      );
+      const listed = (await opsCall(t, ops, 'GET', 'ip-pools')).body.data as any[];
+      assert.deepEqual(
+        ['race-v4', 'race-v6'].map((n) => listed.find((p) => p.name === n).usage.used),
+        [12, 12],
+      );
+    } finally {
+      await t.close();
+    }
+  });
+}
