@@ -203,6 +203,8 @@ export interface Config {
   readonly consoleSessionMs: number;
   /** A console login ends after this long without a page or form (ms). */
   readonly consoleIdleMs: number;
+  /** VRP_CONSOLE_REQUIRE_2FA: an operator without two-factor login is sent to enrol at login and opens nothing else. */
+  readonly consoleRequire2fa: boolean;
   /** VRP_RESCUE_MAX: a rescue ends by itself this long after it began (the server boots its own system). */
   readonly rescueMaxMs: number;
   /**
@@ -737,6 +739,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: readRetrySchedule(env, 'VRP_WEBHOOK_RETRY_SCHEDULE', RETRY_DELAYS_MS),
     consoleSessionMs: readDurationMs(env, 'VRP_CONSOLE_SESSION', 12 * 3_600_000, 60_000),
     consoleIdleMs: readDurationMs(env, 'VRP_CONSOLE_IDLE', 30 * 60_000, 60_000),
+    consoleRequire2fa: readBool(env, 'VRP_CONSOLE_REQUIRE_2FA', false),
     rescueMaxMs: readDurationMs(env, 'VRP_RESCUE_MAX', 60 * 60_000, 1000),
     rescueImage: env['VRP_RESCUE_IMAGE'] || undefined,
     serviceConsoleMaxMs: readDurationMs(env, 'VRP_CONSOLE_SESSION_MAX', 3_600_000, 1000),

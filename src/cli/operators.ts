@@ -8,6 +8,7 @@ import {
   setOperatorEnabledByName,
   setOperatorPassword,
 } from '../auth/operators.ts';
+import { resetTwoFactorByName } from '../auth/two-factor.ts';
 import { listOperators } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
@@ -45,7 +46,7 @@ function nameAndPasswordFlag(sub: string, args: string[]): { name: string; passw
   return { name, passwordStdin: values['password-stdin'] === true };
 }
 
-/** `vrp operator create|list|disable|enable|rotate-secret|set-password` (docs/cli.md). */
+/** `vrp operator create|list|disable|enable|rotate-secret|set-password|reset-2fa` (docs/cli.md). */
 export async function operatorCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
   const [sub, ...rest] = args;
   const now = Date.now();
@@ -91,6 +92,18 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
                   (o.console_password ? 'console password' : 'no console password'),
               )
               .join('\n'),
+      );
+      return;
+    }
+    if (sub === 'reset-2fa') {
+      const [name, ...extra] = positionals(rest, `operator ${sub}`);
+      if (extra.length > 0) throw new UsageError(`operator ${sub}: unexpected arguments: ${extra.join(' ')}`);
+      if (!name) throw new UsageError(`operator ${sub}: a NAME is required`);
+      const removed = await resetTwoFactorByName(db, name, now, cliAudit('operator.reset_2fa'));
+      out.result({ operator: name, two_factor_removed: removed }, (v) =>
+        v.two_factor_removed
+          ? `two-factor login of "${v.operator}" removed; its console sessions ended (it logs in with its password, and may enrol again)`
+          : `operator "${v.operator}" had no two-factor login; nothing changed`,
       );
       return;
     }

@@ -27,6 +27,7 @@ const USAGE = `usage: vrp <command> [--json]
   client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
   operator create NAME [--password-stdin] | list | disable NAME | enable NAME
   operator rotate-secret NAME | set-password NAME --password-stdin
+  operator reset-2fa NAME
   catalog import FILE.json | catalog import - | catalog export
   usage --from ISO --to ISO [--reseller NAME] [--csv]
   host list | show HOST | add NAME [--driver D] [--uri URI] --cpu N --ram GB --disk GB [--backup GB]

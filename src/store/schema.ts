@@ -57,6 +57,29 @@ export interface ConsoleSessionTable {
   created_at: number;
   last_seen_at: number;
   expires_at: number;
+  /** `ok`, or a login half done: `code` (the second factor awaited), `enrol` (must enrol first; migration 025). */
+  stage: ConsoleSessionStage;
+}
+
+export type ConsoleSessionStage = 'ok' | 'code' | 'enrol';
+
+/** An operator's TOTP secret (migration 025), sealed with the secret box; enrolled once confirmed. */
+export interface OperatorTwoFactorTable {
+  operator_id: string;
+  secret: string;
+  created_at: number;
+  enrolled_at: number | null;
+  /** The last time step (30 s) whose code was accepted; codes of it or before are refused. */
+  last_step: number | null;
+}
+
+/** An operator's single-use recovery code (migration 025): its first group, and a scrypt hash of it whole. */
+export interface OperatorRecoveryCodeTable {
+  operator_id: string;
+  lookup: string;
+  code_hash: string;
+  created_at: number;
+  used_at: number | null;
 }
 
 /** An operator's OAuth client (scope `operator`); one per operator. */
@@ -636,6 +659,8 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   console_sessions: ConsoleSessionTable;
+  operator_two_factor: OperatorTwoFactorTable;
+  operator_recovery_codes: OperatorRecoveryCodeTable;
   reconciler_leases: ReconcilerLeaseTable;
   host_evacuation_moves: HostEvacuationMoveTable;
   host_images: HostImageTable;

@@ -35,6 +35,8 @@ export function setConsoleHeaders(request: FastifyRequest, reply: FastifyReply):
 }
 
 export const SESSION_COOKIE = 'vrp_console';
+/** The operator's two-factor login page (pages/two-factor.ts). */
+export const TWO_FACTOR_PAGE = `${CONSOLE}/two-factor`;
 const FLASH_COOKIE = 'vrp_console_flash';
 
 /** A form field that is not there, or there twice: the form was not ours. */
@@ -178,10 +180,20 @@ function firstQuery(request: FastifyRequest, name: string): string | undefined {
  * as an error page with the API's status, after a form as a message on the page it came from.
  */
 export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
-  async function callOf(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleCall | undefined> {
+  /**
+   * The call of a complete login; `enrol` when the login waits for the operator's enrolment in
+   * two-factor login (only routes that allow it open then); undefined without a login (a login
+   * waiting for its second factor is none yet).
+   */
+  async function callOf(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    allowEnrol: boolean,
+  ): Promise<ConsoleCall | 'enrol' | undefined> {
     const secret = request.cookies[SESSION_COOKIE];
     const session = secret === undefined ? undefined : await sessions.find(secret);
-    if (!session || secret === undefined) return undefined;
+    if (!session || secret === undefined || session.stage === 'code') return undefined;
+    if (session.stage === 'enrol' && !allowEnrol) return 'enrol';
     const csrf = sessions.csrfToken(secret);
     // Forms answer with a redirect; only pages show (and so take) the message.
     const flash = request.method === 'GET' ? takeFlash(request, reply) : undefined;
@@ -211,10 +223,19 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
   }
 
   return {
-    /** A page: GET `CONSOLE + path`. */
-    page(path: string, handler: (call: ConsoleCall) => Promise<Html | FastifyReply>) {
+    /**
+     * A page: GET `CONSOLE + path`. `enrol`: it opens also to an operator who must enrol in
+     * two-factor login before anything else (the enrolment page); every other page sends that
+     * operator to enrolment.
+     */
+    page(
+      path: string,
+      handler: (call: ConsoleCall) => Promise<Html | FastifyReply>,
+      options: { readonly enrol?: boolean } = {},
+    ) {
       app.get(path, async (request, reply) => {
-        const call = await callOf(request, reply);
+        const call = await callOf(request, reply, options.enrol === true);
+        if (call === 'enrol') return redirect(request, reply, { redirect: TWO_FACTOR_PAGE });
         if (!call) {
           const next = encodeURIComponent(request.url);
           return redirect(request, reply, { redirect: `${CONSOLE}/login?next=${next}` });
@@ -230,10 +251,18 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
       });
     },
 
-    /** A form: POST `CONSOLE + path`; the handler says where to go next. */
-    action(path: string, handler: (call: ConsoleCall) => Promise<Redirect | FastifyReply>) {
+    /** A form: POST `CONSOLE + path`; the handler says where to go next. `enrol` as for pages. */
+    action(
+      path: string,
+      handler: (call: ConsoleCall) => Promise<Redirect | FastifyReply>,
+      options: { readonly enrol?: boolean } = {},
+    ) {
       app.post(path, async (request, reply) => {
-        const call = await callOf(request, reply);
+        const call = await callOf(request, reply, options.enrol === true);
+        if (call === 'enrol') {
+          const text = 'Set up two-factor login first: the console opens once it is set up.';
+          return redirect(request, reply, { redirect: TWO_FACTOR_PAGE, flash: { kind: 'error', text } });
+        }
         if (!call) {
           return sendPage(
             reply,

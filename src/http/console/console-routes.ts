@@ -5,6 +5,7 @@ import { createFailureThrottle } from '../../auth/failure-throttle.ts';
 import { createOperatorLogin } from '../../auth/operators.ts';
 import { verifySecret } from '../../auth/secret-hash.ts';
 import { createSlowCheckGate } from '../../auth/slow-check-gate.ts';
+import { createTwoFactor } from '../../auth/two-factor.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app-type.ts';
@@ -25,6 +26,7 @@ import { registerResellerPages } from './pages/reseller.ts';
 import { registerResellersPages } from './pages/resellers.ts';
 import { registerServicePage } from './pages/service.ts';
 import { registerServicesPage } from './pages/services.ts';
+import { registerTwoFactorPage } from './pages/two-factor.ts';
 import { registerUsagePages } from './pages/usage.ts';
 import { createConsoleSessions } from './sessions.ts';
 
@@ -101,13 +103,26 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   });
   const router = createConsoleRouter(app, sessions);
   registerConsoleAssets(app);
+  const twoFactor = createTwoFactor({
+    db: ctx.store.db,
+    secretBox: ctx.secretBox,
+    secretCost: ctx.secretCost,
+  });
+  // Second-factor codes per operator, as passwords per address: 5 wrong, then a wait that doubles.
+  const codeThrottle = createFailureThrottle();
+  const codeGate = createSlowCheckGate(LOGIN_HASH_LIMITS);
   registerLoginRoutes(app, ctx, router, {
     sessions,
     login: createOperatorLogin(ctx.store.db, verifySecret, ctx.passwordCost),
     // Per source address, as the token endpoint: 5 wrong passwords, then a wait that doubles.
     throttle: createFailureThrottle(),
     gate: createSlowCheckGate(LOGIN_HASH_LIMITS),
+    twoFactor,
+    codeThrottle,
+    codeGate,
+    requireTwoFactor: ctx.config.consoleRequire2fa,
   });
+  registerTwoFactorPage(router, ctx, { sessions, twoFactor, codeThrottle, codeGate });
   registerOverviewPage(router);
   registerServicesPage(router);
   registerServicePage(router);

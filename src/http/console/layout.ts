@@ -44,7 +44,7 @@ export function page(o: PageOptions): Html {
       </ul>
       <form method="post" action="${CONSOLE}/logout" class="logout">
         <input type="hidden" name="_csrf" value="${o.operator.csrf}">
-        <span class="who">${o.operator.name}</span>
+        <a class="who" href="${CONSOLE}/two-factor" title="Two-factor login">${o.operator.name}</a>
         <button type="submit">Log out</button>
       </form>
     </nav>`;

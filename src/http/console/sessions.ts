@@ -11,7 +11,7 @@ import {
   insertConsoleSession,
   touchConsoleSession,
 } from '../../store/repos/console-sessions.ts';
-import type { Database } from '../../store/schema.ts';
+import type { ConsoleSessionStage, Database } from '../../store/schema.ts';
 
 /** A session secret: 32 random bytes, base64url (the cookie's value). */
 const SECRET = /^[A-Za-z0-9_-]{43}$/;
@@ -19,6 +19,8 @@ const SECRET = /^[A-Za-z0-9_-]{43}$/;
 const TOUCH_EVERY_MS = 60_000;
 /** The operator API tokens the console calls with live this long, and are reused until a minute is left. */
 const TOKEN_TTL_S = 300;
+/** A login waiting for its second factor lasts this long: the code is typed within minutes. */
+const CODE_STAGE_MS = 5 * 60_000;
 
 export interface ConsoleSessionsOptions {
   readonly db: Kysely<Database>;
@@ -39,9 +41,15 @@ export interface ConsoleSessionsOptions {
  * as through the API.
  */
 export interface ConsoleSessions {
-  /** Starts a login for the operator; returns the cookie's secret. */
-  start(operatorId: string): Promise<string>;
-  /** The live session of a cookie's secret, or undefined (unknown, expired, idle, operator disabled). */
+  /**
+   * Starts a login for the operator (`ok`, or half done: `code` awaits the second factor and
+   * lasts five minutes, `enrol` opens only the enrolment page); returns the cookie's secret.
+   */
+  start(operatorId: string, stage?: ConsoleSessionStage): Promise<string>;
+  /**
+   * The live session of a cookie's secret, or undefined (unknown, expired, idle, operator
+   * disabled). Its `stage` says whether the login is complete: callers check it.
+   */
   find(secret: string): Promise<ConsoleSession | undefined>;
   end(secret: string): Promise<void>;
   csrfToken(secret: string): string;
@@ -54,10 +62,11 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSessions {
   const tokens = new LruMap<string, { token: string; exp: number }>(1000);
   return {
-    async start(operatorId) {
+    async start(operatorId, stage = 'ok') {
       const secret = randomBytes(32).toString('base64url');
       const now = o.clock.now();
-      await insertConsoleSession(o.db, { id: sha256(secret), operatorId, now, expiresAt: now + o.sessionMs });
+      const expiresAt = now + (stage === 'code' ? Math.min(CODE_STAGE_MS, o.sessionMs) : o.sessionMs);
+      await insertConsoleSession(o.db, { id: sha256(secret), operatorId, now, expiresAt, stage });
       return secret;
     },
     async find(secret) {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Database } from '../schema.ts';
+import type { ConsoleSessionStage, Database } from '../schema.ts';
 
 /** A live console session with what a request needs of its operator and the operator's client. */
 export interface ConsoleSession {
@@ -12,11 +12,13 @@ export interface ConsoleSession {
   readonly createdAt: number;
   readonly lastSeenAt: number;
   readonly expiresAt: number;
+  /** `ok`: logged in; `code`: the second factor is awaited; `enrol`: the operator must enrol first. */
+  readonly stage: ConsoleSessionStage;
 }
 
 export async function insertConsoleSession(
   db: Kysely<Database>,
-  s: { id: string; operatorId: string; now: number; expiresAt: number },
+  s: { id: string; operatorId: string; now: number; expiresAt: number; stage: ConsoleSessionStage },
 ): Promise<void> {
   await db
     .insertInto('console_sessions')
@@ -26,6 +28,7 @@ export async function insertConsoleSession(
       created_at: s.now,
       last_seen_at: s.now,
       expires_at: s.expiresAt,
+      stage: s.stage,
     })
     .execute();
 }
@@ -53,6 +56,7 @@ export async function findConsoleSession(
       's.created_at',
       's.last_seen_at',
       's.expires_at',
+      's.stage',
     ])
     .where('s.id', '=', id)
     .where('s.expires_at', '>', now)
@@ -69,6 +73,7 @@ export async function findConsoleSession(
     createdAt: Number(row.created_at),
     lastSeenAt: Number(row.last_seen_at),
     expiresAt: Number(row.expires_at),
+    stage: row.stage,
   };
 }
 
