@@ -500,6 +500,12 @@ export function checkConsoleAnswer(req: FuzzRequest, res: FuzzResponse): Problem
   if (req.method === 'HEAD') return problems;
   const type = String(res.headers['content-type'] ?? '');
   const csv = res.status === 200 && req.url.split('?')[0]!.endsWith('.csv');
+  // The two-factor page's QR code: an SVG image of its own, nothing else.
+  if (res.status === 200 && req.url.split('?')[0]!.endsWith('.svg')) {
+    if (!type.startsWith('image/svg+xml') || !res.body.startsWith('<svg'))
+      problems.push({ check: 'console-not-html', detail: `content-type ${type} for an SVG` });
+    return problems;
+  }
   if (csv ? !type.startsWith('text/csv') : !type.startsWith('text/html'))
     problems.push({ check: 'console-not-html', detail: `content-type ${type}` });
   else if (!csv && !res.body.startsWith('<!doctype html>'))
