@@ -230,12 +230,16 @@ describe('console two-factor login required (VRP_CONSOLE_REQUIRE_2FA=1)', { skip
     await page.goto(`${origin}${CONSOLE}/services`);
     await page.getByRole('heading', { level: 1, name: 'Services' }).waitFor();
 
-    // The next login asks for the code.
+    // The next login asks for the code, and then goes where the browser was going.
     await loggedOut(page, origin);
-    await logIn(page, origin, 'carol', PASSWORD);
-    await page.waitForURL(`${origin}${CONSOLE}/login/code`);
+    await page.goto(`${origin}${CONSOLE}/jobs`);
+    await page.getByLabel('Operator name').fill('carol');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.waitForURL(`${origin}${CONSOLE}/login/code?next=%2Fvps_reseller_provider%2Fconsole%2Fjobs`);
     clock.advance(30_000);
     await typeCode(page, appCode(secret, clock.now()));
-    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await page.waitForURL(`${origin}${CONSOLE}/jobs`);
+    await page.getByRole('heading', { level: 1, name: 'Jobs' }).waitFor();
   });
 });
