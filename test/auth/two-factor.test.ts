@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { OperatorError } from '../../src/auth/operators.ts';
+import { verifySecret } from '../../src/auth/secret-hash.ts';
 import { totpCode } from '../../src/auth/totp.ts';
 import { createTwoFactor, resetTwoFactorByName, type TwoFactor } from '../../src/auth/two-factor.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
@@ -121,6 +122,26 @@ for (const store of testStores()) {
         reason: 'wrong',
       });
       assert.equal((await twoFactor.status(id)).recoveryCodesLeft, 8);
+    });
+
+    test('every wrong recovery code costs one hash, whether its first group is a real one or not', async () => {
+      const { id, recoveryCodes } = await enrolled('timing');
+      const checked: string[] = [];
+      const counting = createTwoFactor({
+        db: t.ctx.store.db,
+        secretBox: t.ctx.secretBox,
+        secretCost: t.ctx.secretCost,
+        verify: (secret, stored) => {
+          checked.push(secret);
+          return verifySecret(secret, stored);
+        },
+      });
+      const real = recoveryCodes[0] ?? '';
+      const unknownGroup = real.startsWith('aaaa') ? 'bbbb-aaaa-aaaa-aaaa' : 'aaaa-aaaa-aaaa-aaaa';
+      for (const code of [`${real.slice(0, 4)}-aaaa-aaaa-aaaa`, unknownGroup]) {
+        assert.deepEqual(await counting.verify(id, code, T0), { ok: false, reason: 'wrong' });
+      }
+      assert.equal(checked.length, 2);
     });
 
     test('reset removes the secret and the recovery codes, and ends the console sessions', async () => {
