@@ -98,7 +98,7 @@ describe('console: usage and audit', { skip: noBrowser }, () => {
     const csv = (await readFile((await download.path())!, 'utf8')).trimEnd().split('\r\n');
     assert.equal(
       csv[0],
-      'from,to,reseller_id,reseller_name,product_id,product_name,services,service_hours,cpu_hours,ram_gb_hours,hdd_gb_hours,ip_hours,backup_gb_hours,suspended_service_hours,suspended_cpu_hours,suspended_ram_gb_hours,suspended_hdd_gb_hours,suspended_ip_hours,suspended_backup_gb_hours',
+      'from,to,reseller_id,reseller_name,product_id,product_name,services,service_hours,cpu_hours,ram_gb_hours,hdd_gb_hours,ip_hours,backup_gb_hours,suspended_service_hours,suspended_cpu_hours,suspended_ram_gb_hours,suspended_hdd_gb_hours,suspended_ip_hours,suspended_backup_gb_hours,traffic_in_gb,traffic_out_gb',
     );
     assert.equal(csv.length, 2);
     const line = csv[1]!.split(',');
