@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { consoleSessionProof } from '../../auth/console-session-proof.ts';
 import { LruMap } from '../../auth/lru-map.ts';
 import type { TokenSigner } from '../../auth/tokens.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -24,6 +25,8 @@ export interface ConsoleSessionsOptions {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly signer: TokenSigner;
+  /** The key of the session header's HMAC, which the operator API's authentication checks. */
+  readonly proofKey: Buffer;
   /** Absolute lifetime of a login. */
   readonly sessionMs: number;
   /** A login unused this long ends. */
@@ -39,6 +42,8 @@ export interface ConsoleSessionsOptions {
  * as through the API.
  */
 export interface ConsoleSessions {
+  /** The id of the session a cookie's secret opens (its hash: what the audit log names). */
+  idOf(secret: string): string;
   /** Starts a login for the operator; returns the cookie's secret. */
   start(operatorId: string): Promise<string>;
   /** The live session of a cookie's secret, or undefined (unknown, expired, idle, operator disabled). */
@@ -47,6 +52,8 @@ export interface ConsoleSessions {
   csrfToken(secret: string): string;
   /** An operator API access token acting as the session's operator. */
   accessToken(session: ConsoleSession): string;
+  /** The header that names the session on the operator API requests it makes (auth/console-session-proof.ts). */
+  proof(session: ConsoleSession): string;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -54,6 +61,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSessions {
   const tokens = new LruMap<string, { token: string; exp: number }>(1000);
   return {
+    idOf: sha256,
     async start(operatorId) {
       const secret = randomBytes(32).toString('base64url');
       const now = o.clock.now();
@@ -73,6 +81,9 @@ export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSession
     },
     csrfToken(secret) {
       return createHmac('sha256', secret).update('vrp-console-csrf').digest('base64url');
+    },
+    proof(session) {
+      return consoleSessionProof(o.proofKey, session.id, session.clientId);
     },
     accessToken(session) {
       // The token version is part of the key: a rotation of the client's secret revokes tokens.

@@ -9,6 +9,7 @@ import { recordAudit } from '../../../store/repos/audit.ts';
 import type { App } from '../../app-type.ts';
 import { CONSOLE } from '../../base-path.ts';
 import { isFields } from '../../fields.ts';
+import { consoleAudit } from '../../plugins/audit.ts';
 import {
   type ConsoleRouter,
   consolePath,
@@ -152,11 +153,16 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
     }
     attempt.succeed();
     const secret = await o.sessions.start(operator.id);
-    const audit = {
-      actor: { type: 'operator' as const, id: operator.id },
-      requestId: request.id,
-      action: 'console.login',
-    };
+    const audit = consoleAudit(
+      request,
+      {
+        kind: 'console',
+        operatorId: operator.id,
+        operatorName: operator.name,
+        sessionId: o.sessions.idOf(secret),
+      },
+      'console.login',
+    );
     await recordAudit(
       ctx.store.db,
       audit,
@@ -170,11 +176,17 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
   router.action('/logout', async (call) => {
     const secret = call.request.cookies[SESSION_COOKIE] ?? '';
     await o.sessions.end(secret);
-    const audit = {
-      actor: { type: 'operator' as const, id: call.session.operatorId },
-      requestId: call.request.id,
-      action: 'console.logout',
-    };
+    const { session } = call;
+    const audit = consoleAudit(
+      call.request,
+      {
+        kind: 'console',
+        operatorId: session.operatorId,
+        operatorName: session.operatorName,
+        sessionId: session.id,
+      },
+      'console.logout',
+    );
     await recordAudit(
       ctx.store.db,
       audit,
