@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import { isHostname } from './domain/hostname.ts';
 import { ADDRESS_PLACEHOLDER, defaultPtr } from './domain/reverse-dns-names.ts';
@@ -153,6 +154,12 @@ export interface Config {
    * (CORS); empty: none may (the default).
    */
   readonly corsOrigins: readonly string[];
+  /**
+   * Addresses and CIDR ranges (`127.0.0.1`, `10.0.0.0/8`) of reverse proxies whose
+   * X-Forwarded-For is believed for a request's source address (audit log, login throttle);
+   * empty: none is, the address is the connection's (the default).
+   */
+  readonly trustProxy: readonly string[];
   readonly workerMode: WorkerMode;
   readonly workerConcurrency: number;
   /**
@@ -454,6 +461,25 @@ function readOrigins(env: Env, name: string): string[] {
   });
 }
 
+/** Comma-separated IP addresses or CIDR ranges (`10.0.0.0/8`, `::1`). */
+function readProxies(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((part) => {
+    const entry = part.trim();
+    const [address = '', prefix, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 6 ? 128 : 32;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || rest.length > 0) {
+      throw new ConfigError(
+        `${name} must be a comma-separated list of proxy addresses or CIDR ranges such as 127.0.0.1 or 10.0.0.0/8, got "${entry}"`,
+      );
+    }
+    return entry;
+  });
+}
+
 function readTime(env: Env, name: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -714,6 +740,7 @@ export function loadConfig(env: Env = process.env): Config {
     backupKeepAfterTerminateMs: readDurationMs(env, 'VRP_BACKUP_KEEP_AFTER_TERMINATE', 0, 0),
     baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
     corsOrigins: readOrigins(env, 'VRP_CORS_ORIGINS'),
+    trustProxy: readProxies(env, 'VRP_TRUST_PROXY'),
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
     workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
     workerPollMs: readDurationMs(env, 'VRP_WORKER_POLL', 500, 10),

@@ -180,6 +180,7 @@ describe('loadConfig', () => {
       'VRP_SECRET_KEY',
       'VRP_BASE_URL',
       'VRP_CORS_ORIGINS',
+      'VRP_TRUST_PROXY',
       'VRP_ROLE',
       'VRP_WORKER_CONCURRENCY',
       'VRP_WORKER_POLL',
@@ -291,6 +292,29 @@ describe('VRP_AUDIT_RETENTION', () => {
     assert.equal(loadConfig({ VRP_AUDIT_RETENTION: '24h' }).auditRetentionMs, DAY);
     for (const bad of ['12h', '0', 'forever', '-1d'])
       refuses({ VRP_AUDIT_RETENTION: bad }, 'VRP_AUDIT_RETENTION');
+  });
+});
+
+describe('VRP_TRUST_PROXY', () => {
+  test('none by default; addresses and CIDR ranges, comma-separated; anything else refused naming the setting', () => {
+    assert.deepEqual(loadConfig({}).trustProxy, []);
+    assert.deepEqual(loadConfig({ VRP_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8' }).trustProxy, [
+      '127.0.0.1',
+      '10.0.0.0/8',
+      '::1',
+      'fd00::/8',
+    ]);
+    for (const bad of [
+      'proxy.example.com',
+      '10.0.0.0/33',
+      '::1/129',
+      '10.0.0.0/8/1',
+      '10.0.0.0/',
+      '127.0.0.1,',
+      'loopback',
+    ]) {
+      assert.throws(() => loadConfig({ VRP_TRUST_PROXY: bad }), /VRP_TRUST_PROXY must be/, bad);
+    }
   });
 });
 

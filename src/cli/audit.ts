@@ -11,7 +11,8 @@ function localUser(): string {
   }
 }
 
-/** The audit context of a `vrp` command's change: actor `cli`, no request. */
+/** The audit context of a `vrp` command's change: actor `cli`, named by the local user; no request. */
 export function cliAudit(action: string): AuditContext {
-  return { actor: { type: 'cli', id: localUser() }, requestId: null, action };
+  const user = localUser();
+  return { actor: { type: 'cli', id: user, name: user }, requestId: null, action };
 }

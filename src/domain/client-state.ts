@@ -11,6 +11,8 @@ interface ClientStateBase {
 export interface ApplicationState extends ClientStateBase {
   readonly kind: 'application';
   readonly resellerId: string;
+  /** `reseller / application`: how the audit log names it. */
+  readonly name: string;
 }
 
 /** An operator's client: its tokens carry the scope `operator` and act for no tenant. */

@@ -159,6 +159,9 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Fastify's own 503 while closing has its own body; the shutdown plugin answers instead.
     return503OnClosing: false,
+    // A request's address (request.ip) is the connection's, or the X-Forwarded-For of a proxy
+    // VRP_TRUST_PROXY lists: what the audit log and the login throttle see.
+    ...(ctx.config.trustProxy.length > 0 && { trustProxy: [...ctx.config.trustProxy] }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The app's own plugins, one concern each. fastify-plugin lets their hooks, decorators and

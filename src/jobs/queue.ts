@@ -3,9 +3,10 @@ import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
-import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
+import { type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
 import { insertJob, type Job } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
+import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
 import type { Database } from '../store/schema.ts';
 
 /** At most this many jobs wait (queued, not running) per service (docs/design/contract.md#jobs). */
@@ -135,7 +136,25 @@ export async function enqueueInTransaction(
   });
   await req.apply?.(tx, job, service);
   await recordOperation(tx, req, service, now);
+  await recordSuspensionChange(tx, req, service, now);
   return { kind: 'queued', job, service };
+}
+
+/** A suspension's history (who, when, why; lifted by whom, when) kept with its acceptance; the product's own (traffic) as `system`. */
+async function recordSuspensionChange(
+  tx: Transaction<Database>,
+  req: OperationRequest,
+  service: Service,
+  now: number,
+): Promise<void> {
+  const by = req.audit?.actor ?? SYSTEM_ACTOR;
+  if (req.action === 'suspend') await recordSuspension(tx, service.id, by, req.params.reason, now);
+  if (req.action === 'unsuspend') await recordLift(tx, service.id, by, now);
+}
+
+/** The reason an operation was given, for its audit entry. */
+function reasonOf(req: OperationRequest): string | null {
+  return req.action === 'suspend' ? req.params.reason : null;
 }
 
 /** The audit entry of an accepted operation: its target is the backup it names, else the service. */
@@ -156,6 +175,7 @@ async function recordOperation(
         (backupId ? { type: 'backup', id: backupId } : { type: 'service', id: service.id }),
       serviceId: service.id,
       resellerId: service.resellerId,
+      reason: reasonOf(req),
     },
     now,
   );

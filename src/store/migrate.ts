@@ -24,6 +24,7 @@ import * as m021 from './migrations/021-ip-pools.ts';
 import * as m022 from './migrations/022-rdns.ts';
 import * as m023 from './migrations/023-traffic.ts';
 import * as m025 from './migrations/025-two-factor.ts';
+import * as m026 from './migrations/026-audit-actors.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '022-rdns': m022,
   '023-traffic': m023,
   '025-two-factor': m025,
+  '026-audit-actors': m026,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -95,7 +95,7 @@ export interface OperatorClientTable {
 }
 
 /** Who acted. `cli`: the `vrp` command on the server (actor_id: the local user name). */
-export type AuditActorType = 'application' | 'operator' | 'cli';
+export type AuditActorType = 'application' | 'operator' | 'cli' | 'system';
 
 /** One state-changing request (or CLI command), written in the transaction of its change (migrations/008). */
 export interface AuditLogTable {
@@ -115,6 +115,31 @@ export interface AuditLogTable {
   /** `ok`, or the error code the request was refused with. */
   outcome: string;
   request_id: string | null;
+  /** The actor's name when the entry was written: operator name, `reseller / application`, local user, `system` (migrations/026). */
+  actor_name: string | null;
+  /** `operator_client`, `console_session` or `application`; null for the CLI and the system. */
+  credential_type: string | null;
+  /** The client id, or the console session's id (a hash of its secret, never the secret). */
+  credential_id: string | null;
+  /** The caller's address; a proxy's X-Forwarded-For only from a trusted proxy. */
+  source_address: string | null;
+  /** The reason given with the action (a suspension's), if any. */
+  reason: string | null;
+}
+
+/** One suspension of a service: asked when and by whom, why, lifted when and by whom (migrations/026). */
+export interface ServiceSuspensionTable {
+  id: string;
+  service_id: string;
+  suspended_at: number;
+  suspended_by_type: AuditActorType;
+  suspended_by_id: string;
+  suspended_by_name: string | null;
+  reason: string | null;
+  lifted_at: number | null;
+  lifted_by_type: AuditActorType | null;
+  lifted_by_id: string | null;
+  lifted_by_name: string | null;
 }
 
 export interface ProductTable {
@@ -632,6 +657,7 @@ export interface Database {
   operators: OperatorTable;
   operator_clients: OperatorClientTable;
   audit_log: AuditLogTable;
+  service_suspensions: ServiceSuspensionTable;
   products: ProductTable;
   plans: PlanTable;
   os_templates: OsTemplateTable;

@@ -4,7 +4,15 @@ import { createClientStateCache } from '../../src/auth/client-state.ts';
 import type { ClientState } from '../../src/domain/client-state.ts';
 
 function state(tokenVersion: number, enabled = true): ClientState {
-  return { kind: 'application', clientId: 'c1', resellerId: 'r1', enabled, tokenVersion, variant: 'B' };
+  return {
+    kind: 'application',
+    clientId: 'c1',
+    resellerId: 'r1',
+    name: 'r / a',
+    enabled,
+    tokenVersion,
+    variant: 'B',
+  };
 }
 
 /** A loader over a mutable "store" that counts its calls. */

@@ -34,6 +34,7 @@ const MIGRATIONS = [
   '022-rdns',
   '023-traffic',
   '025-two-factor',
+  '026-audit-actors',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

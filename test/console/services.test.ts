@@ -349,4 +349,44 @@ describe('console: services', { skip: noBrowser }, () => {
     assert.equal((await page.locator('.service-traffic').innerText()).trim(), '2.5 GB in, 0.75 GB out');
     assert.deepEqual(problems, []);
   });
+
+  test('the service page shows its suspension history: who suspended it and why, who lifted it', async () => {
+    const acme = await t.token({ reseller: 'acme' });
+    const id = await runningService(t, acme, 'history.example.com');
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    const history = page.getByRole('table', { name: 'Suspensions, newest first' });
+    const section = page.getByRole('region', { name: 'Suspension history' });
+    assert.equal((await section.locator('p').innerText()).trim(), 'Never suspended.');
+    // Suspended by alice in the console, lifted by bob with the API, suspended again by the reseller.
+    await page.getByLabel('Reason for the suspension (optional, shown to the reseller)').fill('abuse report');
+    await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+    await page.getByText('Suspend: queued.').waitFor();
+    await waitForStatus(t, acme, id, 'suspended');
+    const bob = await operatorToken(t, await createTestOperator(t, { name: 'bob' }));
+    assert.equal((await opsCall(t, bob, 'POST', `services/${id}/unsuspend`)).status, 200);
+    await waitForStatus(t, acme, id, 'running');
+    assert.equal(
+      (await call(t, acme, 'POST', `service/${id}/suspend`, { suspend_reason: 'unpaid' }, B)).status,
+      200,
+    );
+    await waitForStatus(t, acme, id, 'suspended');
+    await page.goto(`${origin}${CONSOLE}/services/${id}`);
+    const rows = await history
+      .locator('tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) =>
+          [...tr.querySelectorAll('td')].map((td, i) => (i === 0 || i === 3 ? '' : td.innerText)),
+        ),
+      );
+    assert.deepEqual(rows, [
+      ['', 'application acme / acme application', 'unpaid', '', '—'],
+      ['', 'operator alice', 'abuse report', '', 'operator bob'],
+    ]);
+    assert.equal(
+      await history.locator('tbody tr').first().locator('td').nth(3).innerText(),
+      'still suspended',
+    );
+    assert.deepEqual(problems, []);
+  });
 });

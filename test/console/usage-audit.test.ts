@@ -154,49 +154,67 @@ describe('console: usage and audit', { skip: noBrowser }, () => {
     await page.getByRole('link', { name: 'Audit', exact: true }).click();
     await page.getByRole('link', { name: 'My changes' }).click();
     await page.waitForURL(/actor=operator/);
-    assert.equal(await page.getByLabel('Actor').inputValue(), `operator:${operatorId}`);
+    assert.equal(await page.getByLabel('Actor', { exact: true }).inputValue(), `operator:${operatorId}`);
     const table = page.getByRole('table', { name: 'Audit entries, newest first' });
     const rows = table.locator('tbody tr');
+    // Actor, action, target, reason, outcome; the actor's cell: its name, then how and from where.
     const firstRows = async (n: number) =>
       Promise.all(
-        Array.from({ length: n }, async (_, i) =>
-          (await rows.nth(i).locator('td').allInnerTexts()).slice(1, 5),
-        ),
+        Array.from({ length: n }, async (_, i) => {
+          const cells = (await rows.nth(i).locator('td').allInnerTexts()).slice(1, 6);
+          return [cells[0]!.split('\n')[0], ...cells.slice(1)];
+        }),
       );
     const initech = (await findResellerByName(t.ctx.store.db, 'initech'))!.id;
     assert.deepEqual(await firstRows(4), [
-      [`operator ${operatorId.slice(0, 8)} (you)`, 'reseller.quota', `reseller ${initech}`, 'ok'],
-      [
-        `operator ${operatorId.slice(0, 8)} (you)`,
-        'reseller.quota',
-        `reseller ${initech}`,
-        'refused validation_failed',
-      ],
-      [`operator ${operatorId.slice(0, 8)} (you)`, 'reseller.create', `reseller ${initech}`, 'ok'],
-      [`operator ${operatorId.slice(0, 8)} (you)`, 'console.login', `operator ${operatorId}`, 'ok'],
+      ['operator alice (you)', 'reseller.quota', `reseller ${initech}`, '—', 'ok'],
+      ['operator alice (you)', 'reseller.quota', `reseller ${initech}`, '—', 'refused validation_failed'],
+      ['operator alice (you)', 'reseller.create', `reseller ${initech}`, '—', 'ok'],
+      ['operator alice (you)', 'console.login', `operator ${operatorId}`, '—', 'ok'],
     ]);
+    // Done in the console: through its session, from the browser's address.
+    const session = await t.ctx.store.db
+      .selectFrom('console_sessions')
+      .select('id')
+      .executeTakeFirstOrThrow();
     for (let i = 0; i < 4; i++) {
-      assert.match(await rows.nth(i).locator('td').nth(5).innerText(), /\S{8,}/, 'a request id');
+      const actor = await rows.nth(i).locator('td').nth(1).innerText();
+      assert.match(actor, new RegExp(`\nconsole session ${session.id.slice(0, 12)}\nfrom 127\\.0\\.0\\.1$`));
+      assert.match(await rows.nth(i).locator('td').nth(6).innerText(), /\S{8,}/, 'a request id');
     }
     // Every entry listed is the operator's own.
     for (const actor of await rows.locator('td:nth-child(2)').allInnerTexts())
-      assert.match(actor, /\(you\)$/);
+      assert.match(actor.split('\n')[0]!, /\(you\)$/);
 
     // By actor: the applications' entries only; a service's entry links to its page.
-    await page.getByLabel('Actor').fill('application');
+    await page.getByLabel('Actor', { exact: true }).fill('application');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/actor=application/);
     const [actor, ...rest] = (await firstRows(1))[0]!;
-    assert.match(actor!, /^application vrp_[0-9a-f]+$/);
-    assert.deepEqual(rest, ['service.order', `service ${service}`, 'ok']);
+    assert.equal(actor, 'application acme / acme application');
+    assert.deepEqual(rest, ['service.order', 'service usage.example.com', '—', 'ok']);
     assert.equal(await rows.count(), 1);
     assert.equal(
-      await rows.first().getByRole('link', { name: service }).getAttribute('href'),
+      await rows.first().getByRole('link', { name: 'usage.example.com' }).getAttribute('href'),
       `${CONSOLE}/services/${service}`,
     );
 
+    // By action and by actor name.
+    await page.getByLabel('Actor', { exact: true }).fill('');
+    await page.getByLabel('Action').fill('reseller.create');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/action=reseller\.create/);
+    assert.deepEqual(await rows.locator('td:nth-child(3)').allInnerTexts(), ['reseller.create']);
+    await page.getByLabel('Action').fill('');
+    await page.getByLabel('Actor name').fill('alice');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/actor_name=alice/);
+    assert.ok((await rows.count()) >= 4);
+    for (const a of await rows.locator('td:nth-child(2)').allInnerTexts()) assert.match(a, /^operator alice/);
+    await page.getByLabel('Actor name').fill('');
+
     // By service: what the application and the operator did to it, and nothing else.
-    await page.getByLabel('Actor').fill('');
+    await page.getByLabel('Actor', { exact: true }).fill('');
     await page.getByLabel('Service id').fill(service);
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.waitForURL(/service_id=/);
@@ -207,12 +225,12 @@ describe('console: usage and audit', { skip: noBrowser }, () => {
 
     // A filter the API refuses: its message.
     await page.getByLabel('Service id').fill('');
-    await page.getByLabel('Actor').fill('nobody');
+    await page.getByLabel('Actor', { exact: true }).fill('nobody');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByRole('alert').waitFor();
     assert.equal(
       await page.getByRole('alert').innerText(),
-      'actor must be operator, application or cli, optionally with :id',
+      'actor must be operator, application, cli or system, optionally with :id',
     );
     assert.deepEqual(problems, []);
   });
@@ -222,7 +240,7 @@ describe('console: usage and audit', { skip: noBrowser }, () => {
     for (let i = 0; i < 55; i++) await opsCall(t, ops, 'PUT', `resellers/${quiet}/quota`, { cpu: i });
     await page.goto(`${origin}${CONSOLE}/audit`);
     const table = page.getByRole('table', { name: /^Audit entries/ });
-    const requestIds = () => table.locator('tbody tr td:nth-child(6)').allInnerTexts();
+    const requestIds = () => table.locator('tbody tr td:nth-child(7)').allInnerTexts();
     const first = await requestIds();
     assert.equal(first.length, 50);
     await page.getByRole('link', { name: 'Next page →' }).click();

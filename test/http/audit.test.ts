@@ -365,7 +365,7 @@ for (const store of testStores()) {
         })
         .execute();
       const audit = {
-        actor: { type: 'application' as const, id: clientId },
+        actor: { type: 'application' as const, id: clientId, name: null },
         requestId: 'r-1',
         action: 'service.order',
       };

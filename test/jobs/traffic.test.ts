@@ -227,6 +227,19 @@ for (const store of testStores()) {
           [['suspend', '2026-03', 2, undefined]],
         );
         assert.equal((await t.driver!.inspect(id))?.power, 'stopped');
+        // The product suspended it: its suspension history and the audit log say `system`.
+        const ops = await operatorToken(t);
+        const opsDetails = await call(t, ops, 'GET', `${OPS}/services/${id}`);
+        const system = { type: 'system', id: 'system', name: 'system' };
+        assert.deepEqual(
+          opsDetails.body.data.suspensions.map((x: any) => [x.suspended_by, x.reason, x.lifted_at]),
+          [[system, 'traffic_exceeded', null]],
+        );
+        const entries = await call(t, ops, 'GET', `${OPS}/audit?service_id=${id}&action=service.suspend`);
+        assert.deepEqual(
+          entries.body.data.items.map((e: any) => [e.actor, e.reason, e.credential, e.source_address]),
+          [[system, 'traffic_exceeded', null, null]],
+        );
 
         clock.advance(APRIL - MID_MARCH);
         token = await t.token();

@@ -202,7 +202,11 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
       reply,
       session,
       csrf,
-      ops: opsClient(app, sessions.accessToken(session), request.id),
+      ops: opsClient(app, sessions.accessToken(session), {
+        requestId: request.id,
+        address: request.ip,
+        session: sessions.proof(session),
+      }),
       query: (name) => firstQuery(request, name),
       field(name) {
         const value = fieldsOf(request)[name];

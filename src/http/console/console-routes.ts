@@ -98,6 +98,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
     db: ctx.store.db,
     clock: ctx.clock,
     signer: ctx.signer,
+    proofKey: ctx.keys.tokenKey,
     sessionMs: ctx.config.consoleSessionMs,
     idleMs: ctx.config.consoleIdleMs,
   });

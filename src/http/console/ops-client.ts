@@ -1,3 +1,4 @@
+import { CONSOLE_SESSION_HEADER } from '../../auth/console-session-proof.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 
@@ -66,8 +67,21 @@ function refusalOf(status: number, body: string): OpsRefusal {
   );
 }
 
-export function opsClient(app: App, token: string, requestId: string): OpsClient {
-  const headers = { authorization: `Bearer ${token}`, 'x-request-id': requestId };
+/**
+ * `from` is the browser's request: its address becomes the injected request's, and `session`
+ * the proof of the console session (auth/console-session-proof.ts), so the audit log names
+ * where and through which session the operator acted.
+ */
+export function opsClient(
+  app: App,
+  token: string,
+  from: { readonly requestId: string; readonly address: string; readonly session: string },
+): OpsClient {
+  const headers = {
+    authorization: `Bearer ${token}`,
+    'x-request-id': from.requestId,
+    [CONSOLE_SESSION_HEADER]: from.session,
+  };
   async function call(
     method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
@@ -77,6 +91,7 @@ export function opsClient(app: App, token: string, requestId: string): OpsClient
     const answer = await app.inject({
       method,
       url,
+      remoteAddress: from.address,
       headers: {
         ...headers,
         ...(accept ? { accept } : {}),

@@ -1,5 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { consoleSessionProof } from '../../auth/console-session-proof.ts';
 import { LruMap } from '../../auth/lru-map.ts';
 import type { TokenSigner } from '../../auth/tokens.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -26,6 +27,8 @@ export interface ConsoleSessionsOptions {
   readonly db: Kysely<Database>;
   readonly clock: Clock;
   readonly signer: TokenSigner;
+  /** The key of the session header's HMAC, which the operator API's authentication checks. */
+  readonly proofKey: Buffer;
   /** Absolute lifetime of a login. */
   readonly sessionMs: number;
   /** A login unused this long ends. */
@@ -41,6 +44,8 @@ export interface ConsoleSessionsOptions {
  * as through the API.
  */
 export interface ConsoleSessions {
+  /** The id of the session a cookie's secret opens (its hash: what the audit log names). */
+  idOf(secret: string): string;
   /**
    * Starts a login for the operator (`ok`, or half done: `code` awaits the second factor and
    * lasts five minutes, `enrol` opens only the enrolment page); returns the cookie's secret.
@@ -55,6 +60,8 @@ export interface ConsoleSessions {
   csrfToken(secret: string): string;
   /** An operator API access token acting as the session's operator. */
   accessToken(session: ConsoleSession): string;
+  /** The header that names the session on the operator API requests it makes (auth/console-session-proof.ts). */
+  proof(session: ConsoleSession): string;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -62,6 +69,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSessions {
   const tokens = new LruMap<string, { token: string; exp: number }>(1000);
   return {
+    idOf: sha256,
     async start(operatorId, stage = 'ok') {
       const secret = randomBytes(32).toString('base64url');
       const now = o.clock.now();
@@ -82,6 +90,9 @@ export function createConsoleSessions(o: ConsoleSessionsOptions): ConsoleSession
     },
     csrfToken(secret) {
       return createHmac('sha256', secret).update('vrp-console-csrf').digest('base64url');
+    },
+    proof(session) {
+      return consoleSessionProof(o.proofKey, session.id, session.clientId);
     },
     accessToken(session) {
       // The token version is part of the key: a rotation of the client's secret revokes tokens.

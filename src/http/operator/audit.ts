@@ -13,23 +13,27 @@ function entryView(e: AuditEntry): Static<typeof AuditEntryPayload> {
   return {
     entry_id: e.id,
     created_at: new Date(e.createdAt).toISOString(),
-    actor: { type: e.actor.type, id: e.actor.id },
+    actor: { type: e.actor.type, id: e.actor.id, name: e.actor.name },
+    credential: e.credential && { type: e.credential.type, id: e.credential.id },
+    source_address: e.address,
+    reason: e.reason,
     action: e.action,
     target: e.target && { type: e.target.type, id: e.target.id },
     service_id: e.serviceId,
+    service_domain: e.serviceDomain,
     reseller_id: e.resellerId,
     outcome: e.outcome,
     request_id: e.requestId,
   };
 }
 
-const ACTOR = /^(application|operator|cli)(?::(.{1,200}))?$/;
+const ACTOR = /^(application|operator|cli|system)(?::(.{1,200}))?$/;
 
 /** The `actor` filter: a type, and an id if given; null if the text is not one. */
 function actorFilter(text: string): { type: AuditActorType; id: string | undefined } | null {
   const m = ACTOR.exec(text);
   const type = m?.[1];
-  if (type !== 'application' && type !== 'operator' && type !== 'cli') return null;
+  if (type !== 'application' && type !== 'operator' && type !== 'cli' && type !== 'system') return null;
   return { type, id: m?.[2] };
 }
 
@@ -40,7 +44,22 @@ const AuditQuery = Type.Object({
   actor: Type.Optional(
     Type.String({
       maxLength: 220,
-      description: '`operator`, `application` or `cli`, alone or with `:` and the id (`application:vrp_...`)',
+      description:
+        '`operator`, `application`, `cli` or `system`, alone or with `:` and the id (`application:vrp_...`)',
+    }),
+  ),
+  action: Type.Optional(
+    Type.String({
+      maxLength: 100,
+      description: 'Entries of this action exactly (`service.suspend`); one no entry has gives an empty list',
+    }),
+  ),
+  actor_name: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 300,
+      description:
+        'Entries whose actor had this name exactly (an operator’s name, `reseller / application`, a local user)',
     }),
   ),
   service_id: Type.Optional(InputId('Entries about this service (its backups and schedules too)')),
@@ -58,7 +77,7 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
       tags: ['Audit'],
       summary: 'The audit log',
       description:
-        'Every state-changing request of applications and operators, and every change by the `vrp` command: time, actor, action, target, outcome (`ok` or the refusal’s error code), request id. Newest first; with `after`, the entries after that one, oldest first. Filters combine.',
+        'Every state-changing request of applications and operators, every change by the `vrp` command and by the product itself: time, actor (kind, id, name), the credential used, the source address, action, target, the reason given, outcome (`ok` or the refusal’s error code), request id. Newest first; with `after`, the entries after that one, oldest first. Filters (`actor`, `actor_name`, `action`, `service_id`, `reseller_id`) combine.',
       querystring: AuditQuery,
       response: { 200: Page(AuditEntryPayload) },
     }),
@@ -69,7 +88,7 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
       if (actor === null) {
         throw new ApiError(
           'validation_failed',
-          'actor must be operator, application or cli, optionally with :id',
+          'actor must be operator, application, cli or system, optionally with :id',
         );
       }
       if (q.after !== undefined && !isUuid(q.after))
@@ -91,6 +110,8 @@ export function registerOperatorAuditRoutes(app: App, ctx: AppContext): void {
         after,
         order,
         actor,
+        action: q.action,
+        actorName: q.actor_name,
         serviceId: q.service_id?.toLowerCase(),
         resellerId: q.reseller_id?.toLowerCase(),
         limit: limit + 1,

@@ -12,6 +12,7 @@ import { listServiceJobs } from '../../store/repos/jobs.ts';
 import { listServicesPage } from '../../store/repos/service-list.ts';
 import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
+import { listSuspensions } from '../../store/repos/suspensions.ts';
 import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { operatorBackupView, registerBackupActions } from '../actions/backups.ts';
 import { registerConsoleActions } from '../actions/console.ts';
@@ -157,19 +158,20 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       tags,
       summary: 'A service with its host, jobs and backups',
       description:
-        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs, its backups and its product’s OS templates.',
+        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs, its backups, its product’s OS templates and its suspension history.',
       params: ServiceParams,
       response: { 200: ServiceDetailsPayload },
     }),
     async (request) => {
       const service = await anyService(ctx, request);
-      const [jobs, backups, host, catalog, ipv6, traffic] = await Promise.all([
+      const [jobs, backups, host, catalog, ipv6, traffic, suspensions] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
         ctx.catalog.get(),
         ipv6Of(db, service.id),
         serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
+        listSuspensions(db, service.id),
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
@@ -191,6 +193,13 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
           template_id: t.templateId,
           name: t.name,
           available: !catalog.unavailableTemplates.has(t.templateId),
+        })),
+        suspensions: suspensions.map((x) => ({
+          suspended_at: new Date(x.suspendedAt).toISOString(),
+          suspended_by: { ...x.suspendedBy },
+          reason: x.reason,
+          lifted_at: x.liftedAt === null ? null : new Date(x.liftedAt).toISOString(),
+          lifted_by: x.liftedBy && { ...x.liftedBy },
         })),
       };
     },

@@ -5,6 +5,7 @@ import { isUuid } from '../../domain/ids.ts';
 import {
   type AuditActor,
   type AuditContext,
+  type AuditCredential,
   type AuditSubject,
   recordAudit,
 } from '../../store/repos/audit.ts';
@@ -24,11 +25,38 @@ declare module 'fastify' {
   }
 }
 
-/** Who the caller is, in the audit log's terms: an application by its client_id, an operator by its id. */
-function auditActor(caller: Caller): AuditActor {
-  return caller.kind === 'application'
-    ? { type: 'application', id: caller.clientId }
-    : { type: 'operator', id: caller.operatorId };
+/** A console login, before or after it has an operator API caller: its operator and session. */
+export interface ConsoleActor {
+  readonly kind: 'console';
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Who acts in a request, in the audit log's terms: the one place that turns a request into an
+ * actor (kind, id, name), the credential it came with and its source address (request.ip: the
+ * connection's, or a trusted proxy's X-Forwarded-For, app.ts). An application is named
+ * `reseller / application`; an operator by name; a console session is the credential of what
+ * an operator does in the console.
+ */
+function requestAudit(request: FastifyRequest, who: Caller | ConsoleActor, action: string): AuditContext {
+  const base = { requestId: request.id, action, address: request.ip };
+  if (who.kind === 'application') {
+    return {
+      ...base,
+      actor: { type: 'application', id: who.clientId, name: who.state.name },
+      credential: { type: 'application', id: who.clientId },
+    };
+  }
+  const actor: AuditActor = { type: 'operator', id: who.operatorId, name: who.operatorName };
+  const credential: AuditCredential =
+    who.kind === 'console'
+      ? { type: 'console_session', id: who.sessionId }
+      : who.consoleSessionId !== undefined
+        ? { type: 'console_session', id: who.consoleSessionId }
+        : { type: 'operator_client', id: who.clientId };
+  return { ...base, actor, credential };
 }
 
 /** The audit context of a state-changing request, for the domain operation its route calls. */
@@ -36,7 +64,12 @@ export function auditContext(request: FastifyRequest): AuditContext {
   const action = request.routeOptions.config.audit;
   // A route that changes state without saying so is a mistake in the route: a 500, found by tests.
   if (!action || !request.caller) throw new Error(`${request.routeOptions.url} records no audit action`);
-  return { actor: auditActor(request.caller), requestId: request.id, action };
+  return requestAudit(request, request.caller, action);
+}
+
+/** The audit context of a console login or logout: the operator and the session, from this request. */
+export function consoleAudit(request: FastifyRequest, who: ConsoleActor, action: string): AuditContext {
+  return requestAudit(request, who, action);
 }
 
 /**
@@ -89,7 +122,7 @@ export const auditRefusals = fp<{ ctx: AppContext }>(
       if (!action || !caller) return;
       const { code, status } = toApiError(error);
       if (status < 400 || status >= 500 || code === 'rate_limited') return;
-      const audit = { actor: auditActor(caller), requestId: request.id, action };
+      const audit = requestAudit(request, caller, action);
       try {
         await recordAudit(ctx.store.db, audit, subjectOf(request), ctx.clock.now(), code);
       } catch (err) {

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { CONSOLE_SESSION_HEADER, provenConsoleSession } from '../../auth/console-session-proof.ts';
 import type { AppContext } from '../../context.ts';
 import type { ApplicationState, OperatorState } from '../../domain/client-state.ts';
 import { ApiError } from '../../domain/errors.ts';
@@ -20,6 +21,8 @@ export interface OperatorCaller {
   readonly clientId: string;
   readonly operatorId: string;
   readonly operatorName: string;
+  /** The console session the request came through (the console's injected requests), if any. */
+  readonly consoleSessionId: string | undefined;
   readonly scopes: readonly TokenScope[];
   readonly state: OperatorState;
 }
@@ -91,7 +94,12 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
     throw invalidToken('The access token is invalid or has expired');
   }
   const { operatorId, operatorName } = state;
-  return { kind: 'operator', clientId, operatorId, operatorName, scopes, state };
+  const consoleSessionId = provenConsoleSession(
+    ctx.keys.tokenKey,
+    request.headers[CONSOLE_SESSION_HEADER],
+    clientId,
+  );
+  return { kind: 'operator', clientId, operatorId, operatorName, consoleSessionId, scopes, state };
 }
 
 function insufficientScope(scope: TokenScope): ApiError {

@@ -7,19 +7,55 @@ import { Id, Nullable, StringEnum, Timestamp } from './common.ts';
 import { JobPayload, jobView } from './service-views.ts';
 import { UsagePayload } from './usage.ts';
 
+/** Who acted, as the audit log names them. */
+export const AuditActorPayload = Type.Object(
+  {
+    type: StringEnum(['application', 'operator', 'cli', 'system']),
+    id: Type.String({
+      description: 'Application: its client_id; operator: its id; cli: the local user; system: `system`',
+    }),
+    name: Nullable(
+      Type.String({
+        description:
+          'The operator’s name, `reseller / application`, the local user (cli) or `system`, as it was when the entry was written; null in entries written before names were recorded (except operators’, looked up on upgrade)',
+      }),
+    ),
+  },
+  { title: 'AuditActor' },
+);
+
 export const AuditEntryPayload = Type.Object(
   {
     entry_id: Id('Time-ordered (UUIDv7)'),
     created_at: Type.String({ format: 'date-time' }),
-    actor: Type.Object({
-      type: StringEnum(['application', 'operator', 'cli']),
-      id: Type.String({ description: 'Application: its client_id; operator: its id; cli: the local user' }),
-    }),
+    actor: AuditActorPayload,
+    credential: Nullable(
+      Type.Object(
+        {
+          type: StringEnum(['operator_client', 'console_session', 'application']),
+          id: Type.String({
+            description:
+              'The operator’s or application’s client_id, or the console session’s id (a hash of its cookie, never the cookie)',
+          }),
+        },
+        { description: 'What the request authenticated with; null for the CLI and the system' },
+      ),
+    ),
+    source_address: Nullable(
+      Type.String({
+        description:
+          'The caller’s IP address: the connection’s, or a trusted proxy’s X-Forwarded-For (`VRP_TRUST_PROXY`); null for the CLI and the system',
+      }),
+    ),
+    reason: Nullable(
+      Type.String({ description: 'The reason given with the action (a suspension’s), if any' }),
+    ),
     action: Type.String({
       description: '`object.verb`: `service.order`, `backup.restore`, `reseller.quota`, `job.cancel`...',
     }),
     target: Nullable(Type.Object({ type: Type.String(), id: Type.String() })),
     service_id: Nullable(Type.String()),
+    service_domain: Nullable(Type.String({ description: 'The domain of the entry’s service' })),
     reseller_id: Nullable(Type.String()),
     outcome: Type.String({ description: '`ok`, or the error code the request was refused with' }),
     request_id: Nullable(Type.String({ description: 'The request’s X-Request-Id; null for the CLI' })),

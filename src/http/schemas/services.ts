@@ -5,7 +5,7 @@
 import { Type } from 'typebox';
 import { STATUSES } from '../../domain/status-machine.ts';
 import { Id, Nullable, StringEnum, Timestamp } from './common.ts';
-import { OperatorJobPayload } from './operator.ts';
+import { AuditActorPayload, OperatorJobPayload } from './operator.ts';
 import { DetailsPayload } from './service-views.ts';
 
 export const BackupPayload = Type.Object(
@@ -120,6 +120,19 @@ export const ServiceDetailsPayload = Type.Object(
         }),
       }),
       { description: 'The OS templates of its product: what a reinstall may install' },
+    ),
+    suspensions: Type.Array(
+      Type.Object({
+        suspended_at: Timestamp,
+        suspended_by: AuditActorPayload,
+        reason: Nullable(Type.String()),
+        lifted_at: Nullable(Timestamp),
+        lifted_by: Nullable(AuditActorPayload),
+      }),
+      {
+        description:
+          'Its suspensions, newest first: when each was accepted, by whom (the product itself for a traffic quota: `system`) and why; when it was lifted and by whom (null while it lasts)',
+      },
     ),
   },
   { title: 'OperatorServiceDetails' },

@@ -96,6 +96,8 @@ export async function loadClientState(
       'clients.enabled',
       'clients.token_version',
       'clients.variant',
+      'clients.name',
+      'resellers.name as reseller_name',
       'resellers.enabled as reseller_enabled',
     ])
     .where('clients.id', '=', id)
@@ -105,6 +107,7 @@ export async function loadClientState(
     kind: 'application',
     clientId: row.id,
     resellerId: row.reseller_id,
+    name: `${row.reseller_name} / ${row.name}`,
     enabled: row.enabled === 1 && row.reseller_enabled === 1,
     tokenVersion: row.token_version,
     variant: row.variant === 'A' ? 'A' : 'B',

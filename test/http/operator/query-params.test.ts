@@ -75,7 +75,7 @@ for (const store of testStores()) {
         ['jobs?state=failed', 'state'],
         ['resellers?name=acme', 'name'],
         ['hosts?state=active', 'state'],
-        ['audit?action=service.order', 'action'],
+        ['audit?action=service.order&verb=start', 'verb'],
         [`usage?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z&reseller=acme`, 'reseller'],
         ['overview?x=1', 'x'],
         ['whoami?x=1', 'x'],

@@ -10,6 +10,7 @@ import { recordAudit } from '../../../store/repos/audit.ts';
 import type { App } from '../../app-type.ts';
 import { CONSOLE } from '../../base-path.ts';
 import { isFields } from '../../fields.ts';
+import { consoleAudit } from '../../plugins/audit.ts';
 import {
   type ConsoleRouter,
   consolePath,
@@ -205,7 +206,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
       return redirect(request, reply, { redirect: `${CONSOLE}/login/code${query}` });
     }
     const stage = o.requireTwoFactor ? 'enrol' : 'ok';
-    await completeLogin(request, reply, operator.id, stage);
+    await completeLogin(request, reply, { id: operator.id, name: operator.name }, stage);
     return redirect(request, reply, {
       redirect: stage === 'enrol' ? TWO_FACTOR_PAGE : (next ?? `${CONSOLE}/`),
     });
@@ -214,16 +215,26 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
   async function completeLogin(
     request: FastifyRequest,
     reply: FastifyReply,
-    operatorId: string,
+    operator: { readonly id: string; readonly name: string },
     stage: 'ok' | 'enrol',
   ): Promise<void> {
-    const secret = await o.sessions.start(operatorId, stage);
-    const audit = {
-      actor: { type: 'operator' as const, id: operatorId },
-      requestId: request.id,
-      action: 'console.login',
-    };
-    await recordAudit(ctx.store.db, audit, { target: { type: 'operator', id: operatorId } }, ctx.clock.now());
+    const secret = await o.sessions.start(operator.id, stage);
+    const audit = consoleAudit(
+      request,
+      {
+        kind: 'console',
+        operatorId: operator.id,
+        operatorName: operator.name,
+        sessionId: o.sessions.idOf(secret),
+      },
+      'console.login',
+    );
+    await recordAudit(
+      ctx.store.db,
+      audit,
+      { target: { type: 'operator', id: operator.id } },
+      ctx.clock.now(),
+    );
     setConsoleCookie(reply, SESSION_COOKIE, secret);
   }
 
@@ -283,7 +294,7 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
     attempt.succeed();
     // The half login ends; the whole one gets a secret of its own.
     await o.sessions.end(pending.secret);
-    await completeLogin(request, reply, operatorId, 'ok');
+    await completeLogin(request, reply, { id: operatorId, name: pending.session.operatorName }, 'ok');
     const left =
       check.kind === 'recovery' ? (await o.twoFactor.status(operatorId)).recoveryCodesLeft : undefined;
     const flash =
@@ -298,11 +309,17 @@ export function registerLoginRoutes(app: App, ctx: AppContext, router: ConsoleRo
     async (call) => {
       const secret = call.request.cookies[SESSION_COOKIE] ?? '';
       await o.sessions.end(secret);
-      const audit = {
-        actor: { type: 'operator' as const, id: call.session.operatorId },
-        requestId: call.request.id,
-        action: 'console.logout',
-      };
+      const { session } = call;
+      const audit = consoleAudit(
+        call.request,
+        {
+          kind: 'console',
+          operatorId: session.operatorId,
+          operatorName: session.operatorName,
+          sessionId: session.id,
+        },
+        'console.logout',
+      );
       await recordAudit(
         ctx.store.db,
         audit,

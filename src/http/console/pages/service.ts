@@ -80,6 +80,26 @@ ${s.terminated_at ? html`<dt>Terminated</dt><dd>${time(s.terminated_at)}</dd>` :
 </dl>`;
 }
 
+type Suspension = Details['suspensions'][number];
+
+/** An actor of the suspension history by name (the id only when none was recorded). */
+function actorName(a: Suspension['suspended_by']): Html {
+  return html`${a.type} <strong>${a.name ?? a.id}</strong>`;
+}
+
+function suspensions(s: Details): Html {
+  return table(
+    'Suspensions, newest first',
+    ['Suspended', 'By', 'Reason', 'Lifted', 'Lifted by'],
+    s.suspensions.map(
+      (x: Suspension) => html`<tr><td>${time(x.suspended_at)}</td><td>${actorName(x.suspended_by)}</td>
+<td>${x.reason ?? html`<span class="none">—</span>`}</td><td>${x.lifted_at ? time(x.lifted_at) : html`<span class="none">still suspended</span>`}</td>
+<td>${x.lifted_by ? actorName(x.lifted_by) : html`<span class="none">—</span>`}</td></tr>`,
+    ),
+    'Never suspended.',
+  );
+}
+
 function timeline(s: Details, csrf: string): Html {
   const back = serviceUrl(s.service_id);
   return table(
@@ -411,6 +431,10 @@ export function registerServicePage(router: ConsoleRouter): void {
 <section aria-labelledby="backups-h">
   <h2 id="backups-h">Backups</h2>
   ${backups(s, call.csrf, allowed)}
+</section>
+<section aria-labelledby="suspensions-h">
+  <h2 id="suspensions-h">Suspension history</h2>
+  ${suspensions(s)}
 </section>
 </div>
 <section aria-labelledby="ops-h">

@@ -8,6 +8,7 @@ import type { AppContext } from '../../../context.ts';
 import { ApiError } from '../../../domain/errors.ts';
 import { recordAudit } from '../../../store/repos/audit.ts';
 import { CONSOLE } from '../../base-path.ts';
+import { consoleAudit } from '../../plugins/audit.ts';
 import { time } from '../components.ts';
 import {
   type ConsoleRouter,
@@ -126,11 +127,12 @@ export function registerTwoFactorPage(router: ConsoleRouter, ctx: AppContext, o:
       }
       attempt.succeed();
       const now = ctx.clock.now();
-      const audit = {
-        actor: { type: 'operator' as const, id: operatorId },
-        requestId: call.request.id,
-        action: 'console.two_factor_enrol',
-      };
+      const { session } = call;
+      const audit = consoleAudit(
+        call.request,
+        { kind: 'console', operatorId, operatorName: session.operatorName, sessionId: session.id },
+        'console.two_factor_enrol',
+      );
       await recordAudit(ctx.store.db, audit, { target: { type: 'operator', id: operatorId } }, now);
       let csrf = call.csrf;
       if (call.session.stage === 'enrol') {
