@@ -23,6 +23,7 @@ import * as m020 from './migrations/020-self-service.ts';
 import * as m021 from './migrations/021-ip-pools.ts';
 import * as m022 from './migrations/022-rdns.ts';
 import * as m023 from './migrations/023-traffic.ts';
+import * as m024 from './migrations/024-operator-roles.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '021-ip-pools': m021,
   '022-rdns': m022,
   '023-traffic': m023,
+  '024-operator-roles': m024,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

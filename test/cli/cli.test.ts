@@ -33,6 +33,7 @@ const MIGRATIONS = [
   '021-ip-pools',
   '022-rdns',
   '023-traffic',
+  '024-operator-roles',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ApiError } from '../../domain/errors.ts';
+import type { Permission } from '../../domain/roles.ts';
 import { OPERATOR_SCOPE } from '../../domain/scopes.ts';
 import { type ApiSchema, apiRoute } from '../api-route.ts';
 import { isFields } from '../fields.ts';
@@ -24,17 +25,19 @@ async function refuseRepeatedQuery(request: FastifyRequest): Promise<void> {
  * Its query parameters are exactly those its schema names, each once: an unknown one (a filter
  * misspelt, or PHP's array form `reseller_id[]=`) or a repeated one is 400 `validation_failed`
  * naming it, never ignored, so a filter that is not applied never looks applied.
+ * `permission` is what the operator's role must allow (domain/roles.ts); without it a GET is a
+ * `read` and anything else `manage` (plugins/authenticate.ts checks it, 403 `insufficient_role`).
  * The handler gets its operator from operatorCaller(request) and passes auditContext(request)
  * into the domain operation it calls.
  */
-export function operatorRoute<const S extends ApiSchema>(schema: S, audit?: string) {
+export function operatorRoute<const S extends ApiSchema>(schema: S, audit?: string, permission?: Permission) {
   const given = schema.querystring;
   const querystring =
     typeof given === 'object' && given !== null ? { ...given, additionalProperties: false } : NoQuery;
   const options = apiRoute(OPERATOR_SCOPE, { ...schema, querystring } as S, audit);
   return {
     ...options,
-    config: { ...options.config, variant: 'B' as const },
+    config: { ...options.config, variant: 'B' as const, ...(permission ? { permission } : {}) },
     preValidation: refuseRepeatedQuery,
   };
 }

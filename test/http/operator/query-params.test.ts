@@ -79,7 +79,7 @@ for (const store of testStores()) {
         [`usage?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z&reseller=acme`, 'reseller'],
         ['overview?x=1', 'x'],
         ['whoami?x=1', 'x'],
-        [`services/${MISSING}?reveal=true`, 'reveal'],
+        [`services/${MISSING}?show_password=true`, 'show_password'],
       ]) {
         const res = await opsCall(t, ops, 'GET', path!);
         assert.equal(res.status, 400, `${path}: ${JSON.stringify(res.body)}`);
