@@ -92,6 +92,31 @@ describe('console: what each role is shown', { skip: noBrowser }, () => {
     assert.deepEqual(problems, []);
   });
 
+  test('hosts, pools and resellers: their forms for an admin only; the pages for every role', async () => {
+    const forms = async (signIn: typeof asAdmin) => {
+      const { page, problems } = await signIn(browser, origin);
+      const counts: number[] = [];
+      for (const [path, title] of [
+        ['hosts', 'Hosts'],
+        ['ip-pools', 'Address pools'],
+        ['resellers', 'Resellers'],
+      ] as const) {
+        await page.goto(`${origin}${CONSOLE}/${path}`);
+        await page.getByRole('heading', { level: 1, name: title }).waitFor();
+        // Every form but the logout one.
+        counts.push(await page.locator('main form').count());
+      }
+      assert.deepEqual(problems, []);
+      return counts;
+    };
+    const admin = await forms(asAdmin);
+    assert.ok(
+      admin.every((n) => n > 0),
+      `admin: ${admin}`,
+    );
+    assert.deepEqual(await forms(asBilling), [0, 0, 0]);
+  });
+
   test('support: the operations but no reveal; a role taken away meanwhile shows the API’s refusal', async () => {
     const { page, problems } = await asSupport(browser, origin);
     await page.goto(servicePage());
