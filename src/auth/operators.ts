@@ -5,6 +5,7 @@
  * these; each change is one transaction with its audit entry.
  */
 import type { Kysely } from 'kysely';
+import { isRole, ROLES, type Role } from '../domain/roles.ts';
 import { isStorableText } from '../domain/storable-text.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
@@ -19,6 +20,7 @@ import {
   rotateOperatorClientSecret,
   setOperatorEnabled,
   setOperatorPasswordHash,
+  setOperatorRole,
 } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
 import { type SlowCheck, unguarded } from './attempt-guard.ts';
@@ -60,6 +62,7 @@ function passwordProblem(password: string): string | undefined {
 /** What creating an operator prints, once: the secret is stored only as a hash. */
 export interface CreatedOperator {
   readonly operator: string;
+  readonly role: Role;
   readonly client_id: string;
   readonly client_secret: string;
 }
@@ -75,6 +78,12 @@ async function operatorNamed(db: Kysely<Database>, name: string): Promise<Operat
   return operator;
 }
 
+/** `role` as a Role, or a refusal that lists the roles there are. */
+function roleNamed(role: string): Role {
+  if (!isRole(role)) throw new OperatorError(`no role named "${role}": the roles are ${ROLES.join(', ')}`);
+  return role;
+}
+
 const targetOf = (operator: Operator) => ({ target: { type: 'operator', id: operator.id } });
 
 /**
@@ -86,6 +95,8 @@ export async function createOperator(
   db: Kysely<Database>,
   options: {
     readonly name: string;
+    /** `admin` unless given; a name that is no role is refused before anything changes. */
+    readonly role?: string;
     readonly password?: string;
     readonly secretCost?: SecretCost;
     readonly passwordCost?: SecretCost;
@@ -99,6 +110,7 @@ export async function createOperator(
       'an operator name is 1-100 letters, digits, spaces, dots, underscores or hyphens, starting with a letter or digit',
     );
   }
+  const role = roleNamed(options.role ?? 'admin');
   if (password !== undefined) checkPassword(password);
   const secret = generateSecret();
   const clientId = newOperatorClientId();
@@ -111,7 +123,7 @@ export async function createOperator(
   try {
     await db.transaction().execute(async (tx) => {
       if (await findOperatorByName(tx, name)) throw exists();
-      const operator = await insertOperator(tx, { name, passwordHash, clientId, secretHash }, now);
+      const operator = await insertOperator(tx, { name, role, passwordHash, clientId, secretHash }, now);
       if (audit) await recordAudit(tx, audit, targetOf(operator), now);
     });
   } catch (err) {
@@ -119,7 +131,7 @@ export async function createOperator(
     if (isUniqueViolation(err)) throw exists();
     throw err;
   }
-  return { operator: name, client_id: clientId, client_secret: secret };
+  return { operator: name, role, client_id: clientId, client_secret: secret };
 }
 
 /**
@@ -135,14 +147,14 @@ export async function rotateOperatorSecret(
 ): Promise<CreatedOperator> {
   const secret = generateSecret();
   const secretHash = await hashSecret(secret, options.secretCost);
-  const clientId = await db.transaction().execute(async (tx) => {
+  const { clientId, role } = await db.transaction().execute(async (tx) => {
     const operator = await operatorNamed(tx, name);
     await rotateOperatorClientSecret(tx, operator.id, secretHash, now);
     if (audit) await recordAudit(tx, audit, targetOf(operator), now);
-    return findOperatorClientId(tx, operator.id);
+    return { clientId: await findOperatorClientId(tx, operator.id), role: operator.role };
   });
   if (!clientId) throw new OperatorError(`operator "${name}" has no client`);
-  return { operator: name, client_id: clientId, client_secret: secret };
+  return { operator: name, role, client_id: clientId, client_secret: secret };
 }
 
 /**
@@ -161,6 +173,26 @@ export async function setOperatorEnabledByName(
     await setOperatorEnabled(tx, operator.id, enabled, now);
     // Enabling it again must not revive the console logins it had.
     if (!enabled) await deleteOperatorConsoleSessions(tx, operator.id);
+    if (audit) await recordAudit(tx, audit, targetOf(operator), now);
+  });
+}
+
+/**
+ * Gives the operator another role. Tokens carry no role: every request is checked against the
+ * role read with the client's state (at most a couple of seconds old), so the change reaches the
+ * operator's tokens and console sessions without revoking them.
+ */
+export async function setOperatorRoleByName(
+  db: Kysely<Database>,
+  name: string,
+  role: string,
+  now: number,
+  audit?: AuditContext,
+): Promise<void> {
+  const newRole = roleNamed(role);
+  await db.transaction().execute(async (tx) => {
+    const operator = await operatorNamed(tx, name);
+    await setOperatorRole(tx, operator.id, newRole, now);
     if (audit) await recordAudit(tx, audit, targetOf(operator), now);
   });
 }

@@ -7,6 +7,7 @@ import {
   rotateOperatorSecret,
   setOperatorEnabledByName,
   setOperatorPassword,
+  setOperatorRoleByName,
 } from '../auth/operators.ts';
 import { resetTwoFactorByName } from '../auth/two-factor.ts';
 import { listOperators } from '../store/repos/operators.ts';
@@ -33,32 +34,39 @@ function readPassword(): string {
   return password;
 }
 
-/** NAME and the --password-stdin flag of `operator create` and `operator set-password`. */
-function nameAndPasswordFlag(sub: string, args: string[]): { name: string; passwordStdin: boolean } {
+/** NAME and the --password-stdin flag of `operator create` and `operator set-password` (and create's --role). */
+function nameAndPasswordFlag(
+  sub: string,
+  args: string[],
+): { name: string; passwordStdin: boolean; role: string | undefined } {
   const { values, positionals: names } = parseArgs({
     args,
-    options: { 'password-stdin': { type: 'boolean' } },
+    options: {
+      'password-stdin': { type: 'boolean' },
+      ...(sub === 'create' ? { role: { type: 'string' } } : {}),
+    },
     allowPositionals: true,
   });
   const [name, ...extra] = names;
   if (extra.length > 0) throw new UsageError(`operator ${sub}: unexpected arguments: ${extra.join(' ')}`);
   if (!name) throw new UsageError(`operator ${sub}: a NAME is required`);
-  return { name, passwordStdin: values['password-stdin'] === true };
+  const role = 'role' in values && typeof values.role === 'string' ? values.role : undefined;
+  return { name, passwordStdin: values['password-stdin'] === true, role };
 }
 
-/** `vrp operator create|list|disable|enable|rotate-secret|set-password|reset-2fa` (docs/cli.md). */
+/** `vrp operator create|list|disable|enable|rotate-secret|set-password|set-role|reset-2fa` (docs/cli.md). */
 export async function operatorCommand(db: Kysely<Database>, args: string[], out: Output): Promise<void> {
   const [sub, ...rest] = args;
   const now = Date.now();
   try {
     if (sub === 'create') {
-      const { name, passwordStdin } = nameAndPasswordFlag(sub, rest);
+      const { name, passwordStdin, role } = nameAndPasswordFlag(sub, rest);
       const password = passwordStdin ? readPassword() : undefined;
-      const created = await createOperator(db, { name, password }, now, cliAudit('operator.create'));
+      const created = await createOperator(db, { name, role, password }, now, cliAudit('operator.create'));
       out.result(
         created,
         (v) =>
-          `operator:      ${v.operator}\nclient_id:     ${v.client_id}\nclient_secret: ${v.client_secret}\n` +
+          `operator:      ${v.operator}\nclient_id:     ${v.client_id}\nclient_secret: ${v.client_secret}\nrole:          ${v.role}\n` +
           `The secret is shown only now; the operator's scripts ask for tokens with it (scope operator).` +
           (password === undefined ? '' : '\nThe console password is set.'),
       );
@@ -71,6 +79,15 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
       out.result({ operator: name, password_set: true }, (v) => `console password of "${v.operator}" set`);
       return;
     }
+    if (sub === 'set-role') {
+      const [name, role, ...extra] = positionals(rest, 'operator set-role');
+      if (extra.length > 0)
+        throw new UsageError(`operator set-role: unexpected arguments: ${extra.join(' ')}`);
+      if (!name || !role) throw new UsageError('operator set-role: NAME and ROLE are required');
+      await setOperatorRoleByName(db, name, role, now, cliAudit('operator.set_role'));
+      out.result({ operator: name, role }, (v) => `operator "${v.operator}" is now ${v.role}`);
+      return;
+    }
     if (sub === 'list') {
       if (positionals(rest, 'operator list').length > 0) {
         throw new UsageError(`operator list: unexpected arguments: ${rest.join(' ')}`);
@@ -79,6 +96,7 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
         name: o.name,
         client_id: o.clientId,
         enabled: o.enabled,
+        role: o.role,
         console_password: o.hasPassword,
         created_at: new Date(o.createdAt).toISOString(),
       }));
@@ -89,7 +107,8 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
               .map(
                 (o) =>
                   `${o.name}\t${o.client_id}\t${o.enabled ? 'enabled' : 'disabled'}\t` +
-                  (o.console_password ? 'console password' : 'no console password'),
+                  (o.console_password ? 'console password' : 'no console password') +
+                  `\t${o.role}`,
               )
               .join('\n'),
       );

@@ -25,8 +25,8 @@ const USAGE = `usage: vrp <command> [--json]
   client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
   client list [--reseller NAME]
   client rotate-secret ID | enable ID | disable ID | revoke-tokens ID
-  operator create NAME [--password-stdin] | list | disable NAME | enable NAME
-  operator rotate-secret NAME | set-password NAME --password-stdin
+  operator create NAME [--role admin|support|billing] [--password-stdin] | list | disable NAME | enable NAME
+  operator rotate-secret NAME | set-password NAME --password-stdin | set-role NAME ROLE
   operator reset-2fa NAME
   catalog import FILE.json | catalog import - | catalog export
   usage --from ISO --to ISO [--reseller NAME] [--csv]

@@ -1,3 +1,5 @@
+import type { Role } from './roles.ts';
+
 interface ClientStateBase {
   readonly clientId: string;
   /** The client is enabled, and so is its reseller or operator. */
@@ -20,6 +22,8 @@ export interface OperatorState extends ClientStateBase {
   readonly kind: 'operator';
   readonly operatorId: string;
   readonly operatorName: string;
+  /** Read with the rest of the state at request time: a change of role applies within the cache's life. */
+  readonly role: Role;
 }
 
 /** What token verification needs to know of a client now (auth/client-lookup.ts reads it from the store). */

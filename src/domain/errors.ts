@@ -38,6 +38,7 @@ export const ERROR_CODES = {
   unknown_host: 400,
   invalid_token: 401,
   insufficient_scope: 403,
+  insufficient_role: 403,
   console_origin_refused: 403,
   service_not_found: 404,
   backup_not_found: 404,

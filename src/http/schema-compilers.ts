@@ -5,7 +5,10 @@ import type { FastifyServerOptions } from 'fastify';
 type CompilersFactory = NonNullable<
   NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']
 >;
-type Factory = (externalSchemas: unknown, options: unknown) => (route: { schema: unknown }) => unknown;
+type Factory = (
+  externalSchemas: unknown,
+  options: unknown,
+) => (route: { schema: unknown; httpPart?: string }) => unknown;
 
 /**
  * Fastify's own schema compilers (ajv for requests, fast-json-stringify for answers), behind a
@@ -19,7 +22,7 @@ type Factory = (externalSchemas: unknown, options: unknown) => (route: { schema:
  * already do.
  */
 export const sharedSchemaCompilers: CompilersFactory = {
-  buildValidator: cached(AjvCompiler() as Factory) as CompilersFactory['buildValidator'],
+  buildValidator: coercingQueries(cached(AjvCompiler() as Factory)) as CompilersFactory['buildValidator'],
   buildSerializer: cached(SerializerSelector() as Factory) as CompilersFactory['buildSerializer'],
 };
 
@@ -38,5 +41,26 @@ function cached(factory: Factory): Factory {
       }
       return fn;
     };
+  };
+}
+
+/** The app's ajv options with type coercion on: a query parameter's text read as the integer its schema says. */
+function withCoercion(options: unknown): unknown {
+  if (typeof options !== 'object' || options === null) return options;
+  const custom =
+    'customOptions' in options && typeof options.customOptions === 'object' ? options.customOptions : {};
+  return { ...options, customOptions: { ...custom, coerceTypes: true } };
+}
+
+/**
+ * Query strings are text: their validator coerces (`limit=5` is the integer 5 that the schema,
+ * and so the OpenAPI document, says), while bodies, which JSON types already, are never coerced
+ * (`"cpu":"4"` stays a string, and is refused).
+ */
+function coercingQueries(factory: Factory): Factory {
+  return (externalSchemas, options) => {
+    const strict = factory(externalSchemas, options);
+    const coercing = factory(externalSchemas, withCoercion(options));
+    return (route) => (route.httpPart === 'querystring' ? coercing(route) : strict(route));
   };
 }

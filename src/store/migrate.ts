@@ -23,6 +23,7 @@ import * as m020 from './migrations/020-self-service.ts';
 import * as m021 from './migrations/021-ip-pools.ts';
 import * as m022 from './migrations/022-rdns.ts';
 import * as m023 from './migrations/023-traffic.ts';
+import * as m024 from './migrations/024-operator-roles.ts';
 import * as m025 from './migrations/025-two-factor.ts';
 import * as m026 from './migrations/026-audit-actors.ts';
 
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '021-ip-pools': m021,
   '022-rdns': m022,
   '023-traffic': m023,
+  '024-operator-roles': m024,
   '025-two-factor': m025,
   '026-audit-actors': m026,
 };

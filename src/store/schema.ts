@@ -7,6 +7,7 @@
 import type { Generated } from 'kysely';
 import type { EventType } from '../domain/events.ts';
 import type { PasswordApplies } from '../domain/passwords.ts';
+import type { Role } from '../domain/roles.ts';
 import type { ServiceErrorCode } from '../domain/service-error.ts';
 import type { JobAction, PowerStatus, StableStatus, Status } from '../domain/status-machine.ts';
 
@@ -46,6 +47,8 @@ export interface OperatorTable {
   /** Console login password as a salted scrypt hash (auth/secret-hash.ts); null: no console login. */
   password_hash: string | null;
   enabled: number;
+  /** What the operator may do (migration 024; domain/roles.ts). */
+  role: Role;
   created_at: number;
   updated_at: number;
 }

@@ -33,6 +33,7 @@ const MIGRATIONS = [
   '021-ip-pools',
   '022-rdns',
   '023-traffic',
+  '024-operator-roles',
   '025-two-factor',
   '026-audit-actors',
 ];

@@ -51,7 +51,8 @@ for (const store of testStores()) {
       const created = await vrp(['operator', 'create', 'alice', '--json']);
       assert.equal(created.code, 0, created.err);
       const v = created.json();
-      assert.deepEqual(Object.keys(v).sort(), ['client_id', 'client_secret', 'operator']);
+      assert.deepEqual(Object.keys(v).sort(), ['client_id', 'client_secret', 'operator', 'role']);
+      assert.equal(v.role, 'admin', 'admin unless --role says otherwise');
       assert.equal(v.operator, 'alice');
       assert.match(v.client_id, /^vrpop_[0-9a-f]{24}$/);
       assert.match(v.client_secret, /^[A-Za-z0-9_-]{43}$/);
@@ -79,7 +80,7 @@ for (const store of testStores()) {
       }
       assert.match(
         (await vrp(['operator', 'list'])).out,
-        /^alice\tvrpop_[0-9a-f]{24}\tenabled\tno console password\n/,
+        /^alice\tvrpop_[0-9a-f]{24}\tenabled\tno console password\tadmin\n/,
       );
     });
 
@@ -100,7 +101,7 @@ for (const store of testStores()) {
       const rotated = await vrp(['operator', 'rotate-secret', 'carol', '--json']);
       assert.equal(rotated.code, 0, rotated.err);
       const r = rotated.json();
-      assert.deepEqual(Object.keys(r).sort(), ['client_id', 'client_secret', 'operator']);
+      assert.deepEqual(Object.keys(r).sort(), ['client_id', 'client_secret', 'operator', 'role']);
       assert.equal(r.client_id, v.client_id);
       assert.notEqual(r.client_secret, v.client_secret);
       assert.equal(
@@ -133,6 +134,54 @@ for (const store of testStores()) {
       assert.deepEqual(names, ['carol'], 'nothing created by a refused command');
       const failed = await vrp(['operator', 'disable', 'nobody', '--json']);
       assert.deepEqual(failed.json(), { error: 'no operator named "nobody"' });
+    });
+
+    test('roles: create --role and set-role; a role that does not exist changes nothing', async (t) => {
+      const { vrp } = await cliFor(t, store);
+      const created = await vrp(['operator', 'create', 'erin', '--role', 'support', '--json']);
+      assert.equal(created.code, 0, created.err);
+      assert.equal(created.json().role, 'support');
+      assert.equal((await vrp(['operator', 'create', 'frank'])).code, 0);
+      const roles = async () =>
+        (await vrp(['operator', 'list', '--json']))
+          .json()
+          .map((o: Record<string, unknown>) => [o['name'], o['role']]);
+      assert.deepEqual(await roles(), [
+        ['erin', 'support'],
+        ['frank', 'admin'],
+      ]);
+      const set = await vrp(['operator', 'set-role', 'frank', 'billing', '--json']);
+      assert.equal(set.code, 0, set.err);
+      assert.deepEqual(set.json(), { operator: 'frank', role: 'billing' });
+      assert.match(
+        (await vrp(['operator', 'set-role', 'frank', 'billing'])).out,
+        /operator "frank" is now billing/,
+      );
+
+      const failures: [string[], number, RegExp][] = [
+        [
+          ['operator', 'create', 'gina', '--role', 'root'],
+          1,
+          /no role named "root": the roles are admin, support, billing/,
+        ],
+        [['operator', 'set-role', 'erin', 'Admin'], 1, /no role named "Admin"/],
+        [['operator', 'set-role', 'nobody', 'admin'], 1, /no operator named "nobody"/],
+        [['operator', 'set-role', 'erin'], 2, /NAME and ROLE are required/],
+        [['operator', 'set-role', 'erin', 'admin', 'more'], 2, /unexpected arguments: more/],
+      ];
+      for (const [args, code, message] of failures) {
+        const res = await vrp(args);
+        assert.equal(res.code, code, `${args.join(' ')}: ${res.err}`);
+        assert.match(res.err, message, args.join(' '));
+      }
+      assert.deepEqual(
+        await roles(),
+        [
+          ['erin', 'support'],
+          ['frank', 'billing'],
+        ],
+        'nothing changed or created by a refused command',
+      );
     });
 
     test('every change is in the audit log as actor cli, without secrets', async (t) => {
@@ -209,7 +258,7 @@ describe('vrp operator --password-stdin', () => {
       'frank has a long passphrase\n',
     );
     assert.equal(created.code, 0, created.err);
-    assert.deepEqual(Object.keys(created.json()).sort(), ['client_id', 'client_secret', 'operator']);
+    assert.deepEqual(Object.keys(created.json()).sort(), ['client_id', 'client_secret', 'operator', 'role']);
 
     const weak = vrpProcess(dataDir, ['operator', 'set-password', 'frank', '--password-stdin'], 'short\n');
     assert.equal(weak.code, 1);

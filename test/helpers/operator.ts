@@ -18,7 +18,7 @@ let operators = 0;
  */
 export async function createTestOperator(
   t: TestApp,
-  options: { name?: string; password?: string } = {},
+  options: { name?: string; password?: string; role?: string } = {},
 ): Promise<CreatedOperator> {
   operators += 1;
   return createOperator(
@@ -26,6 +26,7 @@ export async function createTestOperator(
     {
       name: options.name ?? `ops-${operators}`,
       password: options.password,
+      ...(options.role === undefined ? {} : { role: options.role }),
       secretCost: t.ctx.secretCost,
       passwordCost: TEST_PASSWORD_COST,
     },

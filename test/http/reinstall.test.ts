@@ -291,7 +291,7 @@ for (const store of testStores()) {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.ok(res.headers['x-job-id']);
       await waitForStatus(t, token, id, 'running');
-      const d = (await opsCall(t, ops, 'GET', `services/${id}`)).body.data;
+      const d = (await opsCall(t, ops, 'GET', `services/${id}?reveal=true`)).body.data;
       assert.deepEqual(
         [d.template_id, d.password, d.ssh_key_fingerprints],
         [ubuntu, 'Operator-set-7', [sshKeyFingerprint(key)]],

@@ -14,7 +14,7 @@ import { storeAtMigration, testStores } from '../helpers/stores.ts';
 for (const kind of testStores()) {
   describe(`migration 026: audit actors (${kind})`, () => {
     test('old entries get their operator’s name, the CLI’s user, the kind system; applications none', async () => {
-      const { store, done } = await storeAtMigration(kind, '023-traffic');
+      const { store, done } = await storeAtMigration(kind, '025-two-factor');
       try {
         const { db } = store;
         const now = Date.now();
@@ -25,6 +25,7 @@ for (const kind of testStores()) {
             name: 'alice',
             password_hash: null,
             enabled: 1,
+            role: 'admin',
             created_at: now,
             updated_at: now,
           })

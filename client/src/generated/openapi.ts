@@ -940,6 +940,7 @@ export interface components {
         | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
+        | 'insufficient_role'
         | 'console_origin_refused'
         | 'service_not_found'
         | 'backup_not_found'
@@ -1021,6 +1022,7 @@ export interface components {
         | 'unknown_host'
         | 'invalid_token'
         | 'insufficient_scope'
+        | 'insufficient_role'
         | 'console_origin_refused'
         | 'service_not_found'
         | 'backup_not_found'
@@ -1468,7 +1470,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description The token lacks the scope this operation needs: `insufficient_scope`, `console_origin_refused` */
+    /** @description The token lacks the scope this operation needs: `insufficient_scope`, `insufficient_role`, `console_origin_refused` */
     Error403: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1478,7 +1480,7 @@ export interface components {
       content: {
         'application/json': {
           /** @enum {unknown} */
-          error_code?: 'insufficient_scope' | 'console_origin_refused';
+          error_code?: 'insufficient_scope' | 'insufficient_role' | 'console_origin_refused';
         } & components['schemas']['ErrorEnvelope'];
       };
     };

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Permission, roleAllows } from '../../domain/roles.ts';
 import type { ConsoleSession } from '../../store/repos/console-sessions.ts';
 import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
@@ -65,6 +66,8 @@ export interface ConsoleCall {
   readonly ops: OpsClient;
   /** The CSRF token every form of the page carries (`csrfField`). */
   readonly csrf: string;
+  /** Whether the operator's role allows `permission` (domain/roles.ts): pages show only what it may use. */
+  can(permission: Permission): boolean;
   /** A query parameter; undefined when absent or empty. A repeated one is the first. */
   query(name: string): string | undefined;
   /** A field of the posted form; FormError if it is there twice. */
@@ -207,6 +210,7 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
         address: request.ip,
         session: sessions.proof(session),
       }),
+      can: (permission) => roleAllows(session.role, permission),
       query: (name) => firstQuery(request, name),
       field(name) {
         const value = fieldsOf(request)[name];
@@ -217,7 +221,8 @@ export function createConsoleRouter(app: App, sessions: ConsoleSessions) {
         const value = isFields(request.params) ? request.params[name] : undefined;
         return typeof value === 'string' ? value : '';
       },
-      render: (o) => page({ ...o, operator: { name: session.operatorName, csrf }, flash }),
+      render: (o) =>
+        page({ ...o, operator: { name: session.operatorName, role: session.role, csrf }, flash }),
     };
   }
 

@@ -1,16 +1,21 @@
+import { type Role, roleAllows } from '../../domain/roles.ts';
 import { CONSOLE } from '../base-path.ts';
 import { type Html, html } from './html.ts';
 
-/** The pages of the console's navigation, in its order. */
+/**
+ * The pages of the console's navigation, in its order, each with what the operator's role must
+ * allow to see it (domain/roles.ts): a link the role cannot use is not shown. Every page reads;
+ * its forms are shown only to the roles that may use them.
+ */
 const NAV = [
-  ['overview', 'Overview', `${CONSOLE}/`],
-  ['services', 'Services', `${CONSOLE}/services`],
-  ['jobs', 'Jobs', `${CONSOLE}/jobs`],
-  ['resellers', 'Resellers', `${CONSOLE}/resellers`],
-  ['hosts', 'Hosts', `${CONSOLE}/hosts`],
-  ['ip-pools', 'Address pools', `${CONSOLE}/ip-pools`],
-  ['usage', 'Usage', `${CONSOLE}/usage`],
-  ['audit', 'Audit', `${CONSOLE}/audit`],
+  ['overview', 'Overview', `${CONSOLE}/`, 'read'],
+  ['services', 'Services', `${CONSOLE}/services`, 'read'],
+  ['jobs', 'Jobs', `${CONSOLE}/jobs`, 'read'],
+  ['resellers', 'Resellers', `${CONSOLE}/resellers`, 'read'],
+  ['hosts', 'Hosts', `${CONSOLE}/hosts`, 'read'],
+  ['ip-pools', 'Address pools', `${CONSOLE}/ip-pools`, 'read'],
+  ['usage', 'Usage', `${CONSOLE}/usage`, 'read'],
+  ['audit', 'Audit', `${CONSOLE}/audit`, 'read'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];
@@ -27,7 +32,7 @@ export interface PageOptions {
   /** The navigation entry to mark current; none on the login page. */
   readonly section?: Section;
   /** The signed-in operator and the CSRF token for the logout form; absent when signed out. */
-  readonly operator?: { readonly name: string; readonly csrf: string };
+  readonly operator?: { readonly name: string; readonly role: Role; readonly csrf: string };
   readonly flash?: Flash | undefined;
 }
 
@@ -37,14 +42,14 @@ export function page(o: PageOptions): Html {
     o.operator &&
     html`<nav aria-label="Console">
       <ul>
-        ${NAV.map(
+        ${NAV.filter(([, , , needs]) => o.operator && roleAllows(o.operator.role, needs)).map(
           ([key, label, href]) =>
             html`<li><a href="${href}"${o.section === key ? html` aria-current="page"` : ''}>${label}</a></li>`,
         )}
       </ul>
       <form method="post" action="${CONSOLE}/logout" class="logout">
         <input type="hidden" name="_csrf" value="${o.operator.csrf}">
-        <a class="who" href="${CONSOLE}/two-factor" title="Two-factor login">${o.operator.name}</a>
+        <a class="who" href="${CONSOLE}/two-factor" title="Two-factor login">${o.operator.name}</a> <span class="role">${o.operator.role}</span>
         <button type="submit">Log out</button>
       </form>
     </nav>`;

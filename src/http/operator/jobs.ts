@@ -79,6 +79,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         response: { 200: RetryPayload },
       },
       'job.retry',
+      'operate',
     ),
     async (request, reply) => {
       const catalog = await ctx.catalog.get();
@@ -113,6 +114,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         response: { 200: CancelPayload },
       },
       'job.cancel',
+      'operate',
     ),
     async (request) => {
       const { job, service } = await cancelJob(

@@ -18,8 +18,9 @@ const MAX_LIMIT = 1000;
 /** The query parameters every list takes. */
 export const PageQuery = {
   limit: Type.Optional(
-    Type.String({
-      pattern: '^[0-9]{1,4}$',
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIMIT,
       description: `How many items, 1 to ${MAX_LIMIT} (default ${DEFAULT_LIMIT})`,
     }),
   ),
@@ -39,8 +40,8 @@ export function Page<T extends TSchema>(item: T) {
 }
 
 /** The page size asked for: 400 `validation_failed` outside 1..1000. */
-export function limitOf(query: { readonly limit?: string | undefined }): number {
-  const limit = query.limit === undefined ? DEFAULT_LIMIT : Number(query.limit);
+export function limitOf(query: { readonly limit?: number | undefined }): number {
+  const limit = query.limit ?? DEFAULT_LIMIT;
   if (!(limit >= 1 && limit <= MAX_LIMIT)) {
     throw new ApiError('validation_failed', `limit must be between 1 and ${MAX_LIMIT}`);
   }

@@ -6,6 +6,7 @@ import { backupDeps } from '../../jobs/backup-chain.ts';
 import { verifyBackup } from '../../jobs/backup-verify.ts';
 import { requestMigration } from '../../jobs/migration-queue.ts';
 import { projectedState } from '../../jobs/queue.ts';
+import { recordAudit } from '../../store/repos/audit.ts';
 import { listBackups } from '../../store/repos/backups.ts';
 import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
@@ -24,7 +25,8 @@ import { registerServiceActions, type ServiceDoor } from '../actions/service-act
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
-import { auditContext } from '../plugins/audit.ts';
+import { auditContext, readAuditContext } from '../plugins/audit.ts';
+import { operatorCaller, requireRole } from '../plugins/authenticate.ts';
 import { InputId, isUuid, ServiceParams, StringEnum } from '../schemas/common.ts';
 import { operatorJobView } from '../schemas/operator.ts';
 import { detailsView, JobPayload, jobView } from '../schemas/service-views.ts';
@@ -85,6 +87,15 @@ const ListQuery = Type.Object({
   ...PageQuery,
 });
 
+const DetailsQuery = Type.Object({
+  reveal: Type.Optional(
+    StringEnum(['true', 'false'], {
+      description:
+        '`true`: the answer holds the root password (admin only, 403 `insufficient_role`; recorded in the audit log as `service.reveal_password`)',
+    }),
+  ),
+});
+
 /** The service the path names, whoever owns it; 404 `service_not_found` if none. */
 async function anyService(ctx: AppContext, request: ServiceRequest): Promise<Service> {
   const service = await findService(ctx.store.db, serviceIdOf(request));
@@ -102,7 +113,8 @@ const OPERATOR_TAGS: Readonly<Record<string, string>> = {
 function operatorDoor(ctx: AppContext): ServiceDoor {
   return {
     url: (path) => `${OPS}/services/:service_id/${path}`,
-    route: (schema, audit) => operatorRoute(schema, audit),
+    // A route with an audit action is an operation; one without (a GET of rdns, backups...) a read.
+    route: (schema, audit) => operatorRoute(schema, audit, audit === undefined ? undefined : 'operate'),
     operationId: (name) => `service${name.charAt(0).toUpperCase()}${name.slice(1)}`,
     tag: (group) => OPERATOR_TAGS[group] ?? 'Operator backups',
     target: async (request) => {
@@ -158,12 +170,28 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       tags,
       summary: 'A service with its host, jobs and backups',
       description:
-        'Everything the reseller’s details show (the login too), with its reseller, its application, its projected status, its host, its latest jobs, its backups, its product’s OS templates and its suspension history.',
+        'Everything the reseller’s details show (the login, and its password only with `reveal=true`), with its reseller, its application, its projected status, its host, its latest jobs, its backups, its product’s OS templates and its suspension history.',
       params: ServiceParams,
+      querystring: DetailsQuery,
       response: { 200: ServiceDetailsPayload },
     }),
     async (request) => {
+      const reveal = request.query.reveal === 'true';
+      if (reveal) requireRole(operatorCaller(request), 'secret');
       const service = await anyService(ctx, request);
+      if (reveal) {
+        await recordAudit(
+          db,
+          readAuditContext(request, 'service.reveal_password'),
+          {
+            target: { type: 'service', id: service.id },
+            serviceId: service.id,
+            resellerId: service.resellerId,
+          },
+          ctx.clock.now(),
+        );
+      }
+
       const [jobs, backups, host, catalog, ipv6, traffic, suspensions] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
@@ -175,12 +203,14 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       ]);
       const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
+      const details = detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
+        ...traffic,
+        quotaGb: catalog.byId.get(service.productId)?.trafficGb ?? null,
+        over: catalog.byId.get(service.productId)?.trafficOver ?? null,
+      });
       return {
-        ...detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
-          ...traffic,
-          quotaGb: catalog.byId.get(service.productId)?.trafficGb ?? null,
-          over: catalog.byId.get(service.productId)?.trafficOver ?? null,
-        }),
+        ...details,
+        password: reveal ? details.password : null,
         reseller_id: service.resellerId,
         client_id: service.clientId,
         projected_status: projectedState(service).status,
@@ -220,6 +250,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         response: { 200: MigratePayload },
       },
       'service.migrate',
+      'operate',
     ),
     async (request, reply) => {
       const service = await anyService(ctx, request);
@@ -241,15 +272,19 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
   const { archive } = backupDeps(ctx);
   app.post(
     `${OPS}/backups/:backup_id/verify`,
-    operatorRoute({
-      operationId: 'verifyBackup',
-      tags: ['Operator backups'],
-      summary: 'Verify a backup',
-      description:
-        'Reads the backup back from the backup store and checks every segment (its SHA-256, its seal, its length): `ok` is true when all are as written; `bad` names each that is not, with where its bytes go on the guest disk (segment -1: the manifest itself, which is missing, damaged or sealed with another key). Changes nothing. 404 `backup_not_found`; a backup not in the backup store (a legacy one kept on its host, one being taken or that failed) 400 `invalid_state`; a backup store that does not answer 503 `store_unavailable`.',
-      params: BackupIdParams,
-      response: { 200: BackupVerifyPayload },
-    }),
+    operatorRoute(
+      {
+        operationId: 'verifyBackup',
+        tags: ['Operator backups'],
+        summary: 'Verify a backup',
+        description:
+          'Reads the backup back from the backup store and checks every segment (its SHA-256, its seal, its length): `ok` is true when all are as written; `bad` names each that is not, with where its bytes go on the guest disk (segment -1: the manifest itself, which is missing, damaged or sealed with another key). Changes nothing. 404 `backup_not_found`; a backup not in the backup store (a legacy one kept on its host, one being taken or that failed) 400 `invalid_state`; a backup store that does not answer 503 `store_unavailable`.',
+        params: BackupIdParams,
+        response: { 200: BackupVerifyPayload },
+      },
+      undefined,
+      'operate',
+    ),
     async (request) => {
       const r = await verifyBackup(db, archive, pathId(request.params.backup_id, 'backup_not_found'));
       return { backup_id: r.backupId, ok: r.ok, segments: r.segments, bad: [...r.bad] };

@@ -73,6 +73,15 @@ export function consoleAudit(request: FastifyRequest, who: ConsoleActor, action:
 }
 
 /**
+ * The audit context of a read that is recorded when it succeeds (a revealed password): `action`
+ * is named by the handler, not the route, so the route's refusals are not recorded as that action.
+ */
+export function readAuditContext(request: FastifyRequest, action: string): AuditContext {
+  if (!request.caller) throw new Error(`${request.routeOptions.url} has no authenticated caller`);
+  return requestAudit(request, request.caller, action);
+}
+
+/**
  * Path parameters that name what a route acts on, and the target type each one means. The most
  * specific one present is the target; `service_id` is also the entry's service. Routes that
  * name objects by other parameters add them here.

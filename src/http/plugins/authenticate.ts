@@ -4,6 +4,7 @@ import { CONSOLE_SESSION_HEADER, provenConsoleSession } from '../../auth/console
 import type { AppContext } from '../../context.ts';
 import type { ApplicationState, OperatorState } from '../../domain/client-state.ts';
 import { ApiError } from '../../domain/errors.ts';
+import { type Permission, type Role, roleAllows, rolesAllowed } from '../../domain/roles.ts';
 import { OPERATOR_SCOPE, type TokenScope } from '../../domain/scopes.ts';
 
 /** A reseller application: it acts in its reseller's tenant. */
@@ -23,6 +24,8 @@ export interface OperatorCaller {
   readonly operatorName: string;
   /** The console session the request came through (the console's injected requests), if any. */
   readonly consoleSessionId: string | undefined;
+  /** The operator's role now (read with its client's state, not from the token). */
+  readonly role: Role;
   readonly scopes: readonly TokenScope[];
   readonly state: OperatorState;
 }
@@ -41,6 +44,11 @@ declare module 'fastify' {
      * API routes name an application scope, operator routes `operator`.
      */
     scope?: TokenScope;
+    /**
+     * What an operator route needs of the operator's role (domain/roles.ts); absent: `read`
+     * for a GET, `manage` for any other method, so a new route is admin-only until it says otherwise.
+     */
+    permission?: Permission;
   }
 }
 
@@ -93,13 +101,13 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
   if (claims.resellerId !== '' || operatorScopes !== scopes.length) {
     throw invalidToken('The access token is invalid or has expired');
   }
-  const { operatorId, operatorName } = state;
+  const { operatorId, operatorName, role } = state;
   const consoleSessionId = provenConsoleSession(
     ctx.keys.tokenKey,
     request.headers[CONSOLE_SESSION_HEADER],
     clientId,
   );
-  return { kind: 'operator', clientId, operatorId, operatorName, consoleSessionId, scopes, state };
+  return { kind: 'operator', clientId, operatorId, operatorName, consoleSessionId, role, scopes, state };
 }
 
 function insufficientScope(scope: TokenScope): ApiError {
@@ -111,6 +119,15 @@ function insufficientScope(scope: TokenScope): ApiError {
 /** 403 unless the caller's token carries `scope`. */
 function requireScope(caller: Caller, scope: TokenScope): void {
   if (!caller.scopes.includes(scope)) throw insufficientScope(scope);
+}
+
+/** 403 `insufficient_role` unless the operator's role allows `permission`. */
+export function requireRole(caller: OperatorCaller, permission: Permission): void {
+  if (roleAllows(caller.role, permission)) return;
+  throw new ApiError(
+    'insufficient_role',
+    `This operation needs the role ${rolesAllowed(permission).join(' or ')}; this operator is ${caller.role}`,
+  );
 }
 
 /** The caller of a route that authenticates (its `scope` config), whoever it is. */
@@ -146,7 +163,7 @@ export function operatorCaller(request: FastifyRequest): OperatorCaller {
 export const authentication = fp<{ ctx: AppContext }>(
   async (app, { ctx }) => {
     app.decorateRequest('caller', null);
-    const authHook = (scope: TokenScope) => async (request: FastifyRequest) => {
+    const authHook = (scope: TokenScope, permission: Permission) => async (request: FastifyRequest) => {
       const caller = await authenticate(ctx, request);
       request.caller = caller;
       // A route with an envelope of its own (the operator API's B) keeps it.
@@ -154,10 +171,15 @@ export const authentication = fp<{ ctx: AppContext }>(
         request.variant = caller.state.variant;
       }
       requireScope(caller, scope);
+      if (caller.kind === 'operator') requireRole(caller, permission);
     };
     app.addHook('onRoute', (route) => {
       const scope = route.config?.scope;
-      if (scope) route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope)];
+      if (!scope) return;
+      // The one rule for roles: the route's permission, or what its method implies.
+      const reads = [route.method].flat().every((m) => m === 'GET' || m === 'HEAD');
+      const permission = route.config?.permission ?? (reads ? 'read' : 'manage');
+      route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope, permission)];
     });
   },
   { name: 'vrp-authentication', dependencies: ['vrp-envelope-variant'] },

@@ -97,6 +97,10 @@ export const ServiceSummaryPayload = Type.Object(
 export const ServiceDetailsPayload = Type.Object(
   {
     ...DetailsPayload.properties,
+    password: Nullable(Type.String(), {
+      description:
+        'The root password: null unless asked for with `reveal=true`, which only an admin may (403 `insufficient_role`) and which the audit log records (`service.reveal_password`)',
+    }),
     reseller_id: Id(),
     client_id: Type.String({ description: 'The application that ordered it' }),
     projected_status: StringEnum(STATUSES),

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Role } from '../../domain/roles.ts';
 import type { ConsoleSessionStage, Database } from '../schema.ts';
 
 /** A live console session with what a request needs of its operator and the operator's client. */
@@ -7,6 +8,8 @@ export interface ConsoleSession {
   readonly id: string;
   readonly operatorId: string;
   readonly operatorName: string;
+  /** The operator's role now: read on every page, so the console shows what the API allows. */
+  readonly role: Role;
   readonly clientId: string;
   readonly tokenVersion: number;
   readonly createdAt: number;
@@ -51,6 +54,7 @@ export async function findConsoleSession(
       's.id',
       's.operator_id',
       'o.name',
+      'o.role',
       'c.id as client_id',
       'c.token_version',
       's.created_at',
@@ -68,6 +72,7 @@ export async function findConsoleSession(
     id: row.id,
     operatorId: row.operator_id,
     operatorName: row.name,
+    role: row.role,
     clientId: row.client_id,
     tokenVersion: Number(row.token_version),
     createdAt: Number(row.created_at),

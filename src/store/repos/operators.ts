@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { OperatorState } from '../../domain/client-state.ts';
+import type { Role } from '../../domain/roles.ts';
 import type { Database } from '../schema.ts';
 
 /** An operator, without its secrets. */
@@ -8,6 +9,8 @@ export interface Operator {
   readonly id: string;
   readonly name: string;
   readonly enabled: boolean;
+  /** What the operator may do (domain/roles.ts). */
+  readonly role: Role;
   /** Whether a console password is set. */
   readonly hasPassword: boolean;
   readonly createdAt: number;
@@ -44,6 +47,7 @@ const toOperator = (r: Row): Operator => ({
   id: r.id,
   name: r.name,
   enabled: r.enabled === 1,
+  role: r.role,
   hasPassword: r.password_hash !== null,
   createdAt: r.created_at,
 });
@@ -51,7 +55,7 @@ const toOperator = (r: Row): Operator => ({
 /** Inserts an operator and its client; the caller's transaction makes them one change. */
 export async function insertOperator(
   db: Kysely<Database>,
-  o: { name: string; passwordHash: string | null; clientId: string; secretHash: string },
+  o: { name: string; role: Role; passwordHash: string | null; clientId: string; secretHash: string },
   now: number,
 ): Promise<Operator> {
   const row: Row = {
@@ -59,6 +63,7 @@ export async function insertOperator(
     name: o.name,
     password_hash: o.passwordHash,
     enabled: 1,
+    role: o.role,
     created_at: now,
     updated_at: now,
   };
@@ -158,12 +163,14 @@ export async function loadOperatorClientState(
       'operators.id as operator_id',
       'operators.name',
       'operators.enabled',
+      'operators.role',
     ])
     .where('operator_clients.id', '=', id)
     .executeTakeFirst();
   if (!row) return undefined;
   return {
     kind: 'operator',
+    role: row.role,
     clientId: row.id,
     operatorId: row.operator_id,
     operatorName: row.name,
@@ -223,6 +230,21 @@ export async function setOperatorPasswordHash(
   const r = await db
     .updateTable('operators')
     .set({ password_hash: passwordHash, updated_at: now })
+    .where('id', '=', operatorId)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
+/** Sets the operator's role; its tokens carry no role, so the next request is checked against the new one. */
+export async function setOperatorRole(
+  db: Kysely<Database>,
+  operatorId: string,
+  role: Role,
+  now: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('operators')
+    .set({ role, updated_at: now })
     .where('id', '=', operatorId)
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;

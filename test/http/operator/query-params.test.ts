@@ -79,13 +79,45 @@ for (const store of testStores()) {
         [`usage?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z&reseller=acme`, 'reseller'],
         ['overview?x=1', 'x'],
         ['whoami?x=1', 'x'],
-        [`services/${MISSING}?reveal=true`, 'reveal'],
+        [`services/${MISSING}?show_password=true`, 'show_password'],
       ]) {
         const res = await opsCall(t, ops, 'GET', path!);
         assert.equal(res.status, 400, `${path}: ${JSON.stringify(res.body)}`);
         assert.equal(res.body.error_code, 'validation_failed', path);
         assert.equal(res.body.message, `query parameter ${name} is not one this route takes`, path);
       }
+    });
+
+    test('limit is an integer: in the OpenAPI document, and read from the query string as one', async () => {
+      const doc = (await t.app.inject({ method: 'GET', url: `${OPS}/openapi.json` })).json();
+      const limit = doc.paths[`${OPS}/services`].get.parameters.find(
+        (p: { name: string }) => p.name === 'limit',
+      );
+      assert.deepEqual(
+        { type: limit.schema.type, minimum: limit.schema.minimum, maximum: limit.schema.maximum },
+        { type: 'integer', minimum: 1, maximum: 1000 },
+      );
+      const one = await opsCall(t, ops, 'GET', 'services?limit=1');
+      assert.equal(one.status, 200, JSON.stringify(one.body));
+      assert.equal(one.body.data.items.length, 1);
+      for (const [q, message] of [
+        ['limit=abc', 'limit must be integer'],
+        ['limit=1.5', 'limit must be integer'],
+        ['limit=0', 'limit must be >= 1'],
+        ['limit=1001', 'limit must be <= 1000'],
+      ]) {
+        const res = await opsCall(t, ops, 'GET', `resellers?${q}`);
+        assert.equal(res.status, 400, q);
+        assert.equal(res.body.error_code, 'validation_failed', q);
+        assert.equal(res.body.message, message, q);
+      }
+    });
+
+    test('usage takes no format parameter: CSV is asked for with Accept, format=csv is 400', async () => {
+      const period = 'from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z';
+      const res = await opsCall(t, ops, 'GET', `usage?${period}&format=csv`);
+      assert.equal(res.status, 400);
+      assert.equal(res.body.message, 'query parameter format is not one this route takes');
     });
 
     test('a parameter given twice is 400 naming it', async () => {

@@ -157,7 +157,10 @@ for (const store of testStores()) {
       assert.equal(d.reseller_id, betaId);
       assert.equal(d.status, 'running');
       assert.equal(d.projected_status, 'running');
-      assert.ok(d.password.length >= 12);
+      assert.equal(d.password, null, 'the password only with reveal=true');
+      const revealed = await opsCall(t, ops, 'GET', `services/${id}?reveal=true`);
+      assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+      assert.ok(revealed.body.data.password.length >= 12);
       assert.match(d.host.host_id, /^sim-host-/);
       assert.equal(d.host.state, 'active');
       assert.deepEqual(

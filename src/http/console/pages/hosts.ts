@@ -73,8 +73,7 @@ function hostCard(call: ConsoleCall, h: Host) {
   ${h.capacity.backup_gb > 0 || h.used.backup_gb > 0 ? useBar('Backup', h.used.backup_gb, h.capacity.backup_gb, 'GB') : ''}
   <p>${h.services === 1 ? '1 server' : `${h.services} servers`} on it.</p>
   ${evacuation(h)}
-  <div class="actions">${stateForms}</div>
-  ${editForm(call, h)}
+  ${call.can('manage') ? html`<div class="actions">${stateForms}</div>${editForm(call, h)}` : ''}
 </article>`;
 }
 
@@ -132,7 +131,7 @@ export function registerHostsPage(router: ConsoleRouter): void {
 ${hosts.items.length === 0 ? html`<p class="empty">No hosts yet: add one below.</p>` : ''}
 <div class="cards">${hosts.items.map((h) => hostCard(call, h))}</div>
 ${nextPageLink('/hosts', {}, hosts.next_cursor)}
-${addForm(call)}`;
+${call.can('manage') ? addForm(call) : ''}`;
     return call.render({ title: 'Hosts', section: 'hosts', body });
   });
 

@@ -16,13 +16,17 @@ function row(call: ConsoleCall, p: IpPool) {
   <td class="mono">${range}${p.reserved.length > 0 ? html`<br>reserved ${p.reserved.join(', ')}` : ''}</td>
   <td>${p.host_ids.length > 0 ? p.host_ids.join(', ') : html`<span class="hint">hosts no ${p.family === 'ipv4' ? 'IPv4' : 'IPv6'} pool names</span>`}</td>
   <td>${useBar(p.family === 'ipv4' ? 'Addresses' : 'Prefixes', p.usage.used, p.usage.total, '')}</td>
-  <td>${buttonForm({
-    csrf: call.csrf,
-    action: `${poolUrl(p.pool_id)}/delete`,
-    label: `Remove ${p.name}`,
-    kind: 'danger',
-    confirm: `Remove the pool ${p.name}? Only a pool none of whose addresses a server holds can be removed.`,
-  })}</td>
+  <td>${
+    call.can('manage')
+      ? buttonForm({
+          csrf: call.csrf,
+          action: `${poolUrl(p.pool_id)}/delete`,
+          label: `Remove ${p.name}`,
+          kind: 'danger',
+          confirm: `Remove the pool ${p.name}? Only a pool none of whose addresses a server holds can be removed.`,
+        })
+      : ''
+  }</td>
 </tr>`;
 }
 
@@ -75,7 +79,7 @@ ${table(
   pools.map((p) => row(call, p)),
   'No address pools: add one below.',
 )}
-${addForm(call)}`;
+${call.can('manage') ? addForm(call) : ''}`;
     return call.render({ title: 'Address pools', section: 'ip-pools', body });
   });
 

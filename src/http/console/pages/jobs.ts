@@ -40,29 +40,32 @@ export function registerJobsPage(router: ConsoleRouter): void {
     });
     const here = `${CONSOLE}/jobs?status=${status}`;
     const live = status !== 'failed' && list.items.length > 0;
+    const operate = call.can('operate');
     const rows = list.items.map((j) => {
       const what = `${j.action} job of service ${j.service_id}`;
       const act =
         j.retry_job_id !== null
           ? retriedAs(j.retry_job_id)
-          : j.status === 'failed'
-            ? buttonForm({
-                csrf: call.csrf,
-                action: `${CONSOLE}/jobs/${j.job_id}/retry`,
-                label: 'Retry',
-                name: `Retry the ${what}`,
-                back: here,
-              })
-            : j.status === 'queued'
+          : !operate
+            ? ''
+            : j.status === 'failed'
               ? buttonForm({
                   csrf: call.csrf,
-                  action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
-                  label: 'Cancel',
-                  name: `Cancel the ${what}`,
-                  kind: 'secondary',
+                  action: `${CONSOLE}/jobs/${j.job_id}/retry`,
+                  label: 'Retry',
+                  name: `Retry the ${what}`,
                   back: here,
                 })
-              : '';
+              : j.status === 'queued'
+                ? buttonForm({
+                    csrf: call.csrf,
+                    action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                    label: 'Cancel',
+                    name: `Cancel the ${what}`,
+                    kind: 'secondary',
+                    back: here,
+                  })
+                : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
 <td><a href="${CONSOLE}/services/${j.service_id}" class="mono id">${j.service_id}</a></td>
 <td>${badge(j.status)}</td><td class="num">${j.attempts}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;

@@ -95,9 +95,9 @@ export function registerResellerPages(router: ConsoleRouter): void {
   <dt>Reseller id</dt><dd class="mono">${r.reseller_id}</dd>
   <dt>Created</dt><dd>${time(r.created_at)}</dd>
 </dl>
-<div class="actions">${toggle}</div>
+${call.can('manage') ? html`<div class="actions">${toggle}</div>` : ''}
 ${useSection(r)}
-${quotaSection(call, r)}
+${call.can('manage') ? quotaSection(call, r) : ''}
 <section aria-labelledby="apps-h">
   <h2 id="apps-h">Applications</h2>
   ${table(

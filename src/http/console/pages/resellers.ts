@@ -29,7 +29,9 @@ export function registerResellersPages(router: ConsoleRouter): void {
   )}
   ${nextPageLink('/resellers', {}, list.next_cursor)}
 </section>
-<section aria-labelledby="create-h">
+${
+  call.can('manage')
+    ? html`<section aria-labelledby="create-h">
   <h2 id="create-h">Create a reseller</h2>
   <form method="post" action="${CONSOLE}/resellers" class="stack">
     ${csrfField(call.csrf)}
@@ -38,7 +40,9 @@ export function registerResellersPages(router: ConsoleRouter): void {
     <p class="hint">Register its applications afterwards with <code>vrp client create --reseller NAME</code>.</p>
     <div><button type="submit">Create reseller</button></div>
   </form>
-</section>`;
+</section>`
+    : ''
+}`;
     return call.render({ title: 'Resellers', section: 'resellers', body });
   });
 

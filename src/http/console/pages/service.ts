@@ -100,15 +100,16 @@ function suspensions(s: Details): Html {
   );
 }
 
-function timeline(s: Details, csrf: string): Html {
+function timeline(s: Details, csrf: string, operate: boolean): Html {
   const back = serviceUrl(s.service_id);
   return table(
     'Jobs, newest first',
     ['Created', 'Action', 'Status', 'Attempts', 'Finished', 'Error', ''],
     s.jobs.map((j: Job) => {
       const what = `${j.action} job of ${j.created_at.slice(0, 19).replace('T', ' ')}`;
-      const act =
-        j.retry_job_id !== null
+      const act = !operate
+        ? ''
+        : j.retry_job_id !== null
           ? retriedAs(j.retry_job_id)
           : j.status === 'failed'
             ? buttonForm({
@@ -135,7 +136,7 @@ function timeline(s: Details, csrf: string): Html {
   );
 }
 
-function backups(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
+function backups(s: Details, csrf: string, allowed: ReadonlySet<string>, operate: boolean): Html {
   const base = serviceUrl(s.service_id);
   return table(
     'Backups',
@@ -152,7 +153,7 @@ function backups(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
             : 'full';
       return html`<tr><td>${time(b.created_at)}</td><td>${b.kind}</td><td>${chain}</td><td>${badge(b.status)}</td>
 <td class="num">${b.size_gb} GB</td><td><div class="actions">
-${ready && b.format === 'archive' ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/verify`, label: 'Verify', name: `Verify the backup of ${when}` }) : ''}
+${operate && ready && b.format === 'archive' ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/verify`, label: 'Verify', name: `Verify the backup of ${when}` }) : ''}
 ${ready && allowed.has('backup_restore') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/restore`, label: 'Restore', name: `Restore the backup of ${when}`, confirm: `Restore the backup of ${when}? The server's disk is put back as the backup holds it.` }) : ''}
 ${ready && allowed.has('backup_delete') ? buttonForm({ csrf, action: `${base}/backups/${b.backup_id}/delete`, label: 'Delete', name: `Delete the backup of ${when}`, kind: 'danger', confirm: `Delete the backup of ${when}?` }) : ''}
 </div></td></tr>`;
@@ -161,8 +162,7 @@ ${ready && allowed.has('backup_delete') ? buttonForm({ csrf, action: `${base}/ba
   );
 }
 
-function operations(s: Details, csrf: string): Html {
-  const allowed = new Set<string>(s.allowed_actions);
+function operations(s: Details, csrf: string, allowed: ReadonlySet<string>): Html {
   const base = serviceUrl(s.service_id);
   const buttons = BUTTONS.filter((b) => allowed.has(b.op)).map((b) =>
     buttonForm({
@@ -229,6 +229,18 @@ ${s.os_templates.map((t) => html`<option value="${t.template_id}"${t.template_id
 }
 
 /**
+ * The root password: for an admin, a link that asks the operator API with `reveal=true` (an
+ * audited read) and the password once it did; nothing for the other roles, which may not see it.
+ */
+function rootPassword(call: ConsoleCall, s: Details): Html | '' {
+  if (!call.can('secret')) return '';
+  if (s.password !== null && s.password !== undefined) {
+    return html`<p>Root password: <span class="mono revealed-password">${s.password}</span></p>`;
+  }
+  return html`<p><a class="reveal-password" href="${serviceUrl(s.service_id)}?reveal=true">Reveal password</a> (the reveal is recorded in the audit log)</p>`;
+}
+
+/**
  * Reverse DNS: each address's PTR record, and a form per address to set it (empty: back to the
  * provider's default). Without a DNS server configured the operator API says so, and so does
  * the section.
@@ -242,7 +254,7 @@ async function reverseDns(call: ConsoleCall, s: Details): Promise<Html> {
       return html`<p class="empty">Reverse DNS is not configured on this server (VRP_PDNS_API_URL).</p>`;
     throw err;
   }
-  const editable = s.projected_status !== 'terminated';
+  const editable = s.projected_status !== 'terminated' && call.can('operate');
   return table(
     'PTR records of the service’s addresses',
     ['Address', 'PTR record', ''],
@@ -266,6 +278,7 @@ ${csrfField(call.csrf)}
  * active, answering hosts other than its own, or to the one the placement rule picks.
  */
 async function migrateForm(call: ConsoleCall, s: Details): Promise<Html | ''> {
+  if (!call.can('operate')) return '';
   if (!s.host || (s.projected_status !== 'running' && s.projected_status !== 'stopped')) return '';
   const hosts = await call.ops.get<Page<Host>>('hosts', { limit: 1000 });
   const here = s.host.host_id;
@@ -412,9 +425,16 @@ function registerServiceActions(router: ConsoleRouter): void {
  */
 export function registerServicePage(router: ConsoleRouter): void {
   router.page('/services/:service_id', async (call) => {
-    const s = await call.ops.get<Details>(`services/${pathParam(call, 'service_id')}`);
+    // The root password only when an admin asks for it (the API audits the reveal).
+    const reveal = call.can('secret') && call.query('reveal') === 'true';
+    const s = await call.ops.get<Details>(
+      `services/${pathParam(call, 'service_id')}`,
+      reveal ? { reveal: 'true' } : {},
+    );
     const reseller = await call.ops.get<Reseller>(`resellers/${s.reseller_id}`);
-    const allowed = new Set<string>(s.allowed_actions);
+    // A role that may not operate on services sees none of the operations' buttons and forms.
+    const operate = call.can('operate');
+    const allowed = new Set<string>(operate ? s.allowed_actions : []);
     const live = s.pending_jobs > 0;
     const body = html`
 <p><a href="${CONSOLE}/services">← All services</a></p>
@@ -422,25 +442,30 @@ export function registerServicePage(router: ConsoleRouter): void {
 <section aria-labelledby="facts-h">
   <h2 id="facts-h">Service</h2>
   ${facts(s, reseller.name)}
+  ${rootPassword(call, s)}
   ${live ? html`<p class="pending" role="status">Jobs are pending: this page updates by itself.</p>` : ''}
 </section>
 <section aria-labelledby="jobs-h">
   <h2 id="jobs-h">Job timeline</h2>
-  ${timeline(s, call.csrf)}
+  ${timeline(s, call.csrf, operate)}
 </section>
 <section aria-labelledby="backups-h">
   <h2 id="backups-h">Backups</h2>
-  ${backups(s, call.csrf, allowed)}
+  ${backups(s, call.csrf, allowed, operate)}
 </section>
 <section aria-labelledby="suspensions-h">
   <h2 id="suspensions-h">Suspension history</h2>
   ${suspensions(s)}
 </section>
 </div>
-<section aria-labelledby="ops-h">
+${
+  operate
+    ? html`<section aria-labelledby="ops-h">
   <h2 id="ops-h">Operations</h2>
-  ${operations(s, call.csrf)}
-</section>
+  ${operations(s, call.csrf, allowed)}
+</section>`
+    : ''
+}
 <section aria-labelledby="rdns-h">
   <h2 id="rdns-h">Reverse DNS</h2>
   ${await reverseDns(call, s)}

@@ -149,7 +149,11 @@ export function registerTwoFactorPage(router: ConsoleRouter, ctx: AppContext, o:
 <p><a href="${CONSOLE}/">Continue to the console</a></p>`;
       return sendPage(
         call.reply,
-        page({ title: 'Two-factor login is on', body, operator: { name: call.session.operatorName, csrf } }),
+        page({
+          title: 'Two-factor login is on',
+          body,
+          operator: { name: call.session.operatorName, role: call.session.role, csrf },
+        }),
       );
     },
     { enrol: true },
