@@ -117,6 +117,8 @@ for (const store of testStores()) {
         suspended_hdd_gb_hours: 20,
         suspended_ip_hours: 1,
         suspended_backup_gb_hours: 10,
+        traffic_in_gb: 0,
+        traffic_out_gb: 0,
       });
       assert.equal(r.lines[0]!.service_hours, 4.258333, '4 h 15 min 30 s');
     });
