@@ -177,19 +177,23 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
     }),
     async (request) => {
       const reveal = request.query.reveal === 'true';
-      if (reveal) requireRole(operatorCaller(request), 'secret');
       const service = await anyService(ctx, request);
       if (reveal) {
-        await recordAudit(
-          db,
-          readAuditContext(request, 'service.reveal_password'),
-          {
-            target: { type: 'service', id: service.id },
-            serviceId: service.id,
-            resellerId: service.resellerId,
-          },
-          ctx.clock.now(),
-        );
+        // A reveal is recorded whether it is allowed or refused (an operator without the role
+        // asking for a customer's password is what an audit is read for).
+        const subject = {
+          target: { type: 'service' as const, id: service.id },
+          serviceId: service.id,
+          resellerId: service.resellerId,
+        };
+        const audit = readAuditContext(request, 'service.reveal_password');
+        try {
+          requireRole(operatorCaller(request), 'secret');
+        } catch (err) {
+          if (err instanceof ApiError) await recordAudit(db, audit, subject, ctx.clock.now(), err.code);
+          throw err;
+        }
+        await recordAudit(db, audit, subject, ctx.clock.now());
       }
 
       const [jobs, backups, host, catalog, ipv6, traffic, suspensions] = await Promise.all([

@@ -114,9 +114,15 @@ for (const store of testStores()) {
       assert.ok(shown.body.data.password.length >= 12);
       const entries = await listAuditEntries(t.ctx.store.db, { serviceId: service, limit: 100 });
       const reveals = entries.filter((e) => e.action === 'service.reveal_password');
-      assert.equal(reveals.length, 1, 'one reveal, by the admin');
-      assert.equal(reveals[0]!.actor.type, 'operator');
-      assert.equal(reveals[0]!.outcome, 'ok');
+      assert.deepEqual(
+        reveals.map((e) => [e.actor.name, e.outcome]).reverse(),
+        [
+          ['helpdesk', 'insufficient_role'],
+          ['accounts', 'insufficient_role'],
+          ['root-ops', 'ok'],
+        ],
+        'the two refusals and the admin’s reveal, oldest first',
+      );
     });
   });
 }
