@@ -98,6 +98,7 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
         enabled: o.enabled,
         role: o.role,
         console_password: o.hasPassword,
+        two_factor: o.twoFactor,
         created_at: new Date(o.createdAt).toISOString(),
       }));
       out.result(list, (l) =>
@@ -108,7 +109,8 @@ export async function operatorCommand(db: Kysely<Database>, args: string[], out:
                 (o) =>
                   `${o.name}\t${o.client_id}\t${o.enabled ? 'enabled' : 'disabled'}\t` +
                   (o.console_password ? 'console password' : 'no console password') +
-                  `\t${o.role}`,
+                  `\t${o.role}` +
+                  (o.two_factor ? '\ttwo-factor' : ''),
               )
               .join('\n'),
       );

@@ -144,6 +144,9 @@ describe('console two-factor login', { skip: noBrowser }, () => {
     await typeCode(page, recovery);
     assert.match(await page.getByRole('alert').innerText(), /This recovery code has been used already/);
 
+    // vrp operator list says who has a second factor.
+    const listed = await vrpOn(t, 'operator', 'list', '--json');
+    assert.equal(listed.json().find((o: { name: string }) => o.name === 'alice').two_factor, true);
     // vrp operator reset-2fa: the password alone logs in again.
     const reset = await vrpOn(t, 'operator', 'reset-2fa', 'alice', '--json');
     assert.equal(reset.code, 0, reset.err);
@@ -151,6 +154,8 @@ describe('console two-factor login', { skip: noBrowser }, () => {
     await loggedOut(page, origin);
     await logIn(page, origin, 'alice', PASSWORD);
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    const relisted = await vrpOn(t, 'operator', 'list', '--json');
+    assert.equal(relisted.json().find((o: { name: string }) => o.name === 'alice').two_factor, false);
     const again = await vrpOn(t, 'operator', 'reset-2fa', 'alice');
     assert.match(again.out, /had no two-factor login; nothing changed/);
     const unknown = await vrpOn(t, 'operator', 'reset-2fa', 'mallory');

@@ -19,6 +19,8 @@ export interface Operator {
 /** An operator with its API client's id, for listing. */
 export interface OperatorWithClient extends Operator {
   readonly clientId: string;
+  /** Whether the operator has enrolled a second factor for the console. */
+  readonly twoFactor: boolean;
 }
 
 /** An operator client with the hash of its secret, for authentication only. */
@@ -102,12 +104,17 @@ export async function listOperators(db: Kysely<Database>): Promise<OperatorWithC
   const rows = await db
     .selectFrom('operators')
     .innerJoin('operator_clients', 'operator_clients.operator_id', 'operators.id')
+    .leftJoin('operator_two_factor', 'operator_two_factor.operator_id', 'operators.id')
     .selectAll('operators')
-    .select('operator_clients.id as client_id')
+    .select(['operator_clients.id as client_id', 'operator_two_factor.enrolled_at'])
     .orderBy('operators.created_at')
     .orderBy('operators.name')
     .execute();
-  return rows.map((r) => ({ ...toOperator(r), clientId: r.client_id }));
+  return rows.map((r) => ({
+    ...toOperator(r),
+    clientId: r.client_id,
+    twoFactor: r.enrolled_at !== null && r.enrolled_at !== undefined,
+  }));
 }
 
 /** The operator's client id, if the operator exists. */
