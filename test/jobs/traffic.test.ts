@@ -201,6 +201,59 @@ for (const store of testStores()) {
       }
     });
 
+    test('a host that does not answer: its pass counts nothing and says so; the bytes count when it answers; a throttle it cannot lift is lifted at a later pass', async () => {
+      const clock = createManualClock(MID_MARCH);
+      const t = await app(store, clock);
+      try {
+        await limitProduct(t, 1, 'throttle:20');
+        let token = await t.token();
+        const id = await orderRunning(t, token, 'traffic-down.example.com');
+        const db = t.ctx.store.db;
+        const { host_id: hostId } = await db
+          .selectFrom('services')
+          .select('host_id')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        const s = sampler(t);
+        await s.pass();
+
+        await outside.traffic(db, id, 2 * GB, 0);
+        await outside.hostDown(db, hostId!);
+        let passes = await s.pass();
+        assert.deepEqual(
+          passes.filter((p) => p.hostId === hostId).map((p) => [p.outcome, p.counted.length]),
+          [['unreachable', 0]],
+        );
+        assert.equal((await details(t, token, id)).traffic_in_gb, 0, 'nothing counted while it is down');
+
+        await outside.hostUp(db, hostId!);
+        passes = await s.pass();
+        assert.deepEqual(
+          passes.flatMap((p) => p.exceeded),
+          [{ serviceId: id, action: 'throttle' }],
+        );
+        assert.equal(
+          (await details(t, token, id)).traffic_in_gb,
+          2,
+          'the bytes of the outage count once it answers',
+        );
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, 20);
+
+        // April, the host down: the throttle cannot be lifted yet, and stays until it can.
+        clock.advance(APRIL - MID_MARCH);
+        token = await t.token();
+        await outside.hostDown(db, hostId!);
+        await s.pass();
+        await outside.hostUp(db, hostId!);
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, 20, 'not lifted while the host was down');
+        await s.pass();
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, null);
+        assert.equal((await details(t, token, id)).status, 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
     test('past a suspend quota: suspended with reason traffic_exceeded, told once; the next month does not unsuspend', async () => {
       const clock = createManualClock(MID_MARCH);
       const t = await app(store, clock);
