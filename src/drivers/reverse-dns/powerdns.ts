@@ -42,15 +42,17 @@ export function createPowerDns(options: PowerDnsOptions): PtrBackend {
 
   /** The reason PowerDNS gives (its JSON `error`), short, for the logs. */
   async function failure(res: Response, what: string): Promise<ReverseDnsError> {
-    let reason = '';
+    let text = '';
     try {
-      const text = await res.text();
-      const parsed: unknown = JSON.parse(text);
-      reason =
-        typeof parsed === 'object' && parsed !== null && 'error' in parsed
-          ? String(parsed.error)
-          : text.slice(0, 200);
+      text = await res.text();
     } catch {}
+    let reason = text.slice(0, 200);
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed === 'object' && parsed !== null && 'error' in parsed) reason = String(parsed.error);
+    } catch {
+      // Not JSON (a proxy's error page): its first words are the reason.
+    }
     return new ReverseDnsError(`PowerDNS API ${what} answered ${res.status}${reason ? `: ${reason}` : ''}`);
   }
 
