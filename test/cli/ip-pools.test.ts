@@ -116,5 +116,40 @@ for (const store of testStores()) {
         ['ip_pool.update', 'cli'],
       ]);
     });
+
+    test('wrong arguments: usage errors (exit 2) naming what is wrong; nothing written', async () => {
+      const before = (await opsCall(t, ops, 'GET', 'ip-pools')).body.data.length;
+      for (const [args, message] of [
+        [
+          ['create', 'x', '--family', 'ipv4', '--network', '198.51.100.0/29', '--name', 'y'],
+          /ip-pool create: unknown option --name/,
+        ],
+        [['create', 'x', '--family', 'ipv4'], /--family and --network are required/],
+        [
+          ['create', 'x', '--family', 'ipv6', '--network', '2001:db8:a000::/48', '--assign-prefix', 'big'],
+          /--assign-prefix must be a whole number, got "big"/,
+        ],
+        [
+          ['create', '--family', 'ipv4', '--network', '198.51.100.0/29'],
+          /ip-pool create: a NAME is required/,
+        ],
+        [
+          ['create', 'x', 'y', '--family', 'ipv4', '--network', '198.51.100.0/29'],
+          /ip-pool create: unexpected arguments: y/,
+        ],
+        [['update', 'default', '--family', 'ipv6'], /ip-pool update: unknown option --family/],
+        [['list', 'extra'], /ip-pool list: unexpected arguments: extra/],
+        [['delete', 'default', '--hosts', 'a'], /ip-pool delete: unknown option --hosts/],
+        [['resize'], /unknown command: ip-pool resize/],
+      ] as const) {
+        const res = await vrpOn(t, 'ip-pool', ...args);
+        assert.equal(res.code, 2, `${args.join(' ')}: ${res.err}`);
+        assert.match(res.err, message);
+      }
+      const unknown = await vrpOn(t, 'ip-pool', 'update', 'nowhere', '--name', 'z');
+      assert.notEqual(unknown.code, 0);
+      assert.match(unknown.err, /no address pool nowhere/);
+      assert.equal((await opsCall(t, ops, 'GET', 'ip-pools')).body.data.length, before);
+    });
   });
 }
