@@ -64,3 +64,12 @@ test('a PTR target is a host name by the order rule, lower-cased, one final dot 
       bad,
     );
 });
+
+test('names of what is not an address of the kind asked are a mistake of the caller, said as such', () => {
+  assert.throws(() => reverseName('not-an-ip'), /not an IP address: not-an-ip/);
+  assert.throws(() => ipv4ReverseZone('2001:db8::1'), /not an IPv4 address: 2001:db8::1/);
+  assert.throws(() => ipv4ReverseZone('nothing'), /not an IPv4 address: nothing/);
+  assert.throws(() => defaultPtr('ip-{ip}.example.net', 'nothing'), /not an IP address: nothing/);
+  assert.equal(ipv6ReverseZone('::/0'), 'ip6.arpa.', 'a pool of everything: the ip6.arpa zone itself');
+  assert.equal(ipv6ReverseZone('2000::/3'), 'ip6.arpa.', 'shorter than a nibble: the same');
+});
