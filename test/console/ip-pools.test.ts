@@ -43,7 +43,7 @@ describe('console: address pools', { skip: noBrowser }, () => {
     await page.waitForURL(`${origin}${CONSOLE}/ip-pools`);
     assert.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Address pools');
     const rowOf = (name: string) =>
-      page.getByRole('row').filter({ has: page.getByRole('rowheader', { name }) });
+      page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
     assert.match(
       await rowOf('default').innerText(),
       /IPv4\s+10\.80\.0\.0\/24\s+10\.80\.0\.1\s+10\.80\.0\.2 – 10\.80\.0\.254/,
@@ -72,6 +72,28 @@ describe('console: address pools', { skip: noBrowser }, () => {
 
     await add('v6b', '2001:db8:4000:8000::/49');
     assert.match(await page.getByRole('alert').innerText(), /overlaps pool v6/);
+
+    // An IPv4 range with its gateway, range and reserved addresses; an IPv6 pool with its size.
+    await form.getByLabel(/^Name \(1 to 63/).fill('rack-2');
+    await form.getByLabel('Family', { exact: true }).selectOption('ipv4');
+    await form.getByLabel(/^Network/).fill('198.51.100.0/28');
+    await form.getByLabel(/^Gateway/).fill('198.51.100.14');
+    await form.getByLabel(/^First address/).fill('198.51.100.2');
+    await form.getByLabel(/^Last address/).fill('198.51.100.13');
+    await form.getByLabel(/^Reserved addresses/).fill(' 198.51.100.3, 198.51.100.4 ,');
+    await page.getByRole('button', { name: 'Add pool' }).click();
+    await page.getByRole('status').waitFor();
+    assert.match(
+      await rowOf('rack-2').innerText(),
+      /IPv4\s+198\.51\.100\.0\/28\s+198\.51\.100\.14\s+198\.51\.100\.2 – 198\.51\.100\.13\s+reserved 198\.51\.100\.3, 198\.51\.100\.4\s+hosts no IPv4 pool names/,
+    );
+    await form.getByLabel(/^Name \(1 to 63/).fill('v6-62');
+    await form.getByLabel('Family', { exact: true }).selectOption('ipv6');
+    await form.getByLabel(/^Network/).fill('2001:db8:7700::/56');
+    await form.getByLabel(/^Prefix length per server/).fill('62');
+    await page.getByRole('button', { name: 'Add pool' }).click();
+    await page.getByRole('status').waitFor();
+    assert.match(await rowOf('v6-62').innerText(), /\/62 per server\s+hosts no IPv6 pool names/);
 
     page.once('dialog', (d) => void d.accept());
     await rowOf('v6').getByRole('button', { name: 'Remove v6' }).click();
