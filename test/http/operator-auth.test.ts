@@ -94,7 +94,11 @@ for (const store of testStores()) {
 
       const res = await whoami(t, asked.body.access_token);
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.deepEqual(res.body, { status: 'Success', message: '', data: { operator: 'Alice Ops', role: 'admin' } });
+      assert.deepEqual(res.body, {
+        status: 'Success',
+        message: '',
+        data: { operator: 'Alice Ops', role: 'admin' },
+      });
       assert.ok(res.headers['x-request-id']);
     });
 
