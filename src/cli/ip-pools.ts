@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
+import { commaList } from '../domain/comma-list.ts';
 import { ApiError } from '../domain/errors.ts';
 import { seedHosts } from '../drivers/hosts.ts';
 import { poolView } from '../http/operator/ip-pools.ts';
@@ -34,13 +35,7 @@ const OPTIONS = {
 } as const;
 
 /** A comma-separated list option (`--hosts a,b`; empty: none), undefined if not given. */
-const list = (v: string | undefined) =>
-  v === undefined
-    ? undefined
-    : v
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
+const list = (v: string | undefined) => (v === undefined ? undefined : commaList(v));
 
 /**
  * `vrp ip-pool list|create|update|delete` (docs/cli.md): the same checks and writes as the

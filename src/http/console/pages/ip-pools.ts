@@ -1,3 +1,4 @@
+import { commaList } from '../../../domain/comma-list.ts';
 import { CONSOLE } from '../../base-path.ts';
 import { type IpPool, table, useBar } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
@@ -61,11 +62,7 @@ function textOf(text: string | undefined): string | undefined {
 }
 
 /** A comma-separated form field as a list (none when empty). */
-const listOf = (text: string | undefined) =>
-  (text ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+const listOf = (text: string | undefined) => commaList(text ?? '');
 
 /** `CONSOLE/ip-pools`: every address pool with its use, a form to add one, and removal. */
 export function registerIpPoolsPage(router: ConsoleRouter): void {
