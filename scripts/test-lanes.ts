@@ -20,14 +20,14 @@ import { pathToFileURL } from 'node:url';
  * 120 s timeout.
  */
 export const ONE_AT_A_TIME =
-  /^test\/(drivers\/libvirt(-hosts|-backups|-selfservice|-traffic)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice))\.test\.ts$/;
+  /^test\/(drivers\/libvirt(-hosts|-backups|-contract|-selfservice|-traffic)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice))\.test\.ts$/;
 
 /**
  * Real-VM files whose VMs live on test hosts of their own (scripts/libvirt/test-host.sh), each
  * host its own libvirtd: their defines queue in those daemons, not in the system one. They run
  * one at a time among themselves, beside the system daemon's real-VM file of the moment.
  */
-const ON_TEST_HOSTS = /^test\/(drivers\/libvirt-(hosts|backups)|e2e\/libvirt-fleet)\.test\.ts$/;
+const ON_TEST_HOSTS = /^test\/(drivers\/libvirt-(hosts|backups|contract)|e2e\/libvirt-fleet)\.test\.ts$/;
 
 /**
  * The group a real-VM file runs in, one file of a group at a time across the lanes: the system

@@ -1,5 +1,7 @@
 /**
- * The driver contract with real VMs (libvirt/QEMU; TCG where KVM does not work). Runs where
+ * The libvirt driver on the system libvirtd with real VMs (libvirt/QEMU; TCG where KVM does not
+ * work): a create that fails for good, terminate's clean-up. The driver contract runs on a test
+ * host of its own (test/drivers/libvirt-contract.test.ts). Runs where
  * VRP_TEST_LIBVIRT_TEMPLATE names a template built by scripts/libvirt/build-test-template.sh
  * and libvirtd runs (.ci/run sets both up).
  */
@@ -12,10 +14,8 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
-import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
-import { guestReports, insertLibvirtVm, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
+import { insertLibvirtVm, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
-import { driverContract } from './contract.ts';
 
 const template = libvirtTemplate ?? '';
 
@@ -43,28 +43,6 @@ async function setup(image: string) {
     },
   };
 }
-
-driverContract(
-  'libvirt',
-  async () => {
-    const { driver, cleanup } = await setup(template);
-    return {
-      driver,
-      templateId: 'tiny',
-      async guest(vmId, n) {
-        // A real VM booting: slow on any machine.
-        return waitUntil(`report ${n} of the guest`, () => guestReports(vmId)[n - 1], {
-          everyMs: 250,
-          budgetMs: slowWaitMs(180_000),
-        });
-      },
-      cleanup,
-    };
-  },
-  // Reinstall and rescue: checked on real VMs by test/drivers/libvirt-selfservice.test.ts (one VM
-  // for every step, the next export after a reinstall included).
-  { stopTimeoutMs: 3000, skip: noLibvirtTemplate, selfService: false },
-);
 
 /** An OS template the provider has given no image: a create from it fails for good. */
 async function addTemplateWithoutImage(store: { db: Awaited<ReturnType<typeof setup>>['store']['db'] }) {

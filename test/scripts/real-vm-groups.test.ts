@@ -19,6 +19,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
   for (const f of [
     'test/drivers/libvirt-hosts.test.ts',
     'test/drivers/libvirt-backups.test.ts',
+    'test/drivers/libvirt-contract.test.ts',
     'test/e2e/libvirt-fleet.test.ts',
   ])
     assert.equal(realVmGroup(f), 'test-hosts', f);

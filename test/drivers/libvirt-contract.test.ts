@@ -1,0 +1,73 @@
+/**
+ * The driver contract with real VMs (libvirt/QEMU; TCG where KVM does not work), on a test host
+ * of its own (scripts/libvirt/test-host.sh: a libvirtd of its own on this machine). On its own
+ * host it runs beside the system libvirtd's real-VM files instead of after them: the contract is
+ * the longest of them (about ten minutes of real VMs on CI), and its defines queue in its own
+ * daemon. Runs where VRP_TEST_LIBVIRT_TEMPLATE names a template built by
+ * scripts/libvirt/build-test-template.sh and libvirt is installed (.ci/run sets both up).
+ * test/drivers/libvirt.test.ts keeps the libvirt checks that are about the system daemon.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import { openStore } from '../../src/store/database.ts';
+import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
+import { guestReports, removeTemplateVolumes, startTestHost } from '../helpers/libvirt.ts';
+import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { driverContract } from './contract.ts';
+
+let host: Awaited<ReturnType<typeof startTestHost>> | undefined;
+
+before(async () => {
+  if (!noLibvirtTemplate) host = await startTestHost(`vrpct${process.pid}`);
+});
+after(async () => {
+  await host?.stop();
+});
+
+driverContract(
+  'libvirt',
+  async () => {
+    if (!host) throw new Error('the test host did not start');
+    const uri = host.uri;
+    const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lv-'));
+    const store = await openStore({ databaseUrl: undefined, dataDir });
+    await store.db
+      .insertInto('os_templates')
+      .values({
+        id: 'tiny',
+        name: 'tiny test template',
+        image: libvirtTemplate ?? '',
+        created_at: 0,
+        updated_at: 0,
+      })
+      .execute();
+    const driver = await createDriver(
+      loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_LIBVIRT_HOSTS: `c,${uri},4,8,100` }),
+      store.db,
+    );
+    return {
+      driver,
+      templateId: 'tiny',
+      async guest(vmId, n) {
+        // A real VM booting: slow on any machine.
+        return waitUntil(`report ${n} of the guest`, () => guestReports(vmId, uri)[n - 1], {
+          everyMs: 250,
+          budgetMs: slowWaitMs(180_000),
+        });
+      },
+      async cleanup() {
+        await driver.close();
+        await removeTemplateVolumes(store.db);
+        await store.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  },
+  // Reinstall and rescue: checked on real VMs by test/drivers/libvirt-selfservice.test.ts (one VM
+  // for every step, the next export after a reinstall included).
+  { stopTimeoutMs: 3000, skip: noLibvirtTemplate, selfService: false },
+);
