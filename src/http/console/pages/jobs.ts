@@ -70,7 +70,7 @@ export function registerJobsPage(router: ConsoleRouter): void {
                   })
                 : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
-<td><a href="${CONSOLE}/services/${j.service_id}">${j.domain || j.service_id}</a></td>
+<td><a href="${CONSOLE}/services/${j.service_id}">${j.domain || j.service_id}</a> <span class="mono id">${j.service_id}</span></td>
 <td><a href="${CONSOLE}/resellers/${j.reseller_id}">${j.reseller_name}</a></td>
 <td>${badge(j.status)}</td><td class="num">${j.attempts}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
     });
