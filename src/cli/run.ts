@@ -21,6 +21,7 @@ const USAGE = `usage: vrp <command> [--json]
   serve [--no-worker | --worker-only]   run the server (settings from VRP_* environment)
   migrate                               bring the store's schema up to date
   reseller create NAME | list | enable NAME | disable NAME
+  reseller update NAME (--billing-id ID | --clear-billing-id)
   reseller quota NAME [--services N] [--cpu N] [--ram N] [--hdd N] [--ip N] [--backup N] [--clear]
   client create --reseller NAME [--scopes access,products,service] [--variant A|B] [--name TEXT]
   client list [--reseller NAME]
@@ -29,7 +30,7 @@ const USAGE = `usage: vrp <command> [--json]
   operator rotate-secret NAME | set-password NAME --password-stdin | set-role NAME ROLE
   operator reset-2fa NAME
   catalog import FILE.json | catalog import - | catalog export
-  usage --from ISO --to ISO [--reseller NAME] [--csv]
+  usage (--from ISO --to ISO | --period this_month|last_month) [--reseller NAME] [--csv [--per-service]]
   host list | show HOST | add NAME [--driver D] [--uri URI] --cpu N --ram GB --disk GB [--backup GB]
   host update HOST [--name NAME] [--uri URI] [--cpu N] [--ram GB] [--disk GB] [--backup GB]
   host drain HOST | activate HOST | evacuate HOST | remove HOST

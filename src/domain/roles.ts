@@ -6,22 +6,25 @@
  * - `support`: every read but secrets; operations on services and jobs (power, suspend,
  *   migrate, reinstall, rescue, backups, console, retry and cancel jobs...); no change to hosts,
  *   address pools, resellers or quotas.
- * - `billing`: reads (usage and the audit log among them) only.
+ * - `billing`: reads (usage and the audit log among them), and the resellers' billing data (their
+ *   external billing ids), which billing staff own.
  */
 export const ROLES = ['admin', 'support', 'billing'] as const;
 export type Role = (typeof ROLES)[number];
 
 /**
  * What a route needs: `read` (any read but a secret), `operate` (an operation on a service or a
- * job), `manage` (a change to hosts, pools, resellers, quotas) and `secret` (a server's password).
+ * job), `manage` (a change to hosts, pools, resellers, quotas), `secret` (a server's password)
+ * and `bill` (a change to billing data: a reseller's external billing id).
  */
-export type Permission = 'read' | 'operate' | 'manage' | 'secret';
+export type Permission = 'read' | 'operate' | 'manage' | 'secret' | 'bill';
 
 const ALLOWED: Readonly<Record<Permission, readonly Role[]>> = {
   read: ['admin', 'support', 'billing'],
   operate: ['admin', 'support'],
   manage: ['admin'],
   secret: ['admin'],
+  bill: ['admin', 'billing'],
 };
 
 export function isRole(value: string): value is Role {

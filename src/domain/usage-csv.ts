@@ -1,4 +1,8 @@
-/** The usage report as CSV (RFC 4180): a header line, then one line per reseller and product. */
+/**
+ * The usage report as CSV (RFC 4180): a header line, then one line per reseller and product; and
+ * the per-service report, one line per service, product and resource.
+ */
+import { SERVICE_USAGE_FIELDS, type ServiceUsageLine } from './usage-by-service.ts';
 import { USAGE_LINE_FIELDS, type UsageReport } from './usage-report.ts';
 
 /**
@@ -16,10 +20,26 @@ function field(value: string | number): string {
  * The report's lines as CSV with CRLF line ends, each starting with the period (`from`, `to`) so
  * that a file stands on its own once imported.
  */
-export function usageReportCsv(report: UsageReport): string {
-  const lines = [['from', 'to', ...USAGE_LINE_FIELDS].join(',')];
-  for (const line of report.lines) {
-    lines.push([report.from, report.to, ...USAGE_LINE_FIELDS.map((f) => field(line[f]))].join(','));
-  }
-  return `${lines.join('\r\n')}\r\n`;
+export function usageReportCsv(report: Pick<UsageReport, 'from' | 'to' | 'lines'>): string {
+  return csvOf(report, USAGE_LINE_FIELDS, report.lines);
+}
+
+/** The per-service report as CSV, each line starting with the period too. */
+export function serviceUsageCsv(report: {
+  readonly from: string;
+  readonly to: string;
+  readonly lines: readonly ServiceUsageLine[];
+}): string {
+  return csvOf(report, SERVICE_USAGE_FIELDS, report.lines);
+}
+
+function csvOf<L extends Readonly<Record<K, string | number>>, K extends string>(
+  period: { readonly from: string; readonly to: string },
+  fields: readonly K[],
+  lines: readonly L[],
+): string {
+  const out = [['from', 'to', ...fields].join(',')];
+  for (const line of lines)
+    out.push([period.from, period.to, ...fields.map((f) => field(line[f]))].join(','));
+  return `${out.join('\r\n')}\r\n`;
 }

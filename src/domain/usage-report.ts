@@ -67,6 +67,8 @@ export interface UsageReport {
   /** Intervals still open are counted up to this time (now, or `to` if it has passed). */
   readonly until: string;
   readonly lines: readonly UsageLine[];
+  /** Each figure summed over the lines (usageTotals). */
+  readonly totals: UsageFigures;
 }
 
 const MS_PER_HOUR = 3_600_000n;
@@ -139,4 +141,97 @@ export function parsePeriod(fromText: string, toText: string): { from: number; t
   if (to === undefined) throw new ApiError('validation_failed', `to must be ${format}`);
   if (to <= from) throw new ApiError('validation_failed', 'to must be after from');
   return { from, to };
+}
+
+/** Named periods: calendar months in UTC. */
+export const USAGE_PRESETS = ['this_month', 'last_month'] as const;
+export type UsagePreset = (typeof USAGE_PRESETS)[number];
+
+/**
+ * The period a preset names at `now`: `this_month` from the first of the current UTC month to the
+ * first of the next (intervals still open count until now), `last_month` the whole month before.
+ */
+export function presetPeriod(preset: UsagePreset, now: number): { from: number; to: number } {
+  const d = new Date(now);
+  const month = d.getUTCMonth() - (preset === 'last_month' ? 1 : 0);
+  // Date.UTC carries month -1 into December of the year before, and 12 into January after.
+  return { from: Date.UTC(d.getUTCFullYear(), month, 1), to: Date.UTC(d.getUTCFullYear(), month + 1, 1) };
+}
+
+/**
+ * A report's period as a request gives it: `from` and `to` (parsePeriod), or a preset, never both
+ * and never one of the two alone; else 400 `validation_failed`.
+ */
+export function resolvePeriod(
+  given: {
+    readonly from?: string | undefined;
+    readonly to?: string | undefined;
+    readonly period?: UsagePreset | undefined;
+  },
+  now: number,
+): { from: number; to: number } {
+  if (given.period !== undefined) {
+    if (given.from !== undefined || given.to !== undefined) {
+      throw new ApiError('validation_failed', 'give either period or from and to, not both');
+    }
+    return presetPeriod(given.period, now);
+  }
+  if (given.from === undefined || given.to === undefined) {
+    throw new ApiError(
+      'validation_failed',
+      `from and to are required (or period: ${USAGE_PRESETS.join(' or ')})`,
+    );
+  }
+  return parsePeriod(given.from, given.to);
+}
+
+/** The figures of a line (what a totals row sums): every field but the names. */
+export const USAGE_FIGURE_FIELDS = [
+  'services',
+  ...USAGE_MEASURES.map((m) => HOURS_FIELD[m]),
+  ...USAGE_MEASURES.map((m) => `suspended_${HOURS_FIELD[m]}` as const),
+  'traffic_in_gb',
+  'traffic_out_gb',
+] as const satisfies readonly (keyof UsageLine)[];
+export type UsageFigureField = (typeof USAGE_FIGURE_FIELDS)[number];
+export type UsageFigures = Readonly<Record<UsageFigureField, number>>;
+
+/** A figure of six decimals at most, in millionths, exactly (the whole part apart, so beyond 2^53 / 10^6 too). */
+export function microOf(value: number): bigint {
+  const whole = Math.trunc(value);
+  return BigInt(whole) * 1_000_000n + BigInt(Math.round((value - whole) * 1_000_000));
+}
+
+/** Millionths as a figure, the way hoursOf writes one. */
+export function figureOf(micro: bigint): number {
+  return Number(micro / 1_000_000n) + Number(micro % 1_000_000n) / 1_000_000;
+}
+
+/**
+ * The totals row: each figure summed over `lines`, exactly as they are shown (in millionths, so
+ * no binary rounding creeps in): what a reader adding up the column gets.
+ */
+export function usageTotals(lines: readonly UsageLine[]): UsageFigures {
+  return figures((f) => figureOf(lines.reduce((sum, l) => sum + microOf(l[f]), 0n)));
+}
+
+/** Each figure from `get`: spelt out, so that the type checker sees every field. */
+function figures(get: (field: UsageFigureField) => number): UsageFigures {
+  return {
+    services: get('services'),
+    service_hours: get('service_hours'),
+    cpu_hours: get('cpu_hours'),
+    ram_gb_hours: get('ram_gb_hours'),
+    hdd_gb_hours: get('hdd_gb_hours'),
+    ip_hours: get('ip_hours'),
+    backup_gb_hours: get('backup_gb_hours'),
+    suspended_service_hours: get('suspended_service_hours'),
+    suspended_cpu_hours: get('suspended_cpu_hours'),
+    suspended_ram_gb_hours: get('suspended_ram_gb_hours'),
+    suspended_hdd_gb_hours: get('suspended_hdd_gb_hours'),
+    suspended_ip_hours: get('suspended_ip_hours'),
+    suspended_backup_gb_hours: get('suspended_backup_gb_hours'),
+    traffic_in_gb: get('traffic_in_gb'),
+    traffic_out_gb: get('traffic_out_gb'),
+  };
 }

@@ -23,6 +23,8 @@ export interface ResellerTable {
   name: string;
   enabled: number;
   created_at: number;
+  /** The key the provider's billing system knows the reseller by; null: none (migration 030). */
+  external_billing_id: string | null;
 }
 
 export interface ClientTable {

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
-import { NO_USAGE, type UsageReport, usageLine } from '../domain/usage-report.ts';
-import { sumTraffic } from './repos/traffic.ts';
-import { sumUsage } from './repos/usage-intervals.ts';
+import { type ServiceUsageLine, serviceUsageLines } from '../domain/usage-by-service.ts';
+import { NO_USAGE, type UsageReport, usageLine, usageTotals } from '../domain/usage-report.ts';
+import { listPlans } from './repos/plans.ts';
+import { sumTraffic, sumTrafficByService } from './repos/traffic.ts';
+import { sumUsage, sumUsageByService } from './repos/usage-intervals.ts';
 import type { Database } from './schema.ts';
 
 /** What a usage report covers: [from, to) in epoch milliseconds, one reseller or all. */
@@ -43,5 +45,38 @@ export async function usageReport(
     to: new Date(query.to).toISOString(),
     until: new Date(until).toISOString(),
     lines,
+    totals: usageTotals(lines),
+  };
+}
+
+/** The per-service usage report: the period as usageReport gives it, and its billing lines. */
+export interface ServiceUsageReport {
+  readonly from: string;
+  readonly to: string;
+  readonly until: string;
+  readonly lines: readonly ServiceUsageLine[];
+}
+
+/**
+ * The usage report per service, product and resource (the per-service usage CSV): the same
+ * sums as usageReport, one grouping finer, split so that for each reseller's product and figure
+ * the services' quantities add up to exactly usageReport's line (domain/usage-by-service.ts).
+ */
+export async function usageByService(
+  db: Kysely<Database>,
+  query: UsageQuery,
+  now: number,
+): Promise<ServiceUsageReport> {
+  const until = Math.max(query.from, Math.min(query.to, now));
+  const [hours, traffic, plans] = await Promise.all([
+    sumUsageByService(db, { from: query.from, until, resellerId: query.resellerId }),
+    sumTrafficByService(db, query),
+    listPlans(db),
+  ]);
+  return {
+    from: new Date(query.from).toISOString(),
+    to: new Date(query.to).toISOString(),
+    until: new Date(until).toISOString(),
+    lines: serviceUsageLines(hours, traffic, plans),
   };
 }

@@ -100,7 +100,12 @@ for (const store of testStores()) {
       assert.match(r.out, /^usage from 2020-01-06T00:00:00\.000Z to 2020-01-07T00:00:00\.000Z/);
       assert.match(
         r.out,
-        /\nacme\tVPS Starter\t1\t2\.00\t2\.00\t2\.00\t40\.00\t2\.00\t20\.00\t1\.00\t0\.00\t0\.00\n?$/,
+        /\nacme\tVPS Starter\t1\t2\.00\t2\.00\t2\.00\t40\.00\t2\.00\t20\.00\t1\.00\t0\.00\t0\.00\n/,
+      );
+      // The last line sums the lines above it (one line here: the same figures).
+      assert.match(
+        r.out,
+        /\ntotal\t\t1\t2\.00\t2\.00\t2\.00\t40\.00\t2\.00\t20\.00\t1\.00\t0\.00\t0\.00\n?$/,
       );
       const none = await vrp('usage', '--from', '2019-01-01', '--to', '2019-02-01');
       assert.match(none.out, /\(no usage\)/);

@@ -82,7 +82,13 @@ describe('console: jobs', { skip: noBrowser }, () => {
     assert.equal(await rows(page).count(), 1);
     const failed = rows(page).first();
     assert.match(await failed.innerText(), /create\s+.*failed\s+1\s+Simulated permanent fault/s);
-    assert.equal(await failed.getByRole('link').innerText(), broken);
+    // The service by its domain (and id), the reseller by its name.
+    assert.equal(
+      await failed.getByRole('link', { name: 'broken.example.com' }).getAttribute('href'),
+      `${CONSOLE}/services/${broken}`,
+    );
+    assert.ok((await failed.innerText()).includes(broken));
+    assert.equal(await failed.getByRole('link', { name: 'acme' }).count(), 1);
     assert.equal(await page.locator('[data-live]').count(), 0, 'failed jobs do not change by themselves');
 
     await failed.getByRole('button', { name: /^Retry/ }).click();
@@ -100,9 +106,13 @@ describe('console: jobs', { skip: noBrowser }, () => {
     // Queued jobs may start any moment: the list refreshes itself while it holds any.
     assert.equal(await page.locator('#jobs-live').getAttribute('data-live'), '2');
 
-    // The failed job was retried: its row names the new job and offers no second retry.
+    // The failed job was retried: the failed list leaves it out, unless asked to include
+    // retried failures; there its row names the new job and offers no second retry.
     await tabs.getByRole('link', { name: 'Failed' }).click();
     await page.waitForURL(/status=failed/);
+    assert.equal(await rows(page).count(), 0);
+    await page.getByRole('link', { name: 'Include retried failures' }).click();
+    await page.waitForURL(/include_retried=true/);
     const after = rows(page).first();
     assert.match(await after.innerText(), /Retried as job [0-9a-f-]{36}/);
     assert.equal(await after.getByRole('button').count(), 0);

@@ -67,7 +67,7 @@ test('CSV: a header, the period on every line, RFC 4180 quoting, formulas defuse
     ip: ms,
     backup: 10n * ms,
   });
-  const report: UsageReport = {
+  const report: Omit<UsageReport, 'totals'> = {
     from: '2026-01-01T00:00:00.000Z',
     to: '2026-02-01T00:00:00.000Z',
     until: '2026-02-01T00:00:00.000Z',

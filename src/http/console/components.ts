@@ -54,12 +54,23 @@ export function nextPageLink(
 }
 
 /** A table, or a sentence when there is nothing to list. */
-export function table(caption: string, head: readonly string[], rows: readonly Html[], empty: string): Html {
+export function table(
+  caption: string,
+  head: readonly string[],
+  rows: readonly Html[],
+  empty: string,
+  foot?: Html,
+): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<div class="table-wrap"><table>
 <caption>${caption}</caption>
 <thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
-<tbody>${rows}</tbody>
+<tbody>${rows}</tbody>${
+    foot === undefined
+      ? ''
+      : html`
+<tfoot>${foot}</tfoot>`
+  }
 </table></div>`;
 }
 

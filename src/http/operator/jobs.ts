@@ -1,17 +1,18 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { allowedActions } from '../../domain/status-machine.ts';
 import { cancelJob } from '../../jobs/cancel-job.ts';
 import { projectedState } from '../../jobs/queue.ts';
 import { retryJob } from '../../jobs/retry-job.ts';
-import { listJobsPage } from '../../store/repos/job-list.ts';
+import { type ListedJob, listJobsPage } from '../../store/repos/job-list.ts';
 import { answerMessage } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { InputId, isUuid, StringEnum } from '../schemas/common.ts';
-import { CancelPayload, OperatorJobPayload, operatorJobView, RetryPayload } from '../schemas/operator.ts';
+import { CancelPayload, ListedJobPayload, operatorJobView, RetryPayload } from '../schemas/operator.ts';
 import { jobView } from '../schemas/service-views.ts';
 import { JOB_HEADERS } from '../schemas/services.ts';
 import { operatorRoute } from './operator-route.ts';
@@ -22,7 +23,19 @@ const JobParams = Type.Object({ job_id: InputId('The job') });
 const ListQuery = Type.Object({
   status: Type.Optional(StringEnum(['queued', 'running', 'failed', 'succeeded', 'skipped'])),
   service_id: Type.Optional(InputId('Only this service’s jobs')),
+  include_retried: Type.Optional(
+    StringEnum(['true', 'false'], {
+      description:
+        'With `status=failed`: `true` lists failed jobs already retried too (by default they are left out: one an operator retried, or one a later job of the same service and action succeeded after). With another status: 400 `validation_failed`',
+    }),
+  ),
   ...PageQuery,
+});
+
+const listedView = (j: ListedJob) => ({
+  ...operatorJobView(j),
+  domain: j.domain,
+  reseller_name: j.resellerName,
 });
 
 const tags = ['Jobs'];
@@ -41,12 +54,15 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       tags,
       summary: 'List jobs across resellers',
       description:
-        'Newest first, by status (`queued`, `running`, `failed`...) and service, a page at a time: where the failed jobs are.',
+        'Newest first, by status (`queued`, `running`, `failed`...) and service, a page at a time, each with its service’s domain and its reseller’s name: where the failed jobs are. `status=failed` leaves out failures already retried unless `include_retried=true`.',
       querystring: ListQuery,
-      response: { 200: Page(OperatorJobPayload) },
+      response: { 200: Page(ListedJobPayload) },
     }),
     async (request) => {
       const query = request.query;
+      if (query.include_retried !== undefined && query.status !== 'failed') {
+        throw new ApiError('validation_failed', 'include_retried is taken with status=failed only');
+      }
       const limit = limitOf(query);
       const before =
         query.cursor && decodeCursor(ctx.keys.cursorKey, 'jobs', query.cursor, ['number', 'string'] as const);
@@ -55,10 +71,11 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
       const rows = await listJobsPage(db, {
         status: query.status,
         serviceId: query.service_id?.toLowerCase(),
+        hideRetried: query.status === 'failed' && query.include_retried !== 'true',
         before: before ? { createdAt: before[0], id: before[1] } : undefined,
         limit: limit + 1,
       });
-      return pageOf(rows, limit, operatorJobView, (j) =>
+      return pageOf(rows, limit, listedView, (j) =>
         encodeCursor(ctx.keys.cursorKey, 'jobs', [j.createdAt, j.id]),
       );
     },

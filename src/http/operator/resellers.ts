@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { BILLING_ID_MAX, checkBillingId } from '../../domain/billing-id.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { MAX_QUOTA, QUOTA_RESOURCES, type Quota, UNLIMITED } from '../../domain/quotas.ts';
 import { RESELLER_NAME_PATTERN } from '../../domain/resellers.ts';
@@ -11,13 +12,14 @@ import {
   findReseller,
   listResellersPage,
   type Reseller,
+  setResellerBillingIdRecorded,
   setResellerEnabledRecorded,
 } from '../../store/repos/resellers.ts';
 import type { App } from '../app-type.ts';
 import { OPS } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
-import { InputId } from '../schemas/common.ts';
+import { InputId, Nullable } from '../schemas/common.ts';
 import { ResellerDetailsPayload, ResellerPayload } from '../schemas/operator.ts';
 import { UsagePayload } from '../schemas/usage.ts';
 import { operatorRoute } from './operator-route.ts';
@@ -30,6 +32,13 @@ const CreateBody = Type.Object({
     description:
       '1 to 100 letters, digits, spaces, dots, underscores or hyphens, starting with a letter or digit; unique',
   }),
+});
+const ChangeBody = Type.Object({
+  external_billing_id: Type.Optional(
+    Nullable(Type.String({ maxLength: BILLING_ID_MAX }), {
+      description: `The key the provider’s billing system knows the reseller by: 1 to ${BILLING_ID_MAX} characters of printable text (no control or format characters, no space first or last); null clears it`,
+    }),
+  ),
 });
 const Cap = Type.Union([Type.Integer({ minimum: 0, maximum: MAX_QUOTA }), Type.Null()], {
   description: 'The cap; null or absent: unlimited',
@@ -46,6 +55,7 @@ function resellerView(r: Reseller): Static<typeof ResellerPayload> {
     name: r.name,
     enabled: r.enabled,
     created_at: new Date(r.createdAt).toISOString(),
+    external_billing_id: r.externalBillingId,
   };
 }
 
@@ -149,6 +159,38 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
         quota: quota ?? UNLIMITED,
         use,
       };
+    },
+  );
+
+  app.patch(
+    `${OPS}/resellers/:reseller_id`,
+    operatorRoute(
+      {
+        operationId: 'updateReseller',
+        tags,
+        summary: 'Change a reseller',
+        description: `Its external billing id (\`external_billing_id\`, null clears it; left out: unchanged): 1 to ${BILLING_ID_MAX} characters of printable text, else 400 \`validation_failed\`. Billing data: the roles \`admin\` and \`billing\` may change it. Recorded in the audit log as \`reseller.update\`.`,
+        params: ResellerParams,
+        body: ChangeBody,
+        response: { 200: ResellerPayload },
+      },
+      'reseller.update',
+      'bill',
+    ),
+    async (request) => {
+      const id = pathId(request.params.reseller_id, 'reseller_not_found');
+      const given = request.body?.external_billing_id;
+      if (given === undefined) return resellerView(found(await findReseller(db, id)));
+      const reseller = found(
+        await setResellerBillingIdRecorded(
+          db,
+          id,
+          checkBillingId(given),
+          ctx.clock.now(),
+          auditContext(request),
+        ),
+      );
+      return resellerView(reseller);
     },
   );
 

@@ -195,6 +195,16 @@ export function operatorJobView(j: Job): Static<typeof OperatorJobPayload> {
   return { ...jobView(j), reseller_id: j.resellerId, retry_job_id: j.retryJobId };
 }
 
+/** A job in the operator's jobs list: with its service's domain and its reseller's name. */
+export const ListedJobPayload = Type.Object(
+  {
+    ...OperatorJobPayload.properties,
+    domain: Type.String({ description: 'The service’s domain name' }),
+    reseller_name: Type.String(),
+  },
+  { title: 'ListedJob' },
+);
+
 /** Where the service stands after a cancel: the status now, and the one its remaining jobs lead to. */
 export const CancelPayload = Type.Object({
   job: JobPayload,
@@ -237,6 +247,10 @@ export const ResellerPayload = Type.Object(
       description: 'A disabled reseller’s applications get no tokens; their tokens are refused',
     }),
     created_at: Timestamp,
+    external_billing_id: Nullable(Type.String(), {
+      description:
+        'The key the provider’s billing system knows the reseller by (on each line of the per-service usage CSV); null: none',
+    }),
   },
   { title: 'Reseller' },
 );

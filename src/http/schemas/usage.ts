@@ -1,7 +1,7 @@
 /** Usage payloads: a reseller's quota and use (reseller and operator APIs), the usage report. */
 import { Type } from 'typebox';
 import { QUOTA_RESOURCES } from '../../domain/quotas.ts';
-import { USAGE_LINE_FIELDS } from '../../domain/usage-report.ts';
+import { USAGE_FIGURE_FIELDS, USAGE_LINE_FIELDS } from '../../domain/usage-report.ts';
 import { Nullable } from './common.ts';
 
 const Count = Type.Integer({ minimum: 0 });
@@ -41,6 +41,19 @@ export const UsageReportPayload = Type.Object(
       description: 'Intervals still open are counted up to this time',
     }),
     lines: Type.Array(UsageLinePayload, { description: 'One per reseller and product' }),
+    totals: Type.Object(
+      Object.fromEntries(
+        USAGE_FIGURE_FIELDS.map((f) => [
+          f,
+          f === 'services' ? Type.Integer({ minimum: 0 }) : Type.Number({ minimum: 0 }),
+        ]),
+      ),
+      {
+        title: 'UsageTotals',
+        description:
+          'Each figure of the lines summed over the lines, exactly as they are given (`services` counts a service once per product it had)',
+      },
+    ),
   },
   { title: 'UsageReport' },
 );

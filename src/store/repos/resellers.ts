@@ -8,6 +8,8 @@ export interface Reseller {
   readonly name: string;
   readonly enabled: boolean;
   readonly createdAt: number;
+  /** The key the provider's billing system knows it by (domain/billing-id.ts); null: none. */
+  readonly externalBillingId: string | null;
 }
 
 type Row = Database['resellers'];
@@ -16,10 +18,11 @@ const toReseller = (r: Row): Reseller => ({
   name: r.name,
   enabled: r.enabled === 1,
   createdAt: r.created_at,
+  externalBillingId: r.external_billing_id,
 });
 
 export async function createReseller(db: Kysely<Database>, name: string, now: number): Promise<Reseller> {
-  const row: Row = { id: randomUUID(), name, enabled: 1, created_at: now };
+  const row: Row = { id: randomUUID(), name, enabled: 1, created_at: now, external_billing_id: null };
   await db.insertInto('resellers').values(row).execute();
   return toReseller(row);
 }
@@ -106,6 +109,30 @@ export async function setResellerEnabledRecorded(
 ): Promise<Reseller | undefined> {
   return db.transaction().execute(async (tx) => {
     if (!(await setResellerEnabled(tx, id, enabled))) return undefined;
+    await recordAudit(tx, audit, subjectOf({ id }), now);
+    return findReseller(tx, id);
+  });
+}
+
+/**
+ * Sets (or, with null, clears) the external billing id of the reseller with id `id` and records
+ * it, in one transaction; undefined if there is none. The value is checked by the caller
+ * (domain/billing-id.ts).
+ */
+export async function setResellerBillingIdRecorded(
+  db: Kysely<Database>,
+  id: string,
+  externalBillingId: string | null,
+  now: number,
+  audit: AuditContext,
+): Promise<Reseller | undefined> {
+  return db.transaction().execute(async (tx) => {
+    const r = await tx
+      .updateTable('resellers')
+      .set({ external_billing_id: externalBillingId })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (r.numUpdatedRows === 0n) return undefined;
     await recordAudit(tx, audit, subjectOf({ id }), now);
     return findReseller(tx, id);
   });

@@ -126,11 +126,11 @@ export interface UsageTotalsRow {
 /** What each measure sums per interval: 1 for the service itself, else the resource's column. */
 const MEASURE_SQL: Readonly<Record<UsageMeasure, RawBuilder<unknown>>> = {
   service: sql`1`,
-  cpu: sql.ref('cpu'),
-  ram: sql.ref('ram'),
-  hdd: sql.ref('hdd'),
-  ip: sql.ref('ip'),
-  backup: sql.ref('backup'),
+  cpu: sql.ref('i.cpu'),
+  ram: sql.ref('i.ram'),
+  hdd: sql.ref('i.hdd'),
+  ip: sql.ref('i.ip'),
+  backup: sql.ref('i.backup'),
 };
 const STATES = ['running', 'suspended'] as const;
 
@@ -145,6 +145,57 @@ const STATES = ['running', 'suspended'] as const;
  * usage_intervals_end for all); one that ended before `from` cannot overlap the period.
  */
 export async function sumUsage(db: Kysely<Database>, period: UsagePeriod): Promise<UsageTotalsRow[]> {
+  const rows = await sumUsageRows(db, period, false);
+  return rows.map((row) => totalsRowOf(row));
+}
+
+/** A service whose use a per-service sum counts: what a billing line names it by. */
+export interface UsageService {
+  readonly id: string;
+  /** Empty if the service's record is gone. */
+  readonly domain: string;
+  /** Its resources now (to name the plan they match). */
+  readonly cpu: number;
+  readonly ram: number;
+  readonly hdd: number;
+}
+
+/** One service's use of one product in a period, with its reseller's external billing id. */
+export interface ServiceUsageTotalsRow extends UsageTotalsRow {
+  readonly externalBillingId: string | null;
+  readonly service: UsageService;
+}
+
+/**
+ * The sums of sumUsage, per service besides per reseller and product: the same intervals, clipped
+ * the same way, in the same query with one more grouping column. So a reseller's product sums
+ * to exactly what sumUsage gives it (whole numbers). Ordered by reseller, product, then domain.
+ */
+export async function sumUsageByService(
+  db: Kysely<Database>,
+  period: UsagePeriod,
+): Promise<ServiceUsageTotalsRow[]> {
+  const rows = await sumUsageRows(db, period, true);
+  return rows.map((row) => ({
+    ...totalsRowOf(row),
+    externalBillingId: row['external_billing_id'] == null ? null : String(row['external_billing_id']),
+    service: {
+      id: String(row['service_id']),
+      domain: row['domain_name'] == null ? '' : String(row['domain_name']),
+      cpu: Number(row['service_cpu'] ?? 0),
+      ram: Number(row['service_ram'] ?? 0),
+      hdd: Number(row['service_hdd'] ?? 0),
+    },
+  }));
+}
+
+type SumRow = Record<string, string | number | null>;
+
+async function sumUsageRows(
+  db: Kysely<Database>,
+  period: UsagePeriod,
+  perService: boolean,
+): Promise<SumRow[]> {
   if (period.until <= period.from) return [];
   // node:sqlite binds numbers as REAL: cast, so that SQLite divides integers as PostgreSQL does.
   const from = sql`cast(${period.from} as bigint)`;
@@ -153,15 +204,24 @@ export async function sumUsage(db: Kysely<Database>, period: UsagePeriod): Promi
   const start = sql`(case when started_at < ${from} then ${from} else started_at end)`;
   const columns = STATES.flatMap((state) =>
     USAGE_MEASURES.flatMap((m) => {
-      const value = sql`(case when suspended = ${sql.lit(state === 'suspended' ? 1 : 0)} then ${MEASURE_SQL[m]} else 0 end)`;
+      const value = sql`(case when i.suspended = ${sql.lit(state === 'suspended' ? 1 : 0)} then ${MEASURE_SQL[m]} else 0 end)`;
       return [
-        sql`cast(sum((d / 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_s`)}`,
-        sql`cast(sum((d % 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_ms`)}`,
+        sql`cast(sum((i.d / 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_s`)}`,
+        sql`cast(sum((i.d % 1000) * ${value}) as text) as ${sql.ref(`${state}_${m}_ms`)}`,
       ];
     }),
   );
-  const { rows } = await sql<Record<string, string | number | null>>`
-    select i.reseller_id, r.name as reseller_name, i.product_id, p.name as product_name,
+  const service = perService
+    ? {
+        columns: sql`i.service_id, s.domain_name, s.cpu as service_cpu, s.ram as service_ram,
+          s.hdd as service_hdd, r.external_billing_id,`,
+        join: sql`left join services s on s.id = i.service_id`,
+        group: sql`, i.service_id, s.domain_name, s.cpu, s.ram, s.hdd, r.external_billing_id`,
+        order: sql`, s.domain_name, i.service_id`,
+      }
+    : { columns: sql``, join: sql``, group: sql``, order: sql`` };
+  const { rows } = await sql<SumRow>`
+    select i.reseller_id, r.name as reseller_name, i.product_id, p.name as product_name, ${service.columns}
       count(distinct i.service_id) as services, ${sql.join(columns)}
     from (
       select service_id, reseller_id, product_id, suspended, cpu, ram, hdd, ip, backup,
@@ -174,25 +234,28 @@ export async function sumUsage(db: Kysely<Database>, period: UsagePeriod): Promi
     ) i
     join resellers r on r.id = i.reseller_id
     left join products p on p.id = i.product_id
-    group by i.reseller_id, r.name, i.product_id, p.name
-    order by r.name, i.reseller_id, p.name, i.product_id`.execute(db);
-  return rows.map((row) => {
-    const ms = (state: (typeof STATES)[number], m: UsageMeasure) =>
-      BigInt(row[`${state}_${m}_s`] ?? 0) * 1000n + BigInt(row[`${state}_${m}_ms`] ?? 0);
-    const of = (state: (typeof STATES)[number]): MeasureTotals => ({
-      service: ms(state, 'service'),
-      cpu: ms(state, 'cpu'),
-      ram: ms(state, 'ram'),
-      hdd: ms(state, 'hdd'),
-      ip: ms(state, 'ip'),
-      backup: ms(state, 'backup'),
-    });
-    return {
-      resellerId: String(row['reseller_id']),
-      resellerName: String(row['reseller_name']),
-      productId: String(row['product_id']),
-      productName: row['product_name'] === null ? '' : String(row['product_name']),
-      totals: { running: of('running'), suspended: of('suspended'), services: Number(row['services']) },
-    };
+    ${service.join}
+    group by i.reseller_id, r.name, i.product_id, p.name${service.group}
+    order by r.name, i.reseller_id, p.name, i.product_id${service.order}`.execute(db);
+  return rows;
+}
+
+function totalsRowOf(row: SumRow): UsageTotalsRow {
+  const ms = (state: (typeof STATES)[number], m: UsageMeasure) =>
+    BigInt(row[`${state}_${m}_s`] ?? 0) * 1000n + BigInt(row[`${state}_${m}_ms`] ?? 0);
+  const of = (state: (typeof STATES)[number]): MeasureTotals => ({
+    service: ms(state, 'service'),
+    cpu: ms(state, 'cpu'),
+    ram: ms(state, 'ram'),
+    hdd: ms(state, 'hdd'),
+    ip: ms(state, 'ip'),
+    backup: ms(state, 'backup'),
   });
+  return {
+    resellerId: String(row['reseller_id']),
+    resellerName: String(row['reseller_name']),
+    productId: String(row['product_id']),
+    productName: row['product_name'] === null ? '' : String(row['product_name']),
+    totals: { running: of('running'), suspended: of('suspended'), services: Number(row['services']) },
+  };
 }

@@ -1,12 +1,12 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
-import type { CancelPayload, OperatorJobPayload, RetryPayload } from '../../schemas/operator.ts';
+import type { CancelPayload, ListedJobPayload, RetryPayload } from '../../schemas/operator.ts';
 import { badge, nextPageLink, type Page, retriedAs, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { backOf, buttonForm, pathParam } from '../forms.ts';
 import { html } from '../html.ts';
 
-type Job = Static<typeof OperatorJobPayload>;
+type Job = Static<typeof ListedJobPayload>;
 type Retried = Static<typeof RetryPayload>;
 type Cancelled = Static<typeof CancelPayload>;
 
@@ -33,16 +33,19 @@ function tabOf(value: string | undefined): Tab {
 export function registerJobsPage(router: ConsoleRouter): void {
   router.page('/jobs', async (call) => {
     const status = tabOf(call.query('status'));
+    // Failures already retried are left out of the failed tab unless asked for.
+    const withRetried = status === 'failed' && call.query('include_retried') === 'true';
+    const filter = { status, ...(withRetried ? { include_retried: 'true' } : {}) };
     const list = await call.ops.get<Page<Job>>('jobs', {
-      status,
+      ...filter,
       cursor: call.query('cursor'),
       limit: PAGE_SIZE,
     });
-    const here = `${CONSOLE}/jobs?status=${status}`;
+    const here = `${CONSOLE}/jobs?${new URLSearchParams(filter).toString()}`;
     const live = status !== 'failed' && list.items.length > 0;
     const operate = call.can('operate');
     const rows = list.items.map((j) => {
-      const what = `${j.action} job of service ${j.service_id}`;
+      const what = `${j.action} job of ${j.domain || `service ${j.service_id}`}`;
       const act =
         j.retry_job_id !== null
           ? retriedAs(j.retry_job_id)
@@ -67,7 +70,8 @@ export function registerJobsPage(router: ConsoleRouter): void {
                   })
                 : '';
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
-<td><a href="${CONSOLE}/services/${j.service_id}" class="mono id">${j.service_id}</a></td>
+<td><a href="${CONSOLE}/services/${j.service_id}">${j.domain || j.service_id}</a> <span class="mono id">${j.service_id}</span></td>
+<td><a href="${CONSOLE}/resellers/${j.reseller_id}">${j.reseller_name}</a></td>
 <td>${badge(j.status)}</td><td class="num">${j.attempts}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
     });
     const label = TABS.find(([key]) => key === status)?.[1] ?? '';
@@ -78,15 +82,22 @@ ${TABS.map(
     html`<li><a href="${CONSOLE}/jobs?status=${key}"${key === status ? html` aria-current="page"` : ''}>${text}</a></li>`,
 )}
 </ul></nav>
+${
+  status !== 'failed'
+    ? ''
+    : withRetried
+      ? html`<p>Failures already retried are shown. <a href="${CONSOLE}/jobs?status=failed">Hide retried failures</a></p>`
+      : html`<p>Failures already retried (by an operator, or by a later job of the same action that succeeded) are hidden. <a href="${CONSOLE}/jobs?status=failed&amp;include_retried=true">Include retried failures</a></p>`
+}
 <div id="jobs-live"${live ? html` data-live="${LIVE_SECONDS}"` : ''}>
 ${table(
   `${label} jobs, newest first`,
-  ['Created', 'Action', 'Service', 'Status', 'Attempts', 'Error', ''],
+  ['Created', 'Action', 'Service', 'Reseller', 'Status', 'Attempts', 'Error', ''],
   rows,
   `No ${status} jobs.`,
 )}
 </div>
-${nextPageLink('/jobs', { status }, list.next_cursor)}`;
+${nextPageLink('/jobs', filter, list.next_cursor)}`;
     return call.render({ title: 'Jobs', section: 'jobs', body });
   });
 

@@ -14,7 +14,8 @@ export function registerOverviewPage(router: ConsoleRouter): void {
     const [overview, hosts, failed] = await Promise.all([
       call.ops.get<Overview>('overview'),
       call.ops.get<Page<Host>>('hosts'),
-      call.ops.get<Page<Job>>('jobs', { status: 'failed', limit: 20 }),
+      // With retried ones, as the count of the last 24 hours counts them.
+      call.ops.get<Page<Job>>('jobs', { status: 'failed', include_retried: 'true', limit: 20 }),
     ]);
     // Newest first: the failures of the last 24 hours are the list's first ones.
     const recent = failed.items.slice(0, overview.jobs.failed_last_24h);

@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { BILLING_ID_MAX } from '../../../domain/billing-id.ts';
 import { QUOTA_RESOURCES, type QuotaResource, quotaAmount } from '../../../domain/quotas.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { ResellerDetailsPayload, ResellerPayload } from '../../schemas/operator.ts';
@@ -55,6 +56,20 @@ function quotaSection(call: ConsoleCall, r: Details) {
 </section>`;
 }
 
+/** The external billing id form: empty clears it; the API checks what it may hold. */
+function billingIdSection(call: ConsoleCall, r: Details) {
+  return html`<section aria-labelledby="billing-h">
+  <h2 id="billing-h">Billing</h2>
+  <form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/billing-id" class="filters">
+    ${csrfField(call.csrf)}
+    <div><label for="billing-id">External billing id</label>
+    <input id="billing-id" name="external_billing_id" maxlength="${BILLING_ID_MAX}" value="${r.external_billing_id ?? ''}" aria-describedby="billing-hint"></div>
+    <div><button type="submit">Save billing id</button></div>
+  </form>
+  <p id="billing-hint" class="hint">The key your billing system knows this reseller by; it is on every line of the per-service usage CSV. Leave it empty to clear it.</p>
+</section>`;
+}
+
 function useSection(r: Details) {
   const rows = QUOTA_RESOURCES.map((key) => {
     const { label, unit } = RESOURCES[key];
@@ -76,7 +91,7 @@ function useSection(r: Details) {
 
 /**
  * `CONSOLE/resellers/:id`: a reseller's applications, its quota with a form to change it, its use
- * against the quota, and disable/enable.
+ * against the quota, its external billing id with a form to change it, and disable/enable.
  */
 export function registerResellerPages(router: ConsoleRouter): void {
   router.page('/resellers/:reseller_id', async (call) => {
@@ -94,10 +109,12 @@ export function registerResellerPages(router: ConsoleRouter): void {
   <dt>State</dt><dd>${badge(r.enabled ? 'enabled' : 'disabled')}</dd>
   <dt>Reseller id</dt><dd class="mono">${r.reseller_id}</dd>
   <dt>Created</dt><dd>${time(r.created_at)}</dd>
+  <dt>External billing id</dt><dd class="mono">${r.external_billing_id ?? '(none)'}</dd>
 </dl>
 ${call.can('manage') ? html`<div class="actions">${toggle}</div>` : ''}
 ${useSection(r)}
 ${call.can('manage') ? quotaSection(call, r) : ''}
+${call.can('bill') ? billingIdSection(call, r) : ''}
 <section aria-labelledby="apps-h">
   <h2 id="apps-h">Applications</h2>
   ${table(
@@ -119,6 +136,14 @@ ${call.can('manage') ? quotaSection(call, r) : ''}
     const quota = Object.fromEntries(QUOTA_RESOURCES.map((key) => [key, capOf(call.field(key))]));
     await call.ops.send('PUT', `resellers/${id}/quota`, quota);
     return { redirect: `${CONSOLE}/resellers/${id}`, flash: { kind: 'ok', text: 'Quota saved.' } };
+  });
+
+  router.action('/resellers/:reseller_id/billing-id', async (call) => {
+    const id = resellerPath(call);
+    const given = (call.field('external_billing_id') ?? '').trim();
+    await call.ops.send('PATCH', `resellers/${id}`, { external_billing_id: given === '' ? null : given });
+    const text = given === '' ? 'External billing id cleared.' : 'External billing id saved.';
+    return { redirect: `${CONSOLE}/resellers/${id}`, flash: { kind: 'ok', text } };
   });
 
   for (const verb of ['disable', 'enable'] as const) {

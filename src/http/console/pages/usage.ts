@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import type { Clock } from '../../../domain/clock.ts';
-import type { UsageLine } from '../../../domain/usage-report.ts';
+import { presetPeriod, type UsageLine, type UsagePreset } from '../../../domain/usage-report.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { UsageReportPayload } from '../../schemas/usage.ts';
 import { barChart } from '../chart.ts';
@@ -33,6 +33,12 @@ const FIGURES = [
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
+/** The preset periods the page links to: calendar months in UTC, as the API's `period` names them. */
+const PRESETS = [
+  ['this_month', 'This month'],
+  ['last_month', 'Last month'],
+] as const satisfies readonly (readonly [UsagePreset, string])[];
+
 /** The default period: the current month so far (UTC), today included (the end is excluded). */
 function currentMonth(now: number): { from: string; to: string } {
   const d = new Date(now);
@@ -40,6 +46,15 @@ function currentMonth(now: number): { from: string; to: string } {
     from: day(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)),
     to: day(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1)),
   };
+}
+
+/** Links that fill the form's range with a preset's dates (the end, the first of the next month, excluded). */
+function presetLinks(now: number): Html {
+  return html`<nav aria-label="Preset periods"><ul class="presets">${PRESETS.map(([preset, label]) => {
+    const p = presetPeriod(preset, now);
+    const query = new URLSearchParams({ from: day(p.from), to: day(p.to) }).toString();
+    return html`<li><a href="${CONSOLE}/usage?${query}">${label}</a></li>`;
+  })}</ul></nav>`;
 }
 
 function periodForm(from: string, to: string): Html {
@@ -75,8 +90,10 @@ function chartOf(report: Report): Html {
 
 function reportBody(report: Report, from: string, to: string): Html {
   const csv = new URLSearchParams({ from, to }).toString();
+  const perService = new URLSearchParams({ from, to, per: 'service' }).toString();
   return html`<p>From ${time(report.from)} to ${time(report.to)}; servers still running are counted up to ${time(report.until)}.</p>
-<p><a href="${CONSOLE}/usage.csv?${csv}" download>Download CSV</a></p>
+<p><a href="${CONSOLE}/usage.csv?${csv}" download>Download CSV</a> ·
+<a href="${CONSOLE}/usage.csv?${perService}" download>Per-service CSV (one line per service and resource)</a></p>
 ${report.lines.length > 0 ? html`<figure class="chart-figure-box">${chartOf(report)}</figure>` : ''}
 ${table(
   'Usage per reseller and product',
@@ -88,6 +105,8 @@ ${table(
 ${FIGURES.map(([key]) => html`<td class="num">${l[key]}</td>`)}</tr>`,
   ),
   'No server ran in this period.',
+  html`<tr class="totals"><th scope="row" colspan="2">Total</th>
+${FIGURES.map(([key]) => html`<td class="num">${report.totals[key]}</td>`)}</tr>`,
 )}`;
 }
 
@@ -109,17 +128,27 @@ export function registerUsagePages(router: ConsoleRouter, clock: Clock): void {
       if (!(err instanceof OpsRefusal) || err.status !== 400) throw err;
       body = html`<p class="error" role="alert">${err.message}</p>`;
     }
-    return call.render({ title: 'Usage', section: 'usage', body: html`${periodForm(from, to)}${body}` });
+    return call.render({
+      title: 'Usage',
+      section: 'usage',
+      body: html`${presetLinks(clock.now())}${periodForm(from, to)}${body}`,
+    });
   });
 
   router.page('/usage.csv', async (call) => {
     const from = call.query('from') ?? '';
     const to = call.query('to') ?? '';
+    const perService = call.query('per') === 'service';
     // The API checks the period first: what reaches the file name is an ISO 8601 time.
-    const csv = await call.ops.text('usage', { from, to }, 'text/csv');
+    const csv = await call.ops.text(
+      'usage',
+      { from, to, ...(perService ? { per: 'service' } : {}) },
+      'text/csv',
+    );
+    const name = `usage-${perService ? 'per-service-' : ''}${from}-${to}.csv`;
     return call.reply
       .type('text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="usage-${from}-${to}.csv"`)
+      .header('content-disposition', `attachment; filename="${name}"`)
       .send(csv);
   });
 }
