@@ -267,10 +267,28 @@ export function consoleFormArb(
       const isForm = media === 'application/x-www-form-urlencoded';
       // The session and the token decide first; then the body's type and size, then what it holds.
       let outcome: Outcome | undefined;
+      // The second step of a login (its code form) is a login form, not a session's: its token is
+      // the login form's, and test/console/two-factor.test.ts holds it to its own rules.
+      const sessionForm = r.template !== `${CONSOLE}/login/code`;
       const routed = !r.path.tags.some((t) => t.endsWith(':bad') || t.endsWith(':long'));
-      if (routed && (r.session === 'none' || r.session === 'garbage') && isForm && !r.oversized && !nul)
+      if (
+        routed &&
+        sessionForm &&
+        (r.session === 'none' || r.session === 'garbage') &&
+        isForm &&
+        !r.oversized &&
+        !nul
+      )
         outcome = { status: 401, rule: 'a form without a session is 401' };
-      else if (routed && r.session === 'live' && r.csrf !== 'valid' && isForm && !r.oversized && !nul)
+      else if (
+        routed &&
+        sessionForm &&
+        r.session === 'live' &&
+        r.csrf !== 'valid' &&
+        isForm &&
+        !r.oversized &&
+        !nul
+      )
         outcome = { status: 403, rule: 'a form without its CSRF token is 403' };
       else if (r.oversized && routed) outcome = { status: '4xx', rule: 'a form over 64 KiB is refused' };
       const headers: Record<string, string> = {};
