@@ -50,7 +50,16 @@ for (const kind of testStores()) {
           for (const [j, pl] of p.plans.entries())
             await db
               .insertInto('plans')
-              .values({ ...pl, product_id: p.id, position: j })
+              .values({
+                id: pl.id,
+                name: pl.name,
+                cpu: pl.cpu,
+                ram: pl.ram,
+                hdd: pl.hdd,
+                price: pl.price,
+                product_id: p.id,
+                position: j,
+              })
               .execute();
         }
         assert.deepEqual(await migrateToLatest(db as Kysely<unknown>), ['028-catalog-admin']);
