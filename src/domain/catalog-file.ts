@@ -5,18 +5,28 @@ import { MAX_THROTTLE_MBIT, parseTrafficOver } from './traffic.ts';
 
 /** The catalogue file (`vrp catalog import|export`), documented in docs/catalog.md. */
 export interface CatalogFile {
-  readonly os_templates: readonly { id: string; name: string; image?: string | null }[];
+  readonly os_templates: readonly { id: string; name: string; image?: string | null; retired?: boolean }[];
   readonly products: readonly {
     id: string;
     name: string;
     template: string;
     config: Readonly<Record<Resource, { min: number; max: number }>>;
     os_templates: readonly string[];
-    plans: readonly { id: string; name: string; cpu: number; ram: number; hdd: number; price: number }[];
+    plans: readonly {
+      id: string;
+      name: string;
+      cpu: number;
+      ram: number;
+      hdd: number;
+      price: number;
+      retired?: boolean;
+    }[];
     /** Monthly traffic quota per service, GB (10^9 bytes, in and out together); absent or null: none. */
     traffic_gb?: number | null;
     /** Past the quota: `throttle:MBIT` or `suspend`; given exactly when `traffic_gb` is. */
     traffic_over?: string | null;
+    /** No longer offered to resellers; its services keep working. Absent: offered. */
+    retired?: boolean;
   }[];
 }
 
@@ -73,6 +83,12 @@ export function parseCatalogFile(input: unknown): CatalogFile {
     }
     return n;
   };
+  // Written only when true (`{ retired: true }`), so a catalogue without retirements reads as before.
+  const retired = (o: Obj, path: string): { retired?: true } => {
+    const v = o['retired'];
+    if (v !== undefined && typeof v !== 'boolean') problems.push(`${path}.retired must be true or false`);
+    return v === true ? { retired: true } : {};
+  };
   const bounds = (b: unknown, path: string, r: Resource): { min: number; max: number } => {
     if (!isObj(b)) {
       problems.push(`${path} must be an object with min and max`);
@@ -105,12 +121,12 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       problems.push(`${path} must be an object`);
       return { id: '', name: '', image: null };
     }
-    known(t, path, ['id', 'name', 'image']);
+    known(t, path, ['id', 'name', 'image', 'retired']);
     const tid = id(t['id'], `${path}.id`);
     const name = str(t['name'], `${path}.name`);
     const image =
       t['image'] === undefined || t['image'] === null ? null : str(t['image'], `${path}.image`, 4096);
-    return { id: tid, name, image };
+    return { id: tid, name, image, ...retired(t, path) };
   });
   const templateIds = new Set<string>();
   templates.forEach((t, i) => {
@@ -135,6 +151,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       'plans',
       'traffic_gb',
       'traffic_over',
+      'retired',
     ]);
     const pid = id(p['id'], `${path}.id`);
     if (pid && seen.has(pid)) problems.push(`${path}.id repeats ${pid}`);
@@ -177,7 +194,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
         problems.push(`${ppath} must be an object`);
         return { id: '', name: '', cpu: Number.NaN, ram: Number.NaN, hdd: Number.NaN, price: 0 };
       }
-      known(pl, ppath, ['id', 'name', 'cpu', 'ram', 'hdd', 'price']);
+      known(pl, ppath, ['id', 'name', 'cpu', 'ram', 'hdd', 'price', 'retired']);
       const plan = {
         id: id(pl['id'], `${ppath}.id`),
         name: str(pl['name'], `${ppath}.name`),
@@ -199,7 +216,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       }
       if (plan.id && seen.has(plan.id)) problems.push(`${ppath}.id repeats ${plan.id}`);
       seen.add(plan.id);
-      return plan;
+      return { ...plan, ...retired(pl, ppath) };
     });
     const quota =
       p['traffic_gb'] === undefined || p['traffic_gb'] === null
@@ -224,6 +241,7 @@ export function parseCatalogFile(input: unknown): CatalogFile {
       os_templates: osTemplates,
       plans,
       ...(quota !== null && over !== null ? { traffic_gb: quota, traffic_over: over } : {}),
+      ...retired(p, path),
     };
   });
   if (problems.length > 0) throw new CatalogFileError(problems);

@@ -22,6 +22,8 @@ export type ProductConfig = Readonly<Record<Resource, Bounds>>;
 export interface OsTemplateRef {
   readonly templateId: string;
   readonly name: string;
+  /** No longer offered: not listed, refused for orders and reinstalls; services on it keep it. */
+  readonly retired: boolean;
 }
 
 export interface Product {
@@ -34,6 +36,8 @@ export interface Product {
   readonly trafficGb: number | null;
   /** Past the quota: `throttle:MBIT` or `suspend` (domain/traffic.ts); null without a quota. */
   readonly trafficOver: string | null;
+  /** No longer offered to resellers (not listed, not orderable); its services keep working. */
+  readonly retired: boolean;
 }
 
 export interface Plan {
@@ -44,12 +48,14 @@ export interface Plan {
   readonly ram: number;
   readonly hdd: number;
   readonly price: number;
+  /** No longer listed to resellers. */
+  readonly retired: boolean;
 }
 
 /**
  * Product as the API shows it: bounds as numeric strings with their units (section 2.2), and
  * nothing else: the interface document fixes the product's fields, so its traffic quota shows in
- * the details of each of its services instead.
+ * the details of each of its services instead. Its retired OS templates are not offered, so not shown.
  */
 export function productView(p: Product) {
   const config: Record<string, { min: string; max: string; unit: string }> = {};
@@ -61,7 +67,9 @@ export function productView(p: Product) {
     name: p.name,
     template: p.template,
     config,
-    os_templates: p.osTemplates.map((t) => ({ template_id: t.templateId, name: t.name })),
+    os_templates: p.osTemplates
+      .filter((t) => !t.retired)
+      .map((t) => ({ template_id: t.templateId, name: t.name })),
   };
 }
 

@@ -50,7 +50,8 @@ export function shrinksDisk(fromGb: number, toGb: number): boolean {
 }
 
 /**
- * `templateId` names one of the product's OS templates (400 `invalid_template`) that the
+ * `templateId` names one of the product's OS templates still offered (400 `invalid_template`:
+ * a retired one is not) that the
  * provider can create VMs from (400 `template_unavailable`); returns it normalised (lower case).
  * Orders and reinstalls ask the same.
  */
@@ -60,7 +61,7 @@ export function checkTemplate(
   unavailable: ReadonlySet<string>,
 ): string {
   const template = templateId.toLowerCase();
-  const ref = product.osTemplates.find((t) => t.templateId === template);
+  const ref = product.osTemplates.find((t) => t.templateId === template && !t.retired);
   if (!ref) {
     throw new ApiError(
       'invalid_template',

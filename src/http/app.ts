@@ -15,7 +15,9 @@ import { answerConsoleError, isConsoleTarget, registerConsoleRoutes } from './co
 import { createErrorAnswer, toApiError } from './error-handler.ts';
 import { redactUrl } from './log-url.ts';
 import { namedPlugin } from './named-plugin.ts';
+import { registerApplicationRoutes } from './operator/applications.ts';
 import { registerOperatorAuditRoutes } from './operator/audit.ts';
+import { registerCatalogRoutes } from './operator/catalog.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorIpPoolRoutes } from './operator/ip-pools.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
@@ -120,6 +122,8 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerOperatorJobRoutes,
   registerOperatorHostRoutes,
   registerOperatorIpPoolRoutes,
+  registerCatalogRoutes,
+  registerApplicationRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
   registerOperatorOverviewRoute,

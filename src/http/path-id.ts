@@ -10,6 +10,8 @@ const NOT_FOUND = {
   webhook_not_found: 'Webhook not found',
   reseller_not_found: 'Reseller not found',
   job_not_found: 'Job not found',
+  plan_not_found: 'Plan not found',
+  template_not_found: 'OS template not found',
 } as const satisfies Partial<Record<ErrorCode, string>>;
 
 /** The 404 code of an object a path names by its UUID. */

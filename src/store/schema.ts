@@ -160,6 +160,8 @@ export interface ProductTable {
   traffic_gb: number | null;
   /** Past the quota: `throttle:MBIT` or `suspend` (domain/traffic.ts); null without a quota. */
   traffic_over: string | null;
+  /** 1: no longer offered to resellers; its services keep working (migration 028). */
+  retired: Generated<number>;
 }
 
 export interface PlanTable {
@@ -171,6 +173,8 @@ export interface PlanTable {
   hdd: number;
   price: number;
   position: number;
+  /** 1: no longer listed to resellers (migration 028). */
+  retired: Generated<number>;
 }
 
 export interface OsTemplateTable {
@@ -180,6 +184,8 @@ export interface OsTemplateTable {
   image: string | null;
   created_at: number;
   updated_at: number;
+  /** 1: no longer offered for orders and reinstalls; services on it keep it (migration 028). */
+  retired: Generated<number>;
 }
 
 export interface ProductTemplateTable {

@@ -76,6 +76,7 @@ describe('console: what each role is shown', { skip: noBrowser }, () => {
       'Resellers',
       'Hosts',
       'Address pools',
+      'Catalogue',
       'Usage',
       'Audit',
       // The operator's own name: its two-factor login page.
@@ -102,6 +103,7 @@ describe('console: what each role is shown', { skip: noBrowser }, () => {
         ['hosts', 'Hosts'],
         ['ip-pools', 'Address pools'],
         ['resellers', 'Resellers'],
+        ['catalog', 'Catalogue'],
       ] as const) {
         await page.goto(`${origin}${CONSOLE}/${path}`);
         await page.getByRole('heading', { level: 1, name: title }).waitFor();
@@ -116,7 +118,7 @@ describe('console: what each role is shown', { skip: noBrowser }, () => {
       admin.every((n) => n > 0),
       `admin: ${admin}`,
     );
-    assert.deepEqual(await forms(asBilling), [0, 0, 0]);
+    assert.deepEqual(await forms(asBilling), [0, 0, 0, 0]);
   });
 
   test('support: the operations but no reveal; a role taken away meanwhile shows the API’s refusal', async () => {

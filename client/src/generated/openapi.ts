@@ -951,6 +951,9 @@ export interface components {
         | 'job_not_found'
         | 'host_not_found'
         | 'pool_not_found'
+        | 'template_not_found'
+        | 'plan_not_found'
+        | 'application_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -960,6 +963,9 @@ export interface components {
         | 'host_not_empty'
         | 'pool_in_use'
         | 'no_ipv6_pool'
+        | 'product_in_use'
+        | 'template_in_use'
+        | 'invalidates_services'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1033,6 +1039,9 @@ export interface components {
         | 'job_not_found'
         | 'host_not_found'
         | 'pool_not_found'
+        | 'template_not_found'
+        | 'plan_not_found'
+        | 'application_not_found'
         | 'not_found'
         | 'method_not_allowed'
         | 'reseller_name_taken'
@@ -1042,6 +1051,9 @@ export interface components {
         | 'host_not_empty'
         | 'pool_in_use'
         | 'no_ipv6_pool'
+        | 'product_in_use'
+        | 'template_in_use'
+        | 'invalidates_services'
         | 'request_timeout'
         | 'payload_too_large'
         | 'unsupported_media_type'
@@ -1484,7 +1496,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `pool_not_found`, `not_found` */
+    /** @description Nothing here has this id for this reseller (another reseller’s objects look the same): `service_not_found`, `backup_not_found`, `backup_schedule_not_found`, `product_not_found`, `webhook_not_found`, `reseller_not_found`, `job_not_found`, `host_not_found`, `pool_not_found`, `template_not_found`, `plan_not_found`, `application_not_found`, `not_found` */
     Error404: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1503,6 +1515,9 @@ export interface components {
             | 'job_not_found'
             | 'host_not_found'
             | 'pool_not_found'
+            | 'template_not_found'
+            | 'plan_not_found'
+            | 'application_not_found'
             | 'not_found';
         } & components['schemas']['ErrorEnvelope'];
       };

@@ -17,6 +17,7 @@ import { createConsoleRouter, FormError, sendPage, setConsoleHeaders } from './c
 import { html } from './html.ts';
 import { page } from './layout.ts';
 import { registerAuditPage } from './pages/audit.ts';
+import { registerCatalogPage } from './pages/catalog.ts';
 import { registerHostsPage } from './pages/hosts.ts';
 import { registerIpPoolsPage } from './pages/ip-pools.ts';
 import { registerJobsPage } from './pages/jobs.ts';
@@ -132,6 +133,7 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   registerResellerPages(router);
   registerHostsPage(router);
   registerIpPoolsPage(router);
+  registerCatalogPage(router);
   registerUsagePages(router, ctx.clock);
   registerAuditPage(router);
 }

@@ -14,6 +14,7 @@ const NAV = [
   ['resellers', 'Resellers', `${CONSOLE}/resellers`, 'read'],
   ['hosts', 'Hosts', `${CONSOLE}/hosts`, 'read'],
   ['ip-pools', 'Address pools', `${CONSOLE}/ip-pools`, 'read'],
+  ['catalog', 'Catalogue', `${CONSOLE}/catalog`, 'read'],
   ['usage', 'Usage', `${CONSOLE}/usage`, 'read'],
   ['audit', 'Audit', `${CONSOLE}/audit`, 'read'],
 ] as const;

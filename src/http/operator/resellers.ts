@@ -103,7 +103,7 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
         tags,
         summary: 'Create a reseller',
         description:
-          'A new reseller (a tenant), enabled, with no quota. Register its applications with `vrp client create --reseller NAME`. A name in use already is 409 `reseller_name_taken`.',
+          'A new reseller (a tenant), enabled, with no quota. Register its applications with `POST OPS/resellers/{id}/applications` (or `vrp client create --reseller NAME`). A name in use already is 409 `reseller_name_taken`.',
         body: CreateBody,
         errorStatuses: [409],
         response: { 200: ResellerPayload },

@@ -205,7 +205,8 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
         listSuspensions(db, service.id),
       ]);
-      const templates = catalog.byId.get(service.productId)?.osTemplates ?? [];
+      // What a reinstall may choose: retired templates are no longer offered.
+      const templates = (catalog.byId.get(service.productId)?.osTemplates ?? []).filter((t) => !t.retired);
       const current = jobs.find((j) => j.status === 'running') ?? jobs.findLast((j) => j.status === 'queued');
       const details = detailsView(service, current, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
         ...traffic,

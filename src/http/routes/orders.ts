@@ -134,7 +134,9 @@ export function registerOrderRoutes(app: App, ctx: AppContext): void {
 
     const catalog = await ctx.catalog.get();
     const product = isUuid(order.product_id) ? catalog.byId.get(order.product_id.toLowerCase()) : undefined;
-    if (!product) throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
+    // A retired product is not on offer: refused as one that does not exist.
+    if (!product || product.retired)
+      throw new ApiError('product_not_found', `Product ${order.product_id} not found`);
     const domain = checkOrder(product, order, catalog.unavailableTemplates);
     const sshKeys = checkSshKeys(order.ssh_keys ?? []);
 

@@ -51,7 +51,8 @@ const planKeys: SameKeys<ReturnType<typeof planView>, Static<typeof PlanPayload>
 void [productKeys, planKeys];
 
 export function registerProductRoutes(app: App, ctx: AppContext): void {
-  const list = async () => (await ctx.catalog.get()).products.map(productView);
+  // Retired products are no longer offered; their services keep working.
+  const list = async () => (await ctx.catalog.get()).products.filter((p) => !p.retired).map(productView);
   const products = {
     tags: ['Products'],
     summary: 'List the products',
@@ -91,9 +92,10 @@ export function registerProductRoutes(app: App, ctx: AppContext): void {
     async (request) => {
       const catalog = await ctx.catalog.get();
       const id = pathId(request.params.product_uuid, 'product_not_found');
-      if (!catalog.byId.has(id)) throw notFound('product_not_found');
+      const product = catalog.byId.get(id);
+      if (!product || product.retired) throw notFound('product_not_found');
       const plans = catalog.plansByProduct.get(id) ?? [];
-      return { default_plans: plans.map(planView) };
+      return { default_plans: plans.filter((p) => !p.retired).map(planView) };
     },
   );
 }

@@ -1,5 +1,6 @@
 /** Payload schemas of the operator API, which the console reads too. */
 import { type Static, Type } from 'typebox';
+import { RESOURCES } from '../../domain/catalog.ts';
 import { MAX_HOST_AMOUNT } from '../../domain/host-input.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
 import type { Job } from '../../store/repos/jobs.ts';
@@ -255,7 +256,7 @@ export const ResellerPayload = Type.Object(
   { title: 'Reseller' },
 );
 
-const ApplicationPayload = Type.Object(
+export const ApplicationPayload = Type.Object(
   {
     client_id: Type.String(),
     name: Type.String(),
@@ -374,4 +375,137 @@ export const IpPoolChangeBody = Type.Object(
     host_ids: Type.Optional(PoolHosts),
   },
   { additionalProperties: false },
+);
+
+const CatalogBounds = Type.Object({ min: Type.Integer(), max: Type.Integer() });
+
+/** A plan as the operator API shows it: the catalogue file's fields, its product, and whether it is retired. */
+export const CatalogPlanPayload = Type.Object(
+  {
+    id: Id(),
+    product_id: Id(),
+    name: Type.String(),
+    cpu: Type.Integer(),
+    ram: Type.Integer(),
+    hdd: Type.Integer(),
+    price: Type.Number(),
+    retired: Type.Boolean({ description: 'No longer listed to resellers' }),
+  },
+  { title: 'CatalogPlan' },
+);
+
+/** A product as the operator API shows it (docs/operator-api.md#catalogue): the catalogue file's fields and its use. */
+export const CatalogProductPayload = Type.Object(
+  {
+    id: Id(),
+    name: Type.String(),
+    template: Type.String(),
+    config: Type.Object(Object.fromEntries(RESOURCES.map((r) => [r, CatalogBounds])), {
+      description: 'The bounds of each amount, whole numbers',
+    }),
+    os_templates: Type.Array(Id(), {
+      description: 'Its OS templates, by id, in the order resellers see them',
+    }),
+    plans: Type.Array(CatalogPlanPayload),
+    traffic_gb: Nullable(Type.Integer()),
+    traffic_over: Nullable(Type.String()),
+    retired: Type.Boolean({
+      description: 'No longer offered to resellers (not listed, not orderable); its services keep working',
+    }),
+    services: Type.Integer({ description: 'Services made from it that are not terminated' }),
+  },
+  { title: 'CatalogProduct' },
+);
+
+/** An OS template as the operator API shows it. */
+export const CatalogTemplatePayload = Type.Object(
+  {
+    id: Id(),
+    name: Type.String(),
+    image: Nullable(Type.String()),
+    retired: Type.Boolean({ description: 'No longer offered for orders and reinstalls' }),
+    services: Type.Integer({ description: 'Services that are not terminated and use it' }),
+    products: Type.Array(Id(), { description: 'The products that offer it' }),
+  },
+  { title: 'CatalogOsTemplate' },
+);
+
+/**
+ * A field of the catalogue file, taken as given: its rules are the file's (domain/catalog-file.ts,
+ * docs/catalog.md), checked there with every problem named, not twice.
+ */
+const FileField = (description: string) => Type.Optional(Type.Unknown({ description }));
+const RETIRED = FileField('true: no longer offered to resellers; false or absent: offered');
+
+const PRODUCT_FIELDS = {
+  name: FileField('1 to 200 characters'),
+  template: FileField('The product template kind resellers see, e.g. `kvm`'),
+  config: FileField(
+    'All five resources `ram`, `ip`, `cpu`, `hdd`, `backup`, each `{ "min", "max" }`: whole numbers (or numeric strings), min <= max, at least 1 (backup: 0)',
+  ),
+  os_templates: FileField('At least one OS template id, no repeats'),
+  traffic_gb: FileField('Monthly traffic quota per service in GB, or null for none'),
+  traffic_over: FileField('`throttle:MBIT` or `suspend`, given exactly when traffic_gb is'),
+  retired: RETIRED,
+};
+const PLAN_FIELDS = {
+  name: FileField('1 to 200 characters'),
+  cpu: FileField('Whole number within the product’s cpu bounds'),
+  ram: FileField('Whole number within the product’s ram bounds'),
+  hdd: FileField('Whole number within the product’s hdd bounds'),
+  price: FileField('A number >= 0'),
+  retired: RETIRED,
+};
+const TEMPLATE_FIELDS = {
+  name: FileField('1 to 200 characters'),
+  image: FileField('The base image path the libvirt driver copies, or null'),
+  retired: RETIRED,
+};
+const NEW_ID = FileField('A UUID; absent: one is made');
+
+export const NewPlanBody = Type.Object({ id: NEW_ID, ...PLAN_FIELDS }, { title: 'NewPlan' });
+export const PlanChangeBody = Type.Object(PLAN_FIELDS, { title: 'PlanChange' });
+export const NewProductBody = Type.Object(
+  {
+    id: NEW_ID,
+    ...PRODUCT_FIELDS,
+    plans: FileField('Its plans, each as the body of a new plan (with an id, or one is made)'),
+  },
+  { title: 'NewProduct' },
+);
+export const ProductChangeBody = Type.Object(PRODUCT_FIELDS, { title: 'ProductChange' });
+export const NewTemplateBody = Type.Object({ id: NEW_ID, ...TEMPLATE_FIELDS }, { title: 'NewOsTemplate' });
+export const TemplateChangeBody = Type.Object(TEMPLATE_FIELDS, { title: 'OsTemplateChange' });
+
+/** A new application, or a new secret: the only answers that carry the secret (not stored in the clear anywhere). */
+export const NewApplicationPayload = Type.Object(
+  {
+    ...ApplicationPayload.properties,
+    client_secret: Type.String({ description: 'Shown only in this answer: store it in the application now' }),
+  },
+  { title: 'NewApplication' },
+);
+
+export const NewApplicationBody = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: '^[^\\u0000-\\u001f\\u007f]+$',
+        description: '1 to 100 characters, no control characters; default: `RESELLER application`',
+      }),
+    ),
+    scopes: Type.Optional(
+      Type.Array(StringEnum(['access', 'products', 'service']), {
+        minItems: 1,
+        uniqueItems: true,
+        description: 'The scopes it may ask for; default: all three',
+      }),
+    ),
+    variant: Type.Optional(
+      StringEnum(['A', 'B'], { description: 'Its default envelope variant; default B' }),
+    ),
+  },
+  { title: 'NewApplicationRequest' },
 );

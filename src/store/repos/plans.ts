@@ -14,5 +14,6 @@ export async function listPlans(db: Kysely<Database>, productId?: string): Promi
     ram: r.ram,
     hdd: r.hdd,
     price: r.price,
+    retired: r.retired === 1,
   }));
 }

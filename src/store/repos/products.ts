@@ -9,7 +9,12 @@ export async function listProducts(db: Kysely<Database>): Promise<Product[]> {
     db
       .selectFrom('product_templates')
       .innerJoin('os_templates', 'os_templates.id', 'product_templates.template_id')
-      .select(['product_templates.product_id', 'os_templates.id', 'os_templates.name'])
+      .select([
+        'product_templates.product_id',
+        'os_templates.id',
+        'os_templates.name',
+        'os_templates.retired',
+      ])
       .orderBy('product_templates.position')
       .orderBy('os_templates.name')
       .execute(),
@@ -19,9 +24,12 @@ export async function listProducts(db: Kysely<Database>): Promise<Product[]> {
     name: p.name,
     template: p.template,
     config: JSON.parse(p.config) as ProductConfig,
-    osTemplates: links.filter((l) => l.product_id === p.id).map((l) => ({ templateId: l.id, name: l.name })),
+    osTemplates: links
+      .filter((l) => l.product_id === p.id)
+      .map((l) => ({ templateId: l.id, name: l.name, retired: l.retired === 1 })),
     trafficGb: p.traffic_gb,
     trafficOver: p.traffic_over,
+    retired: p.retired === 1,
   }));
 }
 

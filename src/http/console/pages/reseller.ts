@@ -1,14 +1,21 @@
 import type { Static } from 'typebox';
 import { BILLING_ID_MAX } from '../../../domain/billing-id.ts';
 import { QUOTA_RESOURCES, type QuotaResource, quotaAmount } from '../../../domain/quotas.ts';
+import { SCOPES } from '../../../domain/scopes.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerDetailsPayload, ResellerPayload } from '../../schemas/operator.ts';
+import type {
+  NewApplicationPayload,
+  ResellerDetailsPayload,
+  ResellerPayload,
+} from '../../schemas/operator.ts';
 import { badge, table, time, useBar } from '../components.ts';
-import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
+import { type ConsoleCall, type ConsoleRouter, csrfField, sendPage } from '../console-router.ts';
+import { buttonForm } from '../forms.ts';
 import { html } from '../html.ts';
 
 type Details = Static<typeof ResellerDetailsPayload>;
 type Reseller = Static<typeof ResellerPayload>;
+type NewApplication = Static<typeof NewApplicationPayload>;
 
 /** How each quota resource is named on the page, and its unit. */
 const RESOURCES: Readonly<Record<QuotaResource, { label: string; unit: string }>> = {
@@ -89,6 +96,88 @@ function useSection(r: Details) {
 </section>`;
 }
 
+type Application = Details['applications'][number];
+
+function applicationButtons(call: ConsoleCall, r: Details, a: Application) {
+  const base = `${CONSOLE}/resellers/${r.reseller_id}/applications/${encodeURIComponent(a.client_id)}`;
+  const button = (verb: string, label: string, confirm: string, kind?: 'danger' | 'secondary') =>
+    buttonForm({
+      csrf: call.csrf,
+      action: `${base}/${verb}`,
+      label,
+      name: `${label} ${a.name}`,
+      confirm,
+      ...(kind ? { kind } : {}),
+    });
+  return html`${button('rotate-secret', 'New secret', `Give ${a.name} a new secret? The old one and every token issued with it stop working at once.`, 'secondary')}
+${button('revoke-tokens', 'Revoke tokens', `Revoke every token of ${a.name}? It must ask for new ones with its secret.`, 'secondary')}
+${
+  a.enabled
+    ? button(
+        'disable',
+        'Disable',
+        `Disable ${a.name}? Its tokens are refused until it is enabled again.`,
+        'danger',
+      )
+    : button('enable', 'Enable', `Enable ${a.name}?`)
+}`;
+}
+
+function applicationsSection(call: ConsoleCall, r: Details) {
+  const manage = call.can('manage');
+  const rows = r.applications.map(
+    (a) => html`<tr><td>${a.name}</td><td class="mono">${a.client_id}</td><td>${a.scopes.join(', ')}</td>
+<td>${a.variant}</td><td>${badge(a.enabled ? 'enabled' : 'disabled')}</td><td>${time(a.created_at)}</td>${manage ? html`<td>${applicationButtons(call, r, a)}</td>` : ''}</tr>`,
+  );
+  const scopes = SCOPES.map(
+    (s) => html`<label><input type="checkbox" name="scope" value="${s}" checked> ${s}</label>`,
+  );
+  return html`<section aria-labelledby="apps-h">
+  <h2 id="apps-h">Applications</h2>
+  ${table(
+    `Applications of ${r.name}`,
+    ['Name', 'Client id', 'Scopes', 'Variant', 'State', 'Created', ...(manage ? [''] : [])],
+    rows,
+    'No applications yet.',
+  )}
+  ${
+    manage
+      ? html`<details><summary>Register an application</summary>
+<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/applications" class="stack">
+  ${csrfField(call.csrf)}
+  <label for="app-name">Name (optional)</label><input id="app-name" name="name" maxlength="100" autocomplete="off">
+  <fieldset><legend>Scopes</legend>${scopes}</fieldset>
+  <label for="app-variant">Envelope variant</label>
+  <select id="app-variant" name="variant"><option value="B">B</option><option value="A">A</option></select>
+  <div><button type="submit">Register application</button></div>
+</form></details>`
+      : ''
+  }
+</section>`;
+}
+
+/** The page that shows a secret, once: it is in this answer only (no-store), never in a cookie or a link. */
+function secretPage(
+  call: ConsoleCall,
+  r: { reseller_id: string },
+  a: { name: string; client_id: string; client_secret: string },
+  what: string,
+) {
+  return sendPage(
+    call.reply,
+    call.render({
+      title: `${what}: ${a.name}`,
+      section: 'resellers',
+      body: html`<p class="flash ok" role="status">Copy the secret now: it is shown only on this page, and cannot be shown again.</p>
+<dl class="facts">
+  <dt>client_id</dt><dd class="mono" id="client-id">${a.client_id}</dd>
+  <dt>client_secret</dt><dd class="mono" id="client-secret">${a.client_secret}</dd>
+</dl>
+<p><a href="${CONSOLE}/resellers/${r.reseller_id}">← Back to the reseller</a></p>`,
+    }),
+  );
+}
+
 /**
  * `CONSOLE/resellers/:id`: a reseller's applications, its quota with a form to change it, its use
  * against the quota, its external billing id with a form to change it, and disable/enable.
@@ -115,18 +204,7 @@ ${call.can('manage') ? html`<div class="actions">${toggle}</div>` : ''}
 ${useSection(r)}
 ${call.can('manage') ? quotaSection(call, r) : ''}
 ${call.can('bill') ? billingIdSection(call, r) : ''}
-<section aria-labelledby="apps-h">
-  <h2 id="apps-h">Applications</h2>
-  ${table(
-    `Applications of ${r.name}`,
-    ['Name', 'Client id', 'Scopes', 'Variant', 'State', 'Created'],
-    r.applications.map(
-      (a) => html`<tr><td>${a.name}</td><td class="mono">${a.client_id}</td><td>${a.scopes.join(', ')}</td>
-<td>${a.variant}</td><td>${badge(a.enabled ? 'enabled' : 'disabled')}</td><td>${time(a.created_at)}</td></tr>`,
-    ),
-    'No applications yet: register one with vrp client create --reseller NAME.',
-  )}
-</section>
+${applicationsSection(call, r)}
 <p><a href="${CONSOLE}/audit?reseller_id=${r.reseller_id}">Audit entries about this reseller’s objects</a></p>`;
     return call.render({ title: `Reseller ${r.name}`, section: 'resellers', body });
   });
@@ -145,6 +223,49 @@ ${call.can('bill') ? billingIdSection(call, r) : ''}
     const text = given === '' ? 'External billing id cleared.' : 'External billing id saved.';
     return { redirect: `${CONSOLE}/resellers/${id}`, flash: { kind: 'ok', text } };
   });
+
+  router.action('/resellers/:reseller_id/applications', async (call) => {
+    const id = resellerPath(call);
+    const raw = call.request.body;
+    const given = typeof raw === 'object' && raw !== null && 'scope' in raw ? raw.scope : [];
+    const scopes = (Array.isArray(given) ? given : [given]).filter((s) => typeof s === 'string');
+    const name = (call.field('name') ?? '').trim();
+    const { data } = await call.ops.send<NewApplication>('POST', `resellers/${id}/applications`, {
+      ...(name === '' ? {} : { name }),
+      scopes,
+      variant: call.field('variant') ?? 'B',
+    });
+    return secretPage(call, { reseller_id: id }, data, 'Application registered');
+  });
+
+  router.action('/resellers/:reseller_id/applications/:client_id/rotate-secret', async (call) => {
+    const id = resellerPath(call);
+    const app = encodeURIComponent(call.param('client_id'));
+    const { data } = await call.ops.send<NewApplication>(
+      'POST',
+      `resellers/${id}/applications/${app}/rotate-secret`,
+    );
+    return secretPage(call, { reseller_id: id }, data, 'New secret');
+  });
+
+  for (const [verb, done] of [
+    ['disable', 'disabled'],
+    ['enable', 'enabled'],
+    ['revoke-tokens', 'has no valid token left'],
+  ] as const) {
+    router.action(`/resellers/:reseller_id/applications/:client_id/${verb}`, async (call) => {
+      const id = resellerPath(call);
+      const app = encodeURIComponent(call.param('client_id'));
+      const { data } = await call.ops.send<Application>(
+        'POST',
+        `resellers/${id}/applications/${app}/${verb}`,
+      );
+      return {
+        redirect: `${CONSOLE}/resellers/${id}`,
+        flash: { kind: 'ok', text: `Application ${data.name} ${done}.` },
+      };
+    });
+  }
 
   for (const verb of ['disable', 'enable'] as const) {
     router.action(`/resellers/:reseller_id/${verb}`, async (call) => {
