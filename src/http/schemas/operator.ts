@@ -1,5 +1,5 @@
 /** Payload schemas of the operator API, which the console reads too. */
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { RESOURCES } from '../../domain/catalog.ts';
 import { MAX_HOST_AMOUNT } from '../../domain/host-input.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
@@ -431,37 +431,50 @@ export const CatalogTemplatePayload = Type.Object(
 );
 
 /**
- * A field of the catalogue file, taken as given: its rules are the file's (domain/catalog-file.ts,
- * docs/catalog.md), checked there with every problem named, not twice.
+ * A field of the catalogue file, typed here for generated clients; its finer rules (bounds, units,
+ * lengths, plans within their product) are the file's (domain/catalog-file.ts, docs/catalog.md),
+ * checked there with every problem named, not twice.
  */
-const FileField = (description: string) => Type.Optional(Type.Unknown({ description }));
-const RETIRED = FileField('true: no longer offered to resellers; false or absent: offered');
+const FileField = <T extends TSchema>(type: T, description: string) =>
+  Type.Optional(Type.Unsafe<Static<T>>({ ...type, description }));
+const WHOLE = Type.Union([Type.Integer(), Type.String()]);
+const RETIRED = FileField(Type.Boolean(), 'true: no longer offered to resellers; false or absent: offered');
 
 const PRODUCT_FIELDS = {
-  name: FileField('1 to 200 characters'),
-  template: FileField('The product template kind resellers see, e.g. `kvm`'),
+  name: FileField(Type.String(), '1 to 200 characters'),
+  template: FileField(Type.String(), 'The product template kind resellers see, e.g. `kvm`'),
   config: FileField(
+    Type.Record(Type.String(), Type.Object({ min: WHOLE, max: WHOLE }, { additionalProperties: true })),
     'All five resources `ram`, `ip`, `cpu`, `hdd`, `backup`, each `{ "min", "max" }`: whole numbers (or numeric strings), min <= max, at least 1 (backup: 0)',
   ),
-  os_templates: FileField('At least one OS template id, no repeats'),
-  traffic_gb: FileField('Monthly traffic quota per service in GB, or null for none'),
-  traffic_over: FileField('`throttle:MBIT` or `suspend`, given exactly when traffic_gb is'),
+  os_templates: FileField(Type.Array(Type.String()), 'At least one OS template id, no repeats'),
+  traffic_gb: FileField(
+    Type.Union([Type.Number(), Type.Null()]),
+    'Monthly traffic quota per service in GB, or null for none',
+  ),
+  traffic_over: FileField(
+    Type.Union([Type.String(), Type.Null()]),
+    '`throttle:MBIT` or `suspend`, given exactly when traffic_gb is',
+  ),
   retired: RETIRED,
 };
 const PLAN_FIELDS = {
-  name: FileField('1 to 200 characters'),
-  cpu: FileField('Whole number within the product’s cpu bounds'),
-  ram: FileField('Whole number within the product’s ram bounds'),
-  hdd: FileField('Whole number within the product’s hdd bounds'),
-  price: FileField('A number >= 0'),
+  name: FileField(Type.String(), '1 to 200 characters'),
+  cpu: FileField(WHOLE, 'Whole number within the product’s cpu bounds'),
+  ram: FileField(WHOLE, 'Whole number within the product’s ram bounds'),
+  hdd: FileField(WHOLE, 'Whole number within the product’s hdd bounds'),
+  price: FileField(Type.Union([Type.Number(), Type.String()]), 'A number >= 0'),
   retired: RETIRED,
 };
 const TEMPLATE_FIELDS = {
-  name: FileField('1 to 200 characters'),
-  image: FileField('The base image path the libvirt driver copies, or null'),
+  name: FileField(Type.String(), '1 to 200 characters'),
+  image: FileField(
+    Type.Union([Type.String(), Type.Null()]),
+    'The base image path the libvirt driver copies, or null',
+  ),
   retired: RETIRED,
 };
-const NEW_ID = FileField('A UUID; absent: one is made');
+const NEW_ID = FileField(Type.String(), 'A UUID; absent: one is made');
 
 export const NewPlanBody = Type.Object({ id: NEW_ID, ...PLAN_FIELDS }, { title: 'NewPlan' });
 export const PlanChangeBody = Type.Object(PLAN_FIELDS, { title: 'PlanChange' });
@@ -469,7 +482,10 @@ export const NewProductBody = Type.Object(
   {
     id: NEW_ID,
     ...PRODUCT_FIELDS,
-    plans: FileField('Its plans, each as the body of a new plan (with an id, or one is made)'),
+    plans: FileField(
+      Type.Array(Type.Object({}, { additionalProperties: true })),
+      'Its plans, each as the body of a new plan (with an id, or one is made)',
+    ),
   },
   { title: 'NewProduct' },
 );
