@@ -19,6 +19,11 @@ import { dialectOf } from '../dialect-of.ts';
  *   only the index), kept in step by triggers on insert, delete and a change of domain name, and
  *   built here from the services already stored.
  * - `services_product_id` (product_id, id): one product's services, newest first.
+ *
+ * `jobs.started_by_type`, `started_by_id`, `started_by_name`: who asked for the job, as the audit
+ * log names actors (an operator, a reseller's application, the CLI's user, or the system with the
+ * part of it that acted: `scheduler`, `evacuation`, `rescue-expiry`, `traffic`). Null for jobs
+ * queued before: nothing recorded who started them.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (dialectOf(db) === 'postgres') {
@@ -44,4 +49,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   }
   await db.schema.dropIndex('services_domain').execute();
   await db.schema.createIndex('services_product_id').on('services').columns(['product_id', 'id']).execute();
+  for (const column of ['started_by_type', 'started_by_id', 'started_by_name']) {
+    await db.schema.alterTable('jobs').addColumn(column, 'text').execute();
+  }
 }
