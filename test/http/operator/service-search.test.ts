@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createMonotonicUuidv7 } from '../../../src/domain/ids.ts';
+import { encodeCursor } from '../../../src/http/operator/paging.ts';
 import { DEMO_CATALOG } from '../../../src/store/demo-catalog.ts';
 import { findResellerByName } from '../../../src/store/repos/resellers.ts';
 import { SERVICE_SORTS } from '../../../src/store/repos/service-list.ts';
@@ -217,6 +218,10 @@ for (const store of testStores()) {
       );
       assert.equal(other.status, 400);
       assert.equal(other.body.error_code, 'invalid_cursor');
+      // Signed by this server, but with no direction this list gives.
+      const odd = encodeCursor(t.ctx.keys.cursorKey, 'services', ['x', '-created', 'k', MISSING]);
+      const sideways = await opsCall(t, ops, 'GET', `services?cursor=${odd}`);
+      assert.equal(sideways.body.error_code, 'invalid_cursor');
       const tampered = `${byDomain.next_cursor.slice(0, -2)}AA`;
       const bad = await opsCall(t, ops, 'GET', `services?sort=domain&cursor=${tampered}`);
       assert.equal(bad.body.error_code, 'invalid_cursor');
