@@ -781,16 +781,19 @@ async function operatorLists(kind: StoreKind, label: string, env: Record<string,
     resetIds(ids);
     const passwordEnc = sealedBenchPassword(dir);
     await bench.seed(
-      { resellerId: target.id, clientId: targetApp.client_id, passwordEnc },
+      { resellerId: target.id, clientId: targetApp.client_id, passwordEnc, domainLabel: 'target' },
       SETTINGS.smallStore,
       ids,
       { since },
     );
     const ms =
       others > 0
-        ? await bench.seed({ resellerId: other.id, clientId: otherApp.client_id, passwordEnc }, others, ids, {
-            since,
-          })
+        ? await bench.seed(
+            { resellerId: other.id, clientId: otherApp.client_id, passwordEnc, domainLabel: 'others' },
+            others,
+            ids,
+            { since },
+          )
         : 0;
     await bench.close();
     if (others > 0)
@@ -825,6 +828,17 @@ async function operatorLists(kind: StoreKind, label: string, env: Record<string,
       () => `${OPS}/services?status=running&limit=100`,
     ],
     ['usage of one reseller, last 30 days', (id: string) => `${OPS}/usage?${month}&reseller_id=${id}`],
+    // Seeded domains are node<n>.target.example.com and node<n>.others.example.com (bench/seed.ts):
+    // the prefix finds node123.target and node123.others, the substring node123.target only.
+    [
+      'services search by domain prefix, first page of 100',
+      () => `${OPS}/services?q=node123.&match=prefix&limit=100`,
+    ],
+    [
+      'services search by domain substring, first page of 100',
+      () => `${OPS}/services?q=ode123.targ&limit=100`,
+    ],
+    ['services list sorted by domain, first page of 100', () => `${OPS}/services?sort=domain&limit=100`],
   ] as const;
   const rows: Row[] = [];
   for (const connections of SETTINGS.connections)
@@ -872,7 +886,9 @@ async function operatorLists(kind: StoreKind, label: string, env: Record<string,
         ok: slowdown <= 3 && !failed,
         ...(failed ? { invalid: 'a run answered non-2xx or failed' } : {}),
       });
-      console.log(`${name}: slowdown ${slowdown.toFixed(3)}x${failed ? '  INVALID: non-2xx or errors' : ''}`);
+      console.log(
+        `${name}: slowdown ${slowdown.toFixed(3)}x, p50 / p99 ${median(bigRuns.map((x) => x.p50))} / ${median(bigRuns.map((x) => x.p99))} ms${failed ? '  INVALID: non-2xx or errors' : ''}`,
+      );
     }
   await stopServer(small.server);
   await stopServer(big.server);

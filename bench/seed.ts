@@ -70,9 +70,9 @@ export function seedServices(
   db.exec('pragma journal_mode = wal; pragma synchronous = off; pragma busy_timeout = 10000');
   db.exec('pragma cache_size = -200000');
   const product = DEMO_CATALOG.products[0]!;
-  // Constant columns are literals; id, created_at and updated_at are bound.
+  // Constant columns are literals; id, domain_name, created_at and updated_at are bound.
   const row = `(?, '${owner.resellerId}', '${owner.clientId}', '${product.id}', '${product.os_templates[0]}',
-    'bench.example.com', 'root', '${owner.passwordEnc}', 1, 1, 20, 1, 10, 'running', null, null,
+    ?, 'root', '${owner.passwordEnc}', 1, 1, 20, 1, 10, 'running', null, null,
     'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, ?, ?, null, null, null, null, '[]', null)`;
   const head = `insert into services (${COLUMNS.join(', ')}) values `;
   const full = db.prepare(head + Array.from({ length: ROWS_PER_INSERT }, () => row).join(','));
@@ -89,7 +89,7 @@ export function seedServices(
     let done = 0;
     while (done < n) {
       const batch = Math.min(ROWS_PER_INSERT, n - done);
-      const { params, intervalParams } = batchParams(batch, now - n + done, ids);
+      const { params, intervalParams } = batchParams(batch, now - n + done, ids, done, owner);
       if (batch === ROWS_PER_INSERT) full.run(...params);
       else db.prepare(head + Array.from({ length: batch }, () => row).join(',')).run(...params);
       if (intervals) {
@@ -134,8 +134,8 @@ export async function seedServicesPg(
   const lit = (v: string) => `'${v.replaceAll("'", "''")}'`;
   const rowAt = (k: number) =>
     `($${k + 1}, ${lit(owner.resellerId)}, ${lit(owner.clientId)}, ${lit(product.id)}, ${lit(product.os_templates[0]!)},
-    'bench.example.com', 'root', ${lit(owner.passwordEnc)}, 1, 1, 20, 1, 10, 'running', null, null,
-    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, $${k + 2}, $${k + 3}, null, null, null, null, '[]', null)`;
+    $${k + 2}, 'root', ${lit(owner.passwordEnc)}, 1, 1, 20, 1, 10, 'running', null, null,
+    'running', null, 0, 1, null, 'sim-host-1', '["10.80.0.2"]', 1, $${k + 3}, $${k + 4}, null, null, null, null, '[]', null)`;
   const intervalAt = (k: number) =>
     `($${k + 1}, $${k + 2}, ${lit(owner.resellerId)}, ${lit(product.id)}, 1, 1, 20, 1, 10, 0, ${intervals?.since ?? 0}, null)`;
   const now = Date.now();
@@ -146,9 +146,9 @@ export async function seedServicesPg(
     let statements = 0;
     while (done < n) {
       const batch = Math.min(ROWS_PER_INSERT, n - done);
-      const { params, intervalParams } = batchParams(batch, now - n + done, ids);
+      const { params, intervalParams } = batchParams(batch, now - n + done, ids, done, owner);
       await client.query(
-        `insert into services (${COLUMNS.join(', ')}) values ${Array.from({ length: batch }, (_, i) => rowAt(i * 3)).join(',')}`,
+        `insert into services (${COLUMNS.join(', ')}) values ${Array.from({ length: batch }, (_, i) => rowAt(i * 4)).join(',')}`,
         params,
       );
       if (intervals)
@@ -176,16 +176,17 @@ export async function seedServicesPg(
 }
 
 /**
- * The bound values of one batch of `batch` services: each service's id and times (from `t0`,
+ * The bound values of one batch of `batch` services: each service's id, domain name
+ * (`node<n>.<label>.example.com`, n counting from `first` in this seeding) and times (from `t0`,
  * one ms apart), and each usage interval's id and service; the new ids are added to `ids`.
  */
-function batchParams(batch: number, t0: number, ids: string[]) {
+function batchParams(batch: number, t0: number, ids: string[], first: number, owner: SeedOwner) {
   const params: (string | number)[] = [];
   const intervalParams: string[] = [];
   for (let i = 0; i < batch; i++) {
     const id = randomUUID();
     ids.push(id);
-    params.push(id, t0 + i, t0 + i);
+    params.push(id, `node${first + i}.${owner.domainLabel ?? 'bench'}.example.com`, t0 + i, t0 + i);
     intervalParams.push(randomUUID(), id);
   }
   return { params, intervalParams };
@@ -196,6 +197,8 @@ export interface SeedOwner {
   readonly resellerId: string;
   readonly clientId: string;
   readonly passwordEnc: string;
+  /** The second label of every seeded domain name (default `bench`): whose services a search finds. */
+  readonly domainLabel?: string;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
-import type { AuditContext } from '../store/repos/audit.ts';
+import { type AuditContext, systemPart } from '../store/repos/audit.ts';
 import { checkMigrationDestination, type HostDriver } from '../store/repos/hosts.ts';
 import type { Job } from '../store/repos/jobs.ts';
 import { findService } from '../store/repos/services.ts';
@@ -70,6 +70,7 @@ export async function queueMigrationIn(
       params: { host_id: null, from_host_id: service.host_id, evacuation: true },
       resellerId: service.reseller_id,
       serviceId,
+      startedBy: systemPart('evacuation'),
     },
     now,
   );

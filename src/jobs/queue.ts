@@ -3,7 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
-import { type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
+import { type AuditActor, type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
 import { insertJob, type Job } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
@@ -36,6 +36,8 @@ export type OperationRequest = Operation & {
   readonly audit?: AuditContext;
   /** What the audit entry names as acted on, where it is not the service or backup (a retried job). */
   readonly auditTarget?: { readonly type: string; readonly id: string };
+  /** Who the job names as having started it, where that is not the audit context's actor (the system's parts). */
+  readonly startedBy?: AuditActor;
 };
 
 export type OperationOutcome =
@@ -133,6 +135,7 @@ export async function enqueueInTransaction(
     params: req.params ?? {},
     seq,
     now,
+    startedBy: req.startedBy ?? req.audit?.actor ?? null,
   });
   await req.apply?.(tx, job, service);
   await recordOperation(tx, req, service, now);

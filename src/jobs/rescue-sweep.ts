@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely, Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError } from '../domain/errors.ts';
+import { systemPart } from '../store/repos/audit.ts';
 import type { Database } from '../store/schema.ts';
 import { createPeriodic } from './periodic.ts';
 import { enqueueInTransaction, inSeqTransaction } from './queue.ts';
@@ -83,6 +84,7 @@ export function createRescueSweep(o: RescueSweepOptions): RescueSweep {
               serviceId: s.id,
               action: 'unrescue',
               params: { expired: true },
+              startedBy: systemPart('rescue-expiry'),
               check: async (_service, t) => {
                 if ((await overdue(t, cutoff, s.id)).length === 0)
                   throw new ApiError('invalid_state', 'The rescue is ending already');

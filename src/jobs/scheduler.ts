@@ -8,6 +8,7 @@ import { nextRunAt, parseBsDays, parseBsTime, slotAfter, slotsBetween } from '..
 import type { JobSignal } from '../loop/signal.ts';
 import type { Store } from '../store/database.ts';
 import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
+import { systemPart } from '../store/repos/audit.ts';
 import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { insertJob } from '../store/repos/jobs.ts';
@@ -91,6 +92,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       seq,
       now,
       skipped: { reason },
+      startedBy: systemPart('scheduler'),
     });
     // A skipped job is a finished one: it is told like any other.
     await recordEvents(tx, s.resellerId, [jobFinished(job, 'skipped', reason)], now);
@@ -116,6 +118,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
           resellerId: s.resellerId,
           serviceId: s.serviceId,
           ...backupCreateOperation('scheduled', { scheduleId: s.id, slotAt: slot }),
+          startedBy: systemPart('scheduler'),
         },
         now,
       );

@@ -6,7 +6,7 @@ import { trafficExceeded } from '../domain/events.ts';
 import { gbOf, monthName, parseTrafficOver, pastQuota, utcMonth } from '../domain/traffic.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
-import { systemAudit } from '../store/repos/audit.ts';
+import { systemAudit, systemPart } from '../store/repos/audit.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { reachableHostIds } from '../store/repos/hosts.ts';
 import {
@@ -108,6 +108,7 @@ export function createTrafficSampler(o: TrafficSamplerOptions): TrafficSampler {
               action: 'suspend',
               params: { reason: 'traffic_exceeded' },
               audit: systemAudit('service.suspend'),
+              startedBy: systemPart('traffic'),
             },
             now,
           );

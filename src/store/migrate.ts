@@ -27,6 +27,7 @@ import * as m024 from './migrations/024-operator-roles.ts';
 import * as m025 from './migrations/025-two-factor.ts';
 import * as m026 from './migrations/026-audit-actors.ts';
 import * as m028 from './migrations/028-catalog-admin.ts';
+import * as m029 from './migrations/029-service-search.ts';
 import * as m030 from './migrations/030-billing-id.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -58,6 +59,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '025-two-factor': m025,
   '026-audit-actors': m026,
   '028-catalog-admin': m028,
+  '029-service-search': m029,
   '030-billing-id': m030,
 };
 

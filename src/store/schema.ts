@@ -266,6 +266,10 @@ export interface JobTable {
   result: string | null;
   /** A failed job an operator retried: the job the retry queued; null until then (migrations/016). */
   retry_job_id: string | null;
+  /** Who asked for the job, as the audit log names actors; null for jobs older than migration 029. */
+  started_by_type: AuditActorType | null;
+  started_by_id: string | null;
+  started_by_name: string | null;
 }
 
 export interface IdempotencyKeyTable {

@@ -37,6 +37,7 @@ const MIGRATIONS = [
   '025-two-factor',
   '026-audit-actors',
   '028-catalog-admin',
+  '029-service-search',
   '030-billing-id',
 ];
 

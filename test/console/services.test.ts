@@ -109,6 +109,8 @@ describe('console: services', { skip: noBrowser }, () => {
     // The timeline: the create job, done.
     const timeline = page.getByRole('table', { name: 'Jobs, newest first' });
     assert.match(await timeline.innerText(), /create\s+succeeded/);
+    // Who started it: the reseller's application that asked for the create.
+    assert.match(await timeline.innerText(), /create\s+succeeded\s+application acme \/ acme application/);
     // A running server: stop, not start; nothing pending, so the page does not refresh itself.
     assert.equal(await page.getByRole('button', { name: 'Stop', exact: true }).count(), 1);
     assert.equal(await page.getByRole('button', { name: 'Start', exact: true }).count(), 0);
@@ -137,7 +139,7 @@ describe('console: services', { skip: noBrowser }, () => {
     assert.equal(await page.locator('#service-live').getAttribute('data-live'), null);
     assert.match(
       await page.getByRole('table', { name: 'Jobs, newest first' }).locator('tbody tr').first().innerText(),
-      /stop\s+succeeded/,
+      /stop\s+succeeded\s+operator alice/,
     );
     // What the API says about it agrees.
     const token = await t.token({ reseller: 'acme' });

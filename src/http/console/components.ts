@@ -78,3 +78,25 @@ export function table(
 export function retriedAs(jobId: string): Html {
   return html`<span class="retried">Retried as job <span class="mono id">${jobId}</span></span>`;
 }
+
+/**
+ * The links to a page's previous and next pages, keeping its filters; each only where there is
+ * such a page (`prev` / `next`: the list's cursors).
+ */
+export function pagerLinks(
+  path: string,
+  filters: Record<string, string | undefined>,
+  prev: string | null,
+  next: string | null,
+): Html {
+  if (!prev && !next) return html``;
+  const to = (cursor: string) => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(filters)) if (v) params.set(k, v);
+    params.set('cursor', cursor);
+    return `${CONSOLE}${path}?${params.toString()}`;
+  };
+  return html`<nav class="pager" aria-label="Pages">${prev ? html`<a href="${to(prev)}" rel="prev">← Previous page</a>` : ''}${
+    prev && next ? ' ' : ''
+  }${next ? html`<a href="${to(next)}" rel="next">Next page →</a>` : ''}</nav>`;
+}

@@ -6,11 +6,20 @@ import { backupDeps } from '../../jobs/backup-chain.ts';
 import { verifyBackup } from '../../jobs/backup-verify.ts';
 import { requestMigration } from '../../jobs/migration-queue.ts';
 import { projectedState } from '../../jobs/queue.ts';
+import type { Catalog } from '../../store/catalog-cache.ts';
 import { recordAudit } from '../../store/repos/audit.ts';
 import { listBackups } from '../../store/repos/backups.ts';
 import { findHostState } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
-import { listServicesPage } from '../../store/repos/service-list.ts';
+import {
+  DOMAIN_MATCHES,
+  listServices,
+  MIN_SUBSTRING,
+  SERVICE_SORTS,
+  type ServiceSort,
+  sortKeyOf,
+  TOTAL_CAP,
+} from '../../store/repos/service-list.ts';
 import { ipv6Of } from '../../store/repos/service-network.ts';
 import { findService, type Service } from '../../store/repos/services.ts';
 import { listSuspensions } from '../../store/repos/suspensions.ts';
@@ -34,14 +43,19 @@ import {
   BackupVerifyPayload,
   JOB_HEADERS,
   ServiceDetailsPayload,
-  ServiceSummaryPayload,
+  ServiceListPayload,
+  type ServiceSummaryPayload,
 } from '../schemas/services.ts';
 import type { ConsoleOptions } from '../service-console/consoles.ts';
 import { type ServiceRequest, serviceIdOf } from '../service-id.ts';
 import { operatorRoute } from './operator-route.ts';
-import { decodeCursor, encodeCursor, limitOf, Page, PageQuery, pageOf } from './paging.ts';
+import { decodeCursor, encodeCursor, limitOf, PageQuery } from './paging.ts';
 
-function summaryView(s: Service): Static<typeof ServiceSummaryPayload> {
+/** A service in the list, with its product's and plan's names from the catalogue. */
+function summaryView(s: Service, catalog: Catalog): Static<typeof ServiceSummaryPayload> {
+  const plan = catalog.plansByProduct
+    .get(s.productId)
+    ?.find((p) => p.cpu === s.cpu && p.ram === s.ram && p.hdd === s.hdd);
   return {
     service_id: s.id,
     reseller_id: s.resellerId,
@@ -49,6 +63,9 @@ function summaryView(s: Service): Static<typeof ServiceSummaryPayload> {
     projected_status: s.projectedStatus,
     domain_name: s.domainName,
     product_id: s.productId,
+    product_name: catalog.byId.get(s.productId)?.name ?? null,
+    plan_id: plan?.id ?? null,
+    plan_name: plan?.name ?? null,
     ip: s.ips[0] ?? '',
     cpu: s.cpu,
     ram: s.ram,
@@ -75,17 +92,40 @@ const MigratePayload = Type.Object({ job: JobPayload });
 const BackupIdParams = Type.Object({ backup_id: InputId('The backup') });
 
 const ListQuery = Type.Object({
-  reseller_id: Type.Optional(InputId('Only this reseller’s services')),
+  reseller_id: Type.Optional(InputId('Only this reseller’s services (an unknown one: none)')),
   status: Type.Optional(StringEnum(STATUSES)),
+  host_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'Only the services on this host (an unknown one: none)',
+    }),
+  ),
+  product_id: Type.Optional(InputId('Only the services of this product (an unknown one: none)')),
   q: Type.Optional(
     Type.String({
       minLength: 1,
       maxLength: 253,
-      description: 'An id prefix, a domain name (exact) or an IPv4 address the service holds now',
+      description: `Services whose domain name contains it (or starts with it: \`match=prefix\`; a \`q\` shorter than ${MIN_SUBSTRING} characters always matches at the start), whose id starts with it, or that hold it as an IPv4 address now; upper and lower case alike`,
+    }),
+  ),
+  match: Type.Optional(
+    StringEnum(DOMAIN_MATCHES, {
+      description:
+        'How `q` matches domain names: `contains` (anywhere, the default) or `prefix` (at the start)',
+    }),
+  ),
+  sort: Type.Optional(
+    StringEnum(SERVICE_SORTS, {
+      description:
+        'The order: `-created` (newest first, the default), `created`, `domain`, `-domain` (byte order), `status`, `-status` (by name); ties by creation in the same direction',
     }),
   ),
   ...PageQuery,
 });
+
+/** The list's cursor: the page goes on after (`a`) or before (`b`) this sort key and id, in this order. */
+const CURSOR_SHAPE = ['string', 'string', 'string', 'string'] as const;
 
 const DetailsQuery = Type.Object({
   reveal: Type.Optional(
@@ -139,27 +179,61 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       operationId: 'listServices',
       tags,
       summary: 'List services across resellers',
-      description:
-        'Newest first, filtered by reseller, status and `q` (an id prefix, a domain name or an IP address), a page at a time. Services ordered while you page come before the first page, so paging on neither skips nor repeats one.',
+      description: `Filtered by reseller, status, host, product and \`q\` (a domain name or part of one, an id prefix or an IP address), in the order \`sort\` asks (newest first by default), a page at a time, with cursors to the next and the previous page and how many services match (\`total\`, counted up to ${TOTAL_CAP.toLocaleString('en')}). A page starts after (or before) the last (first) service of the one its cursor came from, so services ordered while you page neither shift a page nor are skipped or repeated. A cursor belongs to its order: with another \`sort\` it is 400 \`invalid_cursor\`. Each service names its product and plan.`,
       querystring: ListQuery,
-      response: { 200: Page(ServiceSummaryPayload) },
+      response: { 200: ServiceListPayload },
     }),
     async (request) => {
       const query = request.query;
       const limit = limitOf(query);
-      const beforeId =
-        query.cursor && decodeCursor(ctx.keys.cursorKey, 'services', query.cursor, ['string'] as const)[0];
-      // A reseller id that is no UUID names no reseller: an empty list, as for an unknown one.
-      if (query.reseller_id !== undefined && !isUuid(query.reseller_id))
-        return { items: [], next_cursor: null };
-      const rows = await listServicesPage(db, {
-        resellerId: query.reseller_id?.toLowerCase(),
-        status: query.status,
-        q: query.q,
-        beforeId,
-        limit: limit + 1,
-      });
-      return pageOf(rows, limit, summaryView, (s) => encodeCursor(ctx.keys.cursorKey, 'services', [s.id]));
+      const sort: ServiceSort = query.sort ?? '-created';
+      let from: { direction: 'after' | 'before'; key: string; id: string } | undefined;
+      if (query.cursor) {
+        const [direction, cursorSort, key, id] = decodeCursor(
+          ctx.keys.cursorKey,
+          'services',
+          query.cursor,
+          CURSOR_SHAPE,
+        );
+        if ((direction !== 'a' && direction !== 'b') || cursorSort !== sort)
+          throw new ApiError('invalid_cursor', 'cursor is not one this list gave in this order');
+        from = { direction: direction === 'a' ? 'after' : 'before', key, id };
+      }
+      // A reseller or product id that is no UUID names none: an empty list, as for an unknown one.
+      const none =
+        (query.reseller_id !== undefined && !isUuid(query.reseller_id)) ||
+        (query.product_id !== undefined && !isUuid(query.product_id));
+      if (none) return { items: [], next_cursor: null, prev_cursor: null, total: 0, total_capped: false };
+      const [page, catalog] = await Promise.all([
+        listServices(db, {
+          resellerId: query.reseller_id?.toLowerCase(),
+          status: query.status,
+          hostId: query.host_id,
+          productId: query.product_id?.toLowerCase(),
+          q: query.q,
+          match: query.match,
+          sort,
+          from,
+          limit,
+        }),
+        ctx.catalog.get(),
+      ]);
+      const cursor = (direction: 'a' | 'b', s: Service | undefined) =>
+        s === undefined
+          ? null
+          : encodeCursor(ctx.keys.cursorKey, 'services', [direction, sort, sortKeyOf(s, sort), s.id]);
+      const first = page.services[0];
+      const last = page.services[page.services.length - 1];
+      // Read forwards, the page has a previous one when it was reached by a cursor; read
+      // backwards, a next one always (the cursor's service) and a previous one when more were read.
+      const backwards = from?.direction === 'before';
+      return {
+        items: page.services.map((s) => summaryView(s, catalog)),
+        next_cursor: backwards || page.more ? cursor('a', last) : null,
+        prev_cursor: backwards ? (page.more ? cursor('b', first) : null) : from ? cursor('b', first) : null,
+        total: page.total,
+        total_capped: page.capped,
+      };
     },
   );
 

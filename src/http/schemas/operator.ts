@@ -187,13 +187,22 @@ export const OperatorJobPayload = Type.Object(
       description:
         'A failed job an operator retried: the job that retry queued (a job is retried at most once)',
     }),
+    started_by: Nullable(AuditActorPayload, {
+      description:
+        'Who asked for the job: an operator, a reseller’s application, the CLI’s user, or the system (`id` and `name` the part of it that did: `scheduler`, `evacuation`, `rescue-expiry`, `traffic`); null for jobs queued before this was recorded',
+    }),
   },
   { title: 'OperatorJob' },
 );
 
 /** A job as the operator API shows it (the list, a service's details). */
 export function operatorJobView(j: Job): Static<typeof OperatorJobPayload> {
-  return { ...jobView(j), reseller_id: j.resellerId, retry_job_id: j.retryJobId };
+  return {
+    ...jobView(j),
+    reseller_id: j.resellerId,
+    retry_job_id: j.retryJobId,
+    started_by: j.startedBy && { ...j.startedBy },
+  };
 }
 
 /** A job in the operator's jobs list: with its service's domain and its reseller's name. */

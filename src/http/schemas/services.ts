@@ -79,6 +79,13 @@ export const ServiceSummaryPayload = Type.Object(
     projected_status: StringEnum(STATUSES),
     domain_name: Type.String(),
     product_id: Id(),
+    product_name: Nullable(Type.String(), {
+      description: 'The product’s name in the catalogue; null if the catalogue no longer holds it',
+    }),
+    plan_id: Nullable(Type.String(), {
+      description: 'The product’s plan whose CPU, RAM and disk the service has; null when none has them',
+    }),
+    plan_name: Nullable(Type.String(), { description: 'That plan’s name; null with no plan' }),
     ip: Type.String({ description: 'The first address; empty until the server is created' }),
     cpu: Type.Integer(),
     ram: Type.Integer(),
@@ -91,6 +98,25 @@ export const ServiceSummaryPayload = Type.Object(
     terminated_at: Nullable(Timestamp),
   },
   { title: 'OperatorServiceSummary' },
+);
+
+/** A page of the operator's services list, with cursors both ways and how many match. */
+export const ServiceListPayload = Type.Object(
+  {
+    items: Type.Array(ServiceSummaryPayload),
+    next_cursor: Nullable(Type.String(), {
+      description: 'Pass it as `cursor` for the next page; null on the last page',
+    }),
+    prev_cursor: Nullable(Type.String(), {
+      description: 'Pass it as `cursor` for the previous page; null on the first page',
+    }),
+    total: Type.Integer({
+      description:
+        'How many services the filters match (the whole list, not this page), counted up to 10,000: with `total_capped` true there are more',
+    }),
+    total_capped: Type.Boolean({ description: 'More services match than `total` (10,000) says' }),
+  },
+  { title: 'OperatorServiceList' },
 );
 
 /** Everything about a service: what the reseller sees, and who owns it, where it runs, its jobs and backups. */

@@ -46,6 +46,11 @@ export interface AuditContext {
 /** The actor of what the product does on its own (host health, evacuations, traffic limits). */
 export const SYSTEM_ACTOR: AuditActor = { type: 'system', id: 'system', name: 'system' };
 
+/** The product acting on its own through one of its parts (`scheduler`, `evacuation`...): who started a job. */
+export function systemPart(part: string): AuditActor {
+  return { type: 'system', id: part, name: part };
+}
+
 /** The audit context of what the product does on its own. */
 export function systemAudit(action: string): AuditContext {
   return { actor: SYSTEM_ACTOR, requestId: null, action };

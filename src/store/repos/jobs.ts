@@ -4,9 +4,19 @@ import type { PasswordApplies } from '../../domain/passwords.ts';
 import { isStable, type JobAction, type ServiceState } from '../../domain/status-machine.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
-import type { Database, JobStatus, JobTable } from '../schema.ts';
+import type { AuditActorType, Database, JobStatus, JobTable } from '../schema.ts';
 
 export type { JobStatus };
+
+/**
+ * Who asked for a job, as the audit log names actors: an operator, a reseller's application, the
+ * CLI's user, or the system (`id` and `name`: the part of it that acted, `scheduler`...).
+ */
+export interface JobStarter {
+  readonly type: AuditActorType;
+  readonly id: string;
+  readonly name: string | null;
+}
 
 /** A job as the API shows it: everything but what its task needs to run (see RunnableJob). */
 export interface Job {
@@ -27,6 +37,8 @@ export interface Job {
   readonly result: JobResult | null;
   /** A failed job an operator retried: the job that retry queued (a job is retried at most once). */
   readonly retryJobId: string | null;
+  /** Who asked for it; null for jobs queued before this was recorded. */
+  readonly startedBy: JobStarter | null;
 }
 
 /** What a finished job may report (jobs.result, migrations/012). */
@@ -74,6 +86,10 @@ export function toJob(r: JobTable): Job {
     lockedBy: r.locked_by,
     result: r.result === null ? null : (parseJson(r.result) as JobResult),
     retryJobId: r.retry_job_id,
+    startedBy:
+      r.started_by_type === null || r.started_by_id === null
+        ? null
+        : { type: r.started_by_type, id: r.started_by_id, name: r.started_by_name },
   };
 }
 
@@ -125,6 +141,8 @@ export interface NewJob<A extends JobAction> {
   readonly now: number;
   /** A job `skipped` at once records why a request made no job (a scheduled slot); it never runs. */
   readonly skipped?: { readonly reason: string };
+  /** Who asked for it. */
+  readonly startedBy?: JobStarter | null;
 }
 
 /**
@@ -155,6 +173,9 @@ export function newJobRow<A extends JobAction>(j: NewJob<A>): JobTable {
     from_state: null,
     result: null,
     retry_job_id: null,
+    started_by_type: j.startedBy?.type ?? null,
+    started_by_id: j.startedBy?.id ?? null,
+    started_by_name: j.startedBy?.name ?? null,
   };
 }
 

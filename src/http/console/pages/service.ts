@@ -104,7 +104,7 @@ function timeline(s: Details, csrf: string, operate: boolean): Html {
   const back = serviceUrl(s.service_id);
   return table(
     'Jobs, newest first',
-    ['Created', 'Action', 'Status', 'Attempts', 'Finished', 'Error', ''],
+    ['Created', 'Action', 'Status', 'Started by', 'Attempts', 'Finished', 'Error', ''],
     s.jobs.map((j: Job) => {
       const what = `${j.action} job of ${j.created_at.slice(0, 19).replace('T', ' ')}`;
       const act = !operate
@@ -129,7 +129,8 @@ function timeline(s: Details, csrf: string, operate: boolean): Html {
                   back,
                 })
               : '';
-      return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td><td>${badge(j.status)}</td>
+      return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
+<td>${badge(j.status)}</td><td>${j.started_by ? actorName(j.started_by) : html`<span class="none">—</span>`}</td>
 <td class="num">${j.attempts}</td><td>${time(j.finished_at)}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
     }),
     'No jobs yet.',
