@@ -62,7 +62,7 @@ for (const kind of testStores()) {
               })
               .execute();
         }
-        assert.deepEqual(await migrateToLatest(db as Kysely<unknown>), ['028-catalog-admin']);
+        assert.ok((await migrateToLatest(db as Kysely<unknown>)).includes('028-catalog-admin'));
         const products = await listProducts(db);
         assert.ok(
           products.length > 0 && products.every((p) => !p.retired && p.osTemplates.every((t) => !t.retired)),

@@ -136,7 +136,7 @@ for (const store of testStores()) {
         ['POST', 'products', { ...good, plans: 'none' }, /plans must be (an )?array/],
         ['POST', 'products', { ...good, id: STARTER }, /id repeats/],
         ['POST', 'products', { ...good, traffic_gb: 10 }, /traffic_over/],
-        ['POST', 'products', { ...good, retired: 'yes' }, /retired must be true or false/],
+        ['POST', 'products', { ...good, retired: 'yes' }, /retired must be (true or false|boolean)/],
         ['POST', 'products', { ...good, name: '' }, /name must be a non-empty string/],
         [
           'PATCH',
@@ -157,7 +157,7 @@ for (const store of testStores()) {
           { name: 'Free', cpu: 1, ram: 1, hdd: 20, price: -1 },
           /price must be a number >= 0/,
         ],
-        ['POST', 'os-templates', { name: 'x', image: 7 }, /image must be a non-empty string/],
+        ['POST', 'os-templates', { name: 'x', image: 7 }, /image must be (a non-empty )?string/],
         ['POST', 'os-templates', { name: 'x', flavour: 'y' }, /flavour/],
         ['POST', 'os-templates', { id: 'not-a-uuid', name: 'x' }, /id must be a UUID/],
       ];
