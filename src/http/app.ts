@@ -19,6 +19,7 @@ import { registerOperatorAuditRoutes } from './operator/audit.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorIpPoolRoutes } from './operator/ip-pools.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
+import { registerOperatorNotificationRoutes } from './operator/notifications.ts';
 import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
 import { registerOperatorOverviewRoute } from './operator/overview.ts';
 import { registerResellerRoutes } from './operator/resellers.ts';
@@ -120,6 +121,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerOperatorJobRoutes,
   registerOperatorHostRoutes,
   registerOperatorIpPoolRoutes,
+  registerOperatorNotificationRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
   registerOperatorOverviewRoute,

@@ -26,6 +26,7 @@ import * as m023 from './migrations/023-traffic.ts';
 import * as m024 from './migrations/024-operator-roles.ts';
 import * as m025 from './migrations/025-two-factor.ts';
 import * as m026 from './migrations/026-audit-actors.ts';
+import * as m027 from './migrations/027-notifications.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -55,6 +56,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '024-operator-roles': m024,
   '025-two-factor': m025,
   '026-audit-actors': m026,
+  '027-notifications': m027,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

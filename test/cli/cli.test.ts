@@ -36,6 +36,7 @@ const MIGRATIONS = [
   '024-operator-roles',
   '025-two-factor',
   '026-audit-actors',
+  '027-notifications',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */
