@@ -10,10 +10,14 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
+import { ensureReseller } from '../../src/auth/applications.ts';
 import { loadConfig } from '../../src/config.ts';
 import { UNLIMITED } from '../../src/domain/quotas.ts';
+import { createNotificationFlusher } from '../../src/jobs/notify-flusher.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
+import { queueNotification } from '../../src/store/repos/notifications.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
+import { insertWebhook } from '../../src/store/repos/webhooks.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { WAIT_MS } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
@@ -282,6 +286,129 @@ for (const store of testStores()) {
       } finally {
         await t.close();
         await receiver.close();
+      }
+    });
+
+    test(`several flushers on one store send each batch once (${store})`, async () => {
+      const receiver = await startReceiver();
+      const clock = createManualClock();
+      const t = await createTestApp(
+        { VRP_WEBHOOK_ALLOW_PRIVATE: '1', VRP_TOKEN_TTL: '2592000' },
+        { store, clock },
+      );
+      try {
+        const ops = await operatorToken(t);
+        const created = await opsCall(t, ops, 'POST', 'webhooks', { url: receiver.url });
+        const secret: string = created.body.data.secret;
+        const flushers = [0, 1, 2].map(() =>
+          createNotificationFlusher({
+            store: t.ctx.store,
+            clock,
+            log: { info() {}, warn() {}, error() {} },
+            secretBox: t.ctx.secretBox,
+            lookup: t.ctx.lookup,
+            allowPrivate: true,
+            mailer: undefined,
+            windowMs: 60_000,
+          }),
+        );
+        for (let i = 0; i < 5; i++)
+          await queueNotification(
+            t.ctx.store.db,
+            { kind: 'job.failed', subject: `job-${i}`, summary: `job ${i} failed`, data: {} },
+            clock.now(),
+          );
+        const results = await Promise.all(flushers.map((f) => f.pass()));
+        assert.deepEqual(
+          results.flatMap((r) => r.sent),
+          [created.body.data.webhook_id],
+        );
+        assert.equal(receiver.received.length, 1);
+        assert.deepEqual(receiver.received[0]?.verified(secret).data.counts, { 'job.failed': 5 });
+        // The next window: one more batch, sent once again.
+        await queueNotification(
+          t.ctx.store.db,
+          { kind: 'job.failed', subject: 'job-5', summary: 'job 5 failed', data: {} },
+          clock.now(),
+        );
+        await Promise.all(flushers.map((f) => f.pass()));
+        assert.equal(receiver.received.length, 1);
+        clock.advance(60_000);
+        await Promise.all(flushers.map((f) => f.pass()));
+        assert.equal(receiver.received.length, 2);
+        assert.deepEqual(receiver.received[1]?.verified(secret).data.counts, { 'job.failed': 1 });
+      } finally {
+        await t.close();
+        await receiver.close();
+      }
+    });
+
+    test(`a reseller's webhook failing for a day is notified once, and when it delivers again (${store})`, async () => {
+      const clock = createManualClock();
+      const t = await createTestApp({ VRP_TOKEN_TTL: '2592000' }, { store, clock });
+      try {
+        const db = t.ctx.store.db;
+        const ops = await operatorToken(t);
+        const flusher = createNotificationFlusher({
+          store: t.ctx.store,
+          clock,
+          log: { info() {}, warn() {}, error() {} },
+          secretBox: t.ctx.secretBox,
+          lookup: t.ctx.lookup,
+          allowPrivate: false,
+          mailer: undefined,
+          windowMs: 60_000,
+        });
+        const reseller = await ensureReseller(db, 'hooked', Date.now());
+        const hook = await insertWebhook(db, {
+          id: '00000000-0000-4000-8000-0000000000aa',
+          resellerId: reseller.id,
+          url: 'https://receiver.example.com/hook',
+          eventTypes: null,
+          secretEnc: t.ctx.secretBox.seal('whsec_AAAA'),
+          now: clock.now(),
+        });
+        const delivery = {
+          webhook_id: hook.id,
+          event_id: 'e1',
+          status: 'pending' as const,
+          attempts: 4,
+          next_attempt_at: clock.now() + HOUR,
+          locked_by: null,
+          locked_until: null,
+          last_status: 500,
+          last_error: 'HTTP 500',
+          created_at: clock.now() - 2 * HOUR,
+          finished_at: null,
+        };
+        await db.insertInto('webhook_deliveries').values(delivery).execute();
+        const kinds = async () =>
+          (await opsCall(t, ops, 'GET', 'notifications')).body.data.map((n: { kind: string }) => n.kind);
+        await flusher.pass();
+        assert.deepEqual(await kinds(), [], 'failing for two hours is not a day');
+        clock.advance(23 * HOUR);
+        await flusher.pass();
+        assert.deepEqual(await kinds(), ['webhook.failing']);
+        const [failing] = (await opsCall(t, ops, 'GET', 'notifications')).body.data;
+        assert.match(failing.summary, /receiver.example.com.*hooked.*HTTP 500/);
+        clock.advance(HOUR);
+        await flusher.pass();
+        assert.deepEqual(await kinds(), ['webhook.failing']);
+        await db
+          .insertInto('webhook_deliveries')
+          .values({
+            ...delivery,
+            event_id: 'e2',
+            status: 'succeeded',
+            last_error: null,
+            finished_at: clock.now(),
+          })
+          .execute();
+        clock.advance(HOUR);
+        await flusher.pass();
+        assert.deepEqual(await kinds(), ['webhook.failing_cleared', 'webhook.failing']);
+      } finally {
+        await t.close();
       }
     });
 
