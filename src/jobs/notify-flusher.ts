@@ -159,9 +159,12 @@ export function createNotificationFlusher(o: FlusherOptions): NotificationFlushe
     };
   }
 
+  const intervalMs = o.intervalMs ?? Math.max(1000, Math.floor(o.windowMs / 4));
+  // The first pass waits an interval: a process starting has better things to do than sweep.
   const periodic = createPeriodic({
     name: 'notifications',
-    intervalMs: o.intervalMs ?? Math.max(1000, Math.floor(o.windowMs / 4)),
+    intervalMs,
+    firstDelayMs: intervalMs,
     log: o.log,
     pass,
   });

@@ -255,7 +255,7 @@ for (const store of testStores()) {
         const order = await call(t, token, 'POST', 'service/create-order', smallOrder('near.example.com'));
         assert.equal(order.status, 200);
 
-        // The conditions are looked at once per window (the background's first pass looked already).
+        // The conditions are looked at once per window, from the first pass on.
         clock.advance(HOUR);
         await flusher.pass();
         const [message] = await receiver.waitFor(1);
