@@ -110,6 +110,31 @@ export interface ReverseDnsConfig {
   readonly ttl: number;
 }
 
+/** The SMTP server notifications are mailed through (VRP_SMTP_URL, VRP_SMTP_TLS_CA). */
+export interface SmtpConfig {
+  readonly host: string;
+  readonly port: number;
+  /** smtps://: TLS from the first byte; smtp://: STARTTLS, required (no mail goes in clear). */
+  readonly implicitTls: boolean;
+  readonly user: string | undefined;
+  /** A secret: never logged, never in a message. */
+  readonly password: string | undefined;
+  /** VRP_SMTP_TLS_CA: PEM certificates trusted besides the system's (a private CA); read at start. */
+  readonly ca: string | undefined;
+}
+
+/** Notifications to the operators (docs/operations.md#notifications). */
+export interface NotifyConfig {
+  /** Undefined: no email is sent (operator webhooks still are). */
+  readonly smtp: SmtpConfig | undefined;
+  /** VRP_NOTIFY_EMAIL: the recipients. */
+  readonly emailTo: readonly string[];
+  /** VRP_NOTIFY_FROM: the sender address. */
+  readonly emailFrom: string;
+  /** VRP_NOTIFY_WINDOW: at most one message per channel per this long (ms). */
+  readonly windowMs: number;
+}
+
 export interface Config {
   readonly host: string;
   readonly port: number;
@@ -226,6 +251,8 @@ export interface Config {
   readonly backupStore: BackupStoreConfig;
   /** Reverse DNS on PowerDNS (VRP_PDNS_*, VRP_RDNS_*). */
   readonly reverseDns: ReverseDnsConfig;
+  /** Notifications to the operators by email and operator webhooks (VRP_SMTP_*, VRP_NOTIFY_*). */
+  readonly notify: NotifyConfig;
   /** Start of the server's clock (tests); undefined means the real time. */
   readonly clockStart: number | undefined;
   /** How fast the server's clock runs relative to real time (tests). */
@@ -704,6 +731,89 @@ function readReverseDns(env: Env): ReverseDnsConfig {
   };
 }
 
+/** An email address as notifications need one: local part, @, a domain; no spaces or angle brackets. */
+const EMAIL = /^[^\s@<>,;"]+@[A-Za-z0-9.-]+$/;
+
+/**
+ * VRP_SMTP_URL (`smtp://user:pass@host:587`, STARTTLS required; `smtps://` for TLS from the
+ * start), VRP_SMTP_TLS_CA, VRP_NOTIFY_EMAIL, VRP_NOTIFY_FROM and VRP_NOTIFY_WINDOW. Messages
+ * never repeat the password: the URL is shown with `***` in its place.
+ */
+function readNotify(env: Env): NotifyConfig {
+  const raw = env['VRP_SMTP_URL']?.trim() ?? '';
+  const shown = raw.replace(/^([a-z]+:\/\/[^:@/]*):[^@/]*@/i, '$1:***@');
+  let smtp: SmtpConfig | undefined;
+  if (raw !== '') {
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {}
+    if (
+      !url ||
+      (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') ||
+      !url.hostname ||
+      url.search ||
+      url.hash ||
+      (url.pathname !== '' && url.pathname !== '/')
+    )
+      throw new ConfigError(
+        `VRP_SMTP_URL must look like smtp://user:password@host:587 (or smtps://), got "${shown}"`,
+      );
+    const implicitTls = url.protocol === 'smtps:';
+    let user: string | undefined;
+    let password: string | undefined;
+    try {
+      user = url.username ? decodeURIComponent(url.username) : undefined;
+      password = url.password ? decodeURIComponent(url.password) : undefined;
+    } catch {
+      throw new ConfigError(`VRP_SMTP_URL: the user or password is not well percent-encoded, got "${shown}"`);
+    }
+    smtp = {
+      host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: url.port ? Number(url.port) : implicitTls ? 465 : 587,
+      implicitTls,
+      user,
+      password,
+      ca: readCaFile(env, 'VRP_SMTP_TLS_CA'),
+    };
+  }
+  const emailTo = (env['VRP_NOTIFY_EMAIL'] ?? '')
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  for (const a of emailTo) {
+    if (!EMAIL.test(a))
+      throw new ConfigError(`VRP_NOTIFY_EMAIL must be comma-separated email addresses, got "${a}"`);
+  }
+  if (smtp && emailTo.length === 0) throw new ConfigError('VRP_NOTIFY_EMAIL must be set with VRP_SMTP_URL');
+  if (!smtp && emailTo.length > 0) throw new ConfigError('VRP_NOTIFY_EMAIL is set but VRP_SMTP_URL is not');
+  const emailFrom = env['VRP_NOTIFY_FROM']?.trim() || 'vrp@localhost';
+  if (!EMAIL.test(emailFrom))
+    throw new ConfigError(`VRP_NOTIFY_FROM must be an email address, got "${emailFrom}"`);
+  return {
+    smtp: smtp && Object.freeze(smtp),
+    emailTo: Object.freeze(emailTo),
+    emailFrom,
+    windowMs: readDurationMs(env, 'VRP_NOTIFY_WINDOW', 60_000, 1000),
+  };
+}
+
+/** A file of PEM certificates, read at start. */
+function readCaFile(env: Env, name: string): string | undefined {
+  const path = env[name];
+  if (path === undefined || path === '') return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const why = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    throw new ConfigError(`${name} (${path}) cannot be read: ${why}`, { cause: err });
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError(`${name} must hold PEM certificates (-----BEGIN CERTIFICATE-----): ${path}`);
+  return text;
+}
+
 /** Reads and validates every setting once; the result is frozen. */
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = resolve(env['VRP_DATA_DIR'] || './data');
@@ -772,6 +882,7 @@ export function loadConfig(env: Env = process.env): Config {
     serviceConsoleMaxMs: readDurationMs(env, 'VRP_CONSOLE_SESSION_MAX', 3_600_000, 1000),
     backupStore: Object.freeze(readBackupStore(env, dataDir)),
     reverseDns: Object.freeze(readReverseDns(env)),
+    notify: Object.freeze(readNotify(env)),
     clockStart: readTime(env, 'VRP_CLOCK_START'),
     clockRate: readNumber(env, 'VRP_CLOCK_RATE', 1, 0.001, 100_000),
   };

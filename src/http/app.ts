@@ -21,6 +21,7 @@ import { registerCatalogRoutes } from './operator/catalog.ts';
 import { registerOperatorHostRoutes } from './operator/hosts.ts';
 import { registerOperatorIpPoolRoutes } from './operator/ip-pools.ts';
 import { registerOperatorJobRoutes } from './operator/jobs.ts';
+import { registerOperatorNotificationRoutes } from './operator/notifications.ts';
 import { registerOperatorDocumentRoute } from './operator/openapi-document.ts';
 import { registerOperatorOverviewRoute } from './operator/overview.ts';
 import { registerResellerRoutes } from './operator/resellers.ts';
@@ -124,6 +125,7 @@ const ROUTES: readonly ((app: App, ctx: AppContext, options: BuildAppOptions) =>
   registerOperatorIpPoolRoutes,
   registerCatalogRoutes,
   registerApplicationRoutes,
+  registerOperatorNotificationRoutes,
   registerOperatorUsageRoutes,
   registerOperatorAuditRoutes,
   registerOperatorOverviewRoute,

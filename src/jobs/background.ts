@@ -5,6 +5,8 @@ import { createDeliverer, type Deliverer } from '../webhooks/deliverer.ts';
 import { backupDeps } from './backup-chain.ts';
 import { createEvacuator, type Evacuator } from './evacuator.ts';
 import { createHostHealth, type HostHealth } from './host-health.ts';
+import { createNotificationFlusher, type NotificationFlusher } from './notify-flusher.ts';
+import { createSmtpMailer } from './notify-mail.ts';
 import { createPruner, type Pruner } from './prune.ts';
 import { createReconciler, type Reconciler } from './reconciler.ts';
 import { createRescueSweep, type RescueSweep } from './rescue-sweep.ts';
@@ -29,6 +31,8 @@ export interface Background {
   readonly rescueSweep: RescueSweep;
   /** Reads every server's interface counters every VRP_TRAFFIC_SAMPLE_INTERVAL (unless 0); applies traffic limits. */
   readonly traffic: TrafficSampler;
+  /** Sends the operators' notifications, batched per VRP_NOTIFY_WINDOW, by email and operator webhooks. */
+  readonly notifications: NotificationFlusher;
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -143,6 +147,17 @@ export function startBackground(
     intervalMs: ctx.config.trafficSampleIntervalMs,
     onQueued: () => ctx.jobSignal.notify(),
   });
+  const { notify } = ctx.config;
+  const flusher = createNotificationFlusher({
+    store: ctx.store,
+    clock: ctx.clock,
+    log,
+    secretBox: ctx.secretBox,
+    lookup: ctx.lookup,
+    allowPrivate: ctx.config.webhookAllowPrivate,
+    mailer: notify.smtp && createSmtpMailer(notify.smtp, notify.emailFrom, notify.emailTo),
+    windowMs: notify.windowMs,
+  });
   // Jobs other processes queue wake the worker at once (PostgreSQL; SQLite's processes poll).
   const notifications = ctx.store.listenForQueuedJobs?.(() => ctx.jobSignal.notify(), log);
   worker.start();
@@ -154,6 +169,7 @@ export function startBackground(
   evacuator.start();
   rescueSweep.start();
   if (ctx.config.trafficSampleIntervalMs > 0) traffic.start();
+  flusher.start();
   const stopListening = ctx.evacuations.listen(() => evacuator.wake());
   return {
     worker,
@@ -165,8 +181,10 @@ export function startBackground(
     evacuator,
     rescueSweep,
     traffic,
+    notifications: flusher,
     async stop(graceMs) {
       await notifications?.close();
+      await flusher.stop();
       stopListening();
       await traffic.stop();
       await rescueSweep.stop();

@@ -1,5 +1,6 @@
 import type { Kysely, Updateable } from 'kysely';
 import { jobFinished, statusChanged } from '../domain/events.ts';
+import { jobFailedNotification } from '../domain/notifications.ts';
 import {
   decide,
   isStable,
@@ -27,6 +28,7 @@ import {
   UnreadableJob,
   updateOwnedJob,
 } from '../store/repos/jobs.ts';
+import { queueNotification } from '../store/repos/notifications.ts';
 import {
   findService,
   type ServiceChange,
@@ -391,11 +393,18 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
         'job_seq',
         'error_code',
         'error_message',
+        'domain_name',
       ])
       .where('id', '=', job.serviceId)
       .$if(deps.features.rowLocks, (q) => q.forUpdate())
       .executeTakeFirst();
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
+    // A job that ends failed has made its last attempt (retries go back to the queue instead):
+    // the operators hear of it, in the transaction that records it.
+    if (ending.status === 'failed') {
+      const failure = { ...job, domain: service?.domain_name ?? null, error: ending.error };
+      await queueNotification(tx, jobFailedNotification(failure), now);
+    }
     if (ending.status === 'failed' && ending.backupId) {
       const backup = await findBackupById(tx, ending.backupId);
       if (backup?.status === 'creating') await setBackupStatus(tx, backup.id, 'failed', now, 0);

@@ -26,6 +26,7 @@ import * as m023 from './migrations/023-traffic.ts';
 import * as m024 from './migrations/024-operator-roles.ts';
 import * as m025 from './migrations/025-two-factor.ts';
 import * as m026 from './migrations/026-audit-actors.ts';
+import * as m027 from './migrations/027-notifications.ts';
 import * as m028 from './migrations/028-catalog-admin.ts';
 import * as m029 from './migrations/029-service-search.ts';
 import * as m030 from './migrations/030-billing-id.ts';
@@ -58,6 +59,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '024-operator-roles': m024,
   '025-two-factor': m025,
   '026-audit-actors': m026,
+  '027-notifications': m027,
   '028-catalog-admin': m028,
   '029-service-search': m029,
   '030-billing-id': m030,

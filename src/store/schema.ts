@@ -6,6 +6,7 @@
  */
 import type { Generated } from 'kysely';
 import type { EventType } from '../domain/events.ts';
+import type { NotificationKind } from '../domain/notifications.ts';
 import type { PasswordApplies } from '../domain/passwords.ts';
 import type { Role } from '../domain/roles.ts';
 import type { ServiceErrorCode } from '../domain/service-error.ts';
@@ -644,6 +645,57 @@ export interface TrafficHostTotalTable {
   bytes_out: number;
 }
 
+/** A notification to the operators (migration 027): the outbox and the record of what was notified. */
+export interface NotificationTable {
+  id: string;
+  kind: NotificationKind;
+  /** What it is about: a job's, host's, reseller's or webhook's id. */
+  subject: string;
+  /** One line for a person. */
+  summary: string;
+  /** JSON object: the details the operator webhook carries. */
+  data: string;
+  created_at: number;
+  /** The batch it went out in; null until a flush takes it. */
+  batch: number | null;
+}
+
+/** The batches formed so far (migration 027): one row, `flush`. */
+export interface NotificationBatchTable {
+  id: string;
+  last_batch: number;
+  last_batch_at: number;
+}
+
+/** Where notification batches go (migration 027): `email`, or an operator webhook by its id. */
+export interface NotificationChannelTable {
+  channel: string;
+  kind: 'email' | 'webhook';
+  /** The last batch this channel was sent (or had when it was added). */
+  sent_batch: number;
+  last_sent_at: number | null;
+  /** Failed attempts since the last message that went out. */
+  attempts: number;
+  next_attempt_at: number;
+  last_error: string | null;
+  locked_by: string | null;
+  locked_until: number | null;
+}
+
+/** A lasting condition in force (migration 027), by key: notified when it starts and when it ends. */
+export interface NotificationConditionTable {
+  key: string;
+  since: number;
+}
+
+/** An operator's webhook (migration 027): its secret sealed with the secret box. */
+export interface OperatorWebhookTable {
+  id: string;
+  url: string;
+  secret_enc: string;
+  created_at: number;
+}
+
 export interface MetaTable {
   key: string;
   value: string;
@@ -711,4 +763,9 @@ export interface Database {
   traffic_days: TrafficDayTable;
   traffic_months: TrafficMonthTable;
   traffic_host_totals: TrafficHostTotalTable;
+  notifications: NotificationTable;
+  notification_batches: NotificationBatchTable;
+  notification_channels: NotificationChannelTable;
+  notification_conditions: NotificationConditionTable;
+  operator_webhooks: OperatorWebhookTable;
 }

@@ -36,6 +36,7 @@ const MIGRATIONS = [
   '024-operator-roles',
   '025-two-factor',
   '026-audit-actors',
+  '027-notifications',
   '028-catalog-admin',
   '029-service-search',
   '030-billing-id',

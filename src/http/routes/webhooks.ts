@@ -12,13 +12,14 @@ import {
   type Webhook,
 } from '../../store/repos/webhooks.ts';
 import { newWebhookSecret } from '../../webhooks/signature.ts';
-import { MAX_URL_LENGTH, parseWebhookUrl, resolveTarget, TargetRefused } from '../../webhooks/target.ts';
+import { MAX_URL_LENGTH } from '../../webhooks/target.ts';
 import { answerMessage, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
 import { auditContext } from '../plugins/audit.ts';
 import { applicationCaller } from '../plugins/authenticate.ts';
+import { receiverUrl } from '../receiver-url.ts';
 import { EmptyBody, EmptyList, InputId, Nullable, StringEnum } from '../schemas/common.ts';
 
 const WebhookFields = {
@@ -53,22 +54,6 @@ const WebhookBody = Type.Object({
   events: Type.Optional(Type.Array(StringEnum(EVENT_TYPES), { minItems: 1, uniqueItems: true })),
 });
 const WebhookParams = Type.Object({ webhook_id: InputId('The webhook') });
-
-/**
- * The receiver URL of a new webhook, refused (400 validation_failed) unless it is http(s) and,
- * unless the operator allows private receivers, its host resolves to public addresses only.
- * Delivery checks the resolved address again each time (webhooks/target.ts).
- */
-async function receiverUrl(ctx: AppContext, raw: string): Promise<string> {
-  try {
-    const url = parseWebhookUrl(raw);
-    if (!ctx.config.webhookAllowPrivate) await resolveTarget(url, ctx.lookup, false);
-    return url.href;
-  } catch (err) {
-    if (err instanceof TargetRefused) throw new ApiError('validation_failed', `body.url: ${err.message}`);
-    throw err;
-  }
-}
 
 /**
  * A reseller's webhooks (at most 10), each signed with its own secret

@@ -1,6 +1,18 @@
 import type { Kysely } from 'kysely';
+import { hostReachabilityNotification } from '../../domain/notifications.ts';
 import type { Database, HostDriver } from '../schema.ts';
 import { recordAudit, systemAudit } from './audit.ts';
+import { queueNotification } from './notifications.ts';
+
+/** Queues the operators' notification of a host's change of health, in the transaction that records it. */
+async function notifyHealth(tx: Kysely<Database>, hostId: string, reachable: boolean, now: number) {
+  const host = await tx
+    .selectFrom('hypervisor_hosts')
+    .select(['id', 'name'])
+    .where('id', '=', hostId)
+    .executeTakeFirst();
+  if (host) await queueNotification(tx, hostReachabilityNotification(host, reachable), now);
+}
 
 /** Whether the host is marked unreachable (host health): its services' jobs wait for it. */
 export async function isHostUnreachable(db: Kysely<Database>, hostId: string): Promise<boolean> {
@@ -53,6 +65,7 @@ export async function recordProbeAnswered(
       .executeTakeFirst();
     if (back.numUpdatedRows === 0n) return false;
     await recordAudit(tx, systemAudit('host.reachable'), { target: { type: 'host', id: hostId } }, now);
+    await notifyHealth(tx, hostId, true, now);
     // The jobs that waited for it are due now, not at their next look.
     await tx
       .updateTable('jobs')
@@ -91,6 +104,7 @@ export async function recordProbeFailed(
       .executeTakeFirst();
     if (down.numUpdatedRows === 0n) return false;
     await recordAudit(tx, systemAudit('host.unreachable'), { target: { type: 'host', id: hostId } }, now);
+    await notifyHealth(tx, hostId, false, now);
     return true;
   });
 }
