@@ -60,12 +60,21 @@ test('three processes on one PostgreSQL share 300 provisionings; one is killed m
     ids.push(...created);
     if (batch === 4) {
       // Half the orders are in: crash one process while jobs run everywhere.
-      const running = await store.db
-        .selectFrom('jobs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'running')
-        .executeTakeFirstOrThrow();
-      assert.ok(Number(running.n) > 0, 'jobs were running at the crash');
+      // Wait for the workers to have claimed some of them (under load they may not have yet), so
+      // the crash leaves jobs running on the killed process for the others to take over.
+      await waitUntil(
+        'jobs running at the crash',
+        async () => {
+          const running = await store.db
+            .selectFrom('jobs')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('status', '=', 'running')
+            .where('locked_by', 'is not', null)
+            .executeTakeFirstOrThrow();
+          return Number(running.n) > 0;
+        },
+        { everyMs: 20 },
+      );
       await servers[1]!.kill('SIGKILL');
       alive = [servers[0]!, servers[2]!];
     }
