@@ -174,6 +174,7 @@ try {
     ['/ip-pools', 'ip-pools.png'],
     ['/usage', 'usage.png'],
     ['/audit', 'audit.png'],
+    ['/notifications', 'notifications.png'],
     ['/two-factor', 'two-factor.png'],
   ] as const) {
     await shoot(page, path, file);

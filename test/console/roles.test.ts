@@ -79,6 +79,7 @@ describe('console: what each role is shown', { skip: noBrowser }, () => {
       'Catalogue',
       'Usage',
       'Audit',
+      'Notifications',
       // The operator's own name: its two-factor login page.
       'accounts',
     ]);

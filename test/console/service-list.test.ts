@@ -122,4 +122,44 @@ describe('console: the services list searches, sorts and pages both ways', { ski
     assert.equal(await page.getByRole('link', { name: '← Previous page' }).count(), 0);
     assert.deepEqual(problems, []);
   });
+
+  test('the product filter lists the catalogue’s products and keeps the other filters', async () => {
+    // After the tests above, which count the services and page through them.
+    await order('biz.example.net', {
+      ...smallOrder('x', 20),
+      product_id: '3b0d6a8e-5f4c-4e2a-8b1d-7c9e2f1a0b02',
+      cpu: 2,
+      ram: 4,
+      hdd: 80,
+    });
+    const { page, problems } = await signIn(browser, origin);
+    await page.goto(`${origin}${CONSOLE}/services`);
+    const product = page.getByLabel('Product', { exact: true });
+    assert.deepEqual(await product.locator('option').allInnerTexts(), [
+      'Any product',
+      'VPS Starter',
+      'VPS Business',
+      'Storage VPS',
+    ]);
+    await product.selectOption({ label: 'VPS Business' });
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/product_id=3b0d6a8e-5f4c-4e2a-8b1d-7c9e2f1a0b02/);
+    assert.deepEqual(await listedDomains(page), ['biz.example.net']);
+    assert.equal(await page.getByRole('status').filter({ hasText: '1 service' }).count(), 1);
+
+    // A search with the product kept: zeta is a VPS Starter, so none; then any product.
+    await page.getByLabel('Search').fill('zeta');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/q=zeta/);
+    assert.match(page.url(), /product_id=3b0d6a8e-5f4c-4e2a-8b1d-7c9e2f1a0b02/);
+    assert.equal(await page.getByText('No service matches.').count(), 1);
+    await product.selectOption({ label: 'VPS Starter' });
+    await page.getByLabel('Status').selectOption('pending');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(/product_id=3b0d6a8e-5f4c-4e2a-8b1d-7c9e2f1a0b01/);
+    assert.match(page.url(), /q=zeta.*status=pending|status=pending.*q=zeta/);
+    assert.deepEqual(await listedDomains(page), ['zeta.shop.example.com']);
+    assert.equal(await product.inputValue(), '3b0d6a8e-5f4c-4e2a-8b1d-7c9e2f1a0b01');
+    assert.deepEqual(problems, []);
+  });
 });

@@ -22,6 +22,7 @@ import { registerHostsPage } from './pages/hosts.ts';
 import { registerIpPoolsPage } from './pages/ip-pools.ts';
 import { registerJobsPage } from './pages/jobs.ts';
 import { LOGIN_HASH_LIMITS, registerLoginRoutes } from './pages/login.ts';
+import { registerNotificationsPage } from './pages/notifications.ts';
 import { registerOverviewPage } from './pages/overview.ts';
 import { registerResellerPages } from './pages/reseller.ts';
 import { registerResellersPages } from './pages/resellers.ts';
@@ -136,4 +137,5 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   registerCatalogPage(router);
   registerUsagePages(router, ctx.clock);
   registerAuditPage(router);
+  registerNotificationsPage(router);
 }

@@ -1,5 +1,7 @@
-import { type ConsoleCall, consolePath, csrfField } from './console-router.ts';
+import type { FastifyReply } from 'fastify';
+import { type ConsoleCall, consolePath, csrfField, sendPage } from './console-router.ts';
 import { type Html, html } from './html.ts';
+import type { Section } from './layout.ts';
 
 /**
  * A form of one button that POSTs to a console path: an operation on one object (stop a server,
@@ -48,4 +50,34 @@ export function selectField(o: {
 <option value="">${o.any}</option>
 ${o.options.map(([value, text]) => html`<option value="${value}"${value === o.selected ? html` selected` : ''}>${text}</option>`)}
 </select></div>`;
+}
+
+/**
+ * The page that shows a new secret, once: it is in this answer only (no-store, as every console
+ * answer), never in a cookie, a link or a flash. `facts` are the lines shown, each with the id
+ * of its value's element; `back` the link under them.
+ */
+export function secretPage(
+  call: ConsoleCall,
+  o: {
+    readonly title: string;
+    readonly section: Section;
+    readonly facts: readonly (readonly [label: string, value: string, id: string])[];
+    readonly back: { readonly href: string; readonly text: string };
+  },
+): FastifyReply {
+  return sendPage(
+    call.reply,
+    call.render({
+      title: o.title,
+      section: o.section,
+      body: html`<p class="flash ok" role="status">Copy the secret now: it is shown only on this page, and cannot be shown again.</p>
+<dl class="facts">
+${o.facts.map(
+  ([label, value, id]) => html`  <dt>${label}</dt><dd class="mono" id="${id}">${value}</dd>
+`,
+)}</dl>
+<p><a href="${o.back.href}">← ${o.back.text}</a></p>`,
+    }),
+  );
 }

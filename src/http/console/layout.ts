@@ -17,6 +17,7 @@ const NAV = [
   ['catalog', 'Catalogue', `${CONSOLE}/catalog`, 'read'],
   ['usage', 'Usage', `${CONSOLE}/usage`, 'read'],
   ['audit', 'Audit', `${CONSOLE}/audit`, 'read'],
+  ['notifications', 'Notifications', `${CONSOLE}/notifications`, 'read'],
 ] as const;
 
 export type Section = (typeof NAV)[number][0];

@@ -9,8 +9,8 @@ import type {
   ResellerPayload,
 } from '../../schemas/operator.ts';
 import { badge, table, time, useBar } from '../components.ts';
-import { type ConsoleCall, type ConsoleRouter, csrfField, sendPage } from '../console-router.ts';
-import { buttonForm } from '../forms.ts';
+import { type ConsoleCall, type ConsoleRouter, csrfField } from '../console-router.ts';
+import { buttonForm, secretPage } from '../forms.ts';
 import { html } from '../html.ts';
 
 type Details = Static<typeof ResellerDetailsPayload>;
@@ -156,26 +156,22 @@ function applicationsSection(call: ConsoleCall, r: Details) {
 </section>`;
 }
 
-/** The page that shows a secret, once: it is in this answer only (no-store), never in a cookie or a link. */
-function secretPage(
+/** A new application's secret, shown once (secretPage). */
+function applicationSecretPage(
   call: ConsoleCall,
   r: { reseller_id: string },
   a: { name: string; client_id: string; client_secret: string },
   what: string,
 ) {
-  return sendPage(
-    call.reply,
-    call.render({
-      title: `${what}: ${a.name}`,
-      section: 'resellers',
-      body: html`<p class="flash ok" role="status">Copy the secret now: it is shown only on this page, and cannot be shown again.</p>
-<dl class="facts">
-  <dt>client_id</dt><dd class="mono" id="client-id">${a.client_id}</dd>
-  <dt>client_secret</dt><dd class="mono" id="client-secret">${a.client_secret}</dd>
-</dl>
-<p><a href="${CONSOLE}/resellers/${r.reseller_id}">← Back to the reseller</a></p>`,
-    }),
-  );
+  return secretPage(call, {
+    title: `${what}: ${a.name}`,
+    section: 'resellers',
+    facts: [
+      ['client_id', a.client_id, 'client-id'],
+      ['client_secret', a.client_secret, 'client-secret'],
+    ],
+    back: { href: `${CONSOLE}/resellers/${r.reseller_id}`, text: 'Back to the reseller' },
+  });
 }
 
 /**
@@ -235,7 +231,7 @@ ${applicationsSection(call, r)}
       scopes,
       variant: call.field('variant') ?? 'B',
     });
-    return secretPage(call, { reseller_id: id }, data, 'Application registered');
+    return applicationSecretPage(call, { reseller_id: id }, data, 'Application registered');
   });
 
   router.action('/resellers/:reseller_id/applications/:client_id/rotate-secret', async (call) => {
@@ -245,7 +241,7 @@ ${applicationsSection(call, r)}
       'POST',
       `resellers/${id}/applications/${app}/rotate-secret`,
     );
-    return secretPage(call, { reseller_id: id }, data, 'New secret');
+    return applicationSecretPage(call, { reseller_id: id }, data, 'New secret');
   });
 
   for (const [verb, done] of [

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { STATUSES } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
-import type { ResellerPayload } from '../../schemas/operator.ts';
+import type { CatalogProductPayload, ResellerPayload } from '../../schemas/operator.ts';
 import type { ServiceListPayload } from '../../schemas/services.ts';
 import { badge, type Page, pagerLinks, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
@@ -10,6 +10,7 @@ import { type Html, html } from '../html.ts';
 
 type ServiceList = Static<typeof ServiceListPayload>;
 type Reseller = Static<typeof ResellerPayload>;
+type Product = Static<typeof CatalogProductPayload>;
 
 const PAGE_SIZE = 50;
 
@@ -32,8 +33,8 @@ const SORTS: readonly (readonly [string, string])[] = [
 
 /**
  * The services list (`CONSOLE/services`): the operator API's search (`q`: part of a domain name,
- * or its start; an id prefix; an IP address), filters (status, reseller; host and product from
- * the links in the list) and orders, a page at a time with the previous and next pages, how many
+ * or its start; an id prefix; an IP address), filters (status, reseller, product; host from the
+ * links in the list, product from them too) and orders, a page at a time with the previous and next pages, how many
  * match, and each service linked to its page with its product's and plan's names.
  */
 export function registerServicesPage(router: ConsoleRouter): void {
@@ -47,7 +48,7 @@ export function registerServicesPage(router: ConsoleRouter): void {
       product_id: call.query('product_id'),
       sort: call.query('sort'),
     };
-    const [list, resellers] = await Promise.all([
+    const [list, resellers, products] = await Promise.all([
       call.ops.get<ServiceList>('services', {
         ...filters,
         cursor: call.query('cursor'),
@@ -55,6 +56,8 @@ export function registerServicesPage(router: ConsoleRouter): void {
       }),
       // For the filter and the names in the list; providers have tens of resellers, not thousands.
       call.ops.get<Page<Reseller>>('resellers', { limit: 1000 }),
+      // The catalogue's products, retired ones too (their services remain).
+      call.ops.get<Product[]>('products'),
     ]);
     const names = new Map(resellers.items.map((r) => [r.reseller_id, r.name]));
     const { sort: _sort, match: _match, ...narrowing } = filters;
@@ -92,12 +95,18 @@ export function registerServicesPage(router: ConsoleRouter): void {
     options: resellers.items.map((r) => [r.reseller_id, r.name]),
     selected: filters.reseller_id,
   })}
+  ${selectField({
+    id: 'product_id',
+    label: 'Product',
+    any: 'Any product',
+    options: products.map((p) => [p.id, p.retired ? `${p.name} (retired)` : p.name]),
+    selected: filters.product_id,
+  })}
   <div><label for="sort">Order</label>
   <select id="sort" name="sort">
   ${SORTS.map(([value, text]) => html`<option value="${value}"${value === (filters.sort ?? '-created') ? html` selected` : ''}>${text}</option>`)}
   </select></div>
   ${filters.host_id ? html`<input type="hidden" name="host_id" value="${filters.host_id}">` : ''}
-  ${filters.product_id ? html`<input type="hidden" name="product_id" value="${filters.product_id}">` : ''}
   <button type="submit">Search</button>
   ${filtered ? html`<a href="${CONSOLE}/services">Clear</a>` : ''}
 </form>
