@@ -1,4 +1,6 @@
 import { type Kysely, sql } from 'kysely';
+import type { JobAction } from '../../src/domain/status-machine.ts';
+import { type NewJob, newJobRow } from '../../src/store/repos/jobs.ts';
 import { type NewService, newServiceRow } from '../../src/store/repos/services.ts';
 import type { Database } from '../../src/store/schema.ts';
 
@@ -31,5 +33,18 @@ export function serviceRowBefore020(s: NewService) {
 export async function insertOldService(db: Kysely<Database>, row: Record<string, unknown>): Promise<void> {
   const columns = Object.keys(row);
   await sql`insert into services (${sql.join(columns.map((c) => sql.ref(c)))})
+    values (${sql.join(columns.map((c) => row[c]))})`.execute(db);
+}
+
+/** A jobs row as the code wrote it before migration 029 (no `started_by_type`, `_id`, `_name`). */
+export function jobRowBefore029(j: NewJob<JobAction>) {
+  const { started_by_type: _, started_by_id: __, started_by_name: ___, ...row } = newJobRow(j);
+  return row;
+}
+
+/** Inserts an old jobs row (jobRowBefore029, with any changes), as insertOldService does a service's. */
+export async function insertOldJob(db: Kysely<Database>, row: Record<string, unknown>): Promise<void> {
+  const columns = Object.keys(row);
+  await sql`insert into jobs (${sql.join(columns.map((c) => sql.ref(c)))})
     values (${sql.join(columns.map((c) => row[c]))})`.execute(db);
 }

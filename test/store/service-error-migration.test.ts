@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { migrateTo } from '../../src/store/migrate.ts';
-import { newJobRow } from '../../src/store/repos/jobs.ts';
-import { insertOldService, serviceRowBefore017 } from '../helpers/old-rows.ts';
+import { insertOldJob, insertOldService, jobRowBefore029, serviceRowBefore017 } from '../helpers/old-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const GONE = 'The server no longer exists on its host: it was removed outside the API';
@@ -44,11 +43,16 @@ for (const kind of testStores()) {
           await insertOldService(db, { ...row, status, projected_status: status });
         };
         const failedCreate = async (id: string, serviceId: string, seq: number, error: string) => {
-          const row = newJobRow({ id, serviceId, resellerId: 'r1', action: 'create', params: {}, seq, now });
-          await db
-            .insertInto('jobs')
-            .values({ ...row, status: 'failed', error, finished_at: now })
-            .execute();
+          const row = jobRowBefore029({
+            id,
+            serviceId,
+            resellerId: 'r1',
+            action: 'create',
+            params: {},
+            seq,
+            now,
+          });
+          await insertOldJob(db, { ...row, status: 'failed', error, finished_at: now });
         };
         const toFailed = async (id: string, data: Record<string, unknown>) => {
           await db
