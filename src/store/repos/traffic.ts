@@ -283,6 +283,25 @@ export async function hostTrafficTotals(
 }
 
 /**
+ * The traffic days that begin in [from, to), each with its service, the service's reseller and
+ * its current product: the one attribution both the report and the per-service CSV sum over, so a
+ * reseller's product sums to the same bytes in both.
+ */
+function trafficInPeriod(
+  db: Kysely<Database>,
+  period: { readonly from: number; readonly to: number; readonly resellerId?: string | undefined },
+) {
+  const q = db
+    .selectFrom('traffic_days as d')
+    .innerJoin('services as s', 's.id', 'd.service_id')
+    .innerJoin('resellers as r', 'r.id', 's.reseller_id')
+    .leftJoin('products as p', 'p.id', 's.product_id')
+    .where('d.day', '>=', period.from)
+    .where('d.day', '<', period.to);
+  return period.resellerId === undefined ? q : q.where('s.reseller_id', '=', period.resellerId);
+}
+
+/**
  * Bytes in and out per reseller and product over the UTC days that begin in [from, to) (the
  * services' current product), for the usage report.
  */
@@ -300,11 +319,7 @@ export async function sumTraffic(
     outBytes: number;
   }[]
 > {
-  let q = db
-    .selectFrom('traffic_days as d')
-    .innerJoin('services as s', 's.id', 'd.service_id')
-    .innerJoin('resellers as r', 'r.id', 's.reseller_id')
-    .leftJoin('products as p', 'p.id', 's.product_id')
+  const q = trafficInPeriod(db, period)
     .select((eb) => [
       's.reseller_id',
       'r.name as reseller_name',
@@ -314,10 +329,7 @@ export async function sumTraffic(
       eb.fn.sum<number | string>('d.bytes_in').as('bytes_in'),
       eb.fn.sum<number | string>('d.bytes_out').as('bytes_out'),
     ])
-    .where('d.day', '>=', period.from)
-    .where('d.day', '<', period.to)
     .groupBy(['s.reseller_id', 'r.name', 's.product_id', 'p.name']);
-  if (period.resellerId !== undefined) q = q.where('s.reseller_id', '=', period.resellerId);
   const rows = await q.execute();
   return rows.map((r) => ({
     resellerId: r.reseller_id,
@@ -350,11 +362,7 @@ export async function sumTrafficByService(
     outBytes: number;
   }[]
 > {
-  let q = db
-    .selectFrom('traffic_days as d')
-    .innerJoin('services as s', 's.id', 'd.service_id')
-    .innerJoin('resellers as r', 'r.id', 's.reseller_id')
-    .leftJoin('products as p', 'p.id', 's.product_id')
+  const q = trafficInPeriod(db, period)
     .select((eb) => [
       's.id',
       's.domain_name',
@@ -369,8 +377,6 @@ export async function sumTrafficByService(
       eb.fn.sum<number | string>('d.bytes_in').as('bytes_in'),
       eb.fn.sum<number | string>('d.bytes_out').as('bytes_out'),
     ])
-    .where('d.day', '>=', period.from)
-    .where('d.day', '<', period.to)
     .groupBy([
       's.id',
       's.domain_name',
@@ -383,7 +389,6 @@ export async function sumTrafficByService(
       's.product_id',
       'p.name',
     ]);
-  if (period.resellerId !== undefined) q = q.where('s.reseller_id', '=', period.resellerId);
   const rows = await q.execute();
   return rows.map((r) => ({
     resellerId: r.reseller_id,
