@@ -9,6 +9,7 @@
  * - `pdns_server` with its SQLite backend (Debian's `pdns-server`, `pdns-backend-sqlite3`) and `dig`
  *   (`bind9-dnsutils`): the reverse DNS tests run PowerDNS Authoritative as a server of their own
  *   and ask it with `dig -x`.
+ * - `systemd-analyze` (Debian's `systemd`): the checks of the systemd units in `deploy/`.
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -24,7 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd' | 'pdns' | 'dig';
+export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd' | 'pdns' | 'dig' | 'systemd-analyze';
 
 export interface Tool {
   readonly name: ToolName;
@@ -160,6 +161,19 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_DIG'];
       if (set) return existsSync(set) ? set : undefined;
       return onPath('dig') ?? existingPath('/usr/bin/dig');
+    },
+  },
+  {
+    name: 'systemd-analyze',
+    label: 'systemd-analyze',
+    purpose: 'the checks of the shipped systemd units (test/deploy/systemd.test.ts)',
+    packages: ['systemd'],
+    neededBy: /^test\/deploy\/systemd\.test\.ts$/,
+    envVar: 'VRP_TEST_SYSTEMD_ANALYZE',
+    find: () => {
+      const set = process.env['VRP_TEST_SYSTEMD_ANALYZE'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('systemd-analyze') ?? existingPath('/usr/bin/systemd-analyze');
     },
   },
 ];
