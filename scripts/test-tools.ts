@@ -107,7 +107,8 @@ export const TOOLS: readonly Tool[] = [
   {
     name: 'promtool',
     label: 'promtool',
-    purpose: 'the promtool checks of GET /metrics and of the example alert rules (test/http/metrics.test.ts, test/deploy/alerts.test.ts)',
+    purpose:
+      'the promtool checks of GET /metrics and of the example alert rules (test/http/metrics.test.ts, test/deploy/alerts.test.ts)',
     packages: ['prometheus'],
     neededBy: /^test\/(http\/metrics|deploy\/alerts)\.test\.ts$/,
     envVar: 'VRP_TEST_PROMTOOL',

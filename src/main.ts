@@ -6,6 +6,7 @@ import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
 import { exitOnSignals } from './shutdown.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
+import { migrationsAhead } from './store/migrate.ts';
 
 /**
  * Runs the server until SIGTERM/SIGINT: store, HTTP API (unless worker-only), and the worker
@@ -28,6 +29,14 @@ export async function serve(config: Config): Promise<void> {
   const app = buildApp(ctx, { consoles: driver });
   appLog = app.log;
   for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
+  const ahead = await migrationsAhead(ctx.store.db);
+  if (ahead.length > 0) {
+    // A rolling upgrade under way: this (older) process serves beside the newer ones.
+    app.log.warn(
+      { migrations: ahead },
+      'the store has migrations of a newer version of this program: running on it as it is; upgrade this process too',
+    );
+  }
   let background: Background | undefined;
 
   // Stop taking requests, let running jobs finish (25 s, then abort them), close the rest.

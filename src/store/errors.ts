@@ -9,14 +9,24 @@ const PG_UNAVAILABLE = new Set([
   '08004',
   '53300',
 ]);
+/**
+ * PostgreSQL's "not now" answers: a deadlock it broke by failing this side (40P01), a
+ * serialization failure (40001), a lock that could not be had (55P03). The same work done again
+ * succeeds; they come with concurrent schema changes (a rolling upgrade's migrations) and heavy
+ * contention, never from a bug in the statement.
+ */
+const PG_CONFLICT = new Set(['40P01', '40001', '55P03']);
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
-/** Is this error the database being out of reach (not a bug)? Answers 503, not 500. */
+/**
+ * Is this error the database being out of reach, or refusing for now (a lock conflict), not a
+ * bug? Answers 503, not 500; a job's result is saved again by its next attempt.
+ */
 export function isStoreUnavailable(err: unknown): boolean {
   let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 5; depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
-    if (PG_UNAVAILABLE.has(code) || NET_CODES.has(code)) return true;
+    if (PG_UNAVAILABLE.has(code) || PG_CONFLICT.has(code) || NET_CODES.has(code)) return true;
     if (code === 'ERR_SQLITE_ERROR' && /database is locked|busy/i.test(String(e.message))) return true;
     const msg = String(e.message ?? '');
     if (
@@ -37,4 +47,15 @@ export function isUniqueViolation(err: unknown): boolean {
   if (!e) return false;
   if (e.code === '23505') return true;
   return /UNIQUE constraint failed|PRIMARY KEY constraint failed/i.test(String(e.message ?? ''));
+}
+
+/** A PostgreSQL lock conflict (deadlock, serialization failure, lock not available): try again. */
+export function isLockConflict(err: unknown): boolean {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    'code' in err &&
+    typeof err.code === 'string' &&
+    PG_CONFLICT.has(err.code)
+  );
 }

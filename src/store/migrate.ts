@@ -1,5 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely/migration';
+import { dialectOf } from './dialect-of.ts';
+import { isLockConflict } from './errors.ts';
 import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
 import * as m003 from './migrations/003-job-step-marker.ts';
@@ -71,13 +73,36 @@ const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
  * Brings the schema up to date. The run holds a lock (PostgreSQL: Kysely's advisory lock;
  * SQLite: one BEGIN IMMEDIATE transaction around every pending migration, node-sqlite.ts), so
  * several processes may start at once: the others wait, then find nothing left to do.
+ *
+ * A store a newer version has migrated further (every migration this version knows is done, and
+ * the others are all newer than this version's newest) is used as it is: during a rolling upgrade
+ * a process of the old version starts (or restarts) beside the new ones, and each migration is
+ * written to be compatible with the version before it (docs/deploy.md, "Upgrades").
+ * `migrationsAhead` names them.
  */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
   // Up to date (every start but the first after an upgrade): no lock taken, so a start never
   // waits behind a running server's writes.
-  if (await isUpToDate(db)) return [];
+  const done = await doneMigrations(db);
+  if (done && pendingOf(done).length === 0 && aheadOf(done).every(isNewerThanKnown)) return [];
   return run(db, (m) => m.migrateToLatest());
 }
+
+/** The migrations this version knows that the store has not done (a new store: all of them). */
+export async function pendingMigrations<DB>(db: Kysely<DB>): Promise<string[]> {
+  const done = await doneMigrations(db);
+  return done ? pendingOf(done) : Object.keys(MIGRATIONS);
+}
+
+/** The migrations the store has done that this version does not know: a newer version's. */
+export async function migrationsAhead<DB>(db: Kysely<DB>): Promise<string[]> {
+  const done = await doneMigrations(db);
+  return done ? aheadOf(done) : [];
+}
+
+const pendingOf = (done: ReadonlySet<string>) => Object.keys(MIGRATIONS).filter((name) => !done.has(name));
+const aheadOf = (done: ReadonlySet<string>) => [...done].filter((name) => !(name in MIGRATIONS)).sort();
+const isNewerThanKnown = (name: string) => Object.keys(MIGRATIONS).every((known) => known < name);
 
 /** Applies the migrations up to `name` and no further: tests of a migration start from the one before. */
 export async function migrateTo(db: Kysely<unknown>, name: string): Promise<string[]> {
@@ -88,13 +113,7 @@ async function run(
   db: Kysely<unknown>,
   how: (migrator: Migrator) => Promise<MigrationResultSet>,
 ): Promise<string[]> {
-  const migrator = new Migrator({
-    db,
-    provider,
-    migrationTableName: 'schema_migrations',
-    migrationLockTableName: 'schema_migrations_lock',
-  });
-  const result = await how(migrator);
+  const result = dialectOf(db) === 'postgres' ? await runYielding(db, how) : await how(migratorOn(db));
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     // No failed migration: the run itself could not start (no connection, no lock, no table).
@@ -104,16 +123,54 @@ async function run(
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** Whether the store records exactly the known migrations as done; false if it has no record yet. */
-async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
-  let done: Set<string>;
+function migratorOn(db: Kysely<unknown>): Migrator {
+  return new Migrator({
+    db,
+    provider,
+    migrationTableName: 'schema_migrations',
+    migrationLockTableName: 'schema_migrations_lock',
+  });
+}
+
+/**
+ * PostgreSQL: the pending migrations run in one transaction, beside the processes still serving
+ * during a rolling upgrade. A lock they take in another order than a request's transaction could
+ * end in a deadlock, which PostgreSQL breaks by failing one side, and the failed side could be a
+ * request or a job of the serving processes. So the migrations never wait long for a lock
+ * (`lock_timeout`, far below PostgreSQL's one-second deadlock check): they give way, and their
+ * transaction, rolled back whole, runs again a moment later.
+ */
+async function runYielding(
+  db: Kysely<unknown>,
+  how: (migrator: Migrator) => Promise<MigrationResultSet>,
+): Promise<MigrationResultSet> {
+  return db.connection().execute(async (conn) => {
+    await sql`SET lock_timeout = ${sql.lit(`${MIGRATION_LOCK_WAIT_MS}ms`)}`.execute(conn);
+    try {
+      let result = await how(migratorOn(conn));
+      for (let attempt = 1; result.error !== undefined && isLockConflict(result.error); attempt++) {
+        if (attempt >= MIGRATION_ATTEMPTS) break;
+        await new Promise((r) => setTimeout(r, Math.min(2000, 25 * 2 ** attempt)));
+        result = await how(migratorOn(conn));
+      }
+      return result;
+    } finally {
+      await sql`RESET lock_timeout`.execute(conn);
+    }
+  });
+}
+
+/** How long a migration waits for a lock before it gives way (PostgreSQL). */
+const MIGRATION_LOCK_WAIT_MS = 200;
+/** How many times the migrations give way before the start fails, naming the conflict (about a minute). */
+const MIGRATION_ATTEMPTS = 40;
+
+/** The migrations the store records as done; undefined for a new store (no record yet). */
+async function doneMigrations<DB>(db: Kysely<DB>): Promise<Set<string> | undefined> {
   try {
     const rows = await sql<{ name: string }>`select name from schema_migrations`.execute(db);
-    done = new Set(rows.rows.map((r) => r.name));
+    return new Set(rows.rows.map((r) => r.name));
   } catch {
-    return false; // a new store: the migrator creates the table
+    return undefined; // a new store: the migrator creates the table
   }
-  // Exactly the known ones: a store migrated by a newer version goes to the migrator, which says so.
-  const known = Object.keys(MIGRATIONS);
-  return done.size === known.length && known.every((name) => done.has(name));
 }

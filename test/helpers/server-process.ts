@@ -16,9 +16,15 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startServer(env: Record<string, string>, timeoutMs = WAIT_MS): Promise<ServerProcess> {
+export async function startServer(
+  env: Record<string, string>,
+  timeoutMs = WAIT_MS,
+  /** The checkout to run (another version of the program, for upgrade tests); this one by default. */
+  cwd?: string,
+): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['src/main.ts'], {
+    ...(cwd === undefined ? {} : { cwd }),
     env: {
       ...process.env,
       VRP_LOG_LEVEL: 'warn',

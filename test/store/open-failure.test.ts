@@ -43,12 +43,15 @@ describe('a store that cannot be opened', () => {
   test('an unexpected failure keeps its stack', async () => {
     const dir = mkdtempSync(join(dataDir, 'future-'));
     const store = await openStore({ databaseUrl: undefined, dataDir: dir });
-    // A store migrated by a newer version: Kysely refuses it; that is no connection problem.
-    await sql`insert into schema_migrations (name, timestamp) values ('999-future', 'now')`.execute(store.db);
+    // A store that records a migration this version does not know and that is older than its
+    // newest (no newer version made it): Kysely refuses it; that is no connection problem.
+    await sql`insert into schema_migrations (name, timestamp) values ('000-unknown', 'now')`.execute(
+      store.db,
+    );
     await store.close();
     const r = await runToExit(['bin/vrp.js', 'migrate'], { VRP_DATA_DIR: dir });
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /999-future/);
+    assert.match(r.stderr, /000-unknown/);
     assert.match(r.stderr, /\n\s+at /, 'a stack');
   });
 });
