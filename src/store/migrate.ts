@@ -104,15 +104,34 @@ async function run(
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** Whether the store records exactly the known migrations as done; false if it has no record yet. */
-async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
-  let done: Set<string>;
+/**
+ * What `migrateToLatest` would do, without doing it: the known migrations the store has not
+ * applied (all of them for a new store), and the ones it records that this version does not
+ * know (a store migrated by a newer version).
+ */
+export async function pendingMigrations<DB>(
+  db: Kysely<DB>,
+): Promise<{ pending: string[]; unknown: string[] }> {
+  const done = await doneMigrations(db);
+  const known = Object.keys(MIGRATIONS);
+  return {
+    pending: known.filter((name) => !done.has(name)),
+    unknown: [...done].filter((name) => !(name in MIGRATIONS)).sort(),
+  };
+}
+
+async function doneMigrations<DB>(db: Kysely<DB>): Promise<Set<string>> {
   try {
     const rows = await sql<{ name: string }>`select name from schema_migrations`.execute(db);
-    done = new Set(rows.rows.map((r) => r.name));
+    return new Set(rows.rows.map((r) => r.name));
   } catch {
-    return false; // a new store: the migrator creates the table
+    return new Set(); // a new store: no table yet
   }
+}
+
+/** Whether the store records exactly the known migrations as done; false if it has no record yet. */
+async function isUpToDate(db: Kysely<unknown>): Promise<boolean> {
+  const done = await doneMigrations(db);
   // Exactly the known ones: a store migrated by a newer version goes to the migrator, which says so.
   const known = Object.keys(MIGRATIONS);
   return done.size === known.length && known.every((name) => done.has(name));
