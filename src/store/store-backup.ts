@@ -5,7 +5,7 @@
  * which a restore compares with the key of the installation it restores into.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
@@ -67,7 +67,8 @@ function partialOf(file: string): string {
 /**
  * Copies the SQLite store `source` to `dest` with the online backup API, in one step: the copy
  * is one read transaction, so it is the store as of one commit while servers keep writing
- * (WAL: the readers do not block them). The copy is a single self-contained file.
+ * (WAL: the readers do not block them). The copy is a single self-contained file, mode 0600
+ * (password hashes and encrypted secrets are in it).
  */
 export async function backupSqlite(source: string, dest: string): Promise<void> {
   if (!existsSync(source)) {
@@ -84,6 +85,7 @@ export async function backupSqlite(source: string, dest: string): Promise<void> 
     } finally {
       copy.close();
     }
+    chmodSync(partial, 0o600);
     renameSync(partial, dest);
   } catch (err) {
     rmSync(partial, { force: true });
@@ -218,6 +220,7 @@ export async function backupPostgres(databaseUrl: string, dest: string): Promise
     rmSync(partial, { force: true });
     throw new StoreBackupError('backup_failed', `pg_dump failed: ${firstLines(r.stderr)}`);
   }
+  chmodSync(partial, 0o600);
   renameSync(partial, dest);
 }
 
