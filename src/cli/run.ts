@@ -7,6 +7,7 @@ import type { Database } from '../store/schema.ts';
 import { backupCommand } from './backups.ts';
 import { catalogCommand } from './catalog.ts';
 import { clientCommand } from './clients.ts';
+import { dbCommand } from './db.ts';
 import { hostCommand } from './hosts.ts';
 import { ipPoolCommand } from './ip-pools.ts';
 import { migrateCommand } from './migrate.ts';
@@ -19,7 +20,9 @@ import { usageCommand } from './usage.ts';
 const USAGE = `usage: vrp <command> [--json]
 
   serve [--no-worker | --worker-only]   run the server (settings from VRP_* environment)
-  migrate                               bring the store's schema up to date
+  migrate [--check]                     bring the store's schema up to date (--check: only say
+                                        whether it is; exit 10 when a migration is pending)
+  db backup FILE | db restore FILE      back up the store to FILE / restore it into an empty store
   reseller create NAME | list | enable NAME | disable NAME
   reseller update NAME (--billing-id ID | --clear-billing-id)
   reseller quota NAME [--services N] [--cpu N] [--ram N] [--hdd N] [--ip N] [--backup N] [--clear]
@@ -94,10 +97,13 @@ export async function runCli(
       return undefined;
     }
     const storeCommand = STORE_COMMANDS[command];
-    if (command !== 'migrate' && !storeCommand) throw new UsageError(`unknown command: ${command}`);
+    if (command !== 'migrate' && command !== 'db' && !storeCommand) {
+      throw new UsageError(`unknown command: ${command}`);
+    }
     const config = loadConfig(env);
-    if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out, config));
-    else await migrateCommand(config, rest, out);
+    if (command === 'migrate') return await migrateCommand(config, rest, out);
+    if (command === 'db') await dbCommand(config, rest, out);
+    else if (storeCommand) await withStore(config, (db) => storeCommand(db, rest, out, config));
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

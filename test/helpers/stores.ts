@@ -47,18 +47,20 @@ export async function createPgDatabase(): Promise<{ url: string; drop(): Promise
 
 /**
  * A fresh store of `kind` migrated up to `migration` and no further, for the tests of a later
- * migration over rows of the earlier schema; `done` closes and removes it.
+ * migration over rows of the earlier schema; `env` names it to a `vrp` command (its data dir,
+ * and its PostgreSQL database); `done` closes and removes it.
  */
 export async function storeAtMigration(
   kind: StoreKind,
   migration: string,
-): Promise<{ store: Store; done(): Promise<void> }> {
+): Promise<{ store: Store; env: Record<string, string>; done(): Promise<void> }> {
   const pgDb = kind === 'postgres' ? await createPgDatabase() : undefined;
   const dir = mkdtempSync(join(tmpdir(), 'vrp-migration-'));
   const store = createStore({ databaseUrl: pgDb?.url, dataDir: dir });
   await migrateTo(store.db as Kysely<unknown>, migration);
   return {
     store,
+    env: { VRP_DATA_DIR: dir, ...(pgDb ? { VRP_DATABASE_URL: pgDb.url } : {}) },
     async done() {
       await store.close();
       await pgDb?.drop();
