@@ -9,6 +9,8 @@
  * - `pdns_server` with its SQLite backend (Debian's `pdns-server`, `pdns-backend-sqlite3`) and `dig`
  *   (`bind9-dnsutils`): the reverse DNS tests run PowerDNS Authoritative as a server of their own
  *   and ask it with `dig -x`.
+ * - `nginx` (Debian's `nginx`) and `openssl`: the TLS proxy test puts nginx, with a throwaway
+ *   certificate openssl makes, in front of a server on loopback.
  * - `systemd-analyze` (Debian's `systemd`): the checks of the systemd units in `deploy/`.
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
@@ -25,7 +27,15 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
-export type ToolName = 'postgres' | 'chromium' | 'promtool' | 'sshd' | 'pdns' | 'dig' | 'systemd-analyze';
+export type ToolName =
+  | 'postgres'
+  | 'chromium'
+  | 'promtool'
+  | 'sshd'
+  | 'pdns'
+  | 'dig'
+  | 'nginx'
+  | 'systemd-analyze';
 
 export interface Tool {
   readonly name: ToolName;
@@ -175,6 +185,20 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_SYSTEMD_ANALYZE'];
       if (set) return existsSync(set) ? set : undefined;
       return onPath('systemd-analyze') ?? existingPath('/usr/bin/systemd-analyze');
+    },
+  },
+  {
+    name: 'nginx',
+    label: 'nginx (with openssl for its throwaway certificate)',
+    purpose: 'the walk-through through a TLS-terminating nginx (test/e2e/tls-proxy.test.ts)',
+    packages: ['nginx', 'openssl'],
+    neededBy: /^test\/e2e\/tls-proxy\.test\.ts$/,
+    envVar: 'VRP_TEST_NGINX',
+    find: () => {
+      const set = process.env['VRP_TEST_NGINX'];
+      if (set) return existsSync(set) ? set : undefined;
+      if (!onPath('openssl')) return undefined;
+      return existingPath('/usr/sbin/nginx') ?? onPath('nginx');
     },
   },
 ];

@@ -185,6 +185,11 @@ export interface Config {
    * empty: none is, the address is the connection's (the default).
    */
   readonly trustProxy: readonly string[];
+  /**
+   * Whether the token endpoint and the operator console answer plain http from outside loopback
+   * (src/http/https-only.ts); false: they refuse it, https only (the default).
+   */
+  readonly allowHttp: boolean;
   readonly workerMode: WorkerMode;
   readonly workerConcurrency: number;
   /**
@@ -851,6 +856,7 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl: readUrl(env, 'VRP_BASE_URL', ['http:', 'https:']),
     corsOrigins: readOrigins(env, 'VRP_CORS_ORIGINS'),
     trustProxy: readProxies(env, 'VRP_TRUST_PROXY'),
+    allowHttp: readBool(env, 'VRP_ALLOW_HTTP', false),
     workerMode: readChoice<WorkerMode>(env, 'VRP_ROLE', 'both', ['both', 'api', 'worker']),
     workerConcurrency: readInt(env, 'VRP_WORKER_CONCURRENCY', 16, 1, 1000),
     workerPollMs: readDurationMs(env, 'VRP_WORKER_POLL', 500, 10),

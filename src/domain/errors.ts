@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   insufficient_scope: 403,
   insufficient_role: 403,
   console_origin_refused: 403,
+  https_required: 403,
   service_not_found: 404,
   backup_not_found: 404,
   backup_schedule_not_found: 404,

@@ -339,7 +339,7 @@ describe('console login throttle', () => {
 
   test('20 wrong passwords sent at once from one address: five get 401, the rest 429 with Retry-After', async () => {
     const answers = await loginsAtOnce(
-      '10.8.0.1',
+      '127.8.0.1',
       Array.from({ length: 20 }, (_, i) => `wrong password number ${i}`),
     );
     const codes = answers.map((a) => a.statusCode);
@@ -350,13 +350,13 @@ describe('console login throttle', () => {
       assert.match(a.body, /Try again in \d+ seconds/);
     }
     // Locked now: the right password waits too.
-    const [locked] = await loginsAtOnce('10.8.0.1', [PASSWORD]);
+    const [locked] = await loginsAtOnce('127.8.0.1', [PASSWORD]);
     assert.equal(locked?.statusCode, 429);
     assert.match(locked?.body ?? '', /Too many failed logins/);
   });
 
   test('the right password after wrong ones, under the limit, gets in and gives the count back', async () => {
-    const ip = '10.8.0.2';
+    const ip = '127.8.0.2';
     const first = await loginsAtOnce(ip, [
       'wrong password one',
       'wrong password two',

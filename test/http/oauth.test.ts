@@ -17,10 +17,11 @@ type Reply = { status: number; body: any; headers: Record<string, unknown> };
 
 // The token endpoint also throttles failures per address: each request comes from its own
 // address unless a test says otherwise, so that failures in one test do not lock out another.
+// Loopback addresses (127.0.0.0/8): plain http from elsewhere is refused (https-only.test.ts).
 let addresses = 0;
 function freshIp(): string {
   addresses += 1;
-  return `10.9.${addresses >> 8}.${addresses & 255}`;
+  return `127.9.${addresses >> 8}.${addresses & 255}`;
 }
 
 /** RFC 6749 section 2.3.1: both parts are form-urlencoded, then joined with ":" and base64-encoded. */

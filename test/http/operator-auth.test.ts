@@ -10,11 +10,11 @@ import { testStores } from '../helpers/stores.ts';
 const TOKEN_URL = `${BASE}/oauth/token`;
 
 // Failures at the token endpoint are throttled per address: each request comes from an address
-// of its own unless a test says otherwise.
+// of its own (loopback: plain http from elsewhere is refused) unless a test says otherwise.
 let addresses = 0;
 function freshIp(): string {
   addresses += 1;
-  return `10.77.${addresses >> 8}.${addresses & 255}`;
+  return `127.77.${addresses >> 8}.${addresses & 255}`;
 }
 
 type Reply = { status: number; body: any; headers: Record<string, unknown> };

@@ -942,6 +942,7 @@ export interface components {
         | 'insufficient_scope'
         | 'insufficient_role'
         | 'console_origin_refused'
+        | 'https_required'
         | 'service_not_found'
         | 'backup_not_found'
         | 'backup_schedule_not_found'
@@ -1030,6 +1031,7 @@ export interface components {
         | 'insufficient_scope'
         | 'insufficient_role'
         | 'console_origin_refused'
+        | 'https_required'
         | 'service_not_found'
         | 'backup_not_found'
         | 'backup_schedule_not_found'
@@ -1482,7 +1484,7 @@ export interface components {
         } & components['schemas']['ErrorEnvelope'];
       };
     };
-    /** @description The token lacks the scope this operation needs: `insufficient_scope`, `insufficient_role`, `console_origin_refused` */
+    /** @description The token lacks the scope this operation needs: `insufficient_scope`, `insufficient_role`, `console_origin_refused`, `https_required` */
     Error403: {
       headers: {
         'X-Request-Id': components['headers']['RequestId'];
@@ -1492,7 +1494,11 @@ export interface components {
       content: {
         'application/json': {
           /** @enum {unknown} */
-          error_code?: 'insufficient_scope' | 'insufficient_role' | 'console_origin_refused';
+          error_code?:
+            | 'insufficient_scope'
+            | 'insufficient_role'
+            | 'console_origin_refused'
+            | 'https_required';
         } & components['schemas']['ErrorEnvelope'];
       };
     };
@@ -4426,7 +4432,7 @@ export interface operations {
           'application/json': components['schemas']['TokenResponse'];
         };
       };
-      /** @description A malformed request, another grant type, or a scope the application does not have */
+      /** @description A malformed request, another grant type, a scope the application does not have, or (`invalid_request`) plain http from outside loopback, which the server refuses unless VRP_ALLOW_HTTP=1 */
       400: {
         headers: {
           'X-Request-Id': components['headers']['RequestId'];

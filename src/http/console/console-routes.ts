@@ -10,6 +10,7 @@ import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../app-type.ts';
 import { CONSOLE } from '../base-path.ts';
+import { HTTPS_REQUIRED, plainHttpRefused } from '../https-only.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { targetPath } from '../target-path.ts';
 import { registerConsoleAssets } from './assets.ts';
@@ -87,6 +88,10 @@ function consoleRoutes(app: App, ctx: AppContext): void {
   app.register(fastifyCookie);
   app.addHook('onRequest', (request, reply, done) => {
     setConsoleHeaders(request, reply);
+    // Passwords, second-factor codes and the session cookie: https only from outside loopback.
+    if (plainHttpRefused(request, ctx.config.allowHttp)) {
+      return done(new ApiError('https_required', HTTPS_REQUIRED));
+    }
     done();
   });
   // Errors of the framework (a body too large), of the console (a form not ours) and the

@@ -8,6 +8,7 @@ import type { App } from '../app-type.ts';
 import { BASE } from '../base-path.ts';
 import { baseUrl } from '../base-url.ts';
 import { isFields } from '../fields.ts';
+import { HTTPS_REQUIRED, plainHttpRefused } from '../https-only.ts';
 import { namedPlugin } from '../named-plugin.ts';
 import { StringEnum } from '../schemas/common.ts';
 
@@ -93,11 +94,10 @@ const TOKEN_DOCS = {
       headers: NO_STORE_HEADERS,
       content: { 'application/json': { schema: TokenAnswer } },
     },
-    400: oauthError('A malformed request, another grant type, or a scope the application does not have', [
-      'invalid_request',
-      'unsupported_grant_type',
-      'invalid_scope',
-    ]),
+    400: oauthError(
+      'A malformed request, another grant type, a scope the application does not have, or (`invalid_request`) plain http from outside loopback, which the server refuses unless VRP_ALLOW_HTTP=1',
+      ['invalid_request', 'unsupported_grant_type', 'invalid_scope'],
+    ),
     401: oauthError('The application did not authenticate, or is disabled', ['invalid_client'], {
       'WWW-Authenticate': {
         description: 'A Basic challenge, when the request tried HTTP Basic',
@@ -143,6 +143,13 @@ export function registerOauthRoutes(app: App, ctx: AppContext): void {
         `${BASE}/oauth/token`,
         { config: { oauth: true }, schema: TOKEN_DOCS },
         async (request, reply: FastifyReply) => {
+          // A client secret must not cross a network in clear: refused before it is read.
+          if (plainHttpRefused(request, ctx.config.allowHttp)) {
+            return reply
+              .code(400)
+              .headers({ 'cache-control': 'no-store', pragma: 'no-cache' })
+              .send({ error: 'invalid_request', error_description: HTTPS_REQUIRED });
+          }
           const body = isFields(request.body) ? request.body : {};
           const result = await endpoint.handle({
             authorization: request.headers.authorization,
