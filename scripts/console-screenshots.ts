@@ -172,6 +172,7 @@ try {
     ['/resellers', 'resellers.png'],
     ['/hosts', 'hosts.png'],
     ['/ip-pools', 'ip-pools.png'],
+    ['/catalog', 'catalog.png'],
     ['/usage', 'usage.png'],
     ['/audit', 'audit.png'],
     ['/notifications', 'notifications.png'],
