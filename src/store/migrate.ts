@@ -1,7 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely/migration';
 import { dialectOf } from './dialect-of.ts';
-import { isLockConflict } from './errors.ts';
 import * as m001 from './migrations/001-initial.ts';
 import * as m002 from './migrations/002-services-status-index.ts';
 import * as m003 from './migrations/003-job-step-marker.ts';
@@ -32,6 +31,7 @@ import * as m027 from './migrations/027-notifications.ts';
 import * as m028 from './migrations/028-catalog-admin.ts';
 import * as m029 from './migrations/029-service-search.ts';
 import * as m030 from './migrations/030-billing-id.ts';
+import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
 const MIGRATIONS: Record<string, Migration> = {
@@ -113,7 +113,10 @@ async function run(
   db: Kysely<unknown>,
   how: (migrator: Migrator) => Promise<MigrationResultSet>,
 ): Promise<string[]> {
-  const result = dialectOf(db) === 'postgres' ? await runYielding(db, how) : await how(migratorOn(db));
+  const result =
+    dialectOf(db) === 'postgres'
+      ? await runGivingWay(db, (conn) => how(migratorOn(conn)))
+      : await how(migratorOn(db));
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     // No failed migration: the run itself could not start (no connection, no lock, no table).
@@ -131,39 +134,6 @@ function migratorOn(db: Kysely<unknown>): Migrator {
     migrationLockTableName: 'schema_migrations_lock',
   });
 }
-
-/**
- * PostgreSQL: the pending migrations run in one transaction, beside the processes still serving
- * during a rolling upgrade. A lock they take in another order than a request's transaction could
- * end in a deadlock, which PostgreSQL breaks by failing one side, and the failed side could be a
- * request or a job of the serving processes. So the migrations never wait long for a lock
- * (`lock_timeout`, far below PostgreSQL's one-second deadlock check): they give way, and their
- * transaction, rolled back whole, runs again a moment later.
- */
-async function runYielding(
-  db: Kysely<unknown>,
-  how: (migrator: Migrator) => Promise<MigrationResultSet>,
-): Promise<MigrationResultSet> {
-  return db.connection().execute(async (conn) => {
-    await sql`SET lock_timeout = ${sql.lit(`${MIGRATION_LOCK_WAIT_MS}ms`)}`.execute(conn);
-    try {
-      let result = await how(migratorOn(conn));
-      for (let attempt = 1; result.error !== undefined && isLockConflict(result.error); attempt++) {
-        if (attempt >= MIGRATION_ATTEMPTS) break;
-        await new Promise((r) => setTimeout(r, Math.min(2000, 25 * 2 ** attempt)));
-        result = await how(migratorOn(conn));
-      }
-      return result;
-    } finally {
-      await sql`RESET lock_timeout`.execute(conn);
-    }
-  });
-}
-
-/** How long a migration waits for a lock before it gives way (PostgreSQL). */
-const MIGRATION_LOCK_WAIT_MS = 200;
-/** How many times the migrations give way before the start fails, naming the conflict (about a minute). */
-const MIGRATION_ATTEMPTS = 40;
 
 /** The migrations the store records as done; undefined for a new store (no record yet). */
 async function doneMigrations<DB>(db: Kysely<DB>): Promise<Set<string> | undefined> {
