@@ -1,12 +1,12 @@
 import type { FastifyRequest } from 'fastify';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Whether an address is loopback: 127.0.0.0/8, ::1, or 127.0.0.0/8 as an IPv4-mapped IPv6
  * address (what a dual-stack socket reports for an IPv4 peer).
  */
 export function isLoopback(address: string): boolean {
-  const v4 = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
-  return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+  return ipaddr.isValid(address) && ipaddr.process(address).range() === 'loopback';
 }
 
 /**
