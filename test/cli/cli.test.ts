@@ -72,6 +72,37 @@ async function vrpProcess(dataDir: string, args: string[], input?: string) {
 }
 
 describe('vrp command', () => {
+  test('reseller update: sets and clears the external billing id; refuses bad ids, both or neither option, unknown names', async (t) => {
+    const { vrp } = cliFor(t);
+    assert.equal((await vrp(['reseller', 'create', 'acme'])).code, 0);
+    const set = await vrp(['reseller', 'update', 'acme', '--billing-id', 'CUST-0042', '--json']);
+    assert.equal(set.code, 0, set.err);
+    assert.deepEqual(set.json(), { name: 'acme', external_billing_id: 'CUST-0042' });
+    assert.match((await vrp(['reseller', 'list'])).out, /^acme\tenabled\t\S+\tCUST-0042$/m);
+    for (const [args, message] of [
+      [['reseller', 'update', 'acme'], /give --billing-id ID or --clear-billing-id/],
+      [
+        ['reseller', 'update', 'acme', '--billing-id', 'X', '--clear-billing-id'],
+        /give --billing-id ID or --clear-billing-id/,
+      ],
+      [['reseller', 'update', 'acme', '--billing-id', 'x'.repeat(101)], /--billing-id/],
+      [['reseller', 'update', 'acme', '--billing-id', 'tab\there'], /--billing-id/],
+      [['reseller', 'update', '--billing-id', 'X'], /NAME/],
+    ] as const) {
+      const r = await vrp([...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
+      assert.match(r.err, message);
+    }
+    const unknown = await vrp(['reseller', 'update', 'nobody', '--billing-id', 'X']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.err, /no reseller named "nobody"/);
+    assert.match((await vrp(['reseller', 'list'])).out, /\tCUST-0042$/m, 'nothing changed by the refusals');
+    const cleared = await vrp(['reseller', 'update', 'acme', '--clear-billing-id']);
+    assert.equal(cleared.code, 0, cleared.err);
+    assert.match(cleared.out, /external billing id cleared/);
+    assert.match((await vrp(['reseller', 'list'])).out, /^acme\tenabled\t\S+\t-$/m);
+  });
+
   test('reseller create and list', async (t) => {
     const { vrp } = cliFor(t);
     const created = await vrp(['reseller', 'create', 'acme', '--json']);
