@@ -12,6 +12,7 @@
  * - `nginx` (Debian's `nginx`) and `openssl`: the TLS proxy test puts nginx, with a throwaway
  *   certificate openssl makes, in front of a server on loopback.
  * - `systemd-analyze` (Debian's `systemd`): the checks of the systemd units in `deploy/`.
+ * - `openssl`: the throwaway certificate of the notification tests' SMTP receiver (STARTTLS).
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -35,7 +36,8 @@ export type ToolName =
   | 'pdns'
   | 'dig'
   | 'nginx'
-  | 'systemd-analyze';
+  | 'systemd-analyze'
+  | 'openssl';
 
 export interface Tool {
   readonly name: ToolName;
@@ -185,6 +187,20 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_SYSTEMD_ANALYZE'];
       if (set) return existsSync(set) ? set : undefined;
       return onPath('systemd-analyze') ?? existingPath('/usr/bin/systemd-analyze');
+    },
+  },
+  {
+    name: 'openssl',
+    label: 'openssl',
+    purpose:
+      'the notification tests, whose SMTP receiver speaks STARTTLS with a throwaway certificate (test/jobs/notifications.test.ts)',
+    packages: ['openssl'],
+    neededBy: /^test\/jobs\/notifications\.test\.ts$/,
+    envVar: 'VRP_TEST_OPENSSL',
+    find: () => {
+      const set = process.env['VRP_TEST_OPENSSL'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('openssl') ?? existingPath('/usr/bin/openssl');
     },
   },
   {

@@ -25,6 +25,7 @@ import { createManualClock } from '../helpers/manual-clock.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, throwawayCertificate } from '../helpers/smtp.ts';
 import { testStores } from '../helpers/stores.ts';
+import { missingTool } from '../helpers/tools.ts';
 import { startReceiver } from '../helpers/webhooks.ts';
 
 const HOUR = 3_600_000;
@@ -86,7 +87,7 @@ async function freePort(): Promise<number> {
 }
 
 for (const store of testStores()) {
-  describe(`notifications (${store})`, () => {
+  describe(`notifications (${store})`, { skip: missingTool('openssl') }, () => {
     test(`100 jobs failing in one window make one email and one webhook message naming them (${store})`, async () => {
       const smtp = await startSmtpReceiver();
       const hookReceiver = await startReceiver();
