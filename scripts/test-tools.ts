@@ -13,6 +13,7 @@
  *   certificate openssl makes, in front of a server on loopback.
  * - `systemd-analyze` (Debian's `systemd`): the checks of the systemd units in `deploy/`.
  * - `openssl`: the throwaway certificate of the notification tests' SMTP receiver (STARTTLS).
+ * - `buildah` and `debootstrap`: the container image's build and test (`scripts/image.sh test`).
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -37,7 +38,8 @@ export type ToolName =
   | 'dig'
   | 'nginx'
   | 'systemd-analyze'
-  | 'openssl';
+  | 'openssl'
+  | 'buildah';
 
 export interface Tool {
   readonly name: ToolName;
@@ -201,6 +203,20 @@ export const TOOLS: readonly Tool[] = [
       const set = process.env['VRP_TEST_OPENSSL'];
       if (set) return existsSync(set) ? set : undefined;
       return onPath('openssl') ?? existingPath('/usr/bin/openssl');
+    },
+  },
+  {
+    name: 'buildah',
+    label: 'buildah (with debootstrap for the base image)',
+    purpose: 'the container image, built and run through the walk-through (test/deploy/image.test.ts)',
+    packages: ['buildah', 'debootstrap'],
+    neededBy: /^test\/deploy\/image\.test\.ts$/,
+    envVar: 'VRP_TEST_BUILDAH',
+    find: () => {
+      const set = process.env['VRP_TEST_BUILDAH'];
+      if (set) return existsSync(set) ? set : undefined;
+      if (!onPath('debootstrap') && !existsSync('/usr/sbin/debootstrap')) return undefined;
+      return onPath('buildah') ?? existingPath('/usr/bin/buildah');
     },
   },
   {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { walkThrough } from '../../scripts/walkthrough.ts';
 import { WAIT_MS, waitUntil } from '../helpers/budget.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -42,7 +43,13 @@ describe('quick start against a real server process', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'vrp-e2e-'));
     const port = await freePort();
     origin = `http://127.0.0.1:${port}`;
-    env = { ...process.env, VRP_PORT: String(port), VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'warn' };
+    env = {
+      ...process.env,
+      VRP_PORT: String(port),
+      VRP_DATA_DIR: dataDir,
+      VRP_LOG_LEVEL: 'warn',
+      VRP_SIMULATED_SPEED: '0',
+    };
     child = spawn(process.execPath, ['src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (chunk) => {
       stderr += String(chunk);
@@ -85,6 +92,24 @@ describe('quick start against a real server process', () => {
     assert.equal(typeof created.client_secret, 'string', stdout);
     return created;
   }
+
+  test("the README's whole walk-through (scripts/walkthrough.ts, which scripts/image.sh runs against the image)", async () => {
+    const passed: string[] = [];
+    const steps = await walkThrough({
+      origin,
+      vrp: [process.execPath, CLI],
+      env,
+      reseller: 'readme',
+      waitMs: WAIT_MS,
+      log: (line) => passed.push(line),
+    });
+    assert.equal(passed.length, steps);
+    assert.ok(passed.includes(`ok ${steps} terminate`), passed.join('\n'));
+    assert.ok(
+      passed.some((l) => / rescue, unrescue$/.test(l)),
+      passed.join('\n'),
+    );
+  });
 
   test('token, test-connection, version, products, plans, then a clean SIGTERM', async () => {
     const { client_id, client_secret } = await registerClient();

@@ -1,0 +1,104 @@
+/**
+ * The container image (Containerfile), built and tested by `scripts/image.sh test`: its
+ * configuration (a user other than root, the HEALTHCHECK on /readyz, the data volume, the
+ * command, Node 24), then the image started with a fresh volume, healthy by its own HEALTHCHECK,
+ * the README's whole walk-through against it (the operator's commands run inside the image), a
+ * SIGTERM it exits 0 on, and the store left in the volume. How it is started here, and why not
+ * with podman, the script says (docs/deploy.md, "The container image").
+ *
+ * Its own image name, so that a developer's `scripts/image.sh build` is left alone. The first
+ * run on a machine makes the base image from Debian's packages (about two minutes); later runs
+ * reuse it and the build's cached layers.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { IN_CI, missingTool, toolPath } from '../helpers/tools.ts';
+
+const root = resolve(import.meta.dirname, '..', '..');
+
+function skipReason(): string | false {
+  const missing = missingTool('buildah');
+  if (missing) return missing;
+  if (!IN_CI && process.getuid?.() !== 0)
+    return 'scripts/image.sh needs root (debootstrap, chroot isolation)';
+  return false;
+}
+
+/** Runs the script; its exit code and everything it printed. */
+function image(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((done) => {
+    const child = spawn('bash', ['scripts/image.sh', ...args], {
+      cwd: root,
+      env: { ...process.env, VRP_IMAGE: 'localhost/vrp-provider:test', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += String(c);
+    });
+    child.stderr.on('data', (c) => {
+      out += String(c);
+    });
+    child.on('close', (code) => done({ code, out }));
+  });
+}
+
+describe('the container image', { skip: skipReason() }, () => {
+  test('a wrong verb is refused with the usage', async () => {
+    const r = await image(['publish']);
+    assert.equal(r.code, 2);
+    assert.match(r.out, /usage: scripts\/image\.sh build\|test/);
+  });
+
+  test('a base image that cannot be had fails the build, saying so', { timeout: 5 * 60_000 }, async () => {
+    const child = await image(['build'], {
+      VRP_IMAGE: 'localhost/vrp-provider:test-broken',
+      VRP_NODE_IMAGE: 'localhost/vrp-no-such-base:0',
+    });
+    assert.equal(child.code, 1, child.out);
+    assert.match(child.out, /image: the build failed/);
+    assert.doesNotMatch(child.out, /image: built /);
+  });
+
+  // Minutes, not the suite's default 5: a first run makes the base image and installs packages.
+  const long = { timeout: 25 * 60_000 };
+  test(
+    'scripts/image.sh test: built, configured, healthy, walked through, stopped cleanly',
+    long,
+    async () => {
+      assert.ok(toolPath('buildah'));
+      const r = await image(['test']);
+      assert.equal(r.code, 0, r.out);
+      const lines = r.out.split('\n');
+      const has = (re: RegExp) =>
+        assert.ok(
+          lines.some((l) => re.test(l)),
+          `${re} in:\n${r.out}`,
+        );
+      has(
+        /^image: configuration: user "vrp", volume \/var\/lib\/vrp-provider, port 8080, command \["node","src\/main\.ts"\]/,
+      );
+      has(/^image: node in the image: v24\./);
+      has(/^image: started: node src\/main\.ts as uid 10001, listening on 127\.0\.0\.1:\d+/);
+      has(/^image: healthy \(its own HEALTHCHECK, node bin\/healthcheck\.js\)/);
+      // Every step of the README's walk-through, the last one the server's end.
+      for (const step of [
+        'vrp reseller create acme',
+        'create-order',
+        'rescue, unrescue',
+        'console link',
+        'terminate',
+      ])
+        has(new RegExp(`^ok \\d+ ${step.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      has(/^walk-through: all \d+ steps answered as the README says$/);
+      has(/^image: stopped by SIGTERM: exit 0/);
+      has(/^image: the store is in the volume, owned by uid 10001$/);
+      has(/^image: test passed$/);
+    },
+  );
+});
