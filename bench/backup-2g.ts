@@ -185,10 +185,10 @@ const s3 = await new Promise<{
   secretAccessKey: string;
 }>((resolve) => s3child.once('message', (m) => resolve(m as never)));
 const stores: [string, BackupStore][] = [
-  ['local', createBackupStore({ kind: 'local', path: join(work, 'backups') })],
+  ['local', await createBackupStore({ kind: 'local', path: join(work, 'backups') })],
   [
     'sftp',
-    createBackupStore({
+    await createBackupStore({
       kind: 'sftp',
       host: '127.0.0.1',
       port: sshd.port,
@@ -201,7 +201,7 @@ const stores: [string, BackupStore][] = [
   ],
   [
     's3',
-    createBackupStore({
+    await createBackupStore({
       kind: 's3',
       bucket: s3.bucket,
       prefix: 'bench',

@@ -65,7 +65,7 @@ export function reverseDnsOf(config: Config): ReverseDns | undefined {
 }
 
 /** Where backups are kept: the store VRP_BACKUP_STORE names (default: `backups` in the data dir). */
-export function openBackupStore(config: Config): BackupStore {
+export function openBackupStore(config: Config): Promise<BackupStore> {
   return createBackupStore(config.backupStore);
 }
 
@@ -110,7 +110,7 @@ export async function createContext(config: Config): Promise<AppContext> {
     lookup: systemLookup,
     secretCost: SECRET_COST,
     passwordCost: PASSWORD_COST,
-    backupStore: openBackupStore(config),
+    backupStore: await openBackupStore(config),
     backupKey: backupKeyOf(config, keys),
     reverseDns: reverseDnsOf(config),
   };

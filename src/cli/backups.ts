@@ -43,7 +43,7 @@ export async function backupCommand(
   if (!id) throw new UsageError('backup verify: a BACKUP_ID is required');
   if (extra.length > 0) throw new UsageError(`backup verify: unexpected arguments: ${extra.join(' ')}`);
   if (!isUuid(id)) throw new CommandError('Backup not found', { error_code: 'backup_not_found' });
-  const store = openBackupStore(config);
+  const store = await openBackupStore(config);
   try {
     const key = backupKeyOf(config, deriveKeys(loadMasterKey(config.secretKey, config.dataDir)));
     const report = await verifyBackup(db, createArchive(store, key), id.toLowerCase());

@@ -5,7 +5,8 @@
  * the right shape.
  */
 import { createPublicKey } from 'node:crypto';
-import ssh2 from 'ssh2';
+import { createRequire } from 'node:module';
+import type Ssh2 from 'ssh2';
 import { ApiError } from './errors.ts';
 import { sshFingerprint } from './ssh-fingerprint.ts';
 
@@ -44,11 +45,21 @@ function blobType(blob: Buffer): string | undefined {
   return blob.subarray(4, 4 + n).toString('latin1');
 }
 
+let ssh2: typeof Ssh2 | undefined;
+/**
+ * ssh2's key parser. The library (with its SSH client and server) is loaded by the first key
+ * given, not with the process: most processes never see one (bench/FINDINGS.md, "Memory at rest").
+ */
+function parseKey(text: string): ReturnType<typeof Ssh2.utils.parseKey> {
+  const lib: typeof Ssh2 = (ssh2 ??= createRequire(import.meta.url)('ssh2'));
+  return lib.utils.parseKey(text);
+}
+
 /** Why `text` is not an accepted key (a sentence), or the key. */
 function parseOne(text: string): SshKey | string {
   const trimmed = text.trim();
   if (trimmed === '') return 'empty; give an OpenSSH public key (`type base64 comment`)';
-  const whole = ssh2.utils.parseKey(trimmed);
+  const whole = parseKey(trimmed);
   if (!(whole instanceof Error) && whole.isPrivateKey()) {
     return 'this is a private key; give the public one (the .pub file), never the private key';
   }
@@ -67,7 +78,7 @@ function parseOne(text: string): SshKey | string {
   const blob = Buffer.from(data, 'base64');
   if (blob.length === 0 || blob.toString('base64') !== data) return 'the key data is not valid base64';
   if (blobType(blob) !== type) return `the key data is not a ${type} key`;
-  const parsed = ssh2.utils.parseKey(`${type} ${data}`);
+  const parsed = parseKey(`${type} ${data}`);
   if (parsed instanceof Error) return `the key data is not a valid ${type} key (truncated or damaged)`;
   // The parser rebuilds the blob from what it read: bytes beyond the key (or missing) show here.
   if (parsed.type !== type || !parsed.getPublicSSH().equals(blob)) {

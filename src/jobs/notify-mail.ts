@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { SmtpConfig } from '../config.ts';
 
 /** What the notifications' flusher needs of an email sender. */
@@ -15,10 +15,11 @@ const SMTP_TIMEOUT_MS = 10_000;
  * An email sender through the SMTP server of the settings (Nodemailer): STARTTLS required on
  * smtp:// (no mail or password crosses in clear), TLS from the start on smtps://, the server's
  * certificate checked against the system's CAs and VRP_SMTP_TLS_CA. Errors are rewritten so that
- * the password never reaches a log or the store.
+ * the password never reaches a log or the store. Nodemailer is loaded with the first message, not
+ * with the process (bench/FINDINGS.md, "Memory at rest").
  */
 export function createSmtpMailer(smtp: SmtpConfig, from: string, to: readonly string[]): MailSender {
-  const transport = nodemailer.createTransport({
+  const options = {
     host: smtp.host,
     port: smtp.port,
     secure: smtp.implicitTls,
@@ -30,19 +31,21 @@ export function createSmtpMailer(smtp: SmtpConfig, from: string, to: readonly st
     socketTimeout: SMTP_TIMEOUT_MS * 3,
     disableFileAccess: true,
     disableUrlAccess: true,
-  });
+  };
+  let transport: Promise<Transporter> | undefined;
   const redact = (text: string) => (smtp.password ? text.replaceAll(smtp.password, '***') : text);
   return {
     async send(mail) {
       try {
-        await transport.sendMail({ from, to: [...to], subject: mail.subject, text: mail.text });
+        transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options));
+        await (await transport).sendMail({ from, to: [...to], subject: mail.subject, text: mail.text });
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         throw new Error(`SMTP ${smtp.host}:${smtp.port}: ${redact(message)}`);
       }
     },
     close() {
-      transport.close();
+      void transport?.then((t) => t.close());
     },
   };
 }

@@ -420,7 +420,7 @@ describe('an SFTP store that cannot be used', { skip: noSshd }, () => {
 
 describe('an SFTP store with a pinned host key (VRP_BACKUP_SFTP_HOST_KEY)', { skip: noSshd }, () => {
   /** The store the settings make, as the service makes it, pinned to `hostKey`. */
-  function pinnedStore(hostKey: string): BackupStore {
+  function pinnedStore(hostKey: string): Promise<BackupStore> {
     if (!sshd) throw new Error('no sshd');
     const { backupStore } = loadConfig({
       VRP_BACKUP_STORE: `sftp://${sshd.username}@${sshd.host}:${sshd.port}${join(sshd.dir, 'store', 'pinned')}`,
@@ -432,7 +432,7 @@ describe('an SFTP store with a pinned host key (VRP_BACKUP_SFTP_HOST_KEY)', { sk
 
   test("the server's own key, as a public key line or as its fingerprint: the store works", async () => {
     for (const pin of [sshd?.hostPublicKey ?? '', sshd?.hostKeyFingerprint ?? '']) {
-      const store = pinnedStore(pin);
+      const store = await pinnedStore(pin);
       try {
         await store.probe();
         await store.put('svc-p/b1/data', one('pinned'));
@@ -444,7 +444,7 @@ describe('an SFTP store with a pinned host key (VRP_BACKUP_SFTP_HOST_KEY)', { sk
   });
 
   test('a public key line of a type the client asks for second (ECDSA): only that type is asked for', async () => {
-    const store = pinnedStore(sshd?.hostEcdsaPublicKey ?? '');
+    const store = await pinnedStore(sshd?.hostEcdsaPublicKey ?? '');
     try {
       await store.probe();
     } finally {
@@ -454,7 +454,7 @@ describe('an SFTP store with a pinned host key (VRP_BACKUP_SFTP_HOST_KEY)', { sk
 
   test('another key, in either form: refused with a transient error naming the key offered, never the client key', async () => {
     for (const pin of [sshd?.strangerPublicKey ?? '', sshd?.strangerFingerprint ?? '']) {
-      const store = pinnedStore(pin);
+      const store = await pinnedStore(pin);
       try {
         const err = await rejectsWith(store.probe(), {
           transient: true,
@@ -561,7 +561,7 @@ describe('an S3 store that cannot be used', () => {
 test('the settings make the store they name: VRP_BACKUP_STORE of each kind, through createBackupStore', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'vrp-store-kinds-'));
   try {
-    const local = createBackupStore(loadConfig({ VRP_DATA_DIR: dir }).backupStore);
+    const local = await createBackupStore(loadConfig({ VRP_DATA_DIR: dir }).backupStore);
     assert.equal(local.description, `local:${join(dir, 'backups')}`);
     await local.put('svc-k/b1/data', one('local'));
     assert.equal(await text(await local.get('svc-k/b1/data')), 'local');
@@ -574,7 +574,7 @@ test('the settings make the store they name: VRP_BACKUP_STORE of each kind, thro
         VRP_BACKUP_S3_ACCESS_KEY_ID: s3.accessKeyId,
         VRP_BACKUP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
       });
-      const bucket = createBackupStore(backupStore);
+      const bucket = await createBackupStore(backupStore);
       try {
         assert.equal(bucket.description, `s3://${s3.bucket}/kinds at ${s3.endpoint}`);
         await bucket.put('svc-k/b1/data', one('s3'));

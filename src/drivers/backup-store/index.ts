@@ -1,15 +1,19 @@
 import type { BackupStoreConfig } from '../../config.ts';
 import { localBackupStore } from './local.ts';
-import { s3BackupStore } from './s3.ts';
-import { sftpBackupStore } from './sftp.ts';
 import type { BackupStore } from './store.ts';
 
-/** The store VRP_BACKUP_STORE names. Nothing is contacted until the first call (`probe` checks it). */
-export function createBackupStore(settings: BackupStoreConfig): BackupStore {
+/**
+ * The store VRP_BACKUP_STORE names. Nothing is contacted until the first call (`probe` checks it).
+ * The SFTP and S3 stores' modules, and the SSH and AWS libraries under them, are loaded only
+ * when one of them is the store: a process that keeps its backups locally does not hold them in
+ * memory (bench/FINDINGS.md, "Memory at rest").
+ */
+export async function createBackupStore(settings: BackupStoreConfig): Promise<BackupStore> {
   switch (settings.kind) {
     case 'local':
       return localBackupStore(settings.path);
-    case 'sftp':
+    case 'sftp': {
+      const { sftpBackupStore } = await import('./sftp.ts');
       return sftpBackupStore({
         host: settings.host,
         port: settings.port,
@@ -18,7 +22,9 @@ export function createBackupStore(settings: BackupStoreConfig): BackupStore {
         privateKey: settings.privateKey,
         hostKey: settings.hostKey,
       });
-    case 's3':
+    }
+    case 's3': {
+      const { s3BackupStore } = await import('./s3.ts');
       return s3BackupStore({
         bucket: settings.bucket,
         prefix: settings.prefix,
@@ -28,5 +34,6 @@ export function createBackupStore(settings: BackupStoreConfig): BackupStore {
         secretAccessKey: settings.secretAccessKey,
         forcePathStyle: settings.forcePathStyle,
       });
+    }
   }
 }

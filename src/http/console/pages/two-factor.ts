@@ -1,4 +1,3 @@
-import QRCode from 'qrcode';
 import { guardAttempt } from '../../../auth/attempt-guard.ts';
 import type { FailureThrottle } from '../../../auth/failure-throttle.ts';
 import { AttemptRefused, type SlowCheckGate } from '../../../auth/slow-check-gate.ts';
@@ -88,6 +87,8 @@ export function registerTwoFactorPage(router: ConsoleRouter, ctx: AppContext, o:
     async (call) => {
       const secret = await o.twoFactor.pendingSecret(call.session.operatorId, ctx.clock.now());
       if (secret === undefined) throw new ApiError('not_found', 'Two-factor login is set up already.');
+      // Loaded on the first enrolment, not with the process (bench/FINDINGS.md, "Memory at rest").
+      const { default: QRCode } = await import('qrcode');
       const svg = await QRCode.toString(totpUri(secret, ISSUER, call.session.operatorName), {
         type: 'svg',
         errorCorrectionLevel: 'M',
