@@ -46,13 +46,14 @@ function blobType(blob: Buffer): string | undefined {
 }
 
 let ssh2: typeof Ssh2 | undefined;
+const loadSsh2 = (): typeof Ssh2 => createRequire(import.meta.url)('ssh2');
 /**
  * ssh2's key parser. The library (with its SSH client and server) is loaded by the first key
  * given, not with the process: most processes never see one (bench/FINDINGS.md, "Memory at rest").
  */
 function parseKey(text: string): ReturnType<typeof Ssh2.utils.parseKey> {
-  const lib: typeof Ssh2 = (ssh2 ??= createRequire(import.meta.url)('ssh2'));
-  return lib.utils.parseKey(text);
+  ssh2 ??= loadSsh2();
+  return ssh2.utils.parseKey(text);
 }
 
 /** Why `text` is not an accepted key (a sentence), or the key. */

@@ -37,7 +37,9 @@ export function createSmtpMailer(smtp: SmtpConfig, from: string, to: readonly st
   return {
     async send(mail) {
       try {
-        transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options));
+        transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+          nodemailer.createTransport(options),
+        );
         await (await transport).sendMail({ from, to: [...to], subject: mail.subject, text: mail.text });
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
