@@ -309,19 +309,23 @@ async function stopServer(server: ServerProcess): Promise<void> {
 }
 
 // ---- the bench ----
-/** The speed targets (bench/README.md), as ratios to the floor at every connection count. */
+/**
+ * The speed targets (bench/README.md; issue 35's), as ratios to the floor at every connection
+ * count. PostgreSQL's are SQLite's ratio in the same run less 0.1.
+ */
 const TARGETS: Partial<Record<Key, number>> = {
-  version: 0.8,
-  products: 0.8,
-  status: 0.8,
-  details: 0.8,
-  order: 0.5,
+  token: 0.25,
+  version: 0.7,
+  products: 0.6,
+  status: 0.6,
+  details: 0.5,
+  order: 0.35,
 };
 /** order -> running, services/s: SQLite, PostgreSQL with one process. */
-const RUNNING_TARGET: Record<StoreKind, number> = { sqlite: 2000, postgres: 1000 };
+const RUNNING_TARGET: Record<StoreKind, number> = { sqlite: 1200, postgres: 500 };
 /** GET status on the large store against the small one. */
-const SLOWDOWN_TARGET: Record<StoreKind, number> = { sqlite: 1.1, postgres: 1.2 };
-const RSS_TARGET_MB = 150;
+const SLOWDOWN_TARGET: Record<StoreKind, number> = { sqlite: 1.1, postgres: 1.1 };
+const RSS_TARGET_MB = 180;
 
 let stores: ReturnType<typeof benchStores> | undefined;
 
