@@ -25,18 +25,19 @@ export interface HotReads {
   currentJob(serviceId: string): Promise<JobTable | undefined>;
   /** The reseller's quota row, if it has a quota (every order asks). */
   resellerQuota(resellerId: string): Promise<ResellerQuotaTable | undefined>;
-  /** The VM's IPv6 prefix, its address and its pool's gateway, if it has one (the details show it). */
-  vmIpv6(vmId: string): Promise<VmIpv6Row | undefined>;
-  /** Bytes in and out of a service on the days in [from, to) (every details read asks). */
+  /** Bytes in and out of a service on the days in [from, to) (the operator's details ask). */
   serviceTraffic(serviceId: string, from: number, to: number): Promise<TrafficSums>;
+  /**
+   * The service with what the reseller's details of it show, in one statement (one snapshot):
+   * its row, its IPv6 prefix and its bytes on the days in [from, to).
+   */
+  serviceDetails(
+    resellerId: string,
+    id: string,
+    from: number,
+    to: number,
+  ): Promise<ServiceDetailsRow | undefined>;
   close(): void;
-}
-
-/** A VM's IPv6 prefix as the details show it. */
-export interface VmIpv6Row {
-  readonly prefix: string;
-  readonly address: string;
-  readonly gateway: string;
 }
 
 /** Sums of `traffic_days` (migration 023); sum() may come back as text or a number. */
@@ -44,6 +45,19 @@ export interface TrafficSums {
   readonly bytes_in: number | string;
   readonly bytes_out: number | string;
 }
+
+/**
+ * The details read's row: the service's columns as they are, the IPv6 prefix's `v6_` (null
+ * without one) and the traffic sums.
+ */
+export type ServiceDetailsRow = ServiceTable & {
+  readonly v6_prefix: string | null;
+  /** With `v6_prefix` (null when it is). */
+  readonly v6_address: string;
+  readonly v6_gateway: string;
+  readonly traffic_in: number | string;
+  readonly traffic_out: number | string;
+};
 
 /** The columns of the covering index `services_status` (migration 002). */
 export type ServiceStatusRow = Pick<
@@ -58,13 +72,32 @@ const SQL = {
     'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
-  vmIpv6:
-    'select x.prefix, x.address, p.gateway from ipv6_prefixes x join ip_pools p on p.id = x.pool_id where x.vm_id = ?',
   serviceTraffic:
     'select coalesce(sum(bytes_in), 0) as bytes_in, coalesce(sum(bytes_out), 0) as bytes_out from traffic_days where service_id = ? and day >= ? and day < ?',
+  // Parameters: from, to, from, to (the traffic's days), id, reseller.
+  serviceDetails: detailsSql('where s.id = ? and s.reseller_id = ?'),
 } as const;
 
 type Name = keyof typeof SQL;
+
+/**
+ * The details read: what `from` names (a table `s` of services, and a day range) joined to the
+ * IPv6 prefix and the traffic sums of the range, each an index search. `dayFrom`/`dayTo` are
+ * the range's bounds: parameters for one service, the batch's columns on PostgreSQL.
+ */
+function detailsSql(where: string, from = 'services s', dayFrom = '?', dayTo = '?'): string {
+  const traffic = (column: string) =>
+    `(select coalesce(sum(${column}), 0) from traffic_days where service_id = s.id and day >= ${dayFrom} and day < ${dayTo})`;
+  return (
+    'select s.*, ' +
+    // A prefix counts with its pool only (as an inner join of the two would have it).
+    'case when p.id is not null then x.prefix end as v6_prefix, x.address as v6_address, p.gateway as v6_gateway, ' +
+    `${traffic('bytes_in')} as traffic_in, ${traffic('bytes_out')} as traffic_out ` +
+    `from ${from} ` +
+    'left join ipv6_prefixes x on x.vm_id = s.id left join ip_pools p on p.id = x.pool_id ' +
+    where
+  );
+}
 
 /**
  * PostgreSQL's batches of the service reads (read-batch.ts): the rows of many ids in one
@@ -80,6 +113,14 @@ const PG_BATCH_SQL = {
     'select s.id, s.reseller_id, s.status, s.projected_status, s.projected_resume, s.pending_jobs ' +
     'from unnest($1::text[], $2::text[]) as k(reseller_id, id) ' +
     'join services s on s.reseller_id = k.reseller_id and s.id = k.id',
+  // Each key's day range is its own (`k.day_from` comes back to match rows to keys).
+  servicesDetails: detailsSql(
+    '',
+    'unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) as k(reseller_id, id, day_from, day_to) ' +
+      'join services s on s.reseller_id = k.reseller_id and s.id = k.id',
+    'k.day_from',
+    'k.day_to',
+  ).replace(/^select /, 'select k.day_from as k_day_from, '),
 } as const;
 
 /** `?` placeholders become `$1, $2, ...` for PostgreSQL, which has no index hints. */
@@ -106,14 +147,28 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
     }
     return Promise.resolve(stmt.get(...params) as T | undefined);
   };
+  // The orders that arrive together (one group commit) read each of their resellers' quotas
+  // once: a read after another connection's commit finds this connection's page cache dropped
+  // (WAL), and reads its pages again.
+  const quotas = createReadBatch<string, ResellerQuotaTable>({
+    one: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
+    many: async (resellerIds) =>
+      (
+        await Promise.all(
+          [...new Set(resellerIds)].map((id) => first<ResellerQuotaTable>('resellerQuota', id)),
+        )
+      ).filter((row): row is ResellerQuotaTable => row !== undefined),
+    matches: (row, resellerId) => row.reseller_id === resellerId,
+  });
   return {
     ownedService: (resellerId, id) => first<ServiceTable>('ownedService', id, resellerId),
     ownedServiceStatus: (resellerId, id) => first<ServiceStatusRow>('ownedServiceStatus', resellerId, id),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
-    resellerQuota: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
-    vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
+    resellerQuota: (resellerId) => quotas.get(resellerId),
     serviceTraffic: async (serviceId, from, to) =>
       (await first<TrafficSums>('serviceTraffic', serviceId, from, to)) ?? { bytes_in: 0, bytes_out: 0 },
+    serviceDetails: (resellerId, id, from, to) =>
+      first<ServiceDetailsRow>('serviceDetails', from, to, from, to, id, resellerId),
     close: () => db.close(),
   };
 }
@@ -168,6 +223,28 @@ export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
       ),
     matches,
   });
+  type Days = Owned & { readonly from: number; readonly to: number };
+  const details = createReadBatch<Days, ServiceDetailsRow & { readonly k_day_from?: number }>({
+    one: ({ resellerId, id, from, to }) =>
+      first<ServiceDetailsRow>(
+        'serviceDetails',
+        String(from),
+        String(to),
+        String(from),
+        String(to),
+        id,
+        resellerId,
+      ),
+    many: (keys) =>
+      all<ServiceDetailsRow & { k_day_from: number }>(
+        'servicesDetails',
+        keys.map((k) => k.resellerId),
+        keys.map((k) => k.id),
+        keys.map((k) => String(k.from)),
+        keys.map((k) => String(k.to)),
+      ),
+    matches: (row, key) => matches(row, key) && row.k_day_from === key.from,
+  });
   // Every order reads its reseller's quota first (most have none: no row).
   const quotas = createReadBatch<string, ResellerQuotaTable>({
     one: (resellerId) => first<ResellerQuotaTable>('resellerQuota', resellerId),
@@ -179,12 +256,12 @@ export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
     ownedServiceStatus: (resellerId, id) => statuses.get({ resellerId, id }),
     currentJob: (serviceId) => first<JobTable>('currentJob', serviceId),
     resellerQuota: (resellerId) => quotas.get(resellerId),
-    vmIpv6: (vmId) => first<VmIpv6Row>('vmIpv6', vmId),
     serviceTraffic: async (serviceId, from, to) =>
       (await first<TrafficSums>('serviceTraffic', serviceId, String(from), String(to))) ?? {
         bytes_in: 0,
         bytes_out: 0,
       },
+    serviceDetails: (resellerId, id, from, to) => details.get({ resellerId, id, from, to }),
     close: () => {},
   };
 }

@@ -38,8 +38,8 @@ describe('hot reads on SQLite: plans', () => {
     assert.match(plan(sql.ownedServiceStatus), /^SEARCH services USING COVERING INDEX services_status/);
   });
 
-  test('a service and its current job are index searches', () => {
-    for (const text of [sql.ownedService, sql.currentJob]) {
+  test('a service, its current job and its details (prefix, traffic) are index searches', () => {
+    for (const text of [sql.ownedService, sql.currentJob, sql.serviceDetails]) {
       const detail = plan(text);
       assert.match(detail, /^SEARCH \w+ USING (COVERING )?INDEX/, detail);
       assert.doesNotMatch(detail, /SCAN/, detail);
@@ -68,6 +68,57 @@ describe('hot reads on PostgreSQL: prepared statements', {
       await sql`alter table services add column added_later integer`.execute(store.db);
       assert.equal(await reads.ownedService('r1', '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'), undefined);
       assert.equal(await reads.currentJob('0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'), undefined);
+      assert.deepEqual(errors, []);
+    } finally {
+      await pool.end();
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test('details read together are one statement; each gets its own service, with its traffic, or nothing', async () => {
+    const database = await createPgDatabase();
+    const store = await openStore({ databaseUrl: database.url, dataDir: '' });
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    const errors: unknown[] = [];
+    pool.on('error', (err) => errors.push(err)); // as above
+    const sent: string[] = [];
+    const spy = {
+      query: ((config: { text: string; values: unknown[] }) => {
+        sent.push(config.text);
+        return pool.query(config);
+      }) as unknown as pg.Pool['query'],
+    };
+    try {
+      const reads = pgHotReads(spy);
+      const id = (n: number) => `0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2${n}`;
+      await sql`insert into resellers (id, name, created_at) values ('r1', 'r1', 0), ('r2', 'r2', 0)`.execute(
+        store.db,
+      );
+      await sql`insert into services (id, reseller_id, client_id, product_id, template_id, domain_name, username, password_enc, cpu, ram, hdd, ip_count, backup, status, projected_status, pending_jobs, job_seq, ips, created_at, updated_at, ssh_keys)
+        values (${id(1)}, 'r1', 'c1', 'p', 't', 'a.example.com', 'root', 'sealed', 1, 1, 20, 1, 0, 'running', 'running', 0, 0, '[]', 0, 0, '[]')`.execute(
+        store.db,
+      );
+      // Two days of one month, and a day of the month before (not counted).
+      await sql`insert into traffic_days (service_id, day, bytes_in, bytes_out) values
+        (${id(1)}, 86400000, 5, 7), (${id(1)}, 172800000, 10, 20), (${id(1)}, -86400000, 1000, 1000)`.execute(
+        store.db,
+      );
+      const month = { from: 0, to: 31 * 86400000 };
+      const got = await Promise.all([
+        reads.serviceDetails('r1', id(1), month.from, month.to),
+        reads.serviceDetails('r2', id(1), month.from, month.to),
+        reads.serviceDetails('r1', id(2), month.from, month.to),
+      ]);
+      assert.equal(sent.length, 1, 'one statement for the three');
+      assert.equal(got[0]?.id, id(1));
+      assert.deepEqual([Number(got[0]?.traffic_in), Number(got[0]?.traffic_out)], [15, 27]);
+      assert.equal(got[0]?.v6_prefix, null);
+      assert.deepEqual(got.slice(1), [undefined, undefined], "another reseller's service, and none");
+      // Alone, the single-row read: the same answer.
+      const alone = await reads.serviceDetails('r1', id(1), month.from, month.to);
+      assert.deepEqual([alone?.id, Number(alone?.traffic_in)], [id(1), 15]);
+      assert.equal(sent.length, 2);
       assert.deepEqual(errors, []);
     } finally {
       await pool.end();

@@ -2,8 +2,8 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentJob, listServiceJobs } from '../../store/repos/jobs.ts';
+import { findOwnedServiceDetails } from '../../store/repos/service-details.ts';
 import { findOwnedService, findOwnedServiceStatus } from '../../store/repos/services.ts';
-import { serviceMonthTraffic } from '../../store/repos/traffic.ts';
 import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
@@ -54,17 +54,19 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
   const readDetails = { params: ServiceParams, response: { 200: DetailsPayload } };
   const readStatus = { params: ServiceParams, response: { 200: StatusPayload } };
   const details: ApiHandler<typeof readDetails> = async (request) => {
-    const service = await ownedService(ctx, request);
-    // Read as the service is (the hot reads' own connection): never a transaction still open.
-    const [job, ipv6, traffic, catalog] = await Promise.all([
-      service.pendingJobs > 0 ? currentJob(ctx.store.reads, service.id) : undefined,
-      ctx.store.reads.vmIpv6(service.id),
-      serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
-      ctx.catalog.get(),
-    ]);
-    const v6 = ipv6 ? { prefix: ipv6.prefix, address: ipv6.address, gateway: ipv6.gateway } : null;
+    // One read of the hot reads' own connection: never a transaction still open, and the
+    // service, its job, its prefix and its traffic as of one moment.
+    const { service, job, ipv6, traffic } = found(
+      await findOwnedServiceDetails(
+        ctx.store.reads,
+        applicationCaller(request).resellerId,
+        serviceIdOf(request),
+        ctx.clock.now(),
+      ),
+    );
+    const catalog = await ctx.catalog.get();
     const product = catalog.byId.get(service.productId);
-    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, v6, {
+    return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
       ...traffic,
       quotaGb: product?.trafficGb ?? null,
       over: product?.trafficOver ?? null,
