@@ -24,7 +24,7 @@ import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
 import { type ServerProcess, startServer } from '../test/helpers/server-process.ts';
-import type { FloorLayer } from './floor.ts';
+import { APP_FLOOR_PATH, type FloorLayer, type FloorReady } from './floor.ts';
 import {
   libvirtProvisioning,
   type ProvisioningRun,
@@ -290,16 +290,28 @@ function serverNodeOptions(): Record<string, string> {
   };
 }
 
-/** The floor, bare or with some of a production server's layers (floor.ts). */
-async function startFloor(layers: readonly FloorLayer[] = []): Promise<{ url: string; child: ChildProcess }> {
+/** The floor, bare or with some of a production server's layers, or the project's app (floor.ts). */
+async function startFloor(
+  layers: readonly FloorLayer[] = [],
+): Promise<{ url: string; child: ChildProcess; token?: string }> {
   const child = track(
-    fork(join(here, 'floor.ts'), [layers.join(',')], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }),
+    fork(
+      join(here, 'floor.ts'),
+      [layers.join(','), ...(layers.includes('app') ? [join(dataDir!, 'ladder-app')] : [])],
+      {
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      },
+    ),
   );
-  const port = await new Promise<number>((res, rej) => {
-    child.once('message', (m) => res((m as { port: number }).port));
+  const ready = await new Promise<FloorReady>((res, rej) => {
+    child.once('message', (m) => res(m as FloorReady));
     child.once('exit', (code) => rej(new Error(`floor exited with ${code}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, child };
+  return {
+    url: `http://127.0.0.1:${ready.port}`,
+    child,
+    ...(ready.token !== undefined && { token: ready.token }),
+  };
 }
 
 async function stopServer(server: ServerProcess): Promise<void> {
@@ -623,30 +635,53 @@ function relativeTargets(rows: Row[]): Row[] {
  * production server on this stack carries (a logger, per-request hooks, request metrics, a
  * response schema; floor.ts), `GET version` alternating with the bare floor as the server
  * scenarios do. It shows how far up the 0.8 ratio of the read targets reaches before any work
- * of this project's own.
+ * of this project's own. The last rung is the project's own app (floor.ts, `app`): a constant
+ * route behind the app's logger and hooks, then its `GET version`, which adds authentication,
+ * the envelope and a response schema and nothing else (its handler answers a constant).
  */
 async function ladder(): Promise<Row[]> {
-  const rungs: readonly (readonly FloorLayer[])[] = [
-    ['logger'],
-    ['logger', 'hooks', 'metrics'],
-    ['logger', 'hooks', 'metrics', 'schema'],
+  type Load = { name: string; req: Req };
+  const version = `${API}/version`;
+  const bareRung = (layers: readonly FloorLayer[]) => ({
+    layers,
+    loads: (): Load[] => [
+      {
+        name: `Floor with ${layers.join(' + ')}, %c: GET version (no project code)`,
+        req: { method: 'GET', path: version },
+      },
+    ],
+  });
+  const rungs = [
+    bareRung(['logger']),
+    bareRung(['logger', 'hooks', 'metrics']),
+    bareRung(['logger', 'hooks', 'metrics', 'schema']),
+    {
+      layers: ['app'] as const,
+      loads: (token?: string): Load[] => [
+        {
+          name: "The project's app, its logger and hooks, no route work, %c: a constant route",
+          req: { method: 'GET', path: APP_FLOOR_PATH },
+        },
+        {
+          name: "The project's app, %c: GET version (+ authentication, envelope, response schema)",
+          req: { method: 'GET', path: version, headers: { authorization: `Bearer ${token}` } },
+        },
+      ],
+    },
   ];
   const rows: Row[] = [];
   const bare = await startFloor();
-  for (const layers of rungs) {
-    const layered = await startFloor(layers);
+  for (const rung of rungs) {
+    const layered = await startFloor(rung.layers);
     for (const connections of SETTINGS.connections) {
-      const row = await againstFloor(
-        {
+      for (const { name, req } of rung.loads(layered.token)) {
+        const head = {
           key: 'ladder',
           connections,
-          name: `Floor with ${layers.join(' + ')}, ${connections} conns: GET version (no project code)`,
-        },
-        { method: 'GET', path: `${API}/version` },
-        layered,
-        bare,
-      );
-      rows.push(row);
+          name: name.replace('%c', `${connections} conns`),
+        } as const;
+        rows.push(await againstFloor(head, req, layered, bare));
+      }
     }
     layered.child.kill('SIGTERM');
   }

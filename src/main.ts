@@ -1,3 +1,4 @@
+import { destination } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
 import { createDriver, type DriverLog } from './drivers/create-driver.ts';
@@ -26,7 +27,10 @@ export async function serve(config: Config): Promise<void> {
     debug: (obj, msg) => (appLog ? appLog.debug(obj, msg) : early.push(['debug', obj, msg])),
   };
   const driver = await createDriver(config, ctx.store.db, log);
-  const app = buildApp(ctx, { consoles: driver });
+  // Log lines go to standard output asynchronously: a request does not wait for the write of its
+  // access line (lines written while one write is under way go out together in the next); what
+  // is still buffered when the process exits is written before it does (pino's exit handler).
+  const app = buildApp(ctx, { consoles: driver, logger: { stream: destination({ dest: 1, sync: false }) } });
   appLog = app.log;
   for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
   const ahead = await migrationsAhead(ctx.store.db);

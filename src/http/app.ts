@@ -39,6 +39,7 @@ import { notFound } from './plugins/not-found.ts';
 import { openapiRoutes } from './plugins/openapi-routes.ts';
 import { rateLimit } from './plugins/rate-limit.ts';
 import { requestId, requestIdOf } from './plugins/request-id.ts';
+import { requestLogging } from './plugins/request-log.ts';
 import { shutdownGate } from './plugins/shutdown.ts';
 import { storableInput } from './plugins/storable-input.ts';
 import { registerAccessRoutes } from './routes/access.ts';
@@ -150,6 +151,8 @@ export function buildApp(ctx: AppContext, options: BuildAppOptions = {}): App {
   const answerError = createErrorAnswer(createVariantResolver(ctx));
   const app = Fastify({
     logger,
+    // request.log made when a request first logs, and one access line per request.
+    ...(logger && requestLogging),
     // Errors Fastify meets before routing (a path that is not UTF-8, an overlong id) and those
     // Node's parser meets before Fastify get the envelope too.
     // Under the console, they are pages like the console's other errors.

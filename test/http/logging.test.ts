@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import Fastify from 'fastify';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
+import { requestIdOf } from '../../src/http/plugins/request-id.ts';
+import { AccessLog, requestLogging } from '../../src/http/plugins/request-log.ts';
 import { startBackground } from '../../src/jobs/background.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, BASE, call, createTestApp, testEnv, waitForStatus } from '../helpers/app.ts';
@@ -117,5 +120,121 @@ test('logs are JSON with request ids, and never carry secrets, tokens or passwor
     assert.match(all, /\[redacted\]/);
   } finally {
     await t.close();
+  }
+});
+
+/** A stream that keeps the JSON lines written to it. */
+function lineSink(): { stream: Writable; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { stream, lines };
+}
+
+test('one access line per request, once it is answered: the request, its status and time; none for probes', async () => {
+  const { stream, lines } = lineSink();
+  const t = await createTestApp({}, { log: stream });
+  try {
+    const token = await t.token();
+    const version = await t.app.inject({
+      method: 'GET',
+      url: `${API}/version?client_secret=hidden-value`,
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'one-line-1' },
+    });
+    assert.equal(version.statusCode, 200);
+    const refused = await t.app.inject({
+      method: 'GET',
+      url: `${API}/version`,
+      headers: { 'x-request-id': 'one-line-2' },
+    });
+    assert.equal(refused.statusCode, 401);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+
+    const of = (id: string) => lines.filter((l) => l['reqId'] === id);
+    assert.equal(of('one-line-1').length, 1, JSON.stringify(lines));
+    const [line] = of('one-line-1');
+    assert.equal(line?.['msg'], 'request completed');
+    assert.equal(line?.['level'], 30);
+    assert.deepEqual(line?.['res'], { statusCode: 200 });
+    assert.equal(typeof line?.['responseTime'], 'number');
+    const req = line?.['req'] as Record<string, unknown>;
+    assert.equal(req['method'], 'GET');
+    assert.equal(req['url'], `${API}/version?client_secret=[redacted]`);
+    assert.deepEqual(
+      of('one-line-2').map((l) => [l['msg'], (l['res'] as { statusCode: number }).statusCode]),
+      [['request completed', 401]],
+    );
+    assert.ok(!lines.some((l) => l['msg'] === 'incoming request'), 'no line as a request comes in');
+    assert.ok(
+      !lines.some((l) => (l['req'] as { url?: string } | undefined)?.url === '/healthz'),
+      'a probe (its route logs at warn) has no access line',
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+test("a request's own lines carry its id at every level, and its access line carries it once", async () => {
+  const { stream, lines } = lineSink();
+  const app = Fastify({ logger: { level: 'trace', stream }, genReqId: requestIdOf, ...requestLogging });
+  app.get('/talk', async (request) => {
+    const log = request.log;
+    assert.equal(log.level, 'trace');
+    for (const level of ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const)
+      log[level]({ said: level }, 'hello');
+    log.silent('nothing');
+    log.child({ part: 'inner' }).info('from a child');
+    return {};
+  });
+  // An answer that could not be sent (Fastify says so with the error of the response's stream).
+  app.get('/broken', async (request, reply) => {
+    requestLogging.logController.requestCompleted(new Error('broken pipe'), request, reply);
+    return {};
+  });
+  try {
+    assert.equal((await app.inject({ url: '/talk', headers: { 'x-request-id': 'talk-1' } })).statusCode, 200);
+    const mine = lines.filter((l) => l['reqId'] === 'talk-1');
+    assert.deepEqual(
+      mine.filter((l) => l['msg'] === 'hello').map((l) => l['said']),
+      ['trace', 'debug', 'info', 'warn', 'error', 'fatal'],
+    );
+    assert.equal(mine.find((l) => l['msg'] === 'from a child')?.['part'], 'inner');
+    const access = mine.filter((l) => l['msg'] === 'request completed');
+    assert.equal(access.length, 1);
+    assert.ok(!lines.some((l) => l['msg'] === 'nothing'));
+
+    assert.equal(
+      (await app.inject({ url: '/broken', headers: { 'x-request-id': 'broken-1' } })).statusCode,
+      200,
+    );
+    const errored = lines.filter((l) => l['reqId'] === 'broken-1' && l['msg'] === 'request errored');
+    assert.equal(errored.length, 1);
+    assert.equal(errored[0]?.['level'], 50);
+    assert.equal((errored[0]?.['err'] as { message?: string } | undefined)?.message, 'broken pipe');
+  } finally {
+    await app.close();
+  }
+});
+
+test("with Fastify's own request loggers, the access log keeps Fastify's line as the answer goes out", async () => {
+  const { stream, lines } = lineSink();
+  const app = Fastify({
+    logger: { level: 'info', stream },
+    genReqId: requestIdOf,
+    logController: new AccessLog(),
+  });
+  app.get('/', async () => ({}));
+  try {
+    assert.equal((await app.inject({ url: '/', headers: { 'x-request-id': 'plain-1' } })).statusCode, 200);
+    assert.deepEqual(
+      lines.filter((l) => l['reqId'] === 'plain-1').map((l) => l['msg']),
+      ['request completed'],
+    );
+  } finally {
+    await app.close();
   }
 });

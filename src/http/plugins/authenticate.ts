@@ -163,23 +163,27 @@ export function operatorCaller(request: FastifyRequest): OperatorCaller {
 export const authentication = fp<{ ctx: AppContext }>(
   async (app, { ctx }) => {
     app.decorateRequest('caller', null);
-    const authHook = (scope: TokenScope, permission: Permission) => async (request: FastifyRequest) => {
-      const caller = await authenticate(ctx, request);
-      request.caller = caller;
-      // A route with an envelope of its own (the operator API's B) keeps it.
-      if (request.headers['x-envelope-variant'] === undefined && !request.routeOptions.config.variant) {
-        request.variant = caller.state.variant;
-      }
-      requireScope(caller, scope);
-      if (caller.kind === 'operator') requireRole(caller, permission);
-    };
+    const authHook =
+      (scope: TokenScope, permission: Permission, ownVariant: boolean) => async (request: FastifyRequest) => {
+        const caller = await authenticate(ctx, request);
+        request.caller = caller;
+        // A route with an envelope of its own (the operator API's B) keeps it.
+        if (!ownVariant && request.headers['x-envelope-variant'] === undefined) {
+          request.variant = caller.state.variant;
+        }
+        requireScope(caller, scope);
+        if (caller.kind === 'operator') requireRole(caller, permission);
+      };
     app.addHook('onRoute', (route) => {
       const scope = route.config?.scope;
       if (!scope) return;
       // The one rule for roles: the route's permission, or what its method implies.
       const reads = [route.method].flat().every((m) => m === 'GET' || m === 'HEAD');
       const permission = route.config?.permission ?? (reads ? 'read' : 'manage');
-      route.onRequest = [...[route.onRequest ?? []].flat(), authHook(scope, permission)];
+      route.onRequest = [
+        ...[route.onRequest ?? []].flat(),
+        authHook(scope, permission, route.config?.variant !== undefined),
+      ];
     });
   },
   { name: 'vrp-authentication', dependencies: ['vrp-envelope-variant'] },

@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../../domain/errors.ts';
 import { isVariant, type Variant } from '../envelope.ts';
@@ -23,18 +24,28 @@ declare module 'fastify' {
 export const envelopeVariant = fp(
   (app, _options, done) => {
     app.decorateRequest('variant', 'B');
-    app.addHook('onRequest', (request, _reply, next) => {
-      const fixed = request.routeOptions.config?.variant;
-      if (fixed) {
-        request.variant = fixed;
-        return next();
-      }
+    const fromHeader = (request: FastifyRequest, _reply: FastifyReply, next: HookHandlerDoneFunction) => {
       const header = request.headers['x-envelope-variant'];
       if (header === undefined) return next();
-      if (isVariant(header)) request.variant = header;
-      else if (request.routeOptions.config?.scope)
+      if (!isVariant(header)) {
         return next(new ApiError('invalid_envelope_variant', 'X-Envelope-Variant must be A or B'));
+      }
+      request.variant = header;
       next();
+    };
+    // A hook of each route that answers an envelope, chosen when it is registered (its config
+    // is known then), before the route's own: routes without one pay nothing, and no request
+    // reads its route's config.
+    app.addHook('onRoute', (route) => {
+      const fixed = route.config?.variant;
+      if (!fixed && !route.config?.scope) return;
+      const hook = fixed
+        ? (request: FastifyRequest, _reply: FastifyReply, next: HookHandlerDoneFunction) => {
+            request.variant = fixed;
+            next();
+          }
+        : fromHeader;
+      route.onRequest = [hook, ...[route.onRequest ?? []].flat()];
     });
     done();
   },

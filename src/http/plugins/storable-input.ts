@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../../domain/errors.ts';
 import { findUnstorableText, unstorableTextMessage } from '../../domain/storable-text.ts';
@@ -12,8 +13,7 @@ import { findUnstorableText, unstorableTextMessage } from '../../domain/storable
  */
 export const storableInput = fp(
   (app, _options, done) => {
-    app.addHook('preValidation', (request, _reply, next) => {
-      if (request.routeOptions.config?.oauth) return next();
+    const check = (request: FastifyRequest, _reply: FastifyReply, next: HookHandlerDoneFunction) => {
       const parts = [
         ['body', request.body],
         ['query', request.query],
@@ -24,6 +24,13 @@ export const storableInput = fp(
         if (path !== undefined) return next(new ApiError('validation_failed', unstorableTextMessage(path)));
       }
       next();
+    };
+    // A hook of every route but the token endpoint, added as each is registered (so no request
+    // reads its route's config), before the route's own. A request no route matches is refused
+    // before it is read (not-found.ts).
+    app.addHook('onRoute', (route) => {
+      if (route.config?.oauth) return;
+      route.preValidation = [check, ...[route.preValidation ?? []].flat()];
     });
     done();
   },
