@@ -1,12 +1,4 @@
-import {
-  Counter,
-  collectDefaultMetrics,
-  Gauge,
-  Histogram,
-  type HistogramConfiguration,
-  type LabelValues,
-  Registry,
-} from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
 import { type Clock, systemClock } from './domain/clock.ts';
 import type { CorrectionKind } from './domain/power-drift.ts';
 import type { Store } from './store/database.ts';
@@ -18,110 +10,13 @@ import type { WebhookMetrics } from './webhooks/deliverer.ts';
 /**
  * What the HTTP layer records: every answer's latency, by method, route pattern and status.
  * `vrp_http_requests_total` is this histogram's count, copied at scrape time, so an answer
- * costs one update, not two.
+ * costs one prom-client update, not two.
  */
 export interface HttpMetrics {
-  readonly duration: RequestDuration;
+  readonly duration: Histogram<HttpLabel>;
 }
 
 type HttpLabel = 'method' | 'route' | 'status';
-
-/** The answers of one label set: their count in each bucket (the last: above every bound), sum and count. */
-interface Series {
-  readonly labels: Readonly<Record<HttpLabel, string>>;
-  readonly buckets: { readonly le: number; n: number }[];
-  sum: number;
-  count: number;
-}
-
-/**
- * `vrp_http_request_duration_seconds`: a prom-client histogram whose label sets are bound
- * once, by `series` (the HTTP layer asks for one per route, method and status the first time
- * it answers with them), rather than looked up on every observation: prom-client checks and
- * hashes the labels of each `observe`, a few hundred nanoseconds on every answer; an observation
- * here is a bucket's increment. The exposition is prom-client's own, from the series at scrape
- * time (getForPromString below).
- */
-export class RequestDuration extends Histogram<HttpLabel | 'le'> {
-  readonly #name: string;
-  readonly #help: string;
-  readonly #bounds: readonly number[];
-  private readonly bound = new Map<string, Series>();
-
-  constructor(config: HistogramConfiguration<HttpLabel> & { readonly buckets: number[] }) {
-    super(config);
-    this.#name = config.name;
-    this.#help = config.help;
-    this.#bounds = config.buckets;
-  }
-
-  /** The observer of one label set: records an answer's latency in seconds. */
-  series(method: string, route: string, status: string): (seconds: number) => void {
-    const key = `${method} ${route} ${status}`;
-    const series = this.bound.get(key) ?? {
-      labels: { method, route, status },
-      buckets: [...this.#bounds, Number.POSITIVE_INFINITY].map((le) => ({ le, n: 0 })),
-      sum: 0,
-      count: 0,
-    };
-    this.bound.set(key, series);
-    return (seconds) => {
-      for (const bucket of series.buckets) {
-        if (seconds <= bucket.le) {
-          bucket.n += 1;
-          break;
-        }
-      }
-      series.sum += seconds;
-      series.count += 1;
-    };
-  }
-
-  /**
-   * Zeroes every series in place: observers already bound keep counting into them. (prom-client's
-   * constructor calls it too, before this class's fields are set: there is nothing to zero then.)
-   */
-  override reset(): void {
-    for (const s of this.bound?.values() ?? []) {
-      for (const bucket of s.buckets) bucket.n = 0;
-      s.sum = 0;
-      s.count = 0;
-    }
-  }
-
-  /**
-   * The samples, as prom-client's histogram gives them to its registry (and to its own `get`,
-   * which `vrp_http_requests_total` reads): each bucket's cumulative count with its `le`, then
-   * `+Inf`, the sum and the count, the series' labels beside them.
-   */
-  async getForPromString() {
-    const name = this.#name;
-    const observed = [...this.bound.values()].filter((s) => s.count > 0);
-    const values = observed.flatMap(({ labels, buckets, sum, count }) => {
-      // A bucket's sample carries no exemplar (null), the sum's and count's none at all.
-      const sample = (le: number | string | undefined, value: number, metricName: string) => ({
-        labels: le === undefined ? {} : { le },
-        sharedLabels: { ...labels },
-        value,
-        metricName,
-        exemplar: le === undefined ? undefined : null,
-      });
-      let below = 0;
-      return [
-        ...buckets
-          .filter((b) => Number.isFinite(b.le))
-          .map(({ le, n }) => {
-            below += n;
-            return sample(le, below, `${name}_bucket`);
-          }),
-        sample('+Inf', count, `${name}_bucket`),
-        sample(undefined, sum, `${name}_sum`),
-        sample(undefined, count, `${name}_count`),
-      ];
-    });
-    return { name, help: this.#help, type: 'histogram', values, aggregator: 'sum' };
-  }
-}
 
 /**
  * How a job run of this process's worker ended: the worker's outcome (`succeeded`, `failed`,
@@ -172,7 +67,7 @@ export function createMetrics(store: Store, clock: Clock = systemClock): Metrics
   for (const name of REFUSED_DEFAULT_METRICS) registry.removeSingleMetric(name);
   const labelNames = ['method', 'route', 'status'] as const;
   const http: HttpMetrics = {
-    duration: new RequestDuration({
+    duration: new Histogram({
       name: 'vrp_http_request_duration_seconds',
       help: 'Time to answer an HTTP request, by method, route pattern ("unmatched" when no route) and status.',
       labelNames,

@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { Histogram, Registry } from 'prom-client';
-import { RequestDuration } from '../../src/metrics.ts';
 import { API, BASE, call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -165,44 +163,4 @@ test('promtool check metrics finds no problem in GET /metrics', {
   } finally {
     await t.close();
   }
-});
-
-test("the request latency histogram's bound series give prom-client's own exposition, and reset keeps them bound", async () => {
-  const config = {
-    name: 'vrp_http_request_duration_seconds',
-    help: 'Time to answer.',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-  };
-  const ours = new Registry();
-  const theirs = new Registry();
-  const bound = new RequestDuration({ ...config, registers: [ours] });
-  const plain = new Histogram({ ...config, registers: [theirs] });
-  // On a bound, between bounds, above every bound; two series, one never observed.
-  const seen = [
-    ['GET', '/a/:id', '200', [0.001, 0.0031, 0.2, 3]],
-    ['POST', '/b', '503', [0.05]],
-    ['GET', '/a/:id', '404', []],
-  ] as const;
-  for (const [method, route, status, values] of seen) {
-    const observe = bound.series(method, route, status);
-    for (const v of values) {
-      observe(v);
-      plain.labels(method, route, status).observe(v);
-    }
-  }
-  assert.equal(await ours.metrics(), await theirs.metrics());
-  assert.deepEqual(await bound.get(), await plain.get());
-
-  const again = bound.series('GET', '/a/:id', '200');
-  const kept = bound.series('POST', '/b', '503');
-  bound.reset();
-  plain.reset();
-  assert.equal(await ours.metrics(), await theirs.metrics());
-  // (Observed in the order the series were bound: prom-client lists series as first observed.)
-  again(0.02);
-  kept(0.02);
-  plain.labels('GET', '/a/:id', '200').observe(0.02);
-  plain.labels('POST', '/b', '503').observe(0.02);
-  assert.equal(await ours.metrics(), await theirs.metrics());
 });
