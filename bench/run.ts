@@ -322,7 +322,7 @@ async function stopServer(server: ServerProcess): Promise<void> {
 
 // ---- the bench ----
 /**
- * The speed targets (bench/README.md; issue 35's), as ratios to the floor at every connection
+ * The speed targets (bench/README.md; the speed round's), as ratios to the floor at every connection
  * count. PostgreSQL's are SQLite's ratio in the same run less 0.1.
  */
 const TARGETS: Partial<Record<Key, number>> = {

@@ -69,11 +69,14 @@ test('kill -9 while 200 services provision: after a restart all run, no job lost
           .executeTakeFirstOrThrow()
       ).n,
     );
+  // Some provisioned and others under way, seen together: on a loaded machine a wait for a count
+  // of provisioned services alone once saw it only after the last job had ended (CI rehearsal,
+  // load 8 on 2 cores), leaving nothing for the kill to interrupt.
   await waitUntil(
-    'a quarter of the services to be provisioned',
-    async () => (await count('succeeded')) >= SERVICES / 4,
+    'a tenth of the services to be provisioned while others run',
+    async () => (await count('succeeded')) >= SERVICES / 10 && (await count('running')) > 0,
     {
-      everyMs: 50,
+      everyMs: 20,
     },
   );
   // Frozen first, so that what is counted is what the kill interrupts.
