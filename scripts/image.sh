@@ -20,7 +20,8 @@
 # only) and without a container's limits.
 #
 # Needs root (debootstrap, buildah's chroot isolation); installs buildah and debootstrap with
-# apt-get when they are missing. Prints each stage's time.
+# apt-get when they are missing. Prints each stage's time. VRP_IMAGE_WALKTHROUGH names another
+# walk-through script (its own test gives one that fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,11 +37,14 @@ die() {
   echo "image: $*" >&2
   exit 1
 }
+# Runs a command, says how long it took, and returns its status (also where the caller tests it,
+# which turns `set -e` off inside).
 timed() {
-  local what=$1 start=$SECONDS
+  local what=$1 start=$SECONDS rc=0
   shift
-  "$@"
+  "$@" || rc=$?
   say "$what: $((SECONDS - start)) s"
+  return "$rc"
 }
 
 tools() {
@@ -150,10 +154,17 @@ check_config() {
 CTR=""
 DATA=""
 SERVER=""
+# Ends `pid` and everything under it, the deepest first: ending buildah run alone leaves the
+# process it started in the chroot running.
+kill_tree() {
+  local pid=$1 child
+  for child in $(ps -o pid= --ppid "$pid"); do kill_tree "$child"; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
 cleanup() {
-  if [ -n "$SERVER" ] && kill -0 "$SERVER" 2>/dev/null; then kill -KILL "$SERVER" 2>/dev/null || true; fi
+  if [ -n "$SERVER" ] && kill -0 "$SERVER" 2>/dev/null; then kill_tree "$SERVER"; fi
   if [ -n "$CTR" ]; then buildah rm "$CTR" >/dev/null 2>&1 || true; fi
-  if [ -n "$DATA" ]; then rm -rf "$DATA"; fi
+  if [ -n "$DATA" ]; then rm -rf "$DATA" "$DATA.log"; fi
 }
 
 # The process running the program `name` among the descendants of `pid` (by its command line:
@@ -217,7 +228,7 @@ test_image() {
   done
   say "healthy (its own HEALTHCHECK, ${health[*]}) after $((SECONDS - started)) s"
 
-  timed "walk-through" "$NODE" scripts/walkthrough.ts "http://127.0.0.1:$port" -- \
+  timed "walk-through" "$NODE" "${VRP_IMAGE_WALKTHROUGH:-scripts/walkthrough.ts}" "http://127.0.0.1:$port" -- \
     buildah run "${ISOLATION[@]}" -v "$DATA:/var/lib/vrp-provider" "$CTR" -- node bin/vrp.js ||
     { cat "$log" >&2; die "the walk-through failed against the image"; }
 

@@ -12,7 +12,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
 import { IN_CI, missingTool, toolPath } from '../helpers/tools.ts';
 
@@ -63,6 +65,29 @@ describe('the container image', { skip: skipReason() }, () => {
     assert.equal(child.code, 1, child.out);
     assert.match(child.out, /image: the build failed/);
     assert.doesNotMatch(child.out, /image: built /);
+  });
+
+  test('a walk-through that fails fails the test, and the server it started is ended', {
+    timeout: 10 * 60_000,
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vrp-image-'));
+    try {
+      const failing = join(dir, 'failing-walkthrough.ts');
+      writeFileSync(
+        failing,
+        "process.stderr.write('step 1 (test): refused on purpose\\n');\nprocess.exit(1);\n",
+      );
+      const r = await image(['test'], { VRP_IMAGE_WALKTHROUGH: failing });
+      assert.equal(r.code, 1, r.out);
+      assert.match(r.out, /refused on purpose/);
+      assert.match(r.out, /image: the walk-through failed against the image/);
+      assert.doesNotMatch(r.out, /image: test passed/);
+      const port = /listening on 127\.0\.0\.1:(\d+)/.exec(r.out)?.[1];
+      assert.ok(port, r.out);
+      await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'nothing answers on its port');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   // Minutes, not the suite's default 5: a first run makes the base image and installs packages.
