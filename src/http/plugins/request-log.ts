@@ -35,34 +35,34 @@ export class RequestLog implements FastifyBaseLogger {
     return this.#child?.level ?? this.#options.level ?? this.#parent.level;
   }
 
-  fatal(...args: unknown[]): void {
+  /** A line at `level` through the request's child logger, made on the first one. */
+  #write(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace', args: unknown[]): void {
     const log = this.#log();
-    Reflect.apply(log.fatal, log, args);
+    Reflect.apply(log[level], log, args);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.#write('fatal', args);
   }
 
   error(...args: unknown[]): void {
-    const log = this.#log();
-    Reflect.apply(log.error, log, args);
+    this.#write('error', args);
   }
 
   warn(...args: unknown[]): void {
-    const log = this.#log();
-    Reflect.apply(log.warn, log, args);
+    this.#write('warn', args);
   }
 
   info(...args: unknown[]): void {
-    const log = this.#log();
-    Reflect.apply(log.info, log, args);
+    this.#write('info', args);
   }
 
   debug(...args: unknown[]): void {
-    const log = this.#log();
-    Reflect.apply(log.debug, log, args);
+    this.#write('debug', args);
   }
 
   trace(...args: unknown[]): void {
-    const log = this.#log();
-    Reflect.apply(log.trace, log, args);
+    this.#write('trace', args);
   }
 
   silent(): void {}
