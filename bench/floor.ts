@@ -20,8 +20,10 @@
  * constant too, behind authentication, the envelope and a response schema), with the token the
  * process sends its parent with its port.
  */
+
 import Fastify from 'fastify';
 import { Counter, Histogram, Registry } from 'prom-client';
+import { fetchToken } from '../test/helpers/e2e.ts';
 
 export const FLOOR_LAYERS = ['logger', 'hooks', 'metrics', 'schema', 'app'] as const;
 export type FloorLayer = (typeof FLOOR_LAYERS)[number];
@@ -54,17 +56,7 @@ async function projectApp(dataDir: string) {
   const client = await registerApplication(ctx.store.db, { reseller: 'bench' }, Date.now());
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as { port: number }).port;
-  const answer = await fetch(`http://127.0.0.1:${port}/vps_reseller_provider/public/oauth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      grant_type: 'client_credentials',
-      client_id: client.client_id,
-      client_secret: client.client_secret,
-    }),
-  });
-  if (!answer.ok) throw new Error(`token: ${answer.status} ${await answer.text()}`);
-  const { access_token: token } = (await answer.json()) as { access_token: string };
+  const token = await fetchToken(`http://127.0.0.1:${port}`, client);
   const close = async () => {
     await app.close();
     await ctx.store.close();
