@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# scripts/image.sh build|test: the provider's container image, from Containerfile
+# scripts/image.sh base|build|test: the provider's container image, from Containerfile
 # (docs/deploy.md, "The container image").
 #
+#   base   makes only the base image below, if this machine has none yet (CI makes it in a stage
+#          of its own, before the tests: debootstrap's writes then slow down no other test).
 #   build  builds the image (VRP_IMAGE, default localhost/vrp-provider:dev) with Debian's buildah.
 #          Its base (Containerfile's NODE_IMAGE) is VRP_NODE_IMAGE when set (the official
 #          docker.io/library/node:24-bookworm-slim where a registry of images can be reached);
@@ -248,10 +250,14 @@ test_image() {
 }
 
 case "${1:-}" in
+base)
+  tools
+  if [ -z "$NODE_IMAGE" ]; then timed "base image" make_base; else say "base $NODE_IMAGE: given (VRP_NODE_IMAGE)"; fi
+  ;;
 build) timed "build" build ;;
 test) timed "test" test_image ;;
 *)
-  echo "usage: scripts/image.sh build|test" >&2
+  echo "usage: scripts/image.sh base|build|test" >&2
   exit 2
   ;;
 esac

@@ -54,7 +54,16 @@ describe('the container image', { skip: skipReason() }, () => {
   test('a wrong verb is refused with the usage', async () => {
     const r = await image(['publish']);
     assert.equal(r.code, 2);
-    assert.match(r.out, /usage: scripts\/image\.sh build\|test/);
+    assert.match(r.out, /usage: scripts\/image\.sh base\|build\|test/);
+  });
+
+  test('`base` makes the base image once: a second call finds it made', { timeout: 10 * 60_000 }, async () => {
+    const first = await image(['base']);
+    assert.equal(first.code, 0, first.out);
+    const again = await image(['base']);
+    assert.equal(again.code, 0, again.out);
+    assert.match(again.out, /image: base localhost\/vrp-node-base:[^ ]+: already made/);
+    assert.doesNotMatch(again.out, /debootstrap/);
   });
 
   test('a base image that cannot be had fails the build, saying so', { timeout: 5 * 60_000 }, async () => {

@@ -26,9 +26,11 @@ test('kill -9 while 200 services provision: after a restart all run, no job lost
   });
   const env = {
     VRP_DATA_DIR: dataDir,
-    // A create takes 0.2 s (8 s at speed 1): the 16 workers always have jobs in their steps
-    // when the process is killed, and those left run in a few seconds after the restart.
-    VRP_SIMULATED_SPEED: '0.025',
+    // A create takes 0.8 s (8 s at speed 1): the 200 take the 16 workers about 10 s, a window
+    // wide enough for the wait below to see some done and others running even on a loaded
+    // machine (at 0.2 s it was 2.5 s, and a CI run whose test process was starved that long
+    // saw only the end); those left run in about as long again after the restart.
+    VRP_SIMULATED_SPEED: '0.1',
     VRP_JOB_LEASE: '2s',
     VRP_WORKER_CONCURRENCY: '16',
   };

@@ -31,7 +31,10 @@ test('three processes on one PostgreSQL share 300 provisionings; one is killed m
     VRP_DATABASE_URL: pgDb.url,
     VRP_DATA_DIR: dataDir,
     VRP_SECRET_KEY: randomBytes(32).toString('hex'),
-    VRP_SIMULATED_SPEED: '0.05',
+    // A create takes 1.2 s: the jobs of the first half are still running when the wait below
+    // looks for them, even on a loaded machine (at 0.4 s a CI run missed them and waited for
+    // running jobs that would never come).
+    VRP_SIMULATED_SPEED: '0.15',
     VRP_JOB_LEASE: '2s',
     VRP_WORKER_CONCURRENCY: '8',
     VRP_DATABASE_POOL: '8',

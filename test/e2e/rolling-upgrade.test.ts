@@ -182,7 +182,18 @@ test('a rolling upgrade: old and new processes serve side by side, no request fa
   loading = false;
   await load;
 
-  assert.deepEqual(failures, [], 'no request failed during the upgrade');
+  // A failed request's log lines (its request id, on whichever process logged it) say why.
+  const logged = failures
+    .flatMap((f) => [...f.matchAll(/request ([0-9a-f-]{36})/g)].map((m) => m[1]!))
+    .flatMap((id) =>
+      servers.flatMap((s) =>
+        s
+          .output()
+          .split('\n')
+          .filter((l) => l.includes(id)),
+      ),
+    );
+  assert.deepEqual(failures, [], `no request failed during the upgrade\n${logged.join('\n')}`);
   assert.ok(ids.length >= 10, `${ids.length} services ordered`);
   let left = -1;
   await waitUntil(
