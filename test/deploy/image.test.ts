@@ -57,7 +57,9 @@ describe('the container image', { skip: skipReason() }, () => {
     assert.match(r.out, /usage: scripts\/image\.sh base\|build\|test/);
   });
 
-  test('`base` makes the base image once: a second call finds it made', { timeout: 10 * 60_000 }, async () => {
+  test('`base` makes the base image once: a second call finds it made', {
+    timeout: 10 * 60_000,
+  }, async () => {
     const first = await image(['base']);
     assert.equal(first.code, 0, first.out);
     const again = await image(['base']);
