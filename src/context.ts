@@ -1,4 +1,4 @@
-import { loadAnyClientState } from './auth/client-lookup.ts';
+import { findClientCredential, loadAnyClientState } from './auth/client-lookup.ts';
 import { type ClientStateCache, createClientStateCache } from './auth/client-state.ts';
 import { checkKeyAgainstStore } from './auth/key-check.ts';
 import { decodeKey, deriveKeys, type Keys, keyFilePath, loadMasterKey } from './auth/keys.ts';
@@ -102,7 +102,10 @@ export async function createContext(config: Config): Promise<AppContext> {
     keys,
     signer: createTokenSigner(keys.tokenKey),
     secretBox: createSecretBox(keys.passwordKey),
-    clientStates: createClientStateCache((id) => loadAnyClientState(store.db, id)),
+    clientStates: createClientStateCache({
+      state: (id) => loadAnyClientState(store.db, id),
+      credential: (id) => findClientCredential(store.db, id),
+    }),
     catalog: createCatalogCache(store.db, Date.now, { templatesNeedImages: templatesNeedImages(config) }),
     jobSignal: createJobSignal(),
     evacuations: createNotifier(),

@@ -1,9 +1,7 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import { isStorableText } from '../domain/storable-text.ts';
-import type { Database } from '../store/schema.ts';
 import { type SlowCheck, unguarded } from './attempt-guard.ts';
-import { type ClientCredential, findClientCredential } from './client-lookup.ts';
+import type { ClientCredential } from './client-lookup.ts';
 import { LruMap } from './lru-map.ts';
 import { generateSecret, hashSecret, SECRET_COST, type SecretCost, verifySecret } from './secret-hash.ts';
 
@@ -44,14 +42,27 @@ function dummyHash(cost: SecretCost): Promise<string> {
 }
 
 /**
+ * Where the authenticator finds a client: `fresh` false may answer from a short-lived cache
+ * (auth/client-state.ts), true reads the store.
+ */
+export type ClientFinder = (clientId: string, fresh: boolean) => Promise<ClientCredential | undefined>;
+
+/**
  * Client credentials checked so that every failure costs the same, one scrypt run: against the
  * application's hash, or, for an id that names no application, against a dummy hash made at
  * start by hashSecret with `secretCost`, the cost of the real ones (SECRET_COST). Only a
  * correct secret that was verified before takes the fast path (an HMAC compared with the
  * remembered one): how long a failure takes tells nothing about which client ids exist.
+ *
+ * The client is read through `findClient`'s cache, which may be as old as the cache's lifetime:
+ * a client it says is disabled, or whose cached hash the secret does not match, is read again
+ * from the store, so a client enabled, or a secret rotated, by another process works at once.
+ * What the cache can still let through for that lifetime, a rotated-out secret or a client
+ * disabled elsewhere, gets a token of the client's old token version, which the bearer check
+ * refuses within the same lifetime (docs/api.md, "Tokens").
  */
 export function createClientAuthenticator(
-  db: Kysely<Database>,
+  findClient: ClientFinder,
   verify: SecretVerifier = verifySecret,
   secretCost: SecretCost = SECRET_COST,
 ): ClientAuthenticator {
@@ -65,29 +76,35 @@ export function createClientAuthenticator(
     async authenticate(clientId, secret, slowCheck = unguarded) {
       // An id no client can have is not looked up (PostgreSQL refuses U+0000 in a query).
       const canExist = clientId.length <= MAX_CLIENT_ID_LENGTH && isStorableText(clientId);
-      const client = canExist ? await findClientCredential(db, clientId) : undefined;
+      let client = canExist ? await findClient(clientId, false) : undefined;
+      if (client && !client.enabled) client = await findClient(clientId, true);
       if (!client || secret.length > MAX_SECRET_LENGTH) {
         const hash = await dummy;
         await slowCheck(() => verify(secret.slice(0, MAX_SECRET_LENGTH), hash));
         return undefined;
       }
       const mac = macOf(secret);
-      const isRemembered = () => {
-        const known = remembered.get(client.id);
-        return (
-          known !== undefined && known.secretHash === client.secretHash && timingSafeEqual(known.mac, mac)
-        );
+      const isRemembered = (c: ClientCredential) => {
+        const known = remembered.get(c.id);
+        return known !== undefined && known.secretHash === c.secretHash && timingSafeEqual(known.mac, mac);
       };
-      if (isRemembered()) return client;
+      if (isRemembered(client)) return client;
+      let checked = client;
       const ok = await slowCheck(async () => {
         // Asked again once it is this check's turn: a burst of first requests with the right
         // secret hashes it once, the others find it remembered meanwhile.
-        if (isRemembered()) return true;
-        if (!(await verify(secret, client.secretHash))) return false;
-        remembered.set(client.id, { secretHash: client.secretHash, mac });
+        if (isRemembered(checked)) return true;
+        if (!(await verify(secret, checked.secretHash))) {
+          // The cached hash may be older than a rotation: then the store's, once.
+          const fresh = await findClient(clientId, true);
+          if (!fresh || fresh.secretHash === checked.secretHash) return false;
+          checked = fresh;
+          if (!(await verify(secret, checked.secretHash))) return false;
+        }
+        remembered.set(checked.id, { secretHash: checked.secretHash, mac });
         return true;
       });
-      return ok ? client : undefined;
+      return ok ? checked : undefined;
     },
   };
 }

@@ -1,43 +1,71 @@
 import type { ClientState } from '../domain/client-state.ts';
+import type { ClientCredential } from './client-lookup.ts';
 
 /** How long a process trusts what it read about a client; revocations reach every process within it. */
 export const CLIENT_STATE_TTL_MS = 2000;
 
 export type ClientStateLoader = (clientId: string) => Promise<ClientState | undefined>;
+export type ClientCredentialLoader = (clientId: string) => Promise<ClientCredential | undefined>;
 
 /**
- * A short-lived cache of each client's enabled flag and token version, read from the store
- * (which all processes share). A disabled application, reseller or operator, or a rotated
- * secret, makes tokens fail on every process within CLIENT_STATE_TTL_MS (well inside 5 s).
+ * A short-lived cache of what the store (which all processes share) says about each client:
+ * its state (enabled flag and token version), which every bearer check reads, and its
+ * credential (secret hash, scopes), which every token request reads. A disabled application,
+ * reseller or operator, or a rotated secret, makes tokens fail, and stops new ones from being
+ * issued, on every process within CLIENT_STATE_TTL_MS (well inside 5 s); in the process that
+ * made the change at once (`invalidate`).
  */
 export interface ClientStateCache {
   get(clientId: string, nowMs: number): Promise<ClientState | undefined>;
+  /**
+   * The client's credential. A client id that names none is not remembered: one created a
+   * moment later on another process is known at its first token request.
+   */
+  credential(clientId: string, nowMs: number): Promise<ClientCredential | undefined>;
   /** Forget what this process knows (after a local change). */
   invalidate(clientId: string): void;
 }
 
 export function createClientStateCache(
-  load: ClientStateLoader,
+  load: { readonly state: ClientStateLoader; readonly credential: ClientCredentialLoader },
   ttlMs = CLIENT_STATE_TTL_MS,
 ): ClientStateCache {
-  const entries = new Map<string, { state: ClientState | undefined; until: number }>();
-  const inflight = new Map<string, Promise<ClientState | undefined>>();
+  const states = shortLived(load.state, ttlMs, true);
+  const credentials = shortLived(load.credential, ttlMs, false);
   return {
-    async get(clientId, nowMs) {
-      const hit = entries.get(clientId);
-      if (hit && hit.until > nowMs) return hit.state;
-      let pending = inflight.get(clientId);
-      if (!pending) {
-        pending = load(clientId).finally(() => inflight.delete(clientId));
-        inflight.set(clientId, pending);
-      }
-      const state = await pending;
-      if (entries.size > 10_000) entries.clear();
-      entries.set(clientId, { state, until: nowMs + ttlMs });
-      return state;
-    },
+    get: states.get,
+    credential: credentials.get,
     invalidate(clientId) {
-      entries.delete(clientId);
+      states.forget(clientId);
+      credentials.forget(clientId);
+    },
+  };
+}
+
+/**
+ * Values read by key and kept `ttlMs`; reads of a key that arrive while one is under way share
+ * it. `keepMissing`: an undefined answer is kept too.
+ */
+function shortLived<V>(load: (key: string) => Promise<V | undefined>, ttlMs: number, keepMissing: boolean) {
+  const entries = new Map<string, { value: V | undefined; until: number }>();
+  const inflight = new Map<string, Promise<V | undefined>>();
+  return {
+    async get(key: string, nowMs: number): Promise<V | undefined> {
+      const hit = entries.get(key);
+      if (hit && hit.until > nowMs) return hit.value;
+      let pending = inflight.get(key);
+      if (!pending) {
+        pending = load(key).finally(() => inflight.delete(key));
+        inflight.set(key, pending);
+      }
+      const value = await pending;
+      if (value === undefined && !keepMissing) return value;
+      if (entries.size > 10_000) entries.clear();
+      entries.set(key, { value, until: nowMs + ttlMs });
+      return value;
+    },
+    forget(key: string): void {
+      entries.delete(key);
     },
   };
 }

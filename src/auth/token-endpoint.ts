@@ -1,10 +1,10 @@
 import type { Config } from '../config.ts';
 import type { Clock } from '../domain/clock.ts';
 import { parseRequestedScopes } from '../domain/scopes.ts';
-import type { Store } from '../store/database.ts';
 import { guardAttempt } from './attempt-guard.ts';
 import { createClientAuthenticator, type SecretVerifier } from './client-authenticator.ts';
 import type { ClientCredential } from './client-lookup.ts';
+import type { ClientStateCache } from './client-state.ts';
 import { createFailureThrottle, type FailureThrottle } from './failure-throttle.ts';
 import type { SecretCost } from './secret-hash.ts';
 import { AttemptRefused, createSlowCheckGate, type SlowCheckGate } from './slow-check-gate.ts';
@@ -55,7 +55,8 @@ export const TOKEN_HASH_LIMITS = Object.freeze({ total: 2, perKey: 1, queue: 64,
  * that auth/ does not import the context, which is built from auth/.
  */
 export interface TokenEndpointDeps {
-  readonly store: Pick<Store, 'db'>;
+  /** Where clients are looked up: the store, through the process's short-lived cache. */
+  readonly clientStates: Pick<ClientStateCache, 'credential' | 'invalidate'>;
   readonly clock: Clock;
   readonly config: Pick<Config, 'tokenTtl'>;
   readonly signer: TokenSigner;
@@ -84,7 +85,14 @@ export function createTokenEndpoint(
 ): TokenEndpoint {
   const throttle = options.throttle ?? createFailureThrottle();
   const gate = options.gate ?? createSlowCheckGate(TOKEN_HASH_LIMITS);
-  const clients = createClientAuthenticator(ctx.store.db, options.verifySecret, ctx.secretCost);
+  const clients = createClientAuthenticator(
+    (id, fresh) => {
+      if (fresh) ctx.clientStates.invalidate(id);
+      return ctx.clientStates.credential(id, Date.now());
+    },
+    options.verifySecret,
+    ctx.secretCost,
+  );
 
   return {
     async handle({ authorization, body, ip }) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, type TestContext, test } from 'node:test';
 import { createClientAuthenticator } from '../../src/auth/client-authenticator.ts';
+import { findClientCredential } from '../../src/auth/client-lookup.ts';
 import { createOperatorLogin } from '../../src/auth/operators.ts';
 import { verifySecret } from '../../src/auth/secret-hash.ts';
 import { createStore, type Store } from '../../src/store/database.ts';
@@ -56,7 +57,9 @@ for (const store of testStores()) {
       assert.equal(v.operator, 'alice');
       assert.match(v.client_id, /^vrpop_[0-9a-f]{24}$/);
       assert.match(v.client_secret, /^[A-Za-z0-9_-]{43}$/);
-      const client = await createClientAuthenticator(open().db).authenticate(v.client_id, v.client_secret);
+      const client = await createClientAuthenticator((id) =>
+        findClientCredential(open().db, id),
+      ).authenticate(v.client_id, v.client_secret);
       assert.equal(client?.kind, 'operator');
       assert.deepEqual(client?.scopes, ['operator']);
 
@@ -87,7 +90,7 @@ for (const store of testStores()) {
     test('disable, enable and rotate-secret; refusals with their exit codes', async (t) => {
       const { vrp, open } = await cliFor(t, store);
       const v = (await vrp(['operator', 'create', 'carol', '--json'])).json();
-      const auth = createClientAuthenticator(open().db);
+      const auth = createClientAuthenticator((id) => findClientCredential(open().db, id));
 
       assert.deepEqual((await vrp(['operator', 'disable', 'carol', '--json'])).json(), {
         operator: 'carol',

@@ -19,10 +19,16 @@ for (const store of testStores()) {
   describe(`the SDK's token (${store}; tokens live 60 s)`, () => {
     let t: TestApp;
     let serverClock: ManualClock;
+    // A change made by another process (the CLI's) reaches this one within its client-state
+    // window (2 s): the test of a rotation steps this clock past it.
+    const stateClock = createManualClock();
 
     before(async () => {
       serverClock = createManualClock();
-      t = await createTestApp({ VRP_TOKEN_TTL: '60' }, { store, clock: serverClock });
+      t = await createTestApp(
+        { VRP_TOKEN_TTL: '60' },
+        { store, clock: serverClock, clientStateClock: stateClock },
+      );
     });
     after(() => t.close());
 
@@ -89,6 +95,7 @@ for (const store of testStores()) {
       await c.vrp.version();
       await rotateApplicationSecret(t.ctx.store.db, c.app.client_id, serverClock.now());
       serverClock.advance(61_000);
+      stateClock.advance(5000);
       const err = await c.vrp.version().catch((e: unknown) => e);
       assert.ok(err instanceof VrpError, String(err));
       assert.equal(err.status, 401);

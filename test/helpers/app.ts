@@ -12,7 +12,7 @@ import {
   type RegisteredApplication,
   registerApplication,
 } from '../../src/auth/applications.ts';
-import { loadAnyClientState } from '../../src/auth/client-lookup.ts';
+import { findClientCredential, loadAnyClientState } from '../../src/auth/client-lookup.ts';
 import { createClientStateCache } from '../../src/auth/client-state.ts';
 import type { SecretCost } from '../../src/auth/secret-hash.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -200,10 +200,17 @@ export async function createTestApp(
 }
 
 function clientStateCache(ctx: AppContext, ttlMs: number | undefined, clock: Clock | undefined) {
-  const cache = createClientStateCache((id) => loadAnyClientState(ctx.store.db, id), ttlMs);
+  const cache = createClientStateCache(
+    {
+      state: (id) => loadAnyClientState(ctx.store.db, id),
+      credential: (id) => findClientCredential(ctx.store.db, id),
+    },
+    ttlMs,
+  );
   if (!clock) return cache;
   return {
     get: (clientId: string) => cache.get(clientId, clock.now()),
+    credential: (clientId: string) => cache.credential(clientId, clock.now()),
     invalidate: (clientId: string) => cache.invalidate(clientId),
   };
 }
