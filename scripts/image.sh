@@ -148,7 +148,7 @@ check_config() {
   [[ $user != '""' && $user != null && $user != '"root"' && $user != '"0"' ]] || die "the image runs as root ($user)"
   [[ $health == *'"bin/healthcheck.js"'* ]] || die "no HEALTHCHECK on /readyz ($health)"
   [[ $volumes == *'"/var/lib/vrp-provider"'* ]] || die "no data volume ($volumes)"
-  [[ $cmd == '["node","src/main.ts"]' ]] || die "unexpected command $cmd"
+  [[ $cmd == '["node","--max-semi-space-size=8","src/main.ts"]' ]] || die "unexpected command $cmd"
   [[ $ports == *'"8080/tcp"'* ]] || die "port 8080 not exposed ($ports)"
   say "configuration: user $user, volume /var/lib/vrp-provider, port 8080, command $cmd, healthcheck $health"
 }

@@ -6,6 +6,15 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { freePort } from '../../scripts/postgres.ts';
 import { WAIT_MS } from './budget.ts';
 
+/**
+ * The flags node runs the server with, as every launcher gives them (package.json's start, the
+ * systemd units of deploy/, Containerfile; test/deploy/launchers.test.ts keeps them alike), so
+ * that the tests and the bench run the server as it runs in production: V8's young generation
+ * kept to 8 MB per half, which bounds the peak memory under load (docs/deploy.md, "Memory").
+ * V8 sizes its heap as the process starts: the flag works only on node's command line.
+ */
+export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+
 export interface ServerProcess {
   readonly url: string;
   readonly port: number;
@@ -23,7 +32,7 @@ export async function startServer(
   cwd?: string,
 ): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['src/main.ts'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
     ...(cwd === undefined ? {} : { cwd }),
     env: {
       ...process.env,
