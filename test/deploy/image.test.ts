@@ -117,10 +117,12 @@ describe('the container image', { skip: skipReason() }, () => {
           `${re} in:\n${r.out}`,
         );
       has(
-        /^image: configuration: user "vrp", volume \/var\/lib\/vrp-provider, port 8080, command \["node","src\/main\.ts"\]/,
+        /^image: configuration: user "vrp", volume \/var\/lib\/vrp-provider, port 8080, command \["node","--max-semi-space-size=8","src\/main\.ts"\]/,
       );
       has(/^image: node in the image: v24\./);
-      has(/^image: started: node src\/main\.ts as uid 10001, listening on 127\.0\.0\.1:\d+/);
+      has(
+        /^image: started: node --max-semi-space-size=8 src\/main\.ts as uid 10001, listening on 127\.0\.0\.1:\d+/,
+      );
       has(/^image: healthy \(its own HEALTHCHECK, node bin\/healthcheck\.js\)/);
       // Every step of the README's walk-through, the last one the server's end.
       for (const step of [
