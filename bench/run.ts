@@ -355,6 +355,10 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     VRP_LOG_LEVEL: 'warn',
     VRP_DEMO: '1',
     VRP_WORKER_CONCURRENCY: '32',
+    // The production default's /16, not the /22 the tests' servers get (test/helpers/
+    // server-process.ts): order -> running creates 2,000 VMs per run, twice on PostgreSQL's
+    // store, and a /22 gave out after 1,021 of them.
+    VRP_SIM_IP_POOL: '10.80.0.0/16',
     // Room for every VM the order -> running runs create (two of 2,000 services on PostgreSQL:
     // one process, then an API and a worker process): the default hosts hold 2,048 1-vCPU VMs.
     VRP_SIM_HOSTS: 'sim-host-1:100000:400000:10000000:5000000,sim-host-2:100000:400000:10000000:5000000',
