@@ -4,7 +4,7 @@
  * run as root, so as root it runs as the `postgres` user (runuser).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,11 @@ export interface PostgresServer {
   readonly url: string;
   readonly port: number;
   stop(): void;
+  /**
+   * The lines of the server's log that say it was in trouble (a crash of a backend, a deadlock,
+   * memory, connections refused), for a failed run's report; none once it is stopped.
+   */
+  troubles(): string[];
   /** Stops the server the way a crash or a restart would, and starts it again after `ms`. */
   restart(downMs?: number): Promise<void>;
 }
@@ -40,6 +45,10 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/** What a test server's log says when the server itself was in trouble, not a test's statement. */
+const PG_TROUBLE =
+  /PANIC|deadlock detected|was terminated by signal|terminating any other active server processes|out of memory|too many clients|remaining connection slots/;
 
 /**
  * A throwaway PostgreSQL server. Tuned for speed (no fsync, asynchronous commit), except with
@@ -83,6 +92,16 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   const server: PostgresServer = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
+    troubles() {
+      if (stopped) return [];
+      try {
+        return readFileSync(join(dir, 'log'), 'utf8')
+          .split('\n')
+          .filter((l) => PG_TROUBLE.test(l));
+      } catch {
+        return [];
+      }
+    },
     stop() {
       if (stopped) return;
       stopped = true;

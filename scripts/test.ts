@@ -210,6 +210,11 @@ try {
     if (!filtered) writeCosts(costsFile, mergeTimes(readCosts(costsFile), measured));
     if (process.env['VRP_TEST_TIMES']) appendFileSync(process.env['VRP_TEST_TIMES'], measured);
   }
+  // A failed run says what the shared PostgreSQL server went through, if anything: a deadlock
+  // or a crashed backend fails tests in other files than the one that caused it.
+  const troubles = status === 0 ? [] : (pg?.troubles() ?? []);
+  if (troubles.length > 0)
+    console.error(`\nnpm test: the tests' PostgreSQL server logged:\n${troubles.slice(-40).join('\n')}`);
 } finally {
   stopPg();
   lanes.remove();
