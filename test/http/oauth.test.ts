@@ -332,6 +332,33 @@ for (const store of testStores()) {
       assertOauthError(noSecret, 401, 'invalid_client');
     });
 
+    test('the store out of reach while the client is read: 503 server_error, not counted against the address', async () => {
+      const states = t.ctx.clientStates;
+      const read = states.credential;
+      states.credential = async () => {
+        throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      };
+      const ip = freshIp();
+      try {
+        // More than the five failures that lock an address out: none of them counts.
+        for (let i = 0; i < 6; i++) {
+          const res = await tokenRequest(t, {
+            json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+            ip,
+          });
+          assertOauthError(res, 503, 'server_error');
+          assert.doesNotMatch(String(res.body.error_description), /ECONNREFUSED|5432/);
+        }
+      } finally {
+        states.credential = read;
+      }
+      const res = await tokenRequest(t, {
+        json: { grant_type: 'client_credentials', client_id: id, client_secret: secret },
+        ip,
+      });
+      assertTokenSuccess(res);
+    });
+
     test('a client_id that can name no client (U+0000, a lone surrogate) is invalid_client, and counts', async () => {
       const ip = freshIp();
       const nul = `${id}\u0000`;
