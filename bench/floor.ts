@@ -20,7 +20,6 @@
  * constant too, behind authentication, the envelope and a response schema), with the token the
  * process sends its parent with its port.
  */
-
 import Fastify from 'fastify';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { fetchToken } from '../test/helpers/e2e.ts';

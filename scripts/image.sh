@@ -108,9 +108,14 @@ EOF
   buildah build "${ISOLATION[@]}" --quiet -t "$NODE_IMAGE" -f "$work/Containerfile" "$work" >/dev/null
 }
 
-build() {
+# The base image: the one VRP_NODE_IMAGE names, else the one make_base makes (once).
+base() {
   tools
-  if [ -z "$NODE_IMAGE" ]; then timed "base image" make_base; fi
+  if [ -n "$NODE_IMAGE" ]; then say "base $NODE_IMAGE: given (VRP_NODE_IMAGE)"; else timed "base image" make_base; fi
+}
+
+build() {
+  base
   # The npm registry may be reached through a TLS proxy with its own authority (as here): the
   # machine's certificate bundle goes to npm as a build secret, which the image does not keep.
   local ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt} secret=()
@@ -250,10 +255,7 @@ test_image() {
 }
 
 case "${1:-}" in
-base)
-  tools
-  if [ -z "$NODE_IMAGE" ]; then timed "base image" make_base; else say "base $NODE_IMAGE: given (VRP_NODE_IMAGE)"; fi
-  ;;
+base) base ;;
 build) timed "build" build ;;
 test) timed "test" test_image ;;
 *)

@@ -16,9 +16,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
+import { SERVER_NODE_FLAGS } from '../helpers/server-process.ts';
 import { IN_CI, missingTool, toolPath } from '../helpers/tools.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
+
+/** `text` as a regular expression that matches it literally. */
+const literally = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
 function skipReason(): string | false {
   const missing = missingTool('buildah');
@@ -66,6 +70,11 @@ describe('the container image', { skip: skipReason() }, () => {
     assert.equal(again.code, 0, again.out);
     assert.match(again.out, /image: base localhost\/vrp-node-base:[^ ]+: already made/);
     assert.doesNotMatch(again.out, /debootstrap/);
+    // A base named by VRP_NODE_IMAGE is taken as given: nothing is made.
+    const given = await image(['base'], { VRP_NODE_IMAGE: 'localhost/vrp-some-base:1' });
+    assert.equal(given.code, 0, given.out);
+    assert.match(given.out, /image: base localhost\/vrp-some-base:1: given \(VRP_NODE_IMAGE\)/);
+    assert.doesNotMatch(given.out, /debootstrap|already made/);
   });
 
   test('a base image that cannot be had fails the build, saying so', { timeout: 5 * 60_000 }, async () => {
@@ -117,11 +126,15 @@ describe('the container image', { skip: skipReason() }, () => {
           `${re} in:\n${r.out}`,
         );
       has(
-        /^image: configuration: user "vrp", volume \/var\/lib\/vrp-provider, port 8080, command \["node","--max-semi-space-size=8","src\/main\.ts"\]/,
+        new RegExp(
+          `^image: configuration: user "vrp", volume /var/lib/vrp-provider, port 8080, command ${literally(JSON.stringify(['node', ...SERVER_NODE_FLAGS, 'src/main.ts']))}`,
+        ),
       );
       has(/^image: node in the image: v24\./);
       has(
-        /^image: started: node --max-semi-space-size=8 src\/main\.ts as uid 10001, listening on 127\.0\.0\.1:\d+/,
+        new RegExp(
+          `^image: started: ${literally(['node', ...SERVER_NODE_FLAGS, 'src/main.ts'].join(' '))} as uid 10001, listening on 127\\.0\\.0\\.1:\\d+`,
+        ),
       );
       has(/^image: healthy \(its own HEALTHCHECK, node bin\/healthcheck\.js\)/);
       // Every step of the README's walk-through, the last one the server's end.
