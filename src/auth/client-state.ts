@@ -19,9 +19,10 @@ export interface ClientStateCache {
   get(clientId: string, nowMs: number): Promise<ClientState | undefined>;
   /**
    * The client's credential. A client id that names none is not remembered: one created a
-   * moment later on another process is known at its first token request.
+   * moment later on another process is known at its first token request. `fresh`: read from
+   * the store now (and remembered), whatever is cached or being read.
    */
-  credential(clientId: string, nowMs: number): Promise<ClientCredential | undefined>;
+  credential(clientId: string, nowMs: number, fresh?: boolean): Promise<ClientCredential | undefined>;
   /** Forget what this process knows (after a local change). */
   invalidate(clientId: string): void;
 }
@@ -44,19 +45,22 @@ export function createClientStateCache(
 
 /**
  * Values read by key and kept `ttlMs`; reads of a key that arrive while one is under way share
- * it. `keepMissing`: an undefined answer is kept too.
+ * it (a `fresh` read starts its own). `keepMissing`: an undefined answer is kept too.
  */
 function shortLived<V>(load: (key: string) => Promise<V | undefined>, ttlMs: number, keepMissing: boolean) {
   const entries = new Map<string, { value: V | undefined; until: number }>();
   const inflight = new Map<string, Promise<V | undefined>>();
   return {
-    async get(key: string, nowMs: number): Promise<V | undefined> {
+    async get(key: string, nowMs: number, fresh = false): Promise<V | undefined> {
       const hit = entries.get(key);
-      if (hit && hit.until > nowMs) return hit.value;
-      let pending = inflight.get(key);
+      if (hit && hit.until > nowMs && !fresh) return hit.value;
+      let pending = fresh ? undefined : inflight.get(key);
       if (!pending) {
-        pending = load(key).finally(() => inflight.delete(key));
-        inflight.set(key, pending);
+        const started = load(key).finally(() => {
+          if (inflight.get(key) === started) inflight.delete(key);
+        });
+        pending = started;
+        inflight.set(key, started);
       }
       const value = await pending;
       if (value === undefined && !keepMissing) return value;

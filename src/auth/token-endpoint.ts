@@ -56,7 +56,7 @@ export const TOKEN_HASH_LIMITS = Object.freeze({ total: 2, perKey: 1, queue: 64,
  */
 export interface TokenEndpointDeps {
   /** Where clients are looked up: the store, through the process's short-lived cache. */
-  readonly clientStates: Pick<ClientStateCache, 'credential' | 'invalidate'>;
+  readonly clientStates: Pick<ClientStateCache, 'credential'>;
   readonly clock: Clock;
   readonly config: Pick<Config, 'tokenTtl'>;
   readonly signer: TokenSigner;
@@ -86,10 +86,7 @@ export function createTokenEndpoint(
   const throttle = options.throttle ?? createFailureThrottle();
   const gate = options.gate ?? createSlowCheckGate(TOKEN_HASH_LIMITS);
   const clients = createClientAuthenticator(
-    (id, fresh) => {
-      if (fresh) ctx.clientStates.invalidate(id);
-      return ctx.clientStates.credential(id, Date.now());
-    },
+    (id, fresh) => ctx.clientStates.credential(id, Date.now(), fresh),
     options.verifySecret,
     ctx.secretCost,
   );

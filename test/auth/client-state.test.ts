@@ -151,6 +151,19 @@ describe('client state cache', () => {
     assert.equal((await cache.credential('c2', 3001))?.secretHash, 'hash-c2');
     assert.equal(reads, 4);
 
+    // A fresh read goes to the store whatever is cached, remembers what it found, and leaves
+    // the client's state cached.
+    credentials.set('c1', credential('hash-fresh'));
+    await cache.get('c1', 2500);
+    const statesBefore = store.calls;
+    assert.equal((await cache.credential('c1', 2500))?.secretHash, 'hash-2', 'cached');
+    assert.equal((await cache.credential('c1', 2500, true))?.secretHash, 'hash-fresh');
+    assert.equal((await cache.credential('c1', 2501))?.secretHash, 'hash-fresh', 'remembered');
+    await cache.get('c1', 2501);
+    assert.equal(store.calls, statesBefore, 'the state was not read again');
+    credentials.set('c1', credential('hash-2'));
+    cache.invalidate('c1');
+
     // A change made by this process: both the state and the credential are read again.
     await cache.get('c1', 3000);
     const stateReads = store.calls;

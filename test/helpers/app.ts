@@ -210,7 +210,8 @@ function clientStateCache(ctx: AppContext, ttlMs: number | undefined, clock: Clo
   if (!clock) return cache;
   return {
     get: (clientId: string) => cache.get(clientId, clock.now()),
-    credential: (clientId: string) => cache.credential(clientId, clock.now()),
+    credential: (clientId: string, _now: number, fresh?: boolean) =>
+      cache.credential(clientId, clock.now(), fresh),
     invalidate: (clientId: string) => cache.invalidate(clientId),
   };
 }
