@@ -48,24 +48,32 @@ export function createClientStateCache(
  * it (a `fresh` read starts its own). `keepMissing`: an undefined answer is kept too.
  */
 function shortLived<V>(load: (key: string) => Promise<V | undefined>, ttlMs: number, keepMissing: boolean) {
-  const entries = new Map<string, { value: V | undefined; until: number }>();
-  const inflight = new Map<string, Promise<V | undefined>>();
+  // Each read of the store is numbered as it starts: what a read finds is kept only if no read
+  // started after it has been kept already (a fresh read is not undone by a slower older one).
+  let reads = 0;
+  const entries = new Map<string, { value: V | undefined; until: number; read: number }>();
+  const inflight = new Map<string, { read: number; value: Promise<V | undefined> }>();
   return {
     async get(key: string, nowMs: number, fresh = false): Promise<V | undefined> {
       const hit = entries.get(key);
       if (hit && hit.until > nowMs && !fresh) return hit.value;
       let pending = fresh ? undefined : inflight.get(key);
       if (!pending) {
-        const started = load(key).finally(() => {
-          if (inflight.get(key) === started) inflight.delete(key);
-        });
+        const started = {
+          read: ++reads,
+          value: load(key).finally(() => {
+            if (inflight.get(key) === started) inflight.delete(key);
+          }),
+        };
         pending = started;
         inflight.set(key, started);
       }
-      const value = await pending;
+      const value = await pending.value;
       if (value === undefined && !keepMissing) return value;
+      const kept = entries.get(key);
+      if (kept && kept.read > pending.read) return value;
       if (entries.size > 10_000) entries.clear();
-      entries.set(key, { value, until: nowMs + ttlMs });
+      entries.set(key, { value, until: nowMs + ttlMs, read: pending.read });
       return value;
     },
     forget(key: string): void {

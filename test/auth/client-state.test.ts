@@ -173,4 +173,26 @@ describe('client state cache', () => {
     await cache.get('c1', 3002);
     assert.equal(store.calls, stateReads + 1);
   });
+  test('a fresh read under way beside a cached one: each reads the store, the later answer stays', async () => {
+    let n = 0;
+    const cache = createClientStateCache(
+      {
+        state: none,
+        credential: async () => {
+          n += 1;
+          const hash = `hash-${n}`;
+          await new Promise((r) => setTimeout(r, n === 1 ? 20 : 1));
+          return credential(hash);
+        },
+      },
+      2000,
+    );
+    const [first, fresh] = await Promise.all([cache.credential('c1', 0), cache.credential('c1', 0, true)]);
+    assert.equal(first?.secretHash, 'hash-1');
+    assert.equal(fresh?.secretHash, 'hash-2', 'the fresh read did not wait for the one under way');
+    assert.equal(n, 2);
+    // The older read, answering last, did not overwrite the fresh one's answer.
+    assert.equal((await cache.credential('c1', 1))?.secretHash, 'hash-2');
+    assert.equal(n, 2, 'served from the cache');
+  });
 });
