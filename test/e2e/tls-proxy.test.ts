@@ -206,8 +206,9 @@ describe('the walk-through through nginx with TLS', { skip }, () => {
     const meta = await https('GET', `/.well-known/oauth-authorization-server${BASE}`);
     assert.equal(JSON.parse(meta.text).token_endpoint, `${origin}${BASE}/oauth/token`);
 
-    await cli('reseller', 'create', 'acme');
-    const token = await tokenFor(await cli('client', 'create', '--reseller', 'acme'));
+    // Not acme: the README's walk-through below registers that one.
+    await cli('reseller', 'create', 'tls-acme');
+    const token = await tokenFor(await cli('client', 'create', '--reseller', 'tls-acme'));
     const api = async (
       method: string,
       path: string,
@@ -286,5 +287,22 @@ describe('the walk-through through nginx with TLS', { skip }, () => {
     });
     assert.equal(res.status, 301);
     assert.equal(res.headers.location, `https://127.0.0.1${BASE}/oauth/token`);
+  });
+
+  test('the README’s whole walk-through over https through nginx', async () => {
+    // scripts/walkthrough.ts as a reader runs it, trusting the proxy's throwaway certificate;
+    // its operator commands run the CLI on the server's store.
+    const walk = await run(
+      process.execPath,
+      ['scripts/walkthrough.ts', origin, '--', process.execPath, CLI],
+      {
+        cwd: ROOT,
+        env: { ...cliEnv, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') },
+        timeout: WAIT_MS,
+      },
+    ).catch((err: { stdout?: string; stderr?: string; message: string }) =>
+      assert.fail(`${err.message}\n${err.stdout ?? ''}${err.stderr ?? ''}\nnginx: ${nginxOutput}`),
+    );
+    assert.match(walk.stdout, /walk-through: all \d+ steps answered as the README says/);
   });
 });
