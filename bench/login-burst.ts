@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/postgres.ts';
-import { SERVER_NODE_FLAGS } from '../test/helpers/server-process.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS } from '../test/helpers/server-process.ts';
 
 const { values } = parseArgs({
   options: { at: { type: 'string', default: '.' }, count: { type: 'string', default: '20' } },
@@ -39,7 +39,7 @@ if (made.status !== 0) throw new Error(`operator create failed: ${made.stderr}`)
 const port = await freePort();
 const server = spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
   cwd: root,
-  env: { ...env, VRP_PORT: String(port), VRP_HOST: '127.0.0.1' },
+  env: { ...env, ...SERVER_ENV, VRP_PORT: String(port), VRP_HOST: '127.0.0.1' },
   stdio: 'inherit',
 });
 

@@ -23,7 +23,12 @@ import { ensureReseller, registerApplication } from '../src/auth/applications.ts
 import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../src/store/demo-catalog.ts';
-import { SERVER_NODE_FLAGS, type ServerProcess, startServer } from '../test/helpers/server-process.ts';
+import {
+  SERVER_ENV,
+  SERVER_NODE_FLAGS,
+  type ServerProcess,
+  startServer,
+} from '../test/helpers/server-process.ts';
 import { APP_FLOOR_PATH, type FloorLayer, type FloorReady } from './floor.ts';
 import {
   libvirtProvisioning,
@@ -502,7 +507,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
       track(server.child);
       const worker = track(
         spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
-          env: { ...process.env, ...env, VRP_ROLE: 'worker' },
+          env: { ...process.env, ...SERVER_ENV, ...env, VRP_ROLE: 'worker' },
           stdio: ['ignore', 'ignore', 'inherit'],
         }),
       );

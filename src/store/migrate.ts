@@ -31,6 +31,7 @@ import * as m027 from './migrations/027-notifications.ts';
 import * as m028 from './migrations/028-catalog-admin.ts';
 import * as m029 from './migrations/029-service-search.ts';
 import * as m030 from './migrations/030-billing-id.ts';
+import * as m031 from './migrations/031-domain-search-pending.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '028-catalog-admin': m028,
   '029-service-search': m029,
   '030-billing-id': m030,
+  '031-domain-search-pending': m031,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

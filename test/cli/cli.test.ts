@@ -40,6 +40,7 @@ const MIGRATIONS = [
   '028-catalog-admin',
   '029-service-search',
   '030-billing-id',
+  '031-domain-search-pending',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

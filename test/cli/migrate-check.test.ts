@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '029-service-search';
-const LAST = '030-billing-id';
+const PREVIOUS = '030-billing-id';
+const LAST = '031-domain-search-pending';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

@@ -10,10 +10,17 @@ import { WAIT_MS } from './budget.ts';
  * The flags node runs the server with, as every launcher gives them (package.json's start, the
  * systemd units of deploy/, Containerfile; test/deploy/launchers.test.ts keeps them alike), so
  * that the tests and the bench run the server as it runs in production: V8's young generation
- * kept to 8 MB per half, which bounds the peak memory under load (docs/deploy.md, "Memory").
+ * kept to 4 MB per half, which bounds the peak memory under load (docs/deploy.md, "Memory").
  * V8 sizes its heap as the process starts: the flag works only on node's command line.
  */
-export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=8'];
+export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4'];
+
+/**
+ * The environment every launcher gives the server beside its settings (kept alike as the flags
+ * are): at most two malloc arenas of the C library, where it would make one per thread that
+ * allocates (docs/deploy.md, "Memory"). Read by the C library as the process starts.
+ */
+export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
 export interface ServerProcess {
   readonly url: string;
@@ -36,6 +43,7 @@ export async function startServer(
     ...(cwd === undefined ? {} : { cwd }),
     env: {
       ...process.env,
+      ...SERVER_ENV,
       VRP_LOG_LEVEL: 'warn',
       VRP_RATE_LIMIT: '0',
       // A /22 rather than the default /16: a fresh store fills its pool at start-up (65,534 rows
