@@ -18,13 +18,16 @@
  * found, envelope variant, body and storable-input checks, request metrics) but names no scope,
  * so it is neither authenticated nor enveloped. Beside it the app's own `GET version` (a
  * constant too, behind authentication, the envelope and a response schema), with the token the
- * process sends its parent with its port.
+ * process sends its parent with its port. `app-info` is the same app at log level `info`, the
+ * production default: one access line per request, written as src/main.ts writes them (pino's
+ * asynchronous destination), here to /dev/null.
  */
 import Fastify from 'fastify';
+import { destination } from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { fetchToken } from '../test/helpers/e2e.ts';
 
-export const FLOOR_LAYERS = ['logger', 'hooks', 'metrics', 'schema', 'app'] as const;
+export const FLOOR_LAYERS = ['logger', 'hooks', 'metrics', 'schema', 'app', 'app-info'] as const;
 export type FloorLayer = (typeof FLOOR_LAYERS)[number];
 /** The constant route of the `app` layer. */
 export const APP_FLOOR_PATH = '/vps_reseller_provider/public/api/v2/bench-floor';
@@ -37,16 +40,19 @@ export interface FloorReady {
 
 const body = { status: 'Success', message: '', data: { version: '2.0.0' } };
 
-/** The project's app with the constant route (the `app` layer). */
-async function projectApp(dataDir: string) {
+/** The project's app with the constant route (the `app` layer; `app-info` at level info). */
+async function projectApp(dataDir: string, level: 'warn' | 'info') {
   const { loadConfig } = await import('../src/config.ts');
   const { createContext } = await import('../src/context.ts');
   const { buildApp } = await import('../src/http/app.ts');
   const { ensureReseller, registerApplication } = await import('../src/auth/applications.ts');
   const ctx = await createContext(
-    loadConfig({ VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: 'warn', VRP_RATE_LIMIT: '0' }),
+    loadConfig({ VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: level, VRP_RATE_LIMIT: '0' }),
   );
-  const app = buildApp(ctx);
+  const app =
+    level === 'info'
+      ? buildApp(ctx, { logger: { stream: destination({ dest: '/dev/null', sync: false }) } })
+      : buildApp(ctx);
   // Registered after buildApp's plugins, so their onRoute hooks see it as they see every route.
   app.register(async (scope) => {
     scope.get(APP_FLOOR_PATH, async () => body);
@@ -103,9 +109,10 @@ if (import.meta.main) {
   const layers = new Set((process.argv[2] ?? '').split(',').filter(Boolean));
   for (const l of layers)
     if (!(FLOOR_LAYERS as readonly string[]).includes(l)) throw new Error(`unknown floor layer ${l}`);
-  if (layers.has('app') && (layers.size > 1 || !process.argv[3]))
+  const appLevel = layers.has('app') ? 'warn' : layers.has('app-info') ? 'info' : undefined;
+  if (appLevel && (layers.size > 1 || !process.argv[3]))
     throw new Error('the app layer goes alone, with a data directory');
-  const served = layers.has('app') ? await projectApp(process.argv[3]!) : await bareApp(layers);
+  const served = appLevel ? await projectApp(process.argv[3]!, appLevel) : await bareApp(layers);
   const ready: FloorReady = { port: served.port, ...('token' in served && { token: served.token }) };
   process.send?.(ready);
   process.on('SIGTERM', () => served.close().then(() => process.exit(0)));

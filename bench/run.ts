@@ -302,7 +302,10 @@ async function startFloor(
   const child = track(
     fork(
       join(here, 'floor.ts'),
-      [layers.join(','), ...(layers.includes('app') ? [join(dataDir!, 'ladder-app')] : [])],
+      [
+        layers.join(','),
+        ...(layers.includes('app') || layers.includes('app-info') ? [join(dataDir!, 'ladder-app')] : []),
+      ],
       {
         stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       },
@@ -673,6 +676,15 @@ async function ladder(): Promise<Row[]> {
         },
         {
           name: "The project's app, %c: GET version (+ authentication, envelope, response schema)",
+          req: { method: 'GET', path: version, headers: { authorization: `Bearer ${token}` } },
+        },
+      ],
+    },
+    {
+      layers: ['app-info'] as const,
+      loads: (token?: string): Load[] => [
+        {
+          name: "The project's app at log level info (one access line per request, asynchronously to /dev/null), %c: GET version",
           req: { method: 'GET', path: version, headers: { authorization: `Bearer ${token}` } },
         },
       ],

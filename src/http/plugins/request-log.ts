@@ -7,6 +7,25 @@ function levelValue(level: string): number {
 }
 
 /**
+ * The logger of access lines: a child of the app's logger made once per logger, without the
+ * redaction of secrets that every other line goes through. An access line is made only of what
+ * the server builds itself (the request id, the request's method, its URL with its secrets
+ * already taken out, host, address and port, the status and the time), which holds none of the
+ * paths the redaction looks for, and redacting it cost more than the rest of the line
+ * (bench/FINDINGS.md, "The access line"). A line with an error keeps the redaction. At `trace`:
+ * whether the line is written is the request's level's decision (RequestLog.access).
+ */
+const accessLoggers = new WeakMap<FastifyBaseLogger, FastifyBaseLogger>();
+function accessLogger(parent: FastifyBaseLogger): FastifyBaseLogger {
+  let log = accessLoggers.get(parent);
+  if (!log) {
+    log = parent.child({}, { level: 'trace', redact: { paths: [] } });
+    accessLoggers.set(parent, log);
+  }
+  return log;
+}
+
+/**
  * A request's logger (`request.log`): its lines carry the request's bindings (`reqId`, and the
  * route's own level, a probe's `warn`; no route has log serializers of its own) as those of
  * Fastify's child logger per request do, but the child is made the first time the request
@@ -79,12 +98,17 @@ export class RequestLog implements FastifyBaseLogger {
   access(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const level = error ? 'error' : 'info';
     if (levelValue(level) < levelValue(this.level)) return;
-    // pino leaves out a member whose value is undefined: `err` is there only with an error.
-    const line = { req: request, res: reply, responseTime: reply.elapsedTime, err: error ?? undefined };
-    const msg = error ? 'request errored' : 'request completed';
+    if (!error) {
+      accessLogger(this.#parent).info(
+        { ...this.#bindings, req: request, res: reply, responseTime: reply.elapsedTime },
+        'request completed',
+      );
+      return;
+    }
+    const line = { req: request, res: reply, responseTime: reply.elapsedTime, err: error };
     // The child's lines carry the bindings already; the parent's get them beside the line's.
-    if (this.#child) this.#child[level](line, msg);
-    else this.#parent[level]({ ...this.#bindings, ...line }, msg);
+    if (this.#child) this.#child.error(line, 'request errored');
+    else this.#parent.error({ ...this.#bindings, ...line }, 'request errored');
   }
 }
 
