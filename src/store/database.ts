@@ -100,7 +100,13 @@ export function createStore(options: StoreOptions): Store {
     // The backends of this process's connections: their notifications are this process's own.
     const backends = new Set<number>();
     const backendOf = (client: pg.PoolClient) => (client as pg.PoolClient & { processID: number }).processID;
-    pool.on('connect', (client) => backends.add(backendOf(client)));
+    pool.on('connect', (client) => {
+      backends.add(backendOf(client));
+      // So does a client that is checked out (the pool listens to idle ones only), for instance
+      // one holding a transaction between two statements when PostgreSQL restarts: the error
+      // reaches whoever uses it (its statement in flight, or its next one, fails), not the process.
+      client.on('error', () => {});
+    });
     pool.on('remove', (client) => backends.delete(backendOf(client)));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return {
