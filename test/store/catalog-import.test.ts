@@ -4,9 +4,9 @@ import { type Kysely, sql } from 'kysely';
 import { CatalogFileError, MAX_AMOUNT, parseCatalogFile } from '../../src/domain/catalog-file.ts';
 import { exportCatalog, importCatalog } from '../../src/store/catalog-import.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
-import { newServiceRow } from '../../src/store/repos/services.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { createTestApp } from '../helpers/app.ts';
+import { plainServiceRow } from '../helpers/service-rows.ts';
 import { testStores } from '../helpers/stores.ts';
 
 type AnyFile = any;
@@ -201,20 +201,13 @@ async function insertService(db: Kysely<Database>, id: string, productId: string
     .values({ id: RESELLER, name: 'r', enabled: 1, created_at: 0 })
     .onConflict((oc) => oc.doNothing())
     .execute();
-  const row = newServiceRow({
+  const row = plainServiceRow({
     id,
     resellerId: RESELLER,
     clientId: 'c',
     productId,
     templateId,
     domainName: 'x.example',
-    username: 'root',
-    passwordEnc: 'x',
-    cpu: 1,
-    ram: 1,
-    hdd: 20,
-    ipCount: 1,
-    backup: 0,
     now: 0,
   });
   await db

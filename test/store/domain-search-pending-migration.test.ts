@@ -8,8 +8,8 @@ import { describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { listServices } from '../../src/store/repos/service-list.ts';
-import { newServiceRow } from '../../src/store/repos/services.ts';
 import type { Database } from '../../src/store/schema.ts';
+import { plainServiceRow } from '../helpers/service-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 /** A 128 kB list: 16 pages of 8 kB. */
@@ -21,20 +21,10 @@ async function addServices(db: Kysely<Database>, from: number, n: number): Promi
     const rows = [];
     for (let i = start; i < Math.min(from + n, start + 500); i++)
       rows.push(
-        newServiceRow({
+        plainServiceRow({
           id: `s${i}`,
           resellerId: 'r1',
-          clientId: 'c1',
-          productId: 'p1',
-          templateId: 't1',
           domainName: `node${i}.shop.example.com`,
-          username: 'root',
-          passwordEnc: 'x',
-          cpu: 1,
-          ram: 1,
-          hdd: 20,
-          ipCount: 1,
-          backup: 0,
           now: now + i,
         }),
       );

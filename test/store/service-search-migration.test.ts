@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { listServices } from '../../src/store/repos/service-list.ts';
-import { newServiceRow } from '../../src/store/repos/services.ts';
+import { plainServiceRow } from '../helpers/service-rows.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 for (const kind of testStores()) {
@@ -23,22 +23,7 @@ for (const kind of testStores()) {
           .values({ id: 'r1', name: 'acme', enabled: 1, created_at: now })
           .execute();
         const row = (id: string, domainName: string, at: number) =>
-          newServiceRow({
-            id,
-            resellerId: 'r1',
-            clientId: 'c1',
-            productId: 'p1',
-            templateId: 't1',
-            domainName,
-            username: 'root',
-            passwordEnc: 'x',
-            cpu: 1,
-            ram: 1,
-            hdd: 20,
-            ipCount: 1,
-            backup: 0,
-            now: at,
-          });
+          plainServiceRow({ id, resellerId: 'r1', domainName, now: at });
         await db
           .insertInto('services')
           .values([

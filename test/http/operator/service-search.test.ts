@@ -6,10 +6,10 @@ import { encodeCursor } from '../../../src/http/operator/paging.ts';
 import { DEMO_CATALOG } from '../../../src/store/demo-catalog.ts';
 import { findResellerByName } from '../../../src/store/repos/resellers.ts';
 import { SERVICE_SORTS } from '../../../src/store/repos/service-list.ts';
-import { newServiceRow } from '../../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
+import { plainServiceRow } from '../../helpers/service-rows.ts';
 import { testStores } from '../../helpers/stores.ts';
 
 const MISSING = '00000000-0000-7000-8000-000000000000';
@@ -255,19 +255,13 @@ for (const store of testStores()) {
       const nextId = createMonotonicUuidv7(() => randomBytes(16));
       const now = Date.now();
       const rows = Array.from({ length: 10_050 }, (_, i) =>
-        newServiceRow({
+        plainServiceRow({
           id: nextId(now + i),
           resellerId: r.id,
           clientId: seed.client_id,
           productId: seed.product_id,
           templateId: seed.template_id,
           domainName: i === 77 ? 'needle.haystack.example.com' : `hay${i}.haystack.example.com`,
-          username: 'root',
-          passwordEnc: 'x',
-          cpu: 1,
-          ram: 1,
-          hdd: 20,
-          ipCount: 1,
           backup: 10,
           now: now + i,
         }),
