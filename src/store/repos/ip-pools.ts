@@ -341,33 +341,34 @@ export async function deletePool(
 /**
  * The pools of `family` that serve the host, oldest first: those bound to it, or, when no pool
  * of the family names the host, the family's pools bound to no host (the fallback pools, such as
- * `default`, which the old setting became). Called in an allocation's transaction: on
- * PostgreSQL it holds a share lock on the pools until the commit, so a pool is not removed while
- * an address is being taken from it (deletePool waits, then counts it).
+ * `default`, which the old setting became). One statement (a VM's create asks it once per
+ * family). Called in an allocation's transaction: on PostgreSQL it holds a share lock on the
+ * pools it returns until the commit, so a pool is not removed while an address is being taken
+ * from it (deletePool waits, then counts it); the bindings themselves are not locked, as nothing
+ * that changes them depends on the addresses taken (setHosts).
  */
 export async function poolsForHost(
   db: Kysely<Database>,
   hostId: string,
   family: IpFamily,
 ): Promise<IpPoolTable[]> {
-  const bound = await db
-    .selectFrom('ip_pools as p')
-    .innerJoin('ip_pool_hosts as h', 'h.pool_id', 'p.id')
-    .selectAll('p')
-    .where('p.family', '=', family)
-    .where('h.host_id', '=', hostId)
-    .orderBy('p.created_at')
-    .orderBy('p.id')
-    .$if(dialectOf(db) === 'postgres', (q) => q.forShare())
-    .execute();
-  if (bound.length > 0) return bound;
   return db
     .selectFrom('ip_pools as p')
     .selectAll('p')
     .where('p.family', '=', family)
-    .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('ip_pool_hosts as h').select('h.host_id').whereRef('h.pool_id', '=', 'p.id'))),
-    )
+    .where(({ and, or, not, exists, selectFrom }) => {
+      const bindingsOf = (pool: 'p.id') =>
+        selectFrom('ip_pool_hosts as h').select('h.host_id').whereRef('h.pool_id', '=', pool);
+      const hostHasOwnPool = selectFrom('ip_pool_hosts as h')
+        .innerJoin('ip_pools as q', 'q.id', 'h.pool_id')
+        .select('h.host_id')
+        .where('h.host_id', '=', hostId)
+        .where('q.family', '=', family);
+      return or([
+        exists(bindingsOf('p.id').where('h.host_id', '=', hostId)),
+        and([not(exists(bindingsOf('p.id'))), not(exists(hostHasOwnPool))]),
+      ]);
+    })
     .orderBy('p.created_at')
     .orderBy('p.id')
     .$if(dialectOf(db) === 'postgres', (q) => q.forShare())
