@@ -10,7 +10,7 @@ import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
 import { newHostRow } from '../../src/store/repos/hosts.ts';
-import { createPool } from '../../src/store/repos/ip-pools.ts';
+import { createPool, updatePool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
@@ -52,6 +52,50 @@ for (const kind of testStores()) {
       // A later start, with another setting, changes nothing.
       await createIpPool(store.db, '10.10.0.0/24', () => 6000);
       assert.equal((await store.db.selectFrom('ip_pools').select('id').execute()).length, 1);
+    } finally {
+      await done();
+    }
+  });
+
+  test(`the pools serving a host: its own, else those bound to no host; none is refused by name (${kind})`, async () => {
+    const { store, done } = await storeAtMigration(kind, '021-ip-pools');
+    try {
+      await migrateToLatest(store.db as Kysely<unknown>);
+      for (const h of ['h1', 'h2'])
+        await store.db
+          .insertInto('hypervisor_hosts')
+          .values(newHostRow(h, h, 'simulated', { cpu: 8, ramGb: 16, diskGb: 100 }, 0))
+          .execute();
+      const pool = await createIpPool(store.db, '10.9.0.0/29', Date.now);
+      const audit = systemAudit('ip_pool.create');
+      await createPool(
+        store.db,
+        { name: 'h1-v4', family: 'ipv4', network: '192.0.2.0/29', hosts: ['h1'] },
+        Date.now(),
+        audit,
+      );
+      // h1 takes from its own pool only; h2, with none of its own, from the unbound default.
+      assert.deepEqual(await pool.allocate('vm-1', 'h1', 1), ['192.0.2.2']);
+      assert.deepEqual(await pool.allocate('vm-2', 'h2', 1), ['10.9.0.2']);
+      // An IPv6 pool bound to h1 says nothing of h2's IPv4, and gives h2 no IPv6.
+      await createPool(
+        store.db,
+        { name: 'h1-v6', family: 'ipv6', network: '2001:db8:7000::/60', hosts: ['h1'] },
+        Date.now(),
+        audit,
+      );
+      assert.deepEqual(await pool.allocate('vm-3', 'h2', 1), ['10.9.0.3']);
+      assert.equal(await pool.allocateIpv6('vm-3', 'h2'), undefined);
+      // The default bound to h1 too: no IPv4 pool serves h2 any more, and the refusal says so.
+      const fallback = await store.db
+        .selectFrom('ip_pools')
+        .select('id')
+        .where('name', '=', 'default')
+        .executeTakeFirstOrThrow();
+      await updatePool(store.db, fallback.id, { hosts: ['h1'] }, Date.now(), audit);
+      await assert.rejects(pool.allocate('vm-4', 'h2', 1), /No IPv4 address pool serves host h2/);
+      // h1 now has both, oldest first: the default's next free address.
+      assert.deepEqual(await pool.allocate('vm-5', 'h1', 1), ['10.9.0.4']);
     } finally {
       await done();
     }

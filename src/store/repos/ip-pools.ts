@@ -357,16 +357,17 @@ export async function poolsForHost(
     .selectAll('p')
     .where('p.family', '=', family)
     .where(({ and, or, not, exists, selectFrom }) => {
-      const bindingsOf = (pool: 'p.id') =>
-        selectFrom('ip_pool_hosts as h').select('h.host_id').whereRef('h.pool_id', '=', pool);
+      const bindings = selectFrom('ip_pool_hosts as h')
+        .select('h.host_id')
+        .whereRef('h.pool_id', '=', 'p.id');
       const hostHasOwnPool = selectFrom('ip_pool_hosts as h')
         .innerJoin('ip_pools as q', 'q.id', 'h.pool_id')
         .select('h.host_id')
         .where('h.host_id', '=', hostId)
         .where('q.family', '=', family);
       return or([
-        exists(bindingsOf('p.id').where('h.host_id', '=', hostId)),
-        and([not(exists(bindingsOf('p.id'))), not(exists(hostHasOwnPool))]),
+        exists(bindings.where('h.host_id', '=', hostId)),
+        and([not(exists(bindings)), not(exists(hostHasOwnPool))]),
       ]);
     })
     .orderBy('p.created_at')
