@@ -3,6 +3,7 @@ import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
 import { once } from '../store/once.ts';
+import { prepare, type Slot, slot } from '../store/prepared.ts';
 import { newHostRow } from '../store/repos/hosts.ts';
 import type {
   Database,
@@ -64,6 +65,11 @@ export async function seedHosts(
   });
 }
 
+/** What a VM took from the host it is placed on, written with its row: its addresses (JSON text of a list). */
+export interface VmAddresses {
+  readonly ips?: string;
+}
+
 /** A driver's row of a VM, without the host it is placed on (placeVm writes it). */
 export type VmRecord =
   | { readonly table: 'sim_vms'; readonly row: Omit<Insertable<SimVmTable>, 'host_id'> & { id: string } }
@@ -71,6 +77,18 @@ export type VmRecord =
       readonly table: 'libvirt_vms';
       readonly row: Omit<Insertable<LibvirtVmTable>, 'host_id'> & { id: string };
     };
+
+const placeable = (db: Kysely<Database>, driver: Slot<HostDriver>) =>
+  db
+    .selectFrom('hypervisor_hosts')
+    .selectAll()
+    .where('driver', '=', driver)
+    .where('state', '=', 'active')
+    .where('health', '=', 'up');
+const placeableHosts = prepare({ driver: slot<HostDriver>() }, (db, s) => placeable(db, s.driver));
+const placeableHostsBut = prepare({ driver: slot<HostDriver>(), exclude: slot<string>() }, (db, s) =>
+  placeable(db, s.driver).where('id', '!=', s.exclude),
+);
 
 /**
  * The hosts a new VM (or a migrating one) may go to: the driver's, active (a host the operator
@@ -83,14 +101,10 @@ async function candidateHosts(
   driver: HostDriver,
   exclude?: string,
 ): Promise<HypervisorHostTable[]> {
-  const hosts = await db
-    .selectFrom('hypervisor_hosts')
-    .selectAll()
-    .where('driver', '=', driver)
-    .where('state', '=', 'active')
-    .where('health', '=', 'up')
-    .$if(exclude !== undefined, (q) => q.where('id', '!=', exclude ?? ''))
-    .execute();
+  const { rows: hosts } =
+    exclude === undefined
+      ? await placeableHosts.execute(db, { driver })
+      : await placeableHostsBut.execute(db, { driver, exclude });
   return hosts
     .filter(
       (h) =>
@@ -116,22 +130,31 @@ const noRoom = (need: Need) =>
  * reservation (inserted on the first, moved to the next): the host's row, whose lock every
  * placement on the host waits for, is then the transaction's last write, and its lock is held
  * from there to the commit only (held across the VM's insert too, placements on one host took
- * turns for an extra round trip each: bench/FINDINGS.md). `onHost` runs there too, for what the
- * VM takes from the host tried (its addresses, from the host's pools).
+ * turns for an extra round trip each: bench/FINDINGS.md). `onHost` runs just before, for what the
+ * VM takes from the host tried (its addresses, from the host's pools); the VM's addresses it
+ * returns are written with the row, in the same statement.
  */
 export async function placeVm(
   db: Kysely<Database>,
   need: Need,
   driver: HostDriver,
   vm: VmRecord,
-  onHost?: (hostId: string) => Promise<void>,
+  onHost?: (hostId: string) => Promise<VmAddresses>,
 ): Promise<string> {
   let written = false;
   for (const h of await candidateHosts(db, need, driver)) {
-    if (written) await db.updateTable(vm.table).set({ host_id: h.id }).where('id', '=', vm.row.id).execute();
-    else await insertRow(db, vm.table, { ...vm.row, host_id: h.id } as Insertable<Database[typeof vm.table]>);
+    const taken = (await onHost?.(h.id)) ?? {};
+    if (written)
+      await db
+        .updateTable(vm.table)
+        .set({ ...taken, host_id: h.id })
+        .where('id', '=', vm.row.id)
+        .execute();
+    else
+      await insertRow(db, vm.table, { ...vm.row, ...taken, host_id: h.id } as Insertable<
+        Database[typeof vm.table]
+      >);
     written = true;
-    await onHost?.(h.id);
     if (await reserve(db, h.id, need, { placeable: true })) return h.id;
   }
   throw noRoom(need);

@@ -1,20 +1,22 @@
-import { type ExpressionBuilder, type Kysely, type QueryCreator, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator, sql } from 'kysely';
 import type { Store } from '../store/database.ts';
+import { prepare, type Slot, slot } from '../store/prepared.ts';
 import { type ClaimedJob, toClaimedJob } from '../store/repos/jobs.ts';
 import type { Database } from '../store/schema.ts';
 import { retryDelayMs, unfinishedError } from './attempts.ts';
 
 /**
  * Claims up to `limit` runnable jobs for `workerId`: queued, due, the first waiting job of its
- * service, and on a service with no job running. Ownership is taken by two compare-and-set
- * updates (the service's active job, then the job), which keeps one job at a time per service
- * across any number of workers and processes.
+ * service, and on a service with no job running. Ownership is taken by two updates (the
+ * service's active job, then the job), which keeps one job at a time per service across any
+ * number of workers and processes.
  *
  * On PostgreSQL the claim is one statement (as graphile-worker's): the candidates are read FOR
  * UPDATE SKIP LOCKED, jobs and services both, so concurrent workers pick different jobs instead
- * of racing for the same ones, and both updates run in the same statement: one round trip
- * whatever the number of jobs. On SQLite, where writers take turns and a statement costs no
- * round trip, the same steps run as separate statements in one transaction.
+ * of racing for the same ones, and both updates run in the same statement, as compare-and-sets:
+ * one round trip whatever the number of jobs. On SQLite the same steps run as three statements
+ * in one transaction, which holds the file's write lock from its start (BEGIN IMMEDIATE): no
+ * other writer, of this process or another, can change what it read before its updates.
  */
 export async function claimJobs(
   store: Pick<Store, 'db' | 'features'>,
@@ -41,7 +43,11 @@ interface Claim {
  * planner cannot take a status index there instead (it did on PostgreSQL, whose statistics
  * rarely see a queued job, and read every queued job once per candidate).
  */
-function candidates(db: QueryCreator<Database>, c: Claim, lock: boolean) {
+function candidates(
+  db: QueryCreator<Database>,
+  c: { readonly now: Slot<number>; readonly limit: Slot<number> },
+  lock: boolean,
+) {
   return db
     .selectFrom('jobs as j')
     .innerJoin('services as s', 's.id', 'j.service_id')
@@ -67,83 +73,87 @@ function candidates(db: QueryCreator<Database>, c: Claim, lock: boolean) {
 }
 
 /** The job's part of the claim: running, one attempt more, owned by the worker until the lease ends. */
-function runningSet(c: Claim) {
+function runningSet(c: {
+  readonly now: Expression<number>;
+  readonly workerId: Expression<string> | string;
+  readonly leaseUntil: Expression<number> | number;
+}) {
   return (eb: ExpressionBuilder<Database, 'jobs'>) => ({
     status: 'running' as const,
     attempts: eb('attempts', '+', 1),
-    started_at: eb.fn.coalesce('started_at', eb.val(c.now)),
+    started_at: eb.fn.coalesce('started_at', c.now),
     locked_by: c.workerId,
     locked_until: c.leaseUntil,
   });
 }
 
+/** PostgreSQL's claim. Every row read is locked by the statement, so both updates take what was read. */
+const claimStatement = prepare(
+  { workerId: slot<string>(), limit: slot<number>(), now: slot<number>(), leaseUntil: slot<number>() },
+  (db, c) =>
+    db
+      .with('candidates', (db) => candidates(db, c, true))
+      .with('taken', (db) =>
+        db
+          .updateTable('services as s')
+          .from('candidates as c')
+          .set((eb) => ({ active_job_id: eb.ref('c.id') }))
+          .whereRef('s.id', '=', 'c.service_id')
+          .where('s.active_job_id', 'is', null)
+          .returning('c.id as job_id'),
+      )
+      .updateTable('jobs')
+      .from('taken')
+      .set(runningSet(c))
+      .whereRef('jobs.id', '=', 'taken.job_id')
+      .where('jobs.status', '=', 'queued')
+      .returningAll('jobs'),
+);
+
 async function claimInOneStatement(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
-  // Every row read is locked by this statement, so both updates take what was read.
-  const rows = await db
-    .with('candidates', (db) => candidates(db, c, true))
-    .with('taken', (db) =>
-      db
-        .updateTable('services as s')
-        .from('candidates as c')
-        .set((eb) => ({ active_job_id: eb.ref('c.id') }))
-        .whereRef('s.id', '=', 'c.service_id')
-        .where('s.active_job_id', 'is', null)
-        .returning('c.id as job_id'),
-    )
-    .updateTable('jobs')
-    .from('taken')
-    .set(runningSet(c))
-    .whereRef('jobs.id', '=', 'taken.job_id')
-    .where('jobs.status', '=', 'queued')
-    .returningAll('jobs')
-    .execute();
-  // An UPDATE returns its rows in no particular order: give them in the queue's.
+  const { rows } = await claimStatement.execute(db, c);
+  return inQueueOrder(rows).map(toClaimedJob);
+}
+
+/** An UPDATE returns its rows in no particular order: in the queue's. */
+const inQueueOrder = <R extends { readonly run_at: number; readonly seq: number }>(rows: R[]) =>
   rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
-  return rows.map(toClaimedJob);
-}
 
+/** SQLite's candidates, unlocked (the transaction holds the write lock). */
+const candidatesStatement = prepare({ now: slot<number>(), limit: slot<number>() }, (db, c) =>
+  candidates(db, c, false),
+);
+
+/** SQLite's updates of the claim, for the jobs read (`in` lists: built per claim). */
 async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
-  const found = await candidates(db, c, false).execute();
-  const claimed: ClaimedJob[] = [];
-  for (const f of found) {
-    const job = await claimOne(db, f.id, f.service_id, c);
-    if (job) claimed.push(job);
-  }
-  return claimed;
-}
-
-/** Takes the service (its active job), then the job; undefined if another worker was first. */
-async function claimOne(
-  db: Kysely<Database>,
-  jobId: string,
-  serviceId: string,
-  c: Claim,
-): Promise<ClaimedJob | undefined> {
-  const s = await db
+  const { rows } = await candidatesStatement.execute(db, { now: c.now, limit: c.limit });
+  // One job per service (the first in the queue's order), whatever the rows.
+  const services = new Set<string>();
+  const found = rows.filter((f) => !services.has(f.service_id) && services.add(f.service_id));
+  if (found.length === 0) return [];
+  const jobIds = found.map((f) => f.id);
+  await db
     .updateTable('services')
-    .set({ active_job_id: jobId })
-    .where('id', '=', serviceId)
-    .where('active_job_id', 'is', null)
-    .executeTakeFirst();
-  if (s.numUpdatedRows === 0n) return undefined;
-  const row = await db
+    .set((eb) => ({
+      active_job_id: eb
+        .selectFrom('jobs')
+        .select('jobs.id')
+        .whereRef('jobs.service_id', '=', 'services.id')
+        .where('jobs.id', 'in', jobIds),
+    }))
+    .where(
+      'id',
+      'in',
+      found.map((f) => f.service_id),
+    )
+    .execute();
+  const claimed = await db
     .updateTable('jobs')
-    .set(runningSet(c))
-    .where('id', '=', jobId)
-    .where('status', '=', 'queued')
+    .set(runningSet({ ...c, now: sql.val(c.now) }))
+    .where('id', 'in', jobIds)
     .returningAll()
-    .executeTakeFirst();
-  if (!row) {
-    // Someone else took the job between our read and now: give the service back.
-    await db
-      .updateTable('services')
-      .set({ active_job_id: null })
-      .where('id', '=', serviceId)
-      .where('active_job_id', '=', jobId)
-      .execute();
-    return undefined;
-  }
-  return toClaimedJob(row);
+    .execute();
+  return inQueueOrder(claimed).map(toClaimedJob);
 }
 
 /** Keeps this worker's running jobs owned. */

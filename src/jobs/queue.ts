@@ -3,11 +3,12 @@ import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
+import { prepare, slot } from '../store/prepared.ts';
 import { type AuditActor, type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
 import { insertJob, type Job } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
-import type { Database } from '../store/schema.ts';
+import type { Database, ServiceTable } from '../store/schema.ts';
 
 /** At most this many jobs wait (queued, not running) per service (docs/design/contract.md#jobs). */
 const MAX_WAITING_JOBS = 10;
@@ -90,12 +91,7 @@ export async function enqueueInTransaction(
   req: OperationRequest,
   now: number,
 ): Promise<OperationOutcome> {
-  const row = await tx
-    .selectFrom('services')
-    .selectAll()
-    .where('id', '=', req.serviceId)
-    .where('reseller_id', '=', req.resellerId)
-    .executeTakeFirst();
+  const row = await ownedService.first(tx, { id: req.serviceId, resellerId: req.resellerId });
   if (!row) throw new ApiError('service_not_found', 'Service not found');
   const service = toService(row);
   const decision = decide(projectedState(service), req.action);
@@ -114,19 +110,16 @@ export async function enqueueInTransaction(
   }
   await req.check?.(service, tx);
   const seq = service.jobSeq + 1;
-  const updated = await tx
-    .updateTable('services')
-    .set({
-      projected_status: decision.next.status,
-      projected_resume: decision.next.resume,
-      pending_jobs: service.pendingJobs + 1,
-      job_seq: seq,
-      updated_at: now,
-    })
-    .where('id', '=', service.id)
-    .where('job_seq', '=', service.jobSeq)
-    .executeTakeFirst();
-  if (updated.numUpdatedRows === 0n) throw new SeqConflict();
+  const updated = await projectNext.execute(tx, {
+    id: service.id,
+    status: decision.next.status,
+    resume: decision.next.resume,
+    pending: service.pendingJobs + 1,
+    seq,
+    was: service.jobSeq,
+    now,
+  });
+  if (updated.numAffectedRows === 0n) throw new SeqConflict();
   const job = await insertJob(tx, {
     id: randomUUID(),
     serviceId: service.id,
@@ -142,6 +135,35 @@ export async function enqueueInTransaction(
   await recordSuspensionChange(tx, req, service, now);
   return { kind: 'queued', job, service };
 }
+
+const ownedService = prepare({ id: slot<string>(), resellerId: slot<string>() }, (db, s) =>
+  db.selectFrom('services').selectAll().where('id', '=', s.id).where('reseller_id', '=', s.resellerId),
+);
+
+/** The job accepted: the projection it leads to, one more pending, the sequence moved on from `was`. */
+const projectNext = prepare(
+  {
+    id: slot<string>(),
+    status: slot<ServiceTable['projected_status']>(),
+    resume: slot<ServiceTable['projected_resume']>(),
+    pending: slot<number>(),
+    seq: slot<number>(),
+    was: slot<number>(),
+    now: slot<number>(),
+  },
+  (db, s) =>
+    db
+      .updateTable('services')
+      .set({
+        projected_status: s.status,
+        projected_resume: s.resume,
+        pending_jobs: s.pending,
+        job_seq: s.seq,
+        updated_at: s.now,
+      })
+      .where('id', '=', s.id)
+      .where('job_seq', '=', s.was),
+);
 
 /** A suspension's history (who, when, why; lifted by whom, when) kept with its acceptance; the product's own (traffic) as `system`. */
 async function recordSuspensionChange(

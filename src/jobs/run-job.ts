@@ -7,6 +7,7 @@ import {
   type JobAction,
   project,
   type ServiceState,
+  type Status,
   statusAfterFailure,
   transitionalStatus,
 } from '../domain/status-machine.ts';
@@ -14,6 +15,7 @@ import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { prepare, slot } from '../store/prepared.ts';
 import { findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
@@ -152,11 +154,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     const now = clock.now();
     await guarded(db, job, deps.workerId, jobFromColumn(from), async (tx) => {
       const shown = transitionalStatus(job.action, from.status);
-      await tx
-        .updateTable('services')
-        .set({ status: shown, updated_at: now })
-        .where('id', '=', service.id)
-        .execute();
+      await showStatus.execute(tx, { id: service.id, status: shown, now });
       await recordEvents(tx, job.resellerId, statusChanged(service.id, service.status, shown, job.id), now);
     });
   } catch (err) {
@@ -361,6 +359,32 @@ async function finish(
   return ending.status;
 }
 
+/** What the job's end reads of its service, then changes (save). */
+const queueOfService = (lock: boolean) =>
+  prepare({ id: slot<string>() }, (db, s) =>
+    db
+      .selectFrom('services')
+      .select([
+        'status',
+        'pending_jobs',
+        'projected_status',
+        'projected_resume',
+        'job_seq',
+        'error_code',
+        'error_message',
+        'domain_name',
+      ])
+      .where('id', '=', s.id)
+      .$if(lock, (q) => q.forUpdate()),
+  );
+const queueOf = queueOfService(false);
+const queueOfLocked = queueOfService(true);
+
+/** The transitional status a job shows while it runs. */
+const showStatus = prepare({ id: slot<string>(), status: slot<Status>(), now: slot<number>() }, (db, s) =>
+  db.updateTable('services').set({ status: s.status, updated_at: s.now }).where('id', '=', s.id),
+);
+
 /** On failure, the projection the queued requests were accepted against is rebuilt from the real state. */
 async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, ending: Ending): Promise<void> {
   const now = deps.clock.now();
@@ -383,21 +407,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     // either commits before this read (and is counted here) or fails its compare-and-set on
     // job_seq and is checked again against what this commit leaves. Without both, one of the two
     // wrote a count of pending jobs it had read before the other's commit.
-    const service = await tx
-      .selectFrom('services')
-      .select([
-        'status',
-        'pending_jobs',
-        'projected_status',
-        'projected_resume',
-        'job_seq',
-        'error_code',
-        'error_message',
-        'domain_name',
-      ])
-      .where('id', '=', job.serviceId)
-      .$if(deps.features.rowLocks, (q) => q.forUpdate())
-      .executeTakeFirst();
+    const service = await (deps.features.rowLocks ? queueOfLocked : queueOf).first(tx, { id: job.serviceId });
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
     // A job that ends failed has made its last attempt (retries go back to the queue instead):
     // the operators hear of it, in the transaction that records it.

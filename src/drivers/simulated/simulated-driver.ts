@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
+import { prepare, slot } from '../../store/prepared.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { type DiskExport, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
 import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
@@ -51,6 +52,35 @@ const round1 = (n: number) => Math.ceil(n * 10) / 10;
 
 const GIB = 1024 * 1024 * 1024;
 
+/** The VM's row with its host's outage, if any (an indexed join on a key). */
+const vmWithOutage = prepare({ vmId: slot<string>() }, (db, s) =>
+  db
+    .selectFrom('sim_vms')
+    .leftJoin('sim_host_outages as o', 'o.host_id', 'sim_vms.host_id')
+    .selectAll('sim_vms')
+    .select('o.since as down_since')
+    .where('sim_vms.id', '=', s.vmId),
+);
+
+/** The VM running, with its addresses, unless its host has an outage (then no row changes). */
+const bootUnlessHostDown = prepare(
+  { id: slot<string>(), ips: slot<string>(), boot_count: slot<number>(), updated_at: slot<number>() },
+  (db, s) =>
+    db
+      .updateTable('sim_vms')
+      .set({ ips: s.ips, power: 'running', boot_count: s.boot_count, updated_at: s.updated_at })
+      .where('id', '=', s.id)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('sim_host_outages as o')
+              .select('o.host_id')
+              .whereRef('o.host_id', '=', 'sim_vms.host_id'),
+          ),
+        ),
+      ),
+);
+
 /**
  * The simulated hypervisor: hosts with capacity, an IPv4 pool, VMs with power state, disks
  * whose content moves with writes (disk.ts: real bytes, exported and imported), checkpoints, and
@@ -66,13 +96,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   // The outage of the VM's host comes with the VM's row (an indexed join on a key), so checking
   // it costs every operation no query of its own.
   const find = (vmId: string, from: Kysely<Database> = db): Promise<FoundVm | undefined> =>
-    from
-      .selectFrom('sim_vms')
-      .leftJoin('sim_host_outages as o', 'o.host_id', 'sim_vms.host_id')
-      .selectAll('sim_vms')
-      .select('o.since as down_since')
-      .where('sim_vms.id', '=', vmId)
-      .executeTakeFirst();
+    vmWithOutage.first(from, { vmId });
   async function get(vmId: string, from: Kysely<Database> = db): Promise<FoundVm> {
     const vm = await find(vmId, from);
     if (!vm) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
@@ -187,11 +211,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           if (addresses.length > 0) await ipPool.release(spec.vmId, tx);
           addresses = await ipPool.allocate(spec.vmId, hostId, spec.ipCount, tx);
           await ipPool.allocateIpv6(spec.vmId, hostId, tx);
-          await tx
-            .updateTable('sim_vms')
-            .set({ ips: JSON.stringify(addresses) })
-            .where('id', '=', spec.vmId)
-            .execute();
+          return { ips: JSON.stringify(addresses) };
         });
         return { ...row, ips: JSON.stringify(addresses), host_id: hostId } satisfies SimVmTable;
       });
@@ -211,23 +231,10 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       power: 'running',
       boot_count: vm.boot_count + 1,
       updated_at: now(),
-    };
+    } as const;
     sleeper.ensureOpen('boot');
-    const r = await db
-      .updateTable('sim_vms')
-      .set(booted)
-      .where('id', '=', vm.id)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('sim_host_outages as o')
-              .select('o.host_id')
-              .whereRef('o.host_id', '=', 'sim_vms.host_id'),
-          ),
-        ),
-      )
-      .executeTakeFirst();
-    if (r.numUpdatedRows === 0n) throw hostDown(vm.host_id);
+    const r = await bootUnlessHostDown.execute(db, { ...booted, id: vm.id });
+    if (r.numAffectedRows === 0n) throw hostDown(vm.host_id);
     return info({ ...vm, ...booted });
   }
 

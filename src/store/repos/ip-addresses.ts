@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../dialect-of.ts';
+import { prepare, type Slot, slot } from '../prepared.ts';
 import type { Database } from '../schema.ts';
 
 /**
@@ -43,19 +44,22 @@ export interface Allocation {
   readonly allocatedAt: number;
 }
 
+const allocationsOfVm = prepare({ vmId: slot<string>() }, (db, s) =>
+  db
+    .selectFrom('ip_addresses')
+    .select(['address', 'allocated_at'])
+    .where('vm_id', '=', s.vmId)
+    .orderBy('allocated_at')
+    .orderBy('address_num'),
+);
+
 /**
  * The VM's addresses in allocation order (the first is primary): `allocated_at` is strictly
  * increasing among one VM's addresses (takeFreeAddress is given a later time each time), the
  * address only breaks ties of rows written before that rule.
  */
 export async function allocationsOf(db: Kysely<Database>, vmId: string): Promise<Allocation[]> {
-  const rows = await db
-    .selectFrom('ip_addresses')
-    .select(['address', 'allocated_at'])
-    .where('vm_id', '=', vmId)
-    .orderBy('allocated_at')
-    .orderBy('address_num')
-    .execute();
+  const { rows } = await allocationsOfVm.execute(db, { vmId });
   return rows.map((r) => ({ address: r.address, allocatedAt: Number(r.allocated_at ?? 0) }));
 }
 
@@ -78,14 +82,35 @@ export async function takeFreeAddress(
   vmId: string,
   at: number,
 ): Promise<string | undefined> {
+  const values = { poolId: range.poolId, first: range.first, last: range.last, vmId, at };
+  // A range with exclusions has an `in` list, built per call; without (the usual), prepared.
+  const row =
+    range.excluded.length > 0
+      ? await takeStatement(db, values, range.excluded).executeTakeFirst()
+      : await takePrepared.first(db, values);
+  return row?.address;
+}
+
+/** takeFreeAddress's statement, its values as they are or as slots. */
+function takeStatement(
+  db: Kysely<Database>,
+  v: {
+    readonly poolId: string | Slot<string>;
+    readonly first: number | Slot<number>;
+    readonly last: number | Slot<number>;
+    readonly vmId: string | Slot<string>;
+    readonly at: number | Slot<number>;
+  },
+  excluded: readonly number[],
+) {
   const next = db
     .selectFrom('ip_addresses')
     .select('address_num')
-    .where('pool_id', '=', range.poolId)
+    .where('pool_id', '=', v.poolId)
     .where('vm_id', 'is', null)
-    .where('address_num', '>=', range.first)
-    .where('address_num', '<=', range.last)
-    .$if(range.excluded.length > 0, (q) => q.where('address_num', 'not in', range.excluded))
+    .where('address_num', '>=', v.first)
+    .where('address_num', '<=', v.last)
+    .$if(excluded.length > 0, (q) => q.where('address_num', 'not in', excluded))
     // Never used (released_at 0) first, then released longest ago; the (pool_id, vm_id,
     // released_at, address_num) index serves it. pool_id and vm_id lead the order although each
     // has one value on the rows read: PostgreSQL does not treat `is null` as fixing an index
@@ -97,15 +122,24 @@ export async function takeFreeAddress(
     .orderBy('address_num')
     .limit(1)
     .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate().skipLocked());
-  const row = await db
+  return db
     .updateTable('ip_addresses')
-    .set({ vm_id: vmId, allocated_at: at })
+    .set({ vm_id: v.vmId, allocated_at: v.at })
     .where('address_num', '=', next)
     .where('vm_id', 'is', null)
-    .returning('address')
-    .executeTakeFirst();
-  return row?.address;
+    .returning('address');
 }
+
+const takePrepared = prepare(
+  {
+    poolId: slot<string>(),
+    first: slot<number>(),
+    last: slot<number>(),
+    vmId: slot<string>(),
+    at: slot<number>(),
+  },
+  (db, s) => takeStatement(db, s, []),
+);
 
 /**
  * Whether the range has a free address, after takeFreeAddress took none. On PostgreSQL its read

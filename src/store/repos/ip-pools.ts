@@ -15,6 +15,7 @@ import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
 import { stringList } from '../json-columns.ts';
 import { once } from '../once.ts';
+import { prepare, slot } from '../prepared.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 import { type AddressRange, insertPoolRange } from './ip-addresses.ts';
@@ -352,10 +353,15 @@ export async function poolsForHost(
   hostId: string,
   family: IpFamily,
 ): Promise<IpPoolTable[]> {
-  return db
+  return (await poolsServing.execute(db, { hostId, family })).rows;
+}
+
+/** poolsForHost's statement. */
+const poolsServing = prepare({ hostId: slot<string>(), family: slot<IpFamily>() }, (db, s) =>
+  db
     .selectFrom('ip_pools as p')
     .selectAll('p')
-    .where('p.family', '=', family)
+    .where('p.family', '=', s.family)
     .where(({ and, or, not, exists, selectFrom }) => {
       const bindings = selectFrom('ip_pool_hosts as h')
         .select('h.host_id')
@@ -363,18 +369,17 @@ export async function poolsForHost(
       const hostHasOwnPool = selectFrom('ip_pool_hosts as h')
         .innerJoin('ip_pools as q', 'q.id', 'h.pool_id')
         .select('h.host_id')
-        .where('h.host_id', '=', hostId)
-        .where('q.family', '=', family);
+        .where('h.host_id', '=', s.hostId)
+        .where('q.family', '=', s.family);
       return or([
-        exists(bindings.where('h.host_id', '=', hostId)),
+        exists(bindings.where('h.host_id', '=', s.hostId)),
         and([not(exists(bindings)), not(exists(hostHasOwnPool))]),
       ]);
     })
     .orderBy('p.created_at')
     .orderBy('p.id')
-    .$if(dialectOf(db) === 'postgres', (q) => q.forShare())
-    .execute();
-}
+    .$if(dialectOf(db) === 'postgres', (q) => q.forShare()),
+);
 
 /** Set once the old setting has become the `default` pool: later starts leave pools alone. */
 const SEEDED_KEY = 'ip_pools_seeded';
@@ -427,6 +432,14 @@ export interface Ipv6Held {
   readonly gateway: string;
 }
 
+const ipv6HeldBy = prepare({ vmId: slot<string>() }, (db, s) =>
+  db
+    .selectFrom('ipv6_prefixes as x')
+    .innerJoin('ip_pools as p', 'p.id', 'x.pool_id')
+    .select(['x.prefix', 'x.address', 'p.gateway'])
+    .where('x.vm_id', '=', s.vmId),
+);
+
 /**
  * Gives the VM a prefix of one of `pools` (IPv6, the host's, in order), or returns the one it
  * holds: a released prefix first (released longest ago), else the pool's next index. The
@@ -440,12 +453,7 @@ export async function takeIpv6Prefix(
   vmId: string,
   at: number,
 ): Promise<Ipv6Held | undefined> {
-  const have = await tx
-    .selectFrom('ipv6_prefixes as x')
-    .innerJoin('ip_pools as p', 'p.id', 'x.pool_id')
-    .select(['x.prefix', 'x.address', 'p.gateway'])
-    .where('x.vm_id', '=', vmId)
-    .executeTakeFirst();
+  const have = await ipv6HeldBy.first(tx, { vmId });
   if (have) return have;
   for (const pool of pools) {
     const network = parseNetwork(pool.network, 'ipv6');

@@ -5,6 +5,7 @@ import type { PowerStatus, StableStatus, Status } from '../../domain/status-mach
 import type { HotReads, ServiceStatusRow } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
 import { stringList } from '../json-columns.ts';
+import { prepare, slot } from '../prepared.ts';
 import type { Database, ServiceTable } from '../schema.ts';
 
 export interface Service {
@@ -236,7 +237,11 @@ export async function findOwnedServiceStatus(
   return r && toServiceStatus(r);
 }
 
+const serviceById = prepare({ id: slot<string>() }, (db, s) =>
+  db.selectFrom('services').selectAll().where('id', '=', s.id),
+);
+
 export async function findService(db: Kysely<Database>, id: string): Promise<Service | undefined> {
-  const row = await db.selectFrom('services').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await serviceById.first(db, { id });
   return row && toService(row);
 }

@@ -8,6 +8,8 @@ import {
   type UsageTotals,
 } from '../../domain/usage-report.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
+import { insertRow } from '../insert-row.ts';
+import { prepare, slot } from '../prepared.ts';
 import type { Database, ServiceTable, UsageIntervalTable } from '../schema.ts';
 
 /** The actions whose success changes what a service uses: each closes its interval and opens the next. */
@@ -33,6 +35,14 @@ export const USAGE_SOURCE = [
 ] as const satisfies readonly (keyof ServiceTable)[];
 export type UsageSource = Pick<ServiceTable, (typeof USAGE_SOURCE)[number]>;
 
+const openInterval = prepare({ serviceId: slot<string>() }, (db, s) =>
+  db
+    .selectFrom('usage_intervals')
+    .selectAll()
+    .where('service_id', '=', s.serviceId)
+    .where('ended_at', 'is', null),
+);
+
 /**
  * Brings the service's usage interval in line with the service as a job just left it (`service`,
  * its USAGE_SOURCE columns as the job's update returned them; undefined if it is gone), in the
@@ -49,12 +59,7 @@ export async function recordUsageChange(
   now: number,
 ): Promise<void> {
   if (!USAGE_ACTIONS.has(action)) return;
-  const open = await tx
-    .selectFrom('usage_intervals')
-    .selectAll()
-    .where('service_id', '=', serviceId)
-    .where('ended_at', 'is', null)
-    .executeTakeFirst();
+  const open = await openInterval.first(tx, { serviceId });
   const live = service && service.status !== 'terminated' && service.host_id !== null;
   const next: UsageIntervalTable | undefined = live
     ? {
@@ -75,7 +80,7 @@ export async function recordUsageChange(
   if (open && next && sameUsage(open, next)) return;
   if (open)
     await tx.updateTable('usage_intervals').set({ ended_at: now }).where('id', '=', open.id).execute();
-  if (next) await tx.insertInto('usage_intervals').values(next).execute();
+  if (next) await insertRow(tx, 'usage_intervals', next);
 }
 
 function sameUsage(a: UsageIntervalTable, b: UsageIntervalTable): boolean {

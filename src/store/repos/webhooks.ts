@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { type EventType, isEventType } from '../../domain/events.ts';
+import { prepare, slot } from '../prepared.ts';
 import type { Database, WebhookTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 
@@ -73,16 +74,16 @@ export async function listWebhooks(db: Kysely<Database>, resellerId: string): Pr
   return rows.map(toWebhook);
 }
 
+const subscriptionsOf = prepare({ resellerId: slot<string>() }, (db, s) =>
+  db.selectFrom('webhooks').select(['id', 'event_types']).where('reseller_id', '=', s.resellerId),
+);
+
 /** The reseller's webhooks' ids and types: what recording an event reads (no secret, no URL). */
 export async function webhookSubscriptions(
   db: Kysely<Database>,
   resellerId: string,
 ): Promise<Pick<Webhook, 'id' | 'eventTypes'>[]> {
-  const rows = await db
-    .selectFrom('webhooks')
-    .select(['id', 'event_types'])
-    .where('reseller_id', '=', resellerId)
-    .execute();
+  const { rows } = await subscriptionsOf.execute(db, { resellerId });
   return rows.map((r) => ({ id: r.id, eventTypes: parseTypes(r.event_types) }));
 }
 
