@@ -3,7 +3,7 @@
  * always; the libvirt driver runs it with real VMs where libvirt is installed (.ci/run sets it up).
  */
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -73,7 +73,7 @@ export function driverContract(
     }, async () => {
       const t = await make();
       const d = t.driver;
-      const vmId = '0c0c0c0c-0000-4000-8000-000000000001';
+      const vmId = randomUUID();
       // Each boot of a real guest prints one report; wait for it before the next operation.
       let reports = 0;
       const booted = async () => t.guest?.(vmId, ++reports);
@@ -227,7 +227,7 @@ export function driverContract(
       }, async () => {
         const t = await make();
         const d = t.driver;
-        const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+        const vmId = randomUUID();
         let reports = 0;
         const booted = async () => t.guest?.(vmId, ++reports);
         const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'contract' }).public.trim();
@@ -308,7 +308,7 @@ export function driverContract(
       test('rescue and back', { timeout: slowWaitMs(900_000), skip: options.skip ?? false }, async () => {
         const t = await make();
         const d = t.driver;
-        const vmId = '0c0c0c0c-0000-4000-8000-000000000002';
+        const vmId = randomUUID();
         const login = { username: 'root', password: 'Rescue-pass-1' };
         // Each boot of the VM's own system prints one report (the rescue system prints none).
         let reports = 0;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import { guestExec, guestReports, poolVolumes, removeTemplateVolumes } from '../
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const template = libvirtTemplate ?? '';
-const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f5e1f';
+const vmId = randomUUID();
 const domain = `vrp-${vmId}`;
 const hostname = 'self.example.com';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -46,7 +47,7 @@ test('closing the driver ends its running virsh commands and waits for them; lat
   });
   const driver = await createDriver(config, store.db);
   try {
-    const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2d';
+    const vmId = randomUUID();
     await insertLibvirtVm(store.db, vmId, 'libvirt-1');
     const starting = driver.start(vmId).catch((e: unknown) => e);
     await waitUntil('virsh to run, waiting for the host', () => virshChildren().length > 0, { everyMs: 50 });

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const template = libvirtTemplate ?? '';
-const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f7a21';
+const vmId = randomUUID();
 const domain = `vrp-${vmId}`;
 const BRIDGE = 'vrptraffic0';
 const virsh = (...args: string[]) =>

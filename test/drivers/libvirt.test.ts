@@ -6,6 +6,7 @@
  * and libvirtd runs (.ci/run sets both up).
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,7 +58,7 @@ describe('libvirt: a create that fails for good', () => {
     const { store, driver, cleanup } = await setup(template);
     try {
       await addTemplateWithoutImage(store);
-      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+      const vmId = randomUUID();
       await assert.rejects(
         driver.create({
           vmId,
@@ -96,7 +97,7 @@ describe('libvirt: a create that fails for good', () => {
     try {
       await addTemplateWithoutImage(store);
       // An earlier attempt's VM on a host no longer configured: cleaning it up cannot reach it.
-      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2c';
+      const vmId = randomUUID();
       await insertLibvirtVm(store.db, vmId, 'gone');
       await assert.rejects(
         driver.create({
@@ -127,7 +128,7 @@ describe('libvirt: terminate', () => {
   test("removes libvirt's QEMU log of the domain too", { skip: noLibvirtTemplate }, async () => {
     const { driver, cleanup } = await setup(template);
     try {
-      const vmId = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2e';
+      const vmId = randomUUID();
       await driver.create({
         vmId,
         hostname: 'log.example.com',
