@@ -1,7 +1,7 @@
 /**
  * A worker whose job was taken from it (its lease ran out and recovery queued the job again, or
- * another worker claimed it) writes nothing more of that job: not its step marker, not its end,
- * not the service's state, not an event. The job's owner now is the one that finishes it.
+ * another worker claimed it) writes nothing more of that job: not its start, not its step marker,
+ * not its end, not the service's state, not an event. The job's owner now is the one that finishes it.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -79,5 +79,52 @@ for (const store of testStores()) {
           if (when === 'before its step marker') assert.ok(markerRefused, 'recording the marker was refused');
         }));
     }
+
+    test('the worker that lost it before its start writes nothing of it: no state, no status, no event', () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        const driver = s.t.driver!;
+        let open!: () => void;
+        const gate = new Promise<void>((r) => {
+          open = r;
+        });
+        let inspected = false;
+        // The power check at the job's start asks the hypervisor first: held there, after the claim.
+        const held = {
+          ...driver,
+          async inspect(vmId: string) {
+            inspected = true;
+            await gate;
+            return driver.inspect(vmId);
+          },
+        };
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        const w = s.worker({}, { driver: held });
+        await until(() => inspected, 'the restart to be claimed');
+        const job = await s.jobRow('restart');
+        await db
+          .updateTable('jobs')
+          .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
+          .where('id', '=', job.id)
+          .execute();
+        open();
+        await until(() => w.running === 0, 'the old owner to be done with the job');
+
+        const after = await s.jobRow('restart');
+        assert.equal(after.status, 'running', 'still running, for its new owner');
+        assert.equal(after.locked_by, 'another-worker');
+        assert.equal(after.from_state, null, 'no start recorded by the old owner');
+        const service = await db
+          .selectFrom('services')
+          .select(['status'])
+          .where('id', '=', s.id)
+          .executeTakeFirstOrThrow();
+        assert.equal(service.status, 'running', 'not shown restarting by the old owner');
+        const told = await db.selectFrom('events').select(['type', 'data']).execute();
+        assert.ok(
+          told.every((e) => JSON.parse(e.data).job_id !== job.id),
+          `no event of the job from the old owner: ${JSON.stringify(told.filter((e) => JSON.parse(e.data).job_id === job.id))}`,
+        );
+      }));
   });
 }
