@@ -86,6 +86,28 @@ const PROBE_EVERY = 8;
 /** The open drivers of this process, by file. */
 const drivers = new Map<string, Set<GroupCommitSqliteDriver>>();
 
+/** Told when this process's writes to a file have committed (by file, resolved). */
+const commitListeners = new Map<string, Set<() => void>>();
+
+/**
+ * Calls `listener` each time a write of this process to `file` has committed, before the code
+ * that made it goes on (the hot reads' snapshot, hot-reads.ts, ends there). Returns the
+ * unsubscribe.
+ */
+export function onCommit(file: string, listener: () => void): () => void {
+  const key = resolve(file);
+  const set = commitListeners.get(key) ?? new Set();
+  commitListeners.set(key, set.add(listener));
+  return () => {
+    set.delete(listener);
+    if (set.size === 0) commitListeners.delete(key);
+  };
+}
+
+function tellCommitted(file: string): void {
+  for (const listener of commitListeners.get(file) ?? []) listener();
+}
+
 export class GroupCommitSqliteDriver implements Driver {
   readonly #file: string;
   readonly #raw: DatabaseSync;
@@ -117,9 +139,13 @@ export class GroupCommitSqliteDriver implements Driver {
     drivers.set(this.#file, same.add(this));
     const conn = await this.#inner.acquireConnection();
     this.#connection = {
-      executeQuery: <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
+      executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
+        const plain = !this.#inTransaction;
         this.#beforeStatement();
-        return conn.executeQuery<R>(query);
+        const result = await conn.executeQuery<R>(query);
+        // A plain write committed as it ran.
+        if (plain && query.query.kind !== 'SelectQueryNode') tellCommitted(this.#file);
+        return result;
       },
       streamQuery: <R>(query: CompiledQuery, chunkSize: number) => {
         this.#beforeStatement();
@@ -272,6 +298,7 @@ export class GroupCommitSqliteDriver implements Driver {
       return;
     }
     this.#group = undefined;
+    tellCommitted(this.#file);
     group.committed.resolve();
   }
 

@@ -47,6 +47,51 @@ describe('hot reads on SQLite: plans', () => {
   });
 });
 
+/**
+ * The SQLite reads of one turn of the event loop share a snapshot: a write this process commits
+ * ends it at once, and another process's write is seen from the next turn.
+ */
+describe('hot reads on SQLite: what a read sees', () => {
+  let t: TestApp;
+  const id = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a31';
+  const status = async () => (await t.ctx.store.reads.ownedServiceStatus('r1', id))?.status;
+  const setStatus = (s: string) =>
+    sql`update services set status = ${s} where id = ${id}`.execute(t.ctx.store.db);
+  before(async () => {
+    t = await createTestApp({}, { demo: false });
+    await sql`insert into resellers (id, name, created_at) values ('r1', 'r1', 0)`.execute(t.ctx.store.db);
+    await sql`insert into services (id, reseller_id, client_id, product_id, template_id, domain_name, username, password_enc, cpu, ram, hdd, ip_count, backup, status, projected_status, pending_jobs, job_seq, ips, created_at, updated_at, ssh_keys)
+      values (${id}, 'r1', 'c1', 'p', 't', 'a.example.com', 'root', 'sealed', 1, 1, 20, 1, 0, 'running', 'running', 0, 0, '[]', 0, 0, '[]')`.execute(
+      t.ctx.store.db,
+    );
+  });
+  after(() => t.close());
+
+  test("this process's writes are seen by the next read, in the same turn as an earlier read", async () => {
+    assert.equal(await status(), 'running');
+    await setStatus('stopped');
+    assert.equal(await status(), 'stopped', 'a plain write');
+    await t.ctx.store.db
+      .transaction()
+      .execute((tx) => sql`update services set status = 'suspended' where id = ${id}`.execute(tx));
+    assert.equal(await status(), 'suspended', 'a transaction');
+    await setStatus('running');
+  });
+
+  test("another process's write is seen from the next turn of the event loop", async () => {
+    assert.equal(await status(), 'running');
+    const other = new DatabaseSync(join(t.dataDir, 'vrp.sqlite'));
+    try {
+      other.prepare('update services set status = ? where id = ?').run('stopped', id);
+    } finally {
+      other.close();
+    }
+    await new Promise((r) => setImmediate(r));
+    assert.equal(await status(), 'stopped');
+    await setStatus('running');
+  });
+});
+
 describe('hot reads on PostgreSQL: prepared statements', {
   skip: !testStores().includes('postgres') && 'needs PostgreSQL (npm test starts one)',
 }, () => {
