@@ -135,22 +135,26 @@ const forSqlite = (text: string) => text.replace(/\{index:(\w+)\}/g, 'indexed by
 export const sqliteHotReadSql = (): Record<Name, string> =>
   Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forSqlite(v)])) as Record<Name, string>;
 
+/** The longest the SQLite hot reads read from one snapshot (ms). */
+const SNAPSHOT_MS = 1;
+
 /**
  * SQLite: a read-only connection on the same file, statements prepared on first use.
  *
  * The reads of one turn of the event loop share one read transaction (one snapshot), begun at
- * the first and ended when the turn's immediates run. A read transaction of its own per read
- * took its locks on the WAL's index each time, two system calls: a read took 9 µs alone against
- * 2 µs in a shared one, and was a quarter of a status request's CPU (bench/FINDINGS.md). What a
- * read sees stays as fresh as a request can tell: the snapshot ends as soon as a write of this
- * process commits (onCommit), before that write's request is answered; a write of another
- * process is seen from the next turn, and the request that reads it was read from its socket
- * in that turn or later (within one turn, the requests read were all sent before it began).
+ * the first and ended when the turn's immediates run, or at the first read after SNAPSHOT_MS.
+ * A read transaction of its own per read took its locks on the WAL's index each time, two
+ * system calls: a read took 9 µs alone against 2 µs in a shared one, and was a quarter of a
+ * status request's CPU (bench/FINDINGS.md). What a read sees: every write of this process
+ * committed before it (the snapshot ends as soon as one commits, onCommit, before that write's
+ * request is answered); a write of another process (a worker running apart, a second API
+ * process) if it committed more than SNAPSHOT_MS before the read, or before its turn began.
  */
 export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   const db = new DatabaseSync(file, { readOnly: true });
   db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
   const statements = new Map<Name, StatementSync>();
+  let began = 0;
   const endSnapshot = () => {
     if (db.isOpen && db.isTransaction) db.exec('rollback');
   };
@@ -161,8 +165,10 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
       stmt = db.prepare(forSqlite(SQL[name]));
       statements.set(name, stmt);
     }
+    if (db.isTransaction && performance.now() - began > SNAPSHOT_MS) endSnapshot();
     if (!db.isTransaction) {
       db.exec('begin');
+      began = performance.now();
       setImmediate(endSnapshot);
     }
     return Promise.resolve(stmt.get(...params) as T | undefined);
