@@ -126,10 +126,8 @@ const candidatesStatement = prepare({ now: slot<number>(), limit: slot<number>()
 
 /** SQLite's updates of the claim, for the jobs read (`in` lists: built per claim). */
 async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
-  const { rows } = await candidatesStatement.execute(db, { now: c.now, limit: c.limit });
-  // One job per service (the first in the queue's order), whatever the rows.
-  const services = new Set<string>();
-  const found = rows.filter((f) => !services.has(f.service_id) && services.add(f.service_id));
+  // One job per service: the first queued of its line (its seq is unique to the service).
+  const { rows: found } = await candidatesStatement.execute(db, { now: c.now, limit: c.limit });
   if (found.length === 0) return [];
   const jobIds = found.map((f) => f.id);
   await db
