@@ -5,11 +5,24 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
+import type { Database } from '../../src/store/schema.ts';
 import { call } from '../helpers/app.ts';
 import { until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
+
+/**
+ * Another worker owns the job now, as after a recovery and a new claim, with a lease of its own
+ * (so the old owner's recovery leaves it alone).
+ */
+const giveToAnotherWorker = (db: Kysely<Database>, jobId: string) =>
+  db
+    .updateTable('jobs')
+    .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
+    .where('id', '=', jobId)
+    .execute();
 
 for (const store of testStores()) {
   describe(`a job lost to another worker (${store})`, () => {
@@ -41,13 +54,7 @@ for (const store of testStores()) {
           await until(() => started, 'the restart to start');
           const job = await s.jobRow('restart');
           assert.equal(job.status, 'running');
-          // Another worker owns the job now, as after a recovery and a new claim, with a lease
-          // of its own (so this worker's recovery leaves it alone).
-          await db
-            .updateTable('jobs')
-            .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
-            .where('id', '=', job.id)
-            .execute();
+          await giveToAnotherWorker(db, job.id);
           open();
           await until(() => w.running === 0, 'the old owner to be done with the job');
 
@@ -102,11 +109,7 @@ for (const store of testStores()) {
         const w = s.worker({}, { driver: held });
         await until(() => inspected, 'the restart to be claimed');
         const job = await s.jobRow('restart');
-        await db
-          .updateTable('jobs')
-          .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
-          .where('id', '=', job.id)
-          .execute();
+        await giveToAnotherWorker(db, job.id);
         open();
         await until(() => w.running === 0, 'the old owner to be done with the job');
 

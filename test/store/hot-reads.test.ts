@@ -55,6 +55,15 @@ describe('hot reads on SQLite: what a read sees', () => {
   let t: TestApp;
   const id = '0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a31';
   const status = async () => (await t.ctx.store.reads.ownedServiceStatus('r1', id))?.status;
+  /** The status written by a connection of its own, as another process would. */
+  const writeFromAnotherConnection = (s: string) => {
+    const other = new DatabaseSync(join(t.dataDir, 'vrp.sqlite'));
+    try {
+      other.prepare('update services set status = ? where id = ?').run(s, id);
+    } finally {
+      other.close();
+    }
+  };
   const setStatus = (s: string) =>
     sql`update services set status = ${s} where id = ${id}`.execute(t.ctx.store.db);
   before(async () => {
@@ -80,12 +89,7 @@ describe('hot reads on SQLite: what a read sees', () => {
 
   test("another process's write is seen from the next turn of the event loop", async () => {
     assert.equal(await status(), 'running');
-    const other = new DatabaseSync(join(t.dataDir, 'vrp.sqlite'));
-    try {
-      other.prepare('update services set status = ? where id = ?').run('stopped', id);
-    } finally {
-      other.close();
-    }
+    writeFromAnotherConnection('stopped');
     await new Promise((r) => setImmediate(r));
     assert.equal(await status(), 'stopped');
     await setStatus('running');
@@ -93,12 +97,7 @@ describe('hot reads on SQLite: what a read sees', () => {
 
   test("another process's write is seen within the same turn a millisecond after it", async () => {
     assert.equal(await status(), 'running');
-    const other = new DatabaseSync(join(t.dataDir, 'vrp.sqlite'));
-    try {
-      other.prepare('update services set status = ? where id = ?').run('stopped', id);
-    } finally {
-      other.close();
-    }
+    writeFromAnotherConnection('stopped');
     // Still this turn (no timer, no I/O): the snapshot of the first read, until it is 1 ms old.
     const end = performance.now() + 2;
     while (performance.now() < end);
