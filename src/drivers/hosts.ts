@@ -3,7 +3,7 @@ import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { insertRow } from '../store/insert-row.ts';
 import { once } from '../store/once.ts';
-import { prepare, type Slot, slot } from '../store/prepared.ts';
+import { prepare, slot } from '../store/prepared.ts';
 import { newHostRow } from '../store/repos/hosts.ts';
 import type {
   Database,
@@ -78,16 +78,15 @@ export type VmRecord =
       readonly row: Omit<Insertable<LibvirtVmTable>, 'host_id'> & { id: string };
     };
 
-const placeable = (db: Kysely<Database>, driver: Slot<HostDriver>) =>
+/** The driver's active, answering hosts, but `exclude` (no host's id is empty: '' excludes none). */
+const placeableHosts = prepare({ driver: slot<HostDriver>(), exclude: slot<string>() }, (db, s) =>
   db
     .selectFrom('hypervisor_hosts')
     .selectAll()
-    .where('driver', '=', driver)
+    .where('driver', '=', s.driver)
     .where('state', '=', 'active')
-    .where('health', '=', 'up');
-const placeableHosts = prepare({ driver: slot<HostDriver>() }, (db, s) => placeable(db, s.driver));
-const placeableHostsBut = prepare({ driver: slot<HostDriver>(), exclude: slot<string>() }, (db, s) =>
-  placeable(db, s.driver).where('id', '!=', s.exclude),
+    .where('health', '=', 'up')
+    .where('id', '!=', s.exclude),
 );
 
 /**
@@ -101,10 +100,7 @@ async function candidateHosts(
   driver: HostDriver,
   exclude?: string,
 ): Promise<HypervisorHostTable[]> {
-  const { rows: hosts } =
-    exclude === undefined
-      ? await placeableHosts.execute(db, { driver })
-      : await placeableHostsBut.execute(db, { driver, exclude });
+  const { rows: hosts } = await placeableHosts.execute(db, { driver, exclude: exclude ?? '' });
   return hosts
     .filter(
       (h) =>
