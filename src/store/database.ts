@@ -8,6 +8,7 @@ import { type JobNotifications, type ListenerLog, listenForQueuedJobs } from './
 import { migrateToLatest } from './migrate.ts';
 import { createNodeSqliteDialect } from './node-sqlite.ts';
 import { describeStoreLocation, expectedOpenCause, StoreOpenError } from './open-failure.ts';
+import { namedStatementsPool } from './pg-named.ts';
 import type { Database } from './schema.ts';
 
 /** What differs between the databases, as data: callers ask, they do not branch on names. */
@@ -108,7 +109,7 @@ export function createStore(options: StoreOptions): Store {
       client.on('error', () => {});
     });
     pool.on('remove', (client) => backends.delete(backendOf(client)));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: namedStatementsPool(pool) }) });
     return {
       db,
       dialect: 'postgres',

@@ -16,6 +16,8 @@ const PG_UNAVAILABLE = new Set([
  * contention, never from a bug in the statement.
  */
 const PG_CONFLICT = new Set(['40P01', '40001', '55P03']);
+/** PostgreSQL's feature_not_supported, the code of "cached plan must not change result type". */
+const FEATURE_NOT_SUPPORTED = '0A000';
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /**
@@ -27,6 +29,7 @@ export function isStoreUnavailable(err: unknown): boolean {
   for (let depth = 0; e && depth < 5; depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (PG_UNAVAILABLE.has(code) || PG_CONFLICT.has(code) || NET_CODES.has(code)) return true;
+    if (isCachedPlanChanged(e)) return true;
     if (code === 'ERR_SQLITE_ERROR' && /database is locked|busy/i.test(String(e.message))) return true;
     const msg = String(e.message ?? '');
     if (
@@ -57,5 +60,23 @@ export function isLockConflict(err: unknown): boolean {
     'code' in err &&
     typeof err.code === 'string' &&
     PG_CONFLICT.has(err.code)
+  );
+}
+
+/**
+ * A named statement whose result changed shape since its connection prepared it ("cached plan
+ * must not change result type"): a newer version's migration (a rolling upgrade) gave a table it
+ * reads with `select *` a column. Prepared again, it runs (pg-named.ts, hot-reads.ts); a
+ * transaction it failed in is done again, so it counts as "not now" (isStoreUnavailable).
+ */
+export function isCachedPlanChanged(err: unknown): boolean {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    'code' in err &&
+    err.code === FEATURE_NOT_SUPPORTED &&
+    'message' in err &&
+    typeof err.message === 'string' &&
+    err.message.includes('cached plan must not change result type')
   );
 }

@@ -13,6 +13,7 @@
  */
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type pg from 'pg';
+import { nameStatement, sendNamed } from './pg-named.ts';
 import { createReadBatch } from './read-batch.ts';
 import type { JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
 import { onCommit } from './sqlite-group-commit.ts';
@@ -203,32 +204,20 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   };
 }
 
-/** PostgreSQL's feature_not_supported, which "cached plan must not change result type" is. */
-const CACHED_PLAN_CHANGED = '0A000';
-
 /**
- * PostgreSQL: the same statements through the pool, as named prepared statements: each
- * connection parses and plans each of them once, and afterwards only binds and executes it.
+ * PostgreSQL: the same statements through the pool, as named prepared statements (pg-named.ts):
+ * each connection parses and plans each of them once, and afterwards only binds and executes it.
  */
 export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
   const text = {
     ...(Object.fromEntries(Object.entries(SQL).map(([k, v]) => [k, forPostgres(v)])) as Record<Name, string>),
     ...PG_BATCH_SQL,
   };
+  for (const t of Object.values(text)) nameStatement(t);
   const all = async <T extends pg.QueryResultRow>(
     name: keyof typeof text,
     ...params: (string | readonly string[])[]
-  ): Promise<T[]> => {
-    try {
-      return (await pool.query<T>({ name: `vrp_hot_${name}`, text: text[name], values: params })).rows;
-    } catch (err) {
-      // A connection that prepared `select *` before a migration added a column refuses to run it
-      // again ("cached plan must not change result type"): a newer version's migration while
-      // this process still runs. The read is made unprepared instead, as correct and a bit slower.
-      if ((err as { code?: string }).code !== CACHED_PLAN_CHANGED) throw err;
-      return (await pool.query<T>(text[name], params)).rows;
-    }
-  };
+  ): Promise<T[]> => (await sendNamed(pool, text[name], params)).rows;
   const first = async <T extends pg.QueryResultRow>(name: Name, ...params: string[]) =>
     (await all<T>(name, ...params))[0];
   type Owned = { readonly resellerId: string; readonly id: string };

@@ -18,6 +18,8 @@ import {
   type QueryResult,
   ValueNode,
 } from 'kysely';
+import { dialectOf } from './dialect-of.ts';
+import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
 
 /** A value given at each run of a prepared statement, where the builder takes an expression. */
@@ -79,6 +81,7 @@ export function prepare<S extends Record<string, Slot<unknown>>, R>(
       const unused = [...names.values()].filter((n) => !used.has(n));
       if (unused.length > 0)
         throw new Error(`prepared statement: slot(s) ${unused.join(', ')} not in its SQL`);
+      if (dialectOf(db) === 'postgres') nameStatement(query.sql);
       c = { query, sources };
       byDialect.set(adapter, c);
     }

@@ -4,6 +4,7 @@ import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
 import { insertRows } from '../insert-row.ts';
+import { nameStatement } from '../pg-named.ts';
 import type { Database, EventTable } from '../schema.ts';
 import { type DeliveryKey, enqueueDeliveries } from './webhook-deliveries.ts';
 import { receives, webhookSubscriptions } from './webhooks.ts';
@@ -74,7 +75,7 @@ export async function recordEvents(
  * them and each webhook of their reseller that wants it (all types when `event_types` is null,
  * else the JSON array names the type: the rule of `receives`). Parameters: five per event (id,
  * reseller_id, type, data, created_at), so $2 is the reseller and $5 the time. Texts by number
- * of events, built once.
+ * of events, built once, and sent by name (pg-named.ts).
  */
 const eventsAndDeliveriesTexts = new Map<number, string>();
 function eventsAndDeliveriesSql(events: number): string {
@@ -91,6 +92,7 @@ function eventsAndDeliveriesSql(events: number): string {
       "select w.id, ev.id, 'pending', 0, $5, $5 from ev join webhooks w on w.reseller_id = $2 " +
       'where w.event_types is null or w.event_types::jsonb ? ev.type';
     eventsAndDeliveriesTexts.set(events, text);
+    nameStatement(text);
   }
   return text;
 }
