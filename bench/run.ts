@@ -751,6 +751,7 @@ async function orderToRunning(
   const cpuOf = () =>
     pids.map(cpuTime).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }));
   const cpu0 = cpuOf();
+  const db0 = store.databaseCpu?.();
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -779,6 +780,12 @@ async function orderToRunning(
   while ((await outstanding()) > 0) await new Promise((r) => setTimeout(r, 5));
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = cpuOf();
+  const db1 = store.databaseCpu?.();
+  // PostgreSQL's own processes, per service (the bench's polls of the jobs count included).
+  const dbCpu =
+    db0 && db1
+      ? `; PostgreSQL's processes ${((db1.user + db1.system - db0.user - db0.system) / K).toFixed(0)} µs of CPU per service`
+      : '';
   const rss = stopRss();
   const counted = new Map<string, number>();
   for (let i = 0; i < ids.length; i += 500) {
@@ -795,7 +802,7 @@ async function orderToRunning(
   const notRunning = statuses.filter((s) => s.status !== 'running').map((s) => `${s.n} ${s.status}`);
   console.log(
     `${how}: order -> running: ${running}/${K} running in ${seconds.toFixed(2)} s (all accepted at ${(accepted / 1000).toFixed(2)} s): ` +
-      `${perSecond.toFixed(0)} services/s, server CPU ${((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / K).toFixed(0)} µs per service${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
+      `${perSecond.toFixed(0)} services/s, server CPU ${((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / K).toFixed(0)} µs per service${dbCpu}${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
   );
   const invalid = [
     ...(failures.length ? [`${failures.length} requests failed (${failures.slice(0, 3).join(', ')})`] : []),
@@ -805,7 +812,7 @@ async function orderToRunning(
   return {
     key: 'running',
     store: store.kind,
-    name: `${how}: order -> create -> running (${K.toLocaleString('en')} services, ${SETTINGS.pipelineConcurrency} at once, speed 0; all accepted after ${(accepted / 1000).toFixed(2)} s, all running after ${seconds.toFixed(2)} s)`,
+    name: `${how}: order -> create -> running (${K.toLocaleString('en')} services, ${SETTINGS.pipelineConcurrency} at once, speed 0; all accepted after ${(accepted / 1000).toFixed(2)} s, all running after ${seconds.toFixed(2)} s${dbCpu})`,
     unit: 'services/s',
     server: perSecond,
     rssMb: rss / 2 ** 20,

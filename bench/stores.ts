@@ -30,6 +30,8 @@ export interface BenchStore {
    */
   copy(name: string): Promise<BenchStore>;
   close(): Promise<void>;
+  /** PostgreSQL: the CPU time (user, system; µs) its server's processes have used so far. */
+  readonly databaseCpu?: () => { user: number; system: number };
 }
 
 /** Where the bench's stores live: a data dir, and a PostgreSQL server once one is needed. */
@@ -103,6 +105,7 @@ export function benchStores(dataDir: string) {
       kind: 'postgres',
       env: { VRP_DATA_DIR: dir, VRP_DATABASE_URL: url.toString() },
       options: { databaseUrl: url.toString(), dataDir: dir },
+      databaseCpu: () => s.cpu(),
       seed: (owner, n, idsFile, intervals) => seedServicesPg(url.toString(), owner, n, idsFile, intervals),
       count: async (sql, params = []) => Number((await query(sql, params)).rows[0].n),
       rows: async <T>(sql: string, params: readonly string[] = []) => (await query(sql, params)).rows as T[],

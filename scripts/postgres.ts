@@ -4,7 +4,7 @@
  * run as root, so as root it runs as the `postgres` user (runuser).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,41 @@ export interface PostgresServer {
   troubles(): string[];
   /** Stops the server the way a crash or a restart would, and starts it again after `ms`. */
   restart(downMs?: number): Promise<void>;
+  /**
+   * The CPU time (user, system; µs) the server's processes have used so far: the postmaster's,
+   * its children's (backends, walwriter, autovacuum...) and that of the children it has reaped.
+   */
+  cpu(): { user: number; system: number };
+}
+
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+/** A process's CPU ticks (utime, stime; with its reaped children's, cutime and cstime); none if it is gone. */
+function ticksOf(pid: number, withReaped: boolean): { user: number; system: number } {
+  try {
+    // Fields after the command name (which may hold spaces): utime, stime, cutime, cstime are the 12th to 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const at = (i: number) => Number(f[i] ?? 0);
+    return withReaped ? { user: at(11) + at(13), system: at(12) + at(14) } : { user: at(11), system: at(12) };
+  } catch {
+    return { user: 0, system: 0 };
+  }
+}
+
+/** The processes whose parent is `parent`. */
+function childrenOf(parent: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
+      if (Number(/^PPid:\s*([0-9]+)/m.exec(status)?.[1]) === parent) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
 
 function findBin(name: string): string {
@@ -110,6 +145,16 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
+    },
+    cpu() {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      let { user, system } = ticksOf(postmaster, true);
+      for (const child of childrenOf(postmaster)) {
+        const t = ticksOf(child, false);
+        user += t.user;
+        system += t.system;
+      }
+      return { user: (user * 1e6) / TICKS, system: (system * 1e6) / TICKS };
     },
     async restart(downMs = 1000) {
       stop('immediate');
