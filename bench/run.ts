@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { processCpu } from '../scripts/processes.ts';
 import { ensureReseller, registerApplication } from '../src/auth/applications.ts';
 import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
@@ -131,18 +132,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 // ---- helpers ----
-/** CPU time (user, system) of a process so far, in µs. */
+/** CPU time (user, system) of a process so far, in µs; NaN if it is gone. */
 function cpuTime(pid: number): { user: number; system: number } {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { user: (Number(f[11]) * 1e6) / TICKS, system: (Number(f[12]) * 1e6) / TICKS };
-  } catch {
-    return { user: Number.NaN, system: Number.NaN };
-  }
+  return processCpu(pid) ?? { user: Number.NaN, system: Number.NaN };
 }
-const TICKS = 100; // USER_HZ, 100 on Linux
 
 export interface Measured extends LoadResult {
   /** CPU time of the loaded process per answered request over the measured run, µs. */

@@ -8,6 +8,7 @@ import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processCpu } from './processes.ts';
 import { findPostgresBin } from './test-tools.ts';
 
 export interface PostgresServer {
@@ -27,21 +28,6 @@ export interface PostgresServer {
    * its children's (backends, walwriter, autovacuum...) and that of the children it has reaped.
    */
   cpu(): { user: number; system: number };
-}
-
-const TICKS = 100; // USER_HZ, 100 on Linux
-
-/** A process's CPU ticks (utime, stime; with its reaped children's, cutime and cstime); none if it is gone. */
-function ticksOf(pid: number, withReaped: boolean): { user: number; system: number } {
-  try {
-    // Fields after the command name (which may hold spaces): utime, stime, cutime, cstime are the 12th to 15th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const at = (i: number) => Number(f[i] ?? 0);
-    return withReaped ? { user: at(11) + at(13), system: at(12) + at(14) } : { user: at(11), system: at(12) };
-  } catch {
-    return { user: 0, system: 0 };
-  }
 }
 
 /** The processes whose parent is `parent`. */
@@ -148,13 +134,17 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     },
     cpu() {
       const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-      let { user, system } = ticksOf(postmaster, true);
-      for (const child of childrenOf(postmaster)) {
-        const t = ticksOf(child, false);
-        user += t.user;
-        system += t.system;
-      }
-      return { user: (user * 1e6) / TICKS, system: (system * 1e6) / TICKS };
+      // A child that exits meanwhile is counted in the postmaster's reaped children, or not at all.
+      return [
+        processCpu(postmaster, true),
+        ...childrenOf(postmaster).map((child) => processCpu(child)),
+      ].reduce(
+        (sum: { user: number; system: number }, t) => ({
+          user: sum.user + (t?.user ?? 0),
+          system: sum.system + (t?.system ?? 0),
+        }),
+        { user: 0, system: 0 },
+      );
     },
     async restart(downMs = 1000) {
       stop('immediate');

@@ -31,3 +31,21 @@ export function leftBehind(name: string, value: string): LeftProcess[] {
   }
   return found;
 }
+
+const TICKS = 100; // USER_HZ, 100 on Linux
+
+/**
+ * A process's CPU time so far (user, system; µs), with `withReaped` that of its children it has
+ * waited for too; undefined if it is gone (Linux /proc).
+ */
+export function processCpu(pid: number, withReaped = false): { user: number; system: number } | undefined {
+  try {
+    // Fields after the command name (which may hold spaces): utime, stime, cutime, cstime are the 12th to 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const at = (i: number) => (Number(f[i] ?? 0) * 1e6) / TICKS;
+    return withReaped ? { user: at(11) + at(13), system: at(12) + at(14) } : { user: at(11), system: at(12) };
+  } catch {
+    return undefined;
+  }
+}
