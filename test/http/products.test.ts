@@ -81,6 +81,11 @@ for (const store of testStores()) {
       assert.equal(res.body.status, 'Success');
       assert.equal(res.body.message, '');
       assert.deepEqual(res.body.data, DEMO_CATALOG.products.map(expectedProduct));
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      // Made once per catalogue: the next answer is the same, whole and in its envelope.
+      const again = await request('GET', 'products');
+      assert.deepEqual(again.body, res.body);
+      assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
     });
 
     test('every product has the documented fields and types', async () => {

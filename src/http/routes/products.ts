@@ -1,7 +1,8 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { planView, productView, RESOURCES } from '../../domain/catalog.ts';
-import { apiRoute } from '../api-route.ts';
+import type { Catalog } from '../../store/catalog-cache.ts';
+import { type ApiHandler, apiRoute } from '../api-route.ts';
 import type { App } from '../app-type.ts';
 import { API } from '../base-path.ts';
 import { notFound, pathId } from '../path-id.ts';
@@ -33,6 +34,8 @@ const ProductPayload = Type.Object(
   { title: 'Product' },
 );
 
+const ProductList = Type.Array(ProductPayload);
+
 const PlanPayload = Type.Object(
   {
     uuid: Id(),
@@ -51,12 +54,28 @@ const planKeys: SameKeys<ReturnType<typeof planView>, Static<typeof PlanPayload>
 void [productKeys, planKeys];
 
 export function registerProductRoutes(app: App, ctx: AppContext): void {
-  // Retired products are no longer offered; their services keep working.
-  const list = async () => (await ctx.catalog.get()).products.filter((p) => !p.retired).map(productView);
+  // Retired products are no longer offered; their services keep working. The list is the same
+  // for every caller until the catalogue changes (its cache then hands out a new object), so it
+  // is made and serialized (by the route's own response serializer) once per catalogue.
+  const made = new WeakMap<Catalog, { readonly list: Static<typeof ProductList>; readonly text: string }>();
+  const list: ApiHandler<{ response: { 200: typeof ProductList } }> = async (_request, reply) => {
+    const catalog = await ctx.catalog.get();
+    let m = made.get(catalog);
+    if (m === undefined) {
+      const views = catalog.products.filter((p) => !p.retired).map(productView);
+      const text = reply.serialize(views);
+      m = { list: views, text: typeof text === 'string' ? text : new TextDecoder().decode(text) };
+      made.set(catalog, m);
+    }
+    const text = m.text;
+    // The text made before is this reply's serialization (the envelope goes around it: api-route.ts).
+    reply.type('application/json; charset=utf-8').serializer(() => text);
+    return m.list;
+  };
   const products = {
     tags: ['Products'],
     summary: 'List the products',
-    response: { 200: Type.Array(ProductPayload) },
+    response: { 200: ProductList },
   };
   // Variant B lists products with GET, variant A with POST: both are served.
   app.get(
