@@ -4,11 +4,11 @@
  * run as root, so as root it runs as the `postgres` user (runuser).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processCpu } from './processes.ts';
+import { childrenOf, processCpu } from './processes.ts';
 import { findPostgresBin } from './test-tools.ts';
 
 export interface PostgresServer {
@@ -28,21 +28,6 @@ export interface PostgresServer {
    * its children's (backends, walwriter, autovacuum...) and that of the children it has reaped.
    */
   cpu(): { user: number; system: number };
-}
-
-/** The processes whose parent is `parent`. */
-function childrenOf(parent: number): number[] {
-  const out: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^[0-9]+$/.test(entry)) continue;
-    try {
-      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
-      if (Number(/^PPid:\s*([0-9]+)/m.exec(status)?.[1]) === parent) out.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }
 
 function findBin(name: string): string {

@@ -12,13 +12,7 @@ export interface LeftProcess {
 export function leftBehind(name: string, value: string): LeftProcess[] {
   const marker = `${name}=${value}`;
   const found: LeftProcess[] = [];
-  let pids: string[];
-  try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return found;
-  }
-  for (const pid of pids) {
+  for (const pid of livePids()) {
     if (Number(pid) === process.pid) continue;
     try {
       const env = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
@@ -30,6 +24,28 @@ export function leftBehind(name: string, value: string): LeftProcess[] {
     }
   }
   return found;
+}
+
+/** The ids of the live processes (Linux /proc; elsewhere none). */
+function livePids(): string[] {
+  try {
+    return readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return [];
+  }
+}
+
+/** The live processes whose parent is `parent`. */
+export function childrenOf(parent: number): number[] {
+  return livePids()
+    .filter((pid) => {
+      try {
+        return Number(/^PPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) === parent;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
 }
 
 const TICKS = 100; // USER_HZ, 100 on Linux
