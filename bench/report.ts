@@ -73,7 +73,7 @@ export function writeResults(
       `(the run took ${fmt(o.elapsedSeconds)} s).`,
     '',
     `- Machine: ${cpus().length} cores, ${cpuModel()}, ${fmt(totalmem() / 2 ** 30, 1)} GiB memory; load generator, bench driver and server share it.`,
-    `- Node ${process.version}; server: on SQLite (a fresh data dir) and on PostgreSQL (a fresh database on a throwaway server, durable commits: fsync, full page writes and synchronous_commit on, as in production), simulated hypervisor at speed 0, rate limiting off, log level warn, worker concurrency 32.`,
+    `- Node ${process.version}; server: on SQLite (a fresh data dir; durable commits: the WAL flushed with fdatasync before a commit is told done, as in production) and on PostgreSQL (a fresh database on a throwaway server, durable commits: fsync, full page writes and synchronous_commit on, as in production), simulated hypervisor at speed 0, rate limiting off, log level warn, worker concurrency 32.`,
     `- Load: autocannon in a child process, at ${s.connections.join(' and at ')} connections, ${s.warmup} s warm-up then ${s.duration} s measured per run; ` +
       `${s.repeats} runs of the server alternating with ${s.repeats} of the floor; figures are medians.`,
     '- Floor: a bare Fastify app (no logger, no hooks) answering a constant JSON envelope to the same requests, in the same run: the best this stack does on this machine. Ratio = server / floor.',

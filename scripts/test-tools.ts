@@ -14,6 +14,8 @@
  * - `systemd-analyze` (Debian's `systemd`): the checks of the systemd units in `deploy/`.
  * - `openssl`: the throwaway certificate of the notification tests' SMTP receiver (STARTTLS).
  * - `buildah` and `debootstrap`: the container image's build and test (`scripts/image.sh test`).
+ * - `strace`: the check that the SQLite store answers an order only after the WAL holding it was
+ *   flushed to the disk (the system calls of a running server, in order).
  *
  * What is missing after that: outside CI its group of tests is skipped, with one line here
  * naming the tool and the command that installs it (and each skipped test says why); under
@@ -39,7 +41,8 @@ export type ToolName =
   | 'nginx'
   | 'systemd-analyze'
   | 'openssl'
-  | 'buildah';
+  | 'buildah'
+  | 'strace';
 
 export interface Tool {
   readonly name: ToolName;
@@ -231,6 +234,20 @@ export const TOOLS: readonly Tool[] = [
       if (set) return existsSync(set) ? set : undefined;
       if (!onPath('openssl')) return undefined;
       return existingPath('/usr/sbin/nginx') ?? onPath('nginx');
+    },
+  },
+  {
+    name: 'strace',
+    label: 'strace',
+    purpose:
+      'the check of durable commits on SQLite, from the system calls of a server (test/e2e/durable-commit.test.ts)',
+    packages: ['strace'],
+    neededBy: /^test\/e2e\/durable-commit\.test\.ts$/,
+    envVar: 'VRP_TEST_STRACE',
+    find: () => {
+      const set = process.env['VRP_TEST_STRACE'];
+      if (set) return existsSync(set) ? set : undefined;
+      return onPath('strace') ?? existingPath('/usr/bin/strace');
     },
   },
 ];

@@ -1,3 +1,5 @@
+import { WAL_NOT_DURABLE } from './wal-sync.ts';
+
 const PG_UNAVAILABLE = new Set([
   '57P01',
   '57P02',
@@ -21,14 +23,16 @@ const FEATURE_NOT_SUPPORTED = '0A000';
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /**
- * Is this error the database being out of reach, or refusing for now (a lock conflict), not a
- * bug? Answers 503, not 500; a job's result is saved again by its next attempt.
+ * Is this error the database being out of reach, or refusing for now (a lock conflict), or a
+ * SQLite store whose disk failed a flush (wal-sync.ts), not a bug? Answers 503, not 500; a job's result is saved again by its next attempt.
  */
 export function isStoreUnavailable(err: unknown): boolean {
   let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
   for (let depth = 0; e && depth < 5; depth++) {
     const code = typeof e.code === 'string' ? e.code : '';
     if (PG_UNAVAILABLE.has(code) || PG_CONFLICT.has(code) || NET_CODES.has(code)) return true;
+    // SQLite's WAL could not be flushed: this process writes nothing more until restarted.
+    if (code === WAL_NOT_DURABLE) return true;
     if (isCachedPlanChanged(e)) return true;
     if (code === 'ERR_SQLITE_ERROR' && /database is locked|busy/i.test(String(e.message))) return true;
     const msg = String(e.message ?? '');

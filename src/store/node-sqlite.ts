@@ -5,9 +5,11 @@
  * opened with BEGIN IMMEDIATE so that several processes on one file wait on the busy timeout
  * instead of failing to upgrade a lock.
  */
+import { resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { SqliteAdapter, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 import { GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
+import { type SyncFile, WalSync } from './wal-sync.ts';
 
 const STATEMENT_CACHE_SIZE = 500;
 
@@ -68,27 +70,39 @@ class NodeSqliteDialect extends SqliteDialect {
   readonly #file: string;
   readonly #raw: DatabaseSync;
   readonly #database: SqliteDatabase;
-  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
+  readonly #wal: WalSync | undefined;
+  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase, wal: WalSync | undefined) {
     super({ database });
     this.#file = file;
     this.#raw = raw;
     this.#database = database;
+    this.#wal = wal;
   }
   override createDriver() {
-    return new GroupCommitSqliteDriver(this.#file, this.#raw, this.#database);
+    return new GroupCommitSqliteDriver(this.#file, this.#raw, this.#database, this.#wal);
   }
   override createAdapter() {
     return new TransactionalDdlSqliteAdapter();
   }
 }
 
-/** Opens (creating if needed) a SQLite file with WAL, foreign keys and a busy timeout. */
-export function createNodeSqliteDialect(file: string, busyTimeoutMs = 5000): SqliteDialect {
+/**
+ * Opens (creating if needed) a SQLite file with WAL, foreign keys and a busy timeout. Commits are
+ * durable: each is told done once the WAL has been flushed to the disk after it, off the event
+ * loop's thread (wal-sync.ts; `syncWal` flushes the file, fdatasync unless a test says otherwise).
+ */
+export function createNodeSqliteDialect(
+  file: string,
+  busyTimeoutMs = 5000,
+  syncWal?: SyncFile,
+): SqliteDialect {
   const db = new DatabaseSync(file);
   // First, so that every statement below (switching a new file to WAL takes a lock too) waits
   // for another process that is opening the same file instead of failing at once.
   db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
-  db.exec(`pragma journal_mode = wal`);
+  // An in-memory database stays in its own mode, with nothing to flush.
+  const wal = db.prepare('pragma journal_mode = wal').get()?.['journal_mode'] === 'wal';
+  // The COMMIT does not wait for the disk; WalSync does, off the thread (wal-sync.ts).
   db.exec(`pragma synchronous = normal`);
   db.exec(`pragma foreign_keys = on`);
   // The journals of savepoints (every transaction has one, sqlite-group-commit.ts) and sorts'
@@ -99,5 +113,6 @@ export function createNodeSqliteDialect(file: string, busyTimeoutMs = 5000): Sql
   // write time at 1,000 services/s (bench/RESULTS.md). The WAL file is cut back after.
   db.exec(`pragma wal_autocheckpoint = 10000`);
   db.exec(`pragma journal_size_limit = ${64 * 1024 * 1024}`);
-  return new NodeSqliteDialect(file, db, new CachedDatabase(db));
+  const walSync = wal ? new WalSync(`${resolve(file)}-wal`, syncWal) : undefined;
+  return new NodeSqliteDialect(file, db, new CachedDatabase(db), walSync);
 }

@@ -15,8 +15,8 @@
  * find company, else as soon as the promise callbacks already ready have run (#commitSoon).
  *
  * What callers see is unchanged: a transaction's `execute` resolves only after the COMMIT that
- * holds its writes (and rejects if that commit fails), so nothing is reported done that a crash
- * could lose. A statement outside a transaction (Kysely's plain queries) never runs inside an
+ * holds its writes and the flush of the WAL after it (wal-sync.ts), and rejects if either fails,
+ * so nothing is reported done that a crash or a power cut could lose. A statement outside a transaction (Kysely's plain queries) never runs inside an
  * open group: the group commits first. If SQLite itself rolls back the whole group (it may, on
  * errors such as a full disk), every transaction of the group that had ended fails with that
  * error, as if its own commit had failed.
@@ -41,6 +41,7 @@ import {
   type SqliteDatabase,
   SqliteDriver,
 } from 'kysely';
+import type { WalSync } from './wal-sync.ts';
 
 /**
  * A group takes no transaction more once it has this many, or once it has been open this long
@@ -126,11 +127,16 @@ export class GroupCommitSqliteDriver implements Driver {
    */
   #endedIn: { readonly group: Group; readonly succeeded: boolean } | undefined;
   readonly #company = new CompanyScore();
+  /** Flushes the WAL after commits (wal-sync.ts); none when the database is not in WAL mode (in memory). */
+  readonly #wal: WalSync | undefined;
+  /** The holder made a write outside a transaction: its release waits for the WAL's flush. */
+  #plainWrite = false;
 
-  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase) {
+  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase, wal: WalSync | undefined) {
     this.#file = resolve(file);
     this.#raw = raw;
     this.#inner = new SqliteDriver({ database });
+    this.#wal = wal;
   }
 
   async init(): Promise<void> {
@@ -143,8 +149,11 @@ export class GroupCommitSqliteDriver implements Driver {
         const plain = !this.#inTransaction;
         this.#beforeStatement();
         const result = await conn.executeQuery<R>(query);
-        // A plain write committed as it ran.
-        if (plain && query.query.kind !== 'SelectQueryNode') tellCommitted(this.#file);
+        // A plain write committed as it ran; it is told done once the WAL is flushed (at release).
+        if (plain && query.query.kind !== 'SelectQueryNode') {
+          tellCommitted(this.#file);
+          this.#plainWrite = true;
+        }
         return result;
       },
       streamQuery: <R>(query: CompiledQuery, chunkSize: number) => {
@@ -170,11 +179,19 @@ export class GroupCommitSqliteDriver implements Driver {
   /** A plain statement (outside a transaction) never runs in an open group: the group commits first. */
   #beforeStatement(): void {
     if (this.#inTransaction) return;
+    this.#refuseIfNotDurable();
     if (this.#group) this.#commitGroup();
     this.#beforeLock();
   }
 
+  /** After a failed flush of the WAL nothing more is written or read here (wal-sync.ts). */
+  #refuseIfNotDurable(): void {
+    const failed = this.#wal?.failed;
+    if (failed) throw failed;
+  }
+
   async beginTransaction(): Promise<void> {
+    this.#refuseIfNotDurable();
     if (!this.#group) {
       this.#beforeLock();
       this.#raw.exec('begin immediate');
@@ -244,6 +261,8 @@ export class GroupCommitSqliteDriver implements Driver {
   async releaseConnection(): Promise<void> {
     const ended = this.#endedIn;
     this.#endedIn = undefined;
+    const plainWrite = this.#plainWrite;
+    this.#plainWrite = false;
     const group = this.#group;
     if (group && !this.#inTransaction) {
       const full = group.members >= MAX_MEMBERS || performance.now() - group.openedAt >= MAX_GROUP_MS;
@@ -255,6 +274,7 @@ export class GroupCommitSqliteDriver implements Driver {
     else this.#busy = false;
     if (ended?.succeeded) await ended.group.committed.promise;
     else if (ended) await ended.group.committed.promise.catch(() => {});
+    if (plainWrite) await this.#wal?.afterWrites();
   }
 
   /**
@@ -298,8 +318,14 @@ export class GroupCommitSqliteDriver implements Driver {
       return;
     }
     this.#group = undefined;
+    // Visible from here on; told done once on the disk.
     tellCommitted(this.#file);
-    group.committed.resolve();
+    if (!this.#wal) group.committed.resolve();
+    else
+      this.#wal.afterWrites().then(
+        () => group.committed.resolve(),
+        (err: unknown) => group.committed.reject(err),
+      );
   }
 
   async savepoint(...args: Parameters<NonNullable<Driver['savepoint']>>): Promise<void> {
@@ -323,6 +349,7 @@ export class GroupCommitSqliteDriver implements Driver {
     const same = drivers.get(this.#file);
     same?.delete(this);
     if (same?.size === 0) drivers.delete(this.#file);
+    await this.#wal?.close();
     await this.#inner.destroy();
   }
 }
