@@ -123,21 +123,26 @@ test('a flush that fails fails its commits, and the store refuses everything aft
   const db = open(flushes);
   const done = db.transaction().execute((tx) => tx.insertInto('t').values({ id: 1 }).execute());
   await waitUntil('the flush', async () => flushes.started.length === 1);
+  // A second commit while the flush runs: it waits for the next flush, which never comes.
+  const queued = db.transaction().execute((tx) => tx.insertInto('t').values({ id: 2 }).execute());
+  await waitUntil('the second commit', async () => committedIds().length === 2);
   flushes.started[0]!.fail(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
-  const err = await done.then(
-    () => assert.fail('told done after a failed flush'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WalNotDurable, String(err));
-  assert.equal(isStoreUnavailable(err), true);
+  for (const commit of [done, queued]) {
+    const err = await commit.then(
+      () => assert.fail('told done after a failed flush'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WalNotDurable, String(err));
+    assert.equal(isStoreUnavailable(err), true);
+  }
   await assert.rejects(
-    db.transaction().execute((tx) => tx.insertInto('t').values({ id: 2 }).execute()),
+    db.transaction().execute((tx) => tx.insertInto('t').values({ id: 3 }).execute()),
     WalNotDurable,
   );
-  await assert.rejects(db.insertInto('t').values({ id: 3 }).execute(), WalNotDurable);
+  await assert.rejects(db.insertInto('t').values({ id: 4 }).execute(), WalNotDurable);
   await assert.rejects(sql`select 1`.execute(db), WalNotDurable, 'the readiness probe fails');
   assert.equal(flushes.started.length, 1, 'nothing was written, nothing flushed');
-  assert.deepEqual(committedIds(), [1]);
+  assert.deepEqual(committedIds(), [1, 2]);
 });
 
 test('an in-memory database has nothing to flush', async () => {
