@@ -16,8 +16,10 @@
  *
  * What callers see is unchanged: a transaction's `execute` resolves only after the COMMIT that
  * holds its writes and the flush of the WAL after it (wal-sync.ts), and rejects if either fails,
- * so nothing is reported done that a crash or a power cut could lose. A statement outside a transaction (Kysely's plain queries) never runs inside an
- * open group: the group commits first. If SQLite itself rolls back the whole group (it may, on
+ * so nothing is reported done that a crash or a power cut could lose. A statement outside a
+ * transaction (Kysely's plain queries) never runs inside an open group: the group commits first;
+ * if it may write (anything but a built select, so also raw SQL such as the readiness probe's
+ * `select 1`), it is told done after a flush of the WAL too. If SQLite itself rolls back the whole group (it may, on
  * errors such as a full disk), every transaction of the group that had ended fails with that
  * error, as if its own commit had failed.
  *
