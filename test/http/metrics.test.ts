@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { API, BASE, call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
 import { missingTool, toolPath } from '../helpers/tools.ts';
@@ -76,8 +77,19 @@ for (const store of testStores()) {
         const id = order.body.data[0].service_id as string;
         assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
         await waitForStatus(t, token, id, 'running');
-
-        const { text, samples } = await scrape(t);
+        // The status shows once the job's end commits; the worker counts the job once that commit
+        // is on the disk (a flush later on SQLite, src/store/wal-sync.ts).
+        let scrapes = 0;
+        const { text, samples } = await waitUntil('the job counted', async () => {
+          scrapes++;
+          const scraped = await scrape(t);
+          return sampleValue(scraped.samples, 'vrp_jobs_finished_total', {
+            action: 'create',
+            status: 'succeeded',
+          }) === 1
+            ? scraped
+            : undefined;
+        });
         const http = (method: string, route: string, status: number) => ({
           method,
           route,
@@ -132,8 +144,11 @@ for (const store of testStores()) {
           sampleValue(after.samples, 'vrp_jobs_finished_total', { action: 'restart', status: 'succeeded' }),
           undefined,
         );
-        // The first scrape is counted too, under its own route.
-        assert.equal(sampleValue(after.samples, 'vrp_http_requests_total', http('GET', '/metrics', 200)), 1);
+        // The scrapes before are counted too, under their own route.
+        assert.equal(
+          sampleValue(after.samples, 'vrp_http_requests_total', http('GET', '/metrics', 200)),
+          scrapes,
+        );
       } finally {
         await t.close();
       }
