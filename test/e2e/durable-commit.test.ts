@@ -91,7 +91,13 @@ test('an order is answered only after an fdatasync of the WAL that holds it', {
     if (strace.exitCode === null) strace.kill('SIGKILL');
   });
   // Attached once a request's answer shows in the trace.
+  // strace that cannot attach (ptrace not allowed here) exits at once: said at once, not waited for.
+  const stillTracing = () => {
+    if (strace.exitCode !== null)
+      throw new Error(`strace exited with ${strace.exitCode}:\n${trace.slice(-2000)}`);
+  };
   await waitUntil('strace to attach and trace an answer', async () => {
+    stillTracing();
     await api.ok('GET', 'version');
     return trace.includes('HTTP/1.1 200');
   });
@@ -103,7 +109,10 @@ test('an order is answered only after an fdatasync of the WAL that holds it', {
   const id = String(serviceId);
   assert.match(id, /^\S+$/);
   // strace prints a call once it has returned: wait for the answer's write to show.
-  await waitUntil('the answer in the trace', async () => trace.includes(id));
+  await waitUntil('the answer in the trace', async () => {
+    stillTracing();
+    return trace.includes(id);
+  });
   strace.kill('SIGINT');
   await exited;
 
