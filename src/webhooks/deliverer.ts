@@ -10,6 +10,7 @@ import { isStoreUnavailable } from '../store/errors.ts';
 import { eventsById, type StoredEvent } from '../store/repos/events.ts';
 import {
   type AttemptOutcome,
+  anyDue,
   claimDeliveries,
   type Delivery,
   dropDelivery,
@@ -170,6 +171,7 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
       if (n >= endpointCap) for (const w of webhooksAt.get(endpoint) ?? []) exceptWebhooks.add(w);
     }
     const realNow = Date.now();
+    if (!(await anyDue(db, { now: o.clock.now(), realNow }))) return 0;
     const candidates = await dueCandidates(db, {
       now: o.clock.now(),
       realNow,

@@ -1,6 +1,7 @@
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Store } from '../database.ts';
 import { insertRows } from '../insert-row.ts';
+import { prepare, slot } from '../prepared.ts';
 import type { Database, DeliveryStatus, WebhookDeliveryTable } from '../schema.ts';
 
 /** A delivery is one event for one webhook. */
@@ -82,6 +83,29 @@ export interface CandidateQuery {
   /** Resellers to leave out: they hold their share of this process's senders. */
   readonly exceptResellers: readonly string[];
   readonly limit: number;
+}
+
+/**
+ * Whether any attempt is due and free: one probe of the `webhook_deliveries_due` index. The
+ * sender asks this first, after every job run: the fair pick below groups, ranks and sorts in
+ * temporary B-trees, which costs SQLite about 0.3 ms even when no delivery is pending at all
+ * (bench/FINDINGS.md, "The webhook sender's look when nothing is due").
+ */
+const anyDueStatement = prepare({ now: slot<number>(), realNow: slot<number>() }, (db, s) =>
+  db
+    .selectFrom('webhook_deliveries as d')
+    .select('d.webhook_id')
+    .where('d.status', '=', 'pending')
+    .where('d.next_attempt_at', '<=', s.now)
+    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', s.realNow)]))
+    .limit(1),
+);
+
+export async function anyDue(
+  db: Kysely<Database>,
+  q: Pick<CandidateQuery, 'now' | 'realNow'>,
+): Promise<boolean> {
+  return (await anyDueStatement.first(db, { now: q.now, realNow: q.realNow })) !== undefined;
 }
 
 /**
