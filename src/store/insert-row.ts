@@ -5,10 +5,14 @@
  * new values. Building the 27-column services insert was a tenth of an order's CPU time
  * (bench/FINDINGS.md).
  */
-import { CompiledQuery, type Insertable, type Kysely } from 'kysely';
+import type { CompiledQuery, Insertable, Kysely } from 'kysely';
 
-/** SQL texts by dialect (Kysely's adapter, shared by a database and its transactions), then by shape. */
-const texts = new WeakMap<object, Map<string, string>>();
+/**
+ * Compiled statements by dialect (Kysely's adapter, shared by a database and its transactions),
+ * then by shape. Each is run again with new values; its node stays, so the driver still sees an
+ * insert (the SQLite store groups plain writes by their kind, sqlite-group-commit.ts).
+ */
+const texts = new WeakMap<object, Map<string, CompiledQuery>>();
 
 /** Rows of one table, all with the same columns. */
 export type TableRows<DB> = {
@@ -86,9 +90,9 @@ async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows
     byShape = new Map();
     texts.set(adapter, byShape);
   }
-  const text = byShape.get(shape);
-  if (text !== undefined) {
-    await db.executeQuery(CompiledQuery.raw(text, values));
+  const known = byShape.get(shape);
+  if (known !== undefined) {
+    await db.executeQuery({ ...known, parameters: values });
     return;
   }
   const insert = (qc: InsertCreator, w: AnyRows) => qc.insertInto(w.table).values(w.rows);
@@ -100,6 +104,6 @@ async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows
   // Reusable only if every value went in as a parameter, in order (Kysely's way today).
   const reusable =
     compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i]);
-  if (reusable) byShape.set(shape, compiled.sql);
+  if (reusable) byShape.set(shape, compiled);
   await db.executeQuery(compiled);
 }

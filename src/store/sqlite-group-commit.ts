@@ -17,11 +17,16 @@
  * What callers see is unchanged: a transaction's `execute` resolves only after the COMMIT that
  * holds its writes and the flush of the WAL after it (wal-sync.ts), and rejects if either fails,
  * so nothing is reported done that a crash or a power cut could lose. A statement outside a
- * transaction (Kysely's plain queries) never runs inside an open group: the group commits first;
- * if it may write (anything but a built select, so also raw SQL such as the readiness probe's
- * `select 1`), it is told done after a flush of the WAL too. If SQLite itself rolls back the whole group (it may, on
- * errors such as a full disk), every transaction of the group that had ended fails with that
- * error, as if its own commit had failed.
+ * transaction (Kysely's plain queries) is one more member of the group when it is an insert,
+ * update or delete (it opens a group if none is open), or a select made while a group is open:
+ * it needs no savepoint, as SQLite undoes a failed statement's own changes alone. The write is
+ * told done as a transaction is; the read once the group has committed, so it never shows what a
+ * failed commit took back. Left out of a group, as before: a select with no group open (it runs
+ * at once) and any other statement (raw SQL, such as the readiness probe's `select 1`, and DDL):
+ * the group commits first, and unless it is a built select it is told done after a flush of the
+ * WAL. If SQLite itself rolls back the whole group (it may, on errors such as a full disk),
+ * every transaction of the group that had ended fails with that error, as if its own commit had
+ * failed.
  *
  * What the code that uses the store must keep to (it does; the tests check what they can):
  * - transactions are `db.transaction().execute(callback)`; neither `startTransaction()` nor a
@@ -57,8 +62,14 @@ interface Group {
   members: number;
   /** Left open for a turn of the event loop, and no transaction has joined since. */
   waiting: boolean;
+  /** Settled at the group's COMMIT: what it wrote is visible to every connection. */
+  readonly visible: PromiseWithResolvers<void>;
+  /** Settled once its COMMIT is on the disk (the WAL flushed after it). */
   readonly committed: PromiseWithResolvers<void>;
 }
+
+/** Kysely's statements that run inside a group when they come outside a transaction. */
+const GROUPED_WRITES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
 
 /** The error a group's transactions fail with when SQLite rolled the group back on its own. */
 export class GroupRolledBack extends Error {
@@ -125,9 +136,10 @@ export class GroupCommitSqliteDriver implements Driver {
   /**
    * The group the holder's transaction ended in: its release waits for the group's commit (and
    * fails with it) if it committed; a refusal (rolled back) is told after the group's end too,
-   * as it may rest on what the group's earlier transactions wrote.
+   * as it may rest on what the group's earlier transactions wrote. A read made in an open group
+   * waits for its COMMIT only (`visible`): it wrote nothing that must be on the disk.
    */
-  #endedIn: { readonly group: Group; readonly succeeded: boolean } | undefined;
+  #endedIn: { readonly group: Group; readonly succeeded: boolean; readonly read?: boolean } | undefined;
   readonly #company = new CompanyScore();
   /** Flushes the WAL after commits (wal-sync.ts); none when the database is not in WAL mode (in memory). */
   readonly #wal: WalSync | undefined;
@@ -149,6 +161,9 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#connection = {
       executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
         const plain = !this.#inTransaction;
+        const kind = query.query.kind;
+        if (plain && (GROUPED_WRITES.has(kind) || (kind === 'SelectQueryNode' && this.#group)))
+          return this.#inGroup(conn, query, kind === 'SelectQueryNode');
         this.#beforeStatement();
         const result = await conn.executeQuery<R>(query);
         // A plain write committed as it ran; it is told done once the WAL is flushed (at release).
@@ -172,13 +187,49 @@ export class GroupCommitSqliteDriver implements Driver {
     return this.#connection;
   }
 
+  /**
+   * A statement outside a transaction, run as a member of the open group (or of a new one, for
+   * a write): a write then shares the group's commit instead of paying one of its own, and a
+   * read does not end the group early. One statement is atomic within the group: if it fails,
+   * SQLite undoes its own changes only, unless it rolled back the whole group (abandoned then).
+   * It is told done as a transaction would be: a write once the group's commit is on the disk,
+   * a read once the group has committed (so it never shows what a failed commit took back).
+   */
+  async #inGroup<R>(conn: DatabaseConnection, query: CompiledQuery, read: boolean): Promise<QueryResult<R>> {
+    this.#refuseIfNotDurable();
+    const group = this.#group ?? this.#beginGroup();
+    let result: QueryResult<R>;
+    try {
+      result = await conn.executeQuery<R>(query);
+    } catch (err) {
+      if (!this.#raw.isTransaction) this.#abandonGroup(new GroupRolledBack(err));
+      throw err;
+    }
+    group.members++;
+    this.#endedIn = { group, succeeded: true, read };
+    return result;
+  }
+
+  /** Takes the file's write lock and opens a group. */
+  #beginGroup(): Group {
+    this.#beforeLock();
+    this.#raw.exec('begin immediate');
+    const visible = Promise.withResolvers<void>();
+    const committed = Promise.withResolvers<void>();
+    // Settled even when no transaction of the group waits for them.
+    visible.promise.catch(() => {});
+    committed.promise.catch(() => {});
+    this.#group = { openedAt: performance.now(), members: 0, waiting: false, visible, committed };
+    return this.#group;
+  }
+
   /** The group a transaction just ended in; none would be a commit without a begin (a bug here). */
   #openGroup(): Group {
     if (!this.#group) throw new Error('no transaction group is open');
     return this.#group;
   }
 
-  /** A plain statement (outside a transaction) never runs in an open group: the group commits first. */
+  /** A statement outside a transaction that does not join the group (#inGroup) commits it first. */
   #beforeStatement(): void {
     if (this.#inTransaction) return;
     this.#refuseIfNotDurable();
@@ -194,14 +245,7 @@ export class GroupCommitSqliteDriver implements Driver {
 
   async beginTransaction(): Promise<void> {
     this.#refuseIfNotDurable();
-    if (!this.#group) {
-      this.#beforeLock();
-      this.#raw.exec('begin immediate');
-      const committed = Promise.withResolvers<void>();
-      // Settled even when no transaction of the group waits for it.
-      committed.promise.catch(() => {});
-      this.#group = { openedAt: performance.now(), members: 0, waiting: false, committed };
-    }
+    if (!this.#group) this.#beginGroup();
     this.#raw.exec('savepoint vrp_tx');
     this.#inTransaction = true;
   }
@@ -257,6 +301,7 @@ export class GroupCommitSqliteDriver implements Driver {
     } catch {
       // The connection is unusable; its transaction went with it.
     }
+    group?.visible.reject(error);
     group?.committed.reject(error);
   }
 
@@ -274,7 +319,8 @@ export class GroupCommitSqliteDriver implements Driver {
     const next = this.#waiting.shift();
     if (next) next();
     else this.#busy = false;
-    if (ended?.succeeded) await ended.group.committed.promise;
+    if (ended?.read) await ended.group.visible.promise;
+    else if (ended?.succeeded) await ended.group.committed.promise;
     else if (ended) await ended.group.committed.promise.catch(() => {});
     if (plainWrite) await this.#wal?.afterWrites();
   }
@@ -322,6 +368,7 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#group = undefined;
     // Visible from here on; told done once on the disk.
     tellCommitted(this.#file);
+    group.visible.resolve();
     if (!this.#wal) group.committed.resolve();
     else
       this.#wal.afterWrites().then(

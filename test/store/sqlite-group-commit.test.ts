@@ -2,8 +2,9 @@
  * Group commit of SQLite transactions (src/store/sqlite-group-commit.ts): transactions that
  * wait for the connection share a commit, and nothing a caller is told changes: each
  * transaction's `execute` settles after the commit that holds its writes, one transaction's
- * failure undoes only its own writes, and a statement outside a transaction never runs inside
- * an open group.
+ * failure undoes only its own writes; a write outside a transaction joins the group as one
+ * more member, and a read outside a transaction made while a group is open answers only once
+ * that group has committed.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -42,6 +43,18 @@ const insert = (db: Kysely<Db>, id: number) =>
     .insertInto('t')
     .values({ id, note: `row ${id}` })
     .execute();
+
+/**
+ * A deferred constraint is checked at COMMIT: the one failure a group's commit can meet besides
+ * the disk's. The store's schema has none (a test below). `failsAtCommit` breaks it.
+ */
+const withDeferredConstraint = async (db: Kysely<Db>) => {
+  await sql`create table parent (id integer primary key)`.execute(db);
+  await sql`create table child (id integer primary key, parent_id integer not null references parent (id) deferrable initially deferred)`.execute(
+    db,
+  );
+};
+const failsAtCommit = (tx: Kysely<Db>) => sql`insert into child (id, parent_id) values (1, 99)`.execute(tx);
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'vrp-group-commit-'));
@@ -119,7 +132,7 @@ test('when SQLite rolls the whole group back, the transactions that had ended in
   assert.deepEqual(committedIds(), [3]);
 });
 
-test('a transaction with nothing waiting behind it is committed within a turn of the event loop, and a plain statement commits it first', async () => {
+test('a transaction with nothing waiting behind it is committed within a turn of the event loop, with a plain write that joined it', async () => {
   const db = open();
   let done = false;
   const first = db
@@ -131,7 +144,7 @@ test('a transaction with nothing waiting behind it is committed within a turn of
   await drainMicrotasks();
   assert.equal(done, false, 'left open for company for a turn of the event loop');
   assert.deepEqual(committedIds(), []);
-  // A statement outside a transaction is never part of a group: it commits the group first.
+  // A write outside a transaction joins the open group, and is told done with it.
   await insert(db, 2);
   assert.deepEqual(committedIds(), [1, 2]);
   await first;
@@ -232,15 +245,10 @@ test('a transaction that cannot begin (another process holds the write lock) fai
 
 test('a COMMIT that fails fails every transaction of its group and keeps none of their writes', async () => {
   const db = open();
-  // A deferred constraint is checked at COMMIT: the one failure a group's commit can meet
-  // besides the disk's. The store's schema has none (next test).
-  await sql`create table parent (id integer primary key)`.execute(db);
-  await sql`create table child (id integer primary key, parent_id integer not null references parent (id) deferrable initially deferred)`.execute(
-    db,
-  );
+  await withDeferredConstraint(db);
   const results = await Promise.allSettled([
     db.transaction().execute((tx) => insert(tx, 1)),
-    db.transaction().execute((tx) => sql`insert into child (id, parent_id) values (1, 99)`.execute(tx)),
+    db.transaction().execute(failsAtCommit),
   ]);
   assert.deepEqual(
     results.map((r) => r.status),
@@ -297,4 +305,86 @@ test('a transaction refused in a group is told after the group commits (its refu
     ['fulfilled', 'rejected', 'fulfilled'],
   );
   assert.deepEqual(seenAtRefusal, [1, 3], 'the group it ran in was committed when it was told');
+});
+
+test('a write outside a transaction joins the open group instead of committing it: both are committed together', async () => {
+  const db = open();
+  const first = db.transaction().execute((tx) => insert(tx, 1));
+  await drainMicrotasks();
+  let plainDone = false;
+  const plain = insert(db, 2).then(() => {
+    plainDone = true;
+  });
+  await drainMicrotasks();
+  assert.deepEqual(committedIds(), [], 'the plain write did not commit the group (nor itself) on its own');
+  assert.equal(plainDone, false);
+  await Promise.all([first, plain]);
+  assert.deepEqual(committedIds(), [1, 2]);
+});
+
+test('writes outside a transaction that come together share one group; one that fails fails alone', async () => {
+  const db = open();
+  await insert(db, 1);
+  const results = await Promise.allSettled([insert(db, 2), insert(db, 1), insert(db, 3)]);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.match(String((results[1] as PromiseRejectedResult).reason), /UNIQUE|constraint/i);
+  assert.deepEqual(committedIds(), [1, 2, 3]);
+  // A failed update changes nothing of its own, and the group goes on.
+  const again = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 4)),
+    db.updateTable('t').set({ id: 1 }).where('id', '=', 2).execute(),
+    db.updateTable('t').set({ note: 'changed' }).where('id', '=', 3).execute(),
+  ]);
+  assert.deepEqual(
+    again.map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
+  const rows = reader.prepare('select id, note from t order by id').all() as { id: number; note: string }[];
+  assert.deepEqual(
+    rows.map((r) => `${r.id} ${r.note}`),
+    ['1 row 1', '2 row 2', '3 changed', '4 row 4'],
+  );
+});
+
+test('a read outside a transaction made while a group is open sees what the group wrote, and answers once it is committed', async () => {
+  const db = open();
+  const first = db.transaction().execute((tx) => insert(tx, 1));
+  await drainMicrotasks();
+  let committedAtAnswer: number[] | undefined;
+  const read = db
+    .selectFrom('t')
+    .select('id')
+    .execute()
+    .then((rows) => {
+      committedAtAnswer = committedIds();
+      return rows.map((r) => r.id);
+    });
+  await drainMicrotasks();
+  assert.equal(committedAtAnswer, undefined, 'no answer while the group it read is not committed');
+  assert.deepEqual(await read, [1]);
+  assert.deepEqual(committedAtAnswer, [1]);
+  await first;
+  // With no group open, a read runs at once, as before.
+  assert.deepEqual(
+    (await db.selectFrom('t').select('id').execute()).map((r) => r.id),
+    [1],
+  );
+});
+
+test('a read outside a transaction in a group that fails at its COMMIT fails with it, never showing what the group lost', async () => {
+  const db = open();
+  await withDeferredConstraint(db);
+  const results = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 1)),
+    db.transaction().execute(failsAtCommit),
+    db.selectFrom('t').select('id').execute(),
+  ]);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['rejected', 'rejected', 'rejected'],
+  );
+  assert.deepEqual(committedIds(), []);
 });
