@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { type AuditActor, type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
-import { insertJob, type Job } from '../store/repos/jobs.ts';
+import { insertJob, type Job, newJobId } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
 import type { Database, ServiceTable } from '../store/schema.ts';
@@ -121,7 +120,7 @@ export async function enqueueInTransaction(
   });
   if (updated.numAffectedRows === 0n) throw new SeqConflict();
   const job = await insertJob(tx, {
-    id: randomUUID(),
+    id: newJobId(Date.now()),
     serviceId: service.id,
     resellerId: service.resellerId,
     action: req.action,

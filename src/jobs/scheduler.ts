@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Transaction } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
@@ -11,7 +10,7 @@ import { isStoreUnavailable, isUniqueViolation } from '../store/errors.ts';
 import { systemPart } from '../store/repos/audit.ts';
 import { advanceSchedule, type BackupSchedule, dueSchedules } from '../store/repos/backup-schedules.ts';
 import { recordEvents } from '../store/repos/events.ts';
-import { insertJob } from '../store/repos/jobs.ts';
+import { insertJob, newJobId } from '../store/repos/jobs.ts';
 import { insertSlot, type SlotOutcome } from '../store/repos/schedule-slots.ts';
 import type { Database } from '../store/schema.ts';
 import { backupCreateOperation } from './backup-operation.ts';
@@ -84,7 +83,7 @@ export function createScheduler(o: SchedulerOptions): Scheduler {
       .executeTakeFirst();
     if (r.numUpdatedRows === 0n) throw new SeqConflict();
     const job = await insertJob(tx, {
-      id: randomUUID(),
+      id: newJobId(Date.now()),
       serviceId: s.serviceId,
       resellerId: s.resellerId,
       action: 'backup_create',

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { createMonotonicUuidv7, isUuid } from '../../src/domain/ids.ts';
+import { newJobId } from '../../src/store/repos/jobs.ts';
 
 const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const timeOf = (id: string) => Number.parseInt(id.replace(/-/g, '').slice(0, 12), 16);
@@ -26,4 +27,12 @@ test('event ids sort in the order they were made: within a millisecond and when 
   assert.equal(timeOf(ids.at(-1)!), at + 1);
   // A new millisecond starts from fresh random bits, not from the counter.
   assert.notEqual(ids[5001]!.slice(19), ids[5000]!.slice(19));
+});
+
+test('job ids are UUIDv7s in the order the jobs were accepted, so the jobs index grows at its end', () => {
+  const at = Date.now();
+  const ids = [newJobId(at), newJobId(at), newJobId(at + 5), newJobId(at - 50)];
+  for (const id of ids) assert.match(id, V7);
+  assert.deepEqual([...ids].sort(), ids);
+  assert.equal(timeOf(ids[0]!), at);
 });
