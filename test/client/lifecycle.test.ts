@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import ssh2 from 'ssh2';
 import { type VrpClient, VrpError } from '../../client/src/index.ts';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 import { testStores } from '../helpers/stores.ts';
 import { startReceiver } from '../helpers/webhooks.ts';
 import { product, sdkClient, smallOrder } from './sdk.ts';
@@ -159,7 +159,7 @@ for (const store of testStores()) {
     });
 
     test('reinstall: another template, a password and keys; their fingerprints in details; a bad key is a VrpError', async () => {
-      const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'sdk' }).public.trim();
+      const key = sshKeyPair('ed25519', { comment: 'sdk' }).public.trim();
       const [ordered] = await vrp.createOrder({ ...smallOrder('reinstall-sdk.example.com'), ssh_keys: [] });
       const id = ordered!.service_id;
       await vrp.create(id);

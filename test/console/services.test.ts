@@ -3,7 +3,6 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import ssh2 from 'ssh2';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createTrafficSampler } from '../../src/jobs/traffic-sampler.ts';
@@ -19,6 +18,7 @@ import {
 import { smallOrder } from '../helpers/e2e.ts';
 import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
+import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const B = { 'x-envelope-variant': 'B' };
@@ -205,7 +205,7 @@ describe('console: services', { skip: noBrowser }, () => {
     const accept = () => page.once('dialog', (d) => void d.accept());
 
     // A private key pasted by mistake: the API's refusal, naming the line, and nothing queued.
-    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'console' });
+    const pair = sshKeyPair('ed25519', { comment: 'console' });
     await select.selectOption({ label: 'Ubuntu 24.04 LTS' });
     await page.getByLabel(/SSH public keys for root/).fill(`${pair.public}\n${pair.private}`);
     accept();
@@ -217,7 +217,7 @@ describe('console: services', { skip: noBrowser }, () => {
     );
     assert.equal(await page.locator('[data-live]').count(), 0, 'no job was queued');
 
-    const other = ssh2.utils.generateKeyPairSync('ecdsa', { bits: 256, comment: 'second' }).public;
+    const other = sshKeyPair('ecdsa', { bits: 256, comment: 'second' }).public;
     await page.getByLabel(/Reinstall from template/).selectOption({ label: 'Ubuntu 24.04 LTS' });
     await page.getByLabel(/Root password after the reinstall/).fill('Console-Reinstall-2');
     await page.getByLabel(/SSH public keys for root/).fill(`  ${pair.public}\r\n\n${other}\n`);

@@ -5,17 +5,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import ssh2 from 'ssh2';
 import { ApiError } from '../../src/domain/errors.ts';
 import { checkSshKeys, sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
+import { type SshKeyKind, sshKeyPair } from '../helpers/ssh-key-pair.ts';
 
-type Kind = 'ed25519' | 'rsa' | 'ecdsa';
 /** A fresh key pair in OpenSSH format (`ssh-... AAAA... comment`, and the private key file). */
-function keyPair(kind: Kind, opts: { bits?: number } = {}, comment = 'user@laptop') {
-  if (kind === 'ed25519') return ssh2.utils.generateKeyPairSync('ed25519', { comment });
-  return ssh2.utils.generateKeyPairSync(kind, { bits: opts.bits ?? 2048, comment });
-}
-const publicKey = (kind: Kind, opts: { bits?: number } = {}, comment?: string) =>
+const keyPair = (kind: SshKeyKind, opts: { bits?: number } = {}, comment = 'user@laptop') =>
+  sshKeyPair(kind, { ...opts, comment });
+const publicKey = (kind: SshKeyKind, opts: { bits?: number } = {}, comment?: string) =>
   keyPair(kind, opts, comment).public.trim();
 
 /** SSH wire strings: each a uint32 length, then the bytes. */

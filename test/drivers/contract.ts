@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import ssh2 from 'ssh2';
 import {
   type DiskExport,
   DriverError,
@@ -17,6 +16,7 @@ import {
 } from '../../src/drivers/driver.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
 import { type DiskImage, diskImage } from '../helpers/disk-image.ts';
+import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 
 export interface ContractTarget {
   readonly driver: HypervisorDriver;
@@ -230,7 +230,7 @@ export function driverContract(
         const vmId = randomUUID();
         let reports = 0;
         const booted = async () => t.guest?.(vmId, ++reports);
-        const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'contract' }).public.trim();
+        const key = sshKeyPair('ed25519', { comment: 'contract' }).public.trim();
         const reinstallSpec = (password: string) => ({
           templateId: t.templateId,
           hostname: 'reinstalled.example.com',

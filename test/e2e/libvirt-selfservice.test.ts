@@ -10,12 +10,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
-import ssh2 from 'ssh2';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { launchBrowser, noBrowser, openPage } from '../helpers/browser.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
 import { consoleText, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 
 const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -67,7 +67,7 @@ test('a real VM: the SSH key of the order, the console page in chromium, reinsta
   const browser = await launchBrowser();
   let id: string | undefined;
   try {
-    const key = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'e2e@example' }).public.trim();
+    const key = sshKeyPair('ed25519', { comment: 'e2e@example' }).public.trim();
     const keySha = sha256(Buffer.from(key.split(' ')[1]!, 'base64'));
     const [ordered] = await s.api.ok('POST', 'service/create-order', { ...s.order, ssh_keys: [key] });
     id = ordered.service_id as string;

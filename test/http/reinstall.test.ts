@@ -4,20 +4,18 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import ssh2 from 'ssh2';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { listAuditEntries } from '../../src/store/repos/audit.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
+import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const [debian, ubuntu, rocky, alma] = DEMO_CATALOG.os_templates.map((o) => o.id);
-const edKey = (comment = 'user@laptop') =>
-  ssh2.utils.generateKeyPairSync('ed25519', { comment }).public.trim();
-const rsaKey = (bits: number) =>
-  ssh2.utils.generateKeyPairSync('rsa', { bits, comment: `rsa-${bits}` }).public.trim();
+const edKey = (comment = 'user@laptop') => sshKeyPair('ed25519', { comment }).public.trim();
+const rsaKey = (bits: number) => sshKeyPair('rsa', { bits, comment: `rsa-${bits}` }).public.trim();
 
 for (const store of testStores()) {
   describe(`reinstall and SSH keys (${store})`, () => {
@@ -68,7 +66,7 @@ for (const store of testStores()) {
         [[edKey(), edKey(), rsaKey(1024)], /^ssh_keys\[2\]: an RSA key must have at least 2048 bits/],
         [[edKey(), 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0'], /^ssh_keys\[1\]: /],
         [Array.from({ length: 11 }, () => edKey()), /^ssh_keys: at most 10 keys, got 11/],
-        [[ssh2.utils.generateKeyPairSync('ed25519').private], /^ssh_keys\[0\]: this is a private key/],
+        [[sshKeyPair('ed25519').private], /^ssh_keys\[0\]: this is a private key/],
       ];
       for (const [keys, message] of cases) {
         const res = await call(t, token, 'POST', 'service/create-order', {
