@@ -199,6 +199,11 @@ async function reserve(
   delta: Need,
   options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
 ): Promise<boolean> {
+  // A new VM's placement, the common case, with every amount growing: written once (below).
+  if (options.placeable && !options.driver && delta.cpu > 0 && delta.ramGb > 0 && delta.diskGb > 0) {
+    const placed = await reservePlacement.execute(db, { hostId, ...delta });
+    return placed.numAffectedRows === 1n;
+  }
   const r = await db
     .updateTable('hypervisor_hosts')
     .set((eb) => ({
@@ -219,6 +224,25 @@ async function reserve(
     .executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }
+
+/** reserve() of a placement whose amounts all grow, compiled once (store/prepared.ts). */
+const reservePlacement = prepare(
+  { hostId: slot<string>(), cpu: slot<number>(), ramGb: slot<number>(), diskGb: slot<number>() },
+  (db, s) =>
+    db
+      .updateTable('hypervisor_hosts')
+      .set((eb) => ({
+        used_cpu: eb('used_cpu', '+', s.cpu),
+        used_ram_gb: eb('used_ram_gb', '+', s.ramGb),
+        used_disk_gb: eb('used_disk_gb', '+', s.diskGb),
+      }))
+      .where('id', '=', s.hostId)
+      .where('state', '=', 'active')
+      .where('health', '=', 'up')
+      .where((eb) => eb(eb('used_cpu', '+', s.cpu), '<=', eb.ref('cpu')))
+      .where((eb) => eb(eb('used_ram_gb', '+', s.ramGb), '<=', eb.ref('ram_gb')))
+      .where((eb) => eb(eb('used_disk_gb', '+', s.diskGb), '<=', eb.ref('disk_gb'))),
+);
 
 /** Gives a VM's room back to its host, unconditionally. */
 export async function free(db: Kysely<Database>, hostId: string, need: Need): Promise<void> {

@@ -41,6 +41,7 @@ import {
 } from '../store/repos/services.ts';
 import { recordUsageChange, USAGE_SOURCE } from '../store/repos/usage-intervals.ts';
 import type { Database, JobTable } from '../store/schema.ts';
+import { updateWhere } from '../store/update-row.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import { checkAtJobStart } from './power-check.ts';
@@ -452,12 +453,8 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.projected_status = after.status;
       set.projected_resume = after.resume;
     }
-    const updated = await tx
-      .updateTable('services')
-      .set(set)
-      .where('id', '=', job.serviceId)
-      .returning(USAGE_SOURCE)
-      .executeTakeFirst();
+    const { rows } = await updateWhere(tx, 'services', set, { id: job.serviceId }, USAGE_SOURCE);
+    const updated = rows[0];
     if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, updated, now);
     const changed =
       set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id, error);

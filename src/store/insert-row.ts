@@ -5,14 +5,8 @@
  * new values. Building the 27-column services insert was a tenth of an order's CPU time
  * (bench/FINDINGS.md).
  */
-import type { CompiledQuery, Insertable, Kysely } from 'kysely';
-
-/**
- * Compiled statements by dialect (Kysely's adapter, shared by a database and its transactions),
- * then by shape. Each is run again with new values; its node stays, so the driver still sees an
- * insert (the SQLite store groups plain writes by their kind, sqlite-group-commit.ts).
- */
-const texts = new WeakMap<object, Map<string, CompiledQuery>>();
+import type { Insertable, Kysely } from 'kysely';
+import { compiledShapes, type LooseBuilder, looseBuilder } from './loose-builder.ts';
 
 /** Rows of one table, all with the same columns. */
 export type TableRows<DB> = {
@@ -23,11 +17,6 @@ export type TableRows<DB> = {
 interface AnyRows {
   readonly table: string;
   readonly rows: readonly object[];
-}
-/** The part of Kysely's builder used here (a database, or one with the earlier inserts in WITH). */
-interface InsertCreator {
-  insertInto(table: string): { values(rows: readonly object[]): { compile(): CompiledQuery } };
-  with(name: string, cte: (qc: InsertCreator) => unknown): InsertCreator;
 }
 
 /** Inserts one row. */
@@ -83,20 +72,16 @@ function valuesOf(write: AnyRows, values: unknown[]): string[] {
 
 async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows[]): Promise<void> {
   const values: unknown[] = [];
-  const shape = writes.map((w) => `${w.table}(${valuesOf(w, values).join()})x${w.rows.length}`).join(';');
-  const adapter = db.getExecutor().adapter;
-  let byShape = texts.get(adapter);
-  if (!byShape) {
-    byShape = new Map();
-    texts.set(adapter, byShape);
-  }
+  const shape = `insert ${writes.map((w) => `${w.table}(${valuesOf(w, values).join()})x${w.rows.length}`).join(';')}`;
+  const byShape = compiledShapes(db);
   const known = byShape.get(shape);
   if (known !== undefined) {
     await db.executeQuery({ ...known, parameters: values });
     return;
   }
-  const insert = (qc: InsertCreator, w: AnyRows) => qc.insertInto(w.table).values(w.rows);
-  let builder = db as unknown as InsertCreator;
+  const insert = (qc: LooseBuilder, w: AnyRows) => qc.insertInto(w.table).values(w.rows);
+  // A database, or one with the earlier inserts in WITH.
+  let builder = looseBuilder(db);
   writes.slice(0, -1).forEach((w, i) => {
     builder = builder.with(`w${i}`, (qc) => insert(qc, w));
   });

@@ -7,6 +7,7 @@ import { randomPoolBytes } from '../../random-pool.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
 import type { AuditActorType, Database, JobStatus, JobTable } from '../schema.ts';
+import { updateWhere } from '../update-row.ts';
 
 export type { JobStatus };
 
@@ -245,14 +246,8 @@ export async function updateOwnedJob(
   workerId: string,
   set: Updateable<JobTable>,
 ): Promise<boolean> {
-  const r = await db
-    .updateTable('jobs')
-    .set(set)
-    .where('id', '=', id)
-    .where('status', '=', 'running')
-    .where('locked_by', '=', workerId)
-    .executeTakeFirst();
-  return r.numUpdatedRows === 1n;
+  const r = await updateWhere(db, 'jobs', set, { id, status: 'running', locked_by: workerId });
+  return r.updated === 1;
 }
 
 /**

@@ -123,48 +123,60 @@ for (const store of testStores()) {
       assert.equal(await hostOf(db, 'vm-place-3'), undefined);
     });
 
-    test('placement: a host filled by another placement meanwhile is passed over, the VM recorded on the next', async () => {
-      const db = t.ctx.store.db;
-      await libvirtHosts(db, [
-        { id: 'race-a', cpu: 8, ramGb: 32, diskGb: 200 },
-        { id: 'race-b', cpu: 8, ramGb: 16, diskGb: 200 },
-      ]);
-      const used = async (id: string) =>
-        (
-          await db
-            .selectFrom('hypervisor_hosts')
-            .select('used_cpu')
-            .where('id', '=', id)
-            .executeTakeFirstOrThrow()
-        ).used_cpu;
-      const before = await used('race-b');
-      // Another placement takes all of race-a's vCPUs between the choice and the reservation:
-      // a trigger on the VM's row recorded on race-a, which placement writes before reserving.
-      if (store === 'postgres') {
-        await sql`create function fill_race_a() returns trigger language plpgsql as $$
-          begin update hypervisor_hosts set used_cpu = cpu where id = 'race-a'; return null; end $$`.execute(
-          db,
-        );
-        await sql`create trigger fill_race_a after insert on libvirt_vms for each row
-          when (new.host_id = 'race-a') execute function fill_race_a()`.execute(db);
-      } else {
-        await sql`create trigger fill_race_a after insert on libvirt_vms when new.host_id = 'race-a'
-          begin update hypervisor_hosts set used_cpu = cpu where id = 'race-a'; end`.execute(db);
-      }
-      try {
-        const host = await db
-          .transaction()
-          .execute((tx) => placeVm(tx, { cpu: 1, ramGb: 1, diskGb: 10 }, 'libvirt', libvirtVm('vm-race')));
-        assert.equal(host, 'race-b');
-        assert.equal(await hostOf(db, 'vm-race'), 'race-b', 'the VM moved to the host that had room');
-        assert.equal(await used('race-a'), 8, 'race-a is not overbooked');
-        assert.equal(await used('race-b'), before + 1);
-      } finally {
-        await sql`drop trigger fill_race_a${sql.raw(store === 'postgres' ? ' on libvirt_vms' : '')}`.execute(
-          db,
-        );
-      }
-    });
+    // What another placement, an operator or host health may change on the host chosen between
+    // the choice and the reservation: each makes the reservation pass it over.
+    const meanwhile = [
+      // `used`: what the first host has in use after the change (vCPUs, RAM, disk), nothing of the VM's.
+      { what: 'filled (vCPUs)', set: 'used_cpu = cpu', used: [8, 0, 0] },
+      { what: 'filled (RAM)', set: 'used_ram_gb = ram_gb', used: [0, 32, 0] },
+      { what: 'filled (disk)', set: 'used_disk_gb = disk_gb', used: [0, 0, 200] },
+      { what: 'drained', set: "state = 'draining'", used: [0, 0, 0] },
+      { what: 'found unreachable', set: "health = 'down'", used: [0, 0, 0] },
+    ];
+    for (const [i, m] of meanwhile.entries()) {
+      test(`placement: a host ${m.what} meanwhile is passed over, the VM recorded on the next`, async () => {
+        const db = t.ctx.store.db;
+        const [a, b, vm] = [`race-a${i}`, `race-b${i}`, `vm-race${i}`];
+        await libvirtHosts(db, [
+          { id: a, cpu: 8, ramGb: 32, diskGb: 200 },
+          { id: b, cpu: 8, ramGb: 16, diskGb: 200 },
+        ]);
+        const row = (id: string) =>
+          db.selectFrom('hypervisor_hosts').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+        const before = await row(b);
+        // The change comes between the choice and the reservation: a trigger on the VM's row
+        // recorded on the first host, which placement writes before reserving.
+        const change = sql.raw(`update hypervisor_hosts set ${m.set} where id = '${a}'`);
+        if (store === 'postgres') {
+          await sql`create function race_change() returns trigger language plpgsql as $$
+            begin ${change}; return null; end $$`.execute(db);
+          await sql`create trigger race_change after insert on libvirt_vms for each row
+            when (new.host_id = ${sql.lit(a)}) execute function race_change()`.execute(db);
+        } else {
+          await sql`create trigger race_change after insert on libvirt_vms when new.host_id = ${sql.lit(a)}
+            begin ${change}; end`.execute(db);
+        }
+        try {
+          const host = await db
+            .transaction()
+            .execute((tx) => placeVm(tx, { cpu: 1, ramGb: 1, diskGb: 10 }, 'libvirt', libvirtVm(vm)));
+          assert.equal(host, b);
+          assert.equal(await hostOf(db, vm), b, 'the VM moved to the host that could take it');
+          const after = await row(a);
+          assert.deepEqual(
+            [after.used_cpu, after.used_ram_gb, after.used_disk_gb],
+            m.used,
+            'nothing reserved on the host passed over (so none overbooked)',
+          );
+          assert.equal((await row(b)).used_cpu, before.used_cpu + 1);
+        } finally {
+          await sql`drop trigger race_change${sql.raw(store === 'postgres' ? ' on libvirt_vms' : '')}`.execute(
+            db,
+          );
+          if (store === 'postgres') await sql`drop function race_change()`.execute(db);
+        }
+      });
+    }
 
     test('backup storage in use is summed to the hundredth: three 2.8 GB backups, one deleted, show 5.6', async () => {
       const db = t.ctx.store.db;

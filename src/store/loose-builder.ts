@@ -1,0 +1,42 @@
+/**
+ * The part of Kysely's builder that insert-row.ts and update-row.ts use, for a table named at run
+ * time: Kysely types its builder by table, so a table that is a type parameter there cannot be
+ * tied to its columns. Those two check what they write themselves (the columns given are the
+ * row's, every value goes in as a parameter, in order), and keep what they compiled by shape.
+ */
+import type { CompiledQuery, Kysely } from 'kysely';
+
+export interface LooseBuilder {
+  insertInto(table: string): { values(rows: readonly object[]): { compile(): CompiledQuery } };
+  with(name: string, cte: (qc: LooseBuilder) => unknown): LooseBuilder;
+  updateTable(table: string): { set(values: object): LooseMatching };
+}
+
+export interface LooseMatching {
+  where(column: string, op: '=', value: unknown): LooseMatching;
+  returning(columns: readonly string[]): { compile(): CompiledQuery };
+  compile(): CompiledQuery;
+}
+
+/** `db`'s builder, its tables named at run time. */
+export function looseBuilder<DB>(db: Kysely<DB>): LooseBuilder {
+  return db as unknown as LooseBuilder;
+}
+
+/** Compiled statements by dialect (Kysely's adapter, shared by a database and its transactions). */
+const compiledByAdapter = new WeakMap<object, Map<string, CompiledQuery>>();
+
+/**
+ * The statements compiled for `db`'s dialect, by shape: the SQL text and where each value goes,
+ * run again with new values (`{ ...compiled, parameters }`). Its node stays with it, so the
+ * driver still sees the statement's kind (the SQLite store groups plain writes by kind).
+ */
+export function compiledShapes<DB>(db: Kysely<DB>): Map<string, CompiledQuery> {
+  const adapter = db.getExecutor().adapter;
+  let byShape = compiledByAdapter.get(adapter);
+  if (!byShape) {
+    byShape = new Map();
+    compiledByAdapter.set(adapter, byShape);
+  }
+  return byShape;
+}
