@@ -71,15 +71,23 @@ class NodeSqliteDialect extends SqliteDialect {
   readonly #raw: DatabaseSync;
   readonly #database: SqliteDatabase;
   readonly #wal: WalSync | undefined;
-  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase, wal: WalSync | undefined) {
+  readonly #openReader: (() => SqliteDatabase) | undefined;
+  constructor(
+    file: string,
+    raw: DatabaseSync,
+    database: SqliteDatabase,
+    wal: WalSync | undefined,
+    openReader: (() => SqliteDatabase) | undefined,
+  ) {
     super({ database });
     this.#file = file;
     this.#raw = raw;
     this.#database = database;
     this.#wal = wal;
+    this.#openReader = openReader;
   }
   override createDriver() {
-    return new GroupCommitSqliteDriver(this.#file, this.#raw, this.#database, this.#wal);
+    return new GroupCommitSqliteDriver(this.#file, this.#raw, this.#database, this.#wal, this.#openReader);
   }
   override createAdapter() {
     return new TransactionalDdlSqliteAdapter();
@@ -114,5 +122,15 @@ export function createNodeSqliteDialect(
   db.exec(`pragma wal_autocheckpoint = 10000`);
   db.exec(`pragma journal_size_limit = ${64 * 1024 * 1024}`);
   const walSync = wal ? new WalSync(`${resolve(file)}-wal`, syncWal) : undefined;
-  return new NodeSqliteDialect(file, db, new CachedDatabase(db), walSync);
+  // The selects made while a group of transactions is open read what is committed here
+  // (sqlite-group-commit.ts); opened at the first. An in-memory database has no second view.
+  const openReader = wal
+    ? () => {
+        const reader = new DatabaseSync(file, { readOnly: true });
+        reader.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
+        reader.exec(`pragma temp_store = memory`);
+        return new CachedDatabase(reader);
+      }
+    : undefined;
+  return new NodeSqliteDialect(file, db, new CachedDatabase(db), walSync, openReader);
 }

@@ -18,15 +18,16 @@
  * holds its writes and the flush of the WAL after it (wal-sync.ts), and rejects if either fails,
  * so nothing is reported done that a crash or a power cut could lose. A statement outside a
  * transaction (Kysely's plain queries) is one more member of the group when it is an insert,
- * update or delete (it opens a group if none is open), or a select made while a group is open:
- * it needs no savepoint, as SQLite undoes a failed statement's own changes alone. The write is
- * told done as a transaction is; the read once the group has committed, so it never shows what a
- * failed commit took back. Left out of a group, as before: a select with no group open (it runs
- * at once) and any other statement (raw SQL, such as the readiness probe's `select 1`, and DDL):
- * the group commits first, and unless it is a built select it is told done after a flush of the
- * WAL. If SQLite itself rolls back the whole group (it may, on errors such as a full disk),
- * every transaction of the group that had ended fails with that error, as if its own commit had
- * failed.
+ * update or delete (it opens a group if none is open): it needs no savepoint, as SQLite undoes a
+ * failed statement's own changes alone, and it is told done as a transaction is. A select made
+ * while a group is open runs on a read-only connection to the same file: it sees what is
+ * committed, never the open group's writes (whose callers have not been told done), and it
+ * neither waits for the group nor ends it early. A select with no group open runs on the main
+ * connection at once, as before; any other statement (raw SQL, such as the readiness probe's
+ * `select 1`, and DDL) commits the group first and, unless it is a built select, is told done
+ * after a flush of the WAL. If SQLite itself rolls back the whole group (it may, on errors such
+ * as a full disk), every transaction of the group that had ended fails with that error, as if
+ * its own commit had failed.
  *
  * What the code that uses the store must keep to (it does; the tests check what they can):
  * - transactions are `db.transaction().execute(callback)`; neither `startTransaction()` nor a
@@ -62,8 +63,6 @@ interface Group {
   members: number;
   /** Left open for a turn of the event loop, and no transaction has joined since. */
   waiting: boolean;
-  /** Settled at the group's COMMIT: what it wrote is visible to every connection. */
-  readonly visible: PromiseWithResolvers<void>;
   /** Settled once its COMMIT is on the disk (the WAL flushed after it). */
   readonly committed: PromiseWithResolvers<void>;
 }
@@ -136,21 +135,31 @@ export class GroupCommitSqliteDriver implements Driver {
   /**
    * The group the holder's transaction ended in: its release waits for the group's commit (and
    * fails with it) if it committed; a refusal (rolled back) is told after the group's end too,
-   * as it may rest on what the group's earlier transactions wrote. A read made in an open group
-   * waits for its COMMIT only (`visible`): it wrote nothing that must be on the disk.
+   * as it may rest on what the group's earlier transactions wrote.
    */
-  #endedIn: { readonly group: Group; readonly succeeded: boolean; readonly read?: boolean } | undefined;
+  #endedIn: { readonly group: Group; readonly succeeded: boolean } | undefined;
   readonly #company = new CompanyScore();
   /** Flushes the WAL after commits (wal-sync.ts); none when the database is not in WAL mode (in memory). */
   readonly #wal: WalSync | undefined;
   /** The holder made a write outside a transaction: its release waits for the WAL's flush. */
   #plainWrite = false;
+  /** Opens the read-only connection for selects made while a group is open (none: in memory). */
+  readonly #openReader: (() => SqliteDatabase) | undefined;
+  /** Kysely's driver of that connection, and its one connection, once opened. */
+  #reader: { readonly driver: SqliteDriver; readonly connection: Promise<DatabaseConnection> } | undefined;
 
-  constructor(file: string, raw: DatabaseSync, database: SqliteDatabase, wal: WalSync | undefined) {
+  constructor(
+    file: string,
+    raw: DatabaseSync,
+    database: SqliteDatabase,
+    wal: WalSync | undefined,
+    openReader?: () => SqliteDatabase,
+  ) {
     this.#file = resolve(file);
     this.#raw = raw;
     this.#inner = new SqliteDriver({ database });
     this.#wal = wal;
+    this.#openReader = openReader;
   }
 
   async init(): Promise<void> {
@@ -162,8 +171,9 @@ export class GroupCommitSqliteDriver implements Driver {
       executeQuery: async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
         const plain = !this.#inTransaction;
         const kind = query.query.kind;
-        if (plain && (GROUPED_WRITES.has(kind) || (kind === 'SelectQueryNode' && this.#group)))
-          return this.#inGroup(conn, query, kind === 'SelectQueryNode');
+        if (plain && GROUPED_WRITES.has(kind)) return this.#inGroup(conn, query);
+        if (plain && kind === 'SelectQueryNode' && this.#group && this.#openReader)
+          return this.#readCommitted<R>(query, this.#openReader);
         this.#beforeStatement();
         const result = await conn.executeQuery<R>(query);
         // A plain write committed as it ran; it is told done once the WAL is flushed (at release).
@@ -188,14 +198,13 @@ export class GroupCommitSqliteDriver implements Driver {
   }
 
   /**
-   * A statement outside a transaction, run as a member of the open group (or of a new one, for
-   * a write): a write then shares the group's commit instead of paying one of its own, and a
-   * read does not end the group early. One statement is atomic within the group: if it fails,
-   * SQLite undoes its own changes only, unless it rolled back the whole group (abandoned then).
-   * It is told done as a transaction would be: a write once the group's commit is on the disk,
-   * a read once the group has committed (so it never shows what a failed commit took back).
+   * A write outside a transaction, run as a member of the open group (or of a new one): it
+   * shares the group's commit instead of paying one of its own. One statement is atomic within
+   * the group: if it fails, SQLite undoes its own changes only, unless it rolled back the whole
+   * group (abandoned then). It is told done as a transaction is, once the group's commit is on
+   * the disk.
    */
-  async #inGroup<R>(conn: DatabaseConnection, query: CompiledQuery, read: boolean): Promise<QueryResult<R>> {
+  async #inGroup<R>(conn: DatabaseConnection, query: CompiledQuery): Promise<QueryResult<R>> {
     this.#refuseIfNotDurable();
     const group = this.#group ?? this.#beginGroup();
     let result: QueryResult<R>;
@@ -206,20 +215,33 @@ export class GroupCommitSqliteDriver implements Driver {
       throw err;
     }
     group.members++;
-    this.#endedIn = { group, succeeded: true, read };
+    this.#endedIn = { group, succeeded: true };
     return result;
+  }
+
+  /**
+   * A select outside a transaction while a group is open: on the read-only connection, which
+   * sees what is committed (WAL gives each statement a snapshot and never waits for the writer).
+   * Committing the group first instead cut the groups of the job pipeline short (half its
+   * commits; bench/FINDINGS.md), and reading in the group would show writes not yet told done.
+   */
+  async #readCommitted<R>(query: CompiledQuery, open: () => SqliteDatabase): Promise<QueryResult<R>> {
+    this.#refuseIfNotDurable();
+    if (!this.#reader) {
+      const driver = new SqliteDriver({ database: open() });
+      this.#reader = { driver, connection: driver.init().then(() => driver.acquireConnection()) };
+    }
+    return (await this.#reader.connection).executeQuery<R>(query);
   }
 
   /** Takes the file's write lock and opens a group. */
   #beginGroup(): Group {
     this.#beforeLock();
     this.#raw.exec('begin immediate');
-    const visible = Promise.withResolvers<void>();
     const committed = Promise.withResolvers<void>();
-    // Settled even when no transaction of the group waits for them.
-    visible.promise.catch(() => {});
+    // Settled even when no transaction of the group waits for it.
     committed.promise.catch(() => {});
-    this.#group = { openedAt: performance.now(), members: 0, waiting: false, visible, committed };
+    this.#group = { openedAt: performance.now(), members: 0, waiting: false, committed };
     return this.#group;
   }
 
@@ -301,7 +323,6 @@ export class GroupCommitSqliteDriver implements Driver {
     } catch {
       // The connection is unusable; its transaction went with it.
     }
-    group?.visible.reject(error);
     group?.committed.reject(error);
   }
 
@@ -319,8 +340,7 @@ export class GroupCommitSqliteDriver implements Driver {
     const next = this.#waiting.shift();
     if (next) next();
     else this.#busy = false;
-    if (ended?.read) await ended.group.visible.promise;
-    else if (ended?.succeeded) await ended.group.committed.promise;
+    if (ended?.succeeded) await ended.group.committed.promise;
     else if (ended) await ended.group.committed.promise.catch(() => {});
     if (plainWrite) await this.#wal?.afterWrites();
   }
@@ -368,7 +388,6 @@ export class GroupCommitSqliteDriver implements Driver {
     this.#group = undefined;
     // Visible from here on; told done once on the disk.
     tellCommitted(this.#file);
-    group.visible.resolve();
     if (!this.#wal) group.committed.resolve();
     else
       this.#wal.afterWrites().then(
@@ -399,6 +418,8 @@ export class GroupCommitSqliteDriver implements Driver {
     same?.delete(this);
     if (same?.size === 0) drivers.delete(this.#file);
     await this.#wal?.close();
+    await this.#reader?.driver.destroy();
+    this.#reader = undefined;
     await this.#inner.destroy();
   }
 }
