@@ -161,6 +161,9 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
   async function claimAndStart(): Promise<number> {
     const free = o.concurrency - loop.running.size;
     if (free <= 0) return 0;
+    // Woken after every job run: most wake-ups find nothing due, and one probe says so.
+    const realNow = Date.now();
+    if (!(await anyDue(db, { now: o.clock.now(), realNow }))) return 0;
     const current = load();
     // Left out of the query, so that the due attempts of others are what it finds.
     const exceptResellers = [...current.byReseller]
@@ -170,8 +173,6 @@ export function createDeliverer(o: DelivererOptions): Deliverer {
     for (const [endpoint, n] of current.byEndpoint) {
       if (n >= endpointCap) for (const w of webhooksAt.get(endpoint) ?? []) exceptWebhooks.add(w);
     }
-    const realNow = Date.now();
-    if (!(await anyDue(db, { now: o.clock.now(), realNow }))) return 0;
     const candidates = await dueCandidates(db, {
       now: o.clock.now(),
       realNow,

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { Expression, ExpressionBuilder, Kysely } from 'kysely';
 import type { Store } from '../database.ts';
 import { insertRows } from '../insert-row.ts';
 import { prepare, slot } from '../prepared.ts';
@@ -63,7 +63,7 @@ export async function enqueueDeliveries(
 }
 
 const unlocked =
-  (realNow: number) =>
+  (realNow: number | Expression<number>) =>
   ({ eb }: ExpressionBuilder<Database, 'webhook_deliveries'>) =>
     eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', realNow)]);
 
@@ -93,11 +93,11 @@ export interface CandidateQuery {
  */
 const anyDueStatement = prepare({ now: slot<number>(), realNow: slot<number>() }, (db, s) =>
   db
-    .selectFrom('webhook_deliveries as d')
-    .select('d.webhook_id')
-    .where('d.status', '=', 'pending')
-    .where('d.next_attempt_at', '<=', s.now)
-    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', s.realNow)]))
+    .selectFrom('webhook_deliveries')
+    .select('webhook_id')
+    .where('status', '=', 'pending')
+    .where('next_attempt_at', '<=', s.now)
+    .where(unlocked(s.realNow))
     .limit(1),
 );
 
