@@ -394,3 +394,22 @@ test('a read made while a group is open never shows its writes, so none that a f
   assert.deepEqual((results[2] as PromiseFulfilledResult<{ id: number }[]>).value, []);
   assert.deepEqual(committedIds(), []);
 });
+
+test('a write outside a transaction that makes SQLite roll the whole group back fails, and so do the transactions that had ended in the group', async () => {
+  const db = open();
+  // RAISE(ROLLBACK) ends the whole transaction: what SQLite does on its own on a full disk.
+  await sql`create trigger whole_group_goes before insert on t when new.id = 99
+    begin select raise(rollback, 'the whole group goes'); end`.execute(db);
+  const results = await Promise.allSettled([
+    db.transaction().execute((tx) => insert(tx, 1)),
+    insert(db, 99),
+    insert(db, 3),
+  ]);
+  assert.deepEqual(
+    results.map((r) => r.status),
+    ['rejected', 'rejected', 'fulfilled'],
+  );
+  assert.ok((results[0] as PromiseRejectedResult).reason instanceof GroupRolledBack);
+  assert.match(String((results[1] as PromiseRejectedResult).reason), /the whole group goes/);
+  assert.deepEqual(committedIds(), [3], 'the next group is not concerned');
+});
