@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchToken, prepareStore, smallOrder } from '../test/helpers/e2e.ts';
-import { startServer } from '../test/helpers/server-process.ts';
+import { serverProgram, startServer } from '../test/helpers/server-process.ts';
 import { writeSection } from './sections.ts';
 
 const API = '/vps_reseller_provider/public/api/v2';
@@ -71,15 +71,20 @@ export async function libvirtProvisioning(
     .where('id', '=', order.template_id)
     .execute();
   await store.close();
-  const server = await startServer({
-    VRP_DATA_DIR: dataDir,
-    VRP_DRIVER: 'libvirt',
-    VRP_LIBVIRT_STORAGE: storage,
-    VRP_STOP_TIMEOUT: '2s',
-    VRP_LOG_LEVEL: 'debug',
-    // No list calls of the reconciler in the middle of the measured commands.
-    VRP_RECONCILE_INTERVAL: '3600s',
-  });
+  const server = await startServer(
+    {
+      VRP_DATA_DIR: dataDir,
+      VRP_DRIVER: 'libvirt',
+      VRP_LIBVIRT_STORAGE: storage,
+      VRP_STOP_TIMEOUT: '2s',
+      VRP_LOG_LEVEL: 'debug',
+      // No list calls of the reconciler in the middle of the measured commands.
+      VRP_RECONCILE_INTERVAL: '3600s',
+    },
+    undefined,
+    undefined,
+    serverProgram(),
+  );
   const results: ProvisioningRun[] = [];
   try {
     const token = await fetchToken(server.url, app);

@@ -1,9 +1,9 @@
 /**
  * The server's peak memory under a burst of wrong console passwords: each check is a scrypt
- * hash at 128 MiB, so how many run at once decides the peak. Starts the real server
- * (`node src/main.ts`) on a fresh SQLite store with one operator, sends the burst from one
- * loopback address and then from many (127.0.0.10 and up), and reads the process's VmHWM
- * (peak resident memory) from /proc before and after each. Loopback only.
+ * hash at 128 MiB, so how many run at once decides the peak. Starts the real server (`node
+ * dist/main.js`, as the launchers run it) on a fresh SQLite store with one operator, sends the
+ * burst from one loopback address and then from many (127.0.0.10 and up), and reads the
+ * process's VmHWM (peak resident memory) from /proc before and after each. Loopback only.
  *
  *   node bench/login-burst.ts [--at DIR] [--count N]
  *
@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../scripts/postgres.ts';
-import { SERVER_ENV, SERVER_NODE_FLAGS } from '../test/helpers/server-process.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS, serverProgram } from '../test/helpers/server-process.ts';
 
 const { values } = parseArgs({
   options: { at: { type: 'string', default: '.' }, count: { type: 'string', default: '20' } },
@@ -37,7 +37,7 @@ const made = spawnSync(process.execPath, ['bin/vrp.js', 'operator', 'create', 'd
 if (made.status !== 0) throw new Error(`operator create failed: ${made.stderr}`);
 
 const port = await freePort();
-const server = spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
+const server = spawn(process.execPath, [...SERVER_NODE_FLAGS, serverProgram()], {
   cwd: root,
   env: { ...env, ...SERVER_ENV, VRP_PORT: String(port), VRP_HOST: '127.0.0.1' },
   stdio: 'inherit',

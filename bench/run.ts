@@ -28,6 +28,7 @@ import {
   SERVER_ENV,
   SERVER_NODE_FLAGS,
   type ServerProcess,
+  serverProgram,
   startServer,
 } from '../test/helpers/server-process.ts';
 import { APP_FLOOR_PATH, type FloorLayer, type FloorReady } from './floor.ts';
@@ -45,7 +46,10 @@ import { type BenchStore, benchStores, type StoreKind } from './stores.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '..');
-process.chdir(root); // startServer runs `src/main.ts` relative to the working directory
+process.chdir(root); // the server runs `dist/main.js` relative to the working directory
+
+/** The server as the launchers run it: the build of src/ (made now if it is not current). */
+const startBuilt = (env: Record<string, string>) => startServer(env, undefined, undefined, serverProgram());
 
 const { values: args } = parseArgs({
   options: {
@@ -388,7 +392,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
   const small = enabled('status-big') ? await store.copy(`bench_${kind}_small`) : undefined;
 
   const floor = await startFloor();
-  let server = await startServer(env);
+  let server = await startBuilt(env);
   track(server.child);
   const rows: Row[] = [];
   const statusRss: number[] = [];
@@ -499,10 +503,10 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     if (kind === 'postgres') {
       // The same with the HTTP API in one process and the worker in another.
       await stopServer(server);
-      server = await startServer({ ...env, VRP_ROLE: 'api' });
+      server = await startBuilt({ ...env, VRP_ROLE: 'api' });
       track(server.child);
       const worker = track(
-        spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
+        spawn(process.execPath, [...SERVER_NODE_FLAGS, serverProgram()], {
           env: { ...process.env, ...SERVER_ENV, ...env, VRP_ROLE: 'worker' },
           stdio: ['ignore', 'ignore', 'inherit'],
         }),
@@ -519,7 +523,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
       worker.kill('SIGTERM');
       await new Promise((r) => worker.once('exit', r));
       await stopServer(server);
-      server = await startServer(env);
+      server = await startBuilt(env);
       track(server.child);
     }
   }
@@ -534,10 +538,10 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     console.log(
       `${label}: seeded ${add.toLocaleString('en')} services in ${(ms / 1000).toFixed(1)} s (${have.toLocaleString('en')} were there)`,
     );
-    server = await startServer(env);
+    server = await startBuilt(env);
     track(server.child);
     copyFileSync(join(store.options.dataDir, 'secret.key'), join(small!.options.dataDir, 'secret.key'));
-    const smallServer = await startServer({ ...env, ...small!.env });
+    const smallServer = await startBuilt({ ...env, ...small!.env });
     track(smallServer.child);
     for (const c of SETTINGS.connections) {
       const big = await compare(
@@ -860,7 +864,7 @@ async function operatorLists(kind: StoreKind, label: string, env: Record<string,
       console.log(
         `${label}, ops-lists: seeded ${others.toLocaleString('en')} services of another reseller in ${(ms / 1000).toFixed(1)} s`,
       );
-    const server = await startServer({ ...env, ...bench.env });
+    const server = await startBuilt({ ...env, ...bench.env });
     track(server.child);
     const res = await fetch(`${server.url}${BASE}/oauth/token`, {
       method: 'POST',

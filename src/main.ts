@@ -6,6 +6,7 @@ import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.
 import { buildApp } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
 import { exitOnSignals } from './shutdown.ts';
+import { checkBuildIsCurrent } from './source-digest.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
 import { migrationsAhead } from './store/migrate.ts';
 
@@ -95,6 +96,7 @@ function checkBackupStore(ctx: AppContext, log: { warn(obj: object, msg: string)
 
 if (import.meta.main) {
   try {
+    checkBuildIsCurrent(import.meta.url);
     await serve(loadConfig());
   } catch (err) {
     process.exit(reportFailure(err));

@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
-import { SERVER_NODE_FLAGS } from '../helpers/server-process.ts';
+import { SERVER_NODE_FLAGS, SERVER_PROGRAM } from '../helpers/server-process.ts';
 import { IN_CI, missingTool, toolPath } from '../helpers/tools.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -127,13 +127,13 @@ describe('the container image', { skip: skipReason() }, () => {
         );
       has(
         new RegExp(
-          `^image: configuration: user "vrp", volume /var/lib/vrp-provider, port 8080, command ${literally(JSON.stringify(['node', ...SERVER_NODE_FLAGS, 'src/main.ts']))}`,
+          `^image: configuration: user "vrp", volume /var/lib/vrp-provider, port 8080, command ${literally(JSON.stringify(['node', ...SERVER_NODE_FLAGS, SERVER_PROGRAM]))}`,
         ),
       );
       has(/^image: node in the image: v24\./);
       has(
         new RegExp(
-          `^image: started: ${literally(['node', ...SERVER_NODE_FLAGS, 'src/main.ts'].join(' '))} as uid 10001, listening on 127\\.0\\.0\\.1:\\d+`,
+          `^image: started: ${literally(['node', ...SERVER_NODE_FLAGS, SERVER_PROGRAM].join(' '))} as uid 10001, listening on 127\\.0\\.0\\.1:\\d+`,
         ),
       );
       has(/^image: healthy \(its own HEALTHCHECK, node bin\/healthcheck\.js\)/);

@@ -11,16 +11,16 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { SERVER_ENV, SERVER_NODE_FLAGS } from '../helpers/server-process.ts';
+import { SERVER_ENV, SERVER_NODE_FLAGS, SERVER_PROGRAM } from '../helpers/server-process.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
 
 /** The words of a command line, between node and the program (`NAME=value` words before node are its environment). */
 function flagsOf(words: readonly string[], where: string): string[] {
-  const program = words.findIndex((w) => w.endsWith('src/main.ts'));
+  const program = words.findIndex((w) => w.endsWith(SERVER_PROGRAM));
   const node = words.findIndex((w) => !/^[A-Z_]+=/.test(w));
-  assert.ok(program > node, `${where}: no src/main.ts in ${JSON.stringify(words)}`);
+  assert.ok(program > node, `${where}: no ${SERVER_PROGRAM} in ${JSON.stringify(words)}`);
   assert.match(words[node]!, /(^|\/)node$/, `${where}: not run by node`);
   return words.slice(node + 1, program);
 }
@@ -41,7 +41,10 @@ test('every launcher starts the server with the same node flags and environment 
   const launchers: [string, string[], Record<string, string>][] = [];
 
   const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-  const start = pkg.scripts['start']!.split(/\s+/);
+  // The build first (scripts/build.ts), then the server.
+  const [serve, ...before] = pkg.scripts['start']!.split(/\s*&&\s*/).reverse();
+  assert.deepEqual(before, ['node scripts/build.ts'], 'package.json start: not built first');
+  const start = serve!.split(/\s+/);
   launchers.push(['package.json start', start, envOf(start.slice(0, start.indexOf('node')))]);
 
   for (const unit of ['deploy/vrp.service', 'deploy/vrp-worker@.service']) {

@@ -1,8 +1,11 @@
 /**
- * A real server process (`node src/main.ts`) on a free loopback port, for end-to-end tests.
+ * A real server process (`node src/main.ts`, or the build as the launchers run it) on a free
+ * loopback port, for end-to-end tests and the bench.
  * `kill()` sends a signal (SIGKILL simulates a crash); `stop()` shuts it down gracefully.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { freePort } from '../../scripts/postgres.ts';
 import { WAIT_MS } from './budget.ts';
 
@@ -23,6 +26,26 @@ export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', 
  */
 export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
 
+/** What every launcher runs: the server built as JavaScript (scripts/build.ts). */
+export const SERVER_PROGRAM = 'dist/main.js';
+
+const built = new Set<string>();
+
+/**
+ * The program to start in the checkout `cwd`: its build, brought up to date with its source
+ * first (once per process; nothing is written when it is current). A checkout of a version
+ * from before the build (an upgrade test's older one) runs its source.
+ */
+export function serverProgram(cwd = process.cwd()): string {
+  const dir = resolve(cwd);
+  if (!existsSync(join(dir, 'scripts', 'build.ts'))) return 'src/main.ts';
+  if (!built.has(dir)) {
+    execFileSync(process.execPath, ['scripts/build.ts'], { cwd: dir, stdio: 'ignore' });
+    built.add(dir);
+  }
+  return SERVER_PROGRAM;
+}
+
 export interface ServerProcess {
   readonly url: string;
   readonly port: number;
@@ -38,9 +61,14 @@ export async function startServer(
   timeoutMs = WAIT_MS,
   /** The checkout to run (another version of the program, for upgrade tests); this one by default. */
   cwd?: string,
+  /**
+   * What to run: the source by default, so that the tests' coverage of src/ counts what the
+   * server runs; `serverProgram()` for the build, as the launchers and the bench run it.
+   */
+  program = 'src/main.ts',
 ): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, program], {
     ...(cwd === undefined ? {} : { cwd }),
     env: {
       ...process.env,
