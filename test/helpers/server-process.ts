@@ -4,8 +4,7 @@
  * `kill()` sends a signal (SIGKILL simulates a crash); `stop()` shuts it down gracefully.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { freePort } from '../../scripts/postgres.ts';
 import { WAIT_MS } from './budget.ts';
 
@@ -29,19 +28,19 @@ export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: 
 /** What every launcher runs: the server built as JavaScript (scripts/build.ts). */
 export const SERVER_PROGRAM = 'dist/main.js';
 
-const built = new Set<string>();
+let built = false;
 
 /**
- * The program to start in the checkout `cwd`: its build, brought up to date with its source
- * first (once per process; nothing is written when it is current). A checkout of a version
- * from before the build (an upgrade test's older one) runs its source.
+ * The server as the launchers run it: this checkout's build, brought up to date with its source
+ * first (once per process; nothing is written when it is current).
  */
-export function serverProgram(cwd = process.cwd()): string {
-  const dir = resolve(cwd);
-  if (!existsSync(join(dir, 'scripts', 'build.ts'))) return 'src/main.ts';
-  if (!built.has(dir)) {
-    execFileSync(process.execPath, ['scripts/build.ts'], { cwd: dir, stdio: 'ignore' });
-    built.add(dir);
+export function serverProgram(): string {
+  if (!built) {
+    execFileSync(process.execPath, ['scripts/build.ts'], {
+      cwd: resolve(import.meta.dirname, '..', '..'),
+      stdio: 'ignore',
+    });
+    built = true;
   }
   return SERVER_PROGRAM;
 }
