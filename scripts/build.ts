@@ -19,10 +19,10 @@
  * digest of what src/ held (sourceDigest, src/source-digest.ts): a server started from dist/
  * refuses to run code older than src/ (main.ts).
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
-import { BUILD_DIGEST_FILE, sourceDigest } from '../src/source-digest.ts';
+import { dirname, join, resolve } from 'node:path';
+import { BUILD_DIGEST_FILE, filesUnder, sourceDigest } from '../src/source-digest.ts';
 
 /** A relative import's specifier ending in `.ts`: static (`from`, bare `import`) or dynamic with a literal. */
 const RELATIVE_TS_IMPORT = /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(\.{1,2}\/[^'"\n]*?)\.ts\2/g;
@@ -34,13 +34,6 @@ export function toJavaScript(source: string, name: string): string {
   const js = stripTypeScriptTypes(source).replace(RELATIVE_TS_IMPORT, '$1$2$3.js$2');
   if (COMPUTED_IMPORT.test(js)) throw new Error(`${name}: import() of a computed specifier cannot be built`);
   return js;
-}
-
-/** Every file under `dir`, as paths relative to it. */
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)));
 }
 
 /** Writes `content` to `path` unless it holds it already; aside, then renamed over it. */

@@ -7,14 +7,17 @@ import { ExpectedFailure } from './expected-failure.ts';
 /** The file of dist/ (scripts/build.ts) that records the digest of the src/ it was built from. */
 export const BUILD_DIGEST_FILE = '.source';
 
+/** Every file under `dir`, as paths relative to it. */
+export function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)));
+}
+
 /** A digest of every file under `dir`: their paths and contents, in path order. */
 export function sourceDigest(dir: string): string {
   const hash = createHash('sha256');
-  const files = readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)))
-    .sort();
-  for (const file of files) {
+  for (const file of filesUnder(dir).sort()) {
     const content = readFileSync(join(dir, file));
     hash.update(`${file}\0${content.length}\0`).update(content);
   }
