@@ -27,7 +27,8 @@ export const ONE_AT_A_TIME =
  * host its own libvirtd: their defines queue in those daemons, not in the system one. They run
  * one at a time among themselves, beside the system daemon's real-VM file of the moment.
  */
-const ON_TEST_HOSTS = /^test\/(drivers\/libvirt-(hosts|backups|contract)|e2e\/libvirt-fleet)\.test\.ts$/;
+const ON_TEST_HOSTS =
+  /^test\/(drivers\/libvirt-(hosts|backups|contract)|e2e\/libvirt-(fleet|backups|password))\.test\.ts$/;
 
 /**
  * The group a real-VM file runs in, one file of a group at a time across the lanes: the system

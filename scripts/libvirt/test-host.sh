@@ -9,7 +9,8 @@
 # NAME: [a-z0-9-]{1,20}. Everything the test host has is under /tmp/vrp-test-hosts/NAME/.
 #
 # A test host is a libvirtd (and its own virtlogd) in a mount namespace of its own, where:
-# - /run and /var/lib/libvirt are fresh tmpfs mounts (its own pid files, sockets, domain state);
+# - /run and /var/lib/libvirt are fresh tmpfs mounts (its own pid files, sockets, domain state,
+#   and /run/lock, where libvirt locks the serial consoles it hands out);
 # - /etc/libvirt is its own copy of the system's, without the system's domains, networks, pools
 #   and secrets, with its own host_uuid (libvirt refuses to migrate to a host with the source's
 #   UUID), and its sockets in NAME/run (outside the masked /run, so virsh reaches it from outside);
@@ -174,6 +175,8 @@ EOF
     set -e
     dir=$1 name=$2 pool=$3
     mount -t tmpfs -o mode=755 "vrp-test-host-$name" /run
+    # /var/lock is /run/lock: where libvirt locks a serial console it hands to `virsh console`.
+    mkdir -p -m 1777 /run/lock
     mount -t tmpfs -o mode=755 "vrp-test-host-$name" /var/lib/libvirt
     mount --bind "$dir/etc" /etc/libvirt
     mount --bind "$dir/log" /var/log/libvirt

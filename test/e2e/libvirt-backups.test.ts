@@ -5,7 +5,8 @@
  * stored bytes far below the first's); each backup restores its own point of the guest's disk
  * (markers checked in the guest through its agent); both verify; terminate leaves nothing in the
  * backup store and no domain or volume. One VM for the whole file (a define is slow here).
- * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
+ * The VM lives on a test host of its own (scripts/libvirt/test-host.sh). Runs where
+ * VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
  * The figures (backup times, stored sizes, polls, the guest's largest tick gap) are diagnostics.
  */
 import assert from 'node:assert/strict';
@@ -18,11 +19,12 @@ import { createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { fetchToken } from '../helpers/e2e.ts';
-import { guestAgent, guestExec, poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
+import { guestAgent, guestExec, poolVolumes, startLibvirtE2e, startTestHost } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const execFileAsync = promisify(execFile);
-const URI = 'qemu:///system';
+/** The libvirt of the test host the VM lives on: set by the test once the host has started. */
+let URI = '';
 
 const agent = (domain: string, command: unknown) => guestAgent(domain, command, URI);
 const guest = (domain: string, shell: string) => guestExec(domain, shell, URI);
@@ -53,7 +55,12 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   skip: noLibvirtTemplate,
   timeout: slowWaitMs(1_800_000),
 }, async (t) => {
-  const { api, order, server, store, dataDir } = await startLibvirtE2e('lvbackups', 'backed-up.example.com');
+  const host = await startTestHost('lvbackups');
+  t.after(host.stop);
+  URI = host.uri;
+  const { api, order, server, store, dataDir } = await startLibvirtE2e('lvbackups', 'backed-up.example.com', {
+    VRP_LIBVIRT_URI: URI,
+  });
   assert.ok(order.backup > 0, 'the order has backup room');
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
@@ -214,7 +221,7 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   const all = execFileSync('virsh', ['-c', URI, 'list', '--all', '--name'], { encoding: 'utf8' });
   assert.ok(!all.includes(domain), 'no domain left');
   assert.deepEqual(
-    poolVolumes().filter(
+    poolVolumes(URI).filter(
       (n) =>
         n.startsWith(id) ||
         n === `export-${one.b.backup_id}.qcow2` ||

@@ -3,24 +3,30 @@
  * agent at once (no reboot), and a guest without an agent gets it at its next boot. The tiny
  * template runs Debian's qemu-guest-agent, and its chpasswd prints the sha256 of each new
  * password on the serial console (scripts/libvirt/guest-chpasswd.sh); its `no-agent/` twin
- * starts no agent.
+ * starts no agent. Each test's VM lives on a test host of its own (scripts/libvirt/test-host.sh).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { consoleText, startLibvirtE2e } from '../helpers/libvirt.ts';
+import { consoleText, startLibvirtE2e, startTestHost } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The console lines of VM `vmId` starting with `prefix` (read through libvirt), once there are at least `n`. */
-async function consoleLines(vmId: string, prefix: string, n: number, until: number): Promise<string[]> {
+async function consoleLines(
+  uri: string,
+  vmId: string,
+  prefix: string,
+  n: number,
+  until: number,
+): Promise<string[]> {
   for (;;) {
-    const lines = consoleText(vmId)
+    const lines = consoleText(vmId, uri)
       .split('\n')
       .filter((l) => l.startsWith(prefix));
     if (lines.length >= n || Date.now() > until) return lines;
@@ -28,7 +34,14 @@ async function consoleLines(vmId: string, prefix: string, n: number, until: numb
   }
 }
 
-type Started = Awaited<ReturnType<typeof startLibvirtE2e>>;
+type Started = Awaited<ReturnType<typeof startLibvirtE2e>> & { readonly uri: string };
+
+/** A server whose one libvirt host is test host `host`, stopped after the test. */
+async function startOnTestHost(host: string, name: string, domainName: string): Promise<Started> {
+  const { uri, stop } = await startTestHost(host);
+  after(stop);
+  return { ...(await startLibvirtE2e(name, domainName, { VRP_LIBVIRT_URI: uri })), uri };
+}
 
 /** Waits until the service is `want` with no job left (failed ends the wait with the jobs). */
 async function waitSettled(s: Started, id: string, want: string, until: number): Promise<void> {
@@ -47,7 +60,7 @@ async function provisioned(s: Started, until: number): Promise<{ id: string; con
   await s.api.ok('POST', `service/${id}/create`);
   await waitSettled(s, id, 'running', until);
   const consoleLog = id;
-  assert.equal((await consoleLines(consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'the guest booted');
+  assert.equal((await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'the guest booted');
   return { id, consoleLog };
 }
 
@@ -71,7 +84,7 @@ test('a running guest with the agent gets a new password at once, without a rebo
   timeout: slowWaitMs(600_000),
 }, async () => {
   const until = Date.now() + slowWaitMs(420_000);
-  const s = await startLibvirtE2e('lvpwnow', 'agent.example.com');
+  const s = await startOnTestHost('lvpw-now', 'lvpwnow', 'agent.example.com');
   const { id, consoleLog } = await provisioned(s, until);
   // The agent starts right after the boot line: wait until it answers, as a panel would not.
   const domain = `vrp-${id}`;
@@ -79,7 +92,7 @@ test('a running guest with the agent gets a new password at once, without a rebo
     try {
       execFileSync(
         'virsh',
-        ['-c', 'qemu:///system', 'qemu-agent-command', '--timeout', '5', domain, '{"execute":"guest-ping"}'],
+        ['-c', s.uri, 'qemu-agent-command', '--timeout', '5', domain, '{"execute":"guest-ping"}'],
         { stdio: 'pipe' },
       );
       break;
@@ -91,10 +104,10 @@ test('a running guest with the agent gets a new password at once, without a rebo
   const job = await resetPassword(s, id, 'Live-pass-word-7', until);
   assert.deepEqual(job.result, { password_applies: 'now' });
   assert.equal((await s.api.ok('GET', `service/${id}/details`)).password_applies, 'now');
-  const changed = await consoleLines(consoleLog, 'VRP-GUEST-PASSWORD ', 1, until);
+  const changed = await consoleLines(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, until);
   assert.equal(changed.length, 1, 'the guest reported one password change');
   assert.match(changed[0]!, new RegExp(`user=root password_sha256=${sha256('Live-pass-word-7')}`));
-  assert.equal((await consoleLines(consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'no reboot');
+  assert.equal((await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'no reboot');
   await terminate(s, id, until);
 });
 
@@ -103,7 +116,7 @@ test('a guest without the agent gets the new password at its next boot', {
   timeout: slowWaitMs(600_000),
 }, async () => {
   const until = Date.now() + slowWaitMs(420_000);
-  const s = await startLibvirtE2e('lvpwboot', 'noagent.example.com');
+  const s = await startOnTestHost('lvpw-boot', 'lvpwboot', 'noagent.example.com');
   // The operator's image of this template is one without qemu-guest-agent.
   await s.store.db
     .updateTable('os_templates')
@@ -115,13 +128,13 @@ test('a guest without the agent gets the new password at its next boot', {
   assert.deepEqual(job.result, { password_applies: 'next_boot' });
   assert.equal((await s.api.ok('GET', `service/${id}/details`)).password_applies, 'next_boot');
   assert.deepEqual(
-    await consoleLines(consoleLog, 'VRP-GUEST-PASSWORD ', 1, Date.now()),
+    await consoleLines(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, Date.now()),
     [],
     'nothing set live',
   );
   await s.api.ok('POST', `service/${id}/restart`);
   await waitSettled(s, id, 'running', until);
-  const boots = await consoleLines(consoleLog, 'VRP-GUEST ', 2, until);
+  const boots = await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 2, until);
   assert.equal(boots.length, 2, 'the guest booted again');
   assert.match(
     boots[1]!,

@@ -6,8 +6,6 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
   for (const f of [
     'test/drivers/libvirt.test.ts',
     'test/e2e/libvirt-api.test.ts',
-    'test/e2e/libvirt-backups.test.ts',
-    'test/e2e/libvirt-password.test.ts',
     'test/e2e/libvirt-power.test.ts',
     'test/e2e/libvirt-provision.test.ts',
     'test/e2e/libvirt-kvm-fallback.test.ts',
@@ -21,6 +19,8 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/drivers/libvirt-backups.test.ts',
     'test/drivers/libvirt-contract.test.ts',
     'test/e2e/libvirt-fleet.test.ts',
+    'test/e2e/libvirt-backups.test.ts',
+    'test/e2e/libvirt-password.test.ts',
   ])
     assert.equal(realVmGroup(f), 'test-hosts', f);
   for (const f of [
