@@ -162,6 +162,7 @@ EOF
     mask_kvm=1
     : >"$dir/no-kvm"
     chmod 600 "$dir/no-kvm"
+    sed -i '/^[[:space:]]*namespaces[[:space:]]*=/d' "$dir/etc/qemu.conf"
     printf '\n# vrp test host: /dev/kvm masked (scripts/libvirt/test-host.sh)\nnamespaces = []\n' >>"$dir/etc/qemu.conf"
   fi
   if [ ! -d "$pool_path" ]; then
