@@ -19,29 +19,32 @@ import { createOperator } from '../../src/auth/operators.ts';
 import { OPS } from '../../src/http/base-path.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { fetchToken } from '../helpers/e2e.ts';
-import { guestAgent, guestExec, poolVolumes, startLibvirtE2e, startTestHost } from '../helpers/libvirt.ts';
+import { guestAgent, guestExec, poolVolumes, startLibvirtE2eOnTestHost } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const execFileAsync = promisify(execFile);
-/** The libvirt of the test host the VM lives on: set by the test once the host has started. */
-let URI = '';
+/** The VM: its domain, on the libvirt at `uri`. */
+interface Vm {
+  readonly uri: string;
+  readonly domain: string;
+}
 
-const agent = (domain: string, command: unknown) => guestAgent(domain, command, URI);
-const guest = (domain: string, shell: string) => guestExec(domain, shell, URI);
+const agent = (vm: Vm, command: unknown) => guestAgent(vm.domain, command, vm.uri);
+const guest = (vm: Vm, shell: string) => guestExec(vm.domain, shell, vm.uri);
 
 /** The guest's output of `shell`, which must succeed. */
-async function guestOk(domain: string, shell: string): Promise<string> {
-  const r = await guest(domain, shell);
+async function guestOk(vm: Vm, shell: string): Promise<string> {
+  const r = await guest(vm, shell);
   assert.equal(r.code, 0, `in the guest: ${shell}\n${r.out}`);
   return r.out;
 }
 
 /** Waits until the guest's agent answers (after a boot: init starts it once /data is mounted). */
-const agentUp = (domain: string) =>
+const agentUp = (vm: Vm) =>
   waitUntil(
     'the guest agent',
     () =>
-      agent(domain, { execute: 'guest-ping' }).then(
+      agent(vm, { execute: 'guest-ping' }).then(
         () => true,
         () => undefined,
       ),
@@ -55,19 +58,19 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   skip: noLibvirtTemplate,
   timeout: slowWaitMs(1_800_000),
 }, async (t) => {
-  const host = await startTestHost('lvbackups');
-  t.after(host.stop);
-  URI = host.uri;
-  const { api, order, server, store, dataDir } = await startLibvirtE2e('lvbackups', 'backed-up.example.com', {
-    VRP_LIBVIRT_URI: URI,
-  });
+  const { api, order, server, store, dataDir, uri } = await startLibvirtE2eOnTestHost(
+    'lvbackups',
+    'lvbackups',
+    'backed-up.example.com',
+  );
   assert.ok(order.backup > 0, 'the order has backup room');
   const [{ service_id: id }] = await api.ok('POST', 'service/create-order', order);
   await api.ok('POST', `service/${id}/create`);
   const deadline = () => Date.now() + slowWaitMs(300_000);
   await api.settled(id, 'running', deadline(), 500);
   const domain = `vrp-${id}`;
-  await agentUp(domain);
+  const vm: Vm = { uri, domain };
+  await agentUp(vm);
 
   const operator = await createOperator(store.db, { name: 'backups-ops' }, Date.now());
   const opsToken = await fetchToken(server.url, operator);
@@ -82,7 +85,7 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   };
 
   // A ticker in the guest (on its tmpfs root, which no freeze touches): its uptime every 100 ms.
-  await agent(domain, {
+  await agent(vm, {
     execute: 'guest-exec',
     arguments: {
       path: '/bin/sh',
@@ -90,10 +93,7 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     },
   });
   const markerA = (
-    await guestOk(
-      domain,
-      'dd if=/dev/urandom of=/data/a bs=1M count=24 2>/dev/null && sync && sha256sum /data/a',
-    )
+    await guestOk(vm, 'dd if=/dev/urandom of=/data/a bs=1M count=24 2>/dev/null && sync && sha256sum /data/a')
   ).split(' ')[0];
   assert.match(markerA ?? '', /^[0-9a-f]{64}$/);
 
@@ -107,7 +107,7 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     let polling = true;
     const poller = (async () => {
       while (polling) {
-        const { stdout } = await execFileAsync('virsh', ['-c', URI, 'domstate', domain]);
+        const { stdout } = await execFileAsync('virsh', ['-c', uri, 'domstate', domain]);
         seen.add(stdout.trim());
         polls++;
         await pause(100);
@@ -142,18 +142,15 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     return { b: taken, ms, polls };
   };
 
-  const windowStart = uptimeOf(await guestOk(domain, 'cat /proc/uptime'));
+  const windowStart = uptimeOf(await guestOk(vm, 'cat /proc/uptime'));
   const one = await backup();
   assert.ok(one.b.size_gb > 0, `backup 1 has a size (${one.b.size_gb} GB)`);
 
   const markerB = (
-    await guestOk(
-      domain,
-      'dd if=/dev/urandom of=/data/b bs=1M count=4 2>/dev/null && sync && sha256sum /data/b',
-    )
+    await guestOk(vm, 'dd if=/dev/urandom of=/data/b bs=1M count=4 2>/dev/null && sync && sha256sum /data/b')
   ).split(' ')[0];
   const two = await backup();
-  const windowEnd = uptimeOf(await guestOk(domain, 'cat /proc/uptime'));
+  const windowEnd = uptimeOf(await guestOk(vm, 'cat /proc/uptime'));
   assert.ok(two.b.size_gb > 0);
 
   const seenByOps = (await ops('GET', `services/${id}`)).backups as any[];
@@ -169,7 +166,7 @@ test('live, incremental backups of a real VM through the API: never paused, rest
 
   // The guest's ticks during the backups: how long its vCPUs went without a tick (not asserted:
   // a busy machine's scheduling decides it; that the domain never paused is the check).
-  const ticks = (await guestOk(domain, 'cat /tmp/ticks'))
+  const ticks = (await guestOk(vm, 'cat /tmp/ticks'))
     .split('\n')
     .filter(Boolean)
     .map(uptimeOf)
@@ -191,17 +188,17 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     const started = performance.now();
     await api.ok('POST', `service/${id}/backup/restore/${backupId}`);
     await api.settled(id, 'running', deadline(), 500);
-    await agentUp(domain);
+    await agentUp(vm);
     return Math.round(performance.now() - started);
   };
   const restoreOneMs = await restore(one.b.backup_id);
-  assert.equal((await guestOk(domain, 'sha256sum /data/a')).split(' ')[0], markerA, 'marker A is back');
-  const noB = await guest(domain, 'ls /data/b');
+  assert.equal((await guestOk(vm, 'sha256sum /data/a')).split(' ')[0], markerA, 'marker A is back');
+  const noB = await guest(vm, 'ls /data/b');
   assert.notEqual(noB.code, 0, `/data/b is not in backup 1 (${noB.out})`);
   // Restore backup 2 (its chain: backup 1, then its changes): /data/b is back, as written.
   const restoreTwoMs = await restore(two.b.backup_id);
-  assert.equal((await guestOk(domain, 'sha256sum /data/b')).split(' ')[0], markerB, 'marker B is back');
-  assert.equal((await guestOk(domain, 'sha256sum /data/a')).split(' ')[0], markerA);
+  assert.equal((await guestOk(vm, 'sha256sum /data/b')).split(' ')[0], markerB, 'marker B is back');
+  assert.equal((await guestOk(vm, 'sha256sum /data/a')).split(' ')[0], markerA);
   const restores = `restore of backup 1: ${restoreOneMs} ms, of backup 2: ${restoreTwoMs} ms (request to running, agent up)`;
   t.diagnostic(restores);
   console.log(restores);
@@ -218,10 +215,10 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   const stored = join(dataDir, 'backups', id);
   assert.deepEqual(existsSync(stored) ? readdirSync(stored) : [], [], 'nothing left in the backup store');
   assert.deepEqual(await api.ok('GET', `service/${id}/backups`), []);
-  const all = execFileSync('virsh', ['-c', URI, 'list', '--all', '--name'], { encoding: 'utf8' });
+  const all = execFileSync('virsh', ['-c', uri, 'list', '--all', '--name'], { encoding: 'utf8' });
   assert.ok(!all.includes(domain), 'no domain left');
   assert.deepEqual(
-    poolVolumes(URI).filter(
+    poolVolumes(uri).filter(
       (n) =>
         n.startsWith(id) ||
         n === `export-${one.b.backup_id}.qcow2` ||

@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { consoleText, startLibvirtE2e, startTestHost } from '../helpers/libvirt.ts';
+import { consoleText, startLibvirtE2eOnTestHost } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -34,14 +34,7 @@ async function consoleLines(
   }
 }
 
-type Started = Awaited<ReturnType<typeof startLibvirtE2e>> & { readonly uri: string };
-
-/** A server whose one libvirt host is test host `host`, stopped after the test. */
-async function startOnTestHost(host: string, name: string, domainName: string): Promise<Started> {
-  const { uri, stop } = await startTestHost(host);
-  after(stop);
-  return { ...(await startLibvirtE2e(name, domainName, { VRP_LIBVIRT_URI: uri })), uri };
-}
+type Started = Awaited<ReturnType<typeof startLibvirtE2eOnTestHost>>;
 
 /** Waits until the service is `want` with no job left (failed ends the wait with the jobs). */
 async function waitSettled(s: Started, id: string, want: string, until: number): Promise<void> {
@@ -84,7 +77,7 @@ test('a running guest with the agent gets a new password at once, without a rebo
   timeout: slowWaitMs(600_000),
 }, async () => {
   const until = Date.now() + slowWaitMs(420_000);
-  const s = await startOnTestHost('lvpw-now', 'lvpwnow', 'agent.example.com');
+  const s = await startLibvirtE2eOnTestHost('lvpw-now', 'lvpwnow', 'agent.example.com');
   const { id, consoleLog } = await provisioned(s, until);
   // The agent starts right after the boot line: wait until it answers, as a panel would not.
   const domain = `vrp-${id}`;
@@ -116,7 +109,7 @@ test('a guest without the agent gets the new password at its next boot', {
   timeout: slowWaitMs(600_000),
 }, async () => {
   const until = Date.now() + slowWaitMs(420_000);
-  const s = await startOnTestHost('lvpw-boot', 'lvpwboot', 'noagent.example.com');
+  const s = await startLibvirtE2eOnTestHost('lvpw-boot', 'lvpwboot', 'noagent.example.com');
   // The operator's image of this template is one without qemu-guest-agent.
   await s.store.db
     .updateTable('os_templates')

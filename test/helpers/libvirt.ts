@@ -127,6 +127,22 @@ export async function startLibvirtE2e(name: string, domainName: string, env: Rec
   return { ...prepared, order, server, api };
 }
 
+/**
+ * startLibvirtE2e on a test host of its own (startTestHost, stopped after the test), the server's
+ * one libvirt host: for files that need a host and nothing of the system daemon's own. With the
+ * host's URI, for the test's own `virsh` calls.
+ */
+export async function startLibvirtE2eOnTestHost(
+  host: string,
+  name: string,
+  domainName: string,
+  env: Record<string, string> = {},
+) {
+  const { uri, stop } = await startTestHost(host);
+  after(stop);
+  return { ...(await startLibvirtE2e(name, domainName, { ...env, VRP_LIBVIRT_URI: uri })), uri };
+}
+
 /** The script that starts a libvirt host of its own on this machine (scripts/libvirt/test-host.sh). */
 export const testHostScript = join(import.meta.dirname, '..', '..', 'scripts', 'libvirt', 'test-host.sh');
 
