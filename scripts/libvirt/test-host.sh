@@ -151,7 +151,8 @@ EOF
   # address of the local machine"): each migration says it instead (--listen-address 127.0.0.1
   # --migrateuri tcp://127.0.0.1), or QEMU's incoming side would listen on every address.
   [ -d /var/cache/libvirt ] && cp -a /var/cache/libvirt/. "$dir/cache/"
-  # A /dev/kvm only root may open (docs/libvirt.md, "Provisioning time"): libvirt checks it as
+  # A /dev/kvm only root may open (the driver's rule too: kvmDeviceClosed, src/drivers/libvirt/
+  # local-system.ts; docs/libvirt.md, "Provisioning time"): libvirt checks it as
   # its QEMU user (refused) and probes QEMU as root (KVM found), the two never agree, and every
   # define and start probes QEMU again (4-50 s each). In the test host's namespace the device is
   # masked by an empty file root only may open, so both say no KVM and the probe is cached: the

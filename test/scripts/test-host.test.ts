@@ -1,14 +1,16 @@
 /**
  * scripts/libvirt/test-host.sh with real libvirt: two test hosts on this machine are separate
  * hosts to libvirt (their own host UUIDs, their own storage at the same pool path), and `stop`
- * leaves nothing behind, even when the host's libvirtd has died. Runs where the real-VM tests run
+ * leaves nothing behind, even when the host's libvirtd has died; a /dev/kvm only root may open is
+ * masked in each, the machine's left as it is. Runs where the real-VM tests run
  * (as root, with libvirtd and the test template: scripts/libvirt/setup-ci.sh). It starts no domain.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
+import { kvmDeviceClosed } from '../../src/drivers/libvirt/local-system.ts';
 import { startTestHost, testHostScript } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -56,6 +58,28 @@ test('two test hosts: their own host UUIDs and storage; start again gives the sa
   // Each is the one the script gave it (where libvirt reads the machine's own, all would be that one).
   assert.equal(uuids[1], readFileSync(`${a.dir}/host-uuid`, 'utf8').trim());
   assert.equal(uuids[2], readFileSync(`${b.dir}/host-uuid`, 'utf8').trim());
+
+  // What each host sees, through its libvirtd's root (/proc/PID/root: its mount namespace). Its
+  // /run has /run/lock (/var/lock), where libvirt locks the serial consoles it hands out. A
+  // /dev/kvm only root may open (the driver's rule, kvmDeviceClosed) is an empty file there, and
+  // the host's libvirt says KVM is not usable (its cached probe agrees with its own check);
+  // elsewhere the host sees the machine's device. The machine's own device is left as it was.
+  const machineKvm = statSync('/dev/kvm', { throwIfNoEntry: false });
+  const closed = kvmDeviceClosed(machineKvm) !== undefined;
+  for (const h of [a, b]) {
+    const root = `/proc/${readFileSync(`${h.dir}/libvirtd.pid`, 'utf8').trim()}/root`;
+    assert.ok(statSync(`${root}/run/lock`).isDirectory(), `${h.uri}: /run/lock`);
+    const seen = statSync(`${root}/dev/kvm`, { throwIfNoEntry: false });
+    if (closed) {
+      assert.ok(seen?.isFile() && seen.size === 0, `${h.uri}: /dev/kvm masked`);
+      await assert.rejects(virsh(h.uri, 'domcapabilities', '--virttype', 'kvm'), /not supported/);
+    } else {
+      assert.equal(seen?.isFile() ?? false, false, `${h.uri}: /dev/kvm not masked`);
+    }
+  }
+  const machineKvmAfter = statSync('/dev/kvm', { throwIfNoEntry: false });
+  assert.equal(machineKvmAfter?.isCharacterDevice(), machineKvm?.isCharacterDevice());
+  assert.equal(machineKvmAfter?.mode, machineKvm?.mode);
 
   // Started again: the same daemon, the same URI.
   const pidA = readFileSync(`${a.dir}/libvirtd.pid`, 'utf8').trim();
