@@ -280,6 +280,19 @@ async function againstFloor(
   return row;
 }
 
+/** Resolves once a worker process listens for queued jobs on PostgreSQL (pg_stat_activity shows its LISTEN). */
+async function workerListening(store: BenchStore, worker: ChildProcess): Promise<void> {
+  for (;;) {
+    if (worker.exitCode !== null)
+      throw new Error(`the worker process exited (${worker.exitCode}) before it was ready`);
+    const [row] = await store.rows<{ n: number | string }>(
+      "select count(*) as n from pg_stat_activity where query = 'listen vrp_jobs'",
+    );
+    if (Number(row?.n) > 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** The server's NODE_OPTIONS for `--profile` and `--sql-timings`, with the directory each writes to. */
 function serverNodeOptions(): Record<string, string> {
   const options = [
@@ -511,6 +524,9 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
           stdio: ['ignore', 'ignore', 'inherit'],
         }),
       );
+      // Measured once it is ready, as the one process above is: once it listens for queued jobs
+      // (its LISTEN is the last thing it does at start). Its start is not the pipeline's speed.
+      await workerListening(store, worker);
       const row = await orderToRunning(
         server,
         json,

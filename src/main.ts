@@ -1,9 +1,11 @@
-import { destination } from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
+import { destination, pino } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
+import { LOG_REDACT } from './domain/log-redaction.ts';
 import { createDriver, type DriverLog } from './drivers/create-driver.ts';
 import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.ts';
-import { buildApp } from './http/app.ts';
+import type { App } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
 import { exitOnSignals } from './shutdown.ts';
 import { checkBuildIsCurrent } from './source-digest.ts';
@@ -20,7 +22,7 @@ export async function serve(config: Config): Promise<void> {
     console.error('vrp: a fresh store: the demo catalogue was loaded (VRP_DEMO=0 to skip)');
   }
   // The driver first: the HTTP app bridges a service's console in the browser to it. It logs
-  // through the app's logger; what it says before the app exists is logged once it does.
+  // through the process's logger; what it says before that exists is logged once it does.
   let appLog: DriverLog | undefined;
   const early: [level: 'info' | 'debug', obj: object, msg: string][] = [];
   const log: DriverLog = {
@@ -31,13 +33,23 @@ export async function serve(config: Config): Promise<void> {
   // Log lines go to standard output asynchronously: a request does not wait for the write of its
   // access line (lines written while one write is under way go out together in the next); what
   // is still buffered when the process exits is written before it does (pino's exit handler).
-  const app = buildApp(ctx, { consoles: driver, logger: { stream: destination({ dest: 1, sync: false }) } });
-  appLog = app.log;
-  for (const [level, obj, msg] of early.splice(0)) app.log[level](obj, msg);
+  const stream = destination({ dest: 1, sync: false });
+  // A worker-only process answers no HTTP, so it neither loads nor builds the app: compiling its
+  // routes' schemas held up its first job by seconds (bench/FINDINGS.md, "A worker process
+  // starts"). It logs through a logger of its own, redacted as the app's is.
+  let app: App | undefined;
+  if (config.workerMode !== 'worker') {
+    const { buildApp } = await import('./http/app.ts');
+    app = buildApp(ctx, { consoles: driver, logger: { stream } });
+  }
+  const processLog: FastifyBaseLogger =
+    app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, stream);
+  appLog = processLog;
+  for (const [level, obj, msg] of early.splice(0)) processLog[level](obj, msg);
   const ahead = await migrationsAhead(ctx.store.db);
   if (ahead.length > 0) {
     // A rolling upgrade under way: this (older) process serves beside the newer ones.
-    app.log.warn(
+    processLog.warn(
       { migrations: ahead },
       'the store has migrations of a newer version of this program: running on it as it is; upgrade this process too',
     );
@@ -47,20 +59,20 @@ export async function serve(config: Config): Promise<void> {
   // Stop taking requests, let running jobs finish (25 s, then abort them), close the rest.
   exitOnSignals(
     () => [
-      { name: 'http', run: () => app.close() },
+      ...(app ? [{ name: 'http', run: () => app.close() }] : []),
       { name: 'jobs', run: async () => background?.stop(25_000) },
       { name: 'driver', run: () => driver.close() },
       { name: 'backup store', run: () => ctx.backupStore.close() },
       { name: 'store', run: () => ctx.store.close() },
     ],
-    app.log,
+    processLog,
   );
 
   if (config.workerMode !== 'api') {
-    background = startBackground(ctx, driver, app.log);
-    checkBackupStore(ctx, app.log);
+    background = startBackground(ctx, driver, processLog);
+    checkBackupStore(ctx, processLog);
   }
-  if (config.workerMode !== 'worker') {
+  if (app) {
     try {
       await app.listen({ host: config.host, port: config.port });
     } catch (err) {
@@ -74,8 +86,7 @@ export async function serve(config: Config): Promise<void> {
       );
     }
   } else {
-    await app.ready();
-    app.log.info('worker-only process: not listening');
+    processLog.info('worker-only process: not listening');
   }
 }
 

@@ -4,18 +4,10 @@ import { isStorableText, unstorableTextMessage } from '../domain/storable-text.t
 import { reportFailure } from '../expected-failure.ts';
 import { openStore } from '../store/database.ts';
 import type { Database } from '../store/schema.ts';
-import { backupCommand } from './backups.ts';
-import { catalogCommand } from './catalog.ts';
-import { clientCommand } from './clients.ts';
 import { dbCommand } from './db.ts';
-import { hostCommand } from './hosts.ts';
-import { ipPoolCommand } from './ip-pools.ts';
 import { migrateCommand } from './migrate.ts';
-import { operatorCommand } from './operators.ts';
 import { CommandError, createOutput, type Output, UsageError } from './output.ts';
-import { resellerCommand } from './resellers.ts';
 import { serveCommand } from './serve.ts';
-import { usageCommand } from './usage.ts';
 
 const USAGE = `usage: vrp <command> [--json]
 
@@ -48,15 +40,19 @@ const USAGE = `usage: vrp <command> [--json]
 
 type StoreCommand = (db: Kysely<Database>, args: string[], out: Output, config: Config) => Promise<void>;
 
-const STORE_COMMANDS: Readonly<Record<string, StoreCommand>> = {
-  reseller: resellerCommand,
-  client: clientCommand,
-  operator: operatorCommand,
-  catalog: catalogCommand,
-  usage: usageCommand,
-  host: hostCommand,
-  'ip-pool': ipPoolCommand,
-  backup: backupCommand,
+/**
+ * Each command's module, loaded when it runs: `serve` (a worker-only process above all) then
+ * loads none of them, nor what they share with the HTTP layer (the operator API's views).
+ */
+const STORE_COMMANDS: Readonly<Record<string, () => Promise<StoreCommand>>> = {
+  reseller: async () => (await import('./resellers.ts')).resellerCommand,
+  client: async () => (await import('./clients.ts')).clientCommand,
+  operator: async () => (await import('./operators.ts')).operatorCommand,
+  catalog: async () => (await import('./catalog.ts')).catalogCommand,
+  usage: async () => (await import('./usage.ts')).usageCommand,
+  host: async () => (await import('./hosts.ts')).hostCommand,
+  'ip-pool': async () => (await import('./ip-pools.ts')).ipPoolCommand,
+  backup: async () => (await import('./backups.ts')).backupCommand,
 };
 
 /** Opens the store the settings name (migrated, as the server would), runs `run`, closes it. */
@@ -96,7 +92,9 @@ export async function runCli(
       await serveCommand(rest, env);
       return undefined;
     }
-    const storeCommand = STORE_COMMANDS[command];
+    const storeCommand = Object.hasOwn(STORE_COMMANDS, command)
+      ? await STORE_COMMANDS[command]?.()
+      : undefined;
     if (command !== 'migrate' && command !== 'db' && !storeCommand) {
       throw new UsageError(`unknown command: ${command}`);
     }

@@ -67,18 +67,27 @@ const JOB_PARAMS = {
 export type JobParams = { readonly [A in JobAction]: Readonly<Static<(typeof JOB_PARAMS)[A]>> };
 
 /**
- * Compiled once, as a regular expression is: a check is then a few property tests (every job,
- * twice). With Ajv, which the HTTP layer loads anyway (TypeBox's own compiler would add ~6 MB
- * of resident memory to every process for these few schemas).
+ * Each compiled once, at its first check, as a regular expression is: a check is then a few
+ * property tests (every job, twice). Compiled when first needed rather than when the module
+ * loads: compiling all of them took a fifth of a second of every process's start on a loaded
+ * machine, and most processes meet a few actions only. With Ajv, which the HTTP layer loads
+ * anyway (TypeBox's own compiler would add ~6 MB of resident memory to every process for these
+ * few schemas).
  */
 const ajv = new Ajv({ allErrors: false, strict: false });
-const CHECKS: Readonly<Record<string, ValidateFunction>> = Object.fromEntries(
-  Object.entries(JOB_PARAMS).map(([action, schema]) => [action, ajv.compile(schema)]),
-);
+const CHECKS = new Map<string, ValidateFunction>();
+function checkOf(action: JobAction): ValidateFunction | undefined {
+  let check = CHECKS.get(action);
+  if (check) return check;
+  if (!Object.hasOwn(JOB_PARAMS, action)) return undefined;
+  check = ajv.compile(JOB_PARAMS[action]);
+  CHECKS.set(action, check);
+  return check;
+}
 
 /** Why `value` is not the parameters of an `action` job, or undefined if it is. */
 export function jobParamsProblem(action: JobAction, value: unknown): string | undefined {
-  const check = CHECKS[action];
+  const check = checkOf(action);
   if (!check) return `${String(action)} is not a job action`;
   if (check(value)) return undefined;
   const first = check.errors?.[0];

@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import { LOG_REDACT } from '../domain/log-redaction.ts';
 import { registerBackupRoutes } from './actions/backups.ts';
 import { registerConsoleLinkRoutes } from './actions/console.ts';
 import { registerReinstallRoutes } from './actions/reinstall.ts';
@@ -71,22 +72,6 @@ export interface BuildAppOptions {
    */
   readonly consoles?: ServiceConsoles;
 }
-
-/** Secrets never reach the logs, whatever a handler logs. */
-const LOG_REDACT = {
-  paths: [
-    'req.headers.authorization',
-    'headers.authorization',
-    '*.password',
-    '*.client_secret',
-    '*.access_token',
-    '*.secret',
-    'password',
-    'client_secret',
-    'access_token',
-  ],
-  censor: '[redacted]',
-};
 
 /** Fastify's request serializer, with secret query parameters taken out of the URL. */
 const LOG_SERIALIZERS = {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { freePort } from '../../scripts/postgres.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { waitUntil } from '../helpers/budget.ts';
@@ -224,6 +225,9 @@ describe('vrp command', () => {
       ['catalog', 'export', 'extra'],
       ['migrate', 'now'],
       ['serve', '--no-worker', '--worker-only'],
+      // Named like a member every object has: no command of ours.
+      ['toString'],
+      ['constructor'],
     ]) {
       const r = await vrp(args);
       assert.equal(r.code, 2, args.join(' '));
@@ -321,9 +325,11 @@ describe('vrp command', () => {
     assert.deepEqual((await vrp(['migrate', '--json'])).json(), { applied: [] });
   });
 
-  test('serve --no-worker answers HTTP; serve --worker-only does not listen; both stop on SIGTERM', async (t) => {
+  test('serve --no-worker answers HTTP; serve --worker-only does not listen, nor load the HTTP app; both stop on SIGTERM', async (t) => {
     // The server runs until a signal ends its process: these are processes of their own, each
-    // with its own data dir (each loads the demo catalogue), started at once.
+    // with its own data dir (each loads the demo catalogue), started at once. Each records the
+    // modules it loads (test/helpers/load-trace.ts).
+    const hook = pathToFileURL(resolve(import.meta.dirname, '../helpers/load-trace.ts')).href;
     const start = async (flag: string) => {
       const serveDir = ownDataDir(t, 'vrp-cli-serve-');
       const port = await freePort();
@@ -335,6 +341,8 @@ describe('vrp command', () => {
           VRP_HOST: '127.0.0.1',
           VRP_PORT: String(port),
           VRP_SIMULATED_SPEED: '0',
+          NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import ${hook}`,
+          VRP_TEST_LOAD_TRACE: join(serveDir, 'loads.txt'),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -346,7 +354,11 @@ describe('vrp command', () => {
         out += d;
       });
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      return { port, child, exited, output: () => out };
+      const httpModules = () =>
+        readFileSync(join(serveDir, 'loads.txt'), 'utf8')
+          .split('\n')
+          .filter((url) => /[/](src|dist)[/]http[/]/.test(url));
+      return { port, child, exited, output: () => out, httpModules };
     };
     const waitFor = (what: () => Promise<boolean>, label: string, output: () => string) =>
       waitUntil(label, () => what().catch(() => false), { everyMs: 50 }).catch((err: Error) => {
@@ -362,6 +374,9 @@ describe('vrp command', () => {
       assert.match(api.output(), /demo catalogue was loaded/);
       await waitFor(async () => worker.output().includes('not listening'), 'worker start', worker.output);
       await assert.rejects(fetch(`http://127.0.0.1:${worker.port}/healthz`));
+      // The trace sees the API process load the app; the worker-only process loads none of it.
+      assert.ok(api.httpModules().some((url) => /[/]http[/]app\.(ts|js)$/.test(url)));
+      assert.deepEqual(worker.httpModules(), []);
     } finally {
       api.child.kill('SIGTERM');
       worker.child.kill('SIGTERM');

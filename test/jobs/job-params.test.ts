@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApiError } from '../../src/domain/errors.ts';
+import { jobParamsProblem } from '../../src/domain/job-params.ts';
+import type { JobAction } from '../../src/domain/status-machine.ts';
 import { requestOperation } from '../../src/jobs/queue.ts';
 import { findService } from '../../src/store/repos/services.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
@@ -84,3 +86,11 @@ for (const store of testStores()) {
       }));
   });
 }
+
+test("a stored job whose action is none of ours is refused, also one named like an object's own member", () => {
+  for (const action of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'bogus'])
+    assert.equal(jobParamsProblem(action as JobAction, {}), `${action} is not a job action`);
+  // One of ours, checked against its own schema (compiled at this first check).
+  assert.equal(jobParamsProblem('create', {}), undefined);
+  assert.match(jobParamsProblem('unrescue', {}) ?? '', /must have required property 'expired'/);
+});
