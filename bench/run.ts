@@ -758,6 +758,10 @@ async function orderToRunning(
   const failures: string[] = [];
   const outstanding = () =>
     store.count(`select count(*) as n from jobs where status in ('queued', 'running')`);
+  if (store.kind === 'postgres') {
+    await store.rows('vacuum analyze');
+    await store.rows('checkpoint');
+  }
   const stopRss = sampleRss(server.child.pid!);
   // The CPU of the server, and of the worker process when there is one.
   const pids = [server.child.pid!, ...(workerPid ? [workerPid] : [])];
