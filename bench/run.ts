@@ -286,7 +286,7 @@ async function workerListening(store: BenchStore, worker: ChildProcess): Promise
     if (worker.exitCode !== null)
       throw new Error(`the worker process exited (${worker.exitCode}) before it was ready`);
     const [row] = await store.rows<{ n: number | string }>(
-      "select count(*) as n from pg_stat_activity where query = 'listen vrp_jobs'",
+      "select count(*) as n from pg_stat_activity where datname = current_database() and query = 'listen vrp_jobs'",
     );
     if (Number(row?.n) > 0) return;
     await new Promise((r) => setTimeout(r, 20));

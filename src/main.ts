@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { destination, pino } from 'pino';
+import { type DestinationStream, destination, pino } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
 import { LOG_REDACT } from './domain/log-redaction.ts';
@@ -23,11 +23,11 @@ export async function serve(config: Config): Promise<void> {
   }
   // The driver first: the HTTP app bridges a service's console in the browser to it. It logs
   // through the process's logger; what it says before that exists is logged once it does.
-  let appLog: DriverLog | undefined;
+  let ready: DriverLog | undefined;
   const early: [level: 'info' | 'debug', obj: object, msg: string][] = [];
   const log: DriverLog = {
-    info: (obj, msg) => (appLog ? appLog.info(obj, msg) : early.push(['info', obj, msg])),
-    debug: (obj, msg) => (appLog ? appLog.debug(obj, msg) : early.push(['debug', obj, msg])),
+    info: (obj, msg) => (ready ? ready.info(obj, msg) : early.push(['info', obj, msg])),
+    debug: (obj, msg) => (ready ? ready.debug(obj, msg) : early.push(['debug', obj, msg])),
   };
   const driver = await createDriver(config, ctx.store.db, log);
   // Log lines go to standard output asynchronously: a request does not wait for the write of its
@@ -42,9 +42,8 @@ export async function serve(config: Config): Promise<void> {
     const { buildApp } = await import('./http/app.ts');
     app = buildApp(ctx, { consoles: driver, logger: { stream } });
   }
-  const processLog: FastifyBaseLogger =
-    app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, stream);
-  appLog = processLog;
+  const processLog: FastifyBaseLogger = app?.log ?? workerLogger(config.logLevel, stream);
+  ready = processLog;
   for (const [level, obj, msg] of early.splice(0)) processLog[level](obj, msg);
   const ahead = await migrationsAhead(ctx.store.db);
   if (ahead.length > 0) {
@@ -88,6 +87,11 @@ export async function serve(config: Config): Promise<void> {
   } else {
     processLog.info('worker-only process: not listening');
   }
+}
+
+/** A worker-only process's logger: the app's level and redaction, without the app. */
+export function workerLogger(level: Config['logLevel'], stream: DestinationStream): FastifyBaseLogger {
+  return pino({ level, redact: LOG_REDACT }, stream);
 }
 
 /**
