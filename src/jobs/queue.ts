@@ -1,13 +1,16 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
+import { dialectOf } from '../store/dialect-of.ts';
+import { gatedInsert, writeGated } from '../store/gated-write.ts';
+import { insertRow } from '../store/insert-row.ts';
 import { prepare, slot } from '../store/prepared.ts';
-import { type AuditActor, type AuditContext, recordAudit, SYSTEM_ACTOR } from '../store/repos/audit.ts';
-import { insertJob, type Job, newJobId } from '../store/repos/jobs.ts';
+import { type AuditActor, type AuditContext, auditRow, SYSTEM_ACTOR } from '../store/repos/audit.ts';
+import { type Job, newJobId, newJobRow, toJob } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
-import type { Database, ServiceTable } from '../store/schema.ts';
+import type { AuditLogTable, Database } from '../store/schema.ts';
 
 /** At most this many jobs wait (queued, not running) per service (docs/design/contract.md#jobs). */
 const MAX_WAITING_JOBS = 10;
@@ -54,28 +57,49 @@ export class SeqConflict extends Error {}
 
 /**
  * Accepts an operation: checks it against the projected status, and records the job and the
- * new projection in one transaction (so an accepted request is never lost, and a job never
- * exists without the change it belongs to). Concurrent requests on one service are
- * serialised by a compare-and-set on the service's job sequence.
+ * new projection together (so an accepted request is never lost, and a job never exists without
+ * the change it belongs to). Concurrent requests on one service are serialised by a
+ * compare-and-set on the service's job sequence, which guards the job's insert and the audit
+ * entry's (store/gated-write.ts): on PostgreSQL an operation with nothing more to write is then
+ * one read and one statement, without a transaction; otherwise one transaction holds it all.
  */
 export async function requestOperation(
   db: Kysely<Database>,
   req: OperationRequest,
   now: number,
 ): Promise<OperationOutcome> {
+  if (dialectOf(db) === 'postgres' && !needsTransaction(req))
+    return retryOnSeqConflict(() => enqueue(db, req, now, undefined));
   return inSeqTransaction(db, (tx) => enqueueInTransaction(tx, req, now));
 }
+
+/**
+ * Whether the operation writes more than the projection, the job and its audit entry, or checks
+ * the service inside the transaction: its checks and writes need one. On SQLite every operation
+ * takes one: a read outside it could see the store before the commit group its process has open
+ * (sqlite-group-commit.ts), and would then fail its compare-and-set until that group commits.
+ */
+const needsTransaction = (req: OperationRequest) =>
+  req.check !== undefined ||
+  req.apply !== undefined ||
+  req.action === 'suspend' ||
+  req.action === 'unsuspend';
 
 /** Runs `body` in a transaction, again (in a new one) each time it throws SeqConflict, up to 20 times. */
 export async function inSeqTransaction<T>(
   db: Kysely<Database>,
   body: (tx: Transaction<Database>) => Promise<T>,
 ): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+  return retryOnSeqConflict(() => db.transaction().execute(body));
+}
+
+/** Runs `attempt` again each time it throws SeqConflict, up to 20 times. */
+async function retryOnSeqConflict<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let n = 0; ; n++) {
     try {
-      return await db.transaction().execute(body);
+      return await attempt();
     } catch (err) {
-      if (err instanceof SeqConflict && attempt < 20) continue;
+      if (err instanceof SeqConflict && n < 20) continue;
       throw err;
     }
   }
@@ -85,18 +109,33 @@ export async function inSeqTransaction<T>(
  * The body of requestOperation, for callers that own the transaction (the scheduler). Throws
  * SeqConflict when a concurrent change won; the caller retries.
  */
-export async function enqueueInTransaction(
+export function enqueueInTransaction(
   tx: Transaction<Database>,
   req: OperationRequest,
   now: number,
 ): Promise<OperationOutcome> {
-  const row = await ownedService.first(tx, { id: req.serviceId, resellerId: req.resellerId });
+  return enqueue(tx, req, now, tx);
+}
+
+/**
+ * Reads the service, decides, and writes through `db`; `tx`, the transaction `db` is, for an
+ * operation that needs one (needsTransaction). Throws SeqConflict when a concurrent change won.
+ */
+async function enqueue(
+  db: Kysely<Database>,
+  req: OperationRequest,
+  now: number,
+  tx: Transaction<Database> | undefined,
+): Promise<OperationOutcome> {
+  if (!tx && needsTransaction(req)) throw new Error(`a ${req.action} operation needs a transaction`);
+  const row = await ownedService.first(db, { id: req.serviceId, resellerId: req.resellerId });
   if (!row) throw new ApiError('service_not_found', 'Service not found');
   const service = toService(row);
   const decision = decide(projectedState(service), req.action);
+  const audit = operationAudit(req, service, now);
   if (decision.kind === 'noop') {
     // Accepted with nothing to do (a billing system's retry): still who asked for what.
-    await recordOperation(tx, req, service, now);
+    if (audit) await insertRow(db, 'audit_log', audit);
     return { kind: 'noop', message: decision.message, service };
   }
   if (decision.kind === 'invalid') throw new ApiError('invalid_state', decision.message);
@@ -107,19 +146,9 @@ export async function enqueueInTransaction(
       `${waiting} jobs already wait on this service; retry when some have finished`,
     );
   }
-  await req.check?.(service, tx);
+  if (tx) await req.check?.(service, tx);
   const seq = service.jobSeq + 1;
-  const updated = await projectNext.execute(tx, {
-    id: service.id,
-    status: decision.next.status,
-    resume: decision.next.resume,
-    pending: service.pendingJobs + 1,
-    seq,
-    was: service.jobSeq,
-    now,
-  });
-  if (updated.numAffectedRows === 0n) throw new SeqConflict();
-  const job = await insertJob(tx, {
+  const jobRow = newJobRow({
     id: newJobId(Date.now()),
     serviceId: service.id,
     resellerId: service.resellerId,
@@ -129,39 +158,34 @@ export async function enqueueInTransaction(
     now,
     startedBy: req.startedBy ?? req.audit?.actor ?? null,
   });
-  await req.apply?.(tx, job, service);
-  await recordOperation(tx, req, service, now);
-  await recordSuspensionChange(tx, req, service, now);
+  // The job accepted: the projection it leads to, one more pending, the sequence moved on from
+  // the one read; the job and the audit entry only with it.
+  const accepted = await writeGated(
+    db,
+    {
+      table: 'services',
+      set: {
+        projected_status: decision.next.status,
+        projected_resume: decision.next.resume,
+        pending_jobs: service.pendingJobs + 1,
+        job_seq: seq,
+        updated_at: now,
+      },
+      where: { id: service.id, job_seq: service.jobSeq },
+    },
+    [gatedInsert('jobs', jobRow), ...(audit ? [gatedInsert('audit_log', audit)] : [])],
+  );
+  if (!accepted) throw new SeqConflict();
+  const job = toJob(jobRow);
+  if (tx) {
+    await req.apply?.(tx, job, service);
+    await recordSuspensionChange(tx, req, service, now);
+  }
   return { kind: 'queued', job, service };
 }
 
 const ownedService = prepare({ id: slot<string>(), resellerId: slot<string>() }, (db, s) =>
   db.selectFrom('services').selectAll().where('id', '=', s.id).where('reseller_id', '=', s.resellerId),
-);
-
-/** The job accepted: the projection it leads to, one more pending, the sequence moved on from `was`. */
-const projectNext = prepare(
-  {
-    id: slot<string>(),
-    status: slot<ServiceTable['projected_status']>(),
-    resume: slot<ServiceTable['projected_resume']>(),
-    pending: slot<number>(),
-    seq: slot<number>(),
-    was: slot<number>(),
-    now: slot<number>(),
-  },
-  (db, s) =>
-    db
-      .updateTable('services')
-      .set({
-        projected_status: s.status,
-        projected_resume: s.resume,
-        pending_jobs: s.pending,
-        job_seq: s.seq,
-        updated_at: s.now,
-      })
-      .where('id', '=', s.id)
-      .where('job_seq', '=', s.was),
 );
 
 /** A suspension's history (who, when, why; lifted by whom, when) kept with its acceptance; the product's own (traffic) as `system`. */
@@ -181,17 +205,15 @@ function reasonOf(req: OperationRequest): string | null {
   return req.action === 'suspend' ? req.params.reason : null;
 }
 
-/** The audit entry of an accepted operation: its target is the backup it names, else the service. */
-async function recordOperation(
-  tx: Transaction<Database>,
+/** The audit entry of an accepted operation, if it has an audit context: its target is the backup it names, else the service. */
+function operationAudit(
   req: OperationRequest,
   service: Service,
   now: number,
-): Promise<void> {
-  if (!req.audit) return;
+): Insertable<AuditLogTable> | undefined {
+  if (!req.audit) return undefined;
   const backupId = req.params && 'backup_id' in req.params ? req.params.backup_id : undefined;
-  await recordAudit(
-    tx,
+  return auditRow(
     req.audit,
     {
       target:

@@ -7,7 +7,6 @@ import {
   type JobAction,
   project,
   type ServiceState,
-  type Status,
   statusAfterFailure,
   transitionalStatus,
 } from '../domain/status-machine.ts';
@@ -15,9 +14,10 @@ import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
+import { gatedUpdate, writeGated } from '../store/gated-write.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { findBackupById, setBackupStatus } from '../store/repos/backups.ts';
-import { recordEvents } from '../store/repos/events.ts';
+import { gatedEvents, recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
   type ClaimedJob,
@@ -25,6 +25,7 @@ import {
   type JobOf,
   type JobResult,
   jobFromColumn,
+  ownedJob,
   queuedActions,
   type RunnableJob,
   UnreadableJob,
@@ -151,17 +152,14 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     return finish(deps, job, from, { ...failed(`${decision.message} (${why})`), ...unfinishedBackup(job) });
   }
 
-  try {
-    const now = clock.now();
-    await guarded(db, job, deps.workerId, jobFromColumn(from), async (tx) => {
-      const shown = transitionalStatus(job.action, from.status);
-      await showStatus.execute(tx, { id: service.id, status: shown, now });
-      await recordEvents(tx, job.resellerId, statusChanged(service.id, service.status, shown, job.id), now);
-    });
-  } catch (err) {
-    if (err instanceof LeaseLost) return 'lost';
-    throw err;
-  }
+  // The transitional status and its event, written only while this worker owns the job.
+  const now = clock.now();
+  const shown = transitionalStatus(job.action, from.status);
+  const owned = await writeGated(db, ownedJob(job.id, deps.workerId, jobFromColumn(from)), [
+    gatedUpdate({ table: 'services', set: { status: shown, updated_at: now }, where: { id: service.id } }),
+    gatedEvents(job.resellerId, statusChanged(service.id, service.status, shown, job.id), now),
+  ]);
+  if (!owned) return 'lost';
 
   let change: ServiceChange;
   try {
@@ -380,11 +378,6 @@ const queueOfService = (lock: boolean) =>
   );
 const queueOf = queueOfService(false);
 const queueOfLocked = queueOfService(true);
-
-/** The transitional status a job shows while it runs. */
-const showStatus = prepare({ id: slot<string>(), status: slot<Status>(), now: slot<number>() }, (db, s) =>
-  db.updateTable('services').set({ status: s.status, updated_at: s.now }).where('id', '=', s.id),
-);
 
 /** On failure, the projection the queued requests were accepted against is rebuilt from the real state. */
 async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, ending: Ending): Promise<void> {

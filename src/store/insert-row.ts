@@ -3,10 +3,12 @@
  * (?, ?, ...), (?, ?, ...)` depends only on the table, the columns, the number of rows and the
  * dialect, so Kysely builds and compiles it the first time and later inserts reuse the text with
  * new values. Building the 27-column services insert was a tenth of an order's CPU time
- * (bench/FINDINGS.md).
+ * (bench/FINDINGS.md). On PostgreSQL the text is also a named statement (pg-named.ts).
  */
 import type { Insertable, Kysely } from 'kysely';
+import { dialectOf } from './dialect-of.ts';
 import { compiledShapes, type LooseBuilder, looseBuilder } from './loose-builder.ts';
+import { nameStatement } from './pg-named.ts';
 
 /** Rows of one table, all with the same columns. */
 export type TableRows<DB> = {
@@ -89,6 +91,11 @@ async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows
   // Reusable only if every value went in as a parameter, in order (Kysely's way today).
   const reusable =
     compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i]);
-  if (reusable) byShape.set(shape, compiled);
+  if (reusable) {
+    // On PostgreSQL a named statement: parsed and planned once per connection (pg-named.ts). The
+    // shapes are bounded: the tables' column sets, up to the groups' most rows (group-insert.ts).
+    if (dialectOf(db) === 'postgres') nameStatement(compiled.sql);
+    byShape.set(shape, compiled);
+  }
   await db.executeQuery(compiled);
 }

@@ -1,6 +1,7 @@
 /**
  * Named statements on PostgreSQL (src/store/pg-named.ts): the store's statements of fixed shape
- * are prepared once per connection and run by name; any other statement goes as plain text; a
+ * (prepared.ts, the inserts of whole rows, the guarded writes) are prepared once per connection
+ * and run by name; any other statement goes as plain text; a
  * named statement whose result changed shape (another process's migration gave its table a
  * column) still answers outside a transaction, and inside one fails as "not now", after which it
  * runs again.
@@ -10,6 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { isStoreUnavailable } from '../../src/store/errors.ts';
+import { gatedInsert, writeGated } from '../../src/store/gated-write.ts';
+import { insertRow, insertRows } from '../../src/store/insert-row.ts';
 import { prepare, slot } from '../../src/store/prepared.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
@@ -64,6 +67,54 @@ describe('named statements on PostgreSQL', {
       })
       .catch(() => {});
     assert.equal((await resellerById.first(store.db, { id: 'r1' }))?.name, 'one');
+  });
+
+  test('inserts of whole rows and guarded writes are prepared once per shape, and run by name after', async () => {
+    const row = (id: string) => ({ id, name: `name ${id}`, enabled: 1, created_at: 0 });
+    await insertRow(store.db, 'resellers', row('i1'));
+    await insertRows(store.db, 'resellers', [row('i2'), row('i3')]);
+    const guard = (id: string, name: string) =>
+      ({ table: 'resellers', set: { name }, where: { id } }) as const;
+    assert.equal(
+      await writeGated(store.db, guard('i1', 'guarded'), [gatedInsert('resellers', row('i4'))]),
+      true,
+    );
+    const texts = await prepared();
+    const insertOne = texts.filter((t) => t.startsWith('insert into "resellers"') && !t.includes('), ('));
+    const insertTwo = texts.filter((t) => t.startsWith('insert into "resellers"') && t.includes('), ('));
+    const gated = texts.filter((t) => t.startsWith('with g as (update "resellers"'));
+    assert.deepEqual([insertOne.length, insertTwo.length, gated.length], [1, 1, 1]);
+    // Run again, with other values: by the same names, nothing more prepared, each run's values written.
+    await insertRow(store.db, 'resellers', row('i5'));
+    await insertRows(store.db, 'resellers', [row('i6'), row('i7')]);
+    assert.equal(
+      await writeGated(store.db, guard('i2', 'guarded too'), [gatedInsert('resellers', row('i8'))]),
+      true,
+    );
+    assert.equal(
+      await writeGated(store.db, guard('nobody', 'x'), [gatedInsert('resellers', row('i9'))]),
+      false,
+    );
+    assert.deepEqual(await prepared(), texts);
+    const names = await store.db
+      .selectFrom('resellers')
+      .select(['id', 'name'])
+      .where('id', 'like', 'i%')
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      names.map((r) => `${r.id} ${r.name}`),
+      [
+        'i1 guarded',
+        'i2 guarded too',
+        'i3 name i3',
+        'i4 name i4',
+        'i5 name i5',
+        'i6 name i6',
+        'i7 name i7',
+        'i8 name i8',
+      ],
+    );
   });
 
   test('a statement built per call goes as plain text: nothing is prepared for it', async () => {

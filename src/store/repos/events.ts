@@ -3,6 +3,7 @@ import type { EventType, NewEvent } from '../../domain/events.ts';
 import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
 import { dialectOf } from '../dialect-of.ts';
+import type { GatedPart } from '../gated-write.ts';
 import { insertRows } from '../insert-row.ts';
 import { nameStatement } from '../pg-named.ts';
 import type { Database, EventTable } from '../schema.ts';
@@ -47,17 +48,21 @@ export async function recordEvents(
   now: number,
 ): Promise<StoredEvent[]> {
   if (events.length === 0) return [];
-  const rows = events.map((e) => ({
-    id: nextEventId(now),
-    reseller_id: resellerId,
-    type: e.type,
-    data: JSON.stringify(e.data),
-    created_at: now,
-  }));
+  const rows = eventRows(resellerId, events, now);
+  await writeEventRows(db, resellerId, rows, now);
+  return rows.map(toEvent);
+}
+
+async function writeEventRows(
+  db: Kysely<Database>,
+  resellerId: string,
+  rows: readonly EventRow[],
+  now: number,
+): Promise<void> {
+  if (rows.length === 0) return;
   if (dialectOf(db) === 'postgres') {
-    const values = rows.flatMap((r) => [r.id, r.reseller_id, r.type, r.data, r.created_at]);
-    await db.executeQuery(CompiledQuery.raw(eventsAndDeliveriesSql(rows.length), values));
-    return rows.map(toEvent);
+    await db.executeQuery(CompiledQuery.raw(eventsAndDeliveriesSql(rows.length), eventValues(rows)));
+    return;
   }
   await insertRows(db, 'events', rows);
   const hooks = await webhookSubscriptions(db, resellerId);
@@ -67,15 +72,38 @@ export async function recordEvents(
       if (receives(hook, row.type)) deliveries.push({ webhookId: hook.id, eventId: row.id });
   }
   if (deliveries.length > 0) await enqueueDeliveries(db, deliveries, now);
-  return rows.map(toEvent);
 }
 
+type EventRow = Omit<EventTable, 'seq'>;
+
+function eventRows(resellerId: string, events: readonly NewEvent[], now: number): EventRow[] {
+  return events.map((e) => ({
+    id: nextEventId(now),
+    reseller_id: resellerId,
+    type: e.type,
+    data: JSON.stringify(e.data),
+    created_at: now,
+  }));
+}
+
+/** Five values per event (id, reseller_id, type, data, created_at), in the order the texts number them. */
+const eventValues = (rows: readonly EventRow[]) =>
+  rows.flatMap((r) => [r.id, r.reseller_id, r.type, r.data, r.created_at]);
+
 /**
- * PostgreSQL's recordEvents in one round trip: the events inserted, then a delivery for each of
- * them and each webhook of their reseller that wants it (all types when `event_types` is null,
- * else the JSON array names the type: the rule of `receives`). Parameters: five per event (id,
- * reseller_id, type, data, created_at), so $2 is the reseller and $5 the time. Texts by number
- * of events, built once, and sent by name (pg-named.ts).
+ * The insert of a delivery for each event of `events` (a relation of `id, type`) and each webhook
+ * of the reseller (`$reseller`) that wants it: all types when `event_types` is null, else the
+ * JSON array names the type (the rule of `receives`). Queued at `$at`.
+ */
+const deliveriesSql = (events: string, reseller: number, at: number) =>
+  'insert into webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at) ' +
+  `select w.id, ev.id, 'pending', 0, $${at}, $${at} from ${events} ev join webhooks w on w.reseller_id = $${reseller} ` +
+  'where w.event_types is null or w.event_types::jsonb ? ev.type';
+
+/**
+ * PostgreSQL's recordEvents in one round trip: the events inserted, then their deliveries
+ * (deliveriesSql). Parameters: five per event (eventValues), so $2 is the reseller and $5 the
+ * time. Texts by number of events, built once, and sent by name (pg-named.ts).
  */
 const eventsAndDeliveriesTexts = new Map<number, string>();
 function eventsAndDeliveriesSql(events: number): string {
@@ -87,14 +115,38 @@ function eventsAndDeliveriesSql(events: number): string {
     });
     text =
       `with ev as (insert into events (id, reseller_id, type, data, created_at) values ${tuples.join(', ')} ` +
-      'returning id, type) ' +
-      'insert into webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at) ' +
-      "select w.id, ev.id, 'pending', 0, $5, $5 from ev join webhooks w on w.reseller_id = $2 " +
-      'where w.event_types is null or w.event_types::jsonb ? ev.type';
+      `returning id, type) ${deliveriesSql('ev', 2, 5)}`;
     eventsAndDeliveriesTexts.set(events, text);
     nameStatement(text);
   }
   return text;
+}
+
+/**
+ * A reseller's events recorded with a guarded change (store/gated-write.ts): recorded, with their
+ * deliveries, only if the guard changed its row. On PostgreSQL each event is an INSERT ... SELECT
+ * from the gate (its parameters then take the columns' types) and the deliveries are inserted
+ * for all of them by the rule of recordEvents; elsewhere recordEvents runs after the guard.
+ */
+export function gatedEvents(resellerId: string, events: readonly NewEvent[], now: number): GatedPart {
+  const rows = eventRows(resellerId, events, now);
+  return {
+    shape: `events x${rows.length}`,
+    values: eventValues(rows),
+    cte(gate, name, first) {
+      if (rows.length === 0) return `${name} as (select from ${gate} where false)`;
+      const inserts = rows.map((_, i) => {
+        const p = first + i * 5;
+        return (
+          `${name}e${i} as (insert into events (id, reseller_id, type, data, created_at) ` +
+          `select $${p}, $${p + 1}, $${p + 2}, $${p + 3}, $${p + 4} from ${gate} returning id, type)`
+        );
+      });
+      const all = rows.map((_, i) => `select id, type from ${name}e${i}`).join(' union all ');
+      return `${inserts.join(', ')}, ${name} as (${deliveriesSql(`(${all})`, first + 1, first + 4)})`;
+    },
+    run: (tx) => writeEventRows(tx, resellerId, rows, now),
+  };
 }
 
 /**

@@ -4,6 +4,7 @@ import { type JobParams, jobParamsProblem } from '../../domain/job-params.ts';
 import type { PasswordApplies } from '../../domain/passwords.ts';
 import { isStable, type JobAction, type ServiceState } from '../../domain/status-machine.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
+import type { KeyedUpdate } from '../gated-write.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
 import type { AuditActorType, Database, JobStatus, JobTable } from '../schema.ts';
@@ -246,9 +247,17 @@ export async function updateOwnedJob(
   workerId: string,
   set: Updateable<JobTable>,
 ): Promise<boolean> {
-  const r = await updateWhere(db, 'jobs', set, { id, status: 'running', locked_by: workerId });
+  const r = await updateWhere(db, 'jobs', set, ownedBy(id, workerId));
   return r.updated === 1;
 }
+
+/** The write of updateOwnedJob, as the guard of writes that belong to it (store/gated-write.ts). */
+export function ownedJob(id: string, workerId: string, set: Updateable<JobTable>): KeyedUpdate<'jobs'> {
+  return { table: 'jobs', set, where: ownedBy(id, workerId) };
+}
+
+/** A job's row while `workerId` owns it: running, locked by that worker. */
+const ownedBy = (id: string, workerId: string) => ({ id, status: 'running' as const, locked_by: workerId });
 
 /**
  * Records that a failed job was retried as `retryJobId`, if no retry was recorded yet: one

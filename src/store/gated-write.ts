@@ -1,0 +1,139 @@
+/**
+ * A conditional write and the writes that belong to it, all or none: the guard is an update by
+ * key (a compare-and-set: a job's row while its worker owns it, a service's projection while its
+ * job sequence is the one read); the other parts are written only if the guard changed a row.
+ *
+ * On PostgreSQL the whole is one statement, the guard in `WITH` and every part reading from it:
+ * one round trip, atomic without a transaction of its own, where a transaction took one round
+ * trip for each write and two more (BEGIN, COMMIT). Its text depends only on the shape of the
+ * writes (tables, columns, number of events), so it is built once per shape and sent as a named
+ * statement (pg-named.ts). Elsewhere (SQLite, which has no writes in `WITH`) the guard runs
+ * first and the parts after it, in the caller's transaction or in one of its own.
+ */
+import { CompiledQuery, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { dialectOf } from './dialect-of.ts';
+import { insertRow } from './insert-row.ts';
+import { nameStatement } from './pg-named.ts';
+import type { Database } from './schema.ts';
+import { updateWhere } from './update-row.ts';
+
+/** An update by key: `set` on the rows of `table` whose columns equal `where`. */
+export interface KeyedUpdate<T extends keyof Database & string> {
+  readonly table: T;
+  readonly set: Updateable<Database[T]>;
+  readonly where: Partial<Selectable<Database[T]>>;
+}
+
+/** A write that belongs to a guarded change (writeGated). */
+export interface GatedPart {
+  /** What its text depends on besides its values (tables, columns, counts). */
+  readonly shape: string;
+  /** Its values, in the order its text numbers them. */
+  readonly values: readonly unknown[];
+  /**
+   * PostgreSQL: the part as common table expressions named from `name` (`name as (...)`, or
+   * several, comma-separated), each writing only for the rows of `gate`, its values numbered
+   * from `$first`.
+   */
+  cte(gate: string, name: string, first: number): string;
+  /** Elsewhere: the part, run after the guard in the guard's transaction. */
+  run(tx: Kysely<Database>): Promise<void>;
+}
+
+const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
+
+/** The columns and values of an update by key, without the columns set to undefined; throws as updateWhere does. */
+function keyedColumns<T extends keyof Database & string>(
+  u: KeyedUpdate<T>,
+): { set: [string, unknown][]; where: [string, unknown][] } {
+  const set = Object.entries(u.set).filter(([, v]) => v !== undefined);
+  const where = Object.entries(u.where);
+  if (set.length === 0 || where.length === 0)
+    throw new Error(`an update of ${u.table} needs columns to set and columns to match`);
+  for (const [c, v] of where)
+    if (v === null || v === undefined) throw new Error(`an update of ${u.table} matches ${c} with no value`);
+  return { set, where };
+}
+
+/** `update t set a = $n, ... where k = $m and ...`, numbered from `first`. */
+function updateText(table: string, set: [string, unknown][], where: [string, unknown][], first: number) {
+  let n = first;
+  const sets = set.map(([c]) => `${quote(c)} = $${n++}`).join(', ');
+  const conditions = where.map(([c]) => `${quote(c)} = $${n++}`).join(' and ');
+  return `update ${quote(table)} set ${sets} where ${conditions}`;
+}
+
+/** An update by key that belongs to the guarded change. */
+export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>): GatedPart {
+  const { set, where } = keyedColumns(u);
+  return {
+    shape: `update ${u.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`,
+    values: [...set, ...where].map(([, v]) => v),
+    cte: (gate, name, first) =>
+      `${name} as (${updateText(u.table, set, where, first)} and exists (select from ${gate}))`,
+    run: async (tx) => {
+      await updateWhere(tx, u.table, u.set, u.where);
+    },
+  };
+}
+
+/** A row inserted with the guarded change. */
+export function gatedInsert<T extends keyof Database & string>(
+  table: T,
+  row: Insertable<Database[T]>,
+): GatedPart {
+  const entries = Object.entries(row);
+  return {
+    shape: `insert ${table}(${entries.map(([c]) => c).join()})`,
+    values: entries.map(([, v]) => v),
+    // INSERT ... SELECT from the gate: one row if the guard changed its row, none if not. The
+    // parameters take the types of the columns they go into, as in VALUES.
+    cte: (gate, name, first) =>
+      `${name} as (insert into ${quote(table)} (${entries.map(([c]) => quote(c)).join(', ')}) ` +
+      `select ${entries.map((_, i) => `$${first + i}`).join(', ')} from ${gate})`,
+    run: (tx) => insertRow(tx, table, row),
+  };
+}
+
+const texts = new Map<string, string>();
+
+/**
+ * Writes `parts` only if `guard` changes a row, all or none; returns whether it did. The guard
+ * matches by key, so it changes one row or none. Called with a transaction, everything is part
+ * of it (and of its rollback); otherwise the whole commits at once.
+ */
+export async function writeGated<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T>,
+  parts: readonly GatedPart[],
+): Promise<boolean> {
+  if (dialectOf(db) === 'postgres') {
+    const { set, where } = keyedColumns(guard);
+    const values: unknown[] = [...set, ...where].map(([, v]) => v);
+    for (const p of parts) values.push(...p.values);
+    const shape = [`guard ${guard.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`]
+      .concat(parts.map((p) => p.shape))
+      .join(';');
+    let text = texts.get(shape);
+    if (text === undefined) {
+      const ctes = [`g as (${updateText(guard.table, set, where, 1)} returning 1)`];
+      let first = set.length + where.length + 1;
+      parts.forEach((p, i) => {
+        ctes.push(p.cte('g', `p${i}`, first));
+        first += p.values.length;
+      });
+      text = `with ${ctes.join(', ')} select count(*)::int as changed from g`;
+      texts.set(shape, text);
+      nameStatement(text);
+    }
+    const r = await db.executeQuery<{ changed: number }>(CompiledQuery.raw(text, values));
+    return (r.rows[0]?.changed ?? 0) > 0;
+  }
+  const write = async (tx: Kysely<Database>) => {
+    const r = await updateWhere(tx, guard.table, guard.set, guard.where);
+    if (r.updated === 0) return false;
+    for (const p of parts) await p.run(tx);
+    return true;
+  };
+  return db.isTransaction ? write(db) : db.transaction().execute(write);
+}

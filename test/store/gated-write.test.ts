@@ -1,0 +1,220 @@
+/**
+ * A guarded change and the writes that belong to it (src/store/gated-write.ts), on both stores:
+ * when the guard changes its row, every part is written (updates, inserts, events with their
+ * webhook deliveries, by the rule of recordEvents); when it does not, nothing is; a part that
+ * fails takes the guard's change with it; in a caller's transaction, all of it rolls back with
+ * the transaction.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { ensureReseller } from '../../src/auth/applications.ts';
+import type { NewEvent } from '../../src/domain/events.ts';
+import { gatedInsert, gatedUpdate, writeGated } from '../../src/store/gated-write.ts';
+import { gatedEvents } from '../../src/store/repos/events.ts';
+import { insertWebhook } from '../../src/store/repos/webhooks.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const finished: NewEvent = {
+  type: 'job.finished',
+  data: { job_id: 'j', service_id: 's', action: 'stop', status: 'succeeded', error: null },
+};
+const changed: NewEvent = {
+  type: 'service.status_changed',
+  data: { service_id: 's', from: 'running', to: 'stopping', job_id: 'j' },
+};
+
+const NOW = 1_700_000_000_000;
+
+const auditEntry = (id: string, resellerId: string) => ({
+  id,
+  created_at: NOW,
+  actor_type: 'system' as const,
+  actor_id: 'test',
+  action: 'test.gated',
+  target_type: null,
+  target_id: null,
+  service_id: null,
+  reseller_id: resellerId,
+  outcome: 'ok',
+  request_id: null,
+  actor_name: null,
+  credential_type: null,
+  credential_id: null,
+  source_address: null,
+  reason: null,
+});
+
+for (const store of testStores()) {
+  describe(`a guarded change and the writes that belong to it (${store})`, () => {
+    let t: TestApp;
+    let acme: string;
+    let globex: string;
+    before(async () => {
+      t = await createTestApp({}, { demo: false, store });
+      const db = t.ctx.store.db;
+      acme = (await ensureReseller(db, 'acme', NOW)).id;
+      globex = (await ensureReseller(db, 'globex', NOW)).id;
+      const hook = (id: string, resellerId: string, eventTypes: NewEvent['type'][] | null) =>
+        insertWebhook(db, {
+          id,
+          resellerId,
+          url: `https://${id}.example.com/`,
+          eventTypes,
+          secretEnc: 'x',
+          now: NOW,
+        });
+      await hook('all', acme, null);
+      await hook('finished', acme, ['job.finished']);
+      await hook('other', globex, null);
+    });
+    after(() => t.close());
+    beforeEach(async () => {
+      const db = t.ctx.store.db;
+      await db.deleteFrom('webhook_deliveries').execute();
+      await db.deleteFrom('events').execute();
+      await db.deleteFrom('audit_log').execute();
+      await db.updateTable('resellers').set({ name: 'acme', enabled: 1 }).where('id', '=', acme).execute();
+      await db.updateTable('resellers').set({ name: 'globex' }).where('id', '=', globex).execute();
+    });
+
+    /** What the writes left: the two resellers' names, the audit entries, the events, the deliveries. */
+    const state = async () => {
+      const db = t.ctx.store.db;
+      const names = await db.selectFrom('resellers').select(['id', 'name']).orderBy('name').execute();
+      const audit = await db.selectFrom('audit_log').select(['id', 'reseller_id']).orderBy('id').execute();
+      const events = await db
+        .selectFrom('events')
+        .select(['id', 'type', 'reseller_id', 'data'])
+        .orderBy('seq')
+        .execute();
+      const deliveries = await db
+        .selectFrom('webhook_deliveries')
+        .select(['webhook_id', 'event_id'])
+        .execute();
+      const typeOf = new Map(events.map((e) => [e.id, e.type]));
+      return {
+        names: names.map((r) => `${r.id === acme ? 'acme' : 'globex'}: ${r.name}`),
+        audit: audit.map((r) => `${r.id} ${r.reseller_id === acme ? 'acme' : r.reseller_id}`),
+        events: events.map((e) => `${e.reseller_id === acme ? 'acme' : e.reseller_id} ${e.type} ${e.data}`),
+        deliveries: deliveries.map((d) => `${d.webhook_id} ${typeOf.get(d.event_id)}`).sort(),
+      };
+    };
+
+    const guard = (enabled: number) =>
+      ({ table: 'resellers', set: { name: 'acme, changed' }, where: { id: acme, enabled } }) as const;
+    const parts = () => [
+      gatedUpdate({ table: 'resellers', set: { name: 'globex, changed with it' }, where: { id: globex } }),
+      gatedInsert('audit_log', auditEntry('a-1', acme)),
+      gatedEvents(acme, [changed, finished], NOW),
+    ];
+
+    test('the guard changes its row: every part is written, the events with their deliveries', async () => {
+      assert.equal(await writeGated(t.ctx.store.db, guard(1), parts()), true);
+      assert.deepEqual(await state(), {
+        names: ['acme: acme, changed', 'globex: globex, changed with it'],
+        audit: ['a-1 acme'],
+        events: [
+          `acme service.status_changed ${JSON.stringify(changed.data)}`,
+          `acme job.finished ${JSON.stringify(finished.data)}`,
+        ],
+        // Each webhook of the reseller that wants an event, none of another reseller's.
+        deliveries: ['all job.finished', 'all service.status_changed', 'finished job.finished'],
+      });
+      // Run again with the same shape: the values are each run's own.
+      assert.equal(
+        await writeGated(
+          t.ctx.store.db,
+          { table: 'resellers', set: { name: 'acme, again' }, where: { id: acme, enabled: 1 } },
+          [
+            gatedUpdate({ table: 'resellers', set: { name: 'globex, again' }, where: { id: globex } }),
+            gatedInsert('audit_log', auditEntry('a-2', acme)),
+            gatedEvents(acme, [finished, changed], NOW + 1),
+          ],
+        ),
+        true,
+      );
+      const s = await state();
+      assert.deepEqual(s.names, ['acme: acme, again', 'globex: globex, again']);
+      assert.deepEqual(s.audit, ['a-1 acme', 'a-2 acme']);
+      assert.equal(s.events.length, 4);
+      assert.equal(s.deliveries.length, 6);
+    });
+
+    test('the guard matches no row: nothing is written, and it says so', async () => {
+      assert.equal(await writeGated(t.ctx.store.db, guard(0), parts()), false);
+      assert.deepEqual(await state(), {
+        names: ['acme: acme', 'globex: globex'],
+        audit: [],
+        events: [],
+        deliveries: [],
+      });
+    });
+
+    test('a part that fails undoes the guard and every other part', async () => {
+      await t.ctx.store.db.insertInto('audit_log').values(auditEntry('taken', globex)).execute();
+      await assert.rejects(
+        writeGated(t.ctx.store.db, guard(1), [
+          ...parts(),
+          // The same id again: a duplicate key.
+          gatedInsert('audit_log', auditEntry('taken', acme)),
+        ]),
+      );
+      assert.deepEqual(await state(), {
+        names: ['acme: acme', 'globex: globex'],
+        audit: [`taken ${globex}`],
+        events: [],
+        deliveries: [],
+      });
+    });
+
+    test("in a caller's transaction: part of it, and rolled back with it", async () => {
+      const db = t.ctx.store.db;
+      await assert.rejects(
+        db.transaction().execute(async (tx) => {
+          assert.equal(await writeGated(tx, guard(1), parts()), true);
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
+      assert.deepEqual((await state()).events, []);
+      assert.deepEqual((await state()).names, ['acme: acme', 'globex: globex']);
+      await db.transaction().execute(async (tx) => {
+        assert.equal(await writeGated(tx, guard(1), parts()), true);
+      });
+      assert.deepEqual((await state()).audit, ['a-1 acme']);
+    });
+
+    test('no events, and a guard with nothing else: only the guard is written', async () => {
+      const db = t.ctx.store.db;
+      assert.equal(await writeGated(db, guard(1), [gatedEvents(acme, [], NOW)]), true);
+      assert.equal(
+        await writeGated(db, { table: 'resellers', set: { name: 'only' }, where: { id: globex } }, []),
+        true,
+      );
+      assert.deepEqual(await state(), {
+        names: ['acme: acme, changed', 'globex: only'],
+        audit: [],
+        events: [],
+        deliveries: [],
+      });
+    });
+
+    test('refuses a guard with nothing to set, nothing to match, or a match on no value', async () => {
+      const db = t.ctx.store.db;
+      await assert.rejects(
+        writeGated(db, { table: 'resellers', set: {}, where: { id: acme } }, []),
+        /needs columns/,
+      );
+      await assert.rejects(
+        writeGated(db, { table: 'resellers', set: { name: 'x' }, where: {} }, []),
+        /needs columns/,
+      );
+      await assert.rejects(
+        writeGated(db, { table: 'resellers', set: { name: 'x' }, where: { id: undefined } }, []),
+        /no value/,
+      );
+      assert.deepEqual((await state()).names, ['acme: acme', 'globex: globex']);
+    });
+  });
+}
