@@ -32,8 +32,8 @@ export interface GatedPart {
   readonly values: readonly unknown[];
   /**
    * PostgreSQL: the part as common table expressions named from `name` (`name as (...)`, or
-   * several, comma-separated), each writing only for the rows of `gate`, its values numbered
-   * from `$first`.
+   * several, comma-separated), writing only if `gate` has a row, its values numbered from
+   * `$first`.
    */
   cte(gate: string, name: string, first: number): string;
   /** Elsewhere: the part, run after the guard in the guard's transaction. */
@@ -86,11 +86,11 @@ export function gatedInsert<T extends keyof Database & string>(
   return {
     shape: `insert ${table}(${entries.map(([c]) => c).join()})`,
     values: entries.map(([, v]) => v),
-    // INSERT ... SELECT from the gate: one row if the guard changed its row, none if not. The
-    // parameters take the types of the columns they go into, as in VALUES.
+    // INSERT ... SELECT: the row if the guard changed a row, none if not. The parameters take
+    // the types of the columns they go into, as in VALUES.
     cte: (gate, name, first) =>
       `${name} as (insert into ${quote(table)} (${entries.map(([c]) => quote(c)).join(', ')}) ` +
-      `select ${entries.map((_, i) => `$${first + i}`).join(', ')} from ${gate})`,
+      `select ${entries.map((_, i) => `$${first + i}`).join(', ')} where exists (select from ${gate}))`,
     run: (tx) => insertRow(tx, table, row),
   };
 }
@@ -98,9 +98,9 @@ export function gatedInsert<T extends keyof Database & string>(
 const texts = new Map<string, string>();
 
 /**
- * Writes `parts` only if `guard` changes a row, all or none; returns whether it did. The guard
- * matches by key, so it changes one row or none. Called with a transaction, everything is part
- * of it (and of its rollback); otherwise the whole commits at once.
+ * Writes `parts` (each once) only if `guard` changes a row, all or none; returns whether it did.
+ * Called with a transaction, everything is part of it (and of its rollback); otherwise the whole
+ * commits at once.
  */
 export async function writeGated<T extends keyof Database & string>(
   db: Kysely<Database>,

@@ -1,9 +1,9 @@
 /**
  * A guarded change and the writes that belong to it (src/store/gated-write.ts), on both stores:
  * when the guard changes its row, every part is written (updates, inserts, events with their
- * webhook deliveries, by the rule of recordEvents); when it does not, nothing is; a part that
- * fails takes the guard's change with it; in a caller's transaction, all of it rolls back with
- * the transaction.
+ * webhook deliveries, by the rule of recordEvents), each once however many rows the guard
+ * changed; when it changes none, nothing is; a part that fails takes the guard's change with it;
+ * in a caller's transaction, all of it rolls back with the transaction.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
@@ -76,6 +76,7 @@ for (const store of testStores()) {
       await db.deleteFrom('audit_log').execute();
       await db.updateTable('resellers').set({ name: 'acme', enabled: 1 }).where('id', '=', acme).execute();
       await db.updateTable('resellers').set({ name: 'globex' }).where('id', '=', globex).execute();
+      await db.updateTable('resellers').set({ created_at: NOW }).execute();
     });
 
     /** What the writes left: the two resellers' names, the audit entries, the events, the deliveries. */
@@ -149,6 +150,25 @@ for (const store of testStores()) {
         events: [],
         deliveries: [],
       });
+    });
+
+    test('a guard that changes several rows: each part is still written once', async () => {
+      const db = t.ctx.store.db;
+      const both = { table: 'resellers', set: { created_at: 5 }, where: { enabled: 1 } } as const;
+      const written = await writeGated(db, both, [
+        gatedInsert('audit_log', auditEntry('a-1', acme)),
+        gatedEvents(acme, [finished], NOW),
+      ]);
+      assert.equal(written, true);
+      const stamps = await db.selectFrom('resellers').select('created_at').execute();
+      assert.deepEqual(
+        stamps.map((r) => Number(r.created_at)),
+        [5, 5],
+      );
+      const s = await state();
+      assert.deepEqual(s.audit, ['a-1 acme']);
+      assert.deepEqual(s.events, [`acme job.finished ${JSON.stringify(finished.data)}`]);
+      assert.deepEqual(s.deliveries, ['all job.finished', 'finished job.finished']);
     });
 
     test('a part that fails undoes the guard and every other part', async () => {

@@ -124,9 +124,10 @@ function eventsAndDeliveriesSql(events: number): string {
 
 /**
  * A reseller's events recorded with a guarded change (store/gated-write.ts): recorded, with their
- * deliveries, only if the guard changed its row. On PostgreSQL each event is an INSERT ... SELECT
- * from the gate (its parameters then take the columns' types) and the deliveries are inserted
- * for all of them by the rule of recordEvents; elsewhere recordEvents runs after the guard.
+ * deliveries, only if the guard changed a row. On PostgreSQL each event is an INSERT ... SELECT
+ * (its parameters then take the columns' types) and the deliveries are inserted for all of them
+ * by the rule of recordEvents; elsewhere they are written as recordEvents writes them, after
+ * the guard.
  */
 export function gatedEvents(resellerId: string, events: readonly NewEvent[], now: number): GatedPart {
   const rows = eventRows(resellerId, events, now);
@@ -139,7 +140,8 @@ export function gatedEvents(resellerId: string, events: readonly NewEvent[], now
         const p = first + i * 5;
         return (
           `${name}e${i} as (insert into events (id, reseller_id, type, data, created_at) ` +
-          `select $${p}, $${p + 1}, $${p + 2}, $${p + 3}, $${p + 4} from ${gate} returning id, type)`
+          `select $${p}, $${p + 1}, $${p + 2}, $${p + 3}, $${p + 4} where exists (select from ${gate}) ` +
+          'returning id, type)'
         );
       });
       const all = rows.map((_, i) => `select id, type from ${name}e${i}`).join(' union all ');
