@@ -3,8 +3,8 @@
  * key (a compare-and-set: a job's row while its worker owns it, a service's projection while its
  * job sequence is the one read); the other parts are written only if the guard changed a row.
  *
- * On PostgreSQL the whole is one statement, the guard in `WITH` and every part reading from it:
- * one round trip, atomic without a transaction of its own, where a transaction took one round
+ * On PostgreSQL the whole is one statement, the guard in `WITH` and every part conditional on
+ * its rows: one round trip, atomic without a transaction of its own, where a transaction took one round
  * trip for each write and two more (BEGIN, COMMIT). Its text depends only on the shape of the
  * writes (tables, columns, number of events), so it is built once per shape and sent as a named
  * statement (pg-named.ts). Elsewhere (SQLite, which has no writes in `WITH`) the guard runs
@@ -15,7 +15,7 @@ import { dialectOf } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
-import { updateWhere } from './update-row.ts';
+import { keyedColumns, updateWhere } from './update-row.ts';
 
 /** An update by key: `set` on the rows of `table` whose columns equal `where`. */
 export interface KeyedUpdate<T extends keyof Database & string> {
@@ -42,17 +42,10 @@ export interface GatedPart {
 
 const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
 
-/** The columns and values of an update by key, without the columns set to undefined; throws as updateWhere does. */
-function keyedColumns<T extends keyof Database & string>(
-  u: KeyedUpdate<T>,
-): { set: [string, unknown][]; where: [string, unknown][] } {
-  const set = Object.entries(u.set).filter(([, v]) => v !== undefined);
-  const where = Object.entries(u.where);
-  if (set.length === 0 || where.length === 0)
-    throw new Error(`an update of ${u.table} needs columns to set and columns to match`);
-  for (const [c, v] of where)
-    if (v === null || v === undefined) throw new Error(`an update of ${u.table} matches ${c} with no value`);
-  return { set, where };
+/** The columns set and matched of `u`, with their values (updateWhere's rules). */
+function columnsOf<T extends keyof Database & string>(u: KeyedUpdate<T>) {
+  const { setting, matching } = keyedColumns(u.table, u.set, u.where);
+  return { set: setting, where: matching };
 }
 
 /** `update t set a = $n, ... where k = $m and ...`, numbered from `first`. */
@@ -65,7 +58,7 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
 
 /** An update by key that belongs to the guarded change. */
 export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>): GatedPart {
-  const { set, where } = keyedColumns(u);
+  const { set, where } = columnsOf(u);
   return {
     shape: `update ${u.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`,
     values: [...set, ...where].map(([, v]) => v),
@@ -108,7 +101,7 @@ export async function writeGated<T extends keyof Database & string>(
   parts: readonly GatedPart[],
 ): Promise<boolean> {
   if (dialectOf(db) === 'postgres') {
-    const { set, where } = keyedColumns(guard);
+    const { set, where } = columnsOf(guard);
     const values: unknown[] = [...set, ...where].map(([, v]) => v);
     for (const p of parts) values.push(...p.values);
     const shape = [`guard ${guard.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`]

@@ -37,13 +37,7 @@ export async function updateWhere<
   where: Partial<Selectable<Database[T]>>,
   returning: readonly K[] = [],
 ): Promise<UpdateOutcome<Pick<Selectable<Database[T]>, K>>> {
-  // A column given as undefined is left out (as Kysely's builder does).
-  const setting = Object.entries(set).filter(([, v]) => v !== undefined);
-  const matching = Object.entries(where);
-  if (setting.length === 0 || matching.length === 0)
-    throw new Error(`an update of ${table} needs columns to set and columns to match`);
-  for (const [c, v] of matching)
-    if (v === null || v === undefined) throw new Error(`an update of ${table} matches ${c} with no value`);
+  const { setting, matching } = keyedColumns(table, set, where);
   const values = [...setting, ...matching].map(([, v]) => v);
   const shape = `update ${table}:${setting.map(([c]) => c).join()}:${matching.map(([c]) => c).join()}:${returning.join()}`;
   const byShape = compiledShapes(db);
@@ -66,4 +60,23 @@ export async function updateWhere<
   const r = await db.executeQuery<Pick<Selectable<Database[T]>, K>>(compiled);
   // With RETURNING, SQLite's driver counts no rows changed: each row changed is returned.
   return { updated: returning.length > 0 ? r.rows.length : Number(r.numAffectedRows ?? 0n), rows: r.rows };
+}
+
+/**
+ * The columns set and matched of an update by key, in order, with their values: a column set to
+ * undefined is left out (as Kysely's builder does). Throws on nothing to set or to match, and on
+ * a null in `where` (`= null` matches nothing).
+ */
+export function keyedColumns(
+  table: string,
+  set: object,
+  where: object,
+): { setting: [string, unknown][]; matching: [string, unknown][] } {
+  const setting = Object.entries(set).filter(([, v]) => v !== undefined);
+  const matching = Object.entries(where);
+  if (setting.length === 0 || matching.length === 0)
+    throw new Error(`an update of ${table} needs columns to set and columns to match`);
+  for (const [c, v] of matching)
+    if (v === null || v === undefined) throw new Error(`an update of ${table} matches ${c} with no value`);
+  return { setting, matching };
 }
