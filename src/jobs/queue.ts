@@ -2,8 +2,7 @@ import type { Insertable, Kysely, Transaction } from 'kysely';
 import { ApiError } from '../domain/errors.ts';
 import type { JobParams } from '../domain/job-params.ts';
 import { decide, type JobAction, type ServiceState } from '../domain/status-machine.ts';
-import { dialectOf } from '../store/dialect-of.ts';
-import { gatedInsert, writeGated } from '../store/gated-write.ts';
+import { gatedInsert, gatedWriteStandsAlone, writeGated } from '../store/gated-write.ts';
 import { insertRow } from '../store/insert-row.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { type AuditActor, type AuditContext, auditRow, SYSTEM_ACTOR } from '../store/repos/audit.ts';
@@ -68,16 +67,15 @@ export async function requestOperation(
   req: OperationRequest,
   now: number,
 ): Promise<OperationOutcome> {
-  if (dialectOf(db) === 'postgres' && !needsTransaction(req))
+  if (gatedWriteStandsAlone(db) && !needsTransaction(req))
     return retryOnSeqConflict(() => enqueue(db, req, now, undefined));
   return inSeqTransaction(db, (tx) => enqueueInTransaction(tx, req, now));
 }
 
 /**
  * Whether the operation writes more than the projection, the job and its audit entry, or checks
- * the service inside the transaction: its checks and writes need one. On SQLite every operation
- * takes one: a read outside it could see the store before the commit group its process has open
- * (sqlite-group-commit.ts), and would then fail its compare-and-set until that group commits.
+ * the service inside the transaction: its checks and writes need one. Where a guarded write
+ * does not stand alone (gatedWriteStandsAlone: SQLite), every operation takes one.
  */
 const needsTransaction = (req: OperationRequest) =>
   req.check !== undefined ||
@@ -132,9 +130,9 @@ async function enqueue(
   if (!row) throw new ApiError('service_not_found', 'Service not found');
   const service = toService(row);
   const decision = decide(projectedState(service), req.action);
-  const audit = operationAudit(req, service, now);
   if (decision.kind === 'noop') {
     // Accepted with nothing to do (a billing system's retry): still who asked for what.
+    const audit = operationAudit(req, service, now);
     if (audit) await insertRow(db, 'audit_log', audit);
     return { kind: 'noop', message: decision.message, service };
   }
@@ -158,6 +156,7 @@ async function enqueue(
     now,
     startedBy: req.startedBy ?? req.audit?.actor ?? null,
   });
+  const audit = operationAudit(req, service, now);
   // The job accepted: the projection it leads to, one more pending, the sequence moved on from
   // the one read; the job and the audit entry only with it.
   const accepted = await writeGated(

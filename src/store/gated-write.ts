@@ -88,6 +88,17 @@ export function gatedInsert<T extends keyof Database & string>(
   };
 }
 
+/**
+ * Whether a guarded write made outside a transaction, after a plain read, is as good as the two
+ * in one transaction: the write is one atomic statement, and the read saw every commit the
+ * guard could have to compare with. PostgreSQL: yes. SQLite: no; a plain read made while this
+ * process has a commit group open answers from the committed file without that group's writes
+ * (sqlite-group-commit.ts), so a compare-and-set after it would fail until the group committed.
+ */
+export function gatedWriteStandsAlone(db: Kysely<Database>): boolean {
+  return dialectOf(db) === 'postgres';
+}
+
 const texts = new Map<string, string>();
 
 /**

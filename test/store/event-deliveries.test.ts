@@ -6,20 +6,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ensureReseller } from '../../src/auth/applications.ts';
-import type { NewEvent } from '../../src/domain/events.ts';
 import { recordEvents } from '../../src/store/repos/events.ts';
-import { insertWebhook } from '../../src/store/repos/webhooks.ts';
 import { createTestApp } from '../helpers/app.ts';
+import { changed, finished, webhookOf } from '../helpers/events.ts';
 import { testStores } from '../helpers/stores.ts';
-
-const finished: NewEvent = {
-  type: 'job.finished',
-  data: { job_id: 'j', service_id: 's', action: 'stop', status: 'succeeded', error: null },
-};
-const changed: NewEvent = {
-  type: 'service.status_changed',
-  data: { service_id: 's', from: 'running', to: 'stopping', job_id: 'j' },
-};
 
 for (const store of testStores()) {
   describe(`recording events queues their deliveries (${store})`, () => {
@@ -30,15 +20,7 @@ for (const store of testStores()) {
         const now = Date.now();
         const acme = (await ensureReseller(db, 'acme', now)).id;
         const globex = (await ensureReseller(db, 'globex', now)).id;
-        const hook = (id: string, resellerId: string, eventTypes: NewEvent['type'][] | null) =>
-          insertWebhook(db, {
-            id,
-            resellerId,
-            url: `https://${id}.example.com/`,
-            eventTypes,
-            secretEnc: 'x',
-            now,
-          });
+        const hook = webhookOf(db, now);
         await hook('all', acme, null);
         await hook('finished', acme, ['job.finished']);
         await hook('changed', acme, ['service.status_changed']);

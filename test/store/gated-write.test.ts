@@ -8,21 +8,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { ensureReseller } from '../../src/auth/applications.ts';
-import type { NewEvent } from '../../src/domain/events.ts';
 import { gatedInsert, gatedUpdate, writeGated } from '../../src/store/gated-write.ts';
 import { gatedEvents } from '../../src/store/repos/events.ts';
-import { insertWebhook } from '../../src/store/repos/webhooks.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { changed, finished, webhookOf } from '../helpers/events.ts';
 import { testStores } from '../helpers/stores.ts';
-
-const finished: NewEvent = {
-  type: 'job.finished',
-  data: { job_id: 'j', service_id: 's', action: 'stop', status: 'succeeded', error: null },
-};
-const changed: NewEvent = {
-  type: 'service.status_changed',
-  data: { service_id: 's', from: 'running', to: 'stopping', job_id: 'j' },
-};
 
 const NOW = 1_700_000_000_000;
 
@@ -55,15 +45,7 @@ for (const store of testStores()) {
       const db = t.ctx.store.db;
       acme = (await ensureReseller(db, 'acme', NOW)).id;
       globex = (await ensureReseller(db, 'globex', NOW)).id;
-      const hook = (id: string, resellerId: string, eventTypes: NewEvent['type'][] | null) =>
-        insertWebhook(db, {
-          id,
-          resellerId,
-          url: `https://${id}.example.com/`,
-          eventTypes,
-          secretEnc: 'x',
-          now: NOW,
-        });
+      const hook = webhookOf(db, NOW);
       await hook('all', acme, null);
       await hook('finished', acme, ['job.finished']);
       await hook('other', globex, null);
