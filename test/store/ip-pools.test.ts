@@ -6,15 +6,41 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
-import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { createIpPool, type IpPool } from '../../src/drivers/ip-pool.ts';
+import type { Store } from '../../src/store/database.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
-import { systemAudit } from '../../src/store/repos/audit.ts';
+import { type AuditContext, systemAudit } from '../../src/store/repos/audit.ts';
 import { newHostRow } from '../../src/store/repos/hosts.ts';
 import { createPool, updatePool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
-import { storeAtMigration, testStores } from '../helpers/stores.ts';
+import { type StoreKind, storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const num = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+
+/**
+ * A store brought up to today's schema from 021 on (the pools' audits need today's columns),
+ * with the simulated hosts `hosts`, and the allocator started with the pool default
+ * (10.9.0.0/29, bound to no host).
+ */
+async function withPools(
+  kind: StoreKind,
+  hosts: readonly string[],
+  body: (s: { store: Store; pool: IpPool; audit: AuditContext }) => Promise<void>,
+): Promise<void> {
+  const { store, done } = await storeAtMigration(kind, '021-ip-pools');
+  try {
+    await migrateToLatest(store.db as Kysely<unknown>);
+    for (const h of hosts)
+      await store.db
+        .insertInto('hypervisor_hosts')
+        .values(newHostRow(h, h, 'simulated', { cpu: 8, ramGb: 16, diskGb: 100 }, 0))
+        .execute();
+    const pool = await createIpPool(store.db, '10.9.0.0/29', Date.now);
+    await body({ store, pool, audit: systemAudit('ip_pool.create') });
+  } finally {
+    await done();
+  }
+}
 
 for (const kind of testStores()) {
   test(`a store from before pools were records: its addresses become the pool default's, held ones stay with their services (${kind})`, async () => {
@@ -57,17 +83,8 @@ for (const kind of testStores()) {
     }
   });
 
-  test(`the pools serving a host: its own, else those bound to no host; none is refused by name (${kind})`, async () => {
-    const { store, done } = await storeAtMigration(kind, '021-ip-pools');
-    try {
-      await migrateToLatest(store.db as Kysely<unknown>);
-      for (const h of ['h1', 'h2'])
-        await store.db
-          .insertInto('hypervisor_hosts')
-          .values(newHostRow(h, h, 'simulated', { cpu: 8, ramGb: 16, diskGb: 100 }, 0))
-          .execute();
-      const pool = await createIpPool(store.db, '10.9.0.0/29', Date.now);
-      const audit = systemAudit('ip_pool.create');
+  test(`the pools serving a host: its own, else those bound to no host; none is refused by name (${kind})`, () =>
+    withPools(kind, ['h1', 'h2'], async ({ store, pool, audit }) => {
       await createPool(
         store.db,
         { name: 'h1-v4', family: 'ipv4', network: '192.0.2.0/29', hosts: ['h1'] },
@@ -96,22 +113,62 @@ for (const kind of testStores()) {
       await assert.rejects(pool.allocate('vm-4', 'h2', 1), /No IPv4 address pool serves host h2/);
       // h1 now has both, oldest first: the default's next free address.
       assert.deepEqual(await pool.allocate('vm-5', 'h1', 1), ['10.9.0.4']);
-    } finally {
-      await done();
-    }
-  });
+    }));
 
-  test(`concurrent allocations from host pools: no IPv4 address and no IPv6 prefix twice, exhaustion refused (${kind})`, async () => {
-    const { store, done } = await storeAtMigration(kind, '021-ip-pools');
-    try {
-      // The rest of the schema too: the pools' changes are audited in today's audit columns.
-      await migrateToLatest(store.db as Kysely<unknown>);
-      await store.db
-        .insertInto('hypervisor_hosts')
-        .values(newHostRow('h1', 'h1', 'simulated', { cpu: 8, ramGb: 16, diskGb: 100 }, 0))
-        .execute();
-      const pool = await createIpPool(store.db, '10.9.0.0/29', Date.now);
-      const audit = systemAudit('ip_pool.create');
+  test(`a create's allocation of both families at once: each family's pools by its own rule, idempotent, all or nothing (${kind})`, () =>
+    withPools(kind, ['h1', 'h2'], async ({ store, pool, audit }) => {
+      // IPv4: h1's own pool, and the unbound default (10.9.0.2 to .6). IPv6: an unbound pool, and
+      // h2's own. So h1 has a pool of its own of one family only, h2 of the other.
+      const pools = [
+        { name: 'h1-v4', family: 'ipv4', network: '192.0.2.0/29', hosts: ['h1'] },
+        { name: 'any-v6', family: 'ipv6', network: '2001:db8:7000::/60', hosts: [] },
+        { name: 'h2-v6', family: 'ipv6', network: '2001:db8:8000::/60', hosts: ['h2'] },
+      ] as const;
+      for (const p of pools) await createPool(store.db, p, Date.now(), audit);
+      const gateway = async (name: string) =>
+        (
+          await store.db
+            .selectFrom('ip_pools')
+            .select('gateway')
+            .where('name', '=', name)
+            .executeTakeFirstOrThrow()
+        ).gateway;
+
+      const a = await pool.allocateAll('vm-a', 'h1', 2);
+      assert.deepEqual(a.ipv4, ['192.0.2.2', '192.0.2.3'], 'h1 takes IPv4 from its own pool');
+      assert.match(
+        a.ipv6?.prefix ?? '',
+        /^2001:db8:7000:/,
+        'and IPv6 from the unbound pool: none of its own',
+      );
+      assert.equal(a.ipv6?.gateway, await gateway('any-v6'));
+      const b = await pool.allocateAll('vm-b', 'h2', 2);
+      assert.deepEqual(b.ipv4, ['10.9.0.2', '10.9.0.3'], 'h2 takes IPv4 from the default: none of its own');
+      assert.match(b.ipv6?.prefix ?? '', /^2001:db8:8000:/, 'and IPv6 from its own pool');
+      assert.equal(b.ipv6?.gateway, await gateway('h2-v6'));
+
+      // Asked again: what it holds; asked for more: topped up, the primary first still.
+      assert.deepEqual(await pool.allocateAll('vm-b', 'h2', 2), b);
+      const more = await pool.allocateAll('vm-b', 'h2', 3);
+      assert.deepEqual(more, { ipv4: ['10.9.0.2', '10.9.0.3', '10.9.0.4'], ipv6: b.ipv6 });
+      // The same as the two allocations one at a time say.
+      assert.deepEqual(await pool.allocate('vm-b', 'h2', 3), more.ipv4);
+      assert.deepEqual({ ...(await pool.allocateIpv6('vm-b', 'h2')) }, b.ipv6);
+
+      // Three more addresses where two are left: refused, and nothing of either family is taken.
+      await assert.rejects(pool.allocateAll('vm-c', 'h2', 3), /No free IPv4 address in pool 10.9.0.0\/29/);
+      const heldBy = async (vm: string) => ({
+        ipv4: (await store.db.selectFrom('ip_addresses').select('address').where('vm_id', '=', vm).execute())
+          .length,
+        ipv6: (await store.db.selectFrom('ipv6_prefixes').select('prefix').where('vm_id', '=', vm).execute())
+          .length,
+      });
+      assert.deepEqual(await heldBy('vm-c'), { ipv4: 0, ipv6: 0 });
+      assert.deepEqual(await heldBy('vm-b'), { ipv4: 3, ipv6: 1 });
+    }));
+
+  test(`concurrent allocations from host pools: no IPv4 address and no IPv6 prefix twice, exhaustion refused (${kind})`, () =>
+    withPools(kind, ['h1'], async ({ store, pool, audit }) => {
       // 192.0.2.0/28 from .2 to .14 without .2 and .3: 11 addresses; a /60 in /64s: 16 prefixes.
       await createPool(
         store.db,
@@ -134,9 +191,9 @@ for (const kind of testStores()) {
       const vms = Array.from({ length: 14 }, (_, i) => `vm-${i}`);
       const results = await Promise.allSettled(
         vms.map((vm) =>
+          // As a create takes them (both at once), in a transaction of the caller's.
           store.db.transaction().execute(async (tx) => {
-            const v4 = await pool.allocate(vm, 'h1', 1, tx);
-            const v6 = await pool.allocateIpv6(vm, 'h1', tx);
+            const { ipv4: v4, ipv6: v6 } = await pool.allocateAll(vm, 'h1', 1, tx);
             return { v4, v6 };
           }),
         ),
@@ -165,7 +222,7 @@ for (const kind of testStores()) {
         .where('vm_id', 'is not', null)
         .executeTakeFirstOrThrow();
       assert.equal(Number(held.n), 11);
-      // Released prefixes and addresses, concurrently taken again: each once.
+      // Released prefixes and addresses, concurrently taken again (one family at a time): each once.
       await Promise.all(ok.slice(0, 4).map((_, i) => pool.release(`vm-${i}`)));
       const again = await Promise.all(
         ['a', 'b', 'c', 'd'].map((x) =>
@@ -179,8 +236,5 @@ for (const kind of testStores()) {
       assert.equal(new Set(again.flatMap((r) => r.v4)).size, 4);
       const all = await store.db.selectFrom('ipv6_prefixes').select(['idx', 'vm_id']).execute();
       assert.equal(all.length, 11, 'released prefixes were reused, no new index');
-    } finally {
-      await done();
-    }
-  });
+    }));
 }

@@ -209,8 +209,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         // back, then taken from that host's pools).
         const hostId = await placeVm(tx, need, 'simulated', { table: 'sim_vms', row }, async (hostId) => {
           if (addresses.length > 0) await ipPool.release(spec.vmId, tx);
-          addresses = await ipPool.allocate(spec.vmId, hostId, spec.ipCount, tx);
-          await ipPool.allocateIpv6(spec.vmId, hostId, tx);
+          addresses = (await ipPool.allocateAll(spec.vmId, hostId, spec.ipCount, tx)).ipv4;
           return { ips: JSON.stringify(addresses) };
         });
         return { ...row, ips: JSON.stringify(addresses), host_id: hostId } satisfies SimVmTable;
@@ -219,8 +218,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       await sleeper.sleep('cloneDisk');
     } else {
       // A retry finds the VM: top its addresses up (idempotent) in case an earlier attempt stopped short.
-      ips = await ipPool.allocate(spec.vmId, vm.host_id, spec.ipCount);
-      await ipPool.allocateIpv6(spec.vmId, vm.host_id);
+      ips = (await ipPool.allocateAll(spec.vmId, vm.host_id, spec.ipCount)).ipv4;
     }
     if (vm.power === 'running' && vm.ips === JSON.stringify(ips)) return info(vm);
     await sleeper.sleep('boot');

@@ -4,7 +4,6 @@ import { uuidv7 } from '../../domain/ids.ts';
 import {
   addressValue,
   contains,
-  type IpFamily,
   overlaps,
   parseNetwork,
   prefixAt,
@@ -18,7 +17,7 @@ import { once } from '../once.ts';
 import { prepare, slot } from '../prepared.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
-import { type AddressRange, insertPoolRange } from './ip-addresses.ts';
+import { type AddressRange, type Allocation, insertPoolRange } from './ip-addresses.ts';
 
 /** A pool as the operator sees it: its record, the hosts it serves, how much of it is held. */
 export interface PoolView extends PoolSpec {
@@ -339,29 +338,34 @@ export async function deletePool(
   });
 }
 
-/**
- * The pools of `family` that serve the host, oldest first: those bound to it, or, when no pool
- * of the family names the host, the family's pools bound to no host (the fallback pools, such as
- * `default`, which the old setting became). One statement (a VM's create asks it once per
- * family). Called in an allocation's transaction: on PostgreSQL it holds a share lock on the
- * pools it returns until the commit, so a pool is not removed while an address is being taken
- * from it (deletePool waits, then counts it); the bindings themselves are not locked, as nothing
- * that changes them depends on the addresses taken (setHosts).
- */
-export async function poolsForHost(
-  db: Kysely<Database>,
-  hostId: string,
-  family: IpFamily,
-): Promise<IpPoolTable[]> {
-  return (await poolsServing.execute(db, { hostId, family })).rows;
+/** The pools serving a host, each family's oldest first. */
+export interface PoolsServing {
+  readonly ipv4: readonly IpPoolTable[];
+  readonly ipv6: readonly IpPoolTable[];
 }
 
-/** poolsForHost's statement. */
-const poolsServing = prepare({ hostId: slot<string>(), family: slot<IpFamily>() }, (db, s) =>
+/**
+ * The pools that serve the host, for each family: those of the family bound to it, or, when no
+ * pool of the family names the host, the family's pools bound to no host (the fallback pools,
+ * such as `default`, which the old setting became). One statement for both families (a VM's
+ * create asks both). Called in an allocation's transaction: on PostgreSQL it holds a share lock
+ * on the pools it returns until the commit, so a pool is not removed while an address is being
+ * taken from it (deletePool waits, then counts it); the bindings themselves are not locked, as
+ * nothing that changes them depends on the addresses taken (setHosts).
+ */
+export async function poolsForHost(db: Kysely<Database>, hostId: string): Promise<PoolsServing> {
+  const { rows } = await poolsServing.execute(db, { hostId });
+  return {
+    ipv4: rows.filter((p) => p.family === 'ipv4'),
+    ipv6: rows.filter((p) => p.family === 'ipv6'),
+  };
+}
+
+/** poolsForHost's statement: a pool's family decides which of the host's bindings count for it. */
+const poolsServing = prepare({ hostId: slot<string>() }, (db, s) =>
   db
     .selectFrom('ip_pools as p')
     .selectAll('p')
-    .where('p.family', '=', s.family)
     .where(({ and, or, not, exists, selectFrom }) => {
       const bindings = selectFrom('ip_pool_hosts as h')
         .select('h.host_id')
@@ -370,7 +374,7 @@ const poolsServing = prepare({ hostId: slot<string>(), family: slot<IpFamily>() 
         .innerJoin('ip_pools as q', 'q.id', 'h.pool_id')
         .select('h.host_id')
         .where('h.host_id', '=', s.hostId)
-        .where('q.family', '=', s.family);
+        .whereRef('q.family', '=', 'p.family');
       return or([
         exists(bindings.where('h.host_id', '=', s.hostId)),
         and([not(exists(bindings)), not(exists(hostHasOwnPool))]),
@@ -440,12 +444,66 @@ const ipv6HeldBy = prepare({ vmId: slot<string>() }, (db, s) =>
     .where('x.vm_id', '=', s.vmId),
 );
 
+/** What a VM holds: its IPv4 addresses in allocation order (the first is primary), its IPv6 prefix. */
+export interface Holdings {
+  readonly ipv4: readonly Allocation[];
+  readonly ipv6: Ipv6Held | undefined;
+}
+
+/**
+ * holdingsOf's statement: the VM's addresses and its prefix (with its pool's gateway) as the rows
+ * of one read, IPv4 first, in allocation order (allocationsOf's order).
+ */
+const holdingsOfVm = prepare({ vmId: slot<string>() }, (db, s) =>
+  db
+    .selectFrom('ip_addresses as a')
+    .select([
+      sql.lit('ipv4').as('family'),
+      'a.address',
+      'a.allocated_at',
+      'a.address_num',
+      sql<string | null>`cast(null as text)`.as('prefix'),
+      sql<string | null>`cast(null as text)`.as('gateway'),
+    ])
+    .where('a.vm_id', '=', s.vmId)
+    .unionAll(
+      db
+        .selectFrom('ipv6_prefixes as x')
+        .innerJoin('ip_pools as p', 'p.id', 'x.pool_id')
+        .select([
+          sql.lit('ipv6').as('family'),
+          'x.address',
+          'x.allocated_at',
+          sql.lit(0).as('address_num'),
+          'x.prefix',
+          'p.gateway',
+        ])
+        .where('x.vm_id', '=', s.vmId),
+    )
+    .orderBy('family')
+    .orderBy('allocated_at')
+    .orderBy('address_num'),
+);
+
+/**
+ * What the VM holds, in one read: allocationsOf's addresses and the prefix takeIpv6Prefix would
+ * find (a create asks both before it takes).
+ */
+export async function holdingsOf(db: Kysely<Database>, vmId: string): Promise<Holdings> {
+  const { rows } = await holdingsOfVm.execute(db, { vmId });
+  const ipv4: Allocation[] = [];
+  let ipv6: Ipv6Held | undefined;
+  for (const r of rows) {
+    if (r.family === 'ipv4') ipv4.push({ address: r.address, allocatedAt: Number(r.allocated_at ?? 0) });
+    else if (r.prefix !== null && r.gateway !== null)
+      ipv6 = { prefix: r.prefix, address: r.address, gateway: r.gateway };
+  }
+  return { ipv4, ipv6 };
+}
+
 /**
  * Gives the VM a prefix of one of `pools` (IPv6, the host's, in order), or returns the one it
- * holds: a released prefix first (released longest ago), else the pool's next index. The
- * index's primary key makes concurrent takes safe: of two transactions inserting one index, the
- * second's insert does nothing and it reads the next index again. Undefined when every pool is
- * full (or there is none). Call it in a transaction.
+ * holds (takeNewIpv6Prefix when it holds none). Call it in a transaction.
  */
 export async function takeIpv6Prefix(
   tx: Kysely<Database>,
@@ -453,8 +511,27 @@ export async function takeIpv6Prefix(
   vmId: string,
   at: number,
 ): Promise<Ipv6Held | undefined> {
-  const have = await ipv6HeldBy.first(tx, { vmId });
-  if (have) return have;
+  return (await ipv6HeldOf(tx, vmId)) ?? takeNewIpv6Prefix(tx, pools, vmId, at);
+}
+
+/** The prefix the VM holds, if any. */
+export async function ipv6HeldOf(db: Kysely<Database>, vmId: string): Promise<Ipv6Held | undefined> {
+  return ipv6HeldBy.first(db, { vmId });
+}
+
+/**
+ * Gives a VM that holds no prefix one of `pools` (IPv6, the host's, in order): a released prefix
+ * first (released longest ago), else the pool's next index. The index's primary key makes
+ * concurrent takes safe: of two transactions inserting one index, the second's insert does
+ * nothing and it reads the next index again. Undefined when every pool is full (or there is
+ * none). Call it in a transaction.
+ */
+export async function takeNewIpv6Prefix(
+  tx: Kysely<Database>,
+  pools: readonly IpPoolTable[],
+  vmId: string,
+  at: number,
+): Promise<Ipv6Held | undefined> {
   for (const pool of pools) {
     const network = parseNetwork(pool.network, 'ipv6');
     const length = Number(pool.assign_prefix_length ?? 64);
@@ -534,7 +611,7 @@ export async function assignServiceIpv6(
     if (!service) throw new ApiError('service_not_found', 'Service not found');
     if (service.host_id === null || service.status === 'terminated')
       throw new ApiError('invalid_state', 'The service has no server to give an IPv6 prefix to');
-    const pools = await poolsForHost(tx, service.host_id, 'ipv6');
+    const pools = (await poolsForHost(tx, service.host_id)).ipv6;
     if (pools.length === 0)
       throw new ApiError('no_ipv6_pool', `No IPv6 pool serves the service's host ${service.host_id}`);
     const held = await takeIpv6Prefix(tx, pools, service.id, now);
