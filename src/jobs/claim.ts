@@ -2,7 +2,7 @@ import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator
 import type { Store } from '../store/database.ts';
 import { prepare, type Slot, slot } from '../store/prepared.ts';
 import { type ClaimedJob, toClaimedJob } from '../store/repos/jobs.ts';
-import type { Database } from '../store/schema.ts';
+import type { Database, ServiceTable } from '../store/schema.ts';
 import { retryDelayMs, unfinishedError } from './attempts.ts';
 
 /**
@@ -87,7 +87,11 @@ function runningSet(c: {
   });
 }
 
-/** PostgreSQL's claim. Every row read is locked by the statement, so both updates take what was read. */
+/**
+ * PostgreSQL's claim. Every row read is locked by the statement, so both updates take what was
+ * read. Each job comes back with its service as the claim's update left it, as one JSON value
+ * (its columns would clash with the job's): the job's run reads it from there.
+ */
 const claimStatement = prepare(
   { workerId: slot<string>(), limit: slot<number>(), now: slot<number>(), leaseUntil: slot<number>() },
   (db, c) =>
@@ -100,19 +104,20 @@ const claimStatement = prepare(
           .set((eb) => ({ active_job_id: eb.ref('c.id') }))
           .whereRef('s.id', '=', 'c.service_id')
           .where('s.active_job_id', 'is', null)
-          .returning('c.id as job_id'),
+          .returning(['c.id as job_id', sql<ServiceTable>`to_jsonb(s)`.as('service')]),
       )
       .updateTable('jobs')
       .from('taken')
       .set(runningSet(c))
       .whereRef('jobs.id', '=', 'taken.job_id')
       .where('jobs.status', '=', 'queued')
-      .returningAll('jobs'),
+      .returningAll('jobs')
+      .returning('taken.service'),
 );
 
 async function claimInOneStatement(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   const { rows } = await claimStatement.execute(db, c);
-  return inQueueOrder(rows).map(toClaimedJob);
+  return inQueueOrder(rows).map(({ service, ...job }) => toClaimedJob(job, service));
 }
 
 /** An UPDATE returns its rows in no particular order: in the queue's. */
@@ -130,7 +135,8 @@ async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   const { rows: found } = await candidatesStatement.execute(db, { now: c.now, limit: c.limit });
   if (found.length === 0) return [];
   const jobIds = found.map((f) => f.id);
-  await db
+  // The services as the claim leaves them, for the jobs' runs (returned by the update itself).
+  const services = await db
     .updateTable('services')
     .set((eb) => ({
       active_job_id: eb
@@ -144,14 +150,16 @@ async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
       'in',
       found.map((f) => f.service_id),
     )
+    .returningAll()
     .execute();
+  const serviceById = new Map(services.map((r) => [r.id, r]));
   const claimed = await db
     .updateTable('jobs')
     .set(runningSet({ ...c, now: sql.val(c.now) }))
     .where('id', 'in', jobIds)
     .returningAll()
     .execute();
-  return inQueueOrder(claimed).map(toClaimedJob);
+  return inQueueOrder(claimed).map((job) => toClaimedJob(job, serviceById.get(job.service_id)));
 }
 
 /** Keeps this worker's running jobs owned. */

@@ -33,7 +33,6 @@ import {
 } from '../store/repos/jobs.ts';
 import { queueNotification } from '../store/repos/notifications.ts';
 import {
-  findService,
   type ServiceChange,
   type ServicePatch,
   serviceChangeColumns,
@@ -108,7 +107,8 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     log.error({ jobId: claimed.id, action: claimed.action, msg: err.message }, 'job cannot be read');
     return finish(deps, claimed, undefined, failed(err.message));
   }
-  const found = await findService(db, job.serviceId);
+  // As the claim left it (it returned the row it wrote).
+  const found = claimed.service;
   if (!found) return finish(deps, job, undefined, failed('The service no longer exists'));
   // A host marked unreachable answers nothing: its services' jobs wait for it, in the queue,
   // without using up attempts (one read by key; the claim itself stays as it is).

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { claimJobs } from '../../src/jobs/claim.ts';
+import { findService } from '../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -61,6 +62,13 @@ for (const store of testStores()) {
           assert.equal(j.status, 'running');
         }
         for (const s of services) assert.equal(await activeJob(t, s.id), s.jobs[0]);
+        // Each job comes with its service as the claim left it: what a read of it now finds.
+        for (const j of claimed) {
+          const service = await findService(t.ctx.store.db, j.serviceId);
+          assert.ok(service);
+          assert.equal(service.activeJobId, j.id);
+          assert.deepEqual(j.service, service);
+        }
         const rows = await t.ctx.store.db
           .selectFrom('jobs')
           .select(['id', 'status', 'locked_by', 'started_at'])

@@ -7,8 +7,9 @@ import { randomPoolBytes } from '../../random-pool.ts';
 import type { KeyedUpdate } from '../gated-write.ts';
 import type { HotReads } from '../hot-reads.ts';
 import { insertRow } from '../insert-row.ts';
-import type { AuditActorType, Database, JobStatus, JobTable } from '../schema.ts';
+import type { AuditActorType, Database, JobStatus, JobTable, ServiceTable } from '../schema.ts';
 import { updateWhere } from '../update-row.ts';
+import { type Service, toService } from './services.ts';
 
 export type { JobStatus };
 
@@ -109,13 +110,18 @@ export function toRunnableJob(r: JobTable): RunnableJob {
   return { ...summary, params, from, stepMarker: r.step_marker } as RunnableJob;
 }
 
-/** A job a worker claimed: `read()` gives it with its parameters, or throws UnreadableJob. */
+/**
+ * A job a worker claimed: `read()` gives it with its parameters, or throws UnreadableJob;
+ * `service` is its service as the claim left it (the claim's own write of it returns it, so the
+ * job need not read it again).
+ */
 export interface ClaimedJob extends Job {
   read(): RunnableJob;
+  readonly service: Service | undefined;
 }
 
-export function toClaimedJob(r: JobTable): ClaimedJob {
-  return { ...toJob(r), read: () => toRunnableJob(r) };
+export function toClaimedJob(r: JobTable, service: ServiceTable | undefined): ClaimedJob {
+  return { ...toJob(r), read: () => toRunnableJob(r), service: service && toService(service) };
 }
 
 function parseJson(text: string): unknown {
