@@ -60,9 +60,9 @@ const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
 console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled`);
 console.log('\nself time:');
 for (const [k, us] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);
-console.log('\ntotal time, project functions (src/):');
+console.log('\ntotal time, project functions (src/, or dist/ as the server runs it):');
 for (const [k, us] of [...totalBy]
-  .filter(([k]) => k.includes('/src/'))
+  .filter(([k]) => k.includes('/src/') || k.includes('./dist/'))
   .sort((a, b) => b[1] - a[1])
   .slice(0, n))
   console.log(`${pct(us)}  ${k}`);
