@@ -165,6 +165,19 @@ for (const kind of testStores()) {
       });
       assert.deepEqual(await heldBy('vm-c'), { ipv4: 0, ipv6: 0 });
       assert.deepEqual(await heldBy('vm-b'), { ipv4: 3, ipv6: 1 });
+
+      // h1's IPv6 from a pool of two prefixes of its own: the third VM is refused, and takes no
+      // IPv4 address either.
+      await createPool(
+        store.db,
+        { name: 'h1-v6', family: 'ipv6', network: '2001:db8:9000::/63', hosts: ['h1'] },
+        Date.now(),
+        audit,
+      );
+      for (const vm of ['vm-d', 'vm-e'])
+        assert.match((await pool.allocateAll(vm, 'h1', 1)).ipv6?.prefix ?? '', /^2001:db8:9000:/);
+      await assert.rejects(pool.allocateAll('vm-f', 'h1', 1), /No free IPv6 prefix in the pools of host h1/);
+      assert.deepEqual(await heldBy('vm-f'), { ipv4: 0, ipv6: 0 });
     }));
 
   test(`concurrent allocations from host pools: no IPv4 address and no IPv6 prefix twice, exhaustion refused (${kind})`, () =>

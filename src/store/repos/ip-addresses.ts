@@ -60,8 +60,17 @@ const allocationsOfVm = prepare({ vmId: slot<string>() }, (db, s) =>
  */
 export async function allocationsOf(db: Kysely<Database>, vmId: string): Promise<Allocation[]> {
   const { rows } = await allocationsOfVm.execute(db, { vmId });
-  return rows.map((r) => ({ address: r.address, allocatedAt: Number(r.allocated_at ?? 0) }));
+  return rows.map(toAllocation);
 }
+
+/** An address row as one of a VM's allocations (allocationsOf, holdingsOf). */
+export const toAllocation = (r: {
+  readonly address: string;
+  readonly allocated_at: number | null;
+}): Allocation => ({
+  address: r.address,
+  allocatedAt: Number(r.allocated_at ?? 0),
+});
 
 /** The VM's addresses in allocation order, primary first. */
 export async function addressesOf(db: Kysely<Database>, vmId: string): Promise<string[]> {

@@ -17,7 +17,7 @@ import { once } from '../once.ts';
 import { prepare, slot } from '../prepared.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
-import { type AddressRange, type Allocation, insertPoolRange } from './ip-addresses.ts';
+import { type AddressRange, type Allocation, insertPoolRange, toAllocation } from './ip-addresses.ts';
 
 /** A pool as the operator sees it: its record, the hosts it serves, how much of it is held. */
 export interface PoolView extends PoolSpec {
@@ -494,7 +494,7 @@ export async function holdingsOf(db: Kysely<Database>, vmId: string): Promise<Ho
   const ipv4: Allocation[] = [];
   let ipv6: Ipv6Held | undefined;
   for (const r of rows) {
-    if (r.family === 'ipv4') ipv4.push({ address: r.address, allocatedAt: Number(r.allocated_at ?? 0) });
+    if (r.family === 'ipv4') ipv4.push(toAllocation(r));
     else if (r.prefix !== null && r.gateway !== null)
       ipv6 = { prefix: r.prefix, address: r.address, gateway: r.gateway };
   }
