@@ -39,9 +39,13 @@ import {
   serviceErrorColumns,
   serviceErrorOf,
 } from '../store/repos/services.ts';
-import { recordUsageChange, USAGE_SOURCE } from '../store/repos/usage-intervals.ts';
+import {
+  OPEN_INTERVAL,
+  USAGE_SOURCE,
+  usageChange,
+  usageSourceAfter,
+} from '../store/repos/usage-intervals.ts';
 import type { Database, JobTable } from '../store/schema.ts';
-import { updateWhere } from '../store/update-row.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import { checkAtJobStart } from './power-check.ts';
@@ -358,26 +362,35 @@ async function finish(
   return ending.status;
 }
 
-/** What the job's end reads of its service, then changes (save). */
-const queueOfService = (lock: boolean) =>
+/**
+ * What the job's end reads of its service, then changes (save): its queue, its error, what its
+ * usage interval is made of, and that interval as it is open (one read for both).
+ */
+const endReadOf = (lock: boolean) =>
   prepare({ id: slot<string>() }, (db, s) =>
     db
       .selectFrom('services')
+      .leftJoin('usage_intervals as u', (j) =>
+        j.onRef('u.service_id', '=', 'services.id').on('u.ended_at', 'is', null),
+      )
       .select([
-        'status',
-        'pending_jobs',
-        'projected_status',
-        'projected_resume',
-        'job_seq',
-        'error_code',
-        'error_message',
-        'domain_name',
+        'services.status',
+        'services.pending_jobs',
+        'services.projected_status',
+        'services.projected_resume',
+        'services.job_seq',
+        'services.error_code',
+        'services.error_message',
+        'services.domain_name',
+        ...USAGE_SOURCE.map((c) => `services.${c}` as const),
+        ...OPEN_INTERVAL,
       ])
-      .where('id', '=', s.id)
-      .$if(lock, (q) => q.forUpdate()),
+      .where('services.id', '=', s.id)
+      .$if(lock, (q) => q.forUpdate('services')),
   );
-const queueOf = queueOfService(false);
-const queueOfLocked = queueOfService(true);
+/** Exported for the test of its plan (test/store/quota-usage-plans.test.ts). */
+export const endRead = endReadOf(false);
+const endReadLocked = endReadOf(true);
 
 /** On failure, the projection the queued requests were accepted against is rebuilt from the real state. */
 async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, ending: Ending): Promise<void> {
@@ -401,7 +414,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     // either commits before this read (and is counted here) or fails its compare-and-set on
     // job_seq and is checked again against what this commit leaves. Without both, one of the two
     // wrote a count of pending jobs it had read before the other's commit.
-    const service = await (deps.features.rowLocks ? queueOfLocked : queueOf).first(tx, { id: job.serviceId });
+    const service = await (deps.features.rowLocks ? endReadLocked : endRead).first(tx, { id: job.serviceId });
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
     // A job that ends failed has made its last attempt (retries go back to the queue instead):
     // the operators hear of it, in the transaction that records it.
@@ -446,11 +459,18 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       set.projected_status = after.status;
       set.projected_resume = after.resume;
     }
-    const { rows } = await updateWhere(tx, 'services', set, { id: job.serviceId }, USAGE_SOURCE);
-    const updated = rows[0];
-    if (ending.status === 'succeeded') await recordUsageChange(tx, job.action, job.serviceId, updated, now);
+    // The service, its usage interval and the events in one write (one statement on PostgreSQL).
+    const usage =
+      ending.status === 'succeeded'
+        ? await usageChange(tx, job.action, service, usageSourceAfter(service, set), job.serviceId, now)
+        : [];
     const changed =
       set.status === undefined ? [] : statusChanged(job.serviceId, service.status, set.status, job.id, error);
-    await recordEvents(tx, job.resellerId, [...changed, finished], now);
+    const written = await writeGated(tx, { table: 'services', set, where: { id: job.serviceId } }, [
+      ...usage,
+      gatedEvents(job.resellerId, [...changed, finished], now),
+    ]);
+    // Read in this transaction (and locked, on PostgreSQL): it cannot be gone.
+    if (!written) throw new Error(`service ${job.serviceId} vanished while its job ended`);
   });
 }

@@ -11,11 +11,12 @@ import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { endRead } from '../../src/jobs/run-job.ts';
 import { openStore } from '../../src/store/database.ts';
 import { sqliteHotReadSql } from '../../src/store/hot-reads.ts';
 import { createNodeSqliteDialect } from '../../src/store/node-sqlite.ts';
 import { quotaUse } from '../../src/store/repos/quotas.ts';
-import { recordUsageChange, sumUsage } from '../../src/store/repos/usage-intervals.ts';
+import { sumUsage } from '../../src/store/repos/usage-intervals.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 
@@ -34,29 +35,8 @@ async function statements(
     'quota use': await of(() => quotaUse(db, 'r1')),
     'report of one reseller': await of(() => sumUsage(db, { ...month, resellerId: 'r1' })),
     'report of all resellers': await of(() => sumUsage(db, month)),
-    'interval change': await of(() =>
-      db.transaction().execute((tx) =>
-        recordUsageChange(
-          tx,
-          'upgrade',
-          's1',
-          {
-            reseller_id: 'r1',
-            product_id: 'p1',
-            cpu: 2,
-            ram: 2,
-            hdd: 20,
-            ip_count: 1,
-            backup: 0,
-            // Terminated, so nothing is inserted (no such service exists here): the plan
-            // checked is the read of the open interval.
-            status: 'terminated',
-            host_id: null,
-          },
-          1,
-        ),
-      ),
-    ),
+    // The job end's read of its service, with the open usage interval its change closes.
+    'interval change': await of(() => endRead.first(db, { id: 's1' })),
   };
 }
 

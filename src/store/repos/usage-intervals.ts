@@ -8,9 +8,9 @@ import {
   type UsageTotals,
 } from '../../domain/usage-report.ts';
 import { randomPoolBytes } from '../../random-pool.ts';
-import { insertRow } from '../insert-row.ts';
-import { prepare, slot } from '../prepared.ts';
+import { type GatedPart, gatedInsert, gatedUpdate } from '../gated-write.ts';
 import type { Database, ServiceTable, UsageIntervalTable } from '../schema.ts';
+import { updateWhere } from '../update-row.ts';
 
 /** The actions whose success changes what a service uses: each closes its interval and opens the next. */
 const USAGE_ACTIONS: ReadonlySet<JobAction> = new Set([
@@ -35,32 +35,71 @@ export const USAGE_SOURCE = [
 ] as const satisfies readonly (keyof ServiceTable)[];
 export type UsageSource = Pick<ServiceTable, (typeof USAGE_SOURCE)[number]>;
 
-const openInterval = prepare({ serviceId: slot<string>() }, (db, s) =>
-  db
-    .selectFrom('usage_intervals')
-    .selectAll()
-    .where('service_id', '=', s.serviceId)
-    .where('ended_at', 'is', null),
-);
+/** What an interval measures: a change of any of these closes it and opens the next. */
+type Measures = Pick<
+  UsageIntervalTable,
+  'product_id' | 'cpu' | 'ram' | 'hdd' | 'ip' | 'backup' | 'suspended'
+>;
+
+/** The service's open interval, as a read that joins it (`usage_intervals as u`) selects it. */
+export const OPEN_INTERVAL = [
+  'u.id as usage_id',
+  'u.product_id as usage_product_id',
+  'u.cpu as usage_cpu',
+  'u.ram as usage_ram',
+  'u.hdd as usage_hdd',
+  'u.ip as usage_ip',
+  'u.backup as usage_backup',
+  'u.suspended as usage_suspended',
+] as const;
+
+/** OPEN_INTERVAL's columns in a row read with them (null when the service has none open). */
+export interface OpenIntervalColumns {
+  readonly usage_id: string | null;
+  readonly usage_product_id: string | null;
+  readonly usage_cpu: number | null;
+  readonly usage_ram: number | null;
+  readonly usage_hdd: number | null;
+  readonly usage_ip: number | null;
+  readonly usage_backup: number | null;
+  readonly usage_suspended: number | null;
+}
+
+/** The service's USAGE_SOURCE columns once `set` (an update's values) is written over `before`. */
+export function usageSourceAfter(before: UsageSource, set: Partial<UsageSource>): UsageSource {
+  const after = { ...before };
+  const copy = <K extends keyof UsageSource>(column: K) => {
+    const value = set[column];
+    if (value !== undefined) after[column] = value;
+  };
+  for (const column of USAGE_SOURCE) copy(column);
+  return after;
+}
 
 /**
- * Brings the service's usage interval in line with the service as a job just left it (`service`,
- * its USAGE_SOURCE columns as the job's update returned them; undefined if it is gone), in the
- * transaction that records the job's success (jobs/run-job.ts): a service on a host, not
- * terminated, has one open interval with its current resources and suspension; a change closes
- * the open one at `now` and opens the next; a terminated service has none open. A job that
- * changed nothing (a repeat) leaves the interval as it is.
+ * Brings the service's usage interval in line with the service as a job just left it, in the
+ * transaction of the job's end (jobs/run-job.ts), given the interval open before (`read`, the job
+ * end's read with OPEN_INTERVAL) and the service after the job (`service`, its USAGE_SOURCE
+ * columns; usageSourceAfter). A service on a host, not terminated, has one open interval with its
+ * current resources and suspension; a change closes the open one at `now` and opens the next; a
+ * terminated service has none open. A job that changed nothing (a repeat) leaves the interval as
+ * it is, and an action that changes no usage writes nothing.
+ *
+ * Returns the writes to make with the job's end (GatedPart). An interval closed for the next to
+ * open is written here first: the index that allows one open interval per service checks each
+ * row as it is written, so on PostgreSQL the two cannot be parts of one statement.
  */
-export async function recordUsageChange(
+export async function usageChange(
   tx: Kysely<Database>,
   action: JobAction,
+  read: OpenIntervalColumns,
+  service: UsageSource,
   serviceId: string,
-  service: UsageSource | undefined,
   now: number,
-): Promise<void> {
-  if (!USAGE_ACTIONS.has(action)) return;
-  const open = await openInterval.first(tx, { serviceId });
-  const live = service && service.status !== 'terminated' && service.host_id !== null;
+): Promise<GatedPart[]> {
+  if (!USAGE_ACTIONS.has(action)) return [];
+  const open = read.usage_id;
+  const live = service.status !== 'terminated' && service.host_id !== null;
   const next: UsageIntervalTable | undefined = live
     ? {
         id: uuidv7(now, randomPoolBytes(16)),
@@ -77,21 +116,24 @@ export async function recordUsageChange(
         ended_at: null,
       }
     : undefined;
-  if (open && next && sameUsage(open, next)) return;
-  if (open)
-    await tx.updateTable('usage_intervals').set({ ended_at: now }).where('id', '=', open.id).execute();
-  if (next) await insertRow(tx, 'usage_intervals', next);
+  if (open !== null && next && sameUsage(read, next)) return [];
+  if (open === null) return next ? [gatedInsert('usage_intervals', next)] : [];
+  const close = { table: 'usage_intervals', set: { ended_at: now }, where: { id: open } } as const;
+  if (!next) return [gatedUpdate(close)];
+  await updateWhere(tx, close.table, close.set, close.where);
+  return [gatedInsert('usage_intervals', next)];
 }
 
-function sameUsage(a: UsageIntervalTable, b: UsageIntervalTable): boolean {
+/** Whether the open interval (as read) measures what `next` would. */
+function sameUsage(open: OpenIntervalColumns, next: Measures): boolean {
   return (
-    a.product_id === b.product_id &&
-    a.cpu === b.cpu &&
-    a.ram === b.ram &&
-    a.hdd === b.hdd &&
-    a.ip === b.ip &&
-    a.backup === b.backup &&
-    a.suspended === b.suspended
+    open.usage_product_id === next.product_id &&
+    open.usage_cpu === next.cpu &&
+    open.usage_ram === next.ram &&
+    open.usage_hdd === next.hdd &&
+    open.usage_ip === next.ip &&
+    open.usage_backup === next.backup &&
+    open.usage_suspended === next.suspended
   );
 }
 
