@@ -1,7 +1,7 @@
-import { type Insertable, type Kysely, sql } from 'kysely';
+import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
-import { insertRow } from '../store/insert-row.ts';
+import { gatedInsert, writeGated } from '../store/gated-write.ts';
 import { once } from '../store/once.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { newHostRow } from '../store/repos/hosts.ts';
@@ -122,13 +122,11 @@ const noRoom = (need: Need) =>
  * health, so concurrent placements (workers, processes) never overbook a host nor place on one
  * drained or found unreachable meanwhile.
  *
- * The driver's row of the VM (`vm`) is written on each host tried, before that host's
- * reservation (inserted on the first, moved to the next): the host's row, whose lock every
- * placement on the host waits for, is then the transaction's last write, and its lock is held
- * from there to the commit only (held across the VM's insert too, placements on one host took
- * turns for an extra round trip each: bench/FINDINGS.md). `onHost` runs just before, for what the
- * VM takes from the host tried (its addresses, from the host's pools); the VM's addresses it
- * returns are written with the row, in the same statement.
+ * The driver's row of the VM (`vm`) is written with the reservation that succeeds, as a part of
+ * it (store/gated-write.ts): on PostgreSQL one statement, the transaction's last, so the host's
+ * row, whose lock every placement on the host waits for, is locked from there to the commit only
+ * (bench/FINDINGS.md). `onHost` runs just before, for what the VM takes from the host tried (its
+ * addresses, from the host's pools); the VM's addresses it returns are written with the row.
  */
 export async function placeVm(
   db: Kysely<Database>,
@@ -137,21 +135,12 @@ export async function placeVm(
   vm: VmRecord,
   onHost?: (hostId: string) => Promise<VmAddresses>,
 ): Promise<string> {
-  let written = false;
   for (const h of await candidateHosts(db, need, driver)) {
     const taken = (await onHost?.(h.id)) ?? {};
-    if (written)
-      await db
-        .updateTable(vm.table)
-        .set({ ...taken, host_id: h.id })
-        .where('id', '=', vm.row.id)
-        .execute();
-    else
-      await insertRow(db, vm.table, { ...vm.row, ...taken, host_id: h.id } as Insertable<
-        Database[typeof vm.table]
-      >);
-    written = true;
-    if (await reserve(db, h.id, need, { placeable: true })) return h.id;
+    const row = { ...vm.row, ...taken, host_id: h.id } as Insertable<Database[typeof vm.table]>;
+    // The reservation, and the VM's row only if it was made (one statement on PostgreSQL).
+    const reserved = reservation(db, h.id, need, { placeable: true });
+    if (await writeGated(db, reserved, [gatedInsert(vm.table, row)])) return h.id;
   }
   throw noRoom(need);
 }
@@ -199,12 +188,21 @@ async function reserve(
   delta: Need,
   options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
 ): Promise<boolean> {
+  const r = await db.executeQuery(reservation(db, hostId, delta, options));
+  return (r.numAffectedRows ?? 0n) > 0n;
+}
+
+/** reserve()'s update, to run as it is or as the guard of what belongs to it (placeVm). */
+function reservation(
+  db: Kysely<Database>,
+  hostId: string,
+  delta: Need,
+  options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
+): CompiledQuery {
   // A new VM's placement, the common case, with every amount growing: written once (below).
-  if (options.placeable && !options.driver && delta.cpu > 0 && delta.ramGb > 0 && delta.diskGb > 0) {
-    const placed = await reservePlacement.execute(db, { hostId, ...delta });
-    return placed.numAffectedRows === 1n;
-  }
-  const r = await db
+  if (options.placeable && !options.driver && delta.cpu > 0 && delta.ramGb > 0 && delta.diskGb > 0)
+    return reservePlacement.compile(db, { hostId, ...delta });
+  return db
     .updateTable('hypervisor_hosts')
     .set((eb) => ({
       used_cpu: eb('used_cpu', '+', delta.cpu),
@@ -221,8 +219,7 @@ async function reserve(
         ...(delta.diskGb > 0 ? [eb(eb('used_disk_gb', '+', delta.diskGb), '<=', eb.ref('disk_gb'))] : []),
       ]),
     )
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+    .compile();
 }
 
 /** reserve() of a placement whose amounts all grow, compiled once (store/prepared.ts). */

@@ -14,7 +14,7 @@ import { DriverError, type StepMarker } from '../drivers/driver.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
-import { gatedUpdate, writeGated } from '../store/gated-write.ts';
+import { gatedUpdate, readGated, writeGated } from '../store/gated-write.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { gatedEvents, recordEvents } from '../store/repos/events.ts';
@@ -409,12 +409,16 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     locked_by: null,
     locked_until: null,
   };
-  await guarded(deps.db, job, deps.workerId, end, async (tx) => {
-    // Locked to the commit (PostgreSQL), and the job sequence moved: a request accepted meanwhile
-    // either commits before this read (and is counted here) or fails its compare-and-set on
-    // job_seq and is checked again against what this commit leaves. Without both, one of the two
-    // wrote a count of pending jobs it had read before the other's commit.
-    const service = await (deps.features.rowLocks ? endReadLocked : endRead).first(tx, { id: job.serviceId });
+  await deps.db.transaction().execute(async (tx) => {
+    // The job's end, only while this worker owns it, and then the service's read (one statement
+    // on PostgreSQL). The service is locked to the commit (PostgreSQL), and the job sequence
+    // moved: a request accepted meanwhile either commits before this read (and is counted here)
+    // or fails its compare-and-set on job_seq and is checked again against what this commit
+    // leaves. Without both, one of the two wrote a count of pending jobs it had read before the
+    // other's commit.
+    const read = (deps.features.rowLocks ? endReadLocked : endRead).compile(tx, { id: job.serviceId });
+    const { changed: owned, row: service } = await readGated(tx, ownedJob(job.id, deps.workerId, end), read);
+    if (!owned) throw new LeaseLost();
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
     // A job that ends failed has made its last attempt (retries go back to the queue instead):
     // the operators hear of it, in the transaction that records it.

@@ -9,6 +9,10 @@
  * writes (tables, columns, number of events), so it is built once per shape and sent as a named
  * statement (pg-named.ts). Elsewhere (SQLite, which has no writes in `WITH`) the guard runs
  * first and the parts after it, in the caller's transaction or in one of its own.
+ *
+ * A guard can also come with a read instead (`readGated`): what a job's end reads of its service
+ * once it knows it still owns the job. On PostgreSQL that read runs in the guard's statement and
+ * sees the rows as they were before it: it reads other rows than the guard's.
  */
 import { CompiledQuery, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from './dialect-of.ts';
@@ -102,26 +106,93 @@ export function gatedWriteStandsAlone(db: Kysely<Database>): boolean {
 const texts = new Map<string, string>();
 
 /**
+ * A guard's text (numbered from $1, without RETURNING), its values and its shape: an update by
+ * key, or an update statement of its own (compiled, its values as parameters: a conditional update
+ * whose values are expressions, such as a host's reservation).
+ */
+function guardOf<T extends keyof Database & string>(guard: KeyedUpdate<T> | CompiledQuery) {
+  if ('sql' in guard) return { text: guard.sql, values: guard.parameters, shape: `guard ${guard.sql}` };
+  const { set, where } = columnsOf(guard);
+  return {
+    text: updateText(guard.table, set, where, 1),
+    values: [...set, ...where].map(([, v]) => v),
+    shape: `guard ${guard.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`,
+  };
+}
+
+/** Runs the guard on its own (SQLite's way); whether it changed a row. */
+async function guardChanged<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T> | CompiledQuery,
+): Promise<boolean> {
+  if ('sql' in guard) return ((await db.executeQuery(guard)).numAffectedRows ?? 0n) > 0n;
+  return (await updateWhere(db, guard.table, guard.set, guard.where)).updated > 0;
+}
+
+/** A statement's placeholders `$n` numbered from `first` instead of 1 (PostgreSQL's). */
+const renumbered = (text: string, first: number) =>
+  text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + first - 1}`);
+
+/**
+ * Runs `read` (a select, locking or not) only if `guard` changes a row, and returns whether it
+ * did and the first row read. On PostgreSQL one statement: the guard in `WITH`, the read in a
+ * second one that reads nothing unless the guard changed its row (so the guard's row is locked
+ * first, then the rows read). Elsewhere the guard and then the read, in the caller's transaction.
+ * Called inside a transaction, as what it reads is usually written after it.
+ */
+export async function readGated<T extends keyof Database & string, R>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T>,
+  read: CompiledQuery<R>,
+): Promise<{ readonly changed: boolean; readonly row: R | undefined }> {
+  if (dialectOf(db) === 'postgres') {
+    const g = guardOf(guard);
+    const values = g.values;
+    const shape = `read ${g.shape};${read.sql}`;
+    let text = texts.get(shape);
+    if (text === undefined) {
+      text =
+        `with g as (${g.text} returning 1), ` +
+        `r as (select 1 as gate_found, r.* from (${renumbered(read.sql, values.length + 1)}) as r ` +
+        'where exists (select from g)) ' +
+        'select (select count(*) from g)::int as gate_changed, r.* from (select) as one left join r on true';
+      texts.set(shape, text);
+      nameStatement(text);
+    }
+    const r = await db.executeQuery<R & { gate_changed: number; gate_found: number | null }>(
+      CompiledQuery.raw(text, [...values, ...read.parameters]),
+    );
+    const first: (R & { gate_changed?: number; gate_found?: number | null }) | undefined = r.rows[0];
+    if (!first?.gate_changed) return { changed: false, row: undefined };
+    const found = first.gate_found !== null;
+    delete first.gate_changed;
+    delete first.gate_found;
+    return { changed: true, row: found ? first : undefined };
+  }
+  if (!(await guardChanged(db, guard))) return { changed: false, row: undefined };
+  return { changed: true, row: (await db.executeQuery(read)).rows[0] };
+}
+
+/**
  * Writes `parts` (each once) only if `guard` changes a row, all or none; returns whether it did.
+ * The guard is an update by key, or an update compiled as it is (guardOf).
  * Called with a transaction, everything is part of it (and of its rollback); otherwise the whole
  * commits at once.
  */
 export async function writeGated<T extends keyof Database & string>(
   db: Kysely<Database>,
-  guard: KeyedUpdate<T>,
+  guard: KeyedUpdate<T> | CompiledQuery,
   parts: readonly GatedPart[],
 ): Promise<boolean> {
   if (dialectOf(db) === 'postgres') {
-    const { set, where } = columnsOf(guard);
-    const values: unknown[] = [...set, ...where].map(([, v]) => v);
+    const g = guardOf(guard);
+    const values: unknown[] = [...g.values];
     for (const p of parts) values.push(...p.values);
-    const shape = [`guard ${guard.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`]
-      .concat(parts.map((p) => p.shape))
-      .join(';');
+    const shape = [g.shape].concat(parts.map((p) => p.shape)).join(';');
     let text = texts.get(shape);
     if (text === undefined) {
-      const ctes = [`g as (${updateText(guard.table, set, where, 1)} returning 1)`];
-      let first = set.length + where.length + 1;
+      const ctes = [`g as (${g.text} returning 1)`];
+      let first = g.values.length + 1;
       parts.forEach((p, i) => {
         ctes.push(p.cte('g', `p${i}`, first));
         first += p.values.length;
@@ -134,8 +205,7 @@ export async function writeGated<T extends keyof Database & string>(
     return (r.rows[0]?.changed ?? 0) > 0;
   }
   const write = async (tx: Kysely<Database>) => {
-    const r = await updateWhere(tx, guard.table, guard.set, guard.where);
-    if (r.updated === 0) return false;
+    if (!(await guardChanged(tx, guard))) return false;
     for (const p of parts) await p.run(tx);
     return true;
   };

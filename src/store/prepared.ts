@@ -44,6 +44,8 @@ export interface Prepared<S, R> {
   execute(db: Kysely<Database>, values: SlotValues<S>): Promise<QueryResult<R>>;
   /** The first row, if any. */
   first(db: Kysely<Database>, values: SlotValues<S>): Promise<R | undefined>;
+  /** The statement with these values, to run as part of another (readGated). */
+  compile(db: Kysely<Database>, values: SlotValues<S>): CompiledQuery<R>;
 }
 
 /** Where each compiled parameter comes from: a slot's name, or a constant of the statement. */
@@ -88,14 +90,19 @@ export function prepare<S extends Record<string, Slot<unknown>>, R>(
     return c;
   }
 
-  async function execute(db: Kysely<Database>, values: SlotValues<S>): Promise<QueryResult<R>> {
+  function compile(db: Kysely<Database>, values: SlotValues<S>): CompiledQuery<R> {
     const c = compiled(db);
     const parameters = c.sources.map((s) => ('slot' in s ? values[s.slot] : s.value));
-    return db.executeQuery({ ...c.query, parameters });
+    return { ...c.query, parameters };
+  }
+
+  async function execute(db: Kysely<Database>, values: SlotValues<S>): Promise<QueryResult<R>> {
+    return db.executeQuery(compile(db, values));
   }
 
   return {
     execute,
+    compile,
     async first(db, values) {
       return (await execute(db, values)).rows[0];
     },

@@ -3,12 +3,14 @@
  * when the guard changes its row, every part is written (updates, inserts, events with their
  * webhook deliveries, by the rule of recordEvents), each once however many rows the guard
  * changed; when it changes none, nothing is; a part that fails takes the guard's change with it;
- * in a caller's transaction, all of it rolls back with the transaction.
+ * in a caller's transaction, all of it rolls back with the transaction. A guarded read answers
+ * only if its guard changed a row, and tells a read that found nothing from a guard that matched
+ * nothing.
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { ensureReseller } from '../../src/auth/applications.ts';
-import { gatedInsert, gatedUpdate, writeGated } from '../../src/store/gated-write.ts';
+import { gatedInsert, gatedUpdate, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { gatedEvents } from '../../src/store/repos/events.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { changed, finished, webhookOf } from '../helpers/events.ts';
@@ -187,6 +189,28 @@ for (const store of testStores()) {
       assert.deepEqual((await state()).audit, ['a-1 acme']);
     });
 
+    test('a guard given as a compiled update (values as expressions): the parts only if it changed a row', async () => {
+      const db = t.ctx.store.db;
+      // acme's enabled flag goes up by one only while it is at most 1: a conditional update by expression.
+      const bump = (limit: number) =>
+        db
+          .updateTable('resellers')
+          .set((eb) => ({ enabled: eb('enabled', '+', 1) }))
+          .where('id', '=', acme)
+          .where('enabled', '<=', limit)
+          .compile();
+      const audit = (id: string) => [gatedInsert('audit_log', auditEntry(id, acme))];
+      assert.equal(await writeGated(db, bump(1), audit('a-bump-1')), true);
+      assert.equal(await writeGated(db, bump(1), audit('a-bump-2')), false);
+      const enabled = await db
+        .selectFrom('resellers')
+        .select('enabled')
+        .where('id', '=', acme)
+        .executeTakeFirst();
+      assert.equal(enabled?.enabled, 2);
+      assert.deepEqual((await state()).audit, ['a-bump-1 acme']);
+    });
+
     test('no events, and a guard with nothing else: only the guard is written', async () => {
       const db = t.ctx.store.db;
       assert.equal(await writeGated(db, guard(1), [gatedEvents(acme, [], NOW)]), true);
@@ -217,6 +241,44 @@ for (const store of testStores()) {
         /no value/,
       );
       assert.deepEqual((await state()).names, ['acme: acme', 'globex: globex']);
+    });
+
+    /** A read of globex's row by id and name (two values, numbered after the guard's), locking where the store can. */
+    const globexRead = (name: string) => {
+      const q = t.ctx.store.db
+        .selectFrom('resellers')
+        .select(['id', 'name', 'enabled'])
+        .where('id', '=', globex)
+        .where('name', '=', name);
+      return (t.ctx.store.features.rowLocks ? q.forUpdate() : q).compile();
+    };
+
+    /** readGated in a transaction: acme's name set to `name` where `where` matches, then globex's row read by `named`. */
+    const guardedRead = (name: string, where: { id: string; name?: string }, named: string) =>
+      t.ctx.store.db
+        .transaction()
+        .execute((tx) => readGated(tx, { table: 'resellers', set: { name }, where }, globexRead(named)));
+
+    test('a guarded read: the guard changes its row, then the read answers', async () => {
+      const r = await guardedRead('acme, read', { id: acme }, 'globex');
+      // (SQLite's rows have no prototype: compared as plain objects.)
+      assert.deepEqual(
+        { ...r, row: { ...r.row } },
+        { changed: true, row: { id: globex, name: 'globex', enabled: 1 } },
+      );
+      assert.deepEqual((await state()).names, ['acme: acme, read', 'globex: globex']);
+    });
+
+    test('a guarded read whose guard matches no row reads nothing and changes nothing', async () => {
+      const r = await guardedRead('never', { id: acme, name: 'someone else' }, 'globex');
+      assert.deepEqual(r, { changed: false, row: undefined });
+      assert.deepEqual((await state()).names, ['acme: acme', 'globex: globex']);
+    });
+
+    test('a guarded read that finds no row: the guard changed its row, and there is nothing read', async () => {
+      const r = await guardedRead('acme, read', { id: acme }, 'nobody');
+      assert.deepEqual(r, { changed: true, row: undefined });
+      assert.deepEqual((await state()).names, ['acme: acme, read', 'globex: globex']);
     });
   });
 }
