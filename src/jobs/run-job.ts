@@ -366,6 +366,19 @@ async function finish(
  * What the job's end reads of its service, then changes (save): its queue, its error, what its
  * usage interval is made of, and that interval as it is open (one read for both).
  */
+const END_COLUMNS = [
+  ...new Set([
+    'pending_jobs',
+    'projected_status',
+    'projected_resume',
+    'job_seq',
+    'error_code',
+    'error_message',
+    'domain_name',
+    'status',
+    ...USAGE_SOURCE,
+  ] as const),
+];
 const endReadOf = (lock: boolean) =>
   prepare({ id: slot<string>() }, (db, s) =>
     db
@@ -373,18 +386,7 @@ const endReadOf = (lock: boolean) =>
       .leftJoin('usage_intervals as u', (j) =>
         j.onRef('u.service_id', '=', 'services.id').on('u.ended_at', 'is', null),
       )
-      .select([
-        'services.status',
-        'services.pending_jobs',
-        'services.projected_status',
-        'services.projected_resume',
-        'services.job_seq',
-        'services.error_code',
-        'services.error_message',
-        'services.domain_name',
-        ...USAGE_SOURCE.map((c) => `services.${c}` as const),
-        ...OPEN_INTERVAL,
-      ])
+      .select([...END_COLUMNS.map((c) => `services.${c}` as const), ...OPEN_INTERVAL])
       .where('services.id', '=', s.id)
       .$if(lock, (q) => q.forUpdate('services')),
   );
