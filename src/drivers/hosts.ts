@@ -177,6 +177,12 @@ export async function reserveDestination(
   throw noRoom(need);
 }
 
+/** A reservation's conditions besides room: a new placement's (state and health), the host's driver. */
+interface ReserveOptions {
+  readonly placeable?: boolean;
+  readonly driver?: HostDriver;
+}
+
 /**
  * Adds `delta` to a host's reservation; false if an amount that grows does not fit (or, with
  * `placeable`, a new placement, if the host is not active or does not answer). Amounts that shrink never stop it, so
@@ -186,7 +192,7 @@ async function reserve(
   db: Kysely<Database>,
   hostId: string,
   delta: Need,
-  options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
+  options: ReserveOptions = {},
 ): Promise<boolean> {
   const r = await db.executeQuery(reservation(db, hostId, delta, options));
   return (r.numAffectedRows ?? 0n) > 0n;
@@ -197,7 +203,7 @@ function reservation(
   db: Kysely<Database>,
   hostId: string,
   delta: Need,
-  options: { readonly placeable?: boolean; readonly driver?: HostDriver } = {},
+  options: ReserveOptions = {},
 ): CompiledQuery {
   // A new VM's placement, the common case, with every amount growing: written once (below).
   if (options.placeable && !options.driver && delta.cpu > 0 && delta.ramGb > 0 && delta.diskGb > 0)
