@@ -8,7 +8,9 @@
  * trip for each write and two more (BEGIN, COMMIT). Its text depends only on the shape of the
  * writes (tables, columns, number of events), so it is built once per shape and sent as a named
  * statement (pg-named.ts). Elsewhere (SQLite, which has no writes in `WITH`) the guard runs
- * first and the parts after it, in the caller's transaction or in one of its own.
+ * first and the parts after it, in the caller's transaction or in one of its own. PostgreSQL's
+ * guarded writes made outside a transaction in one turn of the event loop share a statement
+ * (writeBatched).
  *
  * A guard can also come with a read instead (`readGated`): what a job's end reads of its service
  * once it knows it still owns the job. On PostgreSQL that read runs in the guard's statement and
@@ -42,6 +44,11 @@ export interface GatedPart {
   cte(gate: string, name: string, first: number): string;
   /** Elsewhere: the part, run after the guard in the guard's transaction. */
   run(tx: Kysely<Database>): Promise<void>;
+  /**
+   * The rows it updates, as `table#id`; undefined when it updates rows it cannot name so (it is
+   * then never written in one statement with other guarded writes: writeBatched).
+   */
+  readonly updates: readonly string[] | undefined;
 }
 
 const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -63,6 +70,7 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
 /** An update by key that belongs to the guarded change. */
 export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>): GatedPart {
   const { set, where } = columnsOf(u);
+  const row = rowOf(u);
   return {
     shape: `update ${u.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`,
     values: [...set, ...where].map(([, v]) => v),
@@ -71,7 +79,14 @@ export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>
     run: async (tx) => {
       await updateWhere(tx, u.table, u.set, u.where);
     },
+    updates: row === undefined ? undefined : [row],
   };
+}
+
+/** The row an update by key changes, as `table#id`, if it matches on its id; else undefined. */
+function rowOf<T extends keyof Database & string>(u: KeyedUpdate<T>): string | undefined {
+  const id: unknown = Reflect.get(u.where, 'id');
+  return typeof id === 'string' ? `${u.table}#${id}` : undefined;
 }
 
 /** A row inserted with the guarded change. */
@@ -89,6 +104,7 @@ export function gatedInsert<T extends keyof Database & string>(
       `${name} as (insert into ${quote(table)} (${entries.map(([c]) => quote(c)).join(', ')}) ` +
       `select ${entries.map((_, i) => `$${first + i}`).join(', ')} where exists (select from ${gate}))`,
     run: (tx) => insertRow(tx, table, row),
+    updates: [],
   };
 }
 
@@ -185,24 +201,9 @@ export async function writeGated<T extends keyof Database & string>(
   parts: readonly GatedPart[],
 ): Promise<boolean> {
   if (dialectOf(db) === 'postgres') {
-    const g = guardOf(guard);
-    const values: unknown[] = [...g.values];
-    for (const p of parts) values.push(...p.values);
-    const shape = [g.shape].concat(parts.map((p) => p.shape)).join(';');
-    let text = texts.get(shape);
-    if (text === undefined) {
-      const ctes = [`g as (${g.text} returning 1)`];
-      let first = g.values.length + 1;
-      parts.forEach((p, i) => {
-        ctes.push(p.cte('g', `p${i}`, first));
-        first += p.values.length;
-      });
-      text = `with ${ctes.join(', ')} select count(*)::int as changed from g`;
-      texts.set(shape, text);
-      nameStatement(text);
-    }
-    const r = await db.executeQuery<{ changed: number }>(CompiledQuery.raw(text, values));
-    return (r.rows[0]?.changed ?? 0) > 0;
+    const write: GuardedWrite = { guard: guardOf(guard), parts };
+    const rows = db.isTransaction ? undefined : rowsWritten(guard, parts);
+    return rows ? writeBatched(db, write, rows) : writeOne(db, write);
   }
   const write = async (tx: Kysely<Database>) => {
     if (!(await guardChanged(tx, guard))) return false;
@@ -210,4 +211,159 @@ export async function writeGated<T extends keyof Database & string>(
     return true;
   };
   return db.isTransaction ? write(db) : db.transaction().execute(write);
+}
+
+/** A guarded write as PostgreSQL's text is built from it. */
+interface GuardedWrite {
+  readonly guard: ReturnType<typeof guardOf>;
+  readonly parts: readonly GatedPart[];
+}
+
+const shapeOf = (w: GuardedWrite) => [w.guard.shape].concat(w.parts.map((p) => p.shape)).join(';');
+
+/** The values of `w`, in the order its text numbers them: the guard's, then each part's. */
+function valuesOf(w: GuardedWrite): unknown[] {
+  const values = [...w.guard.values];
+  for (const p of w.parts) values.push(...p.values);
+  return values;
+}
+
+/**
+ * The statement of `count` guarded writes of `w`'s shape (built once per shape and count, and
+ * named): the i-th's guard is `g{i}` and its parts `p{i}_{j}`, its values numbered after those of
+ * the writes before it; it answers for each whether its guard changed a row (`c{i}`; `changed`
+ * for a write alone).
+ */
+function textOf(w: GuardedWrite, shape: string, count: number): string {
+  const key = `${count} ${shape}`;
+  let text = texts.get(key);
+  if (text !== undefined) return text;
+  const ctes: string[] = [];
+  const answers: string[] = [];
+  let first = 1;
+  for (let i = 0; i < count; i++) {
+    const gate = count === 1 ? 'g' : `g${i}`;
+    ctes.push(`${gate} as (${renumbered(w.guard.text, first)} returning 1)`);
+    first += w.guard.values.length;
+    w.parts.forEach((p, j) => {
+      ctes.push(p.cte(gate, count === 1 ? `p${j}` : `p${i}_${j}`, first));
+      first += p.values.length;
+    });
+    answers.push(
+      count === 1 ? 'count(*)::int as changed from g' : `(select count(*) from ${gate})::int as c${i}`,
+    );
+  }
+  text = `with ${ctes.join(', ')} select ${answers.join(', ')}`;
+  texts.set(key, text);
+  nameStatement(text);
+  return text;
+}
+
+/** One guarded write, one statement: whether its guard changed a row. */
+async function writeOne(db: Kysely<Database>, w: GuardedWrite): Promise<boolean> {
+  const text = textOf(w, shapeOf(w), 1);
+  const r = await db.executeQuery<{ changed: number }>(CompiledQuery.raw(text, valuesOf(w)));
+  return (r.rows[0]?.changed ?? 0) > 0;
+}
+
+/**
+ * The rows a guarded write updates, as `table#id`, when each is named so: its guard an update by
+ * key that matches on an id, and each part's as its `updates` says. Else undefined: the write
+ * goes alone.
+ */
+function rowsWritten<T extends keyof Database & string>(
+  guard: KeyedUpdate<T> | CompiledQuery,
+  parts: readonly GatedPart[],
+): { readonly guardRow: string; readonly all: readonly string[] } | undefined {
+  const guardRow = 'sql' in guard ? undefined : rowOf(guard);
+  if (guardRow === undefined) return undefined;
+  const all = [guardRow];
+  for (const p of parts) {
+    if (!p.updates) return undefined;
+    all.push(...p.updates);
+  }
+  return { guardRow, all };
+}
+
+interface Waiting {
+  readonly write: GuardedWrite;
+  readonly shape: string;
+  /** What it updates (rowsWritten): its guard's row, and all its rows. */
+  readonly rows: { readonly guardRow: string; readonly all: readonly string[] };
+  readonly resolve: (changed: boolean) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** Guarded writes made outside a transaction in this turn of the event loop, per store. */
+const waitingOf = new WeakMap<Kysely<Database>, Waiting[]>();
+
+/** Most guarded writes in one statement (16, 8, 4 or 2: few texts per shape to name and plan). */
+const MAX_BATCH = 16;
+
+/**
+ * PostgreSQL: a guarded write made outside a transaction waits for the end of the event loop's
+ * turn (setImmediate: after this turn's I/O callbacks), and the writes of one shape made in that
+ * turn go in one statement, each guard with its own parts, each answering for itself. Under load
+ * many requests and job starts reach their guarded write in the same turn; each was a statement
+ * and a commit of its own. The writes of one statement update no row in common: two updates of
+ * one row in one statement would leave only one of them written (PostgreSQL's rule), so a write
+ * that shares a row with those already gathered goes in another statement. A statement's writes
+ * take their rows' locks in the order of their guards' rows, as any other statement of the shape
+ * does. If the statement fails, each write is made again alone, so one that cannot be written
+ * fails only its own caller.
+ */
+function writeBatched(db: Kysely<Database>, write: GuardedWrite, rows: Waiting['rows']): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    let waiting = waitingOf.get(db);
+    if (!waiting) {
+      waiting = [];
+      waitingOf.set(db, waiting);
+    }
+    const list = waiting;
+    if (list.length === 0) setImmediate(() => flushWrites(db, list.splice(0)));
+    list.push({ write, shape: shapeOf(write), rows, resolve, reject });
+  });
+}
+
+/** The turn's guarded writes, gathered by shape into statements whose writes share no row. */
+function flushWrites(db: Kysely<Database>, all: readonly Waiting[]): void {
+  const groups: { shape: string; rows: Set<string>; members: Waiting[] }[] = [];
+  for (const w of all) {
+    const group = groups.find(
+      (g) => g.shape === w.shape && g.members.length < MAX_BATCH && !w.rows.all.some((r) => g.rows.has(r)),
+    );
+    if (!group) {
+      groups.push({ shape: w.shape, rows: new Set(w.rows.all), members: [w] });
+      continue;
+    }
+    group.members.push(w);
+    for (const r of w.rows.all) group.rows.add(r);
+  }
+  const order = (w: Waiting) => w.rows.guardRow;
+  for (const { members } of groups) {
+    members.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+    for (let at = 0; at < members.length; ) {
+      const size = 2 ** Math.floor(Math.log2(members.length - at));
+      void writeMany(db, members.slice(at, at + size));
+      at += size;
+    }
+  }
+}
+
+/** The writes of one statement; each caller gets its own answer, or its own error (made alone again). */
+async function writeMany(db: Kysely<Database>, batch: readonly Waiting[]): Promise<void> {
+  const alone = (w: Waiting) => writeOne(db, w.write).then(w.resolve, w.reject);
+  const [head] = batch;
+  if (head === undefined) return;
+  if (batch.length === 1) return alone(head);
+  let answers: Record<string, number> | undefined;
+  try {
+    const text = textOf(head.write, head.shape, batch.length);
+    const values = batch.flatMap((w) => valuesOf(w.write));
+    answers = (await db.executeQuery<Record<string, number>>(CompiledQuery.raw(text, values))).rows[0];
+  } catch {
+    await Promise.all(batch.map(alone));
+    return;
+  }
+  for (const [i, w] of batch.entries()) w.resolve((answers?.[`c${i}`] ?? 0) > 0);
 }

@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import { gatedInsert, gatedUpdate, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { gatedEvents } from '../../src/store/repos/events.ts';
@@ -279,6 +280,146 @@ for (const store of testStores()) {
       const r = await guardedRead('acme, read', { id: acme }, 'nobody');
       assert.deepEqual(r, { changed: true, row: undefined });
       assert.deepEqual((await state()).names, ['acme: acme, read', 'globex: globex']);
+    });
+  });
+
+  describe(`guarded writes made together, outside a transaction (${store})`, () => {
+    let t: TestApp;
+    /** Eight resellers, r0 to r7, and one more (`shared`) that several writes' parts update. */
+    let ids: string[];
+    let shared: string;
+    before(async () => {
+      t = await createTestApp({}, { demo: false, store });
+      ids = [];
+      for (let i = 0; i < 8; i++) ids.push((await ensureReseller(t.ctx.store.db, `r${i}`, NOW)).id);
+      shared = (await ensureReseller(t.ctx.store.db, 'shared', NOW)).id;
+    });
+    after(() => t.close());
+    beforeEach(async () => {
+      const db = t.ctx.store.db;
+      await db.deleteFrom('audit_log').execute();
+      await db.deleteFrom('events').execute();
+      for (const [i, id] of ids.entries())
+        await db
+          .updateTable('resellers')
+          .set({ name: `r${i}`, enabled: 1, created_at: NOW })
+          .where('id', '=', id)
+          .execute();
+      await db
+        .updateTable('resellers')
+        .set({ name: 'shared', created_at: NOW })
+        .where('id', '=', shared)
+        .execute();
+    });
+
+    /** r{i} renamed while it is enabled `enabled`, with an audit entry `a{i}` and an event. */
+    const rename = (i: number, enabled: number, audit = `a${i}`) =>
+      writeGated(
+        t.ctx.store.db,
+        { table: 'resellers', set: { name: `r${i}, changed` }, where: { id: ids[i]!, enabled } },
+        [gatedInsert('audit_log', auditEntry(audit, ids[i]!)), gatedEvents(ids[i]!, [finished], NOW)],
+      );
+    const names = async () =>
+      (await t.ctx.store.db.selectFrom('resellers').select('name').orderBy('name').execute()).map(
+        (r) => r.name,
+      );
+    const audits = async () =>
+      (await t.ctx.store.db.selectFrom('audit_log').select('id').orderBy('id').execute()).map((r) => r.id);
+
+    test('each answers for itself: its parts written only if its own guard changed its row', async () => {
+      // The odd ones' guards match nothing (their resellers are enabled).
+      const answers = await Promise.all(ids.map((_, i) => rename(i, i % 2 === 0 ? 1 : 0)));
+      assert.deepEqual(answers, [true, false, true, false, true, false, true, false]);
+      assert.deepEqual(await names(), [
+        'r0, changed',
+        'r1',
+        'r2, changed',
+        'r3',
+        'r4, changed',
+        'r5',
+        'r6, changed',
+        'r7',
+        'shared',
+      ]);
+      assert.deepEqual(await audits(), ['a0', 'a2', 'a4', 'a6']);
+      const events = await t.ctx.store.db
+        .selectFrom('events')
+        .select('reseller_id')
+        .orderBy('reseller_id')
+        .execute();
+      assert.deepEqual(
+        events.map((e) => e.reseller_id),
+        [ids[0], ids[2], ids[4], ids[6]].sort(),
+      );
+      if (store === 'postgres') {
+        // Made in one turn, they were one statement: one transaction wrote every row.
+        const { rows } = await sql<{ x: string }>`select distinct xmin::text as x from audit_log`.execute(
+          t.ctx.store.db,
+        );
+        assert.equal(rows.length, 1);
+      }
+    });
+
+    test('one that cannot be written fails alone; the others are written', async () => {
+      await t.ctx.store.db.insertInto('audit_log').values(auditEntry('taken', ids[0]!)).execute();
+      const answers = await Promise.allSettled(ids.map((_, i) => rename(i, 1, i === 3 ? 'taken' : `a${i}`)));
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        [
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+        ],
+      );
+      assert.deepEqual(await audits(), ['a0', 'a1', 'a2', 'a4', 'a5', 'a6', 'a7', 'taken']);
+      // The one that failed changed nothing, its guard's row included.
+      assert.deepEqual(
+        (await names()).filter((n) => !n.endsWith('changed')),
+        ['r3', 'shared'],
+      );
+    });
+
+    test('two that update one row are both written; two compare-and-sets of one row, one wins', async () => {
+      const db = t.ctx.store.db;
+      // One shape: a guard that stamps its reseller while enabled, and a part that renames another.
+      const stampAndRename = (stamped: string, stamp: number, renamed: string, name: string) =>
+        writeGated(
+          db,
+          { table: 'resellers', set: { created_at: stamp }, where: { id: stamped, enabled: 1 } },
+          [gatedUpdate({ table: 'resellers', set: { name }, where: { id: renamed } })],
+        );
+      const sameRow = (audit: string) =>
+        writeGated(db, { table: 'resellers', set: { name: audit }, where: { id: ids[5]!, name: 'r5' } }, [
+          gatedInsert('audit_log', auditEntry(audit, ids[5]!)),
+        ]);
+      const answers = await Promise.all([
+        // The first renames `shared`, the second stamps it: both must land on its row.
+        stampAndRename(ids[0]!, 1, shared, 'shared, renamed'),
+        stampAndRename(shared, 2, ids[1]!, 'r1, renamed'),
+        sameRow('first'),
+        sameRow('second'),
+      ]);
+      assert.deepEqual(answers.slice(0, 2), [true, true]);
+      const row = (id: string) =>
+        db
+          .selectFrom('resellers')
+          .select(['name', 'created_at'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+      const plain = (r: { name: string; created_at: number }) => ({ name: r.name, at: Number(r.created_at) });
+      assert.deepEqual(plain(await row(shared)), { name: 'shared, renamed', at: 2 });
+      assert.deepEqual(plain(await row(ids[0]!)), { name: 'r0', at: 1 });
+      assert.deepEqual(plain(await row(ids[1]!)), { name: 'r1, renamed', at: NOW });
+      // Of the two compare-and-sets on r5's name, exactly one changed it, and only its part is written.
+      assert.equal(answers.filter((a, i) => i >= 2 && a).length, 1);
+      const winner = answers[2] ? 'first' : 'second';
+      assert.deepEqual(await audits(), [winner]);
+      assert.equal((await row(ids[5]!)).name, winner);
     });
   });
 }

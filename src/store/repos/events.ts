@@ -148,6 +148,8 @@ export function gatedEvents(resellerId: string, events: readonly NewEvent[], now
       return `${inserts.join(', ')}, ${name} as (${deliveriesSql(`(${all})`, first + 1, first + 4)})`;
     },
     run: (tx) => writeEventRows(tx, resellerId, rows, now),
+    // Inserts only (the events and their deliveries).
+    updates: [],
   };
 }
 
