@@ -46,6 +46,7 @@ import {
   usageSourceAfter,
 } from '../store/repos/usage-intervals.ts';
 import type { Database, JobTable } from '../store/schema.ts';
+import { inGroupTransaction } from '../store/transaction-group.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
 import { checkAtJobStart } from './power-check.ts';
@@ -411,7 +412,8 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     locked_by: null,
     locked_until: null,
   };
-  await deps.db.transaction().execute(async (tx) => {
+  // With the ends of this turn's other jobs, on PostgreSQL (transaction-group.ts): it only writes.
+  await inGroupTransaction(deps.db, async (tx) => {
     // The job's end, only while this worker owns it, and then the service's read (one statement
     // on PostgreSQL). The service is locked to the commit (PostgreSQL), and the job sequence
     // moved: a request accepted meanwhile either commits before this read (and is counted here)

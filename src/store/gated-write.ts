@@ -21,6 +21,7 @@ import { dialectOf } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
+import { gather } from './statement-batch.ts';
 import { keyedColumns, updateWhere } from './update-row.ts';
 
 /** An update by key: `set` on the rows of `table` whose columns equal `where`. */
@@ -153,7 +154,8 @@ const renumbered = (text: string, first: number) =>
  * Runs `read` (a select, locking or not) only if `guard` changes a row, and returns whether it
  * did and the first row read. On PostgreSQL one statement: the guard in `WITH`, the read in a
  * second one that reads nothing unless the guard changed its row (so the guard's row is locked
- * first, then the rows read). Elsewhere the guard and then the read, in the caller's transaction.
+ * first, then the rows read); those of one turn of one transaction, one statement
+ * (statement-batch.ts). Elsewhere the guard and then the read, in the caller's transaction.
  * Called inside a transaction, as what it reads is usually written after it.
  */
 export async function readGated<T extends keyof Database & string, R>(
@@ -163,37 +165,94 @@ export async function readGated<T extends keyof Database & string, R>(
 ): Promise<{ readonly changed: boolean; readonly row: R | undefined }> {
   if (dialectOf(db) === 'postgres') {
     const g = guardOf(guard);
-    const values = g.values;
     const shape = `read ${g.shape};${read.sql}`;
-    let text = texts.get(shape);
-    if (text === undefined) {
-      text =
-        `with g as (${g.text} returning 1), ` +
-        `r as (select 1 as gate_found, r.* from (${renumbered(read.sql, values.length + 1)}) as r ` +
-        'where exists (select from g)) ' +
-        'select (select count(*) from g)::int as gate_changed, r.* from (select) as one left join r on true';
-      texts.set(shape, text);
-      nameStatement(text);
-    }
-    const r = await db.executeQuery<R & { gate_changed: number; gate_found: number | null }>(
-      CompiledQuery.raw(text, [...values, ...read.parameters]),
+    const values = [...g.values, ...read.parameters];
+    const text = (count: number) => readTextOf(g, read, shape, count);
+    const one = async () =>
+      answerOf((await db.executeQuery<R & GateColumns>(CompiledQuery.raw(text(1), values))).rows, 0);
+    const guardRow = rowOf(guard);
+    if (guardRow === undefined) return one();
+    return new Promise((resolve, reject) =>
+      gather(db, {
+        shape,
+        guardRow,
+        rows: [guardRow],
+        values,
+        text,
+        settle: (rows: readonly (R & GateColumns)[], index) => resolve(answerOf(rows, index)),
+        alone: () => one().then(resolve, reject),
+        reject,
+      }),
     );
-    const first: (R & { gate_changed?: number; gate_found?: number | null }) | undefined = r.rows[0];
-    if (!first?.gate_changed) return { changed: false, row: undefined };
-    const found = first.gate_found !== null;
-    delete first.gate_changed;
-    delete first.gate_found;
-    return { changed: true, row: found ? first : undefined };
   }
   if (!(await guardChanged(db, guard))) return { changed: false, row: undefined };
   return { changed: true, row: (await db.executeQuery(read)).rows[0] };
 }
 
 /**
+ * The statement of `count` guarded reads of one shape (built once per shape and count, and
+ * named): the i-th's guard is `g{i}` and its read `r{i}`, its values numbered after those of the
+ * reads before it. Each answers with at least one row: `gate_i` (which read), `gate_changed`
+ * (whether its guard changed a row), `gate_found` (null when the read found nothing) and the
+ * read's columns.
+ */
+function readTextOf(
+  g: ReturnType<typeof guardOf>,
+  read: CompiledQuery,
+  shape: string,
+  count: number,
+): string {
+  const key = `${count} ${shape}`;
+  let text = texts.get(key);
+  if (text !== undefined) return text;
+  const ctes: string[] = [];
+  const answers: string[] = [];
+  const per = g.values.length + read.parameters.length;
+  for (let i = 0; i < count; i++) {
+    const first = 1 + i * per;
+    ctes.push(
+      `g${i} as (${renumbered(g.text, first)} returning 1)`,
+      `r${i} as (select 1 as gate_found, r.* from (${renumbered(read.sql, first + g.values.length)}) as r ` +
+        `where exists (select from g${i}))`,
+    );
+    answers.push(
+      `select ${i} as gate_i, (select count(*) from g${i})::int as gate_changed, r${i}.* ` +
+        `from (select) as one left join r${i} on true`,
+    );
+  }
+  text = `with ${ctes.join(', ')} ${answers.join(' union all ')}`;
+  texts.set(key, text);
+  nameStatement(text);
+  return text;
+}
+
+/** The columns a guarded read's statement adds to the read's (readTextOf). */
+interface GateColumns {
+  gate_i?: number;
+  gate_changed?: number;
+  gate_found?: number | null;
+}
+
+/** What guarded read `index` of a statement answered (readTextOf): its guard's change, and its first row. */
+function answerOf<R>(
+  rows: readonly (R & GateColumns)[],
+  index: number,
+): { readonly changed: boolean; readonly row: R | undefined } {
+  const first = rows.find((r) => Number(r.gate_i) === index);
+  if (!first?.gate_changed) return { changed: false, row: undefined };
+  const found = first.gate_found !== null;
+  delete first.gate_i;
+  delete first.gate_changed;
+  delete first.gate_found;
+  return { changed: true, row: found ? first : undefined };
+}
+
+/**
  * Writes `parts` (each once) only if `guard` changes a row, all or none; returns whether it did.
  * The guard is an update by key, or an update compiled as it is (guardOf).
  * Called with a transaction, everything is part of it (and of its rollback); otherwise the whole
- * commits at once.
+ * commits at once. On PostgreSQL those of one turn on one transaction, or outside any, go in one
+ * statement (statement-batch.ts) when every row they update is named by id (`GatedPart.updates`).
  */
 export async function writeGated<T extends keyof Database & string>(
   db: Kysely<Database>,
@@ -202,8 +261,27 @@ export async function writeGated<T extends keyof Database & string>(
 ): Promise<boolean> {
   if (dialectOf(db) === 'postgres') {
     const write: GuardedWrite = { guard: guardOf(guard), parts };
-    const rows = db.isTransaction ? undefined : rowsWritten(guard, parts);
-    return rows ? writeBatched(db, write, rows) : writeOne(db, write);
+    const shape = shapeOf(write);
+    const values = valuesOf(write);
+    const one = async () => {
+      const r = await db.executeQuery<{ c0: number }>(CompiledQuery.raw(textOf(write, shape, 1), values));
+      return (r.rows[0]?.c0 ?? 0) > 0;
+    };
+    const rows = rowsWritten(guard, parts);
+    if (!rows) return one();
+    return new Promise((resolve, reject) =>
+      gather(db, {
+        shape,
+        guardRow: rows.guardRow,
+        rows: rows.all,
+        values,
+        text: (count) => textOf(write, shape, count),
+        settle: (answers: readonly Record<string, number>[], index) =>
+          resolve(Number(answers[0]?.[`c${index}`] ?? 0) > 0),
+        alone: () => one().then(resolve, reject),
+        reject,
+      }),
+    );
   }
   const write = async (tx: Kysely<Database>) => {
     if (!(await guardChanged(tx, guard))) return false;
@@ -231,8 +309,7 @@ function valuesOf(w: GuardedWrite): unknown[] {
 /**
  * The statement of `count` guarded writes of `w`'s shape (built once per shape and count, and
  * named): the i-th's guard is `g{i}` and its parts `p{i}_{j}`, its values numbered after those of
- * the writes before it; it answers for each whether its guard changed a row (`c{i}`; `changed`
- * for a write alone).
+ * the writes before it; it answers for each whether its guard changed a row (`c{i}`).
  */
 function textOf(w: GuardedWrite, shape: string, count: number): string {
   const key = `${count} ${shape}`;
@@ -242,28 +319,18 @@ function textOf(w: GuardedWrite, shape: string, count: number): string {
   const answers: string[] = [];
   let first = 1;
   for (let i = 0; i < count; i++) {
-    const gate = count === 1 ? 'g' : `g${i}`;
-    ctes.push(`${gate} as (${renumbered(w.guard.text, first)} returning 1)`);
+    ctes.push(`g${i} as (${renumbered(w.guard.text, first)} returning 1)`);
     first += w.guard.values.length;
     w.parts.forEach((p, j) => {
-      ctes.push(p.cte(gate, count === 1 ? `p${j}` : `p${i}_${j}`, first));
+      ctes.push(p.cte(`g${i}`, `p${i}_${j}`, first));
       first += p.values.length;
     });
-    answers.push(
-      count === 1 ? 'count(*)::int as changed from g' : `(select count(*) from ${gate})::int as c${i}`,
-    );
+    answers.push(`(select count(*) from g${i})::int as c${i}`);
   }
   text = `with ${ctes.join(', ')} select ${answers.join(', ')}`;
   texts.set(key, text);
   nameStatement(text);
   return text;
-}
-
-/** One guarded write, one statement: whether its guard changed a row. */
-async function writeOne(db: Kysely<Database>, w: GuardedWrite): Promise<boolean> {
-  const text = textOf(w, shapeOf(w), 1);
-  const r = await db.executeQuery<{ changed: number }>(CompiledQuery.raw(text, valuesOf(w)));
-  return (r.rows[0]?.changed ?? 0) > 0;
 }
 
 /**
@@ -283,87 +350,4 @@ function rowsWritten<T extends keyof Database & string>(
     all.push(...p.updates);
   }
   return { guardRow, all };
-}
-
-interface Waiting {
-  readonly write: GuardedWrite;
-  readonly shape: string;
-  /** What it updates (rowsWritten): its guard's row, and all its rows. */
-  readonly rows: { readonly guardRow: string; readonly all: readonly string[] };
-  readonly resolve: (changed: boolean) => void;
-  readonly reject: (err: unknown) => void;
-}
-
-/** Guarded writes made outside a transaction in this turn of the event loop, per store. */
-const waitingOf = new WeakMap<Kysely<Database>, Waiting[]>();
-
-/** Most guarded writes in one statement (16, 8, 4 or 2: few texts per shape to name and plan). */
-const MAX_BATCH = 16;
-
-/**
- * PostgreSQL: a guarded write made outside a transaction waits for the end of the event loop's
- * turn (setImmediate: after this turn's I/O callbacks), and the writes of one shape made in that
- * turn go in one statement, each guard with its own parts, each answering for itself. Under load
- * many requests and job starts reach their guarded write in the same turn; each was a statement
- * and a commit of its own. The writes of one statement update no row in common: two updates of
- * one row in one statement would leave only one of them written (PostgreSQL's rule), so a write
- * that shares a row with those already gathered goes in another statement. A statement's writes
- * take their rows' locks in the order of their guards' rows, as any other statement of the shape
- * does. If the statement fails, each write is made again alone, so one that cannot be written
- * fails only its own caller.
- */
-function writeBatched(db: Kysely<Database>, write: GuardedWrite, rows: Waiting['rows']): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    let waiting = waitingOf.get(db);
-    if (!waiting) {
-      waiting = [];
-      waitingOf.set(db, waiting);
-    }
-    const list = waiting;
-    if (list.length === 0) setImmediate(() => flushWrites(db, list.splice(0)));
-    list.push({ write, shape: shapeOf(write), rows, resolve, reject });
-  });
-}
-
-/** The turn's guarded writes, gathered by shape into statements whose writes share no row. */
-function flushWrites(db: Kysely<Database>, all: readonly Waiting[]): void {
-  const groups: { shape: string; rows: Set<string>; members: Waiting[] }[] = [];
-  for (const w of all) {
-    const group = groups.find(
-      (g) => g.shape === w.shape && g.members.length < MAX_BATCH && !w.rows.all.some((r) => g.rows.has(r)),
-    );
-    if (!group) {
-      groups.push({ shape: w.shape, rows: new Set(w.rows.all), members: [w] });
-      continue;
-    }
-    group.members.push(w);
-    for (const r of w.rows.all) group.rows.add(r);
-  }
-  const order = (w: Waiting) => w.rows.guardRow;
-  for (const { members } of groups) {
-    members.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-    for (let at = 0; at < members.length; ) {
-      const size = 2 ** Math.floor(Math.log2(members.length - at));
-      void writeMany(db, members.slice(at, at + size));
-      at += size;
-    }
-  }
-}
-
-/** The writes of one statement; each caller gets its own answer, or its own error (made alone again). */
-async function writeMany(db: Kysely<Database>, batch: readonly Waiting[]): Promise<void> {
-  const alone = (w: Waiting) => writeOne(db, w.write).then(w.resolve, w.reject);
-  const [head] = batch;
-  if (head === undefined) return;
-  if (batch.length === 1) return alone(head);
-  let answers: Record<string, number> | undefined;
-  try {
-    const text = textOf(head.write, head.shape, batch.length);
-    const values = batch.flatMap((w) => valuesOf(w.write));
-    answers = (await db.executeQuery<Record<string, number>>(CompiledQuery.raw(text, values))).rows[0];
-  } catch {
-    await Promise.all(batch.map(alone));
-    return;
-  }
-  for (const [i, w] of batch.entries()) w.resolve((answers?.[`c${i}`] ?? 0) > 0);
 }

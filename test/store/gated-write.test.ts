@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { sql } from 'kysely';
+import { type KyselyPlugin, sql } from 'kysely';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import { gatedInsert, gatedUpdate, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { gatedEvents } from '../../src/store/repos/events.ts';
@@ -420,6 +420,50 @@ for (const store of testStores()) {
       const winner = answers[2] ? 'first' : 'second';
       assert.deepEqual(await audits(), [winner]);
       assert.equal((await row(ids[5]!)).name, winner);
+    });
+
+    test('guarded reads made together in one transaction: each answers for itself (one statement on PostgreSQL)', async () => {
+      let statements = 0;
+      const counter: KyselyPlugin = {
+        transformQuery: (a) => a.node,
+        transformResult: async (a) => {
+          statements++;
+          return a.result;
+        },
+      };
+      const { answers, counted } = await t.ctx.store.db.transaction().execute(async (tx) => {
+        const db = tx.withPlugin(counter);
+        const byName = (name: string) =>
+          db.selectFrom('resellers').select(['id', 'name']).where('name', '=', name).compile();
+        const stamp = (i: number, enabled: number) =>
+          ({ table: 'resellers', set: { created_at: i + 1 }, where: { id: ids[i]!, enabled } }) as const;
+        statements = 0;
+        const answers = await Promise.all([
+          readGated(db, stamp(0, 1), byName('shared')),
+          // Its guard matches nothing (r1 is enabled): nothing read.
+          readGated(db, stamp(1, 0), byName('shared')),
+          // Its guard changes r2; its read finds no one.
+          readGated(db, stamp(2, 1), byName('nobody')),
+          readGated(db, stamp(3, 1), byName('r7')),
+        ]);
+        return { answers, counted: statements };
+      });
+      assert.deepEqual(
+        answers.map((a) => `${a.changed} ${a.row?.name}`),
+        ['true shared', 'false undefined', 'true undefined', 'true r7'],
+      );
+      assert.equal(answers[3]?.row?.id, ids[7]);
+      if (store === 'postgres') assert.equal(counted, 1);
+      const stamps = await t.ctx.store.db
+        .selectFrom('resellers')
+        .select(['name', 'created_at'])
+        .where('name', 'in', ['r0', 'r1', 'r2', 'r3'])
+        .orderBy('name')
+        .execute();
+      assert.deepEqual(
+        stamps.map((r) => Number(r.created_at)),
+        [1, NOW, 3, 4],
+      );
     });
   });
 }

@@ -82,7 +82,7 @@ describe('named statements on PostgreSQL', {
     const texts = await prepared();
     const insertOne = texts.filter((t) => t.startsWith('insert into "resellers"') && !t.includes('), ('));
     const insertTwo = texts.filter((t) => t.startsWith('insert into "resellers"') && t.includes('), ('));
-    const gated = texts.filter((t) => t.startsWith('with g as (update "resellers"'));
+    const gated = texts.filter((t) => t.startsWith('with g0 as (update "resellers"'));
     assert.deepEqual([insertOne.length, insertTwo.length, gated.length], [1, 1, 1]);
     // Run again, with other values: by the same names, nothing more prepared, each run's values written.
     await insertRow(store.db, 'resellers', row('i5'));

@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import { prepare, slot } from '../../store/prepared.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
+import { inGroupTransaction } from '../../store/transaction-group.ts';
 import { type DiskExport, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
 import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
@@ -179,7 +180,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
       // Room on a host, the VM and its addresses are taken together or not at all; the host's
       // row is written last (placeVm).
-      vm = await transaction('create', async (tx) => {
+      // With the creates of this turn, on PostgreSQL (transaction-group.ts): the body only writes.
+      sleeper.ensureOpen('create');
+      vm = await inGroupTransaction(db, async (tx) => {
         let addresses: string[] = [];
         const t = now();
         const row = {
