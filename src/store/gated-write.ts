@@ -19,9 +19,8 @@
 import { CompiledQuery, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
-import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
-import { gather } from './statement-batch.ts';
+import { gather, named, renumbered } from './statement-batch.ts';
 import { keyedColumns, updateWhere } from './update-row.ts';
 
 /** An update by key: `set` on the rows of `table` whose columns equal `where`. */
@@ -120,8 +119,6 @@ export function gatedWriteStandsAlone(db: Kysely<Database>): boolean {
   return dialectOf(db) === 'postgres';
 }
 
-const texts = new Map<string, string>();
-
 /**
  * A guard's text (numbered from $1, without RETURNING), its values and its shape: an update by
  * key, or an update statement of its own (compiled, its values as parameters: a conditional update
@@ -145,10 +142,6 @@ async function guardChanged<T extends keyof Database & string>(
   if ('sql' in guard) return ((await db.executeQuery(guard)).numAffectedRows ?? 0n) > 0n;
   return (await updateWhere(db, guard.table, guard.set, guard.where)).updated > 0;
 }
-
-/** A statement's placeholders `$n` numbered from `first` instead of 1 (PostgreSQL's). */
-const renumbered = (text: string, first: number) =>
-  text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + first - 1}`);
 
 /**
  * Runs `read` (a select, locking or not) only if `guard` changes a row, and returns whether it
@@ -202,28 +195,24 @@ function readTextOf(
   shape: string,
   count: number,
 ): string {
-  const key = `${count} ${shape}`;
-  let text = texts.get(key);
-  if (text !== undefined) return text;
-  const ctes: string[] = [];
-  const answers: string[] = [];
-  const per = g.values.length + read.parameters.length;
-  for (let i = 0; i < count; i++) {
-    const first = 1 + i * per;
-    ctes.push(
-      `g${i} as (${renumbered(g.text, first)} returning 1)`,
-      `r${i} as (select 1 as gate_found, r.* from (${renumbered(read.sql, first + g.values.length)}) as r ` +
-        `where exists (select from g${i}))`,
-    );
-    answers.push(
-      `select ${i} as gate_i, (select count(*) from g${i})::int as gate_changed, r${i}.* ` +
-        `from (select) as one left join r${i} on true`,
-    );
-  }
-  text = `with ${ctes.join(', ')} ${answers.join(' union all ')}`;
-  texts.set(key, text);
-  nameStatement(text);
-  return text;
+  return named(`${count} ${shape}`, () => {
+    const ctes: string[] = [];
+    const answers: string[] = [];
+    const per = g.values.length + read.parameters.length;
+    for (let i = 0; i < count; i++) {
+      const first = 1 + i * per;
+      ctes.push(
+        `g${i} as (${renumbered(g.text, first)} returning 1)`,
+        `r${i} as (select 1 as gate_found, r.* from (${renumbered(read.sql, first + g.values.length)}) as r ` +
+          `where exists (select from g${i}))`,
+      );
+      answers.push(
+        `select ${i} as gate_i, (select count(*) from g${i})::int as gate_changed, r${i}.* ` +
+          `from (select) as one left join r${i} on true`,
+      );
+    }
+    return `with ${ctes.join(', ')} ${answers.join(' union all ')}`;
+  });
 }
 
 /** The columns a guarded read's statement adds to the read's (readTextOf). */
@@ -312,25 +301,21 @@ function valuesOf(w: GuardedWrite): unknown[] {
  * the writes before it; it answers for each whether its guard changed a row (`c{i}`).
  */
 function textOf(w: GuardedWrite, shape: string, count: number): string {
-  const key = `${count} ${shape}`;
-  let text = texts.get(key);
-  if (text !== undefined) return text;
-  const ctes: string[] = [];
-  const answers: string[] = [];
-  let first = 1;
-  for (let i = 0; i < count; i++) {
-    ctes.push(`g${i} as (${renumbered(w.guard.text, first)} returning 1)`);
-    first += w.guard.values.length;
-    w.parts.forEach((p, j) => {
-      ctes.push(p.cte(`g${i}`, `p${i}_${j}`, first));
-      first += p.values.length;
-    });
-    answers.push(`(select count(*) from g${i})::int as c${i}`);
-  }
-  text = `with ${ctes.join(', ')} select ${answers.join(', ')}`;
-  texts.set(key, text);
-  nameStatement(text);
-  return text;
+  return named(`${count} ${shape}`, () => {
+    const ctes: string[] = [];
+    const answers: string[] = [];
+    let first = 1;
+    for (let i = 0; i < count; i++) {
+      ctes.push(`g${i} as (${renumbered(w.guard.text, first)} returning 1)`);
+      first += w.guard.values.length;
+      w.parts.forEach((p, j) => {
+        ctes.push(p.cte(`g${i}`, `p${i}_${j}`, first));
+        first += p.values.length;
+      });
+      answers.push(`(select count(*) from g${i})::int as c${i}`);
+    }
+    return `with ${ctes.join(', ')} select ${answers.join(', ')}`;
+  });
 }
 
 /**

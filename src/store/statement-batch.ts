@@ -16,7 +16,9 @@
  * decides (transaction-group.ts makes each body again alone).
  */
 import { CompiledQuery, type Kysely } from 'kysely';
+import { dialectOf } from './dialect-of.ts';
 import { perTurn } from './per-turn.ts';
+import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
 
 /** A statement waiting for its turn's end; `Row`, the rows of its text. */
@@ -87,4 +89,98 @@ async function together(db: Connection, batch: readonly Gathered[]): Promise<voi
     return;
   }
   for (const [i, g] of batch.entries()) g.settle(rows, i);
+}
+
+const texts = new Map<string, string>();
+
+/** The text of `key`, built by `build` the first time and named (pg-named.ts). */
+export function named(key: string, build: () => string): string {
+  let text = texts.get(key);
+  if (text === undefined) {
+    text = build();
+    texts.set(key, text);
+    nameStatement(text);
+  }
+  return text;
+}
+
+/** A statement's placeholders `$n` numbered from `first` instead of 1 (PostgreSQL's). */
+export const renumbered = (text: string, first: number) =>
+  text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + first - 1}`);
+
+/**
+ * The rows of `query`, a read (of one row by key, usually), made on PostgreSQL with the reads of
+ * its text made on `db` in this turn: one statement, `union all` of theirs, each row marked with
+ * its read's place (`gate_i`, taken off again). Elsewhere made at once. `key`: what it reads (the
+ * order of the reads in a text).
+ */
+export function readTogether<R>(db: Connection, query: CompiledQuery<R>, key: string): Promise<R[]> {
+  if (dialectOf(db) !== 'postgres') return db.executeQuery(query).then((r) => [...r.rows]);
+  const n = query.parameters.length;
+  const text = (count: number) =>
+    named(`read ${count} ${query.sql}`, () =>
+      Array.from(
+        { length: count },
+        (_, i) => `select ${i} as gate_i, q${i}.* from (${renumbered(query.sql, 1 + i * n)}) as q${i}`,
+      ).join(' union all '),
+    );
+  const own = (rows: readonly (R & { gate_i?: number })[], index: number) =>
+    rows
+      .filter((r) => Number(r.gate_i) === index)
+      .map((r) => {
+        delete r.gate_i;
+        return r;
+      });
+  return new Promise((resolve, reject) =>
+    gather(db, {
+      shape: `read ${query.sql}`,
+      guardRow: key,
+      rows: [],
+      values: query.parameters,
+      text,
+      settle: (rows: readonly (R & { gate_i?: number })[], index) => resolve(own(rows, index)),
+      alone: () =>
+        db
+          .executeQuery<R & { gate_i?: number }>(CompiledQuery.raw(text(1), [...query.parameters]))
+          .then((r) => resolve(own(r.rows, 0)), reject),
+      reject,
+    }),
+  );
+}
+
+/**
+ * `query`, an update without RETURNING of the one row `row` (`table#id`), made on PostgreSQL with
+ * the updates of its text made on `db` in this turn: one statement, each update in `WITH`.
+ * Elsewhere made at once. Resolves to the number of rows it changed.
+ */
+export function updateTogether(db: Connection, query: CompiledQuery, row: string): Promise<number> {
+  if (dialectOf(db) !== 'postgres')
+    return db.executeQuery(query).then((r) => Number(r.numAffectedRows ?? 0n));
+  const n = query.parameters.length;
+  const text = (count: number) =>
+    named(`update ${count} ${query.sql}`, () => {
+      const ctes = Array.from(
+        { length: count },
+        (_, i) => `u${i} as (${renumbered(query.sql, 1 + i * n)} returning 1)`,
+      );
+      const answers = Array.from({ length: count }, (_, i) => `(select count(*) from u${i})::int as c${i}`);
+      return `with ${ctes.join(', ')} select ${answers.join(', ')}`;
+    });
+  const changed = (rows: readonly Record<string, number>[], index: number) =>
+    Number(rows[0]?.[`c${index}`] ?? 0);
+  return new Promise((resolve, reject) =>
+    gather(db, {
+      shape: `update ${query.sql}`,
+      guardRow: row,
+      rows: [row],
+      values: query.parameters,
+      text,
+      settle: (rows: readonly Record<string, number>[], index) => resolve(changed(rows, index)),
+      alone: () =>
+        db
+          .executeQuery<Record<string, number>>(CompiledQuery.raw(text(1), [...query.parameters]))
+          .then((r) => resolve(changed(r.rows, 0)), reject),
+      reject,
+    }),
+  );
 }

@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { FaultConfig } from '../../config.ts';
 import { prepare, slot } from '../../store/prepared.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
+import { readTogether, updateTogether } from '../../store/statement-batch.ts';
 import { inGroupTransaction } from '../../store/transaction-group.ts';
 import { type DiskExport, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
 import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
@@ -96,8 +97,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
   // The outage of the VM's host comes with the VM's row (an indexed join on a key), so checking
   // it costs every operation no query of its own.
-  const find = (vmId: string, from: Kysely<Database> = db): Promise<FoundVm | undefined> =>
-    vmWithOutage.first(from, { vmId });
+  // With the other reads of it in this turn, on PostgreSQL (statement-batch.ts).
+  const find = async (vmId: string, from: Kysely<Database> = db): Promise<FoundVm | undefined> =>
+    (await readTogether(from, vmWithOutage.compile(from, { vmId }), vmId))[0];
   async function get(vmId: string, from: Kysely<Database> = db): Promise<FoundVm> {
     const vm = await find(vmId, from);
     if (!vm) throw new DriverError(`VM ${vmId} does not exist`, { transient: false });
@@ -234,8 +236,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       updated_at: now(),
     } as const;
     sleeper.ensureOpen('boot');
-    const r = await bootUnlessHostDown.execute(db, { ...booted, id: vm.id });
-    if (r.numAffectedRows === 0n) throw hostDown(vm.host_id);
+    // With the other boots of this turn, on PostgreSQL (statement-batch.ts).
+    const boot = bootUnlessHostDown.compile(db, { ...booted, id: vm.id });
+    if ((await updateTogether(db, boot, `sim_vms#${vm.id}`)) === 0) throw hostDown(vm.host_id);
     return info({ ...vm, ...booted });
   }
 
