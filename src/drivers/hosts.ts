@@ -12,6 +12,7 @@ import type {
   LibvirtVmTable,
   SimVmTable,
 } from '../store/schema.ts';
+import { readTogether } from '../store/statement-batch.ts';
 import { DriverError } from './driver.ts';
 
 export interface Need {
@@ -100,7 +101,9 @@ async function candidateHosts(
   driver: HostDriver,
   exclude?: string,
 ): Promise<HypervisorHostTable[]> {
-  const { rows: hosts } = await placeableHosts.execute(db, { driver, exclude: exclude ?? '' });
+  // With the other placements' reads of this turn, on PostgreSQL (statement-batch.ts).
+  const query = placeableHosts.compile(db, { driver, exclude: exclude ?? '' });
+  const hosts = await readTogether(db, query, `${driver} ${exclude ?? ''}`);
   return hosts
     .filter(
       (h) =>

@@ -10,6 +10,7 @@ import { type Job, newJobId, newJobRow, toJob } from '../store/repos/jobs.ts';
 import { type Service, toService } from '../store/repos/services.ts';
 import { recordLift, recordSuspension } from '../store/repos/suspensions.ts';
 import type { AuditLogTable, Database } from '../store/schema.ts';
+import { readTogether } from '../store/statement-batch.ts';
 
 /** At most this many jobs wait (queued, not running) per service (docs/design/contract.md#jobs). */
 const MAX_WAITING_JOBS = 10;
@@ -126,7 +127,12 @@ async function enqueue(
   tx: Transaction<Database> | undefined,
 ): Promise<OperationOutcome> {
   if (!tx && needsTransaction(req)) throw new Error(`a ${req.action} operation needs a transaction`);
-  const row = await ownedService.first(db, { id: req.serviceId, resellerId: req.resellerId });
+  // With the other requests' reads of this turn, on PostgreSQL (statement-batch.ts).
+  const [row] = await readTogether(
+    db,
+    ownedService.compile(db, { id: req.serviceId, resellerId: req.resellerId }),
+    req.serviceId,
+  );
   if (!row) throw new ApiError('service_not_found', 'Service not found');
   const service = toService(row);
   const decision = decide(projectedState(service), req.action);

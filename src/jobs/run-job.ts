@@ -69,6 +69,9 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
 
 const HOST_WAIT_MS = 10_000;
 
+/** What a job retried because the store refused one of its steps for now says. */
+const STORE_REFUSED = 'the database could not complete a step just now';
+
 /** What happened, for logs and tests. */
 export type RunOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
 
@@ -184,7 +187,12 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
       return retry(deps, job, from, { error: unfinishedError(job.attempts), delayMs: 0 });
     }
     const driverError = err instanceof DriverError ? err : undefined;
-    if (!driverError) log.error({ err, jobId: job.id, action: job.action }, 'job failed unexpectedly');
+    // The store refused a step for now (a deadlock it broke on this side, a lost connection):
+    // tried again, as a transient failure of the hypervisor is (a task's steps can be redone).
+    const storeRefused = !driverError && isStoreUnavailable(err);
+    if (storeRefused)
+      log.warn({ jobId: job.id, action: job.action, error: String(err) }, 'store refused a step; retrying');
+    else if (!driverError) log.error({ err, jobId: job.id, action: job.action }, 'job failed unexpectedly');
     else
       log.warn(
         {
@@ -203,9 +211,9 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
         delayMs: deps.hostWaitMs ?? HOST_WAIT_MS,
         attempts: job.attempts - 1,
       });
-    if (driverError?.transient && job.attempts < deps.maxAttempts)
+    if ((driverError?.transient || storeRefused) && job.attempts < deps.maxAttempts)
       return retry(deps, job, from, {
-        error: retryingError(job.attempts, driverError.message),
+        error: retryingError(job.attempts, driverError?.message ?? STORE_REFUSED),
         delayMs: retryDelayMs(deps.retryBaseMs, job.attempts),
       });
     const message = driverError ? driverError.message : `Internal error while running ${words(job)}`;

@@ -162,5 +162,25 @@ for (const store of testStores()) {
         assert.equal(runs, 3);
         assert.equal(stopped.status, 'succeeded');
       }));
+
+    test('a step the store refuses for now (a deadlock broken on this side) is tried again, not failed', () =>
+      withRunningService(store, async (s) => {
+        let runs = 0;
+        const restart: Task<'restart'> = async (tc) => {
+          runs++;
+          // As pg reports it: PostgreSQL broke a deadlock by failing this statement.
+          if (runs === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+          return TASKS.restart(tc);
+        };
+        const before = await s.bootCount();
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        s.worker({ restart });
+        await until(async () => (await s.jobs())[1]?.status === 'succeeded', 'the restart succeeded');
+        const [, restarted] = await s.jobs();
+        assert.equal(restarted.attempts, 2);
+        assert.equal(runs, 2);
+        assert.equal(await s.bootCount(), before + 1);
+        await waitForStatus(s.t, s.token, s.id, 'running');
+      }));
   });
 }

@@ -16,6 +16,7 @@ import { stringList } from '../json-columns.ts';
 import { once } from '../once.ts';
 import { prepare, slot } from '../prepared.ts';
 import type { Database, IpPoolTable } from '../schema.ts';
+import { readTogether } from '../statement-batch.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
 import { type AddressRange, type Allocation, insertPoolRange, toAllocation } from './ip-addresses.ts';
 
@@ -354,7 +355,7 @@ export interface PoolsServing {
  * nothing that changes them depends on the addresses taken (setHosts).
  */
 export async function poolsForHost(db: Kysely<Database>, hostId: string): Promise<PoolsServing> {
-  const { rows } = await poolsServing.execute(db, { hostId });
+  const rows = await readTogether(db, poolsServing.compile(db, { hostId }), hostId);
   return {
     ipv4: rows.filter((p) => p.family === 'ipv4'),
     ipv6: rows.filter((p) => p.family === 'ipv6'),
@@ -490,7 +491,7 @@ const holdingsOfVm = prepare({ vmId: slot<string>() }, (db, s) =>
  * find (a create asks both before it takes).
  */
 export async function holdingsOf(db: Kysely<Database>, vmId: string): Promise<Holdings> {
-  const { rows } = await holdingsOfVm.execute(db, { vmId });
+  const rows = await readTogether(db, holdingsOfVm.compile(db, { vmId }), vmId);
   const ipv4: Allocation[] = [];
   let ipv6: Ipv6Held | undefined;
   for (const r of rows) {
