@@ -804,14 +804,19 @@ async function orderToRunning(
       ? `; PostgreSQL's processes ${((db1.user + db1.system - db0.user - db0.system) / K).toFixed(0)} µs of CPU per service`
       : '';
   const rss = stopRss();
+  // Each status with the reasons of those not running (a failed create says why).
   const counted = new Map<string, number>();
   for (let i = 0; i < ids.length; i += 500) {
     const part = ids.slice(i, i + 500);
-    const found = await store.rows<{ status: string; n: number | string }>(
-      `select status, count(*) as n from services where id in (${part.map(() => '?').join(', ')}) group by status`,
+    const found = await store.rows<{ status: string; error_message: string | null; n: number | string }>(
+      `select status, error_message, count(*) as n from services where id in (${part.map(() => '?').join(', ')}) group by status, error_message`,
       part,
     );
-    for (const f of found) counted.set(f.status, (counted.get(f.status) ?? 0) + Number(f.n));
+    for (const f of found) {
+      const key =
+        f.status === 'running' || f.error_message === null ? f.status : `${f.status} (${f.error_message})`;
+      counted.set(key, (counted.get(key) ?? 0) + Number(f.n));
+    }
   }
   const statuses = [...counted].map(([status, n]) => ({ status, n }));
   const running = statuses.find((s) => s.status === 'running')?.n ?? 0;
