@@ -4,7 +4,7 @@
  * compare-and-set in the same turn (gated-write.ts); each was a round trip, and outside a
  * transaction a commit, of its own. A statement made here waits for the end of the turn
  * (setImmediate: after this turn's I/O callbacks), and those of its shape gathered by then go
- * together: one text of n copies (16, 8, 4 or 2: few texts per shape to name and plan), each copy
+ * together: one text of n copies (8, 4 or 2: few texts per shape to name and plan), each copy
  * answering for its own caller.
  *
  * The statements of one text update no row in common: two updates of one row in one statement
@@ -42,7 +42,7 @@ export interface Gathered<Row = unknown> {
 }
 
 /** Most statements in one text. */
-const MAX_BATCH = 16;
+const MAX_BATCH = 8;
 
 type Connection = Kysely<Database>;
 
