@@ -420,7 +420,8 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     locked_by: null,
     locked_until: null,
   };
-  // With the ends of this turn's other jobs, on PostgreSQL (transaction-group.ts): it only writes.
+  // With the ends of this turn's other jobs, on PostgreSQL (transaction-group.ts): the body is
+  // only the transaction's work, and may run twice.
   await inGroupTransaction(deps.db, async (tx) => {
     // The job's end, only while this worker owns it, and then the service's read (one statement
     // on PostgreSQL). The service is locked to the commit (PostgreSQL), and the job sequence

@@ -6,10 +6,11 @@
  * COMMIT makes them all durable at once.
  *
  * A body here must be a transaction's work and nothing else (it may run twice: see below), and
- * say everything through what it writes and returns. If any body of a group fails, or the
- * group's commit does, the group's transaction is rolled back, and each body runs again alone,
- * in a transaction of its own: so one that fails fails only its own caller, as it would have
- * alone. Every body of a group runs to its end before the group decides (a body's statements
+ * say everything through what it writes and returns. If any body of a group fails, the group's
+ * transaction is rolled back, and each body runs again alone, in a transaction of its own: so one
+ * that fails fails only its own caller, as it would have alone. If the transaction itself fails
+ * (its BEGIN or its COMMIT: a lost connection), every caller gets that error, as each would have
+ * from a transaction of its own. Every body of a group runs to its end before the group decides (a body's statements
  * after another's failure fail too, the transaction being aborted), so none runs on outside the
  * transaction. SQLite's transactions are gathered by its group commit instead
  * (sqlite-group-commit.ts): there a body runs in a plain transaction.
@@ -59,16 +60,22 @@ async function together(db: Kysely<Database>, group: readonly Waiting[]): Promis
   if (head === undefined) return;
   if (group.length === 1) return alone(head);
   let values: unknown[];
+  let bodyFailed = false;
   try {
     values = await db.transaction().execute(async (tx) => {
       const settled = await Promise.allSettled(group.map((w) => w.body(tx)));
       return settled.map((s) => {
-        if (s.status === 'rejected') throw new BodyFailed();
-        return s.value;
+        if (s.status === 'fulfilled') return s.value;
+        bodyFailed = true;
+        throw new BodyFailed();
       });
     });
-  } catch {
-    await Promise.all(group.map(alone));
+  } catch (err) {
+    // A body failed: each again alone. The transaction itself failed (its BEGIN or COMMIT, a
+    // lost connection, whose commit may even have happened): each caller hears it, as a
+    // transaction of its own would have told it.
+    if (bodyFailed) await Promise.all(group.map(alone));
+    else for (const w of group) w.reject(err);
     return;
   }
   for (const [i, w] of group.entries()) w.resolve(values[i]);

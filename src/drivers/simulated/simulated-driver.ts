@@ -182,7 +182,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const need = { cpu: spec.cpu, ramGb: spec.ramGb, diskGb: spec.diskGb };
       // Room on a host, the VM and its addresses are taken together or not at all; the host's
       // row is written last (placeVm).
-      // With the creates of this turn, on PostgreSQL (transaction-group.ts): the body only writes.
+      // With the creates of this turn, on PostgreSQL (transaction-group.ts): the body is only the
+      // transaction's work, and may run twice.
       sleeper.ensureOpen('create');
       vm = await inGroupTransaction(db, async (tx) => {
         let addresses: string[] = [];
