@@ -9,12 +9,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { type KyselyPlugin, sql } from 'kysely';
+import { sql } from 'kysely';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import { gatedInsert, gatedUpdate, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { gatedEvents } from '../../src/store/repos/events.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { changed, finished, webhookOf } from '../helpers/events.ts';
+import { statementCounter } from '../helpers/statement-counter.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const NOW = 1_700_000_000_000;
@@ -423,21 +424,14 @@ for (const store of testStores()) {
     });
 
     test('guarded reads made together in one transaction: each answers for itself (one statement on PostgreSQL)', async () => {
-      let statements = 0;
-      const counter: KyselyPlugin = {
-        transformQuery: (a) => a.node,
-        transformResult: async (a) => {
-          statements++;
-          return a.result;
-        },
-      };
+      const counter = statementCounter();
       const { answers, counted } = await t.ctx.store.db.transaction().execute(async (tx) => {
         const db = tx.withPlugin(counter);
         const byName = (name: string) =>
           db.selectFrom('resellers').select(['id', 'name']).where('name', '=', name).compile();
         const stamp = (i: number, enabled: number) =>
           ({ table: 'resellers', set: { created_at: i + 1 }, where: { id: ids[i]!, enabled } }) as const;
-        statements = 0;
+        counter.reset();
         const answers = await Promise.all([
           readGated(db, stamp(0, 1), byName('shared')),
           // Its guard matches nothing (r1 is enabled): nothing read.
@@ -446,7 +440,7 @@ for (const store of testStores()) {
           readGated(db, stamp(2, 1), byName('nobody')),
           readGated(db, stamp(3, 1), byName('r7')),
         ]);
-        return { answers, counted: statements };
+        return { answers, counted: counter.count };
       });
       assert.deepEqual(
         answers.map((a) => `${a.changed} ${a.row?.name}`),

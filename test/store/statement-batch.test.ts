@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { Kysely, KyselyPlugin } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../../src/store/schema.ts';
 import { readTogether, updateTogether } from '../../src/store/statement-batch.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { statementCounter } from '../helpers/statement-counter.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const NOW = 1_700_000_000_000;
@@ -18,16 +19,9 @@ for (const store of testStores()) {
     let t: TestApp;
     /** The store's database, counting the statements it runs. */
     let db: Kysely<Database>;
-    let statements = 0;
+    const counter = statementCounter();
     before(async () => {
       t = await createTestApp({}, { demo: false, store });
-      const counter: KyselyPlugin = {
-        transformQuery: (a) => a.node,
-        transformResult: async (a) => {
-          statements++;
-          return a.result;
-        },
-      };
       db = t.ctx.store.db.withPlugin(counter);
     });
     after(() => t.close());
@@ -37,7 +31,7 @@ for (const store of testStores()) {
         .insertInto('resellers')
         .values(['a', 'b', 'c'].map((id) => ({ id, name: `name ${id}`, enabled: 1, created_at: NOW })))
         .execute();
-      statements = 0;
+      counter.reset();
     });
 
     const byId = (id: string) =>
@@ -67,7 +61,7 @@ for (const store of testStores()) {
         [['c=name c'], [], ['a=name a'], ['b=name b'], ['a=name a', 'b=name b', 'c=name c']],
       );
       // One statement for the four of one shape, one for the other.
-      assert.equal(statements, store === 'postgres' ? 2 : 5);
+      assert.equal(counter.count, store === 'postgres' ? 2 : 5);
     });
 
     test('updates: each caller gets its own count; two of one row are both made', async () => {
@@ -81,7 +75,7 @@ for (const store of testStores()) {
       assert.deepEqual(counts, [1, 0, 1, 1, 1]);
       assert.deepEqual(await enabled(), ['a:3', 'b:2', 'c:2']);
       // a's second update went apart from the first: one statement for four, one for it.
-      assert.equal(statements, store === 'postgres' ? 2 : 5);
+      assert.equal(counter.count, store === 'postgres' ? 2 : 5);
     });
 
     test('one that fails fails alone; the others are made', async () => {
