@@ -104,5 +104,26 @@ for (const store of testStores()) {
       );
       assert.deepEqual(await stored(), []);
     });
+
+    test('a commit that fails fails every caller: no body runs again, nothing is stored', async (c) => {
+      if (store !== 'postgres') return c.skip('SQLite: a plain transaction of its own');
+      const results = await Promise.allSettled(
+        ['a', 'b'].map((id) =>
+          inGroupTransaction(t.ctx.store.db, async (tx) => {
+            await insertRow(tx, 'resellers', reseller(id));
+            // a's rows break a deferred rule: checked, and refused, at COMMIT only.
+            if (id === 'a')
+              await sql`create temp table deferred_check (n int unique deferrable initially deferred) on commit drop;
+                insert into deferred_check values (1), (1)`.execute(tx);
+            return id;
+          }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['rejected', 'rejected'],
+      );
+      assert.deepEqual(await stored(), []);
+    });
   });
 }
