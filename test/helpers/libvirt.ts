@@ -200,10 +200,15 @@ export function consoleText(vmId: string, uri = 'qemu:///system'): string {
   }
 }
 
-/** The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. */
+/**
+ * The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. Only
+ * whole lines count: the log may be read while the guest is still writing one (a serial console
+ * is slow), and the text after the last newline is then a report cut short.
+ */
 export function guestReports(vmId: string, uri = 'qemu:///system'): Record<string, string>[] {
   return consoleText(vmId, uri)
     .split('\n')
+    .slice(0, -1)
     .filter((l) => l.startsWith('VRP-GUEST '))
     .map((l) =>
       Object.fromEntries(
