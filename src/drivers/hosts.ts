@@ -1,8 +1,10 @@
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
-import { gatedInsert, writeGated } from '../store/gated-write.ts';
+import { dialectOf } from '../store/dialect-of.ts';
+import { type GatedPart, gatedInsert, writeGated } from '../store/gated-write.ts';
 import { once } from '../store/once.ts';
+import { perTurn } from '../store/per-turn.ts';
 import { prepare, slot } from '../store/prepared.ts';
 import { newHostRow } from '../store/repos/hosts.ts';
 import type {
@@ -142,10 +144,75 @@ export async function placeVm(
     const taken = (await onHost?.(h.id)) ?? {};
     const row = { ...vm.row, ...taken, host_id: h.id } as Insertable<Database[typeof vm.table]>;
     // The reservation, and the VM's row only if it was made (one statement on PostgreSQL).
-    const reserved = reservation(db, h.id, need, { placeable: true });
-    if (await writeGated(db, reserved, [gatedInsert(vm.table, row)])) return h.id;
+    if (await reserveWith(db, h.id, need, gatedInsert(vm.table, row))) return h.id;
   }
   throw noRoom(need);
+}
+
+/** A placement waiting for its turn's end (reserveWith). */
+interface Waiting {
+  readonly hostId: string;
+  readonly need: Need;
+  readonly part: GatedPart;
+  resolve(reserved: boolean): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Reserves `need` on the host, and writes `part` (the VM's row) only if it did. On PostgreSQL
+ * the placements made on `db` in one turn (a transaction group's, transaction-group.ts) on one
+ * host, which all chose it from the same read, are one reservation of their sum with all their
+ * rows: one statement and one lock of the host's row where each took its own. If the sum does
+ * not fit, each is made alone, in turn, as before: those that fit are placed, the others go on
+ * to the next host. Elsewhere made at once.
+ */
+function reserveWith(db: Kysely<Database>, hostId: string, need: Need, part: GatedPart): Promise<boolean> {
+  if (dialectOf(db) !== 'postgres' || !(need.cpu > 0 && need.ramGb > 0 && need.diskGb > 0))
+    return writeGated(db, reservation(db, hostId, need, { placeable: true }), [part]);
+  return new Promise((resolve, reject) => placeInTurn(db, { hostId, need, part, resolve, reject }));
+}
+
+const placeInTurn = perTurn((db: Kysely<Database>, all: Waiting[]) => {
+  const byHost = new Map<string, Waiting[]>();
+  for (const w of all) byHost.set(w.hostId, [...(byHost.get(w.hostId) ?? []), w]);
+  for (const [hostId, waiting] of byHost) void placeAll(db, hostId, waiting);
+});
+
+/** reserveWith's placements on one host: their sum at once, else each alone. */
+async function placeAll(db: Kysely<Database>, hostId: string, waiting: readonly Waiting[]): Promise<void> {
+  if (waiting.length > 1) {
+    const sum = {
+      cpu: waiting.reduce((n, w) => n + w.need.cpu, 0),
+      ramGb: waiting.reduce((n, w) => n + w.need.ramGb, 0),
+      diskGb: waiting.reduce((n, w) => n + w.need.diskGb, 0),
+    };
+    try {
+      const reserved = reservation(db, hostId, sum, { placeable: true });
+      if (
+        await writeGated(
+          db,
+          reserved,
+          waiting.map((w) => w.part),
+        )
+      ) {
+        for (const w of waiting) w.resolve(true);
+        return;
+      }
+    } catch (err) {
+      // In a transaction, which the failure aborted: each caller is told, and the transaction's
+      // owner decides (a group makes each body again alone). Outside one: each alone, below.
+      if (db.isTransaction) {
+        for (const w of waiting) w.reject(err);
+        return;
+      }
+    }
+  }
+  for (const w of waiting) {
+    await writeGated(db, reservation(db, hostId, w.need, { placeable: true }), [w.part]).then(
+      w.resolve,
+      w.reject,
+    );
+  }
 }
 
 /**

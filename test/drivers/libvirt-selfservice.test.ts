@@ -47,14 +47,10 @@ function ed25519Key(): { line: string; blobSha256: string } {
 
 /** The guest's `n`th boot report (VRP-GUEST line) on its serial console log, once written whole. */
 function report(n: number): Promise<Record<string, string>> {
-  return waitUntil(
-    `boot report ${n} of the guest`,
-    () => guestReports(vmId)[n - 1],
-    {
-      everyMs: 250,
-      budgetMs: slowWaitMs(180_000),
-    },
-  );
+  return waitUntil(`boot report ${n} of the guest`, () => guestReports(vmId)[n - 1], {
+    everyMs: 250,
+    budgetMs: slowWaitMs(180_000),
+  });
 }
 
 /** A shell command in the guest through its agent, once the agent answers (it starts after the report). */

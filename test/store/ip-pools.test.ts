@@ -11,8 +11,10 @@ import type { Store } from '../../src/store/database.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { type AuditContext, systemAudit } from '../../src/store/repos/audit.ts';
 import { newHostRow } from '../../src/store/repos/hosts.ts';
-import { createPool, updatePool } from '../../src/store/repos/ip-pools.ts';
+import { takeFreeAddress } from '../../src/store/repos/ip-addresses.ts';
+import { createPool, rangeOf, updatePool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
+import { statementCounter } from '../helpers/statement-counter.ts';
 import { type StoreKind, storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const num = (a: string) => a.split('.').reduce((n, o) => n * 256 + Number(o), 0);
@@ -178,6 +180,54 @@ for (const kind of testStores()) {
         assert.match((await pool.allocateAll(vm, 'h1', 1)).ipv6?.prefix ?? '', /^2001:db8:9000:/);
       await assert.rejects(pool.allocateAll('vm-f', 'h1', 1), /No free IPv6 prefix in the pools of host h1/);
       assert.deepEqual(await heldBy('vm-f'), { ipv4: 0, ipv6: 0 });
+    }));
+
+  test(`takes of one turn in one transaction: each a different free address, in the order a take alone picks, none past the free ones (${kind})`, () =>
+    withPools(kind, ['h1'], async ({ store, pool, audit }) => {
+      // 192.0.2.0/29: .2 to .6 handed out; .2 taken and given back, so it comes last.
+      await createPool(
+        store.db,
+        { name: 'v4', family: 'ipv4', network: '192.0.2.0/29', hosts: ['h1'] },
+        Date.now(),
+        audit,
+      );
+      assert.deepEqual(await pool.allocate('vm-first', 'h1', 1), ['192.0.2.2']);
+      await pool.release('vm-first');
+      const record = await store.db
+        .selectFrom('ip_pools')
+        .selectAll()
+        .where('name', '=', 'v4')
+        .executeTakeFirstOrThrow();
+      const counter = statementCounter();
+      const vms = Array.from({ length: 8 }, (_, i) => `vm-${i}`);
+      const taken = await store.db.transaction().execute((tx) => {
+        const db = tx.withPlugin(counter);
+        return Promise.all(vms.map((vm) => takeFreeAddress(db, rangeOf(record), vm, 5000)));
+      });
+      assert.deepEqual(taken, [
+        '192.0.2.3',
+        '192.0.2.4',
+        '192.0.2.5',
+        '192.0.2.6',
+        '192.0.2.2',
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      // What the store holds is what each take was told.
+      const held = await store.db
+        .selectFrom('ip_addresses')
+        .select(['address', 'vm_id', 'allocated_at'])
+        .where('pool_id', '=', record.id)
+        .where('vm_id', 'is not', null)
+        .orderBy('vm_id')
+        .execute();
+      assert.deepEqual(
+        held.map((r) => `${r.vm_id} ${r.address} ${r.allocated_at}`),
+        taken.slice(0, 5).map((a, i) => `vm-${i} ${a} 5000`),
+      );
+      // PostgreSQL: the eight takes were one statement (statement-batch.ts); SQLite one each.
+      assert.equal(counter.count, kind === 'postgres' ? 1 : 8);
     }));
 
   test(`concurrent allocations from host pools: no IPv4 address and no IPv6 prefix twice, exhaustion refused (${kind})`, () =>

@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../dialect-of.ts';
 import { prepare, type Slot, slot } from '../prepared.ts';
 import type { Database } from '../schema.ts';
+import { gather, named } from '../statement-batch.ts';
 
 /**
  * The addresses an IPv4 pool hands out, as numbers: `first` to `last` (inclusive) of the pool's
@@ -92,12 +93,85 @@ export async function takeFreeAddress(
   at: number,
 ): Promise<string | undefined> {
   const values = { poolId: range.poolId, first: range.first, last: range.last, vmId, at };
-  // A range with exclusions has an `in` list, built per call; without (the usual), prepared.
+  // On PostgreSQL made with the takes of its range in this turn (takeTogether).
+  if (dialectOf(db) === 'postgres') return takeTogether(db, values, range.excluded);
+  return takeAlone(db, values, range.excluded);
+}
+
+/** One take's values. */
+interface TakeValues {
+  readonly poolId: string;
+  readonly first: number;
+  readonly last: number;
+  readonly vmId: string;
+  readonly at: number;
+}
+
+/** A take in a statement of its own: with exclusions an `in` list, built per call; without, prepared. */
+async function takeAlone(
+  db: Kysely<Database>,
+  v: TakeValues,
+  excluded: readonly number[],
+): Promise<string | undefined> {
   const row =
-    range.excluded.length > 0
-      ? await takeStatement(db, values, range.excluded).executeTakeFirst()
-      : await takePrepared.first(db, values);
+    excluded.length > 0
+      ? await takeStatement(db, v, excluded).executeTakeFirst()
+      : await takePrepared.first(db, v);
   return row?.address;
+}
+
+/**
+ * PostgreSQL: the takes of one range made on `db` in this turn (the placements of a transaction
+ * group, transaction-group.ts), as one statement (statement-batch.ts): as many of its next free
+ * addresses as there are takes, read and locked at once (skipping those other transactions
+ * hold), the k-th given to the k-th take. A take left without one (fewer free than takes) gets
+ * none, as a take alone would, and its caller looks on (hasFreeAddress).
+ */
+function takeTogether(
+  db: Kysely<Database>,
+  v: TakeValues,
+  excluded: readonly number[],
+): Promise<string | undefined> {
+  return new Promise((resolve, reject) =>
+    gather(db, {
+      shape: `take ${v.poolId} ${v.first} ${v.last} ${excluded.join()}`,
+      guardRow: v.vmId,
+      rows: [],
+      values: [v.poolId, v.first, v.last, [...excluded], v.vmId, v.at],
+      text: takeText,
+      settle: (rows: readonly { address: string; gate_i: number | string }[], index) =>
+        resolve(rows.find((r) => Number(r.gate_i) === index)?.address),
+      alone: () => takeAlone(db, v, excluded).then(resolve, reject),
+      reject,
+    }),
+  );
+}
+
+/**
+ * takeTogether's text for `count` takes of one range, six values each (pool, first, last,
+ * excluded addresses, VM, time). The range is the first take's (every take of a text has it:
+ * its shape); the others' are in `want` only so that every value has a type. The free addresses
+ * are numbered in the order a take alone reads them (takeStatement), the k-th for the k-th take.
+ */
+function takeText(count: number): string {
+  return named(`take ${count}`, () => {
+    const want = Array.from({ length: count }, (_, i) => {
+      const $ = (n: number) => `$${i * 6 + n}`;
+      return `(${i}, ${$(1)}::text, ${$(2)}::bigint, ${$(3)}::bigint, ${$(4)}::bigint[], ${$(5)}::text, ${$(6)}::bigint)`;
+    });
+    return (
+      `with want (k, pool_id, first_num, last_num, excluded, vm_id, at) as (values ${want.join(', ')}), ` +
+      'free as (select f.address_num, row_number() over (order by f.released_at, f.address_num) - 1 as k ' +
+      'from (select address_num, released_at from ip_addresses ' +
+      'where pool_id = $1 and vm_id is null and address_num >= $2 and address_num <= $3 ' +
+      'and address_num <> all($4) ' +
+      `order by pool_id, vm_id, released_at, address_num limit ${count} for update skip locked) as f) ` +
+      'update ip_addresses as a set vm_id = want.vm_id, allocated_at = want.at ' +
+      'from free join want on want.k = free.k ' +
+      'where a.address_num = free.address_num and a.vm_id is null ' +
+      'returning a.address, want.k as gate_i'
+    );
+  });
 }
 
 /** takeFreeAddress's statement, its values as they are or as slots. */

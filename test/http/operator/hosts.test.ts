@@ -12,6 +12,7 @@ import type { Database } from '../../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
+import { statementCounter } from '../../helpers/statement-counter.ts';
 import { testStores } from '../../helpers/stores.ts';
 
 const B = { 'x-envelope-variant': 'B' };
@@ -121,6 +122,71 @@ for (const store of testStores()) {
       await assert.rejects(placeVm(db, need, 'libvirt', libvirtVm('vm-place-3')), /No host has room/);
       assert.equal(await hostOf(db, 'vm-place-2'), undefined, 'no VM is recorded on a draining host');
       assert.equal(await hostOf(db, 'vm-place-3'), undefined);
+    });
+
+    test('placements of one turn in one transaction: each placed where it fits, none overbooked; on PostgreSQL one reservation of their sum', async () => {
+      const db = t.ctx.store.db;
+      const need = (ramGb: number) => ({ cpu: 1, ramGb, diskGb: 10 });
+      /** Places the VMs in one transaction, in one turn; their hosts, and what each host has in use. */
+      async function placeAll(pair: readonly [string, string], ids: readonly string[], ramGb: number) {
+        const counter = statementCounter();
+        const hosts = await db.transaction().execute((tx) => {
+          const on = tx.withPlugin(counter);
+          return Promise.all(ids.map((id) => placeVm(on, need(ramGb), 'libvirt', libvirtVm(id))));
+        });
+        const rows = await db
+          .selectFrom('hypervisor_hosts')
+          .selectAll()
+          .where('id', 'in', [...pair])
+          .orderBy('id')
+          .execute();
+        for (const h of rows) {
+          const mine = hosts.filter((x) => x === h.id).length;
+          assert.deepEqual(
+            [h.used_cpu, h.used_ram_gb, h.used_disk_gb],
+            [mine, mine * ramGb, mine * 10],
+            `${h.id} holds exactly the VMs placed on it`,
+          );
+          assert.ok(h.used_ram_gb <= h.ram_gb, `${h.id} is not overbooked`);
+        }
+        for (const [i, id] of ids.entries())
+          assert.equal(await hostOf(db, id), hosts[i], 'each VM recorded where it was reserved');
+        await db
+          .updateTable('hypervisor_hosts')
+          .set({ state: 'draining' })
+          .where('id', 'in', [...pair])
+          .execute();
+        return { hosts, statements: counter.count };
+      }
+      // RAM beyond every other test's hosts, so each pair is the only one with room (drained after).
+      await libvirtHosts(db, [
+        { id: 'sum-a', cpu: 64, ramGb: 1000, diskGb: 2000 },
+        { id: 'sum-b', cpu: 64, ramGb: 700, diskGb: 2000 },
+        { id: 'sum-c', cpu: 64, ramGb: 1000, diskGb: 2000 },
+        { id: 'sum-d', cpu: 64, ramGb: 700, diskGb: 2000 },
+      ]);
+      await db
+        .updateTable('hypervisor_hosts')
+        .set({ state: 'draining' })
+        .where('id', 'in', ['sum-c', 'sum-d'])
+        .execute();
+      // Four of 200 GB: their sum fits on sum-a, which has the most free RAM.
+      const fit = await placeAll(['sum-a', 'sum-b'], ['vm-sum-1', 'vm-sum-2', 'vm-sum-3', 'vm-sum-4'], 200);
+      await db
+        .updateTable('hypervisor_hosts')
+        .set({ state: 'active' })
+        .where('id', 'in', ['sum-c', 'sum-d'])
+        .execute();
+      // Four of 300 GB: their sum does not fit on sum-c; each alone: three there, one on sum-d.
+      const split = await placeAll(['sum-c', 'sum-d'], ['vm-sum-5', 'vm-sum-6', 'vm-sum-7', 'vm-sum-8'], 300);
+      assert.equal(split.hosts.length, 4, 'every VM placed');
+      if (store === 'postgres') {
+        // All four read the hosts in one statement and chose the same host; on SQLite each read
+        // comes after the reservations before it, so the host with the most free RAM varies.
+        assert.deepEqual(fit.hosts, ['sum-a', 'sum-a', 'sum-a', 'sum-a']);
+        assert.equal(fit.statements, 2, 'the hosts read, and one reservation of the sum with the four rows');
+        assert.deepEqual([...split.hosts].sort(), ['sum-c', 'sum-c', 'sum-c', 'sum-d']);
+      }
     });
 
     // What another placement, an operator or host health may change on the host chosen between
