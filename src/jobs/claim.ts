@@ -2,7 +2,7 @@ import { type Expression, type ExpressionBuilder, type Kysely, type QueryCreator
 import type { Store } from '../store/database.ts';
 import { prepare, type Slot, slot } from '../store/prepared.ts';
 import { type ClaimedJob, toClaimedJob } from '../store/repos/jobs.ts';
-import type { Database, ServiceTable } from '../store/schema.ts';
+import type { Database, JobTable, ServiceTable } from '../store/schema.ts';
 import { retryDelayMs, unfinishedError } from './attempts.ts';
 
 /**
@@ -11,10 +11,10 @@ import { retryDelayMs, unfinishedError } from './attempts.ts';
  * service's active job, then the job), which keeps one job at a time per service across any
  * number of workers and processes.
  *
- * On PostgreSQL the claim is one statement (as graphile-worker's): the candidates are read FOR
- * UPDATE SKIP LOCKED, jobs and services both, so concurrent workers pick different jobs instead
- * of racing for the same ones, and both updates run in the same statement, as compare-and-sets:
- * one round trip whatever the number of jobs. On SQLite the same steps run as three statements
+ * On PostgreSQL the claim is one statement per step of the queue (claimInSteps; one step
+ * usually), as graphile-worker's: the candidates are read FOR UPDATE SKIP LOCKED, jobs and
+ * services both, so concurrent workers pick different jobs instead of racing for the same ones,
+ * and both updates run in the same statement, as compare-and-sets. On SQLite the same steps run as three statements
  * in one transaction, which holds the file's write lock from its start (BEGIN IMMEDIATE): no
  * other writer, of this process or another, can change what it read before its updates.
  */
@@ -26,7 +26,7 @@ export async function claimJobs(
   leaseUntil: number,
 ): Promise<ClaimedJob[]> {
   const claim = { workerId, limit, now, leaseUntil };
-  if (store.features.skipLocked) return claimInOneStatement(store.db, claim);
+  if (store.features.skipLocked) return claimInSteps(store.db, claim);
   return store.db.transaction().execute((tx) => claimIn(tx, claim));
 }
 
@@ -42,17 +42,26 @@ interface Claim {
  * (service_id, seq) index: the status is compared as an expression no index holds, so the
  * planner cannot take a status index there instead (it did on PostgreSQL, whose statistics
  * rarely see a queued job, and read every queued job once per candidate).
+ *
+ * PostgreSQL's (`window`): only among the jobs of one step of the queue (claimInSteps), found
+ * by their keys, and the job's own status compared as an expression too, so that no plan can
+ * read the whole queue: the planner's statistics, taken when the queue was empty, put one
+ * queued job where a burst of orders has thousands, and it then joined and tested every queued
+ * job before sorting them (bench/FINDINGS.md, "A claim's cost and the queue's length").
  */
 function candidates(
   db: QueryCreator<Database>,
   c: { readonly now: Slot<number>; readonly limit: Slot<number> },
-  lock: boolean,
+  window?: Slot<readonly string[]>,
 ) {
   return db
     .selectFrom('jobs as j')
     .innerJoin('services as s', 's.id', 'j.service_id')
     .select(['j.id', 'j.service_id'])
-    .where('j.status', '=', 'queued')
+    .$if(window === undefined, (q) => q.where('j.status', '=', 'queued'))
+    .$if(window !== undefined, (q) =>
+      q.where(sql<string>`j.status || ''`, '=', 'queued').where('j.id', '=', sql<string>`any(${window})`),
+    )
     .where('j.run_at', '<=', c.now)
     .where('s.active_job_id', 'is', null)
     .where((eb) =>
@@ -69,7 +78,7 @@ function candidates(
     .orderBy('j.run_at')
     .orderBy('j.seq')
     .limit(c.limit)
-    .$if(lock, (q) => q.forUpdate(['j', 's']).skipLocked());
+    .$if(window !== undefined, (q) => q.forUpdate(['j', 's']).skipLocked());
 }
 
 /** The job's part of the claim: running, one attempt more, owned by the worker until the lease ends. */
@@ -93,10 +102,16 @@ function runningSet(c: {
  * (its columns would clash with the job's): the job's run reads it from there.
  */
 const claimStatement = prepare(
-  { workerId: slot<string>(), limit: slot<number>(), now: slot<number>(), leaseUntil: slot<number>() },
+  {
+    workerId: slot<string>(),
+    limit: slot<number>(),
+    now: slot<number>(),
+    leaseUntil: slot<number>(),
+    window: slot<readonly string[]>(),
+  },
   (db, c) =>
     db
-      .with('candidates', (db) => candidates(db, c, true))
+      .with('candidates', (db) => candidates(db, c, c.window))
       .with('taken', (db) =>
         db
           .updateTable('services as s')
@@ -115,9 +130,49 @@ const claimStatement = prepare(
       .returning('taken.service'),
 );
 
-async function claimInOneStatement(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
-  const { rows } = await claimStatement.execute(db, c);
-  return inQueueOrder(rows).map(({ service, ...job }) => toClaimedJob(job, service));
+/** How many queued jobs, in queue order, one step of PostgreSQL's claim looks among. */
+const stepSize = (limit: number) => Math.max(16, 2 * limit);
+
+/** The queued jobs due by `now` after the key (`run_at`, `seq`) given, in queue order: one step. */
+const queueStep = prepare(
+  { now: slot<number>(), runAt: slot<number>(), seq: slot<number>(), size: slot<number>() },
+  (db, c) =>
+    db
+      .selectFrom('jobs')
+      .select(['id', 'run_at', 'seq'])
+      .where('status', '=', 'queued')
+      .where('run_at', '<=', c.now)
+      .where((eb) => eb(eb.refTuple('run_at', 'seq'), '>', eb.tuple(c.runAt, c.seq)))
+      .orderBy('run_at')
+      .orderBy('seq')
+      .limit(c.size),
+);
+
+/**
+ * PostgreSQL's claim, a step of the queue at a time: the next queued jobs in queue order (the
+ * queue's index, read no further than the step), then the claim among them. A step whose jobs
+ * cannot run now (behind another of their service's, or locked by another claim) is followed by
+ * the next, until the claim has its jobs or the queue ends: no job waits behind a front that
+ * cannot move. Each step costs its own size, whatever the queue's length.
+ */
+async function claimInSteps(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
+  const size = stepSize(c.limit);
+  const claimed: (JobTable & { service: ServiceTable })[] = [];
+  let after = { runAt: -1, seq: -1 };
+  for (;;) {
+    const { rows: step } = await queueStep.execute(db, { now: c.now, ...after, size });
+    if (step.length === 0) break;
+    const { rows } = await claimStatement.execute(db, {
+      ...c,
+      limit: c.limit - claimed.length,
+      window: step.map((j) => j.id),
+    });
+    claimed.push(...rows);
+    const last = step.at(-1);
+    if (claimed.length >= c.limit || step.length < size || last === undefined) break;
+    after = { runAt: last.run_at, seq: last.seq };
+  }
+  return inQueueOrder(claimed).map(({ service, ...job }) => toClaimedJob(job, service));
 }
 
 /** An UPDATE returns its rows in no particular order: in the queue's. */
@@ -126,7 +181,7 @@ const inQueueOrder = <R extends { readonly run_at: number; readonly seq: number 
 
 /** SQLite's candidates, unlocked (the transaction holds the write lock). */
 const candidatesStatement = prepare({ now: slot<number>(), limit: slot<number>() }, (db, c) =>
-  candidates(db, c, false),
+  candidates(db, c),
 );
 
 /** SQLite's updates of the claim, for the jobs read (`in` lists: built per claim). */

@@ -117,6 +117,31 @@ for (const store of testStores()) {
         );
       }));
 
+    test('jobs that cannot run yet at the front of the queue hold back none behind them', () =>
+      withApp(store, async (t, token) => {
+        // Four services with ten jobs each (as many as a service may have waiting) first, then
+        // three services' creates.
+        const ops = ['create', ...Array.from({ length: 9 }, (_, i) => (i % 2 === 0 ? 'stop' : 'start'))];
+        const front = [];
+        for (const d of ['f1', 'f2', 'f3', 'f4'])
+          front.push(await serviceWithJobs(t, token, `${d}.example.com`, ops));
+        const behind = [];
+        for (const d of ['b1', 'b2', 'b3'])
+          behind.push(await serviceWithJobs(t, token, `${d}.example.com`, ['create']));
+        const now = t.ctx.clock.now();
+        const claim = () => claimJobs(t.ctx.store, 'w', 4, now, Date.now() + LEASE_MS);
+        assert.deepEqual(
+          (await claim()).map((j) => j.id),
+          front.map((f) => f.jobs[0]),
+        );
+        // The front's 36 other jobs wait for their services' running ones; PostgreSQL's claim
+        // looks among 16 a step, so its first two steps hold none it may take.
+        assert.deepEqual(
+          (await claim()).map((j) => j.id),
+          behind.map((b) => b.jobs[0]),
+        );
+      }));
+
     test('a first job waiting out a retry holds its line: the job behind it, though due, waits', () =>
       withApp(store, async (t, token) => {
         const s = await serviceWithJobs(t, token, 'retry.example.com', ['create', 'stop']);
