@@ -14,8 +14,8 @@ import { retryDelayMs, unfinishedError } from './attempts.ts';
  * On PostgreSQL the claim is one statement per step of the queue (claimInSteps; one step
  * usually), as graphile-worker's: the candidates are read FOR UPDATE SKIP LOCKED, jobs and
  * services both, so concurrent workers pick different jobs instead of racing for the same ones,
- * and both updates run in the same statement, as compare-and-sets. On SQLite the same steps run as three statements
- * in one transaction, which holds the file's write lock from its start (BEGIN IMMEDIATE): no
+ * and both updates run in the same statement, as compare-and-sets. On SQLite the same steps run
+ * as three statements in one transaction, which holds the file's write lock from its start (BEGIN IMMEDIATE): no
  * other writer, of this process or another, can change what it read before its updates.
  */
 export async function claimJobs(
@@ -133,16 +133,27 @@ const claimStatement = prepare(
 /** How many queued jobs, in queue order, one step of PostgreSQL's claim looks among. */
 const stepSize = (limit: number) => Math.max(16, 2 * limit);
 
-/** The queued jobs due by `now` after the key (`run_at`, `seq`) given, in queue order: one step. */
+/**
+ * The queued jobs due by `now` from the key (`run_at`, `seq`) given on, in queue order, but for
+ * those `seen` (jobs of one service have seqs of their own, so jobs of several services can share
+ * a key, and a step can end among them): one step.
+ */
 const queueStep = prepare(
-  { now: slot<number>(), runAt: slot<number>(), seq: slot<number>(), size: slot<number>() },
+  {
+    now: slot<number>(),
+    runAt: slot<number>(),
+    seq: slot<number>(),
+    seen: slot<readonly string[]>(),
+    size: slot<number>(),
+  },
   (db, c) =>
     db
       .selectFrom('jobs')
       .select(['id', 'run_at', 'seq'])
       .where('status', '=', 'queued')
       .where('run_at', '<=', c.now)
-      .where((eb) => eb(eb.refTuple('run_at', 'seq'), '>', eb.tuple(c.runAt, c.seq)))
+      .where((eb) => eb(eb.refTuple('run_at', 'seq'), '>=', eb.tuple(c.runAt, c.seq)))
+      .where('id', '<>', sql<string>`all(${c.seen})`)
       .orderBy('run_at')
       .orderBy('seq')
       .limit(c.size),
@@ -158,19 +169,18 @@ const queueStep = prepare(
 async function claimInSteps(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   const size = stepSize(c.limit);
   const claimed: (JobTable & { service: ServiceTable })[] = [];
-  let after = { runAt: -1, seq: -1 };
+  const seen: string[] = [];
+  let from = { runAt: -1, seq: -1 };
   for (;;) {
-    const { rows: step } = await queueStep.execute(db, { now: c.now, ...after, size });
+    const { rows: step } = await queueStep.execute(db, { now: c.now, ...from, seen, size });
     if (step.length === 0) break;
-    const { rows } = await claimStatement.execute(db, {
-      ...c,
-      limit: c.limit - claimed.length,
-      window: step.map((j) => j.id),
-    });
+    const window = step.map((j) => j.id);
+    const { rows } = await claimStatement.execute(db, { ...c, limit: c.limit - claimed.length, window });
     claimed.push(...rows);
     const last = step.at(-1);
     if (claimed.length >= c.limit || step.length < size || last === undefined) break;
-    after = { runAt: last.run_at, seq: last.seq };
+    seen.push(...window);
+    from = { runAt: last.run_at, seq: last.seq };
   }
   return inQueueOrder(claimed).map(({ service, ...job }) => toClaimedJob(job, service));
 }
