@@ -125,7 +125,8 @@ const claimStatement = prepare(
       .from('taken')
       .set(runningSet(c))
       .whereRef('jobs.id', '=', 'taken.job_id')
-      .where('jobs.status', '=', 'queued')
+      // As an expression, so that the jobs are found by key, never by the queue's index.
+      .where(sql<string>`jobs.status || ''`, '=', 'queued')
       .returningAll('jobs')
       .returning('taken.service'),
 );

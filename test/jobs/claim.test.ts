@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { CompiledQuery, sql } from 'kysely';
 import { claimJobs } from '../../src/jobs/claim.ts';
 import { findService } from '../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
@@ -241,3 +242,68 @@ for (const store of testStores()) {
       }));
   });
 }
+
+/** Rows of `table` a plan's nodes read (actual rows times loops), from EXPLAIN's JSON. */
+function rowsRead(node: Record<string, unknown>, table: string): number {
+  const own =
+    node['Relation Name'] === table ? Number(node['Actual Rows']) * Number(node['Actual Loops']) : 0;
+  const children = (node['Plans'] as Record<string, unknown>[] | undefined) ?? [];
+  return own + children.reduce((n, c) => n + rowsRead(c, table), 0);
+}
+
+describe('job claim (postgres): the queue read a step at a time', {
+  skip: testStores().includes('postgres') ? false : 'PostgreSQL only',
+}, () => {
+  test('statistics taken with the queue empty do not make a claim read the whole queue', () =>
+    withApp('postgres', async (t, token) => {
+      for (let i = 0; i < 300; i++) await serviceWithJobs(t, token, `queue${i}.example.com`, ['create']);
+      const db = t.ctx.store.db;
+      // The statistics of a quiet queue (every job finished), then the burst: 300 queued.
+      await db.updateTable('jobs').set({ status: 'succeeded' }).execute();
+      await sql`analyze`.execute(db);
+      await db.updateTable('jobs').set({ status: 'queued' }).execute();
+      // The claim's statements as sent (a view of the store that keeps each one).
+      const sent: CompiledQuery[] = [];
+      const seeing = new Proxy(db, {
+        get(target, p) {
+          if (p === 'executeQuery')
+            return (q: CompiledQuery) => {
+              sent.push(q);
+              return target.executeQuery(q);
+            };
+          const v: unknown = Reflect.get(target, p, target);
+          return typeof v === 'function' ? v.bind(target) : v;
+        },
+      });
+      const now = t.ctx.clock.now();
+      const claimed = await claimJobs(
+        { db: seeing, features: t.ctx.store.features },
+        'w',
+        4,
+        now,
+        Date.now() + LEASE_MS,
+      );
+      assert.equal(claimed.length, 4);
+      // Each statement again, explained with its actual rows, and undone.
+      await db.updateTable('jobs').set({ status: 'queued', locked_by: null }).execute();
+      await db.updateTable('services').set({ active_job_id: null }).execute();
+      assert.ok(sent.length > 0);
+      for (const q of sent) {
+        // Thrown to roll the explained statement's writes back, with what it read.
+        const undone = (read: number) => Object.assign(new Error('undone'), { read });
+        const read = await db
+          .transaction()
+          .execute(async (tx) => {
+            const plan = await tx.executeQuery<{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }>(
+              CompiledQuery.raw(`explain (analyze, format json) ${q.sql}`, [...q.parameters]),
+            );
+            throw undone(rowsRead(plan.rows[0]?.['QUERY PLAN'][0].Plan ?? {}, 'jobs'));
+          })
+          .catch((e: unknown) => (e instanceof Error && 'read' in e ? Number(e.read) : Promise.reject(e)));
+        assert.ok(
+          read <= 100,
+          `a claim's statement read ${read} job rows of 300 queued: ${q.sql.slice(0, 80)}`,
+        );
+      }
+    }));
+});
