@@ -174,18 +174,23 @@ function reserveWith(db: Kysely<Database>, hostId: string, need: Need, part: Gat
 
 const placeInTurn = perTurn((db: Kysely<Database>, all: Waiting[]) => {
   const byHost = new Map<string, Waiting[]>();
-  for (const w of all) byHost.set(w.hostId, [...(byHost.get(w.hostId) ?? []), w]);
+  for (const w of all) {
+    const list = byHost.get(w.hostId);
+    if (list) list.push(w);
+    else byHost.set(w.hostId, [w]);
+  }
   for (const [hostId, waiting] of byHost) void placeAll(db, hostId, waiting);
 });
 
 /** reserveWith's placements on one host: their sum at once, else each alone. */
 async function placeAll(db: Kysely<Database>, hostId: string, waiting: readonly Waiting[]): Promise<void> {
   if (waiting.length > 1) {
-    const sum = {
-      cpu: waiting.reduce((n, w) => n + w.need.cpu, 0),
-      ramGb: waiting.reduce((n, w) => n + w.need.ramGb, 0),
-      diskGb: waiting.reduce((n, w) => n + w.need.diskGb, 0),
-    };
+    const sum = { cpu: 0, ramGb: 0, diskGb: 0 };
+    for (const { need } of waiting) {
+      sum.cpu += need.cpu;
+      sum.ramGb += need.ramGb;
+      sum.diskGb += need.diskGb;
+    }
     try {
       const reserved = reservation(db, hostId, sum, { placeable: true });
       if (

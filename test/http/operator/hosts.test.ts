@@ -124,6 +124,13 @@ for (const store of testStores()) {
       assert.equal(await hostOf(db, 'vm-place-3'), undefined);
     });
 
+    const setState = (ids: readonly string[], state: 'active' | 'draining') =>
+      t.ctx.store.db
+        .updateTable('hypervisor_hosts')
+        .set({ state })
+        .where('id', 'in', [...ids])
+        .execute();
+
     test('placements of one turn in one transaction: each placed where it fits, none overbooked; on PostgreSQL one reservation of their sum', async () => {
       const db = t.ctx.store.db;
       const need = (ramGb: number) => ({ cpu: 1, ramGb, diskGb: 10 });
@@ -151,11 +158,7 @@ for (const store of testStores()) {
         }
         for (const [i, id] of ids.entries())
           assert.equal(await hostOf(db, id), hosts[i], 'each VM recorded where it was reserved');
-        await db
-          .updateTable('hypervisor_hosts')
-          .set({ state: 'draining' })
-          .where('id', 'in', [...pair])
-          .execute();
+        await setState(pair, 'draining');
         return { hosts, statements: counter.count };
       }
       // RAM beyond every other test's hosts, so each pair is the only one with room (drained after).
@@ -165,18 +168,10 @@ for (const store of testStores()) {
         { id: 'sum-c', cpu: 64, ramGb: 1000, diskGb: 2000 },
         { id: 'sum-d', cpu: 64, ramGb: 700, diskGb: 2000 },
       ]);
-      await db
-        .updateTable('hypervisor_hosts')
-        .set({ state: 'draining' })
-        .where('id', 'in', ['sum-c', 'sum-d'])
-        .execute();
+      await setState(['sum-c', 'sum-d'], 'draining');
       // Four of 200 GB: their sum fits on sum-a, which has the most free RAM.
       const fit = await placeAll(['sum-a', 'sum-b'], ['vm-sum-1', 'vm-sum-2', 'vm-sum-3', 'vm-sum-4'], 200);
-      await db
-        .updateTable('hypervisor_hosts')
-        .set({ state: 'active' })
-        .where('id', 'in', ['sum-c', 'sum-d'])
-        .execute();
+      await setState(['sum-c', 'sum-d'], 'active');
       // Four of 300 GB: their sum does not fit on sum-c; each alone: three there, one on sum-d.
       const split = await placeAll(['sum-c', 'sum-d'], ['vm-sum-5', 'vm-sum-6', 'vm-sum-7', 'vm-sum-8'], 300);
       assert.equal(split.hosts.length, 4, 'every VM placed');
@@ -187,6 +182,48 @@ for (const store of testStores()) {
         assert.equal(fit.statements, 2, 'the hosts read, and one reservation of the sum with the four rows');
         assert.deepEqual([...split.hosts].sort(), ['sum-c', 'sum-c', 'sum-c', 'sum-d']);
       }
+    });
+
+    test('placements of one turn, one of which cannot be written: outside a transaction only it fails; inside one, the transaction fails whole', async () => {
+      const db = t.ctx.store.db;
+      await libvirtHosts(db, [{ id: 'dup-a', cpu: 64, ramGb: 5000, diskGb: 2000 }]);
+      const used = async () =>
+        (
+          await db
+            .selectFrom('hypervisor_hosts')
+            .select('used_ram_gb')
+            .where('id', '=', 'dup-a')
+            .executeTakeFirstOrThrow()
+        ).used_ram_gb;
+      const need = { cpu: 1, ramGb: 1000, diskGb: 10 };
+      // vm-dup-1 is recorded already: a second row of it breaks the table's key.
+      assert.equal(await placeVm(db, need, 'libvirt', libvirtVm('vm-dup-1')), 'dup-a');
+      assert.equal(await used(), 1000);
+      // Outside a transaction (on PostgreSQL their sum's statement fails, then each is made alone).
+      const results = await Promise.allSettled([
+        placeVm(db, need, 'libvirt', libvirtVm('vm-dup-2')),
+        placeVm(db, need, 'libvirt', libvirtVm('vm-dup-1')),
+      ]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        ['fulfilled', 'rejected'],
+      );
+      assert.equal(await hostOf(db, 'vm-dup-2'), 'dup-a');
+      assert.equal(await used(), 2000, 'only the VM placed holds room');
+      // In one transaction: the failure is the transaction's, nothing of it stays.
+      await assert.rejects(
+        db
+          .transaction()
+          .execute((tx) =>
+            Promise.all([
+              placeVm(tx, need, 'libvirt', libvirtVm('vm-dup-3')),
+              placeVm(tx, need, 'libvirt', libvirtVm('vm-dup-1')),
+            ]),
+          ),
+      );
+      assert.equal(await hostOf(db, 'vm-dup-3'), undefined);
+      assert.equal(await used(), 2000, 'nothing reserved by the failed transaction');
+      await setState(['dup-a'], 'draining');
     });
 
     // What another placement, an operator or host health may change on the host chosen between
