@@ -26,19 +26,26 @@ export function createReadBatch<K, R>(o: {
   function flush(): void {
     const batch = waiting.splice(0, max);
     if (waiting.length > 0) setImmediate(flush);
-    if (batch.length === 1) {
-      const [w] = batch as [Waiting];
-      o.one(w.key).then(w.resolve, w.reject);
-      return;
+    void read(batch);
+  }
+
+  /**
+   * An async function: a read that throws before it returns its promise (node:sqlite's are
+   * synchronous) rejects its keys' promises, where it was thrown out of the setImmediate and
+   * ended the process.
+   */
+  async function read(batch: readonly Waiting[]): Promise<void> {
+    try {
+      if (batch.length === 1) {
+        const [w] = batch as [Waiting];
+        w.resolve(await o.one(w.key));
+        return;
+      }
+      const rows = await o.many(batch.map((w) => w.key));
+      for (const w of batch) w.resolve(rows.find((r) => o.matches(r, w.key)));
+    } catch (err) {
+      for (const w of batch) w.reject(err);
     }
-    o.many(batch.map((w) => w.key)).then(
-      (rows) => {
-        for (const w of batch) w.resolve(rows.find((r) => o.matches(r, w.key)));
-      },
-      (err: unknown) => {
-        for (const w of batch) w.reject(err);
-      },
-    );
   }
 
   return {

@@ -94,6 +94,30 @@ describe('read batches', () => {
     );
     await assert.rejects(batch.get({ owner: 'acme', id: 'a' }), /connection lost/);
   });
+
+  test('a read that throws before it returns a promise (node:sqlite reads are synchronous) fails its requests, not the process', async () => {
+    const thrown = new Error('database is locked');
+    const batch = createReadBatch<Key, Row>({
+      one: () => {
+        throw thrown;
+      },
+      many: () => {
+        throw thrown;
+      },
+      matches: (r, k) => r.id === k.id,
+    });
+    // Without the guard the error left flush's setImmediate: an uncaught exception ends the
+    // process (node:test reports it as this test's failure), and the promises never settle.
+    await assert.rejects(batch.get({ owner: 'acme', id: 'a' }), thrown);
+    const both = await Promise.allSettled([
+      batch.get({ owner: 'acme', id: 'a' }),
+      batch.get({ owner: 'acme', id: 'b' }),
+    ]);
+    assert.deepEqual(
+      both.map((g) => (g.status === 'rejected' ? g.reason : g.value)),
+      [thrown, thrown],
+    );
+  });
 });
 
 for (const store of testStores()) {
