@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { consoleText, poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
+import { consoleLines, poolVolumes, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 test('a real VM through the API: order, create, running, terminate', {
@@ -24,10 +24,7 @@ test('a real VM through the API: order, create, running, terminate', {
   assert.ok(domains.includes(`vrp-${id}`), 'the domain runs');
   let report = '';
   while (Date.now() < until && !report) {
-    report =
-      consoleText(id)
-        .split('\n')
-        .find((l) => l.startsWith('VRP-GUEST')) ?? '';
+    report = consoleLines(id).find((l) => l.startsWith('VRP-GUEST')) ?? '';
     if (!report) await new Promise((r) => setTimeout(r, 500));
   }
   assert.match(report, /hostname=vm1\.example\.com /, "the guest took the order's host name");

@@ -11,14 +11,14 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { consoleText, startLibvirtE2eOnTestHost } from '../helpers/libvirt.ts';
+import { consoleLines, startLibvirtE2eOnTestHost } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The console lines of VM `vmId` starting with `prefix` (read through libvirt), once there are at least `n`. */
-async function consoleLines(
+async function linesOf(
   uri: string,
   vmId: string,
   prefix: string,
@@ -26,9 +26,7 @@ async function consoleLines(
   until: number,
 ): Promise<string[]> {
   for (;;) {
-    const lines = consoleText(vmId, uri)
-      .split('\n')
-      .filter((l) => l.startsWith(prefix));
+    const lines = consoleLines(vmId, uri).filter((l) => l.startsWith(prefix));
     if (lines.length >= n || Date.now() > until) return lines;
     await sleep(300);
   }
@@ -53,7 +51,7 @@ async function provisioned(s: Started, until: number): Promise<{ id: string; con
   await s.api.ok('POST', `service/${id}/create`);
   await waitSettled(s, id, 'running', until);
   const consoleLog = id;
-  assert.equal((await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'the guest booted');
+  assert.equal((await linesOf(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'the guest booted');
   return { id, consoleLog };
 }
 
@@ -97,10 +95,10 @@ test('a running guest with the agent gets a new password at once, without a rebo
   const job = await resetPassword(s, id, 'Live-pass-word-7', until);
   assert.deepEqual(job.result, { password_applies: 'now' });
   assert.equal((await s.api.ok('GET', `service/${id}/details`)).password_applies, 'now');
-  const changed = await consoleLines(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, until);
+  const changed = await linesOf(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, until);
   assert.equal(changed.length, 1, 'the guest reported one password change');
   assert.match(changed[0]!, new RegExp(`user=root password_sha256=${sha256('Live-pass-word-7')}`));
-  assert.equal((await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'no reboot');
+  assert.equal((await linesOf(s.uri, consoleLog, 'VRP-GUEST ', 1, until)).length, 1, 'no reboot');
   await terminate(s, id, until);
 });
 
@@ -121,13 +119,13 @@ test('a guest without the agent gets the new password at its next boot', {
   assert.deepEqual(job.result, { password_applies: 'next_boot' });
   assert.equal((await s.api.ok('GET', `service/${id}/details`)).password_applies, 'next_boot');
   assert.deepEqual(
-    await consoleLines(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, Date.now()),
+    await linesOf(s.uri, consoleLog, 'VRP-GUEST-PASSWORD ', 1, Date.now()),
     [],
     'nothing set live',
   );
   await s.api.ok('POST', `service/${id}/restart`);
   await waitSettled(s, id, 'running', until);
-  const boots = await consoleLines(s.uri, consoleLog, 'VRP-GUEST ', 2, until);
+  const boots = await linesOf(s.uri, consoleLog, 'VRP-GUEST ', 2, until);
   assert.equal(boots.length, 2, 'the guest booted again');
   assert.match(
     boots[1]!,

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { sshKeyFingerprint } from '../../src/domain/ssh-keys.ts';
 import { launchBrowser, noBrowser, openPage } from '../helpers/browser.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
-import { consoleText, startLibvirtE2e } from '../helpers/libvirt.ts';
+import { consoleLines, consoleText, startLibvirtE2e } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
 
@@ -25,9 +25,9 @@ type Started = Awaited<ReturnType<typeof startLibvirtE2e>>;
 /** The guest's boot reports (`VRP-GUEST key=value ...` lines), parsed, once there are at least `n`. */
 async function reports(vmId: string, n: number, until: number): Promise<Record<string, string>[]> {
   for (;;) {
-    const lines = consoleText(vmId)
-      .split('\n')
-      .filter((l) => l.startsWith('VRP-GUEST ') && l.includes(' ssh_key_sha256='));
+    const lines = consoleLines(vmId).filter(
+      (l) => l.startsWith('VRP-GUEST ') && l.includes(' ssh_key_sha256='),
+    );
     if (lines.length >= n) {
       return lines.map((l) =>
         Object.fromEntries(

@@ -201,14 +201,17 @@ export function consoleText(vmId: string, uri = 'qemu:///system'): string {
 }
 
 /**
- * The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. Only
- * whole lines count: the log may be read while the guest is still writing one (a serial console
- * is slow), and the text after the last newline is then a report cut short.
+ * The whole lines of a VM's console log. The log may be read while the guest is still writing a
+ * line (a serial console is slow): the text after the last newline is then a line cut short, and
+ * does not count.
  */
+export function consoleLines(vmId: string, uri = 'qemu:///system'): string[] {
+  return consoleText(vmId, uri).split('\n').slice(0, -1);
+}
+
+/** The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. */
 export function guestReports(vmId: string, uri = 'qemu:///system'): Record<string, string>[] {
-  return consoleText(vmId, uri)
-    .split('\n')
-    .slice(0, -1)
+  return consoleLines(vmId, uri)
     .filter((l) => l.startsWith('VRP-GUEST '))
     .map((l) =>
       Object.fromEntries(
