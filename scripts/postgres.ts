@@ -57,6 +57,28 @@ const PG_TROUBLE =
   /PANIC|deadlock detected|was terminated by signal|terminating any other active server processes|out of memory|too many clients|remaining connection slots/;
 
 /**
+ * The log's trouble lines, each with what the server wrote after it about the same event: its
+ * DETAIL (for a deadlock, which processes waited for which locks, over several indented lines),
+ * HINT, CONTEXT and STATEMENT lines, so that a failed run's report names the statements.
+ */
+function troubleLines(log: string): string[] {
+  const out: string[] = [];
+  let pid: string | undefined;
+  for (const line of log.split('\n')) {
+    if (PG_TROUBLE.test(line)) {
+      out.push(line);
+      pid = /\[(\d+)\]/.exec(line)?.[1];
+    } else if (
+      pid !== undefined &&
+      (line.startsWith('\t') || new RegExp(`\\[${pid}\\] (DETAIL|HINT|CONTEXT|STATEMENT):`).test(line))
+    ) {
+      out.push(line);
+    } else pid = undefined;
+  }
+  return out;
+}
+
+/**
  * A throwaway PostgreSQL server. Tuned for speed (no fsync, asynchronous commit), except with
  * `durable`: then it is configured as in production (fsync, full page writes, synchronous
  * commit), a commit is acknowledged only once its WAL is on disk, and a crash of the server
@@ -101,9 +123,7 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     troubles() {
       if (stopped) return [];
       try {
-        return readFileSync(join(dir, 'log'), 'utf8')
-          .split('\n')
-          .filter((l) => PG_TROUBLE.test(l));
+        return troubleLines(readFileSync(join(dir, 'log'), 'utf8'));
       } catch {
         return [];
       }

@@ -1,7 +1,8 @@
 /**
  * The tests' PostgreSQL server reports what it went through (scripts/postgres.ts `troubles`),
  * which a failed `npm test` prints: here a deadlock between two transactions, which PostgreSQL
- * breaks by failing one of them, shows in it; a statement that merely fails does not.
+ * breaks by failing one of them, shows in it with the server's detail and the statement it
+ * failed; a statement that merely fails does not.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -37,6 +38,15 @@ test('a deadlock shows in the troubles of the tests’ PostgreSQL server; a fail
     assert.ok(
       troubles.some((l) => /deadlock detected/.test(l)),
       `the deadlock in the troubles: ${JSON.stringify(troubles)}`,
+    );
+    // With what PostgreSQL said of it: who waited for what, and the statement it failed.
+    assert.ok(
+      troubles.some((l) => /DETAIL: +Process \d+ waits for ShareLock on transaction/.test(l)),
+      `the deadlock's detail in the troubles: ${JSON.stringify(troubles)}`,
+    );
+    assert.ok(
+      troubles.some((l) => /STATEMENT: +update t set id = id where id = [12]/.test(l)),
+      `the failed statement in the troubles: ${JSON.stringify(troubles)}`,
     );
   } finally {
     await a.end();
