@@ -170,7 +170,7 @@ const queueStep = prepare(
 async function claimInSteps(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   const size = stepSize(c.limit);
   const claimed: (JobTable & { service: ServiceTable })[] = [];
-  const seen: string[] = [];
+  let seen: string[] = [];
   let from = { runAt: -1, seq: -1 };
   for (;;) {
     const { rows: step } = await queueStep.execute(db, { now: c.now, ...from, seen, size });
@@ -180,7 +180,10 @@ async function claimInSteps(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[
     claimed.push(...rows);
     const last = step.at(-1);
     if (claimed.length >= c.limit || step.length < size || last === undefined) break;
-    seen.push(...window);
+    // The next step starts at the last key; of the jobs already looked at, only those at that key
+    // could be read again (all of them if the whole step was at the key it started from).
+    const atLast = step.filter((j) => j.run_at === last.run_at && j.seq === last.seq).map((j) => j.id);
+    seen = last.run_at === from.runAt && last.seq === from.seq ? [...seen, ...atLast] : atLast;
     from = { runAt: last.run_at, seq: last.seq };
   }
   return inQueueOrder(claimed).map(({ service, ...job }) => toClaimedJob(job, service));
