@@ -143,32 +143,34 @@ for (const store of testStores()) {
         );
       }));
 
-    test('jobs of several services due at one moment: a step that ends among them misses none', () =>
-      withApp(store, async (t, token) => {
-        const services = [];
-        for (let i = 0; i < 20; i++)
-          services.push(await serviceWithJobs(t, token, `tie${i}.example.com`, ['create']));
-        const now = t.ctx.clock.now();
-        const db = t.ctx.store.db;
-        // All due at one moment, each its service's first job: one key (run_at, seq) for all.
-        await db
-          .updateTable('jobs')
-          .set({ run_at: now - 1000 })
-          .execute();
-        // Every service but the last has a job running (its own create stands for it here).
-        for (const s of services.slice(0, -1))
+    // 20: PostgreSQL's first step (16) ends among them; 40: two whole steps at the one key, so the
+    // third must leave out the jobs of both.
+    for (const n of [20, 40])
+      test(`jobs of ${n} services due at one moment: a step that ends among them misses none`, () =>
+        withApp(store, async (t, token) => {
+          const services = [];
+          for (let i = 0; i < n; i++)
+            services.push(await serviceWithJobs(t, token, `tie${i}.example.com`, ['create']));
+          const now = t.ctx.clock.now();
+          const db = t.ctx.store.db;
+          // All due at one moment, each its service's first job: one key (run_at, seq) for all.
           await db
-            .updateTable('services')
-            .set({ active_job_id: s.jobs[0]! })
-            .where('id', '=', s.id)
+            .updateTable('jobs')
+            .set({ run_at: now - 1000 })
             .execute();
-        // PostgreSQL's first step (16 of the 20) ends among jobs of the same key.
-        const claimed = await claimJobs(t.ctx.store, 'w', 4, now, Date.now() + LEASE_MS);
-        assert.deepEqual(
-          claimed.map((j) => j.id),
-          [services.at(-1)?.jobs[0]],
-        );
-      }));
+          // Every service but the last has a job running (its own create stands for it here).
+          for (const s of services.slice(0, -1))
+            await db
+              .updateTable('services')
+              .set({ active_job_id: s.jobs[0]! })
+              .where('id', '=', s.id)
+              .execute();
+          const claimed = await claimJobs(t.ctx.store, 'w', 4, now, Date.now() + LEASE_MS);
+          assert.deepEqual(
+            claimed.map((j) => j.id),
+            [services.at(-1)?.jobs[0]],
+          );
+        }));
 
     test('a first job waiting out a retry holds its line: the job behind it, though due, waits', () =>
       withApp(store, async (t, token) => {
