@@ -51,46 +51,6 @@ process.chdir(root); // the server runs `dist/main.js` relative to the working d
 /** The server as the launchers run it: the build of src/ (made now if it is not current). */
 const startBuilt = (env: Record<string, string>) => startServer(env, undefined, undefined, serverProgram());
 
-const { values: args } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    /** Comma-separated scenario keys; RESULTS.md is written only when all of them run. */
-    only: { type: 'string' },
-    /** Run the server with --cpu-prof into this directory (one profile per server process). */
-    profile: { type: 'string' },
-    /** Time every SQLite statement of the server (sql-timings.ts) into this directory. */
-    'sql-timings': { type: 'string' },
-    /** The tiny test template for the real-VM scenario (default: VRP_TEST_LIBVIRT_TEMPLATE). */
-    'libvirt-template': { type: 'string' },
-    /** sqlite, postgres or both (default): the stores every scenario runs on, in that order. */
-    store: { type: 'string', default: 'both' },
-    /** The connection counts every request scenario runs at (default 10,50). */
-    connections: { type: 'string', default: '10,50' },
-  },
-});
-const libvirtTemplate = args['libvirt-template'] || process.env['VRP_TEST_LIBVIRT_TEMPLATE'] || undefined;
-const quick = args.quick!;
-const STORES: StoreKind[] =
-  args.store === 'both'
-    ? ['sqlite', 'postgres']
-    : args.store === 'sqlite' || args.store === 'postgres'
-      ? [args.store]
-      : [];
-if (STORES.length === 0) throw new Error(`--store is sqlite, postgres or both, not ${args.store}`);
-const CONNECTIONS = args.connections!.split(',').map(Number);
-if (CONNECTIONS.some((c) => !Number.isInteger(c) || c < 1))
-  throw new Error(`--connections: ${args.connections}`);
-const SETTINGS = {
-  connections: CONNECTIONS,
-  duration: quick ? 3 : 5,
-  warmup: quick ? 0.5 : 1,
-  repeats: quick ? 2 : 3,
-  bigStore: quick ? 100_000 : 1_000_000,
-  smallStore: 1000,
-  /** Services driven order -> create -> running, and how many at once. */
-  pipeline: quick ? 500 : 2000,
-  pipelineConcurrency: 32,
-};
 const ALL = [
   'token',
   'version',
@@ -105,9 +65,77 @@ const ALL = [
   'ladder',
 ] as const;
 type Key = (typeof ALL)[number];
+const USAGE = `usage: npm run bench [-- OPTIONS]   (bench/README.md)
+  --quick               3 s runs, 2 repeats, 100,000 services (the full run: 5 s, 3, 1,000,000)
+  --only KEYS           comma-separated scenarios (RESULTS.md is written only when all run):
+                        ${ALL.join(', ')}
+  --store STORE         sqlite, postgres or both (default)
+  --connections LIST    the connection counts of the request scenarios (default 10,50)
+  --profile DIR         the server's CPU profiles (node --cpu-prof) into DIR
+  --sql-timings DIR     every SQLite statement of the server timed into DIR
+  --libvirt-template D  the tiny test template of the real-VM scenario
+  --help                this text`;
+
+/** A mistake in the command line: one line and the usage, no stack; exit status 2. */
+function usageError(message: string): never {
+  console.error(`bench: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+const parsed = (() => {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: 'boolean', default: false },
+        quick: { type: 'boolean', default: false },
+        /** Comma-separated scenario keys; RESULTS.md is written only when all of them run. */
+        only: { type: 'string' },
+        /** Run the server with --cpu-prof into this directory (one profile per server process). */
+        profile: { type: 'string' },
+        /** Time every SQLite statement of the server (sql-timings.ts) into this directory. */
+        'sql-timings': { type: 'string' },
+        /** The tiny test template for the real-VM scenario (default: VRP_TEST_LIBVIRT_TEMPLATE). */
+        'libvirt-template': { type: 'string' },
+        /** sqlite, postgres or both (default): the stores every scenario runs on, in that order. */
+        store: { type: 'string', default: 'both' },
+        /** The connection counts every request scenario runs at (default 10,50). */
+        connections: { type: 'string', default: '10,50' },
+      },
+    });
+  } catch (err) {
+    return usageError(err instanceof Error ? err.message : String(err));
+  }
+})();
+const args = parsed.values;
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const libvirtTemplate = args['libvirt-template'] || process.env['VRP_TEST_LIBVIRT_TEMPLATE'] || undefined;
+const quick = args.quick!;
+const STORES: StoreKind[] =
+  args.store === 'both'
+    ? ['sqlite', 'postgres']
+    : args.store === 'sqlite' || args.store === 'postgres'
+      ? [args.store]
+      : [];
+if (STORES.length === 0) usageError(`--store is sqlite, postgres or both, not ${args.store}`);
+const CONNECTIONS = args.connections!.split(',').map(Number);
+if (CONNECTIONS.some((c) => !Number.isInteger(c) || c < 1))
+  usageError(`--connections is a list of whole numbers of at least 1, not ${args.connections}`);
+const SETTINGS = {
+  connections: CONNECTIONS,
+  duration: quick ? 3 : 5,
+  warmup: quick ? 0.5 : 1,
+  repeats: quick ? 2 : 3,
+  bigStore: quick ? 100_000 : 1_000_000,
+  smallStore: 1000,
+  /** Services driven order -> create -> running, and how many at once. */
+  pipeline: quick ? 500 : 2000,
+  pipelineConcurrency: 32,
+};
 const only = args.only ? new Set(args.only.split(',')) : undefined;
-for (const k of only ?? [])
-  if (!(ALL as readonly string[]).includes(k)) throw new Error(`unknown scenario ${k}`);
+for (const k of only ?? []) if (!(ALL as readonly string[]).includes(k)) usageError(`unknown scenario ${k}`);
 const enabled = (k: Key) => !only || only.has(k);
 
 const BASE = '/vps_reseller_provider/public';
