@@ -231,20 +231,34 @@ async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   return inQueueOrder(claimed).map((job) => toClaimedJob(job, serviceById.get(job.service_id)));
 }
 
-/** Keeps this worker's running jobs owned. */
+/**
+ * Keeps this worker's running jobs owned. On PostgreSQL it never waits for a row: a job whose
+ * row another transaction holds (its own end, or a group of ends, being written) keeps the lease
+ * it has until the next extension (a third of a lease later). Waiting would lock the rows it
+ * reached first until that transaction ended, and a group of job ends that then wrote one of
+ * them would wait for it in turn: a deadlock, which PostgreSQL breaks after a second by failing
+ * one side.
+ */
 export async function extendLeases(
-  db: Kysely<Database>,
+  store: Pick<Store, 'db' | 'features'>,
   workerId: string,
   jobIds: string[],
   until: number,
 ): Promise<void> {
   if (jobIds.length === 0) return;
+  const { db } = store;
   await db
     .updateTable('jobs')
     .set({ locked_until: until })
-    .where('locked_by', '=', workerId)
-    .where('status', '=', 'running')
-    .where('id', 'in', jobIds)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('jobs as l')
+        .select('l.id')
+        .where('l.locked_by', '=', workerId)
+        .where('l.status', '=', 'running')
+        .where('l.id', 'in', jobIds)
+        .$if(store.features.skipLocked, (q) => q.forUpdate().skipLocked()),
+    )
     .execute();
 }
 

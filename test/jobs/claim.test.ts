@@ -6,10 +6,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
-import { claimJobs } from '../../src/jobs/claim.ts';
+import pg from 'pg';
+import { claimJobs, extendLeases } from '../../src/jobs/claim.ts';
 import { findService } from '../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { until } from '../helpers/job-worker.ts';
+import { lockWaiters } from '../helpers/pg-lock-waits.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const B = { 'x-envelope-variant': 'B' };
@@ -306,6 +309,100 @@ describe('job claim (postgres): the queue read a step at a time', {
           read <= 100,
           `a claim's statement read ${read} job rows of 300 queued: ${q.sql.slice(0, 80)}`,
         );
+      }
+    }));
+});
+
+/** The leases of `jobIds`, in that order. */
+const leases = async (t: TestApp, jobIds: string[]) => {
+  const rows = await t.ctx.store.db
+    .selectFrom('jobs')
+    .select(['id', 'locked_until'])
+    .where('id', 'in', jobIds)
+    .execute();
+  return jobIds.map((id) => Number(rows.find((r) => r.id === id)?.locked_until));
+};
+
+for (const store of testStores()) {
+  test(`a lease extension extends this worker's running jobs, and no other's (${store})`, () =>
+    withApp(store, async (t, token) => {
+      const a = await serviceWithJobs(t, token, 'lease-a.example.com', ['create', 'stop']);
+      const b = await serviceWithJobs(t, token, 'lease-b.example.com', ['create']);
+      const now = t.ctx.clock.now();
+      const first = Date.now() + LEASE_MS;
+      const mine = await claimJobs(t.ctx.store, 'worker-a', 1, now, first);
+      const theirs = await claimJobs(t.ctx.store, 'worker-b', 1, now, first);
+      assert.equal(mine.length, 1);
+      assert.equal(theirs.length, 1);
+      const later = first + 60_000;
+      // Asked for its own job, the other's and a queued one: only its own moves.
+      const queued = a.jobs[1]!;
+      await extendLeases(t.ctx.store, 'worker-a', [mine[0]!.id, theirs[0]!.id, queued], later);
+      assert.deepEqual(await leases(t, [mine[0]!.id, theirs[0]!.id]), [later, first]);
+      const q = await t.ctx.store.db
+        .selectFrom('jobs')
+        .select(['status', 'locked_until'])
+        .where('id', '=', queued)
+        .executeTakeFirstOrThrow();
+      assert.deepEqual({ ...q }, { status: 'queued', locked_until: null });
+      assert.ok([a.jobs[0], b.jobs[0]].includes(mine[0]!.id));
+    }));
+}
+
+describe('job claim (postgres): a lease extension never waits for a row', {
+  skip: testStores().includes('postgres') ? false : 'PostgreSQL only',
+}, () => {
+  test("a job whose row another transaction holds keeps its lease; the others' are extended at once", () =>
+    withApp('postgres', async (t, token) => {
+      const services = [];
+      for (let i = 0; i < 4; i++)
+        services.push(await serviceWithJobs(t, token, `held${i}.example.com`, ['create']));
+      const now = t.ctx.clock.now();
+      const first = Date.now() + LEASE_MS;
+      const jobs = (await claimJobs(t.ctx.store, 'worker-a', 10, now, first)).map((j) => j.id).sort();
+      assert.equal(jobs.length, 4);
+      // Another transaction holds the second and the fourth jobs' rows (as a group of job ends
+      // does while it writes them); an extension that waited for one would hold the rows it had
+      // reached, and the holder's next write of one of those would deadlock.
+      const held = [jobs[1]!, jobs[3]!];
+      const holder = new pg.Client(t.ctx.config.databaseUrl);
+      await holder.connect();
+      try {
+        await holder.query('begin');
+        await holder.query('update jobs set error = error where id = any($1)', [held]);
+        const later = first + 60_000;
+        let done = false;
+        let failed: unknown;
+        const extension = extendLeases(t.ctx.store, 'worker-a', jobs, later).then(
+          () => {
+            done = true;
+          },
+          (err: unknown) => {
+            done = true;
+            failed = err;
+          },
+        );
+        // Either it is done, or it waits for a lock (the holder's): the second is the fault.
+        await until(
+          async () => done || (await lockWaiters(holder)) > 0,
+          'the extension to end or to wait for a lock',
+        );
+        // Waiting for the holder's rows, it cannot have ended since.
+        const blocked = !done;
+        if (blocked) await holder.query('rollback');
+        await extension;
+        assert.equal(blocked, false, 'the extension waited for a row another transaction held');
+        assert.equal(failed, undefined);
+        // The held jobs keep the lease they had, until the next extension; the others have the new one.
+        assert.deepEqual(await leases(t, jobs), [later, first, later, first]);
+        // The holder's own writes of the rows go on and commit.
+        await holder.query('update jobs set error = error where id = any($1)', [jobs]);
+        await holder.query('commit');
+        await extendLeases(t.ctx.store, 'worker-a', jobs, later);
+        assert.deepEqual(await leases(t, jobs), [later, later, later, later]);
+      } finally {
+        await holder.query('rollback').catch(() => {});
+        await holder.end();
       }
     }));
 });

@@ -24,6 +24,7 @@ import { TASKS } from '../../src/jobs/tasks/index.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
 import { until, withRunningService } from '../helpers/job-worker.ts';
+import { lockWaiters } from '../helpers/pg-lock-waits.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const stores = testStores().filter((s) => s === 'postgres');
@@ -48,18 +49,9 @@ async function holdingTheRow(
   const holder = new pg.Client(url);
   await holder.connect();
   try {
-    const waiting = async () =>
-      Number(
-        (
-          await holder.query(
-            `select count(*) as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock'`,
-          )
-        ).rows[0].n,
-      );
     await holder.query('begin');
     await holder.query('select 1 from services where id = $1 for update', [serviceId]);
-    await meanwhile((n, what) => until(async () => (await waiting()) >= n, what));
+    await meanwhile((n, what) => until(async () => (await lockWaiters(holder)) >= n, what));
     await holder.query('commit');
   } finally {
     await holder.query('rollback').catch(() => {});
