@@ -42,6 +42,7 @@ const MIGRATIONS = [
   '029-service-search',
   '030-billing-id',
   '031-domain-search-pending',
+  '032-event-locks-in-order',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -6,10 +6,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import type { NewEvent } from '../../src/domain/events.ts';
 import { listEvents, recordEvents } from '../../src/store/repos/events.ts';
 import { createTestApp } from '../helpers/app.ts';
+import { until } from '../helpers/job-worker.ts';
+import { lockWaiters } from '../helpers/pg-lock-waits.ts';
 
 const finished = (job: string): NewEvent => ({
   type: 'job.finished',
@@ -105,6 +108,42 @@ test("PostgreSQL: concurrent transactions of two resellers: each feed in commit 
         and database = (select oid from pg_database where datname = current_database())`.execute(db);
     assert.equal(locks.rows[0]!.n, 0);
   } finally {
+    await t.close();
+  }
+});
+
+test("PostgreSQL: transactions with several resellers' events, recorded in opposite orders, both commit (no deadlock)", {
+  skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
+}, async () => {
+  const t = await createTestApp({}, { store: 'postgres', demo: false });
+  // Holds the third reseller's event lock (the key migration 014's trigger takes) while both
+  // transactions reach their commits, so that each has taken what it takes before it.
+  const barrier = new pg.Client(t.ctx.config.databaseUrl);
+  await barrier.connect();
+  try {
+    const db = t.ctx.store.db;
+    const [a, b, c] = await Promise.all(
+      ['acme', 'globex', 'initech'].map(async (name) => (await ensureReseller(db, name, Date.now())).id),
+    );
+    await barrier.query('select pg_advisory_lock(1987211365, hashtext($1))', [c]);
+    // A transaction group's job ends of several resellers record their events in the order
+    // the jobs ended: here one records a, c, b and the other b, c, a.
+    const inOrder = (order: string[], tag: string) =>
+      db.transaction().execute(async (tx) => {
+        for (const r of order) await recordEvents(tx, r, [finished(`${tag}-${r}`)], Date.now());
+      });
+    const both = Promise.allSettled([inOrder([a!, c!, b!], 'one'), inOrder([b!, c!, a!], 'two')]);
+    await until(async () => (await lockWaiters(barrier)) >= 2, 'both commits to wait for a lock');
+    await barrier.query('select pg_advisory_unlock(1987211365, hashtext($1))', [c]);
+    const [one, two] = await both;
+    assert.equal(one.status, 'fulfilled', one.status === 'rejected' ? String(one.reason) : '');
+    assert.equal(two.status, 'fulfilled', two.status === 'rejected' ? String(two.reason) : '');
+    for (const r of [a!, b!, c!]) {
+      const feed = (await listEvents(db, r, undefined, 10))!.map((e) => JSON.parse(e.data).job_id).sort();
+      assert.deepEqual(feed, [`one-${r}`, `two-${r}`]);
+    }
+  } finally {
+    await barrier.end();
     await t.close();
   }
 });
