@@ -271,13 +271,18 @@ export async function extendLeases(
  * kills its worker would otherwise take the next one down at once); they run again from the
  * start, and the driver's idempotent operations find and finish the work already done. The
  * claim counts the attempt, so a job whose workers keep dying ends failed (see run-job.ts).
+ *
+ * On PostgreSQL a recovery never waits for a row: a job whose row, or whose service's row,
+ * another transaction holds is being written by a worker that is alive (its end, late), and is
+ * left to the next round. Waiting for one while holding the other could deadlock with that end.
  */
 export async function recoverExpiredJobs(
-  db: Kysely<Database>,
+  store: Pick<Store, 'db' | 'features'>,
   realNow: number,
   now: number,
   retryBaseMs: number,
 ): Promise<number> {
+  const { db } = store;
   const expired = await db
     .selectFrom('jobs')
     .select(['id', 'service_id', 'attempts'])
@@ -287,6 +292,7 @@ export async function recoverExpiredJobs(
   let n = 0;
   for (const e of expired) {
     await db.transaction().execute(async (tx) => {
+      if (store.features.skipLocked && !(await lockedWithoutWaiting(tx, e.service_id, e.id))) return;
       const r = await tx
         .updateTable('jobs')
         .set({
@@ -311,4 +317,28 @@ export async function recoverExpiredJobs(
     });
   }
   return n;
+}
+
+/** Locks the service's row and the job's (PostgreSQL), unless another transaction holds one: then false. */
+async function lockedWithoutWaiting(
+  tx: Kysely<Database>,
+  serviceId: string,
+  jobId: string,
+): Promise<boolean> {
+  const service = await tx
+    .selectFrom('services')
+    .select('id')
+    .where('id', '=', serviceId)
+    .forUpdate()
+    .skipLocked()
+    .executeTakeFirst();
+  if (!service) return false;
+  const job = await tx
+    .selectFrom('jobs')
+    .select('id')
+    .where('id', '=', jobId)
+    .forUpdate()
+    .skipLocked()
+    .executeTakeFirst();
+  return job !== undefined;
 }

@@ -90,7 +90,7 @@ export function createWorker(o: WorkerOptions): Worker {
 
   async function maintenance(now: number) {
     await extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs);
-    const recovered = await recoverExpiredJobs(o.store.db, Date.now(), now, o.retryBaseMs);
+    const recovered = await recoverExpiredJobs(o.store, Date.now(), now, o.retryBaseMs);
     if (recovered > 0) o.log.warn({ recovered }, 'recovered jobs whose worker stopped');
   }
 

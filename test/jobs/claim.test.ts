@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CompiledQuery, sql } from 'kysely';
 import pg from 'pg';
-import { claimJobs, extendLeases } from '../../src/jobs/claim.ts';
+import { claimJobs, extendLeases, recoverExpiredJobs } from '../../src/jobs/claim.ts';
 import { findService } from '../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
@@ -349,6 +349,24 @@ for (const store of testStores()) {
     }));
 }
 
+/**
+ * Runs `work` while `holder` (a PostgreSQL connection in a transaction) holds rows: whether it
+ * waited for a lock. If it did, the holder's transaction is rolled back so that it can end.
+ */
+async function waitedForLock(holder: pg.Client, work: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  const settled = work.finally(() => {
+    done = true;
+  });
+  settled.catch(() => {});
+  await until(async () => done || (await lockWaiters(holder)) > 0, 'the work to end or to wait for a lock');
+  // Waiting for the holder's rows, it cannot have ended since.
+  const blocked = !done;
+  if (blocked) await holder.query('rollback');
+  await settled;
+  return blocked;
+}
+
 describe('job claim (postgres): a lease extension never waits for a row', {
   skip: testStores().includes('postgres') ? false : 'PostgreSQL only',
 }, () => {
@@ -371,28 +389,8 @@ describe('job claim (postgres): a lease extension never waits for a row', {
         await holder.query('begin');
         await holder.query('update jobs set error = error where id = any($1)', [held]);
         const later = first + 60_000;
-        let done = false;
-        let failed: unknown;
-        const extension = extendLeases(t.ctx.store, 'worker-a', jobs, later).then(
-          () => {
-            done = true;
-          },
-          (err: unknown) => {
-            done = true;
-            failed = err;
-          },
-        );
-        // Either it is done, or it waits for a lock (the holder's): the second is the fault.
-        await until(
-          async () => done || (await lockWaiters(holder)) > 0,
-          'the extension to end or to wait for a lock',
-        );
-        // Waiting for the holder's rows, it cannot have ended since.
-        const blocked = !done;
-        if (blocked) await holder.query('rollback');
-        await extension;
+        const blocked = await waitedForLock(holder, extendLeases(t.ctx.store, 'worker-a', jobs, later));
         assert.equal(blocked, false, 'the extension waited for a row another transaction held');
-        assert.equal(failed, undefined);
         // The held jobs keep the lease they had, until the next extension; the others have the new one.
         assert.deepEqual(await leases(t, jobs), [later, first, later, first]);
         // The holder's own writes of the rows go on and commit.
@@ -404,5 +402,56 @@ describe('job claim (postgres): a lease extension never waits for a row', {
         await holder.query('rollback').catch(() => {});
         await holder.end();
       }
+    }));
+});
+
+describe('job claim (postgres): a recovery of expired jobs never waits for a row', {
+  skip: testStores().includes('postgres') ? false : 'PostgreSQL only',
+}, () => {
+  test("a job whose row or whose service's row another transaction holds is left to the next round", () =>
+    withApp('postgres', async (t, token) => {
+      const { id } = await serviceWithJobs(t, token, 'expired.example.com', ['create']);
+      const now = t.ctx.clock.now();
+      // Claimed by a worker whose lease is over already.
+      const [job] = await claimJobs(t.ctx.store, 'late-worker', 1, now, Date.now() - 1);
+      assert.ok(job);
+      const status = async () =>
+        (
+          await t.ctx.store.db
+            .selectFrom('jobs')
+            .select('status')
+            .where('id', '=', job.id)
+            .executeTakeFirstOrThrow()
+        ).status;
+      for (const [what, lock] of [
+        ['service', `select 1 from services where id = $1 for update`],
+        ['job', `select 1 from jobs where id = $1 for update`],
+      ] as const) {
+        const holder = new pg.Client(t.ctx.config.databaseUrl);
+        await holder.connect();
+        try {
+          await holder.query('begin');
+          await holder.query(lock, [what === 'service' ? id : job.id]);
+          let recovered: number | undefined;
+          const recovery = recoverExpiredJobs(t.ctx.store, Date.now(), now, 1000).then((n) => {
+            recovered = n;
+          });
+          assert.equal(
+            await waitedForLock(holder, recovery),
+            false,
+            `the recovery waited for the ${what}'s row`,
+          );
+          assert.equal(recovered, 0);
+          assert.equal(await status(), 'running');
+          await holder.query('commit');
+        } finally {
+          await holder.query('rollback').catch(() => {});
+          await holder.end();
+        }
+      }
+      // Nothing held: recovered.
+      assert.equal(await recoverExpiredJobs(t.ctx.store, Date.now(), now, 1000), 1);
+      assert.equal(await status(), 'queued');
+      assert.equal(await activeJob(t, id), null);
     }));
 });

@@ -132,7 +132,7 @@ for (const store of testStores()) {
         // A worker claims the job and dies at once: its lease is already over.
         const [job] = await claimJobs(s.t.ctx.store, 'dead-worker', 1, now, Date.now() - 1);
         assert.ok(job);
-        assert.equal(await recoverExpiredJobs(s.t.ctx.store.db, Date.now(), now, 60_000), 1);
+        assert.equal(await recoverExpiredJobs(s.t.ctx.store, Date.now(), now, 60_000), 1);
         const row = await s.t.ctx.store.db
           .selectFrom('jobs')
           .select(['status', 'run_at'])
