@@ -325,20 +325,14 @@ async function lockedWithoutWaiting(
   serviceId: string,
   jobId: string,
 ): Promise<boolean> {
-  const service = await tx
-    .selectFrom('services')
-    .select('id')
-    .where('id', '=', serviceId)
-    .forUpdate()
+  const both = await tx
+    .selectFrom('services as s')
+    .innerJoin('jobs as j', 'j.service_id', 's.id')
+    .select('j.id')
+    .where('s.id', '=', serviceId)
+    .where('j.id', '=', jobId)
+    .forUpdate(['s', 'j'])
     .skipLocked()
     .executeTakeFirst();
-  if (!service) return false;
-  const job = await tx
-    .selectFrom('jobs')
-    .select('id')
-    .where('id', '=', jobId)
-    .forUpdate()
-    .skipLocked()
-    .executeTakeFirst();
-  return job !== undefined;
+  return both !== undefined;
 }
