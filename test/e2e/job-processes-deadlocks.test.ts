@@ -8,7 +8,6 @@
  * twenty-fourth session).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,12 @@ import pg from 'pg';
 import { ensureReseller, registerApplication } from '../../src/auth/applications.ts';
 import { waitUntil } from '../helpers/budget.ts';
 import { API, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import {
+  type ServerProcess,
+  startServer,
+  startWorker,
+  type WorkerProcess,
+} from '../helpers/server-process.ts';
 import { createPgDatabase } from '../helpers/stores.ts';
 
 const RESELLERS = ['acme', 'globex', 'initech'];
@@ -32,20 +36,11 @@ test('PostgreSQL: three resellers, an API and two worker processes: every job su
   const pgDb = await createPgDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-deadlocks-'));
   let api: ServerProcess | undefined;
-  const workers: ChildProcess[] = [];
-  let workerLog = '';
-  const stopWorkers = () =>
-    Promise.all(
-      workers.map(async (w) => {
-        if (w.exitCode !== null || w.signalCode !== null) return;
-        const exited = new Promise((r) => w.once('exit', r));
-        w.kill('SIGTERM');
-        await exited;
-      }),
-    );
+  const workers: WorkerProcess[] = [];
+  const workerLog = () => workers.map((w) => w.output()).join('');
   after(async () => {
     await api?.kill();
-    for (const w of workers) if (w.exitCode === null) w.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.stop('SIGKILL')));
     await pgDb.drop();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -66,19 +61,7 @@ test('PostgreSQL: three resellers, an API and two worker processes: every job su
     VRP_WORKER_CONCURRENCY: '32',
   };
   api = await startServer({ ...env, VRP_ROLE: 'api' });
-  for (let i = 0; i < 2; i++) {
-    const w = spawn(process.execPath, ['src/main.ts'], {
-      env: { ...process.env, VRP_LOG_LEVEL: 'warn', ...env, VRP_ROLE: 'worker' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    w.stdout!.on('data', (d) => {
-      workerLog += String(d);
-    });
-    w.stderr!.on('data', (d) => {
-      workerLog += String(d);
-    });
-    workers.push(w);
-  }
+  workers.push(startWorker(env), startWorker(env));
 
   // Each reseller orders its services, a few at a time, and asks for a create, a stop, a start
   // and a restart of each: jobs of all three resellers end in the same moments.
@@ -126,7 +109,7 @@ test('PostgreSQL: three resellers, an API and two worker processes: every job su
     await waitUntil(
       'every job to end',
       async () => (await count(`select count(*) as n from jobs where status in ('queued', 'running')`)) === 0,
-    ).catch((err: Error) => assert.fail(`${err.message}; the workers logged:\n${workerLog}`));
+    ).catch((err: Error) => assert.fail(`${err.message}; the workers logged:\n${workerLog()}`));
     const jobs = await db.query<{ status: string; n: string }>(
       'select status, count(*) as n from jobs group by status',
     );
@@ -138,7 +121,7 @@ test('PostgreSQL: three resellers, an API and two worker processes: every job su
 
     // A backend reports what it counted to the statistics at the latest when it exits: the
     // processes stop, and their connections' backends with them.
-    await stopWorkers();
+    await Promise.all(workers.map((w) => w.stop()));
     await api.stop();
     await waitUntil(
       'the servers’ connections to close',
@@ -151,7 +134,7 @@ test('PostgreSQL: three resellers, an API and two worker processes: every job su
     assert.equal(
       await count('select deadlocks as n from pg_stat_database where datname = current_database()'),
       0,
-      `PostgreSQL detected deadlocks; the workers logged:\n${workerLog}`,
+      `PostgreSQL detected deadlocks; the workers logged:\n${workerLog()}`,
     );
   } finally {
     await db.end();

@@ -5,7 +5,6 @@
  * was woken for.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +14,12 @@ import pg from 'pg';
 import { type PostgresServer, startPostgres } from '../../scripts/postgres.ts';
 import { WAIT_MS, waitUntil } from '../helpers/budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
-import { type ServerProcess, startServer } from '../helpers/server-process.ts';
+import {
+  type ServerProcess,
+  startServer,
+  startWorker,
+  type WorkerProcess,
+} from '../helpers/server-process.ts';
 
 test('PostgreSQL: a worker process wakes for jobs an API process queues, also after PostgreSQL restarts', {
   skip: !process.env['VRP_TEST_PG_URL'] && 'needs npm test (PostgreSQL)',
@@ -23,14 +27,10 @@ test('PostgreSQL: a worker process wakes for jobs an API process queues, also af
   const postgres: PostgresServer = await startPostgres();
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-wakeups-'));
   let api: ServerProcess | undefined;
-  let worker: ChildProcess | undefined;
-  let workerLog = '';
+  let worker: WorkerProcess | undefined;
   after(async () => {
     await api?.kill();
-    if (worker && worker.exitCode === null) {
-      worker.kill('SIGKILL');
-      await new Promise((r) => worker!.once('exit', r));
-    }
+    await worker?.stop('SIGKILL');
     postgres.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -45,21 +45,13 @@ test('PostgreSQL: a worker process wakes for jobs an API process queues, also af
     VRP_LOG_LEVEL: 'info',
   };
   api = await startServer({ ...env, VRP_ROLE: 'api' });
-  worker = spawn(process.execPath, ['src/main.ts'], {
-    env: { ...process.env, ...env, VRP_ROLE: 'worker' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  worker.stdout!.on('data', (d) => {
-    workerLog += String(d);
-  });
-  worker.stderr!.on('data', (d) => {
-    workerLog += String(d);
-  });
+  worker = startWorker(env);
+  const workerLog = worker.output;
   const client = apiClient(() => api!.url, await fetchToken(api.url, app));
   // The worker listens before the job is queued: a notification sent earlier would reach nobody.
   /** A failed wait names what the worker logged. */
-  const withLog = (err: Error) => assert.fail(`${err.message}; the worker logged:\n${workerLog}`);
-  await waitUntil('the worker to start', () => workerLog.includes('worker-only process')).catch(withLog);
+  const withLog = (err: Error) => assert.fail(`${err.message}; the worker logged:\n${workerLog()}`);
+  await waitUntil('the worker to start', () => workerLog().includes('worker-only process')).catch(withLog);
   const db = new pg.Client({ connectionString: postgres.url });
   await db.connect();
   try {
@@ -95,8 +87,8 @@ test('PostgreSQL: a worker process wakes for jobs an API process queues, also af
     everyMs: 100,
   });
   await waitUntil('the worker to listen again', () =>
-    workerLog.includes('job notifications: listening again'),
+    workerLog().includes('job notifications: listening again'),
   ).catch(withLog);
   await provision('wake2.example.com');
-  assert.equal(worker.exitCode, null, 'the worker did not crash');
+  assert.equal(worker.child.exitCode, null, 'the worker did not crash');
 });

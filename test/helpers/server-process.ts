@@ -142,3 +142,38 @@ export async function startServers(
   if (failed) throw failed.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<ServerProcess>).value);
 }
+
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stderr/stdout. */
+  output(): string;
+  /** Sends `signal` (SIGTERM: a graceful stop) unless it has exited; resolves when it has. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * A worker-only process (`VRP_ROLE=worker`, which does not listen) of this checkout's source,
+ * what it writes kept; at `warn` unless `env` says otherwise.
+ */
+export function startWorker(env: Record<string, string>): WorkerProcess {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, 'src/main.ts'], {
+    env: { ...process.env, ...SERVER_ENV, VRP_LOG_LEVEL: 'warn', ...env, VRP_ROLE: 'worker' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    output: () => out,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
