@@ -83,18 +83,12 @@ export async function startServer(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  child.stdout?.on('data', (d) => {
-    out += d;
-  });
-  child.stderr?.on('data', (d) => {
-    out += d;
-  });
+  const output = keptOutput(child);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${out}`);
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
     try {
       const res = await fetch(`${url}/healthz`);
       if (res.ok) break;
@@ -103,7 +97,7 @@ export async function startServer(
     }
     if (Date.now() > until) {
       child.kill('SIGKILL');
-      throw new Error(`server did not start within ${timeoutMs} ms:\n${out}`);
+      throw new Error(`server did not start within ${timeoutMs} ms:\n${output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -115,7 +109,7 @@ export async function startServer(
     url,
     port,
     child,
-    output: () => out,
+    output,
     kill,
     stop: () => kill('SIGTERM'),
   };
@@ -160,6 +154,20 @@ export function startWorker(env: Record<string, string>): WorkerProcess {
     env: { ...process.env, ...SERVER_ENV, VRP_LOG_LEVEL: 'warn', ...env, VRP_ROLE: 'worker' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const output = keptOutput(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    child,
+    output,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** What `child` writes to stdout and stderr, kept as it comes. */
+function keptOutput(child: ChildProcess): () => string {
   let out = '';
   child.stdout?.on('data', (d) => {
     out += d;
@@ -167,13 +175,5 @@ export function startWorker(env: Record<string, string>): WorkerProcess {
   child.stderr?.on('data', (d) => {
     out += d;
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    child,
-    output: () => out,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-    },
-  };
+  return () => out;
 }
