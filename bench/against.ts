@@ -1,0 +1,193 @@
+/**
+ * The bench's scenarios on another commit and on this tree, in turn: the way to tell what a
+ * change did on a shared machine whose speed drifts by more than most changes move
+ * (bench/FINDINGS.md measures each change so).
+ *
+ *   node bench/against.ts REVISION [--rounds 3] [--patch COMMIT,...] -- BENCH OPTIONS
+ *
+ * REVISION is checked out into a temporary git worktree (removed at the end, also after a
+ * failure or ^C) that uses this tree's node_modules; `--patch` applies commits to it first
+ * without committing (a bench fix the old commit lacks, such as the address pool of
+ * order -> running). Then `bench/run.ts BENCH OPTIONS` runs there and here, REVISION first,
+ * `--rounds` times. BENCH OPTIONS must hold `--only` (neither tree writes RESULTS.md). Each
+ * scenario's headline figures (services/s or the ratio to the floor, and the server's CPU per
+ * service or per request) are printed per run, REVISION's beside this tree's, with their
+ * medians: compare CPU first, it is the steadier figure.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const USAGE = `usage: node bench/against.ts REVISION [--rounds N] [--patch COMMIT,...] -- BENCH OPTIONS
+  REVISION            a commit (any git revision) to run beside this tree
+  --rounds N          runs of each, in turn, REVISION first (default 3)
+  --patch LIST        commits applied to REVISION's checkout first, not committed
+  BENCH OPTIONS       bench/run.ts's options, --only among them (npm run bench -- --help)`;
+
+function usageError(message: string): never {
+  console.error(`bench/against: ${message}\n${USAGE}`);
+  process.exit(2);
+}
+
+const root = resolve(import.meta.dirname, '..');
+const split = process.argv.indexOf('--');
+const own = split < 0 ? process.argv.slice(2) : process.argv.slice(2, split);
+const benchArgs = split < 0 ? [] : process.argv.slice(split + 1);
+const { values, positionals } = (() => {
+  try {
+    return parseArgs({
+      args: own,
+      allowPositionals: true,
+      options: {
+        help: { type: 'boolean', default: false },
+        rounds: { type: 'string', default: '3' },
+        patch: { type: 'string', default: '' },
+      },
+    });
+  } catch (err) {
+    return usageError(err instanceof Error ? err.message : String(err));
+  }
+})();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (positionals.length !== 1) usageError('name one REVISION');
+const revision = positionals[0]!;
+const rounds = Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1)
+  usageError(`--rounds is a whole number of at least 1, not ${values.rounds}`);
+if (!benchArgs.includes('--only'))
+  usageError('the bench options need --only (neither tree writes RESULTS.md)');
+const patches = values.patch!.split(',').filter(Boolean);
+
+/** git in this tree (or `cwd`), its output; a failure is one line and exit 2. */
+function git(args: string[], cwd = root): string {
+  const r = spawnSync('git', args, { cwd, encoding: 'utf8' });
+  if (r.status !== 0) usageError(`git ${args.join(' ')}: ${(r.stderr || r.stdout).trim().split('\n')[0]}`);
+  return r.stdout.trim();
+}
+
+/** The commit a revision names; one that names none is a mistake of the command line. */
+function commitOf(name: string): string {
+  const r = spawnSync('git', ['rev-parse', '--verify', '--quiet', `${name}^{commit}`], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) usageError(`no commit ${name} in this repository`);
+  return r.stdout.trim();
+}
+
+const commit = commitOf(revision);
+for (const p of patches) commitOf(p);
+if (git(['rev-parse', `${commit}:package-lock.json`]) !== git(['hash-object', 'package-lock.json']))
+  console.error(
+    `bench/against: ${revision}'s package-lock.json differs from this tree's; it runs with this tree's node_modules`,
+  );
+
+const tree = mkdtempSync(join(tmpdir(), 'vrp-bench-against-'));
+let removed = false;
+function removeTree(): void {
+  if (removed) return;
+  removed = true;
+  // The link first, so that nothing under it can be taken for the worktree's own files.
+  rmSync(join(tree, 'node_modules'), { force: true });
+  spawnSync('git', ['worktree', 'remove', '--force', tree], { cwd: root });
+  rmSync(tree, { recursive: true, force: true });
+  spawnSync('git', ['worktree', 'prune'], { cwd: root });
+}
+process.once('exit', removeTree);
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    removeTree();
+    process.exit(130);
+  });
+
+git(['worktree', 'add', '--detach', '--force', tree, commit]);
+for (const p of patches) git(['cherry-pick', '--no-commit', p], tree);
+symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'), 'dir');
+
+/** A line bench/run.ts prints for a scenario's result, on either store. */
+const SCENARIO_LINE = /^(SQLite|PostgreSQL)\b/;
+
+/** A scenario's headline figures, from the line bench/run.ts prints for it. */
+interface Figures {
+  readonly scenario: string;
+  readonly rate?: string;
+  readonly cpu?: string;
+}
+
+/** The scenario lines of one bench run (`<scenario>: <number>...`), their figures. */
+function figuresOf(output: string): Figures[] {
+  const out: Figures[] = [];
+  for (const line of output.split('\n')) {
+    if (!SCENARIO_LINE.test(line)) continue;
+    const head = /^(.*?): \d/.exec(line);
+    if (!head) continue;
+    const services = / (\d+) services\/s/.exec(line)?.[1];
+    const ratio = /, ratio ([\d.]+)/.exec(line)?.[1];
+    const perService = /server CPU (\d+) µs per service/.exec(line)?.[1];
+    const perRequest = /user\+sys: server (\d+)\+(\d+)/.exec(line);
+    out.push({
+      scenario: head[1]!,
+      rate: services ? `${services}/s` : ratio,
+      cpu: perService ?? (perRequest ? String(Number(perRequest[1]) + Number(perRequest[2])) : undefined),
+    });
+  }
+  return out;
+}
+
+function benchIn(cwd: string): Promise<string> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['bench/run.ts', ...benchArgs], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      output += d;
+    });
+    child.once('error', fail);
+    child.once('close', (code) =>
+      code === 0 ? done(output) : fail(new Error(`bench/run.ts in ${cwd} exited with ${code}:\n${output}`)),
+    );
+  });
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const runs: { theirs: Figures[][]; ours: Figures[][] } = { theirs: [], ours: [] };
+const label = `${revision} (${commit.slice(0, 7)}${patches.length ? ` + ${patches.join(', ')}` : ''})`;
+for (let r = 1; r <= rounds; r++) {
+  for (const [who, cwd, list] of [
+    [label, tree, runs.theirs],
+    ['this tree', root, runs.ours],
+  ] as const) {
+    const output = await benchIn(cwd);
+    console.log(`round ${r} of ${rounds}, ${who}:`);
+    for (const line of output.split('\n')) if (SCENARIO_LINE.test(line)) console.log(`  ${line}`);
+    list.push(figuresOf(output));
+  }
+}
+
+const cell = (list: Figures[][], scenario: string, key: 'rate' | 'cpu') => {
+  const xs = list.map((run) => run.find((f) => f.scenario === scenario)?.[key]);
+  const numbers = xs.map((x) => Number.parseFloat(x ?? '')).filter(Number.isFinite);
+  return `${xs.map((x) => x ?? '-').join(', ')}${numbers.length > 1 ? ` (median ${+median(numbers).toFixed(3)})` : ''}`;
+};
+const scenarios = [...new Set([...runs.theirs, ...runs.ours].flat().map((f) => f.scenario))];
+console.log(
+  `\n| scenario | ${label}: rate | this tree: rate | ${label}: server CPU µs | this tree: server CPU µs |`,
+);
+console.log('|---|---|---|---|---|');
+for (const s of scenarios)
+  console.log(
+    `| ${s} | ${cell(runs.theirs, s, 'rate')} | ${cell(runs.ours, s, 'rate')} | ${cell(runs.theirs, s, 'cpu')} | ${cell(runs.ours, s, 'cpu')} |`,
+  );
+console.log('\nrate: services/s, or the ratio to the floor of the same run; CPU per service or per request.');
