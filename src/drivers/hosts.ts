@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
@@ -140,13 +141,69 @@ export async function placeVm(
   vm: VmRecord,
   onHost?: (hostId: string) => Promise<VmAddresses>,
 ): Promise<string> {
-  for (const h of await candidateHosts(db, need, driver)) {
-    const taken = (await onHost?.(h.id)) ?? {};
-    const row = { ...vm.row, ...taken, host_id: h.id } as Insertable<Database[typeof vm.table]>;
+  return firstToTake(db, await candidateHosts(db, need, driver), need, async (hostId) => {
+    const taken = (await onHost?.(hostId)) ?? {};
+    const row = { ...vm.row, ...taken, host_id: hostId } as Insertable<Database[typeof vm.table]>;
     // The reservation, and the VM's row only if it was made (one statement on PostgreSQL).
-    if (await reserveWith(db, h.id, need, gatedInsert(vm.table, row))) return h.id;
+    return reserveWith(db, hostId, need, gatedInsert(vm.table, row));
+  });
+}
+
+/**
+ * The first of `hosts` on which `reserve` succeeds. On PostgreSQL, in a transaction, a host after
+ * the first is tried only if its row can be locked without waiting in the database
+ * (lockedWithoutWaiting): a reservation that found no room may
+ * still hold its host's row (one that waited for another transaction's update of the row locks
+ * it before checking the row's new version, and keeps it to the commit), and waiting for a second
+ * host's row while holding the first could close a cycle with a transaction that holds the
+ * second and waits for the first. Hosts passed over so, and none taken: a transient failure (the
+ * job tries again), not "no room".
+ */
+async function firstToTake(
+  db: Kysely<Database>,
+  hosts: readonly HypervisorHostTable[],
+  need: Need,
+  reserve: (hostId: string) => Promise<boolean>,
+): Promise<string> {
+  let busy = 0;
+  for (const [tried, h] of hosts.entries()) {
+    if (tried > 0 && !(await lockedWithoutWaiting(db, h.id))) {
+      busy++;
+      continue;
+    }
+    if (await reserve(h.id)) return h.id;
   }
+  if (busy > 0)
+    throw new DriverError(
+      `No host could take the server now: ${busy === 1 ? 'a host with room was' : `${busy} hosts with room were`} busy with other placements`,
+      { transient: true },
+    );
   throw noRoom(need);
+}
+
+/** Pauses between the tries of lockedWithoutWaiting (ms): a placement's commit holds a host's row a few ms. */
+const BUSY_HOST_RETRIES_MS = [5, 20, 50];
+
+/**
+ * Locks the host's row if no other transaction holds it (PostgreSQL, in a transaction), trying
+ * again after each of BUSY_HOST_RETRIES_MS without waiting in the database: a placement that is
+ * committing lets go of it in a few ms, one that waits for a row this transaction holds does not,
+ * and this one then gives up and lets go of its own. Elsewhere there is nothing to wait for.
+ */
+async function lockedWithoutWaiting(db: Kysely<Database>, hostId: string): Promise<boolean> {
+  if (!db.isTransaction || dialectOf(db) !== 'postgres') return true;
+  for (const pauseMs of [0, ...BUSY_HOST_RETRIES_MS]) {
+    if (pauseMs > 0) await sleep(pauseMs);
+    const row = await db
+      .selectFrom('hypervisor_hosts')
+      .select('id')
+      .where('id', '=', hostId)
+      .forUpdate()
+      .skipLocked()
+      .executeTakeFirst();
+    if (row) return true;
+  }
+  return false;
 }
 
 /** A placement waiting for its turn's end (reserveWith). */
@@ -246,10 +303,9 @@ export async function reserveDestination(
             : 'has no room for the server';
     throw new DriverError(`Host ${host?.name ?? to} ${why}`, { transient: false });
   }
-  for (const h of await candidateHosts(db, need, driver, from)) {
-    if (await reserve(db, h.id, need, { placeable: true })) return h.id;
-  }
-  throw noRoom(need);
+  return firstToTake(db, await candidateHosts(db, need, driver, from), need, (hostId) =>
+    reserve(db, hostId, need, { placeable: true }),
+  );
 }
 
 /** A reservation's conditions besides room: a new placement's (state and health), the host's driver. */

@@ -4,13 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
+import { DriverError } from '../../../src/drivers/driver.ts';
 import { freeBackupSpace, placeVm, reserveBackupSpace } from '../../../src/drivers/hosts.ts';
 import { OPS } from '../../../src/http/base-path.ts';
 import { probeHostUri } from '../../../src/jobs/host-operations.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import type { Database } from '../../../src/store/schema.ts';
+import { inGroupTransaction } from '../../../src/store/transaction-group.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
+import { until } from '../../helpers/job-worker.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
 import { statementCounter } from '../../helpers/statement-counter.ts';
 import { testStores } from '../../helpers/stores.ts';
@@ -224,6 +228,103 @@ for (const store of testStores()) {
       assert.equal(await hostOf(db, 'vm-dup-3'), undefined);
       assert.equal(await used(), 2000, 'nothing reserved by the failed transaction');
       await setState(['dup-a'], 'draining');
+    });
+
+    test('placements of one turn in a shared transaction, one of which must go to a second host: placed, none overbooked; on PostgreSQL a second host another transaction holds is not waited for', async () => {
+      const db = t.ctx.store.db;
+      // RAM beyond every other test's hosts: this pair is the only one with room.
+      await libvirtHosts(db, [
+        { id: 'two-x', cpu: 64, ramGb: 100_000, diskGb: 2000 },
+        { id: 'two-y', cpu: 64, ramGb: 70_000, diskGb: 2000 },
+      ]);
+      const need = { cpu: 1, ramGb: 30_000, diskGb: 10 };
+      const ids = ['vm-two-1', 'vm-two-2', 'vm-two-3', 'vm-two-4'];
+      // Begun in one turn: one transaction for the four on PostgreSQL (transaction-group.ts), as
+      // the creates of a turn are. Their sum does not fit on two-x; three do, one must go to two-y.
+      const place = (vmIds: readonly string[]) =>
+        Promise.allSettled(
+          vmIds.map((id) => inGroupTransaction(db, (tx) => placeVm(tx, need, 'libvirt', libvirtVm(id)))),
+        );
+      const usedRam = async () =>
+        (
+          await db
+            .selectFrom('hypervisor_hosts')
+            .select(['id', 'used_ram_gb'])
+            .where('id', 'in', ['two-x', 'two-y'])
+            .orderBy('id')
+            .execute()
+        ).map((h) => [h.id, h.used_ram_gb]);
+      if (store === 'postgres') {
+        // Another transaction holds two-y's row, as a placement of another process does while it
+        // waits for two-x's: one that waited for two-y holding two-x would deadlock with it.
+        const holder = new pg.Client(t.ctx.config.databaseUrl);
+        const prober = new pg.Client(t.ctx.config.databaseUrl);
+        await holder.connect();
+        await prober.connect();
+        try {
+          await holder.query('begin');
+          await holder.query(`select id from hypervisor_hosts where id = 'two-y' for update`);
+          const holderPid = (await holder.query('select pg_backend_pid() as pid')).rows[0].pid;
+          let results: Awaited<ReturnType<typeof place>> | undefined;
+          const work = place(ids).then((r) => {
+            results = r;
+          });
+          const waitsForHolder = async () =>
+            Number(
+              (
+                await prober.query(
+                  'select count(*) as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))',
+                  [holderPid],
+                )
+              ).rows[0].n,
+            ) > 0;
+          await until(
+            async () => results !== undefined || (await waitsForHolder()),
+            "the placements to end, or one to wait for two-y's row",
+          );
+          if (!results) {
+            await holder.query('rollback');
+            await work;
+            assert.fail("a placement waited for two-y's row, which another transaction holds");
+          }
+          const placed = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+          const refused = results.flatMap((r, i) => (r.status === 'rejected' ? [[ids[i]!, r.reason]] : []));
+          assert.deepEqual(placed, ['two-x', 'two-x', 'two-x'], 'three placed on two-x, committed');
+          assert.equal(refused.length, 1);
+          const [vmId, err] = refused[0]!;
+          assert.ok(err instanceof DriverError, String(err));
+          assert.equal(err.transient, true, 'tried again by its job');
+          assert.equal(
+            err.message,
+            'No host could take the server now: a host with room was busy with other placements',
+          );
+          assert.equal(await hostOf(db, vmId), undefined, 'nothing of it written');
+          // two-x's row is free: nothing waits for two-y holding it.
+          await prober.query('begin');
+          await prober.query(`select id from hypervisor_hosts where id = 'two-x' for update nowait`);
+          await prober.query('rollback');
+          await holder.query('rollback');
+          // Tried again once two-y is free: it goes there.
+          assert.deepEqual(await place([vmId]), [{ status: 'fulfilled', value: 'two-y' }]);
+        } finally {
+          await holder.end();
+          await prober.end();
+        }
+      } else {
+        const results = await place(ids);
+        assert.deepEqual(results.map((r) => r.status === 'fulfilled' && r.value).sort(), [
+          'two-x',
+          'two-x',
+          'two-x',
+          'two-y',
+        ]);
+      }
+      for (const id of ids) assert.ok((await hostOf(db, id))?.startsWith('two-'), `${id} recorded`);
+      assert.deepEqual(await usedRam(), [
+        ['two-x', 90_000],
+        ['two-y', 30_000],
+      ]);
+      await setState(['two-x', 'two-y'], 'draining');
     });
 
     // What another placement, an operator or host health may change on the host chosen between
