@@ -152,12 +152,11 @@ export async function placeVm(
 /**
  * The first of `hosts` on which `reserve` succeeds. On PostgreSQL, in a transaction, a host after
  * the first is tried only if its row can be locked without waiting in the database
- * (lockedWithoutWaiting): a reservation that found no room may
- * still hold its host's row (one that waited for another transaction's update of the row locks
- * it before checking the row's new version, and keeps it to the commit), and waiting for a second
- * host's row while holding the first could close a cycle with a transaction that holds the
- * second and waits for the first. Hosts passed over so, and none taken: a transient failure (the
- * job tries again), not "no room".
+ * (lockedWithoutWaiting): a reservation that found no room may still hold its host's row (one that
+ * waited for another transaction's update of the row locks it before checking the row's new
+ * version, and keeps it to the commit), and waiting for a second host's row while holding the
+ * first could close a cycle with a transaction that holds the second and waits for the first.
+ * Hosts passed over so, and none taken: a transient failure (the job tries again), not "no room".
  */
 async function firstToTake(
   db: Kysely<Database>,
