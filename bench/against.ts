@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { median } from './report.ts';
 
 const USAGE = `usage: node bench/against.ts REVISION [--rounds N] [--patch COMMIT,...] -- BENCH OPTIONS
   REVISION            a commit (any git revision) to run beside this tree
@@ -155,12 +156,6 @@ function benchIn(cwd: string): Promise<string> {
     );
   });
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 const runs: { theirs: Figures[][]; ours: Figures[][] } = { theirs: [], ours: [] };
 const label = `${revision} (${commit.slice(0, 7)}${patches.length ? ` + ${patches.join(', ')}` : ''})`;

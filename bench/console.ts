@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { LoadOptions, LoadResult } from './load.ts';
+import { median } from './report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -151,7 +152,6 @@ async function measure(served: Served, i: number, warmup: number) {
   return { rps: result.rps, cpu: cpuUs / result.total };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const mine = await serve('.');
 const other = values.against ? await serve(values.against) : undefined;
 console.log(

@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchToken, prepareStore, smallOrder } from '../test/helpers/e2e.ts';
 import { serverProgram, startServer } from '../test/helpers/server-process.ts';
+import { median } from './report.ts';
 import { writeSection } from './sections.ts';
 
 const API = '/vps_reseller_provider/public/api/v2';
@@ -27,12 +28,6 @@ export interface ProvisioningRun {
   readonly commandsMs: number;
   readonly commands: Record<string, number>;
 }
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /** The `driver command` log lines in `text` (pino JSON, one object a line). */
 function commandTimings(text: string): { command: string; ms: number }[] {

@@ -39,7 +39,7 @@ import {
   writeProvisioningSection,
 } from './libvirt.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
-import { type Row, writeResults } from './report.ts';
+import { median, type Row, writeResults } from './report.ts';
 import { sectionsOf, writeSection } from './sections.ts';
 import { resetIds, sealedBenchPassword } from './seed.ts';
 import { type BenchStore, benchStores, type StoreKind } from './stores.ts';
@@ -237,12 +237,6 @@ function sampleRss(pid: number): () => number {
     clearInterval(timer);
     return Math.max(peak, procStatus(pid, 'VmRSS'));
   };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 type Req = Omit<LoadOptions, 'url' | 'connections' | 'duration' | 'warmup'>;
