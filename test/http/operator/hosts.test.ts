@@ -6,7 +6,12 @@ import { after, before, describe, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { DriverError } from '../../../src/drivers/driver.ts';
-import { freeBackupSpace, placeVm, reserveBackupSpace } from '../../../src/drivers/hosts.ts';
+import {
+  freeBackupSpace,
+  placeVm,
+  reserveBackupSpace,
+  reserveDestination,
+} from '../../../src/drivers/hosts.ts';
 import { OPS } from '../../../src/http/base-path.ts';
 import { probeHostUri } from '../../../src/jobs/host-operations.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
@@ -16,6 +21,7 @@ import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/
 import { smallOrder } from '../../helpers/e2e.ts';
 import { until } from '../../helpers/job-worker.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
+import { lockWaiters } from '../../helpers/pg-lock-waits.ts';
 import { statementCounter } from '../../helpers/statement-counter.ts';
 import { testStores } from '../../helpers/stores.ts';
 
@@ -357,6 +363,82 @@ for (const store of testStores()) {
       ]);
       assert.ok(on['two-x']! <= 3 && on['two-y']! <= 2, JSON.stringify(on));
       await setState(['two-x', 'two-y'], 'draining');
+    });
+
+    test('a migration destination on PostgreSQL: the first host filled meanwhile, the next one busy: a transient failure, nothing reserved, no row waited for', {
+      skip: store === 'postgres' ? false : 'PostgreSQL only (row locks)',
+    }, async () => {
+      const db = t.ctx.store.db;
+      await libvirtHosts(db, [
+        { id: 'dest-a', cpu: 64, ramGb: 200_000, diskGb: 2000 },
+        { id: 'dest-b', cpu: 64, ramGb: 150_000, diskGb: 2000 },
+      ]);
+      const url = t.ctx.config.databaseUrl;
+      const [filler, holder, watcher] = [new pg.Client(url), new pg.Client(url), new pg.Client(url)];
+      await Promise.all([filler.connect(), holder.connect(), watcher.connect()]);
+      try {
+        // Another placement fills dest-a (not committed yet); another holds dest-b's row.
+        await filler.query('begin');
+        await filler.query(`update hypervisor_hosts set used_ram_gb = ram_gb where id = 'dest-a'`);
+        await holder.query('begin');
+        await holder.query(`select id from hypervisor_hosts where id = 'dest-b' for update`);
+        const need = { cpu: 1, ramGb: 100_000, diskGb: 10 };
+        let outcome: unknown;
+        const move = db
+          .transaction()
+          .execute((tx) => reserveDestination(tx, need, 'libvirt', 'two-x', null))
+          .then(
+            (host) => {
+              outcome = host;
+            },
+            (err) => {
+              outcome = err;
+            },
+          );
+        // It chose dest-a (most free RAM in what it read) and waits for the filler's row.
+        await until(async () => (await lockWaiters(watcher)) > 0, 'the reservation to wait for dest-a');
+        await filler.query('commit');
+        // Then it ends, or waits for dest-b's row (holding dest-a's: the cycle this prevents).
+        await until(
+          async () => outcome !== undefined || (await lockWaiters(watcher)) > 0,
+          "the move to end, or to wait for dest-b's row",
+        );
+        if (outcome === undefined) {
+          await holder.query('rollback');
+          await move;
+          assert.fail("the move waited for dest-b's row");
+        }
+        assert.ok(outcome instanceof DriverError, String(outcome));
+        assert.equal(outcome.transient, true);
+        assert.equal(
+          outcome.message,
+          'No host could take the server now: a host with room was busy with other placements',
+        );
+        assert.equal(await lockWaiters(watcher), 0, 'nothing waits for dest-b');
+        const used = await db
+          .selectFrom('hypervisor_hosts')
+          .select(['id', 'used_ram_gb'])
+          .where('id', 'in', ['dest-a', 'dest-b'])
+          .orderBy('id')
+          .execute();
+        assert.deepEqual(
+          used.map((h) => [h.id, h.used_ram_gb]),
+          [
+            ['dest-a', 200_000],
+            ['dest-b', 0],
+          ],
+          'nothing reserved by the failed move',
+        );
+        await holder.query('rollback');
+        // Once dest-b is free, the same move goes there.
+        assert.equal(
+          await db.transaction().execute((tx) => reserveDestination(tx, need, 'libvirt', 'two-x', null)),
+          'dest-b',
+        );
+      } finally {
+        await Promise.all([filler.end(), holder.end(), watcher.end()]);
+        await setState(['dest-a', 'dest-b'], 'draining');
+      }
     });
 
     // What another placement, an operator or host health may change on the host chosen between
