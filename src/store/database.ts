@@ -88,6 +88,17 @@ function storeLocation(options: StoreOptions): string {
   return describeStoreLocation(options.databaseUrl, sqliteFile(options));
 }
 
+/**
+ * How long a pooled PostgreSQL connection may sit idle before it is closed. A connection's named
+ * statements (pg-named.ts) are planned afresh on each run until PostgreSQL keeps a plan for them
+ * (its first five runs on that connection), and that planning was a third of PostgreSQL's CPU
+ * for a server's first services (bench/FINDINGS.md, "A server's first services"): pg's default
+ * of 10 s threw that away whenever a pause in the load, or a connection the pool did not need
+ * for a few seconds, left one idle. A minute keeps them across such pauses, and still closes an
+ * idle connection well before the usual idle limits of firewalls and NAT (5 minutes and more).
+ */
+export const PG_IDLE_CLOSE_MS = 60_000;
+
 /** Opens the store without migrating it. */
 export function createStore(options: StoreOptions): Store {
   if (options.databaseUrl) {
@@ -95,6 +106,7 @@ export function createStore(options: StoreOptions): Store {
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: PG_IDLE_CLOSE_MS,
     });
     // An idle client that loses its connection emits 'error'; without a listener that would crash the process.
     pool.on('error', () => {});

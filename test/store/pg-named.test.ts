@@ -4,12 +4,12 @@
  * and run by name; any other statement goes as plain text; a
  * named statement whose result changed shape (another process's migration gave its table a
  * column) still answers outside a transaction, and inside one fails as "not now", after which it
- * runs again.
+ * runs again. An idle connection is kept for a minute, with what it prepared.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { openStore, type Store } from '../../src/store/database.ts';
+import { openStore, PG_IDLE_CLOSE_MS, type Store } from '../../src/store/database.ts';
 import { isStoreUnavailable } from '../../src/store/errors.ts';
 import { gatedInsert, writeGated } from '../../src/store/gated-write.ts';
 import { insertRow, insertRows } from '../../src/store/insert-row.ts';
@@ -115,6 +115,20 @@ describe('named statements on PostgreSQL', {
         'i8 name i8',
       ],
     );
+  });
+
+  test("an idle connection is kept longer than pg's default allows (10 s), and with it what it prepared", async () => {
+    const backend = async () =>
+      (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid;
+    assert.equal((await resellerById.first(store.db, { id: 'r1' }))?.name, 'one');
+    const before = await backend();
+    const text = (await prepared()).find((s) => s.includes('from "resellers"') && s.includes('"id" = $1'));
+    assert.ok(text, 'the read is prepared on the connection');
+    // Longer than pg's own idle limit, well under the store's (PG_IDLE_CLOSE_MS).
+    assert.ok(PG_IDLE_CLOSE_MS > 12_000);
+    await new Promise((r) => setTimeout(r, 11_000));
+    assert.equal(await backend(), before, 'the same connection, not a new one');
+    assert.ok((await prepared()).includes(text), 'still prepared: not planned afresh');
   });
 
   test('a statement built per call goes as plain text: nothing is prepared for it', async () => {
