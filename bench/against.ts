@@ -15,7 +15,7 @@
  * medians: compare CPU first, it is the steadier figure.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -140,9 +140,24 @@ function figuresOf(output: string): Figures[] {
   return out;
 }
 
+/**
+ * A bench from before order -> running's warm-up round (2026-12-01) measures a server's first
+ * round; this tree's then runs with `--cold` too, so that the two measure the same thing (and
+ * REVISION's is never given the option it does not know).
+ */
+const theirsCold = !readFileSync(join(tree, 'bench', 'run.ts'), 'utf8').includes('--cold');
+const argsIn = (cwd: string) =>
+  cwd === tree
+    ? benchArgs.filter((a) => !theirsCold || a !== '--cold')
+    : theirsCold && !benchArgs.includes('--cold')
+      ? [...benchArgs, '--cold']
+      : benchArgs;
+if (theirsCold && benchArgs.includes('--only') && /running/.test(benchArgs.join(' ')))
+  console.log(`${revision}'s bench has no warm-up round for order -> running: this tree's runs with --cold`);
+
 function benchIn(cwd: string): Promise<string> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['bench/run.ts', ...benchArgs], {
+    const child = spawn(process.execPath, ['bench/run.ts', ...argsIn(cwd)], {
       cwd,
       stdio: ['ignore', 'pipe', 'inherit'],
     });

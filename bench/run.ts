@@ -74,6 +74,8 @@ const USAGE = `usage: npm run bench [-- OPTIONS]   (bench/README.md)
   --profile DIR         the server's CPU profiles (node --cpu-prof) into DIR
   --sql-timings DIR     every SQLite statement of the server timed into DIR
   --libvirt-template D  the tiny test template of the real-VM scenario
+  --cold                order -> running without its warm-up round (as the bench measured it
+                        until 2026-12-01)
   --help                this text`;
 
 /** A mistake in the command line: one line and the usage, no stack; exit status 2. */
@@ -100,6 +102,8 @@ const parsed = (() => {
         store: { type: 'string', default: 'both' },
         /** The connection counts every request scenario runs at (default 10,50). */
         connections: { type: 'string', default: '10,50' },
+        /** order -> running measured on the server's first round, with no warm-up round before it. */
+        cold: { type: 'boolean', default: false },
       },
     });
   } catch (err) {
@@ -396,11 +400,12 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
     VRP_DEMO: '1',
     VRP_WORKER_CONCURRENCY: '32',
     // The production default's /16, not the /22 the tests' servers get (test/helpers/
-    // server-process.ts): order -> running creates 2,000 VMs per run, twice on PostgreSQL's
-    // store, and a /22 gave out after 1,021 of them.
+    // server-process.ts): order -> running creates 4,000 VMs per run (a warm-up round and the
+    // measured one), twice on PostgreSQL's store, and a /22 gave out after 1,021 of them.
     VRP_SIM_IP_POOL: '10.80.0.0/16',
-    // Room for every VM the order -> running runs create (two of 2,000 services on PostgreSQL:
-    // one process, then an API and a worker process): the default hosts hold 2,048 1-vCPU VMs.
+    // Room for every VM the order -> running runs create (8,000 on PostgreSQL: two rounds of
+    // 2,000 in one process, then in an API and a worker process): the default hosts hold 2,048
+    // 1-vCPU VMs.
     VRP_SIM_HOSTS: 'sim-host-1:100000:400000:10000000:5000000,sim-host-2:100000:400000:10000000:5000000',
     // The seeded services (seed.ts) are rows without VMs in the simulated hypervisor: the
     // power-state reconciler would rightly find every one of them vanished and mark it failed
@@ -534,7 +539,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
   }
 
   if (enabled('running')) {
-    rows.push(await orderToRunning(server, json, orderBody, store, `${label}, one process`));
+    rows.push(await warmOrderToRunning(server, json, orderBody, store, `${label}, one process`));
     if (kind === 'postgres') {
       // The same with the HTTP API in one process and the worker in another.
       await stopServer(server);
@@ -549,7 +554,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
       // Measured once it is ready, as the one process above is: once it listens for queued jobs
       // (its LISTEN is the last thing it does at start). Its start is not the pipeline's speed.
       await workerListening(store, worker);
-      const row = await orderToRunning(
+      const row = await warmOrderToRunning(
         server,
         json,
         orderBody,
@@ -762,6 +767,23 @@ async function main(): Promise<Row[]> {
 }
 
 /**
+ * order -> running as a server does it once it has run for a while: a warm-up round of as many
+ * services first (its figures printed, not counted), then the measured round. What the first
+ * round pays is paid once in a process's life: V8 compiling the code, and PostgreSQL planning
+ * each statement anew on each pooled connection until it settles on a plan for it (five runs of
+ * each statement's shape on each connection; bench/FINDINGS.md, "A server's first services").
+ * The request scenarios warm up the same way. `--cold` measures the first round alone.
+ */
+async function warmOrderToRunning(
+  ...[server, headers, orderBody, store, how, workerPid]: Parameters<typeof orderToRunning>
+): Promise<Row> {
+  if (args.cold) return orderToRunning(server, headers, orderBody, store, how, workerPid);
+  const first = await orderToRunning(server, headers, orderBody, store, `${how}, warm-up round`, workerPid);
+  const row = await orderToRunning(server, headers, orderBody, store, how, workerPid, first);
+  return first.invalid ? { ...row, ok: false, invalid: `warm-up round: ${first.invalid}` } : row;
+}
+
+/**
  * order -> create -> running at speed 0: `pipeline` services, each ordered then provisioned
  * over HTTP from here with bounded concurrency; done when the store has no queued or running
  * job left (polled through the jobs status index). Services per second, first order to last
@@ -774,6 +796,8 @@ async function orderToRunning(
   store: BenchStore,
   how: string,
   workerPid?: number,
+  /** The warm-up round before this one, named in the row. */
+  warmup?: Row,
 ): Promise<Row> {
   const K = SETTINGS.pipeline;
   const ids: string[] = [];
@@ -856,7 +880,7 @@ async function orderToRunning(
   return {
     key: 'running',
     store: store.kind,
-    name: `${how}: order -> create -> running (${K.toLocaleString('en')} services, ${SETTINGS.pipelineConcurrency} at once, speed 0; all accepted after ${(accepted / 1000).toFixed(2)} s, all running after ${seconds.toFixed(2)} s${dbCpu})`,
+    name: `${how}: order -> create -> running (${K.toLocaleString('en')} services, ${SETTINGS.pipelineConcurrency} at once, speed 0${warmup ? `, after a warm-up round of as many at ${warmup.server.toFixed(0)} services/s` : ''}; all accepted after ${(accepted / 1000).toFixed(2)} s, all running after ${seconds.toFixed(2)} s${dbCpu})`,
     unit: 'services/s',
     server: perSecond,
     rssMb: rss / 2 ** 20,
