@@ -5,7 +5,7 @@
  * only committed data (WAL gives every statement its own snapshot, and never waits for the
  * writer), so a read can never observe another request's unfinished transaction on the main
  * connection. On PostgreSQL they go through the pool like every other query, as named prepared
- * statements (parsed and planned once per connection), and the service reads of requests that
+ * statements (parsed once per connection, pg-named.ts), and the service reads of requests that
  * arrive together in one statement (read-batch.ts), as are the quota reads of orders.
  *
  * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
@@ -206,7 +206,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
 
 /**
  * PostgreSQL: the same statements through the pool, as named prepared statements (pg-named.ts):
- * each connection parses and plans each of them once, and afterwards only binds and executes it.
+ * each connection parses each of them once, and after its first runs keeps a plan for it.
  */
 export function pgHotReads(pool: Pick<pg.Pool, 'query'>): HotReads {
   const text = {

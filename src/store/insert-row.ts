@@ -92,7 +92,7 @@ async function insertInOneStatement<DB>(db: Kysely<DB>, writes: readonly AnyRows
   const reusable =
     compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i]);
   if (reusable) {
-    // On PostgreSQL a named statement: parsed and planned once per connection (pg-named.ts). The
+    // On PostgreSQL a named statement: parsed once per connection (pg-named.ts). The
     // shapes are bounded: the tables' column sets, up to the groups' most rows (group-insert.ts).
     if (dialectOf(db) === 'postgres') nameStatement(compiled.sql);
     byShape.set(shape, compiled);

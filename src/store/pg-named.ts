@@ -1,8 +1,12 @@
 /**
  * PostgreSQL parses and plans every statement sent as plain text, each time. For a point read
  * or a one-row update that is most of the backend's work (bench/FINDINGS.md, "Named statements
- * on PostgreSQL"). A statement sent with a name is parsed and planned once per connection; each
- * later run only binds its values and executes.
+ * on PostgreSQL"). A statement sent with a name is parsed once per connection, and planned on
+ * each of its first five runs there; after that PostgreSQL keeps one generic plan for it unless
+ * the plans made for the values each time came out cheaper (its `plan_cache_mode` of `auto`), and
+ * a run only binds its values and executes. So a text's first runs on each connection cost more
+ * than the rest, which is why the pool keeps idle connections for a minute (database.ts) and why
+ * the number of texts matters (bench/FINDINGS.md, "A server's first services").
  *
  * The texts that get a name are the store's statements of fixed shape (prepared.ts, and the few
  * written as SQL once: `nameStatement`); every other statement goes as plain text, so the

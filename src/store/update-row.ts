@@ -6,7 +6,7 @@
  * inserts, and prepared.ts for statements of one fixed shape). The job pipeline's writes whose
  * columns vary with the outcome (a job's end, the service's state after it) are such updates:
  * building each one cost more than SQLite took to run it (bench/FINDINGS.md). On PostgreSQL the
- * text is also a named statement (pg-named.ts), parsed and planned once per connection.
+ * text is also a named statement (pg-named.ts), parsed once per connection.
  *
  * The values set are plain values (a column set to an expression goes through the builder, as
  * before); the columns matched are compared for equality with non-null values.
