@@ -90,12 +90,13 @@ function storeLocation(options: StoreOptions): string {
 
 /**
  * How long a pooled PostgreSQL connection may sit idle before it is closed. A connection's named
- * statements (pg-named.ts) are planned afresh on each run until PostgreSQL keeps a plan for them
- * (its first five runs on that connection), and that planning was a third of PostgreSQL's CPU
- * for a server's first services (bench/FINDINGS.md, "A server's first services"): pg's default
- * of 10 s threw that away whenever a pause in the load, or a connection the pool did not need
- * for a few seconds, left one idle. A minute keeps them across such pauses, and still closes an
- * idle connection well before the usual idle limits of firewalls and NAT (5 minutes and more).
+ * statements (pg-named.ts) are planned afresh on each run until PostgreSQL keeps a plan for
+ * them (their first five runs on that connection), and that planning was over a third of
+ * PostgreSQL's CPU for a server's first services (bench/FINDINGS.md, "A server's first
+ * services"): pg's default of 10 s threw it away whenever a pause in the load, or a connection
+ * the pool did not need for a few seconds, left one idle. A minute keeps it across such pauses,
+ * and still closes an idle connection before the usual idle limits of firewalls and NAT (5
+ * minutes and more).
  */
 export const PG_IDLE_CLOSE_MS = 60_000;
 
