@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { runToExit } from '../helpers/run-to-exit.ts';
 
@@ -9,6 +10,52 @@ import { runToExit } from '../helpers/run-to-exit.ts';
 // temporary worktree that is gone afterwards, whatever happened.
 const worktrees = () => execFileSync('git', ['worktree', 'list', '--porcelain'], { encoding: 'utf8' });
 const leftDirs = () => readdirSync(tmpdir()).filter((f) => f.startsWith('vrp-bench-against-'));
+
+/** One round of `bench/against.ts` against `revision`, with these bench options. */
+const oneRound = (revision: string, ...bench: string[]) =>
+  runToExit(['bench/against.ts', revision, '--rounds', '1', '--', ...bench], {}, 600_000);
+/** The cheapest scenario: GET version, SQLite, 10 connections. */
+const VERSION_AT_10 = ['--quick', '--only', 'version', '--store', 'sqlite', '--connections', '10'];
+
+/**
+ * A commit made for the test and referenced by no branch: HEAD with a bench/run.ts that knows no
+ * `--cold` (the option renamed), as a bench from before order -> running's warm-up round does
+ * not. Written with a throwaway index, so that the checkout, its index and its branches stay as
+ * they are, and it needs no history before HEAD (a shallow clone has none).
+ */
+function commitWithoutCold(): string {
+  const bench = readFileSync('bench/run.ts', 'utf8').replaceAll(/\bcold\b/g, 'c0ld');
+  assert.ok(!bench.includes('--cold'));
+  const blob = execFileSync('git', ['hash-object', '-w', '--stdin'], {
+    input: bench,
+    encoding: 'utf8',
+  }).trim();
+  const index = join(tmpdir(), `vrp-test-index-${process.pid}`);
+  const env = { ...process.env, GIT_INDEX_FILE: index };
+  try {
+    execFileSync('git', ['read-tree', 'HEAD'], { env });
+    execFileSync('git', ['update-index', '--cacheinfo', `100644,${blob},bench/run.ts`], { env });
+    const tree = execFileSync('git', ['write-tree'], { env, encoding: 'utf8' }).trim();
+    return execFileSync(
+      'git',
+      [
+        '-c',
+        'user.name=test',
+        '-c',
+        'user.email=test@localhost',
+        'commit-tree',
+        tree,
+        '-p',
+        'HEAD',
+        '-m',
+        'no --cold',
+      ],
+      { encoding: 'utf8' },
+    ).trim();
+  } finally {
+    rmSync(index, { force: true });
+  }
+}
 
 describe('bench/against.ts', () => {
   test('a mistake: one line with the usage, exit 2, and no worktree made or left', async () => {
@@ -47,24 +94,7 @@ describe('bench/against.ts', () => {
 
   test("a run: each round's figures from both trees, a table of them, and the worktree gone", async () => {
     const before = { trees: worktrees(), dirs: leftDirs() };
-    const r = await runToExit(
-      [
-        'bench/against.ts',
-        'HEAD',
-        '--rounds',
-        '1',
-        '--',
-        '--quick',
-        '--only',
-        'version',
-        '--store',
-        'sqlite',
-        '--connections',
-        '10',
-      ],
-      {},
-      600_000,
-    );
+    const r = await oneRound('HEAD', ...VERSION_AT_10);
     assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
     const head = execFileSync('git', ['rev-parse', '--short=7', 'HEAD'], { encoding: 'utf8' }).trim();
     assert.match(
@@ -74,6 +104,31 @@ describe('bench/against.ts', () => {
     assert.match(r.stdout, /^round 1 of 1, this tree:\n {2}SQLite, 10 conns: GET version: /m);
     // The table's row: a ratio and a CPU figure from each tree.
     assert.match(r.stdout, /^\| SQLite, 10 conns: GET version \| 0?\.\d+ \| 0?\.\d+ \| \d+ \| \d+ \|$/m);
+    assert.equal(worktrees(), before.trees);
+    assert.deepEqual(leftDirs(), before.dirs);
+  });
+
+  test("against a bench with no warm-up round: this tree's order -> running runs cold, and REVISION is never given --cold", async () => {
+    const before = { trees: worktrees(), dirs: leftDirs() };
+    const old = commitWithoutCold();
+    const short = old.slice(0, 7);
+    // order -> running: REVISION's bench (which still warms up, under another option's name)
+    // prints its warm-up round; this tree's, given --cold, prints none.
+    const running = await oneRound(old, '--quick', '--only', 'running', '--store', 'sqlite');
+    assert.equal(running.code, 0, `${running.stdout}${running.stderr}`);
+    assert.match(running.stdout, /has no warm-up round for order -> running: this tree's runs with --cold/);
+    const [, theirs = '', rest = ''] = running.stdout.split(/^round 1 of 1, .*:$/m);
+    const [ours = '', table = ''] = rest.split(/^\| scenario /m);
+    assert.match(theirs, /^ {2}SQLite, one process, warm-up round: order -> running: /m);
+    assert.match(theirs, /^ {2}SQLite, one process: order -> running: /m);
+    assert.match(ours, /^ {2}SQLite, one process: order -> running: /m);
+    assert.doesNotMatch(ours, /warm-up round/);
+    assert.match(table, /^\| SQLite, one process, warm-up round: order -> running \| \d+\/s \| - \|/m);
+    assert.match(running.stdout, new RegExp(`^round 1 of 1, ${old} \\(${short}\\):$`, 'm'));
+    // --cold asked for: this tree gets it, REVISION's bench (whose options would refuse it) not.
+    const cold = await oneRound(old, ...VERSION_AT_10, '--cold');
+    assert.equal(cold.code, 0, `${cold.stdout}${cold.stderr}`);
+    assert.match(cold.stdout, /^\| SQLite, 10 conns: GET version \| 0?\.\d+ \| 0?\.\d+ \| \d+ \| \d+ \|$/m);
     assert.equal(worktrees(), before.trees);
     assert.deepEqual(leftDirs(), before.dirs);
   });
