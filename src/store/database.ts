@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { ensureDataDir } from '../data-dir.ts';
+import { learnColumnTypes } from './column-types.ts';
 import type { DialectName } from './dialect-of.ts';
 import { type HotReads, pgHotReads, sqliteHotReads } from './hot-reads.ts';
 import { type JobNotifications, type ListenerLog, listenForQueuedJobs } from './job-notifications.ts';
@@ -71,6 +72,7 @@ export async function openAndMigrate(options: StoreOptions): Promise<{ store: St
   try {
     store = createStore(options);
     const applied = await migrateToLatest(store.db as Kysely<unknown>);
+    if (store.dialect === 'postgres') await learnColumnTypes(store.db);
     return { store, applied };
   } catch (err) {
     await store?.close();

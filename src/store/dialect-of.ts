@@ -11,3 +11,11 @@ export type DialectName = 'sqlite' | 'postgres';
 export function dialectOf<DB>(db: Kysely<DB>): DialectName {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
+
+/**
+ * What a database and its transactions share, and another store's database does not (Kysely's
+ * adapter, made per database): the key of what is kept per store.
+ */
+export function storeKey<DB>(db: Kysely<DB>): object {
+  return db.getExecutor().adapter;
+}

@@ -9,18 +9,21 @@
  * writes (tables, columns, number of events), so it is built once per shape and sent as a named
  * statement (pg-named.ts). Elsewhere (SQLite, which has no writes in `WITH`) the guard runs
  * first and the parts after it, in the caller's transaction or in one of its own. PostgreSQL's
- * guarded writes made outside a transaction in one turn of the event loop share a statement
- * (writeBatched).
+ * guarded writes made in one turn of the event loop, on one transaction or outside any, share a
+ * statement (statement-batch.ts): written with arrays when the guard and every part are rows of
+ * tables (arrayTextOf), one text whatever their number; else as copies (textOf).
  *
  * A guard can also come with a read instead (`readGated`): what a job's end reads of its service
  * once it knows it still owns the job. On PostgreSQL that read runs in the guard's statement and
  * sees the rows as they were before it: it reads other rows than the guard's.
  */
 import { CompiledQuery, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
-import { dialectOf } from './dialect-of.ts';
+import { columnType } from './column-types.ts';
+import { dialectOf, storeKey } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
+import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
-import { gather, named, renumbered } from './statement-batch.ts';
+import { arrayValues, type Gathered, gather, named, type RowSet, renumbered } from './statement-batch.ts';
 import { keyedColumns, updateWhere } from './update-row.ts';
 
 /** An update by key: `set` on the rows of `table` whose columns equal `where`. */
@@ -49,6 +52,27 @@ export interface GatedPart {
    * then never written in one statement with other guarded writes: writeBatched).
    */
   readonly updates: readonly string[] | undefined;
+  /**
+   * PostgreSQL: the part as rows of one table, for the statement of several guarded writes
+   * written with arrays (arrayTextOf); undefined, such writes are written as copies (textOf).
+   */
+  readonly rows?: PartRows;
+}
+
+/** A part of a guarded write as rows of one table (GatedPart.rows). */
+export interface PartRows {
+  readonly table: string;
+  /** The columns a row's values go to or are compared with, in order: the arrays' types are theirs. */
+  readonly columns: readonly string[];
+  /** This write's rows (often one). */
+  readonly rows: readonly (readonly unknown[])[];
+  /**
+   * The part as common table expressions named from `name`, reading `source`: the relation `v`
+   * of the rows of every write of the statement (`v.c0`, `v.c1`... in the order of `columns`, and
+   * `v.w`, the number of the row's write), each written only if its write's number is one of
+   * `gate`'s (column `w`).
+   */
+  cte(name: string, gate: string, source: string): string;
 }
 
 const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -67,19 +91,42 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
   return `update ${quote(table)} set ${sets} where ${conditions}`;
 }
 
+/**
+ * `update t set a = v.c0, ... from <source> where t.k = v.cN and ...`: the update of the rows of
+ * `source` (arrayTextOf), their values the columns set and then those matched.
+ */
+function arrayUpdateText(
+  table: string,
+  set: [string, unknown][],
+  where: [string, unknown][],
+  source: string,
+) {
+  const sets = set.map(([c], i) => `${quote(c)} = v.c${i}`).join(', ');
+  const conditions = where.map(([c], i) => `t.${quote(c)} = v.c${set.length + i}`).join(' and ');
+  return `update ${quote(table)} as t set ${sets} from ${source} where ${conditions}`;
+}
+
 /** An update by key that belongs to the guarded change. */
 export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>): GatedPart {
   const { set, where } = columnsOf(u);
   const row = rowOf(u);
+  const values = [...set, ...where].map(([, v]) => v);
   return {
     shape: `update ${u.table}:${set.map(([c]) => c).join()}:${where.map(([c]) => c).join()}`,
-    values: [...set, ...where].map(([, v]) => v),
+    values,
     cte: (gate, name, first) =>
       `${name} as (${updateText(u.table, set, where, first)} and exists (select from ${gate}))`,
     run: async (tx) => {
       await updateWhere(tx, u.table, u.set, u.where);
     },
     updates: row === undefined ? undefined : [row],
+    rows: {
+      table: u.table,
+      columns: [...set, ...where].map(([c]) => c),
+      rows: [values],
+      cte: (name, gate, source) =>
+        `${name} as (${arrayUpdateText(u.table, set, where, source)} and v.w in (select w from ${gate}))`,
+    },
   };
 }
 
@@ -105,6 +152,14 @@ export function gatedInsert<T extends keyof Database & string>(
       `select ${entries.map((_, i) => `$${first + i}`).join(', ')} where exists (select from ${gate}))`,
     run: (tx) => insertRow(tx, table, row),
     updates: [],
+    rows: {
+      table,
+      columns: entries.map(([c]) => c),
+      rows: [entries.map(([, v]) => v)],
+      cte: (name, gate, source) =>
+        `${name} as (insert into ${quote(table)} (${entries.map(([c]) => quote(c)).join(', ')}) ` +
+        `select ${entries.map((_, i) => `v.c${i}`).join(', ')} from ${source} where v.w in (select w from ${gate}))`,
+    },
   };
 }
 
@@ -258,6 +313,12 @@ export async function writeGated<T extends keyof Database & string>(
     };
     const rows = rowsWritten(guard, parts);
     if (!rows) return one();
+    const arrays = 'sql' in guard ? undefined : arrayTextOf(db, guard, parts, shape);
+    if (arrays !== undefined) {
+      const rowSets: RowSet[] = [{ width: write.guard.values.length, rows: [write.guard.values] }];
+      for (const p of parts) if (p.rows) rowSets.push({ width: p.rows.columns.length, rows: p.rows.rows });
+      return gatherArrays(db, { shape: `arrays ${shape}`, text: arrays, rowSets }, rows);
+    }
     return new Promise((resolve, reject) =>
       gather(db, {
         shape,
@@ -278,6 +339,115 @@ export async function writeGated<T extends keyof Database & string>(
     return true;
   };
   return db.isTransaction ? write(db) : db.transaction().execute(write);
+}
+
+/** A guarded write's statement written with arrays (arrayTextOf): its text and its row sets. */
+interface ArrayWrite {
+  readonly shape: string;
+  readonly text: string;
+  readonly rowSets: readonly RowSet[];
+}
+
+/**
+ * `write` made at the end of this turn, in one statement with the writes of its text made on
+ * `db` by then (statement-batch.ts); whether its guard changed a row.
+ */
+function gatherArrays(
+  db: Kysely<Database>,
+  write: ArrayWrite,
+  rows: NonNullable<ReturnType<typeof rowsWritten>>,
+): Promise<boolean> {
+  const changed = (answers: readonly { changed?: number[] }[], index: number) =>
+    answers[0]?.changed?.includes(index + 1) ?? false;
+  return new Promise((resolve, reject) => {
+    const g: Gathered<{ changed?: number[] }> = {
+      shape: write.shape,
+      guardRow: rows.guardRow,
+      rows: rows.all,
+      values: [],
+      rowSets: write.rowSets,
+      text: () => write.text,
+      settle: (answers, index) => resolve(changed(answers, index)),
+      alone: () =>
+        db
+          .executeQuery<{ changed?: number[] }>(CompiledQuery.raw(write.text, arrayValues([g])))
+          .then((r) => resolve(changed(r.rows, 0)), reject),
+      reject,
+    };
+    gather(db, g);
+  });
+}
+
+/** The texts of guarded writes written with arrays, per store and shape (null: written as copies). */
+const arrayTexts = new WeakMap<object, Map<string, string | null>>();
+
+/**
+ * The statement of any number of guarded writes of one shape, each part's rows (and the guards')
+ * given as one array per column (statement-batch.ts, `arrayValues`): the guard `g` an update of
+ * the rows of its arrays that answers their writes' numbers (`w`), each part written for those
+ * numbers only; it answers the numbers of the writes whose guard changed a row (`changed`). One
+ * text whatever the number of writes, so PostgreSQL plans it as it plans a single write's, where
+ * copies make a text per number (textOf). Undefined when a part has no rows (GatedPart.rows) or
+ * the store's column types are unknown (column-types.ts): then copies. Built once per store and
+ * shape.
+ */
+function arrayTextOf<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T>,
+  parts: readonly GatedPart[],
+  shape: string,
+): string | undefined {
+  const key = storeKey(db);
+  let byShape = arrayTexts.get(key);
+  if (!byShape) {
+    byShape = new Map();
+    arrayTexts.set(key, byShape);
+  }
+  let text = byShape.get(shape);
+  if (text === undefined) {
+    text = buildArrayText(db, guard, parts) ?? null;
+    byShape.set(shape, text);
+  }
+  return text ?? undefined;
+}
+
+/** arrayTextOf's text, named (pg-named.ts); undefined if the write cannot be written so. */
+function buildArrayText<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T>,
+  parts: readonly GatedPart[],
+): string | undefined {
+  const { set, where } = columnsOf(guard);
+  const guardRows: Omit<PartRows, 'rows'> = {
+    table: guard.table,
+    columns: [...set, ...where].map(([c]) => c),
+    cte: (name, _gate, source) =>
+      `${name} as (${arrayUpdateText(guard.table, set, where, source)} returning v.w)`,
+  };
+  const typed: { part: Omit<PartRows, 'rows'>; types: string[] }[] = [];
+  for (const part of [guardRows, ...parts.map((p) => p.rows)]) {
+    if (!part) return undefined;
+    const types = part.columns.map((c) => columnType(db, part.table, c));
+    // A column of arrays would take an array of arrays: not written so.
+    if (types.some((t) => t === undefined || t.endsWith(']'))) return undefined;
+    typed.push({ part, types: types as string[] });
+  }
+  let n = 1;
+  // The arrays behind `offset 0`, out of the planner's sight: it counts on ten rows whatever
+  // their length, in the plans it makes with the values as in the one it keeps without them,
+  // and so keeps that one (seeing one or two rows, it would plan every run afresh).
+  const source = (types: readonly string[]) => {
+    const arrays = [...types.map((t) => `$${n++}::${t}[]`), `$${n++}::int4[]`];
+    return (
+      `(select ${arrays.map((a, i) => `${a} as a${i}`).join(', ')} offset 0) as a ` +
+      `cross join lateral unnest(${arrays.map((_, i) => `a.a${i}`).join(', ')}) ` +
+      `as v(${types.map((_, i) => `c${i}, `).join('')}w)`
+    );
+  };
+  const ctes = typed.map((t, i) => t.part.cte(i === 0 ? 'g' : `p${i - 1}`, 'g', source(t.types)));
+  const text = `with ${ctes.join(', ')} select coalesce(array_agg(w), '{}') as changed from g`;
+  nameStatement(text);
+  return text;
 }
 
 /** A guarded write as PostgreSQL's text is built from it. */

@@ -5,7 +5,8 @@
  * transaction a commit, of its own. A statement made here waits for the end of the turn
  * (setImmediate: after this turn's I/O callbacks), and those of its shape gathered by then go
  * together: one text of n copies (8, 4 or 2: few texts per shape to name and plan), each copy
- * answering for its own caller.
+ * answering for its own caller; or, for a shape written with arrays (`rowSets`: gated-write.ts),
+ * up to 32 in one text, the same whatever their number, their rows given as arrays.
  *
  * The statements of one text update no row in common: two updates of one row in one statement
  * leave only one of them written (PostgreSQL's rule), so a statement that shares a row with those
@@ -31,6 +32,13 @@ export interface Gathered<Row = unknown> {
   readonly rows: readonly string[];
   /** Its values, in the order its copy's text numbers them (the copies' one after another). */
   readonly values: readonly unknown[];
+  /**
+   * Set when its shape's text is written with arrays (gated-write.ts): its rows of each of the
+   * text's row sets. A text then takes, for each set, one array per column (its statements' rows
+   * one after another) and one more giving each row's statement (1 for the text's first); it is
+   * one text whatever the number of statements (`text` ignores its count), and `values` is unused.
+   */
+  readonly rowSets?: readonly RowSet[];
   /** The text of `count` statements of its shape, their values numbered one copy after another. */
   text(count: number): string;
   /** Answers its caller from the rows of the text it was copy `index` of. */
@@ -41,8 +49,30 @@ export interface Gathered<Row = unknown> {
   reject(err: unknown): void;
 }
 
-/** Most statements in one text. */
+/** A statement's rows of one of its text's row sets (Gathered.rowSets). */
+export interface RowSet {
+  /** Values per row. */
+  readonly width: number;
+  readonly rows: readonly (readonly unknown[])[];
+}
+
+/** The parameters of a text written with arrays for `batch`, statements of one shape (Gathered.rowSets). */
+export function arrayValues(batch: readonly Gathered[]): unknown[] {
+  const values: unknown[] = [];
+  for (const [s, { width }] of (batch[0]?.rowSets ?? []).entries()) {
+    const rows = batch.map((g) => g.rowSets?.[s]?.rows ?? []);
+    for (let c = 0; c < width; c++) values.push(rows.flatMap((rs) => rs.map((r) => r[c])));
+    values.push(rows.flatMap((rs, i) => rs.map(() => i + 1)));
+  }
+  return values;
+}
+
+/** Most statements in one text of copies. */
 const MAX_BATCH = 8;
+/** Most statements in one text written with arrays (whose text does not grow with them). */
+const MAX_ARRAY_BATCH = 32;
+
+const most = (g: Gathered) => (g.rowSets ? MAX_ARRAY_BATCH : MAX_BATCH);
 
 type Connection = Kysely<Database>;
 
@@ -54,7 +84,7 @@ function flush(db: Connection, all: readonly Gathered[]): void {
   const groups: { shape: string; rows: Set<string>; members: Gathered[] }[] = [];
   for (const g of all) {
     const group = groups.find(
-      (x) => x.shape === g.shape && x.members.length < MAX_BATCH && !g.rows.some((r) => x.rows.has(r)),
+      (x) => x.shape === g.shape && x.members.length < most(g) && !g.rows.some((r) => x.rows.has(r)),
     );
     if (!group) {
       groups.push({ shape: g.shape, rows: new Set(g.rows), members: [g] });
@@ -65,8 +95,9 @@ function flush(db: Connection, all: readonly Gathered[]): void {
   }
   for (const { members } of groups) {
     members.sort((a, b) => (a.guardRow < b.guardRow ? -1 : a.guardRow > b.guardRow ? 1 : 0));
+    // Copies: texts of 8, 4, 2 and 1 statements, few to name and plan. Arrays: one text for all.
     for (let at = 0; at < members.length; ) {
-      const size = 2 ** Math.floor(Math.log2(members.length - at));
+      const size = members[0]?.rowSets ? members.length : 2 ** Math.floor(Math.log2(members.length - at));
       void together(db, members.slice(at, at + size));
       at += size;
     }
@@ -81,7 +112,7 @@ async function together(db: Connection, batch: readonly Gathered[]): Promise<voi
   let rows: readonly unknown[];
   try {
     const text = head.text(batch.length);
-    const values = batch.flatMap((g) => g.values);
+    const values = head.rowSets ? arrayValues(batch) : batch.flatMap((g) => g.values);
     rows = (await db.executeQuery(CompiledQuery.raw(text, values))).rows;
   } catch (err) {
     if (db.isTransaction) for (const g of batch) g.reject(err);

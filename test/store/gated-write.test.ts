@@ -138,6 +138,44 @@ for (const store of testStores()) {
       });
     });
 
+    test("two resellers' writes made together: each one's events go to its own reseller's webhooks", async () => {
+      const db = t.ctx.store.db;
+      const rename = (id: string, name: string, audit: string) =>
+        writeGated(db, { table: 'resellers', set: { name }, where: { id, enabled: 1 } }, [
+          gatedInsert('audit_log', auditEntry(audit, id)),
+          gatedEvents(id, [changed, finished], NOW),
+        ]);
+      // One turn, one shape: one statement on PostgreSQL (the two writes' rows in its arrays).
+      const answers = await Promise.all([
+        rename(acme, 'acme, changed', 'a-1'),
+        rename(globex, 'globex, changed', 'g-1'),
+      ]);
+      assert.deepEqual(answers, [true, true]);
+      const s = await state();
+      assert.deepEqual(s.names, ['acme: acme, changed', 'globex: globex, changed']);
+      assert.deepEqual(s.audit, ['a-1 acme', `g-1 ${globex}`]);
+      assert.deepEqual(
+        s.events.sort(),
+        [
+          `${globex} job.finished ${JSON.stringify(finished.data)}`,
+          `${globex} service.status_changed ${JSON.stringify(changed.data)}`,
+          `acme job.finished ${JSON.stringify(finished.data)}`,
+          `acme service.status_changed ${JSON.stringify(changed.data)}`,
+        ].sort(),
+      );
+      assert.deepEqual(s.deliveries, [
+        'all job.finished',
+        'all service.status_changed',
+        'finished job.finished',
+        'other job.finished',
+        'other service.status_changed',
+      ]);
+      if (store === 'postgres') {
+        const { rows } = await sql<{ x: string }>`select distinct xmin::text as x from events`.execute(db);
+        assert.equal(rows.length, 1, 'one statement wrote every event');
+      }
+    });
+
     test('a guard that changes several rows: each part is still written once', async () => {
       const db = t.ctx.store.db;
       const both = { table: 'resellers', set: { created_at: 5 }, where: { enabled: 1 } } as const;

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
-import { openStore, PG_IDLE_CLOSE_MS, type Store } from '../../src/store/database.ts';
+import { createStore, openStore, PG_IDLE_CLOSE_MS, type Store } from '../../src/store/database.ts';
 import { isStoreUnavailable } from '../../src/store/errors.ts';
 import { gatedInsert, writeGated } from '../../src/store/gated-write.ts';
 import { insertRow, insertRows } from '../../src/store/insert-row.ts';
@@ -82,7 +82,10 @@ describe('named statements on PostgreSQL', {
     const texts = await prepared();
     const insertOne = texts.filter((t) => t.startsWith('insert into "resellers"') && !t.includes('), ('));
     const insertTwo = texts.filter((t) => t.startsWith('insert into "resellers"') && t.includes('), ('));
-    const gated = texts.filter((t) => t.startsWith('with g0 as (update "resellers"'));
+    // A guarded write is one text whatever the number of writes in it (its rows as arrays).
+    const gated = texts.filter((t) =>
+      t.startsWith('with g as (update "resellers" as t set "name" = v.c0 from (select '),
+    );
     assert.deepEqual([insertOne.length, insertTwo.length, gated.length], [1, 1, 1]);
     // Run again, with other values: by the same names, nothing more prepared, each run's values written.
     await insertRow(store.db, 'resellers', row('i5'));
@@ -115,6 +118,80 @@ describe('named statements on PostgreSQL', {
         'i8 name i8',
       ],
     );
+  });
+
+  test('guarded writes of one shape made together: one text however many, each answered for itself', async () => {
+    const row = (id: string) => ({ id, name: `name ${id}`, enabled: 1, created_at: 0 });
+    await insertRows(store.db, 'resellers', ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8', 'g9'].map(row));
+    // Stamps g{i} while its name is still the first; a second reseller, gx{i}, with it.
+    const stamp = (i: number, name = `name g${i}`) =>
+      writeGated(store.db, { table: 'resellers', set: { created_at: i }, where: { id: `g${i}`, name } }, [
+        gatedInsert('resellers', row(`gx${i}`)),
+      ]);
+    const gatedTexts = async () =>
+      (await prepared()).filter((t) => /^with g0? as \(update "resellers"/.test(t));
+    const before = await gatedTexts();
+    // Made in one turn each: one write, then three (the second's guard matches nothing), then five.
+    assert.deepEqual(await Promise.all([stamp(1)]), [true]);
+    assert.deepEqual(await Promise.all([stamp(2), stamp(3, 'someone else'), stamp(4)]), [true, false, true]);
+    assert.deepEqual(await Promise.all([5, 6, 7, 8, 9].map((i) => stamp(i))), [true, true, true, true, true]);
+    const added = (await gatedTexts()).filter((t) => !before.includes(t));
+    assert.equal(added.length, 1, added.join('\n'));
+    assert.match(added[0] ?? '', /unnest\(/);
+    const rows = await store.db
+      .selectFrom('resellers')
+      .select(['id', 'created_at'])
+      .where('id', 'like', 'g%')
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => `${r.id} ${Number(r.created_at)}`),
+      [
+        'g1 1',
+        'g2 2',
+        'g3 0',
+        'g4 4',
+        'g5 5',
+        'g6 6',
+        'g7 7',
+        'g8 8',
+        'g9 9',
+        'gx1 0',
+        'gx2 0',
+        'gx4 0',
+        'gx5 0',
+        'gx6 0',
+        'gx7 0',
+        'gx8 0',
+        'gx9 0',
+      ],
+    );
+  });
+
+  test('a store whose column types were not read (opened without migrating) writes them as copies', async () => {
+    const plain = createStore({ databaseUrl: database.url, dataDir: '', poolSize: 1 });
+    try {
+      const answers = await Promise.all(
+        ['r1', 'r2'].map((id) =>
+          writeGated(plain.db, { table: 'resellers', set: { created_at: 7 }, where: { id } }, [
+            gatedInsert('resellers', { id: `copy ${id}`, name: `copy ${id}`, enabled: 1, created_at: 0 }),
+          ]),
+        ),
+      );
+      assert.deepEqual(answers, [true, true]);
+      const texts = (
+        await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(plain.db)
+      ).rows.map((r) => r.statement);
+      assert.ok(texts.some((t) => t.startsWith('with g0 as (update "resellers"') && t.includes('g1 as (')));
+      const copies = await plain.db
+        .selectFrom('resellers')
+        .select('id')
+        .where('id', 'like', 'copy %')
+        .execute();
+      assert.equal(copies.length, 2);
+    } finally {
+      await plain.close();
+    }
   });
 
   test("an idle connection is kept longer than pg's default allows (10 s), and with it what it prepared", async () => {

@@ -86,18 +86,21 @@ function eventRows(resellerId: string, events: readonly NewEvent[], now: number)
   }));
 }
 
-/** Five values per event (id, reseller_id, type, data, created_at), in the order the texts number them. */
-const eventValues = (rows: readonly EventRow[]) =>
-  rows.flatMap((r) => [r.id, r.reseller_id, r.type, r.data, r.created_at]);
+/** An event's five values (id, reseller_id, type, data, created_at), in the order the texts take them. */
+const eventTuple = (r: EventRow) => [r.id, r.reseller_id, r.type, r.data, r.created_at];
+
+/** Five values per event (eventTuple), one event after another. */
+const eventValues = (rows: readonly EventRow[]) => rows.flatMap(eventTuple);
 
 /**
- * The insert of a delivery for each event of `events` (a relation of `id, type`) and each webhook
- * of the reseller (`$reseller`) that wants it: all types when `event_types` is null, else the
- * JSON array names the type (the rule of `receives`). Queued at `$at`.
+ * The insert of a delivery for each event of `events` (a relation `ev` of `id, type`) and each
+ * webhook of the reseller (`reseller`, an expression: a parameter, or the event's column) that
+ * wants it: all types when `event_types` is null, else the JSON array names the type (the rule of
+ * `receives`). Queued at `at` (an expression too).
  */
-const deliveriesSql = (events: string, reseller: number, at: number) =>
+const deliveriesSql = (events: string, reseller: string, at: string) =>
   'insert into webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at) ' +
-  `select w.id, ev.id, 'pending', 0, $${at}, $${at} from ${events} ev join webhooks w on w.reseller_id = $${reseller} ` +
+  `select w.id, ev.id, 'pending', 0, ${at}, ${at} from ${events} ev join webhooks w on w.reseller_id = ${reseller} ` +
   'where w.event_types is null or w.event_types::jsonb ? ev.type';
 
 /**
@@ -115,7 +118,7 @@ function eventsAndDeliveriesSql(events: number): string {
     });
     text =
       `with ev as (insert into events (id, reseller_id, type, data, created_at) values ${tuples.join(', ')} ` +
-      `returning id, type) ${deliveriesSql('ev', 2, 5)}`;
+      `returning id, type) ${deliveriesSql('ev', '$2', '$5')}`;
     eventsAndDeliveriesTexts.set(events, text);
     nameStatement(text);
   }
@@ -145,11 +148,23 @@ export function gatedEvents(resellerId: string, events: readonly NewEvent[], now
         );
       });
       const all = rows.map((_, i) => `select id, type from ${name}e${i}`).join(' union all ');
-      return `${inserts.join(', ')}, ${name} as (${deliveriesSql(`(${all})`, first + 1, first + 4)})`;
+      return `${inserts.join(', ')}, ${name} as (${deliveriesSql(`(${all})`, `$${first + 1}`, `$${first + 4}`)})`;
     },
     run: (tx) => writeEventRows(tx, resellerId, rows, now),
     // Inserts only (the events and their deliveries).
     updates: [],
+    rows: {
+      table: 'events',
+      columns: ['id', 'reseller_id', 'type', 'data', 'created_at'],
+      rows: rows.map(eventTuple),
+      // Each event's deliveries by its own reseller and time: the writes of one statement may be
+      // different resellers'.
+      cte: (name, gate, source) =>
+        `${name}e as (insert into events (id, reseller_id, type, data, created_at) ` +
+        `select v.c0, v.c1, v.c2, v.c3, v.c4 from ${source} where v.w in (select w from ${gate}) ` +
+        `returning id, type, reseller_id, created_at), ` +
+        `${name} as (${deliveriesSql(`${name}e`, 'ev.reseller_id', 'ev.created_at')})`,
+    },
   };
 }
 
