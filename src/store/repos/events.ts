@@ -129,8 +129,9 @@ function eventsAndDeliveriesSql(events: number): string {
  * A reseller's events recorded with a guarded change (store/gated-write.ts): recorded, with their
  * deliveries, only if the guard changed a row. On PostgreSQL each event is an INSERT ... SELECT
  * (its parameters then take the columns' types) and the deliveries are inserted for all of them
- * by the rule of recordEvents; elsewhere they are written as recordEvents writes them, after
- * the guard.
+ * by the rule of recordEvents; in a statement of several guarded writes written with arrays,
+ * one insert takes all their events (`rows`), each event's deliveries by its own reseller.
+ * Elsewhere they are written as recordEvents writes them, after the guard.
  */
 export function gatedEvents(resellerId: string, events: readonly NewEvent[], now: number): GatedPart {
   const rows = eventRows(resellerId, events, now);
