@@ -174,6 +174,9 @@ function benchIn(cwd: string): Promise<string> {
 
 const runs: { theirs: Figures[][]; ours: Figures[][] } = { theirs: [], ours: [] };
 const label = `${revision} (${commit.slice(0, 7)}${patches.length ? ` + ${patches.join(', ')}` : ''})`;
+// What each tree runs, as it runs it (with --cold given or held back: above).
+console.log(`${label} runs: node bench/run.ts ${argsIn(tree).join(' ')}`);
+console.log(`this tree runs: node bench/run.ts ${argsIn(root).join(' ')}`);
 for (let r = 1; r <= rounds; r++) {
   for (const [who, cwd, list] of [
     [label, tree, runs.theirs],
