@@ -306,19 +306,20 @@ export async function writeGated<T extends keyof Database & string>(
   if (dialectOf(db) === 'postgres') {
     const write: GuardedWrite = { guard: guardOf(guard), parts };
     const shape = shapeOf(write);
+    const rows = rowsWritten(guard, parts);
+    // Written with arrays: the copies' flat values below are not needed.
+    const arrays = rows && !('sql' in guard) ? arrayTextOf(db, guard, parts, shape) : undefined;
+    if (rows && arrays !== undefined) {
+      const rowSets: RowSet[] = [{ width: write.guard.values.length, rows: [write.guard.values] }];
+      for (const p of parts) if (p.rows) rowSets.push({ width: p.rows.columns.length, rows: p.rows.rows });
+      return gatherArrays(db, { shape: `arrays ${shape}`, text: arrays, rowSets }, rows);
+    }
     const values = valuesOf(write);
     const one = async () => {
       const r = await db.executeQuery<{ c0: number }>(CompiledQuery.raw(textOf(write, shape, 1), values));
       return (r.rows[0]?.c0 ?? 0) > 0;
     };
-    const rows = rowsWritten(guard, parts);
     if (!rows) return one();
-    const arrays = 'sql' in guard ? undefined : arrayTextOf(db, guard, parts, shape);
-    if (arrays !== undefined) {
-      const rowSets: RowSet[] = [{ width: write.guard.values.length, rows: [write.guard.values] }];
-      for (const p of parts) if (p.rows) rowSets.push({ width: p.rows.columns.length, rows: p.rows.rows });
-      return gatherArrays(db, { shape: `arrays ${shape}`, text: arrays, rowSets }, rows);
-    }
     return new Promise((resolve, reject) =>
       gather(db, {
         shape,
