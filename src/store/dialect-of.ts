@@ -19,3 +19,23 @@ export function dialectOf<DB>(db: Kysely<DB>): DialectName {
 export function storeKey<DB>(db: Kysely<DB>): object {
   return db.getExecutor().adapter;
 }
+
+/**
+ * A value kept per store (storeKey): `make` runs the first time a store's database or one of its
+ * transactions asks, and each later call answers what it made. What is compiled, built or read
+ * once per store (statements by shape, prepared statements) is kept this way.
+ */
+export function perStore<V>(make: () => V): <DB>(db: Kysely<DB>) => V;
+export function perStore<V, DB>(make: (db: Kysely<DB>) => V): (db: Kysely<DB>) => V;
+export function perStore<V>(make: (db: Kysely<never>) => V): (db: Kysely<never>) => V {
+  const kept = new WeakMap<object, V>();
+  return (db) => {
+    const key = storeKey(db);
+    let value = kept.get(key);
+    if (value === undefined) {
+      value = make(db);
+      kept.set(key, value);
+    }
+    return value;
+  };
+}

@@ -19,7 +19,7 @@
  */
 import { CompiledQuery, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import { columnType } from './column-types.ts';
-import { dialectOf, storeKey } from './dialect-of.ts';
+import { dialectOf, perStore } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
@@ -380,7 +380,7 @@ function gatherArrays(
 }
 
 /** The texts of guarded writes written with arrays, per store and shape (null: written as copies). */
-const arrayTexts = new WeakMap<object, Map<string, string | null>>();
+const arrayTexts = perStore(() => new Map<string, string | null>());
 
 /**
  * The statement of any number of guarded writes of one shape, each part's rows (and the guards')
@@ -398,12 +398,7 @@ function arrayTextOf<T extends keyof Database & string>(
   parts: readonly GatedPart[],
   shape: string,
 ): string | undefined {
-  const key = storeKey(db);
-  let byShape = arrayTexts.get(key);
-  if (!byShape) {
-    byShape = new Map();
-    arrayTexts.set(key, byShape);
-  }
+  const byShape = arrayTexts(db);
   let text = byShape.get(shape);
   if (text === undefined) {
     text = buildArrayText(db, guard, parts) ?? null;

@@ -5,6 +5,7 @@
  * row's, every value goes in as a parameter, in order), and keep what they compiled by shape.
  */
 import type { CompiledQuery, Kysely } from 'kysely';
+import { perStore } from './dialect-of.ts';
 
 export interface LooseBuilder {
   insertInto(table: string): { values(rows: readonly object[]): { compile(): CompiledQuery } };
@@ -23,20 +24,9 @@ export function looseBuilder<DB>(db: Kysely<DB>): LooseBuilder {
   return db as unknown as LooseBuilder;
 }
 
-/** Compiled statements by dialect (Kysely's adapter, shared by a database and its transactions). */
-const compiledByAdapter = new WeakMap<object, Map<string, CompiledQuery>>();
-
 /**
  * The statements compiled for `db`'s dialect, by shape: the SQL text and where each value goes,
  * run again with new values (`{ ...compiled, parameters }`). Its node stays with it, so the
  * driver still sees the statement's kind (the SQLite store groups plain writes by kind).
  */
-export function compiledShapes<DB>(db: Kysely<DB>): Map<string, CompiledQuery> {
-  const adapter = db.getExecutor().adapter;
-  let byShape = compiledByAdapter.get(adapter);
-  if (!byShape) {
-    byShape = new Map();
-    compiledByAdapter.set(adapter, byShape);
-  }
-  return byShape;
-}
+export const compiledShapes = perStore(() => new Map<string, CompiledQuery>());

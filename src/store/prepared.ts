@@ -18,7 +18,7 @@ import {
   type QueryResult,
   ValueNode,
 } from 'kysely';
-import { dialectOf } from './dialect-of.ts';
+import { dialectOf, perStore } from './dialect-of.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
 
@@ -68,27 +68,18 @@ export function prepare<S extends Record<string, Slot<unknown>>, R>(
   type Name = Extract<keyof S, string>;
   const names = new Map<unknown, Name>();
   for (const name in slots) names.set(slots[name], name);
-  const byDialect = new WeakMap<object, Compiled<Name, R>>();
-
-  function compiled(db: Kysely<Database>): Compiled<Name, R> {
-    const adapter = db.getExecutor().adapter;
-    let c = byDialect.get(adapter);
-    if (!c) {
-      const query = build(db, slots).compile();
-      const sources = query.parameters.map((p): Source<Name> => {
-        const name = names.get(p);
-        return name === undefined ? { value: p } : { slot: name };
-      });
-      const used = new Set(sources.flatMap((s) => ('slot' in s ? [s.slot] : [])));
-      const unused = [...names.values()].filter((n) => !used.has(n));
-      if (unused.length > 0)
-        throw new Error(`prepared statement: slot(s) ${unused.join(', ')} not in its SQL`);
-      if (dialectOf(db) === 'postgres') nameStatement(query.sql);
-      c = { query, sources };
-      byDialect.set(adapter, c);
-    }
-    return c;
-  }
+  const compiled = perStore((db: Kysely<Database>): Compiled<Name, R> => {
+    const query = build(db, slots).compile();
+    const sources = query.parameters.map((p): Source<Name> => {
+      const name = names.get(p);
+      return name === undefined ? { value: p } : { slot: name };
+    });
+    const used = new Set(sources.flatMap((s) => ('slot' in s ? [s.slot] : [])));
+    const unused = [...names.values()].filter((n) => !used.has(n));
+    if (unused.length > 0) throw new Error(`prepared statement: slot(s) ${unused.join(', ')} not in its SQL`);
+    if (dialectOf(db) === 'postgres') nameStatement(query.sql);
+    return { query, sources };
+  });
 
   function compile(db: Kysely<Database>, values: SlotValues<S>): CompiledQuery<R> {
     const c = compiled(db);
