@@ -7,8 +7,9 @@
 # and DIR/version, TEMPLATE_VERSION below (setup-ci.sh builds again a template of another version).
 set -euo pipefail
 # Raised whenever the guest changes in a way tests rely on (2: instance id, SSH keys, disks,
-# login on the serial console; 4: the seed's IPv6 address, set and reported as ipv6=).
-TEMPLATE_VERSION=4
+# login on the serial console; 4: the seed's IPv6 address, set and reported as ipv6=; 5: a
+# password that begins with "-" is hashed, not taken for an option of mkpasswd).
+TEMPLATE_VERSION=5
 out=${1:?usage: build-test-template.sh OUTPUT_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)

@@ -28,8 +28,17 @@ INSTANCE=$(sed -n 's/^instance-id: *//p' /seed/meta-data)
 PASS=$(sed -n 's/^ *password: *"\(.*\)"$/\1/p' /seed/user-data | head -1)
 hostname "$HOST"
 # The accounts: root, with the seed's password (the agent's changes go to /usr/sbin/chpasswd).
+# `--`: a password may begin with "-" (one generated password in about 60 does), which mkpasswd
+# would take for an option, leaving root with no password at all ('*', "bad salt" at the login).
+# The boot line's password_sha256 is of the password root's hash was made from: `none` when root
+# has no password (no seed password, or one mkpasswd refused), so a test cannot be told a password
+# reached the guest when the login would refuse it.
 echo 'root:x:0:0:root:/root:/bin/sh' > /etc/passwd
-echo "root:$( [ -n "$PASS" ] && mkpasswd -m sha512 "$PASS" || echo '*'):19000:0:99999:7:::" > /etc/shadow
+HASH=
+[ -n "$PASS" ] && HASH=$(mkpasswd -m sha512 -- "$PASS")
+echo "root:${HASH:-*}:19000:0:99999:7:::" > /etc/shadow
+PASS_SHA=none
+[ -n "$HASH" ] && PASS_SHA=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1)
 # Root's SSH keys: the seed's `ssh_authorized_keys` entries (one double-quoted key a line).
 mkdir -p /root/.ssh && chmod 700 /root/.ssh
 sed -n '/^    ssh_authorized_keys:$/,/^ \{0,5\}[^ ]/s/^      - "\(.*\)"$/\1/p' /seed/user-data > /root/.ssh/authorized_keys
@@ -75,7 +84,7 @@ if [ -b /dev/vdb ] && mount -t ext4 -o ro /dev/vdb /mnt/vdb 2>/dev/null; then
   VDB_BOOTS=$(cat /mnt/vdb/boots 2>/dev/null || echo none)
   umount /mnt/vdb
 fi
-echo "VRP-GUEST hostname=$(hostname) password_sha256=$(printf %s "$PASS" | sha256sum | cut -d' ' -f1) cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS ipv6=$IPV6 instance_id=$INSTANCE disks=$DISKS vdb_boots=$VDB_BOOTS ssh_key_sha256=$KEYS" > /dev/console
+echo "VRP-GUEST hostname=$(hostname) password_sha256=$PASS_SHA cpus=$CPUS mem_kb=$MEMKB disk_kb=$DISKKB boot=$BOOT generation=$GEN ips=$IPS ipv6=$IPV6 instance_id=$INSTANCE disks=$DISKS vdb_boots=$VDB_BOOTS ssh_key_sha256=$KEYS" > /dev/console
 # The guest agent on the port named org.qemu.guest_agent.0 (no udev here to name it in /dev).
 if [ ! -f /etc/vrp-no-agent ]; then
   for port in /sys/class/virtio-ports/*; do

@@ -121,23 +121,24 @@ test('a real VM: the SSH key of the order, the console page in chromium, reinsta
     assert.deepEqual(problems, []);
     await page.context().close();
 
-    // Reinstall: a new system on a fresh disk, the new password, the same addresses.
+    // Reinstall: a new system on a fresh disk, the new password (one that begins with "-": the
+    // guest hashes it, and the boot line says `none` if root got no hash), the same addresses.
     await s.api.ok('POST', `service/${id}/reinstall`, {
       template_id: s.order.template_id,
-      password: 'Reinstalled-pass-7',
+      password: '-Reinstalled-pass-7',
       ssh_keys: [],
     });
     await settled(s, id, 'running', until);
     const [, second] = await reports(id, 2, until);
     assert.notEqual(second!['instance_id'], first!['instance_id'], 'a new cloud-init instance');
     assert.equal(second!['boot'], '1', 'a fresh disk: its boot counter starts again');
-    assert.equal(second!['password_sha256'], sha256('Reinstalled-pass-7'));
+    assert.equal(second!['password_sha256'], sha256('-Reinstalled-pass-7'));
     assert.equal(second!['ips'], first!['ips'], 'the same addresses');
     assert.equal(second!['ssh_key_sha256'], '', 'ssh_keys [] removed the key');
     const afterReinstall = await s.api.ok('GET', `service/${id}/details`);
     assert.deepEqual(
       [afterReinstall.password, afterReinstall.ssh_key_fingerprints],
-      ['Reinstalled-pass-7', []],
+      ['-Reinstalled-pass-7', []],
     );
 
     // Rescue: the rescue system boots with the server's disk as its second disk.
@@ -159,7 +160,7 @@ test('a real VM: the SSH key of the order, the console page in chromium, reinsta
     const [, , , back] = await reports(id, 4, until);
     assert.equal(back!['hostname'], 'self.example.com');
     assert.equal(back!['boot'], '2', 'the server’s own disk, booted again');
-    assert.equal(back!['password_sha256'], sha256('Reinstalled-pass-7'));
+    assert.equal(back!['password_sha256'], sha256('-Reinstalled-pass-7'));
   } finally {
     await browser.close();
     if (id) {
