@@ -6,10 +6,11 @@
  * adapter its database and every transaction of it share (as dialect-of.ts reads the dialect).
  */
 import { type Kysely, sql } from 'kysely';
-import { storeKey } from './dialect-of.ts';
+import { perStore } from './dialect-of.ts';
 import type { Database } from './schema.ts';
 
-const byStore = new WeakMap<object, ReadonlyMap<string, string>>();
+/** By `table.column`; empty until learnColumnTypes has read the store's catalog. */
+const typesOf = perStore(() => new Map<string, string>());
 
 /** Reads the types of the columns of the tables in the store's schema (the first of its search path). */
 export async function learnColumnTypes(db: Kysely<Database>): Promise<void> {
@@ -18,7 +19,9 @@ export async function learnColumnTypes(db: Kysely<Database>): Promise<void> {
     from pg_attribute a join pg_class c on c.oid = a.attrelid
     where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r'
       and a.attnum > 0 and not a.attisdropped`.execute(db);
-  byStore.set(storeKey(db), new Map(rows.map((r) => [`${r.t}.${r.c}`, r.type])));
+  const types = typesOf(db);
+  types.clear();
+  for (const r of rows) types.set(`${r.t}.${r.c}`, r.type);
 }
 
 /**
@@ -26,5 +29,5 @@ export async function learnColumnTypes(db: Kysely<Database>): Promise<void> {
  * store's types were not read (a store opened without openAndMigrate) or there is no such column.
  */
 export function columnType(db: Kysely<Database>, table: string, column: string): string | undefined {
-  return byStore.get(storeKey(db))?.get(`${table}.${column}`);
+  return typesOf(db).get(`${table}.${column}`);
 }

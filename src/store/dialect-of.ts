@@ -16,7 +16,7 @@ export function dialectOf<DB>(db: Kysely<DB>): DialectName {
  * What a database and its transactions share, and another store's database does not (Kysely's
  * adapter, made per database): the key of what is kept per store.
  */
-export function storeKey<DB>(db: Kysely<DB>): object {
+function storeKey<DB>(db: Kysely<DB>): object {
   return db.getExecutor().adapter;
 }
 

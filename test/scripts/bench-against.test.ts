@@ -113,7 +113,7 @@ describe('bench/against.ts', () => {
     const before = { trees: worktrees(), dirs: leftDirs() };
     const old = commitWithoutCold();
     const label = `${old} \\(${old.slice(0, 7)}\\)`;
-    const bench = '--quick --only version --store sqlite --connections 10';
+    const bench = VERSION_AT_10.join(' ');
     // Without --cold: this tree's order -> running would be measured cold, as REVISION's is.
     const plain = await oneRound(old, ...VERSION_AT_10);
     assert.equal(plain.code, 0, `${plain.stdout}${plain.stderr}`);
