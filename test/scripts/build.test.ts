@@ -68,6 +68,7 @@ test('types are blanked and relative imports of .ts become .js; other specifiers
 
 test('an import() of a computed specifier is refused: the build could not make it name the .js', () => {
   assert.throws(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the source under test holds a template literal
     () => toJavaScript('const m = await import(`./${name}.ts`);', 'y.ts'),
     /y\.ts: import\(\) of a computed specifier/,
   );
