@@ -2,6 +2,8 @@
  * `node bench/profile-summary.ts FILE.cpuprofile [N]`: where a V8 CPU profile (from
  * `npm run bench -- --profile DIR`) spent its time: the top N functions by self time, and the
  * project's own functions (src/) by total time (self + callees), each with file:line.
+ * `FILE.heapprofile` (from `--heap-profile DIR`): the same for the bytes allocated, as V8's
+ * sampling heap profiler saw them (the objects still alive when the profile was written).
  */
 import { readFileSync } from 'node:fs';
 
@@ -19,13 +21,43 @@ interface Profile {
   endTime: number;
 }
 
+/** A sampling heap profile: a tree of call frames, each with the bytes allocated in it. */
+interface HeapNode {
+  id: number;
+  callFrame: Node['callFrame'];
+  selfSize: number;
+  children: HeapNode[];
+}
+interface HeapProfile {
+  head: HeapNode;
+}
+
+/** The heap profile as a CPU profile whose one "sample" per frame weighs its bytes. */
+function fromHeap(h: HeapProfile): Profile {
+  const nodes: Node[] = [];
+  const samples: number[] = [];
+  const timeDeltas: number[] = [];
+  const walk = (x: HeapNode) => {
+    nodes.push({ id: x.id, callFrame: x.callFrame, children: x.children.map((c) => c.id) });
+    if (x.selfSize > 0) {
+      samples.push(x.id);
+      timeDeltas.push(x.selfSize);
+    }
+    for (const c of x.children) walk(c);
+  };
+  walk(h.head);
+  return { nodes, samples, timeDeltas, startTime: 0, endTime: 0 };
+}
+
 const file = process.argv[2];
 if (!file) {
   console.error('usage: node bench/profile-summary.ts FILE.cpuprofile [N]');
   process.exit(2);
 }
 const n = Number(process.argv[3] ?? 30);
-const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const raw = JSON.parse(readFileSync(file, 'utf8')) as Profile | HeapProfile;
+const heap = 'head' in raw;
+const p = heap ? fromHeap(raw) : raw;
 const byId = new Map(p.nodes.map((x) => [x.id, x]));
 const parent = new Map<number, number>();
 for (const x of p.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
@@ -57,14 +89,17 @@ for (const [id, us] of self) {
   }
 }
 const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
-console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled`);
-console.log('\nself time:');
+const what = heap ? 'bytes' : 'time';
+console.log(
+  `${file}: ${heap ? `${(total / 2 ** 20).toFixed(1)} MiB allocated` : `${(total / 1e6).toFixed(1)} s`} sampled`,
+);
+console.log(`\nself ${what}:`);
 for (const [k, us] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);
-console.log('\ntotal time, project functions (src/, or dist/ as the server runs it):');
+console.log(`\ntotal ${what}, project functions (src/, or dist/ as the server runs it):`);
 for (const [k, us] of [...totalBy]
   .filter(([k]) => k.includes('/src/') || k.includes('./dist/'))
   .sort((a, b) => b[1] - a[1])
   .slice(0, n))
   console.log(`${pct(us)}  ${k}`);
-console.log('\ntotal time, every function:');
+console.log(`\ntotal ${what}, every function:`);
 for (const [k, us] of [...totalBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);

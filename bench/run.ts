@@ -72,6 +72,7 @@ const USAGE = `usage: npm run bench [-- OPTIONS]   (bench/README.md)
   --store STORE         sqlite, postgres or both (default)
   --connections LIST    the connection counts of the request scenarios (default 10,50)
   --profile DIR         the server's CPU profiles (node --cpu-prof) into DIR
+  --heap-profile DIR    where the server allocates, sampled (heap-sampling.ts), into DIR
   --sql-timings DIR     every SQLite statement of the server timed into DIR
   --libvirt-template D  the tiny test template of the real-VM scenario
   --cold                order -> running without its warm-up round (as the bench measured it
@@ -94,6 +95,8 @@ const parsed = (() => {
         only: { type: 'string' },
         /** Run the server with --cpu-prof into this directory (one profile per server process). */
         profile: { type: 'string' },
+        /** Sample the server's allocations into this directory (heap-sampling.ts). */
+        'heap-profile': { type: 'string' },
         /** Time every SQLite statement of the server (sql-timings.ts) into this directory. */
         'sql-timings': { type: 'string' },
         /** The tiny test template for the real-VM scenario (default: VRP_TEST_LIBVIRT_TEMPLATE). */
@@ -319,15 +322,17 @@ async function workerListening(store: BenchStore, worker: ChildProcess): Promise
   }
 }
 
-/** The server's NODE_OPTIONS for `--profile` and `--sql-timings`, with the directory each writes to. */
+/** The server's NODE_OPTIONS for `--profile`, `--heap-profile` and `--sql-timings`, with the directory each writes to. */
 function serverNodeOptions(): Record<string, string> {
   const options = [
     ...(args.profile ? [`--cpu-prof --cpu-prof-dir=${resolve(args.profile)}`] : []),
+    ...(args['heap-profile'] ? [`--import ${join(here, 'heap-sampling.ts')}`] : []),
     ...(args['sql-timings'] ? [`--import ${join(here, 'sql-timings.ts')}`] : []),
   ];
   return {
     ...(options.length > 0 ? { NODE_OPTIONS: options.join(' ') } : {}),
     ...(args['sql-timings'] ? { VRP_BENCH_SQL_TIMINGS: resolve(args['sql-timings']) } : {}),
+    ...(args['heap-profile'] ? { VRP_BENCH_HEAP_PROFILE: resolve(args['heap-profile']) } : {}),
   };
 }
 
@@ -754,6 +759,7 @@ async function main(): Promise<Row[]> {
   dataDir = mkdtempSync(join(tmpdir(), 'vrp-bench-'));
   stores = benchStores(dataDir);
   if (args.profile) mkdirSync(args.profile, { recursive: true });
+  if (args['heap-profile']) mkdirSync(args['heap-profile'], { recursive: true });
   const rows: Row[] = [];
   try {
     // The ladder and the real VMs need no store.
@@ -1072,3 +1078,5 @@ if (only) {
 }
 if (args.profile && existsSync(args.profile))
   console.log(`CPU profiles of the server: ${resolve(args.profile)}`);
+if (args['heap-profile'] && existsSync(args['heap-profile']))
+  console.log(`Allocation profiles of the server: ${resolve(args['heap-profile'])}`);

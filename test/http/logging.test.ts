@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import Fastify from 'fastify';
+import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
+import { LOG_REDACT } from '../../src/domain/log-redaction.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { requestIdOf } from '../../src/http/plugins/request-id.ts';
-import { AccessLog, requestLogging } from '../../src/http/plugins/request-log.ts';
+import { AccessLog, RequestLog, requestLogging } from '../../src/http/plugins/request-log.ts';
 import { startBackground } from '../../src/jobs/background.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { API, BASE, call, createTestApp, testEnv, waitForStatus } from '../helpers/app.ts';
@@ -263,6 +265,42 @@ test("a request's own lines carry its id at every level, and its access line car
   } finally {
     await app.close();
   }
+});
+
+test("a request's line below the level is dropped before its child logger is made; one at the level is written", () => {
+  const { stream, lines } = lineSink();
+  const logger = pino({ level: 'warn', redact: LOG_REDACT }, stream);
+  let children = 0;
+  const parent = new Proxy(logger, {
+    get: (target, key, receiver) =>
+      key === 'child'
+        ? (...args: Parameters<typeof logger.child>) => {
+            children++;
+            return target.child(...args);
+          }
+        : Reflect.get(target, key, receiver),
+  });
+  const log = new RequestLog(parent, { reqId: 'quiet-1' }, {});
+  log.trace({ said: 'trace' }, 'dropped');
+  log.debug({ said: 'debug' }, 'dropped');
+  log.info({ said: 'info', password: 'hunter2' }, 'dropped');
+  assert.equal(children, 0, 'no child logger for lines nobody writes');
+  assert.equal(log.level, 'warn');
+  log.warn({ said: 'warn', password: 'hunter2' }, 'written');
+  log.info('still dropped');
+  assert.equal(children, 1);
+  assert.deepEqual(
+    lines.map((l) => [l['msg'], l['reqId'], l['said'], l['password']]),
+    [['written', 'quiet-1', 'warn', '[redacted]']],
+  );
+  // A route's own level (a probe's) is the request's level.
+  const probe = new RequestLog(parent, { reqId: 'probe-1' }, { level: 'error' });
+  probe.warn('dropped');
+  probe.error('probe failed');
+  assert.deepEqual(
+    lines.slice(1).map((l) => [l['msg'], l['reqId']]),
+    [['probe failed', 'probe-1']],
+  );
 });
 
 test("with Fastify's own request loggers, the access log keeps Fastify's line as the answer goes out", async () => {
