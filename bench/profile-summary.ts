@@ -3,7 +3,8 @@
  * `npm run bench -- --profile DIR`) spent its time: the top N functions by self time, and the
  * project's own functions (src/) by total time (self + callees), each with file:line.
  * `FILE.heapprofile` (from `--heap-profile DIR`): the same for the bytes allocated, as V8's
- * sampling heap profiler saw them (the objects still alive when the profile was written).
+ * sampling heap profiler saw them (heap-sampling.ts keeps the samples of objects collected since,
+ * so these are the bytes allocated, not the bytes still alive).
  */
 import { readFileSync } from 'node:fs';
 
