@@ -9,7 +9,15 @@ describe("the bench's command line (bench/run.ts)", () => {
     const r = await runToExit(['bench/run.ts', '--help'], {});
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^usage: npm run bench/);
-    for (const option of ['--quick', '--only', '--store', '--connections', '--profile', '--sql-timings'])
+    for (const option of [
+      '--quick',
+      '--only',
+      '--store',
+      '--connections',
+      '--profile',
+      '--heap-profile',
+      '--sql-timings',
+    ])
       assert.ok(r.stdout.includes(option), option);
     assert.match(r.stdout, /token, version, products, status, details, order, running/);
   });
