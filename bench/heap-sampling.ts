@@ -7,7 +7,7 @@
  * prints where the bytes were allocated. For the findings only: the server's code is the same
  * with or without it.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
 
@@ -32,6 +32,7 @@ if (dir) {
   });
   process.on('exit', () => {
     const { profile } = post('HeapProfiler.stopSampling') as { profile: unknown };
+    mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `allocations-${process.pid}.heapprofile`), JSON.stringify(profile));
   });
 }

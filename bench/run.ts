@@ -759,7 +759,6 @@ async function main(): Promise<Row[]> {
   dataDir = mkdtempSync(join(tmpdir(), 'vrp-bench-'));
   stores = benchStores(dataDir);
   if (args.profile) mkdirSync(args.profile, { recursive: true });
-  if (args['heap-profile']) mkdirSync(args['heap-profile'], { recursive: true });
   const rows: Row[] = [];
   try {
     // The ladder and the real VMs need no store.

@@ -3,46 +3,44 @@
  * process allocates, the objects the collector has already taken included.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { ownDataDir } from '../helpers/cli.ts';
 import { runToExit } from '../helpers/run-to-exit.ts';
 
-test('the allocation sampler counts what was collected, and the summary names the function that allocated it', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'vrp-heap-profile-'));
-  try {
-    // 64 MiB of short-lived arrays from one named function (none kept: collected as it goes),
-    // and 1 MiB kept from another.
-    const program = join(dir, 'allocate.mjs');
-    writeFileSync(
-      program,
-      [
-        'function makeGarbage() { let n = 0; for (let i = 0; i < 16384; i++) n += new Array(512).fill(i).length; return n; }',
-        'function keepSome() { const kept = []; for (let i = 0; i < 256; i++) kept.push(new Array(512).fill(i)); return kept; }',
-        'globalThis.kept = keepSome();',
-        'console.log(makeGarbage());',
-      ].join('\n'),
-    );
-    const run = await runToExit(['--import', './bench/heap-sampling.ts', program], {
-      VRP_BENCH_HEAP_PROFILE: dir,
-    });
-    assert.equal(run.code, 0, run.stderr);
-    const files = readdirSync(dir).filter((f) => f.endsWith('.heapprofile'));
-    assert.equal(files.length, 1, `one profile written: ${readdirSync(dir).join(', ')}`);
+test('the allocation sampler counts what was collected, and the summary names the function that allocated it', async (t) => {
+  const dir = ownDataDir(t, 'vrp-heap-profile-');
+  // 64 MiB of short-lived arrays from one named function (none kept: collected as it goes),
+  // and 1 MiB kept from another.
+  const program = join(dir, 'allocate.mjs');
+  const profiles = join(dir, 'profiles');
+  writeFileSync(
+    program,
+    [
+      'function makeGarbage() { let n = 0; for (let i = 0; i < 16384; i++) n += new Array(512).fill(i).length; return n; }',
+      'function keepSome() { const kept = []; for (let i = 0; i < 256; i++) kept.push(new Array(512).fill(i)); return kept; }',
+      'globalThis.kept = keepSome();',
+      'console.log(makeGarbage());',
+    ].join('\n'),
+  );
+  const run = await runToExit(['--import', './bench/heap-sampling.ts', program], {
+    // A directory not made yet: the sampler makes it.
+    VRP_BENCH_HEAP_PROFILE: profiles,
+  });
+  assert.equal(run.code, 0, run.stderr);
+  const files = readdirSync(profiles).filter((f) => f.endsWith('.heapprofile'));
+  assert.equal(files.length, 1, `one profile written: ${readdirSync(profiles).join(', ')}`);
 
-    const summary = await runToExit(['bench/profile-summary.ts', join(dir, files[0]!), '10'], {});
-    assert.equal(summary.code, 0, summary.stderr);
-    assert.match(summary.stdout, /MiB allocated sampled/);
-    const self = summary.stdout.split('\nself bytes:\n')[1]!.split('\n\n')[0]!.split('\n');
-    const share = (fn: string) => {
-      const line = self.find((l) => l.includes(`${fn} `));
-      assert.ok(line, `${fn} among the top allocators:\n${self.join('\n')}`);
-      return Number(/([\d.]+)%/.exec(line)![1]);
-    };
-    // The collected garbage outweighs what is kept: a profile of survivors would show the reverse.
-    assert.ok(share('makeGarbage') > 5 * share('keepSome'), summary.stdout);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const summary = await runToExit(['bench/profile-summary.ts', join(profiles, files[0]!), '10'], {});
+  assert.equal(summary.code, 0, summary.stderr);
+  assert.match(summary.stdout, /MiB allocated sampled/);
+  const self = summary.stdout.split('\nself bytes:\n')[1]!.split('\n\n')[0]!.split('\n');
+  const share = (fn: string) => {
+    const line = self.find((l) => l.includes(`${fn} `));
+    assert.ok(line, `${fn} among the top allocators:\n${self.join('\n')}`);
+    return Number(/([\d.]+)%/.exec(line)![1]);
+  };
+  // The collected garbage outweighs what is kept: a profile of survivors would show the reverse.
+  assert.ok(share('makeGarbage') > 5 * share('keepSome'), summary.stdout);
 });
