@@ -820,6 +820,7 @@ async function orderToRunning(
     pids.map(cpuTime).reduce((a, b) => ({ user: a.user + b.user, system: a.system + b.system }));
   const cpu0 = cpuOf();
   const db0 = store.databaseCpu?.();
+  const own0 = process.cpuUsage();
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -848,6 +849,8 @@ async function orderToRunning(
   while ((await outstanding()) > 0) await new Promise((r) => setTimeout(r, 5));
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = cpuOf();
+  // The bench's own share of the machine: its HTTP client (fetch) and its polls.
+  const own1 = process.cpuUsage(own0);
   const db1 = store.databaseCpu?.();
   // PostgreSQL's own processes, per service (the bench's polls of the jobs count included).
   const dbCpu =
@@ -875,7 +878,7 @@ async function orderToRunning(
   const notRunning = statuses.filter((s) => s.status !== 'running').map((s) => `${s.n} ${s.status}`);
   console.log(
     `${how}: order -> running: ${running}/${K} running in ${seconds.toFixed(2)} s (all accepted at ${(accepted / 1000).toFixed(2)} s): ` +
-      `${perSecond.toFixed(0)} services/s, server CPU ${((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / K).toFixed(0)} µs per service${dbCpu}${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
+      `${perSecond.toFixed(0)} services/s, server CPU ${((cpu1.user + cpu1.system - cpu0.user - cpu0.system) / K).toFixed(0)} µs per service${dbCpu}; the bench's own ${((own1.user + own1.system) / K).toFixed(0)} µs${failures.length ? `; failures: ${failures.slice(0, 5).join(', ')}` : ''}${notRunning.length ? `; not running: ${notRunning.join(', ')}` : ''}`,
   );
   const invalid = [
     ...(failures.length ? [`${failures.length} requests failed (${failures.slice(0, 3).join(', ')})`] : []),
