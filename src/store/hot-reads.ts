@@ -11,12 +11,13 @@
  * Both return raw rows of the `services` and `jobs` tables; repos/services.ts and repos/jobs.ts
  * turn them into domain objects, as for any other read.
  */
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync } from 'node:sqlite';
 import type pg from 'pg';
 import { nameStatement, sendNamed } from './pg-named.ts';
 import { createReadBatch } from './read-batch.ts';
 import type { JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
 import { onCommit } from './sqlite-group-commit.ts';
+import { type RowReader, rowReader } from './sqlite-rows.ts';
 
 export interface HotReads {
   /** The service row if it exists and belongs to the reseller. */
@@ -154,17 +155,17 @@ const SNAPSHOT_MS = 1;
 export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
   const db = new DatabaseSync(file, { readOnly: true });
   db.exec(`pragma busy_timeout = ${Math.floor(busyTimeoutMs)}`);
-  const statements = new Map<Name, StatementSync>();
+  const statements = new Map<Name, RowReader>();
   let began = 0;
   const endSnapshot = () => {
     if (db.isOpen && db.isTransaction) db.exec('rollback');
   };
   const stopListening = onCommit(file, endSnapshot);
   const first = <T>(name: Name, ...params: (string | number)[]): Promise<T | undefined> => {
-    let stmt = statements.get(name);
-    if (!stmt) {
-      stmt = db.prepare(forSqlite(SQL[name]));
-      statements.set(name, stmt);
+    let rows = statements.get(name);
+    if (!rows) {
+      rows = rowReader(db.prepare(forSqlite(SQL[name])));
+      statements.set(name, rows);
     }
     if (db.isTransaction && performance.now() - began > SNAPSHOT_MS) endSnapshot();
     if (!db.isTransaction) {
@@ -172,7 +173,7 @@ export function sqliteHotReads(file: string, busyTimeoutMs = 5000): HotReads {
       began = performance.now();
       setImmediate(endSnapshot);
     }
-    return Promise.resolve(stmt.get(...params) as T | undefined);
+    return Promise.resolve(rows.get(params) as T | undefined);
   };
   // The orders that arrive together (one group commit) read each of their resellers' quotas
   // once: a read after another connection's commit finds this connection's page cache dropped

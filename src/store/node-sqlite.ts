@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { SqliteAdapter, type SqliteDatabase, SqliteDialect, type SqliteStatement } from 'kysely';
 import { GroupCommitSqliteDriver } from './sqlite-group-commit.ts';
+import { rowReader } from './sqlite-rows.ts';
 import { type SyncFile, WalSync } from './wal-sync.ts';
 
 const STATEMENT_CACHE_SIZE = 500;
@@ -27,11 +28,12 @@ class CachedDatabase implements SqliteDatabase {
     const stmt: StatementSync = this.#db.prepare(sql);
     // Kysely hands over its parameters untyped; node:sqlite binds what SQLite can hold.
     const bind = (params: readonly unknown[]) => params as SQLInputValue[];
+    const rows = rowReader(stmt);
     const wrapped: SqliteStatement = {
       reader: stmt.columns().length > 0,
-      all: (params) => stmt.all(...bind(params)),
+      all: (params) => rows.all(bind(params)),
       run: (params) => stmt.run(...bind(params)),
-      iterate: (params) => stmt.iterate(...bind(params)) as IterableIterator<unknown>,
+      iterate: (params) => rows.iterate(bind(params)),
     };
     if (this.#cache.size >= STATEMENT_CACHE_SIZE) {
       const oldest = this.#cache.keys().next().value;
