@@ -30,7 +30,7 @@ class CachedDatabase implements SqliteDatabase {
     const bind = (params: readonly unknown[]) => params as SQLInputValue[];
     const rows = rowReader(stmt);
     const wrapped: SqliteStatement = {
-      reader: stmt.columns().length > 0,
+      reader: rows.returnsRows,
       all: (params) => rows.all(bind(params)),
       run: (params) => stmt.run(...bind(params)),
       iterate: (params) => rows.iterate(bind(params)),

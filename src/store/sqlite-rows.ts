@@ -50,6 +50,8 @@ const namesOf = (stmt: StatementSync) => stmt.columns().map((c) => c.name);
 
 /** A statement's rows, read as arrays and made into objects. */
 export interface RowReader {
+  /** Whether the statement returns columns (a select, or a write with RETURNING), as prepared. */
+  readonly returnsRows: boolean;
   all(params: readonly SQLInputValue[]): Record<string, unknown>[];
   get(params: readonly SQLInputValue[]): Record<string, unknown> | undefined;
   iterate(params: readonly SQLInputValue[]): IterableIterator<Record<string, unknown>>;
@@ -73,6 +75,7 @@ export function rowReader(stmt: StatementSync): RowReader {
     return build(values);
   };
   return {
+    returnsRows: names.length > 0,
     all: (params) => stmt.all(...params).map(row),
     get: (params) => {
       const values = stmt.get(...params);

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { rowReader } from '../../src/store/sqlite-rows.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { plainServiceRow } from '../helpers/service-rows.ts';
 
 describe('rows of node:sqlite as arrays', () => {
   const db = new DatabaseSync(':memory:');
@@ -87,10 +88,10 @@ describe('rows of the SQLite store after another connection gives a table a colu
     t = await createTestApp({}, { demo: false });
     const db = t.ctx.store.db;
     await sql`insert into resellers (id, name, created_at) values ('r1', 'r1', 0)`.execute(db);
-    await sql`insert into services (id, reseller_id, client_id, product_id, template_id, domain_name, username, password_enc, cpu, ram, hdd, ip_count, backup, status, projected_status, pending_jobs, job_seq, ips, created_at, updated_at, ssh_keys)
-      values (${id}, 'r1', 'c1', 'p', 't', 'a.example.com', 'root', 'sealed', 1, 1, 20, 1, 0, 'running', 'running', 0, 0, '[]', 0, 0, '[]')`.execute(
-      db,
-    );
+    await db
+      .insertInto('services')
+      .values(plainServiceRow({ id, resellerId: 'r1', domainName: 'a.example.com', now: 0 }))
+      .execute();
   });
   after(() => t.close());
 
