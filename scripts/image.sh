@@ -154,7 +154,7 @@ check_config() {
   [[ $user != '""' && $user != null && $user != '"root"' && $user != '"0"' ]] || die "the image runs as root ($user)"
   [[ $health == *'"bin/healthcheck.js"'* ]] || die "no HEALTHCHECK on /readyz ($health)"
   [[ $volumes == *'"/var/lib/vrp-provider"'* ]] || die "no data volume ($volumes)"
-  [[ $cmd == '["node","--max-semi-space-size=4","--heap-growing-percent=50","dist/main.js"]' ]] || die "unexpected command $cmd"
+  [[ $cmd == '["node","--max-semi-space-size=16","--heap-growing-percent=50","dist/main.js"]' ]] || die "unexpected command $cmd"
   [[ $env == *'"MALLOC_ARENA_MAX=2"'* ]] || die "the image's environment lacks MALLOC_ARENA_MAX=2 ($env)"
   [[ $ports == *'"8080/tcp"'* ]] || die "port 8080 not exposed ($ports)"
   say "configuration: user $user, volume /var/lib/vrp-provider, port 8080, command $cmd, healthcheck $health"

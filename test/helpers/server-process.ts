@@ -12,11 +12,11 @@ import { WAIT_MS } from './budget.ts';
  * The flags node runs the server with, as every launcher gives them (package.json's start, the
  * systemd units of deploy/, Containerfile; test/deploy/launchers.test.ts keeps them alike), so
  * that the tests and the bench run the server as it runs in production: V8's young generation
- * kept to 4 MB per half, and its old generation collected once it has grown by half, which
- * bound the peak memory under load (docs/deploy.md, "Memory"). V8 sizes its heap as the process
- * starts: the flags work only on node's command line.
+ * kept to 16 MB per half (not 32), and its old generation collected once it has grown by half,
+ * which bound the peak memory under load (docs/deploy.md, "Memory"). V8 sizes its heap as the
+ * process starts: the flags work only on node's command line.
  */
-export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50'];
+export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16', '--heap-growing-percent=50'];
 
 /**
  * The environment every launcher gives the server beside its settings (kept alike as the flags
