@@ -23,7 +23,17 @@ import { dialectOf, perStore } from './dialect-of.ts';
 import { insertRow } from './insert-row.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
-import { arrayValues, type Gathered, gather, named, type RowSet, renumbered } from './statement-batch.ts';
+import {
+  arraySource,
+  arrayValues,
+  type Gathered,
+  gather,
+  named,
+  onRowOf,
+  type RowSet,
+  readsAsText,
+  renumbered,
+} from './statement-batch.ts';
 import { keyedColumns, updateWhere } from './update-row.ts';
 
 /** An update by key: `set` on the rows of `table` whose columns equal `where`. */
@@ -203,8 +213,11 @@ async function guardChanged<T extends keyof Database & string>(
  * did and the first row read. On PostgreSQL one statement: the guard in `WITH`, the read in a
  * second one that reads nothing unless the guard changed its row (so the guard's row is locked
  * first, then the rows read); those of one turn of one transaction, one statement
- * (statement-batch.ts). Elsewhere the guard and then the read, in the caller's transaction.
- * Called inside a transaction, as what it reads is usually written after it.
+ * (statement-batch.ts): written with arrays when the guard is an update by key of known column
+ * types and the read takes only strings (readArrayTextOf: every guard's row is then locked before
+ * the rows read, as a job's start locks its jobs before their services), else as copies
+ * (readTextOf). Elsewhere the guard and then the read, in the caller's transaction. Called inside
+ * a transaction, as what it reads is usually written after it.
  */
 export async function readGated<T extends keyof Database & string, R>(
   db: Kysely<Database>,
@@ -220,6 +233,29 @@ export async function readGated<T extends keyof Database & string, R>(
       answerOf((await db.executeQuery<R & GateColumns>(CompiledQuery.raw(text(1), values))).rows, 0);
     const guardRow = rowOf(guard);
     if (guardRow === undefined) return one();
+    const arrays = readArrayTextOf(db, guard, read, shape);
+    if (arrays !== undefined) {
+      return new Promise((resolve, reject) => {
+        const gathered: Gathered<R & GateColumns> = {
+          shape: `read arrays ${shape}`,
+          guardRow,
+          rows: [guardRow],
+          values: [],
+          rowSets: [
+            { width: g.values.length, rows: [g.values] },
+            { width: read.parameters.length, rows: [read.parameters] },
+          ],
+          text: () => arrays,
+          settle: (rows, index) => resolve(answerOf(rows, index)),
+          alone: () =>
+            db
+              .executeQuery<R & GateColumns>(CompiledQuery.raw(arrays, arrayValues([gathered])))
+              .then((r) => resolve(answerOf(r.rows, 0)), reject),
+          reject,
+        };
+        gather(db, gathered);
+      });
+    }
     return new Promise((resolve, reject) =>
       gather(db, {
         shape,
@@ -268,6 +304,52 @@ function readTextOf(
     }
     return `with ${ctes.join(', ')} ${answers.join(' union all ')}`;
   });
+}
+
+/** The texts of guarded reads written with arrays, per store and shape (null: made as copies). */
+const readArrayTexts = perStore(() => new Map<string, string | null>());
+
+/**
+ * The statement of any number of guarded reads of one shape, written with arrays: the guard `g`
+ * an update of the rows of its arrays (as arrayTextOf's), the read `r` made, in a lateral join,
+ * for the rows of its values whose write's guard changed a row, and only for those (so a read that
+ * locks locks nothing for a guard that changed nothing); it answers as readTextOf's does, a row
+ * per guard that changed a row (`gate_found`: the read's row number, null when it found none).
+ * Undefined when the read takes a value that is not a string (readsAsText) or the guard's column
+ * types are unknown: then copies. Built once per store and shape, and named.
+ */
+function readArrayTextOf<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  guard: KeyedUpdate<T>,
+  read: CompiledQuery,
+  shape: string,
+): string | undefined {
+  if (!readsAsText(read.parameters)) return undefined;
+  const byShape = readArrayTexts(db);
+  let text = byShape.get(shape);
+  if (text === undefined) {
+    const { set, where } = columnsOf(guard);
+    const types = arrayTypesOf(
+      db,
+      guard.table,
+      [...set, ...where].map(([c]) => c),
+    );
+    text = null;
+    if (types) {
+      const reads = arraySource(
+        read.parameters.map(() => 'text'),
+        types.length + 2,
+      );
+      text =
+        `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1))} returning v.w), ` +
+        `r as (select k.w as gate_found, q.* from (select v.* from ${reads} ` +
+        `where v.w in (select w from g) offset 0) as k cross join lateral (${onRowOf(read.sql, 'k')}) as q) ` +
+        `select g.w - 1 as gate_i, 1 as gate_changed, r.* from g left join r on r.gate_found = g.w`;
+      nameStatement(text);
+    }
+    byShape.set(shape, text);
+  }
+  return text ?? undefined;
 }
 
 /** The columns a guarded read's statement adds to the read's (readTextOf). */
@@ -407,6 +489,15 @@ function arrayTextOf<T extends keyof Database & string>(
   return text ?? undefined;
 }
 
+/**
+ * The types of `columns` of `table` in the store of `db` (column-types.ts), for their arrays;
+ * undefined when one is unknown, or is itself an array's (it would take an array of arrays).
+ */
+function arrayTypesOf(db: Kysely<Database>, table: string, columns: readonly string[]): string[] | undefined {
+  const types = columns.map((c) => columnType(db, table, c));
+  return types.some((t) => t === undefined || t.endsWith(']')) ? undefined : (types as string[]);
+}
+
 /** arrayTextOf's text, named (pg-named.ts); undefined if the write cannot be written so. */
 function buildArrayText<T extends keyof Database & string>(
   db: Kysely<Database>,
@@ -422,23 +513,15 @@ function buildArrayText<T extends keyof Database & string>(
   };
   const typed: { part: Omit<PartRows, 'rows'>; types: string[] }[] = [];
   for (const part of [guardRows, ...parts.map((p) => p.rows)]) {
-    if (!part) return undefined;
-    const types = part.columns.map((c) => columnType(db, part.table, c));
-    // A column of arrays would take an array of arrays: not written so.
-    if (types.some((t) => t === undefined || t.endsWith(']'))) return undefined;
-    typed.push({ part, types: types as string[] });
+    const types = part && arrayTypesOf(db, part.table, part.columns);
+    if (!part || !types) return undefined;
+    typed.push({ part, types });
   }
   let n = 1;
-  // The arrays behind `offset 0`, out of the planner's sight: it counts on ten rows whatever
-  // their length, in the plans it makes with the values as in the one it keeps without them,
-  // and so keeps that one (seeing one or two rows, it would plan every run afresh).
   const source = (types: readonly string[]) => {
-    const arrays = [...types.map((t) => `$${n++}::${t}[]`), `$${n++}::int4[]`];
-    return (
-      `(select ${arrays.map((a, i) => `${a} as a${i}`).join(', ')} offset 0) as a ` +
-      `cross join lateral unnest(${arrays.map((_, i) => `a.a${i}`).join(', ')}) ` +
-      `as v(${types.map((_, i) => `c${i}, `).join('')}w)`
-    );
+    const text = arraySource(types, n);
+    n += types.length + 1;
+    return text;
   };
   const ctes = typed.map((t, i) => t.part.cte(i === 0 ? 'g' : `p${i - 1}`, 'g', source(t.types)));
   const text = `with ${ctes.join(', ')} select coalesce(array_agg(w), '{}') as changed from g`;

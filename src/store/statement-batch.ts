@@ -67,6 +67,33 @@ export function arrayValues(batch: readonly Gathered[]): unknown[] {
   return values;
 }
 
+/**
+ * The relation `v` of a text written with arrays: one array parameter per type in `types`, then
+ * one of the rows' statement numbers, numbered from `$first`; a row of `v` has the columns `c0`,
+ * `c1`... and `w`. The arrays stand behind `offset 0`, out of the planner's sight: it counts on
+ * ten rows whatever their length, in the plans it makes with the values as in the one it keeps
+ * without them, and so keeps that one (seeing one or two rows, it would plan every run afresh).
+ */
+export function arraySource(types: readonly string[], first: number): string {
+  const arrays = [...types.map((t, i) => `$${first + i}::${t}[]`), `$${first + types.length}::int4[]`];
+  return (
+    `(select ${arrays.map((a, i) => `${a} as a${i}`).join(', ')} offset 0) as a ` +
+    `cross join lateral unnest(${arrays.map((_, i) => `a.a${i}`).join(', ')}) ` +
+    `as v(${types.map((_, i) => `c${i}, `).join('')}w)`
+  );
+}
+
+/**
+ * Whether a read can be made with arrays (readTogether, readGated): every value it takes is a
+ * string, so each goes in a `text` array; what the store's reads by key compare them with are its
+ * ids and names, all `text`. A read that takes anything else is made as copies.
+ */
+export const readsAsText = (values: readonly unknown[]) => values.every((v) => typeof v === 'string');
+
+/** `text`, a read, with its placeholders `$n` read from the row `alias` of a relation made by arraySource (`alias.c{n-1}`). */
+export const onRowOf = (text: string, alias: string) =>
+  text.replace(/\$(\d+)/g, (_, n: string) => `${alias}.c${Number(n) - 1}`);
+
 /** Most statements in one text of copies. */
 const MAX_BATCH = 8;
 /** Most statements in one text written with arrays (whose text does not grow with them). */
@@ -141,13 +168,17 @@ export const renumbered = (text: string, first: number) =>
 
 /**
  * The rows of `query`, a read (of one row by key, usually), made on PostgreSQL with the reads of
- * its text made on `db` in this turn: one statement, `union all` of theirs, each row marked with
- * its read's place (`gate_i`, taken off again). Elsewhere made at once. `key`: what it reads (the
- * order of the reads in a text).
+ * its text made on `db` in this turn: one statement, each row marked with its read's place
+ * (`gate_i`, taken off again). Elsewhere made at once. `key`: what it reads (the order of the
+ * reads in a text). A read whose values are all strings (readsAsText) is written with arrays:
+ * the read in a lateral join on the rows of its values, one text whatever the number of reads (up
+ * to 32), whose plan PostgreSQL keeps; any other as copies, `union all` of theirs, a text per
+ * number (8, 4, 2), which it went on planning at each run (bench/FINDINGS.md).
  */
 export function readTogether<R>(db: Connection, query: CompiledQuery<R>, key: string): Promise<R[]> {
   if (dialectOf(db) !== 'postgres') return db.executeQuery(query).then((r) => [...r.rows]);
   const n = query.parameters.length;
+  const arrays = readsAsText(query.parameters);
   const text = (count: number) =>
     named(`read ${count} ${query.sql}`, () =>
       Array.from(
@@ -162,13 +193,21 @@ export function readTogether<R>(db: Connection, query: CompiledQuery<R>, key: st
         delete r.gate_i;
         return r;
       });
+  const arrayText = () =>
+    named(
+      `read arrays ${query.sql}`,
+      () =>
+        `select v.w - 1 as gate_i, q.* from ${arraySource(Array(n).fill('text'), 1)} ` +
+        `cross join lateral (${onRowOf(query.sql, 'v')}) as q`,
+    );
   return new Promise((resolve, reject) =>
     gather(db, {
-      shape: `read ${query.sql}`,
+      shape: `${arrays ? 'read arrays' : 'read'} ${query.sql}`,
       guardRow: key,
       rows: [],
       values: query.parameters,
-      text,
+      ...(arrays && { rowSets: [{ width: n, rows: [query.parameters] }] }),
+      text: arrays ? arrayText : text,
       settle: (rows: readonly (R & { gate_i?: number })[], index) => resolve(own(rows, index)),
       alone: () =>
         db

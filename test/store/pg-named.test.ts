@@ -8,12 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { createStore, openStore, PG_IDLE_CLOSE_MS, type Store } from '../../src/store/database.ts';
 import { isStoreUnavailable } from '../../src/store/errors.ts';
-import { gatedInsert, writeGated } from '../../src/store/gated-write.ts';
+import { gatedInsert, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { insertRow, insertRows } from '../../src/store/insert-row.ts';
 import { prepare, slot } from '../../src/store/prepared.ts';
+import type { Database } from '../../src/store/schema.ts';
+import { readTogether } from '../../src/store/statement-batch.ts';
+import { statementCounter } from '../helpers/statement-counter.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 const resellerById = prepare({ id: slot<string>() }, (db, s) =>
@@ -33,6 +36,23 @@ describe('named statements on PostgreSQL', {
     (
       await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(store.db)
     ).rows.map((r) => r.statement);
+
+  /** The resellers whose id begins with `prefix`, each as `id created_at`, in id order. */
+  const stampsOf = async (prefix: string) =>
+    (
+      await store.db
+        .selectFrom('resellers')
+        .select(['id', 'created_at'])
+        .where('id', 'like', `${prefix}%`)
+        .orderBy('id')
+        .execute()
+    ).map((r) => `${r.id} ${Number(r.created_at)}`);
+  /** Of `now`, the texts not in `before` are one, written with arrays. */
+  const assertOneArrayText = (before: readonly string[], now: readonly string[]) => {
+    const added = now.filter((t) => !before.includes(t));
+    assert.equal(added.length, 1, added.join('\n'));
+    assert.match(added[0] ?? '', /unnest\(/);
+  };
 
   before(async () => {
     database = await createPgDatabase();
@@ -135,37 +155,139 @@ describe('named statements on PostgreSQL', {
     assert.deepEqual(await Promise.all([stamp(1)]), [true]);
     assert.deepEqual(await Promise.all([stamp(2), stamp(3, 'someone else'), stamp(4)]), [true, false, true]);
     assert.deepEqual(await Promise.all([5, 6, 7, 8, 9].map((i) => stamp(i))), [true, true, true, true, true]);
-    const added = (await gatedTexts()).filter((t) => !before.includes(t));
-    assert.equal(added.length, 1, added.join('\n'));
-    assert.match(added[0] ?? '', /unnest\(/);
-    const rows = await store.db
-      .selectFrom('resellers')
-      .select(['id', 'created_at'])
-      .where('id', 'like', 'g%')
-      .orderBy('id')
-      .execute();
-    assert.deepEqual(
-      rows.map((r) => `${r.id} ${Number(r.created_at)}`),
-      [
-        'g1 1',
-        'g2 2',
-        'g3 0',
-        'g4 4',
-        'g5 5',
-        'g6 6',
-        'g7 7',
-        'g8 8',
-        'g9 9',
-        'gx1 0',
-        'gx2 0',
-        'gx4 0',
-        'gx5 0',
-        'gx6 0',
-        'gx7 0',
-        'gx8 0',
-        'gx9 0',
-      ],
+    assertOneArrayText(before, await gatedTexts());
+    assert.deepEqual(await stampsOf('g'), [
+      'g1 1',
+      'g2 2',
+      'g3 0',
+      'g4 4',
+      'g5 5',
+      'g6 6',
+      'g7 7',
+      'g8 8',
+      'g9 9',
+      'gx1 0',
+      'gx2 0',
+      'gx4 0',
+      'gx5 0',
+      'gx6 0',
+      'gx7 0',
+      'gx8 0',
+      'gx9 0',
+    ]);
+  });
+
+  test('reads and guarded reads of one shape made together: one text however many, each answered for itself', async () => {
+    const row = (id: string) => ({ id, name: `name ${id}`, enabled: 1, created_at: 0 });
+    await insertRows(store.db, 'resellers', ['h1', 'h2', 'h3', 'h4', 'h5'].map(row));
+    const byId = (db: Kysely<Database>, id: string) =>
+      db.selectFrom('resellers').select(['id', 'name']).where('id', '=', id).compile();
+    const names = (rows: readonly (readonly { name: string }[])[]) => rows.map((r) => r.map((x) => x.name));
+    const texts = async (mark: string) => (await prepared()).filter((t) => t.includes(mark));
+    const readsBefore = await texts('as gate_i');
+    // Two reads in one turn, then three (one finds no one): one text for both.
+    const two = await Promise.all(['h1', 'h2'].map((id) => readTogether(store.db, byId(store.db, id), id)));
+    assert.deepEqual(names(two), [['name h1'], ['name h2']]);
+    const three = await Promise.all(
+      ['h3', 'nobody', 'h5'].map((id) => readTogether(store.db, byId(store.db, id), id)),
     );
+    assert.deepEqual(names(three), [['name h3'], [], ['name h5']]);
+    assertOneArrayText(readsBefore, await texts('as gate_i'));
+
+    // Guarded reads, in a transaction: two, then three (the second's guard matches nothing).
+    const guardedBefore = await texts('gate_changed');
+    const stamp = (tx: Kysely<Database>, i: number, read: string, name = `name h${i}`) =>
+      readGated(
+        tx,
+        { table: 'resellers', set: { created_at: i }, where: { id: `h${i}`, name } },
+        byId(tx, read),
+      );
+    const answer = (a: { changed: boolean; row: { name: string } | undefined }) =>
+      `${a.changed} ${a.row?.name}`;
+    await store.db.transaction().execute(async (tx) => {
+      assert.deepEqual((await Promise.all([stamp(tx, 1, 'h2'), stamp(tx, 2, 'nobody')])).map(answer), [
+        'true name h2',
+        'true undefined',
+      ]);
+      const answers = await Promise.all([
+        stamp(tx, 3, 'h1'),
+        stamp(tx, 4, 'h1', 'someone else'),
+        stamp(tx, 5, 'h3'),
+      ]);
+      assert.deepEqual(answers.map(answer), ['true name h1', 'false undefined', 'true name h3']);
+    });
+    assertOneArrayText(guardedBefore, await texts('gate_changed'));
+    assert.deepEqual(await stampsOf('h'), ['h1 1', 'h2 2', 'h3 3', 'h4 0', 'h5 5']);
+
+    // A read that takes a value other than a string is made as copies, a text per number.
+    const enabledH1 = (enabled: number) =>
+      store.db
+        .selectFrom('resellers')
+        .select(['id', 'name'])
+        .where('enabled', '=', enabled)
+        .where('id', '=', 'h1')
+        .compile();
+    const copiesBefore = await texts('as gate_i');
+    assert.deepEqual(
+      names(
+        await Promise.all([
+          readTogether(store.db, enabledH1(1), 'a'),
+          readTogether(store.db, enabledH1(0), 'b'),
+        ]),
+      ),
+      [['name h1'], []],
+    );
+    const copies = (await texts('as gate_i')).filter((t) => !copiesBefore.includes(t));
+    assert.equal(copies.length, 1, copies.join('\n'));
+    assert.match(copies[0] ?? '', /union all/);
+    assert.doesNotMatch(copies[0] ?? '', /unnest\(/);
+  });
+
+  test('guarded reads made together lock what they read only for the guards that changed a row', async () => {
+    const row = (id: string) => ({ id, name: `name ${id}`, enabled: 1, created_at: 0 });
+    await insertRows(store.db, 'resellers', ['k1', 'k2', 'k3', 'k4'].map(row));
+    const other = await openStore({ databaseUrl: database.url, dataDir: '', poolSize: 1 });
+    /** Whether another connection can lock `id` now (it waits for nothing). */
+    const free = (id: string) =>
+      sql`select id from resellers where id = ${id} for update nowait`.execute(other.db).then(
+        () => true,
+        (err: { code?: string }) => {
+          if (err.code === '55P03') return false;
+          throw err;
+        },
+      );
+    try {
+      const counter = statementCounter();
+      await store.db.transaction().execute(async (outer) => {
+        const tx = outer.withPlugin(counter);
+        const locking = (id: string) =>
+          tx.selectFrom('resellers').select('id').where('id', '=', id).forUpdate().compile();
+        // One shape (the guards match on id and name): one statement for both.
+        const answers = await Promise.all([
+          readGated(
+            tx,
+            { table: 'resellers', set: { created_at: 1 }, where: { id: 'k1', name: 'not its name' } },
+            locking('k2'),
+          ),
+          readGated(
+            tx,
+            { table: 'resellers', set: { created_at: 1 }, where: { id: 'k3', name: 'name k3' } },
+            locking('k4'),
+          ),
+        ]);
+        assert.deepEqual(
+          answers.map((a) => a.changed),
+          [false, true],
+        );
+        assert.equal(counter.count, 1);
+        assert.equal(await free('k2'), true, 'the read of the guard that changed nothing locked nothing');
+        assert.equal(await free('k4'), false, 'the read of the guard that changed its row holds its lock');
+        assert.equal(await free('k3'), false, "the guard's row is locked");
+      });
+      assert.equal(await free('k4'), true, 'released with the transaction');
+    } finally {
+      await other.close();
+    }
   });
 
   test('a store whose column types were not read (opened without migrating) writes them as copies', async () => {
