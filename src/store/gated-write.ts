@@ -306,9 +306,6 @@ function readTextOf(
   });
 }
 
-/** The texts of guarded reads written with arrays, per store and shape (null: made as copies). */
-const readArrayTexts = perStore(() => new Map<string, string | null>());
-
 /**
  * The statement of any number of guarded reads of one shape, written with arrays: the guard `g`
  * an update of the rows of its arrays (as arrayTextOf's), the read `r` made, in a lateral join,
@@ -325,31 +322,25 @@ function readArrayTextOf<T extends keyof Database & string>(
   shape: string,
 ): string | undefined {
   if (!readsAsText(read.parameters)) return undefined;
-  const byShape = readArrayTexts(db);
-  let text = byShape.get(shape);
-  if (text === undefined) {
+  return arrayTextFor(db, `read ${shape}`, () => {
     const { set, where } = columnsOf(guard);
     const types = arrayTypesOf(
       db,
       guard.table,
       [...set, ...where].map(([c]) => c),
     );
-    text = null;
-    if (types) {
-      const reads = arraySource(
-        read.parameters.map(() => 'text'),
-        types.length + 2,
-      );
-      text =
-        `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1))} returning v.w), ` +
-        `r as (select k.w as gate_found, q.* from (select v.* from ${reads} ` +
-        `where v.w in (select w from g) offset 0) as k cross join lateral (${onRowOf(read.sql, 'k')}) as q) ` +
-        `select g.w - 1 as gate_i, 1 as gate_changed, r.* from g left join r on r.gate_found = g.w`;
-      nameStatement(text);
-    }
-    byShape.set(shape, text);
-  }
-  return text ?? undefined;
+    if (!types) return undefined;
+    const reads = arraySource(
+      read.parameters.map(() => 'text'),
+      types.length + 2,
+    );
+    return (
+      `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1))} returning v.w), ` +
+      `r as (select k.w as gate_found, q.* from (select v.* from ${reads} ` +
+      `where v.w in (select w from g) offset 0) as k cross join lateral (${onRowOf(read.sql, 'k')}) as q) ` +
+      `select g.w - 1 as gate_i, 1 as gate_changed, r.* from g left join r on r.gate_found = g.w`
+    );
+  });
 }
 
 /** The columns a guarded read's statement adds to the read's (readTextOf). */
@@ -461,8 +452,28 @@ function gatherArrays(
   });
 }
 
-/** The texts of guarded writes written with arrays, per store and shape (null: written as copies). */
+/** The texts of guarded writes and reads written with arrays, per store and key (null: made as copies). */
 const arrayTexts = perStore(() => new Map<string, string | null>());
+
+/**
+ * The text with arrays of `key` on the store of `db`, built by `build` (undefined: it cannot be
+ * written so, and goes as copies) and named the first time; kept per store, since its arrays'
+ * types are the store's columns'.
+ */
+function arrayTextFor(
+  db: Kysely<Database>,
+  key: string,
+  build: () => string | undefined,
+): string | undefined {
+  const byKey = arrayTexts(db);
+  let text = byKey.get(key);
+  if (text === undefined) {
+    text = build() ?? null;
+    if (text !== null) nameStatement(text);
+    byKey.set(key, text);
+  }
+  return text ?? undefined;
+}
 
 /**
  * The statement of any number of guarded writes of one shape, each part's rows (and the guards')
@@ -480,13 +491,7 @@ function arrayTextOf<T extends keyof Database & string>(
   parts: readonly GatedPart[],
   shape: string,
 ): string | undefined {
-  const byShape = arrayTexts(db);
-  let text = byShape.get(shape);
-  if (text === undefined) {
-    text = buildArrayText(db, guard, parts) ?? null;
-    byShape.set(shape, text);
-  }
-  return text ?? undefined;
+  return arrayTextFor(db, `write ${shape}`, () => buildArrayText(db, guard, parts));
 }
 
 /**
@@ -498,7 +503,7 @@ function arrayTypesOf(db: Kysely<Database>, table: string, columns: readonly str
   return types.some((t) => t === undefined || t.endsWith(']')) ? undefined : (types as string[]);
 }
 
-/** arrayTextOf's text, named (pg-named.ts); undefined if the write cannot be written so. */
+/** arrayTextOf's text; undefined if the write cannot be written so. */
 function buildArrayText<T extends keyof Database & string>(
   db: Kysely<Database>,
   guard: KeyedUpdate<T>,
@@ -524,9 +529,7 @@ function buildArrayText<T extends keyof Database & string>(
     return text;
   };
   const ctes = typed.map((t, i) => t.part.cte(i === 0 ? 'g' : `p${i - 1}`, 'g', source(t.types)));
-  const text = `with ${ctes.join(', ')} select coalesce(array_agg(w), '{}') as changed from g`;
-  nameStatement(text);
-  return text;
+  return `with ${ctes.join(', ')} select coalesce(array_agg(w), '{}') as changed from g`;
 }
 
 /** A guarded write as PostgreSQL's text is built from it. */
