@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../src/store/schema.ts';
 import { readTogether, updateTogether } from '../../src/store/statement-batch.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
@@ -62,6 +62,27 @@ for (const store of testStores()) {
       );
       // One statement for the four of one shape, one for the other.
       assert.equal(counter.count, store === 'postgres' ? 2 : 5);
+    });
+
+    test('reads: one that fails fails alone; the others answer', async () => {
+      // One shape, string values: on PostgreSQL one statement with arrays, which fails on 'x'
+      // (not an integer); each read is made again alone. SQLite casts 'x' to 0: no row.
+      const enabledAs = (value: string) =>
+        db
+          .selectFrom('resellers')
+          .select('id')
+          .where('enabled', '=', sql<number>`cast(${value} as integer)`)
+          .orderBy('id')
+          .compile();
+      const results = await Promise.allSettled([
+        readTogether(db, enabledAs('1'), '1'),
+        readTogether(db, enabledAs('x'), 'x'),
+        readTogether(db, enabledAs('0'), '0'),
+      ]);
+      assert.deepEqual(
+        results.map((r) => (r.status === 'fulfilled' ? r.value.map((x) => x.id).join() : 'rejected')),
+        ['a,b,c', store === 'postgres' ? 'rejected' : '', ''],
+      );
     });
 
     test('updates: each caller gets its own count; two of one row are both made', async () => {
