@@ -12,6 +12,7 @@ import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-dri
 import { openStore, type Store } from '../../src/store/database.ts';
 import { waitUntil } from '../helpers/budget.ts';
 import { legacySimBackup } from '../helpers/legacy-backup.ts';
+import { mockSetTimeout } from '../helpers/mock-timeout.ts';
 import { promiseState } from '../helpers/promise-state.ts';
 import { createPgDatabase, type StoreKind, testStores } from '../helpers/stores.ts';
 import { driverContract } from './contract.ts';
@@ -290,7 +291,7 @@ for (const kind of testStores()) {
         await t.driver.create(spec(id(1)));
         // The steps' timers are the test's from here: the stop cannot finish before the close,
         // however slow the machine, and the clock is run past its end afterwards.
-        ctx.mock.timers.enable({ apis: ['setTimeout'] });
+        mockSetTimeout(ctx);
         const stopping = t.driver.stop(id(1), { timeoutMs: 120_000 });
         // Real I/O (the store read before the step) is not a timer; let it happen.
         for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
@@ -349,7 +350,7 @@ for (const kind of testStores()) {
       const instant = await simulated(kind, { VRP_SIMULATED_SPEED: '0' });
       try {
         // The steps' timers are the test's: time passes 10 ms per tick, and only so.
-        ctx.mock.timers.enable({ apis: ['setTimeout'] });
+        mockSetTimeout(ctx);
         let ticked = 0;
         const creating = slow.driver.create(spec(id(1)));
         await waitUntil('the slow create to finish', async () => {
@@ -645,7 +646,7 @@ for (const kind of testStores()) {
         const faulty = await t.restart({ VRP_SIM_FAULTS: 'permanent=1' });
         await assert.rejects(faulty.reinstall(id(1), login('u')), permanent(/Simulated permanent fault/));
         // Closed while the disk is being rebuilt: nothing is written.
-        ctx.mock.timers.enable({ apis: ['setTimeout'] });
+        mockSetTimeout(ctx);
         const closing = await t.restart({ VRP_SIMULATED_SPEED: '0.01' });
         const reinstalling = closing.reinstall(id(1), login('u'));
         for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));

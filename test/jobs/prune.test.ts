@@ -4,6 +4,7 @@ import { createPruner } from '../../src/jobs/prune.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { mockSetTimeout } from '../helpers/mock-timeout.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
@@ -110,7 +111,7 @@ for (const store of testStores()) {
       const t = await createTestApp({}, { store });
       // The interval passes only when the test ticks the mocked setTimeout; each pass reads the
       // clock first, so the reads count the passes that started.
-      tc.mock.timers.enable({ apis: ['setTimeout'] });
+      mockSetTimeout(tc);
       let passes = 0;
       try {
         const logged: string[] = [];

@@ -13,6 +13,7 @@ import type { JobSignal } from '../../src/loop/signal.ts';
 import type { Store } from '../../src/store/database.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/budget.ts';
+import { mockSetTimeout } from '../helpers/mock-timeout.ts';
 import { type StoreKind, testStores } from '../helpers/stores.ts';
 
 const HOUR = 3_600_000;
@@ -413,7 +414,7 @@ for (const store of testStores()) {
     test('start() ticks on its interval until stop()', async (t) => {
       const h = await harness(store);
       // The interval passes only when the test ticks the mocked setTimeout.
-      t.mock.timers.enable({ apis: ['setTimeout'] });
+      mockSetTimeout(t);
       try {
         const svc = await h.service();
         const id = await h.schedule(svc, '10:01', 'mon', at('2026-01-05T10:01:00Z'));
