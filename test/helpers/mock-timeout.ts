@@ -18,11 +18,10 @@ const RealTimeout = (() => {
   return probe.constructor;
 })();
 
-export function mockSetTimeout(t: TestContext): TestContext['mock']['timers'] {
+export function mockSetTimeout(t: TestContext): void {
   const realClear = globalThis.clearTimeout;
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const mockedClear = globalThis.clearTimeout;
   globalThis.clearTimeout = ((timer?: Parameters<typeof clearTimeout>[0]) =>
     timer instanceof RealTimeout ? realClear(timer) : mockedClear(timer)) as typeof clearTimeout;
-  return t.mock.timers;
 }
