@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { createClient, type VrpClient, VrpError } from '../../client/src/index.ts';
 import { API, createTestApp, type TestApp } from '../helpers/app.ts';
 import { waitUntil } from '../helpers/budget.ts';
+import { mockSetTimeout } from '../helpers/mock-timeout.ts';
 import { testStores } from '../helpers/stores.ts';
 import { baseUrlOf, sdkClient, smallOrder, watchedFetch } from './sdk.ts';
 
@@ -149,7 +150,7 @@ for (const store of testStores()) {
       // Time moves only when the test ticks it, for the server's rate limit (Date) and for the
       // client's wait (setTimeout): the bucket does not refill between the first two requests
       // however slow the machine, and the retry comes only once the second has passed.
-      ctx.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.now() });
+      mockSetTimeout(ctx, { dateFrom: Date.now() });
       const waits = ctx.mock.method(globalThis, 'setTimeout');
       await vrp.version();
       const second = vrp.version();

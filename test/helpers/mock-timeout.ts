@@ -18,9 +18,11 @@ const RealTimeout = (() => {
   return probe.constructor;
 })();
 
-export function mockSetTimeout(t: TestContext): void {
+export function mockSetTimeout(t: TestContext, options: { readonly dateFrom?: number } = {}): void {
   const realClear = globalThis.clearTimeout;
-  t.mock.timers.enable({ apis: ['setTimeout'] });
+  // With `dateFrom`, `Date` is mocked too, starting there, and moves with the same ticks.
+  if (options.dateFrom === undefined) t.mock.timers.enable({ apis: ['setTimeout'] });
+  else t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: options.dateFrom });
   const mockedClear = globalThis.clearTimeout;
   globalThis.clearTimeout = ((timer?: Parameters<typeof clearTimeout>[0]) =>
     timer instanceof RealTimeout ? realClear(timer) : mockedClear(timer)) as typeof clearTimeout;

@@ -33,3 +33,12 @@ test("Node's mock alone leaves such a timer alive (what mockSetTimeout is for)",
   clearTimeout(idleClose);
   assert.equal(left, before + 1, 'if Node now clears real timers under its mock, mockSetTimeout can go');
 });
+
+test('mockSetTimeout with dateFrom: Date starts there and moves with the ticks', (t) => {
+  mockSetTimeout(t, { dateFrom: 1_000_000 });
+  assert.equal(Date.now(), 1_000_000);
+  t.mock.timers.tick(1500);
+  assert.equal(Date.now(), 1_001_500);
+  t.mock.timers.reset();
+  assert.ok(Date.now() > 1_700_000_000_000, 'the real clock back');
+});
