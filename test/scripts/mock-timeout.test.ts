@@ -9,6 +9,8 @@ test('mockSetTimeout: a real timer set before the mock is cleared for real under
   const before = liveTimers();
   // As a store's pool does: a real timer for an idle connection, cleared once the connection is taken.
   const idleClose = setTimeout(() => assert.fail('a cleared timer ran'), 60_000);
+  // Should an assertion below fail, the timer goes with the test, not a minute later.
+  t.after(() => clearTimeout(idleClose));
   assert.equal(liveTimers(), before + 1);
   mockSetTimeout(t);
   clearTimeout(idleClose);
