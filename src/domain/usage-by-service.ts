@@ -5,6 +5,7 @@
  * report's line (docs/usage.md).
  */
 import type { Plan } from './catalog.ts';
+import { byCodeUnits } from './code-unit-text.ts';
 import {
   type MeasureTotals,
   USAGE_MEASURES,
@@ -210,16 +211,15 @@ export function serviceUsageLines(
       });
     });
   }
-  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   return lines
     .sort(
       (a, b) =>
-        cmp(a.line.reseller_name, b.line.reseller_name) ||
-        cmp(a.line.reseller_id, b.line.reseller_id) ||
-        cmp(a.line.domain, b.line.domain) ||
-        cmp(a.line.service_id, b.line.service_id) ||
-        cmp(a.line.product_name, b.line.product_name) ||
-        cmp(a.line.product_id, b.line.product_id) ||
+        byCodeUnits(a.line.reseller_name, b.line.reseller_name) ||
+        byCodeUnits(a.line.reseller_id, b.line.reseller_id) ||
+        byCodeUnits(a.line.domain, b.line.domain) ||
+        byCodeUnits(a.line.service_id, b.line.service_id) ||
+        byCodeUnits(a.line.product_name, b.line.product_name) ||
+        byCodeUnits(a.line.product_id, b.line.product_id) ||
         a.order - b.order,
     )
     .map((l) => l.line);

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CompiledQuery, type Insertable, type Kysely, sql } from 'kysely';
+import { byCodeUnits } from '../domain/code-unit-text.ts';
 import { shrinksDisk } from '../domain/orders.ts';
 import { GB_PARTS } from '../domain/sizes.ts';
 import { dialectOf } from '../store/dialect-of.ts';
@@ -114,7 +115,7 @@ async function candidateHosts(
         h.used_ram_gb + need.ramGb <= h.ram_gb &&
         h.used_disk_gb + need.diskGb <= h.disk_gb,
     )
-    .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb) || a.name.localeCompare(b.name));
+    .sort((a, b) => b.ram_gb - b.used_ram_gb - (a.ram_gb - a.used_ram_gb) || byCodeUnits(a.name, b.name));
 }
 
 const noRoom = (need: Need) =>

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifySchema } from 'fastify';
+import { byCodeUnits } from '../domain/code-unit-text.ts';
 import { ERROR_CODES } from '../domain/errors.ts';
 import { OPERATOR_SCOPE, SCOPES } from '../domain/scopes.ts';
 import { BASE, OPS } from './base-path.ts';
@@ -522,7 +523,7 @@ export function buildOpenApi(
   const tags = new Set<string>();
   const sorted = [...routes]
     .filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS')
-    .sort((a, b) => a.url.localeCompare(b.url) || a.method.localeCompare(b.method));
+    .sort((a, b) => byCodeUnits(a.url, b.url) || byCodeUnits(a.method, b.method));
   for (const r of sorted) {
     const schema = r.schema ?? {};
     for (const tag of schema.tags ?? []) tags.add(tag);

@@ -17,6 +17,7 @@
  * decides (transaction-group.ts makes each body again alone).
  */
 import { CompiledQuery, type Kysely } from 'kysely';
+import { byCodeUnits } from '../domain/code-unit-text.ts';
 import { dialectOf } from './dialect-of.ts';
 import { perTurn } from './per-turn.ts';
 import { nameStatement } from './pg-named.ts';
@@ -121,7 +122,7 @@ function flush(db: Connection, all: readonly Gathered[]): void {
     for (const r of g.rows) group.rows.add(r);
   }
   for (const { members } of groups) {
-    members.sort((a, b) => (a.guardRow < b.guardRow ? -1 : a.guardRow > b.guardRow ? 1 : 0));
+    members.sort((a, b) => byCodeUnits(a.guardRow, b.guardRow));
     // Copies: texts of 8, 4, 2 and 1 statements, few to name and plan. Arrays: one text for all.
     for (let at = 0; at < members.length; ) {
       const size = members[0]?.rowSets ? members.length : 2 ** Math.floor(Math.log2(members.length - at));

@@ -1,3 +1,5 @@
+import { byCodeUnits } from '../domain/code-unit-text.ts';
+
 /**
  * Attempts one process has in flight to one endpoint (scheme, host and port), by default: the two
  * connections per server HTTP/1.1 clients were long told to keep to. A receiver that answers
@@ -72,7 +74,7 @@ export function pickFair<C extends Contender>(
     (a, b) =>
       (byReseller.get(a) ?? 0) - (byReseller.get(b) ?? 0) ||
       (o.lastServed.get(a) ?? -1) - (o.lastServed.get(b) ?? -1) ||
-      (a < b ? -1 : a > b ? 1 : 0),
+      byCodeUnits(a, b),
   );
   for (let took = true; took && inFlight < o.concurrency; ) {
     took = false;

@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { groupThousands } from '../../domain/code-unit-text.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
 import { backupDeps } from '../../jobs/backup-chain.ts';
@@ -179,7 +180,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
       operationId: 'listServices',
       tags,
       summary: 'List services across resellers',
-      description: `Filtered by reseller, status, host, product and \`q\` (a domain name or part of one, an id prefix or an IP address), in the order \`sort\` asks (newest first by default), a page at a time, with cursors to the next and the previous page and how many services match (\`total\`, counted up to ${TOTAL_CAP.toLocaleString('en')}). A page starts after (or before) the last (first) service of the one its cursor came from, so services ordered while you page neither shift a page nor are skipped or repeated. A cursor belongs to its order: with another \`sort\` it is 400 \`invalid_cursor\`. Each service names its product and plan.`,
+      description: `Filtered by reseller, status, host, product and \`q\` (a domain name or part of one, an id prefix or an IP address), in the order \`sort\` asks (newest first by default), a page at a time, with cursors to the next and the previous page and how many services match (\`total\`, counted up to ${groupThousands(TOTAL_CAP)}). A page starts after (or before) the last (first) service of the one its cursor came from, so services ordered while you page neither shift a page nor are skipped or repeated. A cursor belongs to its order: with another \`sort\` it is 400 \`invalid_cursor\`. Each service names its product and plan.`,
       querystring: ListQuery,
       response: { 200: ServiceListPayload },
     }),

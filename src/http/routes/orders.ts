@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { byCodeUnits } from '../../domain/code-unit-text.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { checkOrder } from '../../domain/orders.ts';
@@ -79,7 +80,7 @@ const OrderDocs = {
 };
 
 function requestHash(order: Order): string {
-  const canonical = JSON.stringify(Object.entries(order).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const canonical = JSON.stringify(Object.entries(order).sort(([a], [b]) => byCodeUnits(a, b)));
   return createHash('sha256').update(canonical).digest('hex');
 }
 

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { byCodeUnits } from '../../domain/code-unit-text.ts';
 import { createMonotonicUuidv7 } from '../../domain/ids.ts';
 import {
   type Digest,
@@ -141,7 +142,7 @@ export async function digestOf(db: Kysely<Database>, after: number, upTo: number
       .execute();
     listed.push(...rows.map(toNotification));
   }
-  listed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  listed.sort((a, b) => byCodeUnits(a.id, b.id));
   return { counts, listed };
 }
 

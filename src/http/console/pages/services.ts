@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import { groupThousands } from '../../../domain/code-unit-text.ts';
 import { STATUSES } from '../../../domain/status-machine.ts';
 import { CONSOLE } from '../../base-path.ts';
 import type { CatalogProductPayload, ResellerPayload } from '../../schemas/operator.ts';
@@ -70,8 +71,8 @@ export function registerServicesPage(router: ConsoleRouter): void {
       return `${CONSOLE}/services?${params.toString()}`;
     };
     const count = list.total_capped
-      ? `More than ${list.total.toLocaleString('en')} services`
-      : `${list.total.toLocaleString('en')} ${list.total === 1 ? 'service' : 'services'}`;
+      ? `More than ${groupThousands(list.total)} services`
+      : `${groupThousands(list.total)} ${list.total === 1 ? 'service' : 'services'}`;
     const body = html`
 <form method="get" action="${CONSOLE}/services" class="filters" role="search" aria-label="Services">
   <div><label for="q">Search</label>

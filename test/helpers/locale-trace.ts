@@ -1,0 +1,59 @@
+/**
+ * Loaded with `--import` into a server process (NODE_OPTIONS), it records each call of a
+ * built-in that reads the Unicode library's locale data (formatting or comparing for a locale,
+ * `Intl`), with the caller, to the file VRP_TEST_LOCALE_TRACE names: the first such call pages
+ * megabytes of that data into the process for good (src/domain/code-unit-text.ts).
+ */
+import { appendFileSync } from 'node:fs';
+
+const file = process.env['VRP_TEST_LOCALE_TRACE'];
+
+/** The first frame of the stack outside this file: who made the call. */
+function caller(): string {
+  const frames = (new Error().stack ?? '').split('\n').slice(1);
+  return frames.find((f) => !f.includes('locale-trace'))?.trim() ?? '(unknown)';
+}
+
+function trace(owner: object, key: string, name: string): void {
+  const original = Reflect.get(owner, key) as (...args: unknown[]) => unknown;
+  Reflect.set(owner, key, function (this: unknown, ...args: unknown[]) {
+    appendFileSync(file!, `${name} ${caller()}\n`);
+    return original.apply(this, args);
+  });
+}
+
+if (file) {
+  for (const key of ['toLocaleString']) {
+    trace(Number.prototype, key, `Number.${key}`);
+    trace(BigInt.prototype, key, `BigInt.${key}`);
+    trace(Array.prototype, key, `Array.${key}`);
+  }
+  for (const key of ['localeCompare', 'normalize', 'toLocaleLowerCase', 'toLocaleUpperCase'])
+    trace(String.prototype, key, `String.${key}`);
+  for (const key of [
+    'toLocaleString',
+    'toLocaleDateString',
+    'toLocaleTimeString',
+    'toString',
+    'toTimeString',
+  ])
+    trace(Date.prototype, key, `Date.${key}`);
+  for (const key of Object.getOwnPropertyNames(Intl)) {
+    const value = Reflect.get(Intl, key);
+    if (typeof value !== 'function') continue;
+    Reflect.set(
+      Intl,
+      key,
+      new Proxy(value, {
+        construct(target, args, newTarget) {
+          appendFileSync(file, `Intl.${key} ${caller()}\n`);
+          return Reflect.construct(target, args, newTarget);
+        },
+        apply(target, self, args) {
+          appendFileSync(file, `Intl.${key} ${caller()}\n`);
+          return Reflect.apply(target, self, args);
+        },
+      }),
+    );
+  }
+}
