@@ -19,6 +19,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type Figures, figuresOf, SCENARIO_LINE } from './against-figures.ts';
 import { median } from './report.ts';
 
 const USAGE = `usage: node bench/against.ts REVISION [--rounds N] [--patch COMMIT,...] -- BENCH OPTIONS
@@ -110,36 +111,6 @@ git(['worktree', 'add', '--detach', '--force', tree, commit]);
 for (const p of patches) git(['cherry-pick', '--no-commit', p], tree);
 symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'), 'dir');
 
-/** A line bench/run.ts prints for a scenario's result, on either store. */
-const SCENARIO_LINE = /^(SQLite|PostgreSQL)\b/;
-
-/** A scenario's headline figures, from the line bench/run.ts prints for it. */
-interface Figures {
-  readonly scenario: string;
-  readonly rate?: string;
-  readonly cpu?: string;
-}
-
-/** The scenario lines of one bench run (`<scenario>: <number>...`), their figures. */
-function figuresOf(output: string): Figures[] {
-  const out: Figures[] = [];
-  for (const line of output.split('\n')) {
-    if (!SCENARIO_LINE.test(line)) continue;
-    const head = /^(.*?): \d/.exec(line);
-    if (!head) continue;
-    const services = / (\d+) services\/s/.exec(line)?.[1];
-    const ratio = /, ratio ([\d.]+)/.exec(line)?.[1];
-    const perService = /server CPU (\d+) µs per service/.exec(line)?.[1];
-    const perRequest = /user\+sys: server (\d+)\+(\d+)/.exec(line);
-    out.push({
-      scenario: head[1]!,
-      rate: services ? `${services}/s` : ratio,
-      cpu: perService ?? (perRequest ? String(Number(perRequest[1]) + Number(perRequest[2])) : undefined),
-    });
-  }
-  return out;
-}
-
 /**
  * A bench from before order -> running's warm-up round (2026-12-01) measures a server's first
  * round; this tree's then runs with `--cold` too, so that the two measure the same thing (and
@@ -203,4 +174,6 @@ for (const s of scenarios)
   console.log(
     `| ${s} | ${cell(runs.theirs, s, 'rate')} | ${cell(runs.ours, s, 'rate')} | ${cell(runs.theirs, s, 'cpu')} | ${cell(runs.ours, s, 'cpu')} |`,
   );
-console.log('\nrate: services/s, or the ratio to the floor of the same run; CPU per service or per request.');
+console.log(
+  '\nrate: services/s, the ratio to the floor of the same run, or the peak RSS; CPU per service or per request.',
+);
