@@ -7,7 +7,7 @@
  * the console are not the server's memory.
  */
 
-/** Orders strings by their UTF-16 code units: SQL's binary order, the same in every process. */
+/** Orders strings by their UTF-16 code units: the same order in every process, whatever its locale. */
 export function byCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
