@@ -23,20 +23,12 @@ function trace(owner: object, key: string, name: string): void {
 }
 
 if (file) {
-  for (const key of ['toLocaleString']) {
-    trace(Number.prototype, key, `Number.${key}`);
-    trace(BigInt.prototype, key, `BigInt.${key}`);
-    trace(Array.prototype, key, `Array.${key}`);
-  }
+  trace(Number.prototype, 'toLocaleString', 'Number.toLocaleString');
+  trace(BigInt.prototype, 'toLocaleString', 'BigInt.toLocaleString');
+  trace(Array.prototype, 'toLocaleString', 'Array.toLocaleString');
   for (const key of ['localeCompare', 'normalize', 'toLocaleLowerCase', 'toLocaleUpperCase'])
     trace(String.prototype, key, `String.${key}`);
-  for (const key of [
-    'toLocaleString',
-    'toLocaleDateString',
-    'toLocaleTimeString',
-    'toString',
-    'toTimeString',
-  ])
+  for (const key of ['toLocaleString', 'toLocaleDateString', 'toLocaleTimeString'])
     trace(Date.prototype, key, `Date.${key}`);
   for (const key of Object.getOwnPropertyNames(Intl)) {
     const value = Reflect.get(Intl, key);
