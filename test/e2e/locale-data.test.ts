@@ -14,6 +14,7 @@ import { after, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { createOperator } from '../../src/auth/operators.ts';
 import { BASE, CONSOLE, OPS } from '../../src/http/base-path.ts';
+import { cookieOf } from '../helpers/console-session.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from '../helpers/e2e.ts';
 import { startServer } from '../helpers/server-process.ts';
 
@@ -26,12 +27,6 @@ const hook = pathToFileURL(resolve(import.meta.dirname, '../helpers/locale-trace
 
 function traced(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
-}
-
-function cookieOf(res: Response, name: string): string {
-  const pair = res.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
-  assert.ok(pair, `a ${name} cookie in ${JSON.stringify(res.headers.getSetCookie())}`);
-  return pair.split(';')[0]!;
 }
 
 test('the trace records a call that reads locale data, and its caller', () => {
@@ -92,7 +87,7 @@ test('a server starts, places and runs an order, lists it to an operator and ser
 
     // The console's page of services, which writes their count.
     const login = await fetch(`${server.url}${CONSOLE}/login`);
-    const loginCookie = cookieOf(login, 'vrp_console_login');
+    const loginCookie = cookieOf(login.headers.getSetCookie(), 'vrp_console_login');
     const loggedIn = await fetch(`${server.url}${CONSOLE}/login`, {
       method: 'POST',
       redirect: 'manual',
@@ -105,7 +100,7 @@ test('a server starts, places and runs an order, lists it to an operator and ser
     });
     assert.equal(loggedIn.status, 303, await loggedIn.text());
     const page = await fetch(`${server.url}${CONSOLE}/services`, {
-      headers: { cookie: cookieOf(loggedIn, 'vrp_console') },
+      headers: { cookie: cookieOf(loggedIn.headers.getSetCookie(), 'vrp_console') },
     });
     assert.equal(page.status, 200);
     assert.match(await page.text(), /1 service\b/);

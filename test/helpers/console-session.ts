@@ -5,7 +5,8 @@
 import { CONSOLE } from '../../src/http/base-path.ts';
 import type { TestApp } from './app.ts';
 
-function cookieOf(setCookie: string | string[] | undefined, name: string): string {
+/** The `name=value` pair of cookie `name` among Set-Cookie headers. */
+export function cookieOf(setCookie: string | string[] | undefined, name: string): string {
   for (const c of [setCookie ?? []].flat()) {
     const pair = c.split(';')[0] ?? '';
     if (pair.startsWith(`${name}=`)) return pair;

@@ -14,10 +14,14 @@ function caller(): string {
   return frames.find((f) => !f.includes('locale-trace'))?.trim() ?? '(unknown)';
 }
 
+function record(name: string): void {
+  appendFileSync(file!, `${name} ${caller()}\n`);
+}
+
 function trace(owner: object, key: string, name: string): void {
   const original = Reflect.get(owner, key) as (...args: unknown[]) => unknown;
   Reflect.set(owner, key, function (this: unknown, ...args: unknown[]) {
-    appendFileSync(file!, `${name} ${caller()}\n`);
+    record(name);
     return original.apply(this, args);
   });
 }
@@ -38,11 +42,11 @@ if (file) {
       key,
       new Proxy(value, {
         construct(target, args, newTarget) {
-          appendFileSync(file, `Intl.${key} ${caller()}\n`);
+          record(`Intl.${key}`);
           return Reflect.construct(target, args, newTarget);
         },
         apply(target, self, args) {
-          appendFileSync(file, `Intl.${key} ${caller()}\n`);
+          record(`Intl.${key}`);
           return Reflect.apply(target, self, args);
         },
       }),
