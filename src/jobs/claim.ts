@@ -81,16 +81,25 @@ function candidates(
     .$if(window !== undefined, (q) => q.forUpdate(['j', 's']).skipLocked());
 }
 
-/** The job's part of the claim: running, one attempt more, owned by the worker until the lease ends. */
+/**
+ * The job's part of the claim: running, one attempt more, owned by the worker until the lease ends.
+ *
+ * Its start (`startedAt`) is the claim's time, or the time of its service's last write if that is
+ * later: a job never starts before what its service last recorded. A worker reads the time before
+ * its claim's statement, and the job before (another worker's, or this one's own) can end in
+ * between, with an end time taken later than that reading: without this, the job after it would
+ * start before it ended. The job's end writes the service's `updated_at` in its transaction, and
+ * the claim sees that commit, since it found the service free.
+ */
 function runningSet(c: {
-  readonly now: Expression<number>;
+  readonly startedAt: Expression<number>;
   readonly workerId: Expression<string> | string;
   readonly leaseUntil: Expression<number> | number;
 }) {
   return (eb: ExpressionBuilder<Database, 'jobs'>) => ({
     status: 'running' as const,
     attempts: eb('attempts', '+', 1),
-    started_at: eb.fn.coalesce('started_at', c.now),
+    started_at: eb.fn.coalesce('started_at', c.startedAt),
     locked_by: c.workerId,
     locked_until: c.leaseUntil,
   });
@@ -119,11 +128,11 @@ const claimStatement = prepare(
           .set((eb) => ({ active_job_id: eb.ref('c.id') }))
           .whereRef('s.id', '=', 'c.service_id')
           .where('s.active_job_id', 'is', null)
-          .returning(['c.id as job_id', sql<ServiceTable>`to_jsonb(s)`.as('service')]),
+          .returning(['c.id as job_id', 's.updated_at', sql<ServiceTable>`to_jsonb(s)`.as('service')]),
       )
       .updateTable('jobs')
       .from('taken')
-      .set(runningSet(c))
+      .set(runningSet({ ...c, startedAt: sql<number>`greatest(${c.now}, taken.updated_at)` }))
       .whereRef('jobs.id', '=', 'taken.job_id')
       // As an expression, so that the jobs are found by key, never by the queue's index.
       .where(sql<string>`jobs.status || ''`, '=', 'queued')
@@ -224,7 +233,12 @@ async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
   const serviceById = new Map(services.map((r) => [r.id, r]));
   const claimed = await db
     .updateTable('jobs')
-    .set(runningSet({ ...c, now: sql.val(c.now) }))
+    .set(
+      runningSet({
+        ...c,
+        startedAt: sql<number>`max(${c.now}, (select s.updated_at from services as s where s.id = jobs.service_id))`,
+      }),
+    )
     .where('id', 'in', jobIds)
     .returningAll()
     .execute();

@@ -11,7 +11,7 @@ import { claimJobs, extendLeases, recoverExpiredJobs } from '../../src/jobs/clai
 import { findService } from '../../src/store/repos/services.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
-import { until } from '../helpers/job-worker.ts';
+import { until, withRunningService } from '../helpers/job-worker.ts';
 import { lockWaiters } from '../helpers/pg-lock-waits.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -312,6 +312,40 @@ describe('job claim (postgres): the queue read a step at a time', {
       }
     }));
 });
+
+for (const store of testStores()) {
+  test(`a claim whose time was read before the job ahead ended starts its job after that end (${store})`, () =>
+    withRunningService(store, async (s) => {
+      await call(s.t, s.token, 'POST', `service/${s.id}/restart`, undefined, B);
+      await call(s.t, s.token, 'POST', `service/${s.id}/stop`, undefined, B);
+      // A worker reads the time for its claim, and its claim's statement is held up...
+      const readEarly = s.t.ctx.clock.now();
+      await until(() => s.t.ctx.clock.now() > readEarly, 'the clock moves on');
+      // ...while another worker runs the restart to its end. (The stop is kept out of that
+      // worker's reach meanwhile: not due until far later, and then due as it was.)
+      const { run_at: due } = await s.jobRow('stop');
+      const setDue = (at: number) =>
+        s.t.ctx.store.db.updateTable('jobs').set({ run_at: at }).where('id', '=', stopId).execute();
+      const stopId = (await s.jobRow('stop')).id;
+      await setDue(Number(due) + 3_600_000);
+      const w = s.worker();
+      await until(async () => (await s.jobRow('restart')).status === 'succeeded', 'the restart ends');
+      await w.stop();
+      await setDue(Number(due));
+      const [claimed] = await claimJobs(s.t.ctx.store, 'late-worker', 1, readEarly, Date.now() + LEASE_MS);
+      assert.equal(claimed?.id, stopId);
+      const restarted = await s.jobRow('restart');
+      const stopping = await s.jobRow('stop');
+      assert.ok(Number(restarted.finished_at) > readEarly);
+      assert.ok(
+        Number(stopping.started_at) >= Number(restarted.finished_at),
+        `the stop started at ${stopping.started_at}, the restart before it ended at ${restarted.finished_at}`,
+      );
+      // What the API shows: the jobs one after the other.
+      const [, shownRestart, shownStop] = await s.jobs();
+      assert.ok(Date.parse(shownStop.started_at) >= Date.parse(shownRestart.finished_at));
+    }));
+}
 
 /** The leases of `jobIds`, in that order. */
 const leases = async (t: TestApp, jobIds: string[]) => {
