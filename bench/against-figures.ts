@@ -23,9 +23,18 @@ export function figuresOf(output: string): Figures[] {
     const perRequest = /user\+sys: server (\d+)\+(\d+)/.exec(line);
     // The peak RSS under the status load: `<store>: peak RSS under status load: 166 MB`.
     const rss = /: (\d+) MB$/.exec(line)?.[1];
+    // A store's growth (the operator's lists): `(two servers loaded in turn: 1713 vs 940 req/s): slowdown 1.823x`.
+    const slowdown = /loaded in turn: (\d+) vs (\d+) req\/s\): slowdown ([\d.]+x)/.exec(line);
     out.push({
       scenario: head[1]!,
-      rate: services ? `${services}/s` : (ratio ?? (rss ? `${rss} MB` : undefined)),
+      rate: services
+        ? `${services}/s`
+        : (ratio ??
+          (rss
+            ? `${rss} MB`
+            : slowdown
+              ? `${slowdown[3]} (${slowdown[1]} vs ${slowdown[2]} req/s)`
+              : undefined)),
       cpu: perService ?? (perRequest ? String(Number(perRequest[1]) + Number(perRequest[2])) : undefined),
     });
   }

@@ -175,5 +175,5 @@ for (const s of scenarios)
     `| ${s} | ${cell(runs.theirs, s, 'rate')} | ${cell(runs.ours, s, 'rate')} | ${cell(runs.theirs, s, 'cpu')} | ${cell(runs.ours, s, 'cpu')} |`,
   );
 console.log(
-  '\nrate: services/s, the ratio to the floor of the same run, or the peak RSS; CPU per service or per request.',
+  "\nrate: services/s, the ratio to the floor of the same run, the peak RSS, or a list's slowdown with the large store (the small store's rate vs the large one's); CPU per service or per request.",
 );

@@ -131,17 +131,23 @@ describe('bench/against.ts', () => {
   });
 });
 
-test("the figures set side by side: a request scenario's ratio and CPU, a pipeline's rate and CPU, the peak RSS", () => {
+test("the figures set side by side: a request scenario's ratio and CPU, a pipeline's rate and CPU, the peak RSS, a list's slowdown", () => {
   const output = [
     'PostgreSQL for tests at postgres://x',
     'SQLite, 10 conns: GET status, random one of 1,000 services: 13352 req/s (runs 11918, 14786), floor 24596 (runs 26201, 22991), ratio 0.543, p50/p99 0 / 2 ms, RSS 180 MB, CPU µs/request user+sys: server 53+19, floor 19+13',
     "SQLite, one process: order -> running: 500/500 running in 1.09 s (all accepted at 1.06 s): 461 services/s, server CPU 1920 µs per service; the bench's own 1424 µs",
     'SQLite: peak RSS under status load: 166 MB',
+    'SQLite, 10 conns: operator services search by domain substring, first page of 100: 100,000 vs 1,000 services (two servers loaded in turn: 1713 vs 940 req/s): slowdown 1.823x, p50 / p99 11 / 17 ms',
     '(--only: bench/RESULTS.md not written; 115 s)',
   ].join('\n');
   assert.deepEqual(figuresOf(output), [
     { scenario: 'SQLite, 10 conns: GET status, random one of 1,000 services', rate: '0.543', cpu: '72' },
     { scenario: 'SQLite, one process: order -> running', rate: '461/s', cpu: '1920' },
     { scenario: 'SQLite: peak RSS under status load', rate: '166 MB', cpu: undefined },
+    {
+      scenario: 'SQLite, 10 conns: operator services search by domain substring, first page of 100',
+      rate: '1.823x (1713 vs 940 req/s)',
+      cpu: undefined,
+    },
   ]);
 });

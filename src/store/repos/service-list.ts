@@ -175,10 +175,12 @@ function isEmpty(search: Search): boolean {
  * - PostgreSQL: one condition, each branch indexed (`pg_trgm`'s GIN index for a substring, the
  *   "C"-collated `services_domain_id` for a prefix, the primary key for ids); the planner picks
  *   between reading the matches and walking the order's index.
- * - SQLite, which cannot weigh the two: the matches are counted first (up to TOTAL_CAP + 1, from
- *   their indexes). A search matching at most TOTAL_CAP services reads those, filters and orders
- *   them (bounded work however large the store); one matching more walks the order's index and
- *   tests each service (at least one in 1 + store / TOTAL_CAP matches, so a page of 100 reads a
+ * - SQLite, which cannot weigh the two: the matches' rowids are read first (up to TOTAL_CAP + 1,
+ *   from their indexes), once: the substring's trigram index is the costly read of a search, and
+ *   it grows with the store. A search matching at most TOTAL_CAP services reads those by rowid,
+ *   filters and orders them (bounded work however large the store), and a search with no other
+ *   filter has its total in their number; one matching more walks the order's index and tests
+ *   each service (at least one in 1 + store / TOTAL_CAP matches, so a page of 100 reads a
  *   bounded share of the store).
  *
  * The total counts up to TOTAL_CAP + 1 matches of the same query (without the page's start),
@@ -190,15 +192,17 @@ export async function listServices(db: Kysely<Database>, query: ServiceListQuery
   const search = query.q === undefined ? undefined : await searchOf(db, query.q, query.match ?? 'contains');
   if (search && isEmpty(search)) return { services: [], more: false, total: 0, capped: false };
 
-  // SQLite: read a search's few matches by rowid, or walk the order's index when they are many.
-  let viaRowids = false;
-  let manyMatches = false;
+  // SQLite: a search's few matches, read once from their indexes and then by rowid; or, when they
+  // are many, a walk of the order's index.
+  let matched: string | undefined;
+  let matches = 0;
   if (search && !postgres) {
-    const probe = await sql<{
-      n: number;
-    }>`select count(*) as n from (${candidateRowids(search)} limit ${TOTAL_CAP + 1})`.execute(db);
-    manyMatches = Number(probe.rows[0]?.n ?? 0) > TOTAL_CAP;
-    viaRowids = !manyMatches;
+    const found = await sql<{
+      rowid: number;
+    }>`select rowid from (${candidateRowids(search)}) limit ${TOTAL_CAP + 1}`.execute(db);
+    matches = found.rows.length;
+    if (matches === 0) return { services: [], more: false, total: 0, capped: false };
+    if (matches <= TOTAL_CAP) matched = JSON.stringify(found.rows.map((r) => r.rowid));
   }
 
   const filtered = () => {
@@ -216,8 +220,11 @@ export async function listServices(db: Kysely<Database>, query: ServiceListQuery
     }
     if (query.hostId !== undefined) q = q.where('host_id', '=', query.hostId);
     if (query.productId !== undefined) q = q.where('product_id', '=', query.productId);
-    if (search && viaRowids) q = q.where(sql<SqlBool>`services.rowid in (${candidateRowids(search)})`);
-    else if (search) q = q.where((eb) => searchCondition(eb, search, postgres));
+    // The rowids read above, and the search's own condition again: a rowid freed since by a
+    // deletion could name another service by now.
+    if (matched !== undefined)
+      q = q.where(sql<SqlBool>`services.rowid in (select value from json_each(${matched}))`);
+    if (search) q = q.where((eb) => searchCondition(eb, search, postgres));
     return q;
   };
 
@@ -251,7 +258,8 @@ export async function listServices(db: Kysely<Database>, query: ServiceListQuery
     query.hostId === undefined &&
     query.productId === undefined;
   let total: number;
-  if (manyMatches && onlySearch) total = TOTAL_CAP + 1;
+  // A search alone counts what its indexes held (at most TOTAL_CAP + 1 read).
+  if (search && !postgres && onlySearch) total = matches;
   else {
     const counted = await db
       .selectFrom(
