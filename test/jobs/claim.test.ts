@@ -323,10 +323,9 @@ for (const store of testStores()) {
       await until(() => s.t.ctx.clock.now() > readEarly, 'the clock moves on');
       // ...while another worker runs the restart to its end. (The stop is kept out of that
       // worker's reach meanwhile: not due until far later, and then due as it was.)
-      const { run_at: due } = await s.jobRow('stop');
+      const { id: stopId, run_at: due } = await s.jobRow('stop');
       const setDue = (at: number) =>
         s.t.ctx.store.db.updateTable('jobs').set({ run_at: at }).where('id', '=', stopId).execute();
-      const stopId = (await s.jobRow('stop')).id;
       await setDue(Number(due) + 3_600_000);
       const w = s.worker();
       await until(async () => (await s.jobRow('restart')).status === 'succeeded', 'the restart ends');
