@@ -9,7 +9,7 @@
  * `node bench/libvirt.ts [TEMPLATE_DIR]`, or `npm run bench -- --only libvirt`.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,8 +56,6 @@ export async function libvirtProvisioning(
     return undefined;
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-bench-libvirt-'));
-  const storage = mkdtempSync(join(tmpdir(), 'vrp-bench-libvirt-storage-'));
-  chmodSync(storage, 0o711);
   const { store, app } = await prepareStore(dataDir);
   const order = smallOrder('bench.example.com');
   await store.db
@@ -70,7 +68,9 @@ export async function libvirtProvisioning(
     {
       VRP_DATA_DIR: dataDir,
       VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_STORAGE: storage,
+      // The system daemon's pool `vrp` at the default path (VRP_LIBVIRT_STORAGE), as in
+      // production and in the tests: the driver refuses a pool `vrp` found at another path, and
+      // the suite's real-VM tests leave it defined at the default one.
       VRP_STOP_TIMEOUT: '2s',
       VRP_LOG_LEVEL: 'debug',
       // No list calls of the reconciler in the middle of the measured commands.
@@ -131,7 +131,6 @@ export async function libvirtProvisioning(
   } finally {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
-    rmSync(storage, { recursive: true, force: true });
   }
   return results;
 }
