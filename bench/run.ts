@@ -1088,8 +1088,8 @@ if (only) {
   if (libvirtRuns) writeProvisioningSection(file, provisioningSection(libvirtRuns));
   console.log(`wrote ${file} (${elapsed.toFixed(0)} s)`);
 }
-if (libvirtFailed) process.exit(1);
 if (args.profile && existsSync(args.profile))
   console.log(`CPU profiles of the server: ${resolve(args.profile)}`);
 if (args['heap-profile'] && existsSync(args['heap-profile']))
   console.log(`Allocation profiles of the server: ${resolve(args['heap-profile'])}`);
+if (libvirtFailed) process.exit(1);
