@@ -32,6 +32,7 @@ import {
   startServer,
 } from '../test/helpers/server-process.ts';
 import { APP_FLOOR_PATH, type FloorLayer, type FloorReady } from './floor.ts';
+import { benchClient } from './http-client.ts';
 import {
   libvirtProvisioning,
   type ProvisioningRun,
@@ -821,35 +822,32 @@ async function orderToRunning(
   const cpu0 = cpuOf();
   const db0 = store.databaseCpu?.();
   const own0 = process.cpuUsage();
+  // Not fetch: it cost the bench three times the CPU per request (http-client.ts).
+  const client = benchClient(SETTINGS.pipelineConcurrency);
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
     Array.from({ length: SETTINGS.pipelineConcurrency }, async () => {
       while (next < K) {
         next++;
-        const o = await fetch(`${server.url}${API}/service/create-order`, {
-          method: 'POST',
-          headers,
-          body: orderBody,
-        });
-        const body = (await o.json()) as { data: { service_id: string }[] };
+        const o = await client.post(`${server.url}${API}/service/create-order`, headers, orderBody);
         if (!o.ok) {
           failures.push(`create-order ${o.status}`);
           continue;
         }
-        const id = body.data[0]!.service_id;
+        const id = (JSON.parse(o.text) as { data: { service_id: string }[] }).data[0]!.service_id;
         ids.push(id);
-        const c = await fetch(`${server.url}${API}/service/${id}/create`, { method: 'POST', headers });
-        await c.arrayBuffer();
+        const c = await client.post(`${server.url}${API}/service/${id}/create`, headers);
         if (!c.ok) failures.push(`create ${c.status}`);
       }
     }),
   );
+  client.close();
   const accepted = performance.now() - t0;
   while ((await outstanding()) > 0) await new Promise((r) => setTimeout(r, 5));
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = cpuOf();
-  // The bench's own share of the machine: its HTTP client (fetch) and its polls.
+  // The bench's own share of the machine: its HTTP client and its polls.
   const own1 = process.cpuUsage(own0);
   const db1 = store.databaseCpu?.();
   // PostgreSQL's own processes, per service (the bench's polls of the jobs count included).
