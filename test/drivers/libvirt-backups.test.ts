@@ -27,7 +27,7 @@ import { openStore } from '../../src/store/database.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
   guestExec,
-  guestReports,
+  guestReport,
   poolVolumes,
   removeTemplateVolumes,
   startTestHost,
@@ -151,10 +151,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   });
   const uriOf = (hostId: string) => (hostId === 'a' ? hostA.uri : hostB.uri);
   let uri = uriOf(created.hostId);
-  await waitUntil('the first boot report', () => guestReports(vmId, uri)[0], {
-    everyMs: 500,
-    budgetMs: slowWaitMs(240_000),
-  });
+  await guestReport(vmId, 1, uri, slowWaitMs(240_000));
   // The agent answers once the guest's init has started it.
   await waitUntil(
     'the guest agent',

@@ -20,7 +20,13 @@ import { systemAudit } from '../../src/store/repos/audit.ts';
 import { createPool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
-import { guestExec, guestReports, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
+import {
+  guestExec,
+  guestReport,
+  guestReports,
+  poolVolumes,
+  removeTemplateVolumes,
+} from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const template = libvirtTemplate ?? '';
@@ -47,10 +53,7 @@ function ed25519Key(): { line: string; blobSha256: string } {
 
 /** The guest's `n`th boot report (VRP-GUEST line) on its serial console log, once written whole. */
 function report(n: number): Promise<Record<string, string>> {
-  return waitUntil(`boot report ${n} of the guest`, () => guestReports(vmId)[n - 1], {
-    everyMs: 250,
-    budgetMs: slowWaitMs(180_000),
-  });
+  return guestReport(vmId, n);
 }
 
 /** A shell command in the guest through its agent, once the agent answers (it starts after the report). */

@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import { DriverError } from '../../src/drivers/driver.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
-import { insertLibvirtVm, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
+import { guestReport, insertLibvirtVm, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const template = libvirtTemplate ?? '';
@@ -43,6 +43,21 @@ async function setup(image: string) {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A running VM of the tiny template, the smallest there is. */
+async function createTiny(driver: HypervisorDriver, vmId: string, hostname: string): Promise<void> {
+  await driver.create({
+    vmId,
+    hostname,
+    username: 'root',
+    password: 'Secret-password-1',
+    templateId: 'tiny',
+    cpu: 1,
+    ramGb: 1,
+    diskGb: 1,
+    ipCount: 1,
+  });
 }
 
 /** An OS template the provider has given no image: a create from it fails for good. */
@@ -129,17 +144,7 @@ describe('libvirt: terminate', () => {
     const { driver, cleanup } = await setup(template);
     try {
       const vmId = randomUUID();
-      await driver.create({
-        vmId,
-        hostname: 'log.example.com',
-        username: 'root',
-        password: 'Secret-password-1',
-        templateId: 'tiny',
-        cpu: 1,
-        ramGb: 1,
-        diskGb: 1,
-        ipCount: 1,
-      });
+      await createTiny(driver, vmId, 'log.example.com');
       const qemuLog = `/var/log/libvirt/qemu/vrp-${vmId}.log`;
       assert.ok(existsSync(qemuLog), 'libvirt writes it while the VM runs');
       await driver.destroy(vmId);
@@ -149,6 +154,36 @@ describe('libvirt: terminate', () => {
         [],
         'no disk, seed or console volume left in the pool',
       );
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("the real-VM tests' wait for a boot report", () => {
+  test("that runs out says how many reports the console has, the domain's state and the console's last lines", {
+    skip: noLibvirtTemplate,
+  }, async () => {
+    await assert.rejects(guestReport(randomUUID(), 1, 'qemu:///system', 300), (e: Error) => {
+      assert.match(e.message, /^gave up after 0\.3 s waiting for boot report 1 of the guest; /);
+      assert.match(e.message, /the console has 0 report\(s\); the domain is unknown \(/);
+      return true;
+    });
+    const { driver, cleanup } = await setup(template);
+    try {
+      const vmId = randomUUID();
+      await createTiny(driver, vmId, 'report.example.com');
+      assert.equal((await guestReport(vmId, 1))['hostname'], 'report.example.com');
+      await assert.rejects(guestReport(vmId, 2, 'qemu:///system', 300), (e: Error) => {
+        assert.match(e.message, /the console has 1 report\(s\); the domain is running \(booted\)/);
+        assert.match(
+          e.message,
+          /\nVRP-GUEST hostname=report\.example\.com /,
+          'the report is among the last lines',
+        );
+        return true;
+      });
+      await driver.destroy(vmId);
     } finally {
       await cleanup();
     }

@@ -224,6 +224,46 @@ export function guestReports(vmId: string, uri = 'qemu:///system'): Record<strin
     );
 }
 
+/** What `virsh domstate` says of a VM's domain (`vrp-<id>`), or why it could not say. */
+function domainState(vmId: string, uri: string): string {
+  try {
+    return execFileSync('virsh', ['-c', uri, 'domstate', '--reason', `vrp-${vmId}`], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }).trim();
+  } catch (err) {
+    return `unknown (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`;
+  }
+}
+
+/**
+ * Waits for the guest's `n`th boot report (its `VRP-GUEST` line) on its serial console log. A
+ * real VM booting is slow on any machine, so the budget is generous; if it runs out, the error
+ * says what the domain's state was and what the console showed last, so that a boot that never
+ * reported can be told from one that was only slow.
+ */
+export async function guestReport(
+  vmId: string,
+  n: number,
+  uri = 'qemu:///system',
+  budgetMs = slowWaitMs(180_000),
+): Promise<Record<string, string>> {
+  try {
+    return await waitUntil(`boot report ${n} of the guest`, () => guestReports(vmId, uri)[n - 1], {
+      everyMs: 250,
+      budgetMs,
+    });
+  } catch (err) {
+    const lines = consoleLines(vmId, uri);
+    const reports = lines.filter((l) => l.startsWith('VRP-GUEST ')).length;
+    throw new Error(
+      `${err instanceof Error ? err.message : String(err)}; the console has ${reports} report(s); ` +
+        `the domain is ${domainState(vmId, uri)}; the console's last lines:\n${lines.slice(-30).join('\n')}`,
+      { cause: err },
+    );
+  }
+}
+
 /**
  * Deletes the template volumes a store recorded on its hosts (`host_images`), which the driver
  * keeps for the host's next VMs: a test's clean-up, so the hosts' pools are left as found.
