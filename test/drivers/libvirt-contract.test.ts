@@ -2,8 +2,9 @@
  * The driver contract with real VMs (libvirt/QEMU; TCG where KVM does not work), on a test host
  * of its own (scripts/libvirt/test-host.sh: a libvirtd of its own on this machine). On its own
  * host it runs beside the system libvirtd's real-VM files instead of after them (about two
- * minutes of real VMs, seven boots), and its defines queue in its own daemon. Runs where VRP_TEST_LIBVIRT_TEMPLATE names a template built by
- * scripts/libvirt/build-test-template.sh and libvirt is installed (.ci/run sets both up).
+ * minutes of real VMs, seven boots), and its defines queue in its own daemon. Runs where
+ * VRP_TEST_LIBVIRT_TEMPLATE names a template built by scripts/libvirt/build-test-template.sh
+ * and libvirt is installed (.ci/run sets both up).
  * test/drivers/libvirt.test.ts keeps the libvirt checks that are about the system daemon.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

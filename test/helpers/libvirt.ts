@@ -211,7 +211,12 @@ export function consoleLines(vmId: string, uri = 'qemu:///system'): string[] {
 
 /** The guest's reports (one `VRP-GUEST` line per boot) on its console, as key/value records. */
 export function guestReports(vmId: string, uri = 'qemu:///system'): Record<string, string>[] {
-  return consoleLines(vmId, uri)
+  return reportsIn(consoleLines(vmId, uri));
+}
+
+/** The `VRP-GUEST` reports among a console's lines, as key/value records. */
+function reportsIn(lines: readonly string[]): Record<string, string>[] {
+  return lines
     .filter((l) => l.startsWith('VRP-GUEST '))
     .map((l) =>
       Object.fromEntries(
@@ -255,9 +260,8 @@ export async function guestReport(
     });
   } catch (err) {
     const lines = consoleLines(vmId, uri);
-    const reports = lines.filter((l) => l.startsWith('VRP-GUEST ')).length;
     throw new Error(
-      `${err instanceof Error ? err.message : String(err)}; the console has ${reports} report(s); ` +
+      `${err instanceof Error ? err.message : String(err)}; the console has ${reportsIn(lines).length} report(s); ` +
         `the domain is ${domainState(vmId, uri)}; the console's last lines:\n${lines.slice(-30).join('\n')}`,
       { cause: err },
     );
