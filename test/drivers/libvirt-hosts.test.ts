@@ -19,7 +19,7 @@ import type { VmSpec } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { diskImage } from '../helpers/disk-image.ts';
-import { guestReports, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
+import { guestReports, guestWait, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const script = join(import.meta.dirname, '../../scripts/libvirt/test-host.sh');
@@ -110,13 +110,14 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
   });
   /** The guest's reports of boot `boot` on its console, once there are `count` of them. */
   const reports = (vmId: string, uri: string, boot: string, count = 1) =>
-    waitUntil(
+    guestWait(
       `${count} report(s) of boot ${boot} of ${vmId}`,
-      () => {
-        const found = guestReports(vmId, uri).filter((r) => r['boot'] === boot);
+      vmId,
+      (all) => {
+        const found = all.filter((r) => r['boot'] === boot);
         return found.length >= count ? found : undefined;
       },
-      { everyMs: 500, budgetMs: slowWaitMs(240_000) },
+      { uri, everyMs: 500, budgetMs: slowWaitMs(240_000) },
     );
   const vmFiles = (vmId: string) => [`${vmId}.qcow2`, `${vmId}.seed.iso`, `${vmId}.console.log`];
   const domains = (uri: string) => virshOut(uri, 'list', '--all', '--name').split('\n').filter(Boolean);

@@ -242,22 +242,20 @@ function domainState(vmId: string, uri: string): string {
 }
 
 /**
- * Waits for the guest's `n`th boot report (its `VRP-GUEST` line) on its serial console log. A
- * real VM booting is slow on any machine, so the budget is generous; if it runs out, the error
- * says what the domain's state was and what the console showed last, so that a boot that never
- * reported can be told from one that was only slow.
+ * Waits until `pick` finds what it wants among the guest's boot reports (its `VRP-GUEST` lines)
+ * on its serial console log, and returns that. A real VM booting is slow on any machine, so the
+ * budget is generous; if it runs out, the error says how many reports the console has, what the
+ * domain's state was and what the console showed last, so that a boot that never reported can
+ * be told from one that was only slow.
  */
-export async function guestReport(
+export async function guestWait<T>(
+  what: string,
   vmId: string,
-  n: number,
-  uri = 'qemu:///system',
-  budgetMs = slowWaitMs(180_000),
-): Promise<Record<string, string>> {
+  pick: (reports: Record<string, string>[]) => T | undefined,
+  { uri = 'qemu:///system', everyMs = 250, budgetMs = slowWaitMs(180_000) } = {},
+): Promise<T> {
   try {
-    return await waitUntil(`boot report ${n} of the guest`, () => guestReports(vmId, uri)[n - 1], {
-      everyMs: 250,
-      budgetMs,
-    });
+    return await waitUntil(what, () => pick(guestReports(vmId, uri)), { everyMs, budgetMs });
   } catch (err) {
     const lines = consoleLines(vmId, uri);
     throw new Error(
@@ -266,6 +264,16 @@ export async function guestReport(
       { cause: err },
     );
   }
+}
+
+/** The guest's `n`th boot report, waited for as guestWait waits. */
+export function guestReport(
+  vmId: string,
+  n: number,
+  uri = 'qemu:///system',
+  budgetMs = slowWaitMs(180_000),
+): Promise<Record<string, string>> {
+  return guestWait(`boot report ${n} of the guest`, vmId, (reports) => reports[n - 1], { uri, budgetMs });
 }
 
 /**
