@@ -67,6 +67,11 @@ export function isLockConflict(err: unknown): boolean {
   );
 }
 
+/** PostgreSQL broke a deadlock by failing this statement (40P01). */
+export function isDeadlock(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && 'code' in err && err.code === '40P01';
+}
+
 /**
  * A named statement whose result changed shape since its connection prepared it ("cached plan
  * must not change result type"): a newer version's migration (a rolling upgrade) gave a table it

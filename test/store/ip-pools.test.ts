@@ -8,12 +8,15 @@ import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { createIpPool, type IpPool } from '../../src/drivers/ip-pool.ts';
 import type { Store } from '../../src/store/database.ts';
+import { isStoreUnavailable } from '../../src/store/errors.ts';
 import { migrateToLatest } from '../../src/store/migrate.ts';
 import { type AuditContext, systemAudit } from '../../src/store/repos/audit.ts';
 import { newHostRow } from '../../src/store/repos/hosts.ts';
 import { takeFreeAddress } from '../../src/store/repos/ip-addresses.ts';
 import { createPool, rangeOf, updatePool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
+import type { Database } from '../../src/store/schema.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { statementCounter } from '../helpers/statement-counter.ts';
 import { type StoreKind, storeAtMigration, testStores } from '../helpers/stores.ts';
 
@@ -299,5 +302,120 @@ for (const kind of testStores()) {
       assert.equal(new Set(again.flatMap((r) => r.v4)).size, 4);
       const all = await store.db.selectFrom('ipv6_prefixes').select(['idx', 'vm_id']).execute();
       assert.equal(all.length, 11, 'released prefixes were reused, no new index');
+    }));
+}
+
+/**
+ * PostgreSQL: the pool v4 of 192.0.2.0/29 with two free addresses, .2 and .3 (.4 to .6
+ * reserved), on h1; and what its addresses' holders are, once the test's transactions ended.
+ */
+async function twoAddressPool(store: Store, audit: AuditContext): Promise<() => Promise<string[]>> {
+  const v4 = { name: 'v4', family: 'ipv4' as const, network: '192.0.2.0/29', hosts: ['h1'] };
+  await createPool(store.db, { ...v4, reserved: ['192.0.2.4', '192.0.2.5', '192.0.2.6'] }, Date.now(), audit);
+  return async () =>
+    (
+      await store.db
+        .selectFrom('ip_addresses')
+        .select(['address', 'vm_id'])
+        .where('vm_id', 'is not', null)
+        .orderBy('address')
+        .execute()
+    ).map((r) => `${r.address} ${r.vm_id}`);
+}
+
+/** A promise the test resolves when it chooses (`open`). */
+function gate(): { open: () => void; opened: Promise<void> } {
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { open, opened };
+}
+
+if (testStores().includes('postgres')) {
+  test('two allocations that each hold an address the other waits for (postgres): one gives way as a conflict, holding nothing; the other gets both', () =>
+    withPools('postgres', ['h1'], async ({ store, pool, audit }) => {
+      const holders = await twoAddressPool(store, audit);
+      // Each takes one, then (both holding theirs, uncommitted) wants a second: each look waits
+      // for the other's address, a deadlock that PostgreSQL breaks by failing one look.
+      let arrived = 0;
+      const bothHoldOne = gate();
+      const results = await Promise.allSettled(
+        ['vm-a', 'vm-b'].map((vm) =>
+          store.db.transaction().execute(async (tx) => {
+            const first = await pool.allocate(vm, 'h1', 1, tx);
+            if (++arrived === 2) bothHoldOne.open();
+            await bothHoldOne.opened;
+            return { vm, first, both: await pool.allocate(vm, 'h1', 2, tx) };
+          }),
+        ),
+      );
+      const ok = results.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+      assert.equal(ok.length, 1, 'one of them gets both addresses');
+      assert.equal(failed.length, 1);
+      assert.deepEqual([...(ok[0]?.both ?? [])].sort(), ['192.0.2.2', '192.0.2.3']);
+      assert.equal(ok[0]?.both[0], ok[0]?.first[0], 'its primary is the one it took first');
+      // The other's error is PostgreSQL's deadlock after its look was made again, a conflict
+      // that a job's next attempt retries (503 to an API caller), not "no free address".
+      assert.equal(isStoreUnavailable(failed[0]), true, String(failed[0]));
+      assert.match(String(failed[0]), /deadlock detected/);
+      assert.deepEqual(
+        await holders(),
+        ['192.0.2.2', '192.0.2.3'].map((a) => `${a} ${ok[0]?.vm}`),
+        'the one that gave way holds nothing',
+      );
+    }));
+
+  test('a look for a free address that waited for a taken row another look locked (postgres): broken as a deadlock, it looks again, and the last free address is taken', () =>
+    withPools('postgres', ['h1'], async ({ store, pool, audit }) => {
+      const holders = await twoAddressPool(store, audit);
+      const lockWaiters = () =>
+        sql<{ n: string }>`select count(*) as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`
+          .execute(store.db)
+          .then((r) => Number(r.rows[0]?.n));
+      const [cHolds, cCommits, oneHolds, oneWantsMore] = [gate(), gate(), gate(), gate()];
+      const inTx = (body: (tx: Kysely<Database>) => Promise<string[]>) =>
+        store.db.transaction().execute(body);
+      // c takes .2 and holds it, uncommitted.
+      const c = inTx(async (tx) => {
+        const got = await pool.allocate('vm-c', 'h1', 1, tx);
+        cHolds.open();
+        await cCommits.opened;
+        return got;
+      });
+      await cHolds.opened;
+      // one takes .3, then wants a second address.
+      const one = inTx(async (tx) => {
+        await pool.allocate('vm-1', 'h1', 1, tx);
+        oneHolds.open();
+        await oneWantsMore.opened;
+        return pool.allocate('vm-1', 'h1', 2, tx);
+      });
+      await oneHolds.opened;
+      // two finds none to take (.2 and .3 held) and looks: it waits for c at .2.
+      const two = inTx((tx) => pool.allocate('vm-2', 'h1', 1, tx));
+      await waitUntil('the second allocation to wait for the first', async () => (await lockWaiters()) >= 1);
+      // one's look waits at .2 behind two.
+      oneWantsMore.open();
+      await waitUntil('both looks to wait', async () => (await lockWaiters()) >= 2);
+      // c commits: two locks .2 as c left it (taken), goes on to .3 and waits for one; one waits
+      // for two's lock on .2. PostgreSQL breaks it by failing one of the looks, which looks again.
+      cCommits.open();
+      const [rc, rOne, rTwo] = await Promise.allSettled([c, one, two]);
+      assert.deepEqual(rc, { status: 'fulfilled', value: ['192.0.2.2'] });
+      assert.equal(rOne.status, 'rejected');
+      assert.match(
+        String(rOne.reason),
+        /No free IPv4 address in pool 192.0.2.0\/29/,
+        'one is refused: the pool is full',
+      );
+      assert.deepEqual(
+        rTwo,
+        { status: 'fulfilled', value: ['192.0.2.3'] },
+        'two gets the address one gave back',
+      );
+      assert.deepEqual(await holders(), ['192.0.2.2 vm-c', '192.0.2.3 vm-2']);
     }));
 }

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../dialect-of.ts';
+import { isDeadlock } from '../errors.ts';
 import { prepare, type Slot, slot } from '../prepared.ts';
 import type { Database } from '../schema.ts';
 import { gather, named } from '../statement-batch.ts';
@@ -225,13 +226,31 @@ const takePrepared = prepare(
 );
 
 /**
+ * How many times a look of hasFreeAddress that PostgreSQL broke as a deadlock is made again: once
+ * is enough when what it waited for was a lock kept by a read, since the look again reads the rows
+ * as they are then.
+ */
+const LOOKS_AFTER_DEADLOCK = 1;
+
+/**
  * Whether the range has a free address, after takeFreeAddress took none. On PostgreSQL its read
  * skipped the rows other transactions hold: this one waits for them (FOR UPDATE without SKIP
  * LOCKED), so an address another allocation is about to take counts only if it is still free
  * once that allocation ends, and the caller does not spin while it runs.
+ *
+ * The wait is made in a savepoint that is rolled back after it: the look keeps no lock. A read
+ * that waits for a row and finds it taken when it gets it still locks it (PostgreSQL locks the
+ * row's last version before it checks the conditions again), so without the savepoint two looks
+ * could each keep a taken row the other waits for. An allocation's own read (takeFreeAddress)
+ * can keep such a lock too, which its transaction holds to the end; two looks waiting for each
+ * other's are a deadlock, which PostgreSQL breaks after a second by failing one side: that side
+ * rolls back to its savepoint, its transaction still whole, and looks again on the rows as they
+ * are then. Two allocations that each hold an address the other waits for (several addresses
+ * each, the range nearly full) deadlock again on every look: after LOOKS_AFTER_DEADLOCK the
+ * error goes to the caller, a conflict (isStoreUnavailable) that a job's next attempt retries.
  */
 export async function hasFreeAddress(db: Kysely<Database>, range: AddressRange): Promise<boolean> {
-  const row = await db
+  const read = db
     .selectFrom('ip_addresses')
     .select('address_num')
     .where('pool_id', '=', range.poolId)
@@ -239,10 +258,19 @@ export async function hasFreeAddress(db: Kysely<Database>, range: AddressRange):
     .where('address_num', '>=', range.first)
     .where('address_num', '<=', range.last)
     .$if(range.excluded.length > 0, (q) => q.where('address_num', 'not in', range.excluded))
-    .limit(1)
-    .$if(dialectOf(db) === 'postgres', (q) => q.forUpdate())
-    .executeTakeFirst();
-  return row !== undefined;
+    .limit(1);
+  if (dialectOf(db) !== 'postgres') return (await read.executeTakeFirst()) !== undefined;
+  for (let deadlocks = 0; ; deadlocks++) {
+    await sql`savepoint free_look`.execute(db);
+    try {
+      return (await read.forUpdate().executeTakeFirst()) !== undefined;
+    } catch (err) {
+      if (!isDeadlock(err) || deadlocks >= LOOKS_AFTER_DEADLOCK) throw err;
+    } finally {
+      await sql`rollback to savepoint free_look`.execute(db);
+      await sql`release savepoint free_look`.execute(db);
+    }
+  }
 }
 
 export async function releaseAddresses(
