@@ -260,7 +260,7 @@ for (const kind of testStores()) {
           // As a create takes them (both at once), in a transaction of the caller's.
           store.db.transaction().execute(async (tx) => {
             const { ipv4: v4, ipv6: v6 } = await pool.allocateAll(vm, 'h1', 1, tx);
-            return { v4, v6 };
+            return { vm, v4, v6 };
           }),
         ),
       );
@@ -289,7 +289,7 @@ for (const kind of testStores()) {
         .executeTakeFirstOrThrow();
       assert.equal(Number(held.n), 11);
       // Released prefixes and addresses, concurrently taken again (one family at a time): each once.
-      await Promise.all(ok.slice(0, 4).map((_, i) => pool.release(`vm-${i}`)));
+      await Promise.all(ok.slice(0, 4).map((r) => pool.release(r.vm)));
       const again = await Promise.all(
         ['a', 'b', 'c', 'd'].map((x) =>
           store.db.transaction().execute(async (tx) => ({
