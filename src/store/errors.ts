@@ -11,13 +11,15 @@ const PG_UNAVAILABLE = new Set([
   '08004',
   '53300',
 ]);
+/** PostgreSQL's deadlock_detected. */
+const DEADLOCK = '40P01';
 /**
  * PostgreSQL's "not now" answers: a deadlock it broke by failing this side (40P01), a
  * serialization failure (40001), a lock that could not be had (55P03). The same work done again
  * succeeds; they come with concurrent schema changes (a rolling upgrade's migrations) and heavy
  * contention, never from a bug in the statement.
  */
-const PG_CONFLICT = new Set(['40P01', '40001', '55P03']);
+const PG_CONFLICT = new Set([DEADLOCK, '40001', '55P03']);
 /** PostgreSQL's feature_not_supported, the code of "cached plan must not change result type". */
 const FEATURE_NOT_SUPPORTED = '0A000';
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
@@ -56,20 +58,21 @@ export function isUniqueViolation(err: unknown): boolean {
   return /UNIQUE constraint failed|PRIMARY KEY constraint failed/i.test(String(e.message ?? ''));
 }
 
-/** A PostgreSQL lock conflict (deadlock, serialization failure, lock not available): try again. */
-export function isLockConflict(err: unknown): boolean {
-  return (
-    typeof err === 'object' &&
-    err !== null &&
-    'code' in err &&
-    typeof err.code === 'string' &&
-    PG_CONFLICT.has(err.code)
-  );
+/** The error's `code` (SQLSTATE on PostgreSQL), if it has one that is a string. */
+function codeOf(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
 }
 
-/** PostgreSQL broke a deadlock by failing this statement (40P01). */
+/** A PostgreSQL lock conflict (deadlock, serialization failure, lock not available): try again. */
+export function isLockConflict(err: unknown): boolean {
+  return PG_CONFLICT.has(codeOf(err) ?? '');
+}
+
+/** PostgreSQL broke a deadlock by failing this statement (one of the lock conflicts). */
 export function isDeadlock(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && 'code' in err && err.code === '40P01';
+  return codeOf(err) === DEADLOCK;
 }
 
 /**
@@ -80,10 +83,9 @@ export function isDeadlock(err: unknown): boolean {
  */
 export function isCachedPlanChanged(err: unknown): boolean {
   return (
+    codeOf(err) === FEATURE_NOT_SUPPORTED &&
     typeof err === 'object' &&
     err !== null &&
-    'code' in err &&
-    err.code === FEATURE_NOT_SUPPORTED &&
     'message' in err &&
     typeof err.message === 'string' &&
     err.message.includes('cached plan must not change result type')

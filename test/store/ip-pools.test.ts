@@ -418,4 +418,32 @@ if (testStores().includes('postgres')) {
       );
       assert.deepEqual(await holders(), ['192.0.2.2 vm-c', '192.0.2.3 vm-2']);
     }));
+
+  test('a look for a free address that fails otherwise than by a deadlock (postgres): its error goes to the caller as a conflict, nothing taken', () =>
+    withPools('postgres', ['h1'], async ({ store, pool, audit }) => {
+      const holders = await twoAddressPool(store, audit);
+      const [holding, done] = [gate(), gate()];
+      // c holds both addresses, uncommitted; the allocation waits for them no longer than 100 ms.
+      const c = store.db.transaction().execute(async (tx) => {
+        await pool.allocate('vm-c', 'h1', 2, tx);
+        holding.open();
+        await done.opened;
+      });
+      await holding.opened;
+      const refused = await store.db
+        .transaction()
+        .execute(async (tx) => {
+          await sql`set local lock_timeout = '100ms'`.execute(tx);
+          return pool.allocate('vm-1', 'h1', 1, tx);
+        })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      done.open();
+      await c;
+      assert.match(String(refused), /lock timeout/);
+      assert.equal(isStoreUnavailable(refused), true, 'a conflict, for the job to try again');
+      assert.deepEqual(await holders(), ['192.0.2.2 vm-c', '192.0.2.3 vm-c']);
+    }));
 }
