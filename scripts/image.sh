@@ -71,8 +71,13 @@ image_exists() { buildah images --quiet "$1" >/dev/null 2>&1; }
 make_base() {
   local node_version npm_dir npm_version
   node_version=$("$NODE" --version)
-  npm_dir="$(npm root -g)/npm"
-  [ -f "$npm_dir/package.json" ] || die "no npm at $npm_dir to put in the base image"
+  # The npm on PATH, found by its own file: `npm root -g` answers by the node that runs npm, and
+  # under `npm test` (node_modules/.bin first on PATH) that is the project's Node 24, which has
+  # no npm beside it.
+  local npm_cli
+  npm_cli=$(command -v npm) || die "no npm on PATH to put in the base image"
+  npm_dir=$(dirname "$(dirname "$(readlink -f "$npm_cli")")")
+  [ -f "$npm_dir/package.json" ] || die "no npm at $npm_dir (from $npm_cli) to put in the base image"
   npm_version=$("$NODE" -p "require('$npm_dir/package.json').version")
   NODE_IMAGE="localhost/vrp-node-base:${node_version#v}-npm${npm_version}-$SUITE"
   if image_exists "$NODE_IMAGE"; then

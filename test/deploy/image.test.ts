@@ -35,12 +35,17 @@ function skipReason(): string | false {
 /** Runs the script; its exit code and everything it printed. */
 function image(
   args: string[],
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
 ): Promise<{ code: number | null; out: string }> {
   return new Promise((done) => {
     const child = spawn('bash', ['scripts/image.sh', ...args], {
       cwd: root,
-      env: { ...process.env, VRP_IMAGE: 'localhost/vrp-provider:test', ...env },
+      // A variable given as undefined is left out.
+      env: Object.fromEntries(
+        Object.entries({ ...process.env, VRP_IMAGE: 'localhost/vrp-provider:test', ...env }).filter(
+          (e): e is [string, string] => e[1] !== undefined,
+        ),
+      ),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -70,6 +75,20 @@ describe('the container image', { skip: skipReason() }, () => {
     assert.equal(again.code, 0, again.out);
     assert.match(again.out, /image: base localhost\/vrp-node-base:[^ ]+: already made/);
     assert.doesNotMatch(again.out, /debootstrap/);
+    // With the project's Node first on PATH (node_modules/.bin, as in a shell that has it there)
+    // and none of the settings an outer npm passes its scripts, npm runs under that Node. The npm
+    // put in the base is still the one on PATH: the same base, found made (`npm root -g` had
+    // answered node_modules/node/lib/node_modules, where there is none).
+    const bin = join(root, 'node_modules', '.bin');
+    const outerNpm = Object.keys(process.env).filter((k) => /^npm_/i.test(k));
+    const projectNodeFirst = await image(['base'], {
+      ...Object.fromEntries(outerNpm.map((k) => [k, undefined])),
+      PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+    });
+    assert.equal(projectNodeFirst.code, 0, projectNodeFirst.out);
+    const made = /image: base (\S+): already made/.exec(again.out)?.[1];
+    assert.ok(made, again.out);
+    assert.match(projectNodeFirst.out, new RegExp(`image: base ${literally(made)}: already made`));
     // A base named by VRP_NODE_IMAGE is taken as given: nothing is made.
     const given = await image(['base'], { VRP_NODE_IMAGE: 'localhost/vrp-some-base:1' });
     assert.equal(given.code, 0, given.out);
