@@ -84,10 +84,7 @@ export function isDeadlock(err: unknown): boolean {
 export function isCachedPlanChanged(err: unknown): boolean {
   return (
     codeOf(err) === FEATURE_NOT_SUPPORTED &&
-    typeof err === 'object' &&
-    err !== null &&
-    'message' in err &&
-    typeof err.message === 'string' &&
+    err instanceof Error &&
     err.message.includes('cached plan must not change result type')
   );
 }
