@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, test } from 'node:test';
@@ -89,6 +89,21 @@ describe('the container image', { skip: skipReason() }, () => {
     const made = /image: base (\S+): already made/.exec(again.out)?.[1];
     assert.ok(made, again.out);
     assert.match(projectNodeFirst.out, new RegExp(`image: base ${literally(made)}: already made`));
+    // An npm on PATH with no npm package behind it: refused, saying where it looked, nothing made.
+    const fake = mkdtempSync(join(tmpdir(), 'vrp-image-npm-'));
+    try {
+      mkdirSync(join(fake, 'bin'));
+      writeFileSync(join(fake, 'bin', 'npm'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+      const noNpm = await image(['base'], { PATH: `${join(fake, 'bin')}:${process.env['PATH'] ?? ''}` });
+      assert.equal(noNpm.code, 1, noNpm.out);
+      assert.match(
+        noNpm.out,
+        new RegExp(`image: no npm at ${literally(fake)} \\(from ${literally(join(fake, 'bin', 'npm'))}\\)`),
+      );
+      assert.doesNotMatch(noNpm.out, /debootstrap|already made/);
+    } finally {
+      rmSync(fake, { recursive: true, force: true });
+    }
     // A base named by VRP_NODE_IMAGE is taken as given: nothing is made.
     const given = await image(['base'], { VRP_NODE_IMAGE: 'localhost/vrp-some-base:1' });
     assert.equal(given.code, 0, given.out);
