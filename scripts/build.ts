@@ -1,44 +1,95 @@
 /**
- * `npm run build`: the server as plain JavaScript in `dist/`, which every launcher runs (`npm
- * start`, the systemd units of deploy/, the container image).
+ * `npm run build`: the server as one bundle of JavaScript in `dist/`, which every launcher runs
+ * (`npm start`, the systemd units of deploy/, the container image): `dist/main.js`, the chunks it
+ * imports, and the consoles' assets in `dist/assets/`.
  *
- * Why: node runs a `.ts` file by stripping its types as it loads it, with a WebAssembly compiler
- * it loads at the first such file and keeps for the life of the process. A server started from
- * JavaScript never loads it: about 25 MB less resident memory per process (bench/FINDINGS.md,
- * "The server runs from JavaScript").
+ * Why JavaScript: node runs a `.ts` file by stripping its types as it loads it, with a WebAssembly
+ * compiler it loads at the first such file and keeps for the life of the process. A server
+ * started from JavaScript never loads it: about 25 MB less resident memory per process
+ * (bench/FINDINGS.md, "The server runs from JavaScript").
  *
- * How: each `src/**` `.ts` file goes through node's own stripper (node:module
- * `stripTypeScriptTypes`), the transform node applies on load, done once ahead of time. It puts
- * blanks where the types were, so every line and column stays where it is in the source and a
- * stack trace names the source's lines. Relative imports of `./x.ts` become `./x.js`, the same
- * length. Every other file under src/ (the consoles' assets) is copied as it is.
+ * Why one bundle: run as modules, the server loads about 1,400 of them (its own and its
+ * packages'), and V8 keeps a record, a compiled top level and the bindings of each, whatever its
+ * size. As one bundle it holds 9-15 MB less at the peak of the status load and 15-20 MB less at
+ * rest, for the same CPU per request (bench/FINDINGS.md, "The server as one bundle").
+ *
+ * How: esbuild bundles `src/main.ts` and what it imports, packages included, as ES modules for
+ * Node 24. Each `src/**` `.ts` file first goes through node's own stripper (node:module
+ * `stripTypeScriptTypes`, the transform node applies when the tests run the source), so the code
+ * bundled is the code tested, and the stripper keeps every line and column where they are in the
+ * source, so the source map written beside each output file names the source's lines. A dynamic
+ * `import()` stays a separate chunk, loaded when the code first runs it (the S3 and SFTP backup
+ * stores). The packages in EXTERNAL stay in node_modules as they are: loaded only by the settings
+ * that use them, or native. Every file under an `assets/` directory of src/ is copied to
+ * `dist/assets/`, where the modules that read it (`new URL('./assets/…', import.meta.url)`) find
+ * it, since every output file of the bundle sits at the top of dist/.
  *
  * A file is written only when its content changed, aside and then renamed over the old one, and
- * the files of dist/ that src/ no longer has are removed: a server running from dist/ meanwhile
- * (a lazy import) reads a whole file, old or new, never half of one. `dist/.source` records a
- * digest of what src/ held (sourceDigest, src/source-digest.ts): a server started from dist/
- * refuses to run code older than src/ (main.ts).
+ * the files of dist/ that the build no longer makes are removed: a server running from dist/
+ * meanwhile (a lazy chunk) reads a whole file, old or new, never half of one. `dist/.source`
+ * records a digest of what src/ held (sourceDigest, src/source-digest.ts): a server started from
+ * dist/ refuses to run code older than src/ (main.ts).
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { build as bundle, type Plugin } from 'esbuild';
 import { BUILD_DIGEST_FILE, filesUnder, sourceDigest } from '../src/source-digest.ts';
 
-/** A relative import's specifier ending in `.ts`: static (`from`, bare `import`) or dynamic with a literal. */
-const RELATIVE_TS_IMPORT = /(\bfrom\s*|\bimport\s*\(?\s*)(['"])(\.{1,2}\/[^'"\n]*?)\.ts\2/g;
-/** A dynamic import of anything but a string literal: its specifier could not be rewritten. */
+/**
+ * The packages left out of the bundle, imported from node_modules when the server first uses
+ * them: the backup stores' (AWS SDK, SFTP), the mail sender's, the two-factor enrolment's QR code
+ * maker, ssh2 (with its native parts), swagger-ui-dist (which finds its files by its own
+ * directory, `__dirname`, which a bundle's modules do not have), and the native add-ons that pg
+ * and ws load when present.
+ */
+export const EXTERNAL = [
+  '@aws-sdk/*',
+  'ssh2',
+  'ssh2-sftp-client',
+  'nodemailer',
+  'qrcode',
+  'swagger-ui-dist',
+  'pg-native',
+  'bufferutil',
+  'utf-8-validate',
+] as const;
+
+/**
+ * At the top of every output file: a `require` for the CommonJS packages bundled into an ES
+ * module (esbuild's `require` calls go to it), resolved from dist/ as theirs were from their own
+ * directory, since no bundled package requires a file by a relative path at run time.
+ */
+const BANNER =
+  "import { createRequire as __vrpCreateRequire } from 'node:module';\nconst require = __vrpCreateRequire(import.meta.url);";
+
+/** A dynamic import of anything but a string literal: the bundle could not hold what it names. */
 const COMPUTED_IMPORT = /\bimport\s*\(\s*[^'"\s)]/;
 
-/** The JavaScript of one TypeScript module: types blanked out, relative `.ts` imports made `.js`. */
+/** The JavaScript of one TypeScript module: node's own stripping, every position kept. */
 export function toJavaScript(source: string, name: string): string {
-  const js = stripTypeScriptTypes(source).replace(RELATIVE_TS_IMPORT, '$1$2$3.js$2');
+  const js = stripTypeScriptTypes(source);
   if (COMPUTED_IMPORT.test(js)) throw new Error(`${name}: import() of a computed specifier cannot be built`);
   return js;
 }
 
+/** Loads the project's `.ts` files through toJavaScript; esbuild bundles what comes out. */
+function nodeStripping(src: string): Plugin {
+  return {
+    name: 'node-type-stripping',
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (!args.path.startsWith(src + sep)) return undefined;
+        const name = relative(src, args.path);
+        return { contents: toJavaScript(readFileSync(args.path, 'utf8'), name), loader: 'js' };
+      });
+    },
+  };
+}
+
 /** Writes `content` to `path` unless it holds it already; aside, then renamed over it. */
-function writeIfChanged(path: string, content: Buffer | string): boolean {
-  const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+function writeIfChanged(path: string, content: Uint8Array | string): boolean {
+  const bytes = typeof content === 'string' ? Buffer.from(content) : Buffer.from(content);
   try {
     if (readFileSync(path).equals(bytes)) return false;
   } catch {
@@ -51,16 +102,72 @@ function writeIfChanged(path: string, content: Buffer | string): boolean {
   return true;
 }
 
-/** Builds `src` into `out`; returns the number of files written and removed. */
-export function build(src: string, out: string): { written: number; removed: number } {
+/** The files of `src` the bundle does not hold: each asset by its place in dist/assets/. */
+function assetsOf(src: string): Map<string, string> {
+  const assets = new Map<string, string>();
+  for (const file of filesUnder(src)) {
+    if (file.endsWith('.ts')) continue;
+    if (basename(dirname(file)) !== 'assets')
+      throw new Error(`src/${file}: not a module and not under an assets/ directory, so not in the build`);
+    const target = join('assets', basename(file));
+    const other = assets.get(target);
+    if (other) throw new Error(`src/${file} and src/${other} would both be dist/${target}`);
+    assets.set(target, file);
+  }
+  return assets;
+}
+
+/** Removes the directories under `dir` that hold no file (an older build's). */
+function removeEmptyDirectories(dir: string): void {
+  const dirs = readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => join(e.parentPath, e.name))
+    .sort((a, b) => b.length - a.length);
+  for (const d of dirs) if (readdirSync(d).length === 0) rmdirSync(d);
+}
+
+/** Builds `src` (its `main.ts`) into `out`; returns the number of files written and removed. */
+export async function build(src: string, out: string): Promise<{ written: number; removed: number }> {
+  const root = resolve(src);
+  const assets = assetsOf(root);
+  const result = await bundle({
+    entryPoints: [join(root, 'main.ts')],
+    outdir: resolve(out),
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node24',
+    external: [...EXTERNAL],
+    // Functions and classes keep their names: Fastify's plugins, errors' names, profiles.
+    keepNames: true,
+    // Written beside each file, for reading a trace offline (`node --enable-source-maps` reads
+    // them at a cost of 55-75 MB, bench/FINDINGS.md); the source is in src/, not in the map.
+    sourcemap: 'linked',
+    sourcesContent: false,
+    banner: { js: BANNER },
+    plugins: [nodeStripping(root)],
+    write: false,
+    logLevel: 'silent',
+  });
+  // esbuild throws on an error; a warning (code it would bundle as written but doubts) fails too.
+  if (result.warnings.length > 0)
+    throw new Error(
+      result.warnings
+        .map((w) => `${w.location?.file ?? ''}:${w.location?.line ?? ''}: WARNING: ${w.text}`)
+        .join('\n'),
+    );
+
   const wanted = new Set<string>();
   let written = 0;
-  for (const file of filesUnder(src)) {
-    const source = readFileSync(join(src, file));
-    const target = file.endsWith('.ts') ? `${file.slice(0, -3)}.js` : file;
+  for (const file of result.outputFiles) {
+    const target = relative(resolve(out), file.path);
     wanted.add(target);
-    const content = file.endsWith('.ts') ? toJavaScript(source.toString('utf8'), file) : source;
-    if (writeIfChanged(join(out, target), content)) written++;
+    if (writeIfChanged(join(out, target), file.contents)) written++;
+  }
+  for (const [target, file] of assets) {
+    wanted.add(target);
+    if (writeIfChanged(join(out, target), readFileSync(join(root, file)))) written++;
   }
   wanted.add(BUILD_DIGEST_FILE);
   let removed = 0;
@@ -69,7 +176,8 @@ export function build(src: string, out: string): { written: number; removed: num
       rmSync(join(out, file), { force: true });
       removed++;
     }
-  writeIfChanged(join(out, BUILD_DIGEST_FILE), `${sourceDigest(src)}\n`);
+  removeEmptyDirectories(out);
+  writeIfChanged(join(out, BUILD_DIGEST_FILE), `${sourceDigest(root)}\n`);
   return { written, removed };
 }
 
@@ -80,6 +188,6 @@ if (import.meta.main) {
     if (w.name !== 'ExperimentalWarning') console.warn(w);
   });
   const root = resolve(import.meta.dirname, '..');
-  const { written, removed } = build(join(root, 'src'), join(root, 'dist'));
-  console.log(`build: dist/ from src/ (${written} files written, ${removed} removed)`);
+  const { written, removed } = await build(join(root, 'src'), join(root, 'dist'));
+  console.log(`build: dist/ from src/, one bundle (${written} files written, ${removed} removed)`);
 }
