@@ -7,10 +7,11 @@
  * so these are the bytes allocated, not the bytes still alive).
  */
 import { readFileSync } from 'node:fs';
+import { sourcePlace } from '../scripts/source-trace.ts';
 
 interface Node {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   hitCount?: number;
   children?: number[];
 }
@@ -71,8 +72,18 @@ for (let i = 0; i < p.samples.length; i++) {
 }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 const name = (x: Node) => {
-  const url = x.callFrame.url.replace(/^file:\/\//, '').replace(process.cwd(), '.');
-  return `${x.callFrame.functionName || '(anonymous)'} ${url ? `${url}:${x.callFrame.lineNumber + 1}` : ''}`.trim();
+  const { url: frameUrl, lineNumber, columnNumber } = x.callFrame;
+  // A frame of the bundle (dist/) is named by its place in the source, as its source map says.
+  const source = frameUrl.includes('/dist/')
+    ? sourcePlace(frameUrl, lineNumber + 1, columnNumber + 1)
+    : undefined;
+  const url = source
+    ? source.file.startsWith('..')
+      ? source.file
+      : `./${source.file}`
+    : frameUrl.replace(/^file:\/\//, '').replace(process.cwd(), '.');
+  const line = source ? source.line : lineNumber + 1;
+  return `${x.callFrame.functionName || '(anonymous)'} ${url ? `${url}:${line}` : ''}`.trim();
 };
 
 const selfBy = new Map<string, number>();
@@ -96,9 +107,9 @@ console.log(
 );
 console.log(`\nself ${what}:`);
 for (const [k, us] of [...selfBy].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);
-console.log(`\ntotal ${what}, project functions (src/, or dist/ as the server runs it):`);
+console.log(`\ntotal ${what}, project functions (src/; the bundle's frames by its source maps):`);
 for (const [k, us] of [...totalBy]
-  .filter(([k]) => k.includes('/src/') || k.includes('./dist/'))
+  .filter(([k]) => k.includes('/src/') && !k.includes('/node_modules/'))
   .sort((a, b) => b[1] - a[1])
   .slice(0, n))
   console.log(`${pct(us)}  ${k}`);

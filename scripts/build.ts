@@ -139,8 +139,10 @@ export async function build(src: string, out: string): Promise<{ written: number
     platform: 'node',
     target: 'node24',
     external: [...EXTERNAL],
-    // Functions and classes keep their names: Fastify's plugins, errors' names, profiles.
-    keepNames: true,
+    // No keepNames: esbuild keeps every name but where two would clash in one output file, and
+    // there adds a digit (pg's DatabaseError2; the project's classes keep theirs, as the build's
+    // test checks). Keeping those few cost 17 MB at rest: the `__name` call it wraps around every
+    // function and class gives each its own property (bench/FINDINGS.md, "The server as one bundle").
     // Written beside each file, for reading a trace offline (`node --enable-source-maps` reads
     // them at a cost of 55-75 MB, bench/FINDINGS.md); the source is in src/, not in the map.
     sourcemap: 'linked',

@@ -260,3 +260,26 @@ test("the bundle's source maps name the source's lines and columns", () => {
   assert.match(entry.originalSource, /src\/main\.ts$/);
   assert.equal(source[entry.originalLine]?.indexOf(call), entry.originalColumn);
 });
+
+test("the project's classes keep their names in the bundle: a logged error's type is the source's", () => {
+  serverProgram();
+  const classes = new Set<string>();
+  for (const file of readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' }))
+    if (file.endsWith('.ts'))
+      for (const m of readFileSync(join(root, 'src', file), 'utf8').matchAll(/^(?:export )?class (\w+)/gm))
+        if (m[1]) classes.add(m[1]);
+  assert.ok(classes.has('ApiError') && classes.has('ExpectedFailure'), [...classes].join(' '));
+  const bundle = readdirSync(join(root, 'dist'))
+    .filter((f) => f.endsWith('.js'))
+    .map((f) => readFileSync(join(root, 'dist', f), 'utf8'))
+    .join('\n');
+  // A module of the project is at the top of the bundle (a CommonJS package's code is indented
+  // inside its wrapper), a class declared `class C` or `var C = class`; one esbuild renamed has
+  // a digit added.
+  const declared = (name: string) =>
+    new RegExp(`^(class ${name}\\b|(var|let|const) ${name} = class\\b)`, 'm');
+  assert.match(bundle, declared('ApiError'));
+  assert.match(bundle, declared('LruMap'));
+  const renamed = [...classes].filter((c) => declared(`${c}\\d+`).test(bundle));
+  assert.deepEqual(renamed, []);
+});
