@@ -24,13 +24,24 @@
  * `dist/assets/`, where the modules that read it (`new URL('./assets/…', import.meta.url)`) find
  * it, since every output file of the bundle sits at the top of dist/.
  *
- * A file is written only when its content changed, aside and then renamed over the old one, and
- * the files of dist/ that the build no longer makes are removed: a server running from dist/
- * meanwhile (a lazy chunk) reads a whole file, old or new, never half of one. `dist/.source`
+ * A file is written only when its content changed, aside and then renamed over the old one. The
+ * chunks' names hold a hash of their content, so a changed chunk is a new file. The files of the
+ * build before stay one build more (`dist/.files` and `.files-before` list them): a server still
+ * running from it, between an upgrade's build and its restart, loads its own lazy chunks (the
+ * stores'), whole. Older files are removed. `dist/.source`
  * records a digest of what src/ held (sourceDigest, src/source-digest.ts): a server started from
  * dist/ refuses to run code older than src/ (main.ts).
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { build as bundle, type Plugin } from 'esbuild';
@@ -86,6 +97,29 @@ function nodeStripping(src: string): Plugin {
     },
   };
 }
+
+/**
+ * The files of dist/ that list, one per line, the files the last build made and those of the
+ * build before it from another source (a build from the same source leaves both as they were).
+ */
+const MADE_RECORD = '.files';
+const BEFORE_RECORD = '.files-before';
+
+/** The files a record of `out` lists (none when there is none). */
+function recorded(out: string, record: string): string[] {
+  try {
+    return readFileSync(join(out, record), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/** `files` as a record's content: sorted, one per line. */
+const recordOf = (files: Iterable<string>) =>
+  [...files]
+    .sort()
+    .map((f) => `${f}\n`)
+    .join('');
 
 /** Writes `content` to `path` unless it holds it already; aside, then renamed over it. */
 function writeIfChanged(path: string, content: Uint8Array | string): boolean {
@@ -143,7 +177,8 @@ export async function build(src: string, out: string): Promise<{ written: number
     // there adds a digit (pg's DatabaseError2; the project's classes keep theirs, as the build's
     // test checks). Keeping those few cost 17 MB at rest: the `__name` call it wraps around every
     // function and class gives each its own property (bench/FINDINGS.md, "The server as one bundle").
-    // Written beside each file, for reading a trace offline (`node --enable-source-maps` reads
+    //
+    // Source maps: written beside each file, for reading a trace offline (`node --enable-source-maps` reads
     // them at a cost of 55-75 MB, bench/FINDINGS.md); the source is in src/, not in the map.
     sourcemap: 'linked',
     sourcesContent: false,
@@ -160,18 +195,24 @@ export async function build(src: string, out: string): Promise<{ written: number
         .join('\n'),
     );
 
-  const wanted = new Set<string>();
+  const made = new Set<string>();
   let written = 0;
   for (const file of result.outputFiles) {
     const target = relative(resolve(out), file.path);
-    wanted.add(target);
+    made.add(target);
     if (writeIfChanged(join(out, target), file.contents)) written++;
   }
   for (const [target, file] of assets) {
-    wanted.add(target);
+    made.add(target);
     if (writeIfChanged(join(out, target), readFileSync(join(root, file)))) written++;
   }
-  wanted.add(BUILD_DIGEST_FILE);
+  const lastMade = recorded(out, MADE_RECORD);
+  // Built again from the same source: the build before is still the one it had.
+  const digest = `${sourceDigest(root)}\n`;
+  const same =
+    existsSync(join(out, BUILD_DIGEST_FILE)) && readFileSync(join(out, BUILD_DIGEST_FILE), 'utf8') === digest;
+  const before = same ? recorded(out, BEFORE_RECORD) : lastMade;
+  const wanted = new Set([...made, ...before, BUILD_DIGEST_FILE, MADE_RECORD, BEFORE_RECORD]);
   let removed = 0;
   for (const file of filesUnder(out))
     if (!wanted.has(file)) {
@@ -179,7 +220,9 @@ export async function build(src: string, out: string): Promise<{ written: number
       removed++;
     }
   removeEmptyDirectories(out);
-  writeIfChanged(join(out, BUILD_DIGEST_FILE), `${sourceDigest(root)}\n`);
+  writeIfChanged(join(out, BEFORE_RECORD), recordOf(before));
+  writeIfChanged(join(out, MADE_RECORD), recordOf(made));
+  writeIfChanged(join(out, BUILD_DIGEST_FILE), digest);
   return { written, removed };
 }
 

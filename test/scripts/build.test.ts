@@ -4,7 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -66,14 +75,14 @@ test('an import() of a computed specifier is refused: the bundle could not hold 
   assert.throws(() => toJavaScript('const m = await import(name);', 'y.ts'), /computed specifier/);
 });
 
-/** What `node dist/main.js` of a scratch tree prints. */
-function runBuilt(out: string): string {
-  const r = spawnSync(process.execPath, [join(out, 'main.js')], { encoding: 'utf8', timeout: 30_000 });
+/** What `node dist/main.js` (or another file of it) of a scratch tree prints. */
+function runBuilt(out: string, file = 'main.js'): string {
+  const r = spawnSync(process.execPath, [join(out, file)], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout;
 }
 
-test('a build bundles the modules, writes what changed, removes what it no longer makes, copies assets, and records its source', async () => {
+test('a build bundles the modules, writes what changed, keeps the build before for a server still running it, removes older files, copies assets, and records its source', async () => {
   const src = join(scratch, 'tree', 'src');
   const out = join(scratch, 'tree', 'dist');
   mkdirSync(join(src, 'page', 'assets'), { recursive: true });
@@ -100,7 +109,10 @@ test('a build bundles the modules, writes what changed, removes what it no longe
   assert.equal(made.filter((f) => f.endsWith('.js')).length, 2, made.join(' '));
   assert.ok(made.includes('main.js') && made.includes('main.js.map'), made.join(' '));
   assert.ok(!made.some((f) => f.startsWith('two')), made.join(' '));
-  assert.equal(first.written, made.length - 2, made.join(' ')); // all but the assets/ directory and .source
+  // All but the assets/ directory, .source and the records of the files made.
+  assert.equal(first.written, made.length - 4, made.join(' '));
+  const firstMain = readFileSync(join(out, 'main.js'));
+  const chunk = made.filter((f) => f.endsWith('.js') && f !== 'main.js');
   assert.equal(readFileSync(join(out, 'assets', 'style.css'), 'utf8'), 'body { margin: 0 }\n');
   assert.equal(runBuilt(out), '1 3 body { margin: 0 }\n');
   const digest = readFileSync(join(out, BUILD_DIGEST_FILE), 'utf8');
@@ -110,15 +122,28 @@ test('a build bundles the modules, writes what changed, removes what it no longe
   assert.deepEqual(await build(src, out), { written: 0, removed: 0 });
   assert.equal(statSync(join(out, 'main.js')).mtimeMs, before);
 
-  // The dynamic import gone, and a module: its chunk and the chunk's map are removed.
+  // The dynamic import gone, and a module, and the asset: the build before's files stay, so that a
+  // server still running it (an upgrade built, not yet restarted) loads its chunk, whole.
   writeFileSync(join(src, 'main.ts'), 'const one = 1;\nconsole.log(one);\n');
   rmSync(join(src, 'two.ts'));
   rmSync(join(src, 'later.ts'));
   rmSync(join(src, 'page'), { recursive: true });
-  assert.deepEqual(await build(src, out), { written: 2, removed: 3 });
-  assert.deepEqual(files(), [BUILD_DIGEST_FILE, 'main.js', 'main.js.map']);
+  assert.deepEqual(await build(src, out), { written: 2, removed: 0 });
   assert.equal(runBuilt(out), '1\n');
   assert.notEqual(readFileSync(join(out, BUILD_DIGEST_FILE), 'utf8'), digest);
+  writeFileSync(join(out, 'running.js'), firstMain);
+  assert.equal(runBuilt(out, 'running.js'), '1 3 body { margin: 0 }\n');
+  rmSync(join(out, 'running.js'));
+  // Built again with nothing changed: still kept.
+  assert.deepEqual(await build(src, out), { written: 0, removed: 0 });
+  assert.ok(existsSync(join(out, chunk[0] ?? 'none')), files().join(' '));
+
+  // One more build that changes: the files of two builds ago are removed.
+  writeFileSync(join(src, 'main.ts'), 'const one = 2;\nconsole.log(one);\n');
+  // main.js written (its map maps the same places); the chunk, its map and the asset removed.
+  assert.deepEqual(await build(src, out), { written: 1, removed: 3 });
+  assert.deepEqual(files(), ['.files', '.files-before', BUILD_DIGEST_FILE, 'main.js', 'main.js.map']);
+  assert.equal(runBuilt(out), '2\n');
 });
 
 test('a build refuses a file of src/ it could not place: neither a module nor an asset, or two assets of one name', async () => {
