@@ -10,8 +10,9 @@
  *
  * Why one bundle: run as modules, the server loads about 1,400 of them (its own and its
  * packages'), and V8 keeps a record, a compiled top level and the bindings of each, whatever its
- * size. As one bundle it holds 9-15 MB less at the peak of the status load and 15-20 MB less at
- * rest, for the same CPU per request (bench/FINDINGS.md, "The server as one bundle").
+ * size. As one bundle it holds about 20 MB less at rest and 1-11 MB less at the peak of the
+ * status load, its CPU per request within the machine's spread (bench/FINDINGS.md, "The server
+ * as one bundle").
  *
  * How: esbuild bundles `src/main.ts` and what it imports, packages included, as ES modules for
  * Node 24. Each `src/**` `.ts` file first goes through node's own stripper (node:module
