@@ -71,7 +71,17 @@ for (let i = 0; i < p.samples.length; i++) {
   self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0));
 }
 const total = [...self.values()].reduce((a, b) => a + b, 0);
+// A frame's name, once per node: every sample's stack names its frames again.
+const names = new Map<Node, string>();
 const name = (x: Node) => {
+  let known = names.get(x);
+  if (known === undefined) {
+    known = frameName(x);
+    names.set(x, known);
+  }
+  return known;
+};
+const frameName = (x: Node) => {
   const { url: frameUrl, lineNumber, columnNumber } = x.callFrame;
   // A frame of the bundle (dist/) is named by its place in the source, as its source map says.
   const source = frameUrl.includes('/dist/')

@@ -124,7 +124,7 @@ const recordOf = (files: Iterable<string>) =>
 
 /** Writes `content` to `path` unless it holds it already; aside, then renamed over it. */
 function writeIfChanged(path: string, content: Uint8Array | string): boolean {
-  const bytes = typeof content === 'string' ? Buffer.from(content) : Buffer.from(content);
+  const bytes = Buffer.from(content);
   try {
     if (readFileSync(path).equals(bytes)) return false;
   } catch {

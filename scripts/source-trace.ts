@@ -72,5 +72,12 @@ if (import.meta.main) {
     );
     process.exit(2);
   }
-  process.stdout.write(sourceTrace(readFileSync(input ?? 0, 'utf8')));
+  let text: string;
+  try {
+    text = readFileSync(input ?? 0, 'utf8');
+  } catch (err) {
+    console.error(`source-trace: cannot read ${input}: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(2);
+  }
+  process.stdout.write(sourceTrace(text));
 }

@@ -82,3 +82,18 @@ test('a trace: the places in dist/ rewritten, every other place and line left as
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, `    at src/main.ts:${source.line}:${source.column}`);
 });
+
+test('the command: a file it cannot read, or too many arguments, is one line and exit 2', () => {
+  const missing = spawnSync(process.execPath, ['scripts/source-trace.ts', join(root, 'no-such-trace.txt')], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  assert.equal(missing.status, 2);
+  assert.match(missing.stderr, /^source-trace: cannot read .*no-such-trace\.txt: ENOENT[^\n]*\n$/);
+  const many = spawnSync(process.execPath, ['scripts/source-trace.ts', 'a', 'b'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  assert.equal(many.status, 2);
+  assert.match(many.stderr, /^usage: node scripts\/source-trace\.ts \[FILE\]/);
+});
