@@ -411,11 +411,16 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     ending.status === 'succeeded'
       ? ending.after
       : from && { status: statusAfterFailure(job.action, from.status), resume: from.resume };
+  // Every end sets the same columns (an attempt given back, or the count as claimed; a result,
+  // or none, as the job had until now): the ends of one turn are then one shape, read in one
+  // statement that locks their services in one order (readGated). Ends of two shapes went in two
+  // statements, each in its services' order but not the two together, and a request's write
+  // could wait for the group crosswise (a deadlock, found by job-processes-deadlocks.test.ts).
   const end: Updateable<JobTable> = {
     status: ending.status,
     error: ending.status === 'failed' ? ending.error : null,
-    ...(ending.status === 'failed' && ending.attempts !== undefined ? { attempts: ending.attempts } : {}),
-    ...(ending.status === 'succeeded' && ending.result ? { result: JSON.stringify(ending.result) } : {}),
+    attempts: (ending.status === 'failed' ? ending.attempts : undefined) ?? job.attempts,
+    result: ending.status === 'succeeded' && ending.result ? JSON.stringify(ending.result) : null,
     finished_at: now,
     locked_by: null,
     locked_until: null,

@@ -79,10 +79,10 @@ export interface PartRows {
   /**
    * The part as common table expressions named from `name`, reading `source`: the relation `v`
    * of the rows of every write of the statement (`v.c0`, `v.c1`... in the order of `columns`, and
-   * `v.w`, the number of the row's write), each written only if its write's number is one of
-   * `gate`'s (column `w`).
+   * `v.w`, the number of the row's write; its arrays numbered from `$first`), each written only if
+   * its write's number is one of `gate`'s (column `w`).
    */
-  cte(name: string, gate: string, source: string): string;
+  cte(name: string, gate: string, source: string, first: number): string;
 }
 
 const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
@@ -103,17 +103,30 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
 
 /**
  * `update t set a = v.c0, ... from <source> where t.k = v.cN and ...`: the update of the rows of
- * `source` (arrayTextOf), their values the columns set and then those matched.
+ * `source` (arrayTextOf, its arrays numbered from `$first`), their values the columns set and then
+ * those matched. When it matches on `id`, the rows its ids name are first locked in the order of
+ * their ids (a sub-select `for update` with `order by`, made once before the update's first row):
+ * the update's own plan takes its rows in whatever order its join gives (a hash join on a small
+ * table: the table's physical order), and two statements that update the same rows in two orders
+ * wait for each other crosswise. Locked in one order, the rows of a table are never waited for
+ * crosswise by two statements that each take several of them (docs/design/architecture.md).
  */
 function arrayUpdateText(
   table: string,
   set: [string, unknown][],
   where: [string, unknown][],
   source: string,
+  first: number,
 ) {
   const sets = set.map(([c], i) => `${quote(c)} = v.c${i}`).join(', ');
   const conditions = where.map(([c], i) => `t.${quote(c)} = v.c${set.length + i}`).join(' and ');
-  return `update ${quote(table)} as t set ${sets} from ${source} where ${conditions}`;
+  const id = where.findIndex(([c]) => c === 'id');
+  const inOrder =
+    id < 0
+      ? ''
+      : ` and t."id" = any(array(select l."id" from ${quote(table)} as l ` +
+        `where l."id" = any($${first + set.length + id}) order by l."id" for update))`;
+  return `update ${quote(table)} as t set ${sets} from ${source} where ${conditions}${inOrder}`;
 }
 
 /** An update by key that belongs to the guarded change. */
@@ -134,8 +147,8 @@ export function gatedUpdate<T extends keyof Database & string>(u: KeyedUpdate<T>
       table: u.table,
       columns: [...set, ...where].map(([c]) => c),
       rows: [values],
-      cte: (name, gate, source) =>
-        `${name} as (${arrayUpdateText(u.table, set, where, source)} and v.w in (select w from ${gate}))`,
+      cte: (name, gate, source, first) =>
+        `${name} as (${arrayUpdateText(u.table, set, where, source, first)} and v.w in (select w from ${gate}))`,
     },
   };
 }
@@ -334,10 +347,15 @@ function readArrayTextOf<T extends keyof Database & string>(
       read.parameters.map(() => 'text'),
       types.length + 2,
     );
+    // The reads made in the order of their values (a read by key: of its key), so a read that
+    // locks locks its rows in the order every statement of the store locks a table's rows in
+    // (arrayUpdateText), not in its guards' order.
+    const keys = read.parameters.map((_, i) => `v.c${i}`).join(', ');
     return (
-      `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1))} returning v.w), ` +
+      `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1), 1)} returning v.w), ` +
       `r as (select k.w as gate_found, q.* from (select v.* from ${reads} ` +
-      `where v.w in (select w from g) offset 0) as k cross join lateral (${onRowOf(read.sql, 'k')}) as q) ` +
+      `where v.w in (select w from g) order by ${keys} offset 0) as k ` +
+      `cross join lateral (${onRowOf(read.sql, 'k')}) as q) ` +
       `select g.w - 1 as gate_i, 1 as gate_changed, r.* from g left join r on r.gate_found = g.w`
     );
   });
@@ -513,8 +531,8 @@ function buildArrayText<T extends keyof Database & string>(
   const guardRows: Omit<PartRows, 'rows'> = {
     table: guard.table,
     columns: [...set, ...where].map(([c]) => c),
-    cte: (name, _gate, source) =>
-      `${name} as (${arrayUpdateText(guard.table, set, where, source)} returning v.w)`,
+    cte: (name, _gate, source, first) =>
+      `${name} as (${arrayUpdateText(guard.table, set, where, source, first)} returning v.w)`,
   };
   const typed: { part: Omit<PartRows, 'rows'>; types: string[] }[] = [];
   for (const part of [guardRows, ...parts.map((p) => p.rows)]) {
@@ -523,12 +541,11 @@ function buildArrayText<T extends keyof Database & string>(
     typed.push({ part, types });
   }
   let n = 1;
-  const source = (types: readonly string[]) => {
-    const text = arraySource(types, n);
-    n += types.length + 1;
-    return text;
-  };
-  const ctes = typed.map((t, i) => t.part.cte(i === 0 ? 'g' : `p${i - 1}`, 'g', source(t.types)));
+  const ctes = typed.map((t, i) => {
+    const first = n;
+    n += t.types.length + 1;
+    return t.part.cte(i === 0 ? 'g' : `p${i - 1}`, 'g', arraySource(t.types, first), first);
+  });
   return `with ${ctes.join(', ')} select coalesce(array_agg(w), '{}') as changed from g`;
 }
 
