@@ -106,7 +106,9 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
  * `source` (arrayTextOf, its arrays numbered from `$first`), their values the columns set and then
  * those matched. When it matches on `id`, the rows its ids name are first locked in the order of
  * their ids (a sub-select with `order by`, made once before the update's first row, locking as the
- * update does: `for no key update`, which leaves a foreign key's check free to read the row):
+ * update does: `for no key update`, which leaves a foreign key's check free to read the row; in
+ * byte order, `collate "C"`, which is the order of the guards' rows of a text of copies too,
+ * whatever the database's collation):
  * the update's own plan takes its rows in whatever order its join gives (a hash join on a small
  * table: the table's physical order), and two statements that update the same rows in two orders
  * wait for each other crosswise. Locked in one order, the rows of a table are never waited for
@@ -130,7 +132,7 @@ function arrayUpdateText(
     id < 0 || where.some(([c]) => c === 'locked_by')
       ? ''
       : ` and t."id" = any(array(select l."id" from ${quote(table)} as l ` +
-        `where l."id" = any($${first + set.length + id}) order by l."id" for no key update))`;
+        `where l."id" = any($${first + set.length + id}) order by l."id" collate "C" for no key update))`;
   return `update ${quote(table)} as t set ${sets} from ${source} where ${conditions}${inOrder}`;
 }
 
@@ -355,7 +357,7 @@ function readArrayTextOf<T extends keyof Database & string>(
     // The reads made in the order of their values (a read by key: of its key), so a read that
     // locks locks its rows in the order every statement of the store locks a table's rows in
     // (arrayUpdateText), not in its guards' order.
-    const keys = read.parameters.map((_, i) => `v.c${i}`).join(', ');
+    const keys = read.parameters.map((_, i) => `v.c${i} collate "C"`).join(', ');
     return (
       `with g as (${arrayUpdateText(guard.table, set, where, arraySource(types, 1), 1)} returning v.w), ` +
       `r as (select k.w as gate_found, q.* from (select v.* from ${reads} ` +
