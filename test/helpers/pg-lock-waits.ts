@@ -8,3 +8,20 @@ export async function lockWaiters(client: pg.Client): Promise<number> {
   );
   return Number(r.rows[0]?.n ?? 0);
 }
+
+/**
+ * Whether the row `id` of `table` can be locked from `client` without waiting (false: another
+ * transaction holds it); the lock is let go again at once.
+ */
+export async function rowFree(client: pg.Client, table: string, id: string): Promise<boolean> {
+  await client.query('begin');
+  try {
+    await client.query(`select 1 from "${table}" where id = $1 for update nowait`, [id]);
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code !== '55P03') throw err;
+    return false;
+  } finally {
+    await client.query('rollback');
+  }
+}

@@ -22,7 +22,7 @@ import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { until, withRunningService } from '../helpers/job-worker.ts';
-import { lockWaiters } from '../helpers/pg-lock-waits.ts';
+import { lockWaiters, rowFree } from '../helpers/pg-lock-waits.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const stores = testStores().filter((s) => s === 'postgres');
@@ -81,16 +81,7 @@ describe('jobs that end together lock their services in the order of their ids (
         reset.state.open();
         stop.state.open();
         await until(async () => (await lockWaiters(prober)) >= 1, 'the jobs’ ends to wait for the held row');
-        await prober.query('begin');
-        try {
-          await prober.query('select 1 from services where id = $1 for update nowait', [small]);
-          smallFree = true;
-        } catch (err) {
-          assert.equal((err as { code?: string }).code, '55P03', String(err));
-          smallFree = false;
-        } finally {
-          await prober.query('rollback');
-        }
+        smallFree = await rowFree(prober, 'services', small);
       } finally {
         await holder.query('commit').catch(() => {});
         await holder.end();

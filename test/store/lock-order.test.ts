@@ -20,7 +20,7 @@ import { ensureReseller } from '../../src/auth/applications.ts';
 import { gatedUpdate, readGated, writeGated } from '../../src/store/gated-write.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { until } from '../helpers/job-worker.ts';
-import { lockWaiters } from '../helpers/pg-lock-waits.ts';
+import { lockWaiters, rowFree } from '../helpers/pg-lock-waits.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const NOW = 1_700_000_000_000;
@@ -67,16 +67,7 @@ describe('a statement takes the rows of a table in the order of their ids (Postg
     try {
       answer = statement();
       await until(async () => (await lockWaiters(prober)) >= 1, 'the statement to wait for the held row');
-      await prober.query('begin');
-      try {
-        await prober.query('select 1 from resellers where id = $1 for update nowait', [asked]);
-        free = true;
-      } catch (err) {
-        assert.equal((err as { code?: string }).code, '55P03', String(err));
-        free = false;
-      } finally {
-        await prober.query('rollback');
-      }
+      free = await rowFree(prober, 'resellers', asked);
     } finally {
       await holder.query('commit');
     }
