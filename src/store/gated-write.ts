@@ -104,15 +104,18 @@ function updateText(table: string, set: [string, unknown][], where: [string, unk
 /**
  * `update t set a = v.c0, ... from <source> where t.k = v.cN and ...`: the update of the rows of
  * `source` (arrayTextOf, its arrays numbered from `$first`), their values the columns set and then
- * those matched. When it matches on `id`, the rows its ids name are first locked in the order of
- * their ids (a sub-select with `order by`, made once before the update's first row, locking as the
- * update does: `for no key update`, which leaves a foreign key's check free to read the row; in
- * byte order, `collate "C"`, which is the order of the guards' rows of a text of copies too,
- * whatever the database's collation):
- * the update's own plan takes its rows in whatever order its join gives (a hash join on a small
- * table: the table's physical order), and two statements that update the same rows in two orders
- * wait for each other crosswise. Locked in one order, the rows of a table are never waited for
- * crosswise by two statements that each take several of them (docs/design/architecture.md).
+ * those matched.
+ *
+ * When it matches on `id`, the rows its ids name are first locked in the order of their ids: a
+ * sub-select with `order by`, made once before the update's first row. The update's own plan
+ * takes its rows in whatever order its join gives (a hash join on a small table: the table's
+ * physical order), and two statements that take the same rows in two orders wait for each other
+ * crosswise. Locked in one order, the rows of a table are never waited for crosswise by two
+ * statements that each take several of them (docs/design/architecture.md). The lock is the
+ * update's own (`for no key update`: a foreign key's check may still read the row), in byte order
+ * (`collate "C"`: the order of the guards' rows in a text of copies too, whatever the database's
+ * collation).
+ *
  * Not a leased row's update (one that matches on `locked_by`: a job's, by the worker that owns
  * it): only its owner writes it, and what else takes it never waits for it (a claim, a lease
  * renewal: `skip locked`), so its order cannot make a cycle, and the lock would be a second
