@@ -33,20 +33,11 @@
  * records a digest of what src/ held (sourceDigest, src/source-digest.ts): a server started from
  * dist/ refuses to run code older than src/ (main.ts).
  */
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { build as bundle, type Plugin } from 'esbuild';
-import { BUILD_DIGEST_FILE, filesUnder, sourceDigest } from '../src/source-digest.ts';
+import { BUILD_DIGEST_FILE, filesUnder, recordedDigest, sourceDigest } from '../src/source-digest.ts';
 
 /**
  * The packages left out of the bundle, imported from node_modules when the server first uses
@@ -209,10 +200,8 @@ export async function build(src: string, out: string): Promise<{ written: number
   }
   const lastMade = recorded(out, MADE_RECORD);
   // Built again from the same source: the build before is still the one it had.
-  const digest = `${sourceDigest(root)}\n`;
-  const same =
-    existsSync(join(out, BUILD_DIGEST_FILE)) && readFileSync(join(out, BUILD_DIGEST_FILE), 'utf8') === digest;
-  const before = same ? recorded(out, BEFORE_RECORD) : lastMade;
+  const digest = sourceDigest(root);
+  const before = recordedDigest(out) === digest ? recorded(out, BEFORE_RECORD) : lastMade;
   const wanted = new Set([...made, ...before, BUILD_DIGEST_FILE, MADE_RECORD, BEFORE_RECORD]);
   let removed = 0;
   for (const file of filesUnder(out))
@@ -223,7 +212,7 @@ export async function build(src: string, out: string): Promise<{ written: number
   removeEmptyDirectories(out);
   writeIfChanged(join(out, BEFORE_RECORD), recordOf(before));
   writeIfChanged(join(out, MADE_RECORD), recordOf(made));
-  writeIfChanged(join(out, BUILD_DIGEST_FILE), digest);
+  writeIfChanged(join(out, BUILD_DIGEST_FILE), `${digest}\n`);
   return { written, removed };
 }
 

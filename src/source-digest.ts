@@ -24,6 +24,15 @@ export function sourceDigest(dir: string): string {
   return hash.digest('hex');
 }
 
+/** The digest of the source the build in `dir` was made from, as it recorded it; undefined if none. */
+export function recordedDigest(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, BUILD_DIGEST_FILE), 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Refuses to run a build older than its source: `moduleUrl` (main's) in a `dist/` beside a `src/`
  * whose digest is not the one the build recorded (code changed and not built again). Run from
@@ -33,13 +42,7 @@ export function checkBuildIsCurrent(moduleUrl: string): void {
   const dir = dirname(fileURLToPath(moduleUrl));
   const src = join(dir, '..', 'src');
   if (basename(dir) !== 'dist' || !existsSync(src)) return;
-  let recorded: string | undefined;
-  try {
-    recorded = readFileSync(join(dir, BUILD_DIGEST_FILE), 'utf8').trim();
-  } catch {
-    recorded = undefined;
-  }
-  if (recorded !== sourceDigest(src))
+  if (recordedDigest(dir) !== sourceDigest(src))
     throw new ExpectedFailure(
       `${dir} was not built from the code in ${src} (changed since): run \`npm run build\` there, then start again`,
     );
