@@ -76,7 +76,9 @@ if (import.meta.main) {
   try {
     text = readFileSync(input ?? 0, 'utf8');
   } catch (err) {
-    console.error(`source-trace: cannot read ${input}: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(
+      `source-trace: cannot read ${input ?? 'standard input'}: ${err instanceof Error ? err.message : String(err)}`,
+    );
     process.exit(2);
   }
   process.stdout.write(sourceTrace(text));
