@@ -92,6 +92,25 @@ describe('a statement takes the rows of a table in the order of their ids (Postg
     assert.deepEqual(names.map((r) => r.name).sort(), ['four, renamed', 'one, renamed']);
   });
 
+  test('a write of the statement whose row is gone: it answers that it changed nothing, the others are made', async () => {
+    const db = t.ctx.store.db;
+    const rename = (id: string, name: string) =>
+      writeGated(db, { table: 'resellers', set: { name }, where: { id, enabled: 1 } }, []);
+    // One statement: the ordered lock finds no row for the missing id, and locks the others.
+    const answers = await Promise.all([
+      rename(ids[2]!, 'three, renamed'),
+      rename('no-such-reseller', 'nobody'),
+      rename(ids[1]!, 'two, renamed'),
+    ]);
+    assert.deepEqual(answers, [true, false, true]);
+    const names = await db
+      .selectFrom('resellers')
+      .select('name')
+      .where('id', 'in', [ids[1]!, ids[2]!, 'no-such-reseller'])
+      .execute();
+    assert.deepEqual(names.map((r) => r.name).sort(), ['three, renamed', 'two, renamed']);
+  });
+
   test('the rows a guarded write’s parts update: smallest id first, whatever their guards’ order', async () => {
     const db = t.ctx.store.db;
     // Guards on the two middle rows, in their order; their parts update the largest and the
