@@ -14,6 +14,7 @@
 //    context   src/context.ts    what the app and the background share (built once)
 //    metrics   src/metrics.ts    Prometheus metrics; implements the small recording
 //                                interfaces that jobs/ and webhooks/ declare
+//              src/request-histogram.ts  the request latency histogram's bound series
 //    services  src/auth/         OAuth, tokens, secrets
 //              src/webhooks/     the webhook sender
 //              src/drivers/      hypervisor interface and drivers
@@ -45,7 +46,7 @@ const LAYERS = [
   { name: 'http', paths: ['^src/http/'] },
   { name: 'jobs', paths: ['^src/jobs/'] },
   { name: 'context', paths: ['^src/context\\.ts$'] },
-  { name: 'metrics', paths: ['^src/metrics\\.ts$'] },
+  { name: 'metrics', paths: ['^src/metrics\\.ts$', '^src/request-histogram\\.ts$'] },
   { name: 'services', paths: ['^src/auth/', '^src/webhooks/', '^src/drivers/'] },
   { name: 'store', paths: ['^src/store/'] },
   {

@@ -1,6 +1,7 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type LabelValues, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { type Clock, systemClock } from './domain/clock.ts';
 import type { CorrectionKind } from './domain/power-drift.ts';
+import { RequestHistogram } from './request-histogram.ts';
 import type { Store } from './store/database.ts';
 import { hostHealths } from './store/repos/host-health.ts';
 import { hostTrafficTotals } from './store/repos/traffic.ts';
@@ -13,7 +14,8 @@ import type { WebhookMetrics } from './webhooks/deliverer.ts';
  * costs one prom-client update, not two.
  */
 export interface HttpMetrics {
-  readonly duration: Histogram<HttpLabel>;
+  /** Labelled `method`, `route`, `status`, in that order. */
+  readonly duration: RequestHistogram<HttpLabel>;
 }
 
 type HttpLabel = 'method' | 'route' | 'status';
@@ -67,27 +69,22 @@ export function createMetrics(store: Store, clock: Clock = systemClock): Metrics
   for (const name of REFUSED_DEFAULT_METRICS) registry.removeSingleMetric(name);
   const labelNames = ['method', 'route', 'status'] as const;
   const http: HttpMetrics = {
-    duration: new Histogram({
-      name: 'vrp_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request, by method, route pattern ("unmatched" when no route) and status.',
+    duration: new RequestHistogram(
+      'vrp_http_request_duration_seconds',
+      'Time to answer an HTTP request, by method, route pattern ("unmatched" when no route) and status.',
       labelNames,
-      buckets: HTTP_BUCKETS,
-      registers: [registry],
-    }),
+      HTTP_BUCKETS,
+      registry,
+    ),
   };
   new Counter({
     name: 'vrp_http_requests_total',
     help: 'HTTP requests answered, by method, route pattern ("unmatched" when no route) and status.',
     labelNames,
     registers: [registry],
-    async collect() {
-      const { values } = await http.duration.get();
+    collect() {
       this.reset();
-      for (const v of values) {
-        if (v.metricName === 'vrp_http_request_duration_seconds_count') {
-          this.inc(v.labels as LabelValues<HttpLabel>, v.value);
-        }
-      }
+      for (const { labels, count } of http.duration.counts()) this.inc(labels, count);
     },
   });
   const finished = new Counter({

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import fp from 'fastify-plugin';
 import type { HttpMetrics } from '../../metrics.ts';
 
-type Observe = ReturnType<HttpMetrics['duration']['labels']>;
+type Series = ReturnType<HttpMetrics['duration']['series']>;
 type Observer = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => void;
 
 /** The label of requests no route matched (404, 405): never the raw URL, which would hold ids. */
@@ -11,20 +11,26 @@ const UNMATCHED_ROUTE = 'unmatched';
 /**
  * Records every answer's latency (and so its count) by method, route pattern and status. Each
  * route gets its own observer when it is registered (its pattern is known then), which keeps
- * the labelled children it has used rather than looking them up on every answer.
+ * the histogram's series it has used by method and status code, so an answer builds no key.
  */
 export const httpMetrics = fp<{ metrics: HttpMetrics }>(
   (app, { metrics }, done) => {
     const observer = (route: string): Observer => {
-      const children = new Map<string, Observe>();
+      const byMethod = new Map<string, Map<number, Series>>();
       return (request, reply, next) => {
-        const key = `${request.method} ${reply.statusCode}`;
-        let child = children.get(key);
-        if (!child) {
-          child = metrics.duration.labels(request.method, route, String(reply.statusCode));
-          children.set(key, child);
+        const { method } = request;
+        const { statusCode } = reply;
+        let byStatus = byMethod.get(method);
+        if (!byStatus) {
+          byStatus = new Map();
+          byMethod.set(method, byStatus);
         }
-        child.observe(reply.elapsedTime / 1000);
+        let series = byStatus.get(statusCode);
+        if (!series) {
+          series = metrics.duration.series(method, route, String(statusCode));
+          byStatus.set(statusCode, series);
+        }
+        series.observe(reply.elapsedTime / 1000);
         next();
       };
     };
