@@ -78,11 +78,24 @@ export interface TokenSigner {
 /** Verified tokens remembered per process, so a client's repeated token costs a map look-up. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
+/**
+ * The key a verified token is remembered by: its last 43 characters (a signature's length), not
+ * the whole token, whose hash V8 computes afresh for each request's copy of it, ~300 characters
+ * (bench/FINDINGS.md, "The request histogram's series bound once, and a token's look-up key").
+ * Only the key is short: a hit counts only if the whole token is the one remembered.
+ */
+const cacheKey = (token: string) => token.slice(-43);
+
+interface Verified {
+  readonly token: string;
+  readonly claims: TokenClaims;
+}
+
 export function createTokenSigner(key: Buffer): TokenSigner {
   // One KeyObject: building it from raw bytes on every HMAC was the hot path's largest cost.
   const keyObject = createSecretKey(key);
   const mac = (data: string) => createHmac('sha256', keyObject).update(data).digest();
-  const verified = new Map<string, TokenClaims>();
+  const verified = new Map<string, Verified>();
   return {
     issue(claims) {
       const payload: Payload = {
@@ -99,8 +112,8 @@ export function createTokenSigner(key: Buffer): TokenSigner {
       return `${PREFIX}${body}.${mac(body).toString('base64url')}`;
     },
     verify(token, nowMs) {
-      const known = verified.get(token);
-      if (known) return known.exp * 1000 > nowMs ? known : undefined;
+      const known = verified.get(cacheKey(token));
+      if (known?.token === token) return known.claims.exp * 1000 > nowMs ? known.claims : undefined;
       if (!token.startsWith(PREFIX) || token.length > 2048) return undefined;
       const [body, signature, ...rest] = token.slice(PREFIX.length).split('.');
       if (body === undefined || signature === undefined || rest.length > 0) return undefined;
@@ -117,7 +130,7 @@ export function createTokenSigner(key: Buffer): TokenSigner {
       }
       if (!claims || claims.exp * 1000 <= nowMs) return undefined;
       if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
-      verified.set(token, claims);
+      verified.set(cacheKey(token), { token, claims });
       return claims;
     },
   };

@@ -45,6 +45,28 @@ describe('access token signer', () => {
     assert.equal(signer.verify(`${prefix}.${forgedBody}.${sig}`, NOW), undefined);
   });
 
+  test('once a token is verified and remembered, a forgery that ends as it does is still rejected', () => {
+    const signer = createTokenSigner(randomBytes(32));
+    const token = signer.issue(claims);
+    assert.deepEqual(signer.verify(token, NOW), claims);
+    const [prefix, body, sig] = token.split('.') as [string, string, string];
+    const forged = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    forged.s = 'access products service';
+    const forgedBody = Buffer.from(JSON.stringify(forged)).toString('base64url');
+    // The same last characters (the whole signature, and more) as the remembered token's.
+    for (const fake of [
+      `${prefix}.${forgedBody}.${sig}`,
+      `${prefix}.${change(body, 0)}.${sig}`,
+      `x${token}`,
+    ]) {
+      assert.equal(fake.slice(-43), token.slice(-43));
+      assert.equal(signer.verify(fake, NOW), undefined, fake);
+    }
+    // The genuine token is still remembered and verifies, and expires as before.
+    assert.deepEqual(signer.verify(token, NOW), claims);
+    assert.equal(signer.verify(token, claims.exp * 1000), undefined);
+  });
+
   test('a changed or missing signature is rejected', () => {
     const signer = createTokenSigner(randomBytes(32));
     const token = signer.issue(claims);
