@@ -148,6 +148,19 @@ for (const store of testStores()) {
         }
       });
 
+      test('the scheme in any case and spaces around the token, as RFC 6750 spells a bearer header', async () => {
+        for (const authorization of [
+          `Bearer ${tokenB}`,
+          `bearer ${tokenB}`,
+          `BEARER ${tokenB}`,
+          `Bearer  ${tokenB}`,
+          `Bearer ${tokenB} `,
+        ]) {
+          const res = await request(t, 'GET', `${API}/version`, { headers: { authorization } });
+          assert.equal(res.status, 200, authorization);
+        }
+      });
+
       test('a garbage or tampered token', async () => {
         const tampered = `${tokenB.slice(0, -3)}${tokenB.endsWith('AAA') ? 'BBB' : 'AAA'}`;
         for (const token of ['abc', 'vrp1.abc.def', tampered, `${tokenB}x`]) {

@@ -76,10 +76,18 @@ export function bearerToken(header: string | undefined): string | undefined {
 export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Caller> {
   const header = request.headers.authorization;
   if (!header) throw invalidToken('The request has no bearer token');
-  const token = bearerToken(header);
-  if (token === undefined) throw invalidToken('The Authorization header is not a bearer token');
-  const claims = ctx.signer.verify(token, ctx.clock.now());
-  if (!claims) throw invalidToken('The access token is invalid or has expired');
+  const now = ctx.clock.now();
+  // The usual spelling first, without bearerToken's pattern (a third of a µs over a token's
+  // ~300 characters): what the signer accepts after `Bearer ` is a token of ours, which its
+  // own format check keeps to base64url and dots, so the header is a bearer token as RFC 6750
+  // spells one. Any other header goes the pattern's way, as before.
+  let claims = header.startsWith('Bearer ') ? ctx.signer.verify(header.slice(7), now) : undefined;
+  if (!claims) {
+    const token = bearerToken(header);
+    if (token === undefined) throw invalidToken('The Authorization header is not a bearer token');
+    claims = ctx.signer.verify(token, now);
+    if (!claims) throw invalidToken('The access token is invalid or has expired');
+  }
   let state = await ctx.clientStates.get(claims.clientId, Date.now());
   if (state && claims.version > state.tokenVersion) {
     // Issued after a rotation this process has not seen yet: read the application again.
