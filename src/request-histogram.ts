@@ -17,7 +17,6 @@ class Series<L extends string> implements HistogramSeries {
   /** Per bucket, not cumulative; the last one is above every bound (+Inf's own). */
   readonly counts: Float64Array;
   sum = 0;
-  count = 0;
 
   readonly labels: Readonly<Record<L, string>>;
   readonly #bounds: readonly number[];
@@ -28,10 +27,16 @@ class Series<L extends string> implements HistogramSeries {
     this.counts = new Float64Array(bounds.length + 1);
   }
 
+  /** The observations counted: every bucket's, +Inf's included. */
+  get count(): number {
+    let n = 0;
+    for (const c of this.counts) n += c;
+    return n;
+  }
+
   zero(): void {
     this.counts.fill(0);
     this.sum = 0;
-    this.count = 0;
   }
 
   observe(seconds: number): void {
@@ -43,7 +48,6 @@ class Series<L extends string> implements HistogramSeries {
     }
     this.counts[i] = (this.counts[i] ?? 0) + 1;
     this.sum += seconds;
-    this.count += 1;
   }
 }
 
@@ -76,8 +80,12 @@ export class RequestHistogram<L extends string> {
     this.help = help;
     this.#labelNames = labelNames;
     this.#bounds = bounds;
-    if (bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && !(b > (bounds[i - 1] ?? b))))) {
-      throw new Error(`${name}: bounds must be finite and increasing`);
+    let previous = Number.NEGATIVE_INFINITY;
+    for (const bound of bounds) {
+      if (!Number.isFinite(bound) || bound <= previous) {
+        throw new Error(`${name}: bounds must be finite and increasing`);
+      }
+      previous = bound;
     }
     // The registry takes any metric that answers get() and reset(); its typing names only its own classes.
     registry.registerMetric(this as unknown as Metric);
@@ -102,7 +110,10 @@ export class RequestHistogram<L extends string> {
 
   /** Each series observed since the last reset, with its count of observations. */
   *counts(): Iterable<{ readonly labels: Readonly<Record<L, string>>; readonly count: number }> {
-    for (const s of this.#series.values()) if (s.count > 0) yield { labels: s.labels, count: s.count };
+    for (const s of this.#series.values()) {
+      const count = s.count;
+      if (count > 0) yield { labels: s.labels, count };
+    }
   }
 
   /** The samples of every series, as the registry exposes them. */
@@ -115,16 +126,17 @@ export class RequestHistogram<L extends string> {
   }> {
     const values: Sample[] = [];
     for (const s of this.#series.values()) {
-      if (s.count === 0) continue;
+      const count = s.count;
+      if (count === 0) continue;
       let cumulative = 0;
       for (const [i, le] of this.#bounds.entries()) {
         cumulative += s.counts[i] ?? 0;
         values.push({ metricName: `${this.name}_bucket`, labels: { ...s.labels, le }, value: cumulative });
       }
       values.push(
-        { metricName: `${this.name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: s.count },
+        { metricName: `${this.name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: count },
         { metricName: `${this.name}_sum`, labels: s.labels, value: s.sum },
-        { metricName: `${this.name}_count`, labels: s.labels, value: s.count },
+        { metricName: `${this.name}_count`, labels: s.labels, value: count },
       );
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
