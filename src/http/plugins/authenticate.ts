@@ -81,11 +81,13 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
   // ~300 characters): what the signer accepts after `Bearer ` is a token of ours, which its
   // own format check keeps to base64url and dots, so the header is a bearer token as RFC 6750
   // spells one. Any other header goes the pattern's way, as before.
-  let claims = header.startsWith('Bearer ') ? ctx.signer.verify(header.slice(7), now) : undefined;
+  // A token the usual spelling gave and the signer refused is not verified a second time.
+  const usual = header.startsWith('Bearer ') ? header.slice(7) : undefined;
+  let claims = usual === undefined ? undefined : ctx.signer.verify(usual, now);
   if (!claims) {
     const token = bearerToken(header);
     if (token === undefined) throw invalidToken('The Authorization header is not a bearer token');
-    claims = ctx.signer.verify(token, now);
+    if (token !== usual) claims = ctx.signer.verify(token, now);
     if (!claims) throw invalidToken('The access token is invalid or has expired');
   }
   let state = await ctx.clientStates.get(claims.clientId, Date.now());
