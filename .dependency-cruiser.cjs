@@ -6,8 +6,9 @@
 // 2. Layers, from the top; a module imports from its own layer or from a lower one, never
 //    from a higher one:
 //
-//    entry     src/main.ts, src/shutdown.ts, src/cli/, src/source-digest.ts
-//              the process: listening, signals, the `vrp` command, the check of its build
+//    entry     src/main.ts, src/shutdown.ts, src/cli/, src/source-digest.ts, src/log-destination.ts
+//              the process: listening, signals, the `vrp` command, the check of its build,
+//              where its log lines go
 //    http      src/http/         Fastify app, plugins, routes, console (no SQL here)
 //    jobs      src/jobs/         queue operations, worker, tasks, scheduler, pruner, reconciler;
 //                                background.ts wires them for a process
@@ -41,7 +42,13 @@
 const LAYERS = [
   {
     name: 'entry',
-    paths: ['^src/main\\.ts$', '^src/shutdown\\.ts$', '^src/cli/', '^src/source-digest\\.ts$'],
+    paths: [
+      '^src/main\\.ts$',
+      '^src/shutdown\\.ts$',
+      '^src/cli/',
+      '^src/source-digest\\.ts$',
+      '^src/log-destination\\.ts$',
+    ],
   },
   { name: 'http', paths: ['^src/http/'] },
   { name: 'jobs', paths: ['^src/jobs/'] },

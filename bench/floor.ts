@@ -19,11 +19,12 @@
  * so it is neither authenticated nor enveloped. Beside it the app's own `GET version` (a
  * constant too, behind authentication, the envelope and a response schema), with the token the
  * process sends its parent with its port. `app-info` is the same app at log level `info`, the
- * production default: one access line per request, written as src/main.ts writes them (pino's
- * asynchronous destination), here to /dev/null.
+ * production default: one access line per request, written as src/main.ts writes them
+ * (src/log-destination.ts: pino's asynchronous destination, the lines of a turn handed to it
+ * together), here to /dev/null.
  */
+import { openSync } from 'node:fs';
 import Fastify from 'fastify';
-import { destination } from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { fetchToken } from '../test/helpers/e2e.ts';
 
@@ -45,13 +46,14 @@ async function projectApp(dataDir: string, level: 'warn' | 'info') {
   const { loadConfig } = await import('../src/config.ts');
   const { createContext } = await import('../src/context.ts');
   const { buildApp } = await import('../src/http/app.ts');
+  const { logDestination } = await import('../src/log-destination.ts');
   const { ensureReseller, registerApplication } = await import('../src/auth/applications.ts');
   const ctx = await createContext(
     loadConfig({ VRP_DATA_DIR: dataDir, VRP_LOG_LEVEL: level, VRP_RATE_LIMIT: '0' }),
   );
   const app =
     level === 'info'
-      ? buildApp(ctx, { logger: { stream: destination({ dest: '/dev/null', sync: false }) } })
+      ? buildApp(ctx, { logger: { stream: logDestination(openSync('/dev/null', 'w')) } })
       : buildApp(ctx);
   // Registered after buildApp's plugins, so their onRoute hooks see it as they see every route.
   app.register(async (scope) => {

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { type DestinationStream, destination, pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
 import { LOG_REDACT } from './domain/log-redaction.ts';
@@ -7,6 +7,7 @@ import { createDriver, type DriverLog } from './drivers/create-driver.ts';
 import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.ts';
 import type { App } from './http/app.ts';
 import { type Background, startBackground } from './jobs/background.ts';
+import { logDestination } from './log-destination.ts';
 import { exitOnSignals } from './shutdown.ts';
 import { checkBuildIsCurrent } from './source-digest.ts';
 import { seedDemoCatalog } from './store/demo-catalog.ts';
@@ -31,9 +32,10 @@ export async function serve(config: Config): Promise<void> {
   };
   const driver = await createDriver(config, ctx.store.db, log);
   // Log lines go to standard output asynchronously: a request does not wait for the write of its
-  // access line (lines written while one write is under way go out together in the next); what
-  // is still buffered when the process exits is written before it does (pino's exit handler).
-  const stream = destination({ dest: 1, sync: false });
+  // access line (the lines of one turn of the event loop go out together, and those written while
+  // one write is under way in the next); what is still buffered when the process exits is written
+  // before it does, in order when the shutdown below waits for it (log-destination.ts).
+  const stream = logDestination(1);
   // A worker-only process answers no HTTP, so it neither loads nor builds the app: compiling its
   // routes' schemas held up its first job by seconds (bench/FINDINGS.md, "A worker process
   // starts"). It logs through a logger of its own, redacted as the app's is.
@@ -63,6 +65,8 @@ export async function serve(config: Config): Promise<void> {
       { name: 'driver', run: () => driver.close() },
       { name: 'backup store', run: () => ctx.backupStore.close() },
       { name: 'store', run: () => ctx.store.close() },
+      // Last: every line logged so far written, in order, before the process exits.
+      { name: 'log', run: () => stream.drain() },
     ],
     processLog,
   );

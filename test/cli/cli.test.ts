@@ -384,6 +384,18 @@ describe('vrp command', () => {
     }
     assert.equal(await api.exited, 0);
     assert.equal(await worker.exited, 0);
+    // What each logged up to its exit is in its output, whole: the shutdown's own line too.
+    for (const p of [api, worker]) {
+      const logged = p
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg?: string; signal?: string });
+      assert.ok(
+        logged.some((l) => l.msg === 'shutting down' && l.signal === 'SIGTERM'),
+        p.output(),
+      );
+    }
   });
 });
 

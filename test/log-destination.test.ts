@@ -1,0 +1,139 @@
+/**
+ * The process's log destination (src/log-destination.ts): the lines of a turn of the event loop
+ * go to pino's asynchronous destination together. What a reader of the log sees: every line, in
+ * the order written, whole, also when the process exits (or throws) right after writing them.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { pino } from 'pino';
+import { logDestination } from '../src/log-destination.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'vrp-logdest-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const linesOf = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
+
+test('lines written in one turn and over many turns all reach the file, whole and in order', async () => {
+  const file = join(dir, 'order.log');
+  const fd = openSync(file, 'a');
+  try {
+    const d = logDestination(fd);
+    const expected: string[] = [];
+    // One turn with many lines (more than one of sonic-boom's 16 KiB writes), then a line a turn
+    // while earlier writes may still be under way, with multi-byte text among them.
+    for (let i = 0; i < 2000; i++) expected.push(`{"n":${i},"msg":"line ${i} ${'x'.repeat(i % 50)}"}`);
+    for (const line of expected) d.write(`${line}\n`);
+    for (let i = 2000; i < 2300; i++) {
+      const line = `{"n":${i},"msg":"tour ${i} é€😀"}`;
+      expected.push(line);
+      d.write(`${line}\n`);
+      if (i % 3 === 0) await turn();
+    }
+    await d.drain();
+    assert.deepEqual(linesOf(file), expected);
+  } finally {
+    closeSync(fd);
+  }
+});
+
+test("a pino logger's lines through it are the lines pino makes", async () => {
+  const file = join(dir, 'pino.log');
+  const fd = openSync(file, 'a');
+  try {
+    const d = logDestination(fd);
+    const log = pino({ base: undefined, timestamp: false }, d);
+    log.info({ reqId: 'r-1', res: { statusCode: 200 } }, 'request completed');
+    log.warn('second');
+    await d.drain();
+    assert.deepEqual(
+      linesOf(file).map((l) => JSON.parse(l)),
+      [
+        { level: 30, reqId: 'r-1', res: { statusCode: 200 }, msg: 'request completed' },
+        { level: 40, msg: 'second' },
+      ],
+    );
+  } finally {
+    closeSync(fd);
+  }
+});
+
+/**
+ * Runs `body` in a Node process of its own with `log`, a pino logger on logDestination() of a
+ * descriptor open on `file`, and `d`, that destination.
+ */
+function child(file: string, body: string) {
+  const program = `
+    import { openSync } from 'node:fs';
+    import { pino } from 'pino';
+    import { logDestination } from ${JSON.stringify(join(import.meta.dirname, '..', 'src', 'log-destination.ts'))};
+    const d = logDestination(openSync(${JSON.stringify(file)}, 'a'));
+    const log = pino({ base: undefined, timestamp: false }, d);
+    ${body}
+  `;
+  return spawnSync(process.execPath, ['--input-type=module', '-e', program], {
+    cwd: join(import.meta.dirname, '..'),
+    encoding: 'utf8',
+  });
+}
+
+const numbers = (file: string) => linesOf(file).map((l) => (JSON.parse(l) as { n: number }).n);
+const upTo = (n: number) => Array.from({ length: n + 1 }, (_, i) => i);
+
+test('the lines of the turn in which process.exit() is called are written, after those before', () => {
+  const file = join(dir, 'exit.log');
+  // Lines written and drained, then a turn's lines that no write has taken yet, then exit.
+  const r = child(
+    file,
+    `
+    for (let i = 0; i < 500; i++) log.info({ n: i }, 'before');
+    await d.drain();
+    for (let i = 500; i < 1000; i++) log.info({ n: i }, 'last turn');
+    log.fatal({ n: 1000 }, 'exiting');
+    process.exit(3);
+    `,
+  );
+  assert.equal(r.status, 3, r.stderr);
+  assert.deepEqual(numbers(file), upTo(1000));
+});
+
+test('the lines of the turn in which an uncaught exception ends the process are written', () => {
+  const file = join(dir, 'throw.log');
+  const r = child(
+    file,
+    `
+    setImmediate(() => {
+      for (let i = 0; i < 100; i++) log.info({ n: i }, 'line');
+      log.error({ n: 100 }, 'about to throw');
+      throw new Error('boom');
+    });
+    `,
+  );
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /boom/);
+  assert.deepEqual(numbers(file), upTo(100));
+});
+
+test('drained before exit, lines written over many turns while writes are under way are all there, in order', () => {
+  const file = join(dir, 'drain.log');
+  const r = child(
+    file,
+    `
+    let i = 0;
+    const tick = async () => {
+      for (let k = 0; k < 50; k++) log.info({ n: i++ }, 'turn');
+      if (i < 3000) return setImmediate(tick);
+      log.info({ n: i }, 'last');
+      await d.drain();
+      process.exit(0);
+    };
+    setImmediate(tick);
+    `,
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(numbers(file), upTo(3000));
+});
