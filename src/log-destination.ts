@@ -63,10 +63,17 @@ export function logDestination(fd: number): LogDestination {
     const chunk = take();
     if (chunk === undefined) return;
     const bytes = Buffer.from(chunk);
-    try {
-      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
-    } catch {
-      // A descriptor closed or full at exit: nothing more can be done for these lines.
+    // A pipe another part of the process made non-blocking may be full for a moment: it is given
+    // up to a second, in steps of 10 ms (the event loop is gone; this thread can only sleep).
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let at = 0, tries = 0; at < bytes.length; ) {
+      try {
+        at += writeSync(fd, bytes, at);
+      } catch (err) {
+        const again = err instanceof Error && 'code' in err && err.code === 'EAGAIN';
+        if (!again || ++tries > 100) return;
+        Atomics.wait(pause, 0, 0, 10);
+      }
     }
   });
   return {

@@ -137,3 +137,28 @@ test('drained before exit, lines written over many turns while writes are under 
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(numbers(file), upTo(3000));
 });
+
+test('at exit, the last lines wait for a full non-blocking pipe to take them', () => {
+  // Standard output a pipe made non-blocking (as Node makes it once process.stdout is used), and
+  // more lines in the last turn than the pipe holds (64 KiB): the writes at exit meet EAGAIN
+  // until the reader (this process) has taken what was written before.
+  const program = `
+    import { pino } from 'pino';
+    import { logDestination } from ${JSON.stringify(join(import.meta.dirname, '..', 'src', 'log-destination.ts'))};
+    process.stdout.write('');
+    const log = pino({ base: undefined, timestamp: false }, logDestination(1));
+    for (let i = 0; i < 5000; i++) log.info({ n: i, pad: 'x'.repeat(200) }, 'line');
+    process.exit(0);
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', program], {
+    cwd: join(import.meta.dirname, '..'),
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n').filter(Boolean);
+  assert.deepEqual(
+    lines.map((l) => (JSON.parse(l) as { n: number }).n),
+    upTo(4999),
+  );
+});
