@@ -24,8 +24,8 @@ export interface LogDestination extends DestinationStream {
  * At exit (process.exit, an uncaught exception), after pino's exit handler has written what
  * sonic-boom held, the lines of the last turn are written synchronously. A write sonic-boom has
  * under way then cannot be waited for (as before this batch): its lines may land after the
- * last ones. A shutdown that can wait calls `drain` first (src/shutdown.ts), and then they are
- * all written in order.
+ * last ones. A shutdown that can wait calls `drain` first (the last shutdown step, src/main.ts),
+ * and then they are all written in order.
  */
 export function logDestination(fd: number): LogDestination {
   const sonic = destination({ dest: fd, sync: false });
