@@ -19,7 +19,9 @@ export interface LogDestination extends DestinationStream {
  * each line paid for a walk of the lines before it; that was the largest part of an access line's
  * cost (bench/FINDINGS.md, "The access line's write"). Handed over once per turn, the measure is
  * paid once for all the turn's lines. sonic-boom still does the writes, retries and partial
- * writes, and a line is never held past the end of its turn.
+ * writes, and a line is never held past the end of its turn. (The store's perTurn gathers a
+ * turn's items the same way, but keeps them to itself until the turn ends; the exit below needs
+ * the turn's lines at once.)
  *
  * At exit (process.exit, an uncaught exception), after pino's exit handler has written what
  * sonic-boom held, the lines of the last turn are written synchronously. A write sonic-boom has

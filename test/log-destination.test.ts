@@ -4,7 +4,7 @@
  * the order written, whole, also when the process exits (or throws) right after writing them.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,20 +63,27 @@ test("a pino logger's lines through it are the lines pino makes", async () => {
 });
 
 /**
- * Runs `body` in a Node process of its own with `log`, a pino logger on logDestination() of a
- * descriptor open on `file`, and `d`, that destination.
+ * A Node program (an ES module) that runs `body` with `d`, logDestination(`fd`) (`fd` an
+ * expression of the program), and `log`, a pino logger on it.
  */
-function child(file: string, body: string) {
-  const program = `
+function programWith(fd: string, body: string): string[] {
+  const module = join(import.meta.dirname, '..', 'src', 'log-destination.ts');
+  const text = `
     import { openSync } from 'node:fs';
     import { pino } from 'pino';
-    import { logDestination } from ${JSON.stringify(join(import.meta.dirname, '..', 'src', 'log-destination.ts'))};
-    const d = logDestination(openSync(${JSON.stringify(file)}, 'a'));
+    import { logDestination } from ${JSON.stringify(module)};
+    const d = logDestination(${fd});
     const log = pino({ base: undefined, timestamp: false }, d);
     ${body}
   `;
-  return spawnSync(process.execPath, ['--input-type=module', '-e', program], {
-    cwd: join(import.meta.dirname, '..'),
+  return ['--input-type=module', '-e', text];
+}
+const cwd = join(import.meta.dirname, '..');
+
+/** Runs `body` (programWith) in a process of its own, its destination a descriptor open on `file`. */
+function child(file: string, body: string) {
+  return spawnSync(process.execPath, programWith(`openSync(${JSON.stringify(file)}, 'a')`, body), {
+    cwd,
     encoding: 'utf8',
   });
 }
@@ -142,23 +149,55 @@ test('at exit, the last lines wait for a full non-blocking pipe to take them', (
   // Standard output a pipe made non-blocking (as Node makes it once process.stdout is used), and
   // more lines in the last turn than the pipe holds (64 KiB): the writes at exit meet EAGAIN
   // until the reader (this process) has taken what was written before.
-  const program = `
-    import { pino } from 'pino';
-    import { logDestination } from ${JSON.stringify(join(import.meta.dirname, '..', 'src', 'log-destination.ts'))};
-    process.stdout.write('');
-    const log = pino({ base: undefined, timestamp: false }, logDestination(1));
-    for (let i = 0; i < 5000; i++) log.info({ n: i, pad: 'x'.repeat(200) }, 'line');
-    process.exit(0);
-  `;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', program], {
-    cwd: join(import.meta.dirname, '..'),
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const r = spawnSync(
+    process.execPath,
+    programWith(
+      '1',
+      `
+      process.stdout.write('');
+      for (let i = 0; i < 5000; i++) log.info({ n: i, pad: 'x'.repeat(200) }, 'line');
+      process.exit(0);
+      `,
+    ),
+    { cwd, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.split('\n').filter(Boolean);
   assert.deepEqual(
     lines.map((l) => (JSON.parse(l) as { n: number }).n),
     upTo(4999),
   );
+});
+
+test('a shutdown is not held up by a destination that no longer takes lines (its reader gone)', {
+  timeout: 30_000,
+}, async (t) => {
+  // The reader of standard output closes it; the lines written after that meet EPIPE, which pino
+  // answers by writing nothing more. A drain then resolves at its bound instead of waiting.
+  const body = `
+    log.info('ready');
+    process.on('SIGUSR2', async () => {
+      for (let i = 0; i < 100; i++) log.info({ n: i }, 'after the reader left');
+      await d.drain(300);
+      process.stderr.write('drained\\n');
+      process.exit(0);
+    });
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, programWith('1', body), {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.after(() => child.kill('SIGKILL'));
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
+    stderr += s;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  child.stdout.once('data', () => {
+    child.stdout.destroy();
+    child.kill('SIGUSR2');
+  });
+  assert.equal(await exited, 0, stderr);
+  assert.match(stderr, /^drained$/m);
 });
