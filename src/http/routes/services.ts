@@ -18,6 +18,7 @@ import {
   statusView,
 } from '../schemas/service-views.ts';
 import { ownedService, serviceIdOf } from '../service-id.ts';
+import { turnEnd } from '../turn-end.ts';
 
 /** Another reseller's service is indistinguishable from none: 404 either way. */
 function found<T>(service: T | undefined): T {
@@ -65,6 +66,8 @@ export function registerServiceRoutes(app: App, ctx: AppContext): void {
       ),
     );
     const catalog = await ctx.catalog.get();
+    // The view (the password's open) and the answer with those of the turn's other requests.
+    await turnEnd();
     const product = catalog.byId.get(service.productId);
     return detailsView(service, job, ctx.secretBox, ctx.config.rescueMaxMs, ipv6, {
       ...traffic,
