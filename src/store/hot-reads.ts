@@ -13,6 +13,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import type pg from 'pg';
+import { hiddenArrays } from './hidden-arrays.ts';
 import { nameStatement, sendNamed } from './pg-named.ts';
 import { createReadBatch } from './read-batch.ts';
 import type { JobTable, ResellerQuotaTable, ServiceTable } from './schema.ts';
@@ -68,11 +69,13 @@ export type ServiceStatusRow = Pick<
   'id' | 'reseller_id' | 'status' | 'projected_status' | 'projected_resume' | 'pending_jobs'
 >;
 
+/** Those columns, as the reads of the status write them. */
+const STATUS_COLUMNS = 'id, reseller_id, status, projected_status, projected_resume, pending_jobs';
+
 /** `{index:NAME}` is SQLite's INDEXED BY (its planner prefers the unique primary key otherwise); PostgreSQL chooses by itself. */
 const SQL = {
   ownedService: 'select * from services where id = ? and reseller_id = ?',
-  ownedServiceStatus:
-    'select id, reseller_id, status, projected_status, projected_resume, pending_jobs from services {index:services_status} where reseller_id = ? and id = ?',
+  ownedServiceStatus: `select ${STATUS_COLUMNS} from services {index:services_status} where reseller_id = ? and id = ?`,
   currentJob: `select * from jobs where service_id = ? and status in ('running', 'queued') order by seq limit 1`,
   resellerQuota: 'select * from reseller_quotas where reseller_id = ?',
   serviceTraffic:
@@ -103,24 +106,30 @@ function detailsSql(where: string, from = 'services s', dayFrom = '?', dayTo = '
 }
 
 /**
- * PostgreSQL's batches of the service reads (read-batch.ts): the rows of many ids in one
- * statement, each then matched to its request by id and reseller.
+ * PostgreSQL's batches of the service reads (read-batch.ts): the rows of many keys in one
+ * statement, each then matched to its request by id and reseller. Each key is its own probe (a
+ * lateral read of at most one row), from arrays the planner cannot count (hidden-arrays.ts): so
+ * a connection keeps one plan for each text instead of planning every run, and the plan probes
+ * the index whatever the table's size (counting on ten keys, it would scan a small table).
  */
+const lateral = (columns: string, table: string, where: string) =>
+  `cross join lateral (select ${columns} from ${table} where ${where} limit 1)`;
 const PG_BATCH_SQL = {
-  ownedServices: 'select * from services where id = any($1::text[])',
-  resellerQuotas: 'select * from reseller_quotas where reseller_id = any($1::text[])',
+  ownedServices: `select s.* from ${hiddenArrays(['$1::text[]'], 'k(id)')} ${lateral('*', 'services', 'id = k.id')} s`,
+  resellerQuotas:
+    `select q.* from ${hiddenArrays(['$1::text[]'], 'k(reseller_id)')} ` +
+    `${lateral('*', 'reseller_quotas', 'reseller_id = k.reseller_id')} q`,
   // By (reseller, id) pairs, so each is an index-only probe of the covering index, as the
   // single read is: by id alone it read each row from the table, and with 1,000,000 services the
   // table's pages are mostly not in memory (1.3x slower than with 1,000, bench/FINDINGS.md).
   ownedServicesStatus:
-    'select s.id, s.reseller_id, s.status, s.projected_status, s.projected_resume, s.pending_jobs ' +
-    'from unnest($1::text[], $2::text[]) as k(reseller_id, id) ' +
-    'join services s on s.reseller_id = k.reseller_id and s.id = k.id',
+    `select s.* from ${hiddenArrays(['$1::text[]', '$2::text[]'], 'k(reseller_id, id)')} ` +
+    `${lateral(STATUS_COLUMNS, 'services', 'reseller_id = k.reseller_id and id = k.id')} s`,
   // Each key's day range is its own (`k.day_from` comes back to match rows to keys).
   servicesDetails: detailsSql(
     '',
-    'unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) as k(reseller_id, id, day_from, day_to) ' +
-      'join services s on s.reseller_id = k.reseller_id and s.id = k.id',
+    `${hiddenArrays(['$1::text[]', '$2::text[]', '$3::bigint[]', '$4::bigint[]'], 'k(reseller_id, id, day_from, day_to)')} ` +
+      `${lateral('*', 'services', 'reseller_id = k.reseller_id and id = k.id')} s`,
     'k.day_from',
     'k.day_to',
   ).replace(/^select /, 'select k.day_from as k_day_from, '),

@@ -19,6 +19,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import { byCodeUnits } from '../domain/code-unit-text.ts';
 import { dialectOf } from './dialect-of.ts';
+import { hiddenArrays } from './hidden-arrays.ts';
 import { perTurn } from './per-turn.ts';
 import { nameStatement } from './pg-named.ts';
 import type { Database } from './schema.ts';
@@ -71,17 +72,12 @@ export function arrayValues(batch: readonly Gathered[]): unknown[] {
 /**
  * The relation `v` of a text written with arrays: one array parameter per type in `types`, then
  * one of the rows' statement numbers, numbered from `$first`; a row of `v` has the columns `c0`,
- * `c1`... and `w`. The arrays stand behind `offset 0`, out of the planner's sight: it counts on
- * ten rows whatever their length, in the plans it makes with the values as in the one it keeps
- * without them, and so keeps that one (seeing one or two rows, it would plan every run afresh).
+ * `c1`... and `w`; the arrays out of the planner's sight (hidden-arrays.ts), so that it keeps one
+ * plan for the text.
  */
 export function arraySource(types: readonly string[], first: number): string {
   const arrays = [...types.map((t, i) => `$${first + i}::${t}[]`), `$${first + types.length}::int4[]`];
-  return (
-    `(select ${arrays.map((a, i) => `${a} as a${i}`).join(', ')} offset 0) as a ` +
-    `cross join lateral unnest(${arrays.map((_, i) => `a.a${i}`).join(', ')}) ` +
-    `as v(${types.map((_, i) => `c${i}, `).join('')}w)`
-  );
+  return hiddenArrays(arrays, `v(${types.map((_, i) => `c${i}, `).join('')}w)`);
 }
 
 /**

@@ -186,6 +186,69 @@ describe('hot reads on PostgreSQL: prepared statements', {
     }
   });
 
+  test('a connection keeps one plan for each batched read, however many keys each run has', async () => {
+    const database = await createPgDatabase();
+    const store = await openStore({ databaseUrl: database.url, dataDir: '' });
+    // One connection: the statements it prepared are the ones pg_prepared_statements shows it.
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    const errors: unknown[] = [];
+    pool.on('error', (err) => errors.push(err)); // as above
+    try {
+      const reads = pgHotReads(pool);
+      const id = (n: number) => `0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2${n}`;
+      await sql`insert into resellers (id, name, created_at) values ('r1', 'r1', 0)`.execute(store.db);
+      await sql`insert into reseller_quotas (reseller_id, services, updated_at) values ('r1', 5, 0)`.execute(
+        store.db,
+      );
+      await sql`insert into services (id, reseller_id, client_id, product_id, template_id, domain_name, username, password_enc, cpu, ram, hdd, ip_count, backup, status, projected_status, pending_jobs, job_seq, ips, created_at, updated_at, ssh_keys)
+        values (${id(1)}, 'r1', 'c1', 'p', 't', 'a.example.com', 'root', 'sealed', 1, 1, 20, 1, 0, 'running', 'running', 0, 0, '[]', 0, 0, '[]')`.execute(
+        store.db,
+      );
+      // Twelve runs of each batch, of two to four keys (one key alone is the single-row read).
+      for (let run = 0; run < 12; run++) {
+        const keys = Array.from({ length: 2 + (run % 3) }, (_, k) => id(k + 1));
+        const got = await Promise.all([
+          ...keys.map((k) => reads.ownedService('r1', k)),
+          ...keys.map((k) => reads.ownedServiceStatus('r1', k)),
+          ...keys.map((k) => reads.serviceDetails('r1', k, 0, 86400000)),
+          ...keys.map((_, i) => reads.resellerQuota(`r${i + 1}`)),
+        ]);
+        const n = keys.length;
+        // Each read still gets its own row, or nothing (a quota's row is named by its reseller).
+        assert.deepEqual(
+          got.map(
+            (row) =>
+              (row as { id?: string } | undefined)?.id ??
+              (row as { reseller_id?: string } | undefined)?.reseller_id,
+          ),
+          [
+            ...[id(1), ...Array(n - 1).fill(undefined)],
+            ...[id(1), ...Array(n - 1).fill(undefined)],
+            ...[id(1), ...Array(n - 1).fill(undefined)],
+            ...['r1', ...Array(n - 1).fill(undefined)],
+          ],
+        );
+      }
+      const { rows } = await pool.query<{ statement: string; generic_plans: string; custom_plans: string }>(
+        "select statement, generic_plans, custom_plans from pg_prepared_statements where statement like '%unnest%'",
+      );
+      assert.equal(rows.length, 4, 'the four batched reads');
+      for (const r of rows) {
+        // Planned with the values on its first five runs, then the kept plan.
+        assert.ok(
+          Number(r.custom_plans) <= 5,
+          `${r.custom_plans} plans made for one run each: ${r.statement}`,
+        );
+        assert.ok(Number(r.generic_plans) >= 7, `${r.generic_plans} runs on the kept plan: ${r.statement}`);
+      }
+      assert.deepEqual(errors, []);
+    } finally {
+      await pool.end();
+      await store.close();
+      await database.drop();
+    }
+  });
+
   test('a batch of status reads probes the covering index by reseller and id, as the single read does', async () => {
     const database = await createPgDatabase();
     const store = await openStore({ databaseUrl: database.url, dataDir: '' });
