@@ -1,5 +1,6 @@
 /**
- * PostgreSQL: the rows of array parameters as a relation whose length the planner cannot see.
+ * PostgreSQL: the rows of array parameters (one per type of `types`, numbered from `$first`) as a
+ * relation `as` whose length the planner cannot see.
  *
  * A prepared statement is planned with its values on each of its first five runs on a
  * connection; after that PostgreSQL keeps one generic plan unless the plans made with the values
@@ -9,9 +10,10 @@
  * Behind `offset 0` the arrays are out of its sight: it counts on ten rows with the values as
  * without them, and keeps the generic plan.
  */
-export function hiddenArrays(arrays: readonly string[], as: string): string {
+export function hiddenArrays(types: readonly string[], first: number, as: string): string {
+  const arrays = types.map((t, i) => `$${first + i}::${t}[] as a${i}`);
   return (
-    `(select ${arrays.map((a, i) => `${a} as a${i}`).join(', ')} offset 0) as a ` +
-    `cross join lateral unnest(${arrays.map((_, i) => `a.a${i}`).join(', ')}) as ${as}`
+    `(select ${arrays.join(', ')} offset 0) as a ` +
+    `cross join lateral unnest(${types.map((_, i) => `a.a${i}`).join(', ')}) as ${as}`
   );
 }

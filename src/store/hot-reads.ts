@@ -115,20 +115,20 @@ function detailsSql(where: string, from = 'services s', dayFrom = '?', dayTo = '
 const lateral = (columns: string, table: string, where: string) =>
   `cross join lateral (select ${columns} from ${table} where ${where} limit 1)`;
 const PG_BATCH_SQL = {
-  ownedServices: `select s.* from ${hiddenArrays(['$1::text[]'], 'k(id)')} ${lateral('*', 'services', 'id = k.id')} s`,
+  ownedServices: `select s.* from ${hiddenArrays(['text'], 1, 'k(id)')} ${lateral('*', 'services', 'id = k.id')} s`,
   resellerQuotas:
-    `select q.* from ${hiddenArrays(['$1::text[]'], 'k(reseller_id)')} ` +
+    `select q.* from ${hiddenArrays(['text'], 1, 'k(reseller_id)')} ` +
     `${lateral('*', 'reseller_quotas', 'reseller_id = k.reseller_id')} q`,
   // By (reseller, id) pairs, so each is an index-only probe of the covering index, as the
   // single read is: by id alone it read each row from the table, and with 1,000,000 services the
   // table's pages are mostly not in memory (1.3x slower than with 1,000, bench/FINDINGS.md).
   ownedServicesStatus:
-    `select s.* from ${hiddenArrays(['$1::text[]', '$2::text[]'], 'k(reseller_id, id)')} ` +
+    `select s.* from ${hiddenArrays(['text', 'text'], 1, 'k(reseller_id, id)')} ` +
     `${lateral(STATUS_COLUMNS, 'services', 'reseller_id = k.reseller_id and id = k.id')} s`,
   // Each key's day range is its own (`k.day_from` comes back to match rows to keys).
   servicesDetails: detailsSql(
     '',
-    `${hiddenArrays(['$1::text[]', '$2::text[]', '$3::bigint[]', '$4::bigint[]'], 'k(reseller_id, id, day_from, day_to)')} ` +
+    `${hiddenArrays(['text', 'text', 'bigint', 'bigint'], 1, 'k(reseller_id, id, day_from, day_to)')} ` +
       `${lateral('*', 'services', 'reseller_id = k.reseller_id and id = k.id')} s`,
     'k.day_from',
     'k.day_to',

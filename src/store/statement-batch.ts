@@ -76,8 +76,7 @@ export function arrayValues(batch: readonly Gathered[]): unknown[] {
  * plan for the text.
  */
 export function arraySource(types: readonly string[], first: number): string {
-  const arrays = [...types.map((t, i) => `$${first + i}::${t}[]`), `$${first + types.length}::int4[]`];
-  return hiddenArrays(arrays, `v(${types.map((_, i) => `c${i}, `).join('')}w)`);
+  return hiddenArrays([...types, 'int4'], first, `v(${types.map((_, i) => `c${i}, `).join('')}w)`);
 }
 
 /**
