@@ -4,7 +4,8 @@
  *
  * A warm-up run (not measured) comes first. With `idsFile` and `pathTemplate`, each request's
  * path is the template with `{id}` replaced by a random line of the file.
- * stdout: a line `measure` when the measured run starts, then the result's JSON.
+ * stdout: a line `measure` when the measured run starts, then the result's JSON, with the CPU time
+ * this process spent generating the measured load.
  */
 import { readFileSync } from 'node:fs';
 import autocannon, { type Request } from 'autocannon';
@@ -36,6 +37,8 @@ export interface LoadResult {
   readonly timeouts: number;
   /** Count of answers per status class (2xx, 4xx...). */
   readonly statuses: Record<string, number>;
+  /** This load generator's own CPU time (user + system) over the measured run, µs. */
+  readonly ownCpuUs: number;
 }
 
 const o = JSON.parse(process.argv[2]!) as LoadOptions;
@@ -67,7 +70,9 @@ function run(duration: number) {
 if (o.warmup > 0) await run(o.warmup);
 // Tells the driver the measured part begins (it samples the server's CPU time from here).
 process.stdout.write('measure\n');
+const cpu0 = process.cpuUsage();
 const r = await run(o.duration);
+const cpu = process.cpuUsage(cpu0);
 const statuses: Record<string, number> = {};
 for (const k of ['1xx', '2xx', '3xx', '4xx', '5xx'] as const) {
   const n = r[k];
@@ -82,5 +87,6 @@ const result: LoadResult = {
   errors: r.errors,
   timeouts: r.timeouts,
   statuses,
+  ownCpuUs: cpu.user + cpu.system,
 };
 process.stdout.write(JSON.stringify(result));

@@ -27,12 +27,24 @@ export interface Row {
   readonly p99?: number;
   /** CPU time per request, µs, [user, system] (medians of the runs), of the server and of the floor. */
   readonly cpuUs?: { readonly server: readonly number[]; readonly floor: readonly number[] };
+  /** The rest of the machine in the server's and in the floor's runs (medians of the runs). */
+  readonly machine?: { readonly server: MachineShare; readonly floor: MachineShare };
   /** Peak resident set of the server during the server runs, MB. */
   readonly rssMb?: number;
   readonly target?: string;
   readonly ok?: boolean;
   /** Set when a run had non-2xx answers or errors: the figure is not valid. */
   readonly invalid?: string;
+}
+
+/** What the rest of the machine did during a scenario's runs. */
+export interface MachineShare {
+  /** The load generator's CPU time per answered request (user + system), µs. */
+  readonly loadUs: number;
+  /** The database's processes' CPU time per answered request, µs; NaN without a database server. */
+  readonly databaseUs: number;
+  /** The cores nobody used, on average over the measured run. */
+  readonly idleCores: number;
 }
 
 function cpuModel(): string {
@@ -52,6 +64,22 @@ const fmt = (n: number | undefined, digits = 0) =>
 
 const cpu = (us: readonly number[] | undefined) =>
   us && us.length === 2 ? `${fmt(us[0]! + us[1]!)} (${fmt(us[0])}+${fmt(us[1])})` : '—';
+
+/** The machine's share as bench/run.ts prints it after "the load generator's". */
+export function machineLine(m: { readonly server: MachineShare; readonly floor: MachineShare }): string {
+  const db = Number.isNaN(m.server.databaseUs) ? '' : `, PostgreSQL's ${fmt(m.server.databaseUs)}`;
+  return (
+    `µs/request ${fmt(m.server.loadUs)} (floor runs ${fmt(m.floor.loadUs)})${db}; ` +
+    `cores idle ${fmt(m.server.idleCores, 2)} (floor runs ${fmt(m.floor.idleCores, 2)})`
+  );
+}
+
+/** The two cells of the machine's share: load generator / database µs per request, and idle cores. */
+const machineCells = (m: Row['machine']) =>
+  m === undefined
+    ? '— | —'
+    : `${fmt(m.server.loadUs)} / ${fmt(m.server.databaseUs)} (${fmt(m.floor.loadUs)}) | ` +
+      `${fmt(m.server.idleCores, 2)} (${fmt(m.floor.idleCores, 2)})`;
 
 export function writeResults(
   file: string,
@@ -90,8 +118,8 @@ export function writeResults(
     '',
     `**Targets: ${held} of ${targets.length} hold.**`,
     '',
-    '| scenario | server | floor | ratio | server CPU µs per request (user+sys) | floor CPU µs per request | server p50 / p99 ms | server peak RSS MB | target | holds |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    '| scenario | server | floor | ratio | server CPU µs per request (user+sys) | floor CPU µs per request | load generator / PostgreSQL CPU µs per request (in the floor runs) | cores idle (in the floor runs) | server p50 / p99 ms | server peak RSS MB | target | holds |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
   ];
   for (const r of rows) {
     const value =
@@ -100,6 +128,7 @@ export function writeResults(
     lines.push(
       `| ${r.name}${r.invalid ? ` **INVALID: ${r.invalid}**` : ''} | ${value} | ${r.floor === undefined ? '—' : `${fmt(r.floor)} req/s`} | ` +
         `${r.ratio === undefined ? '—' : fmt(r.ratio, 3)} | ${cpu(r.cpuUs?.server)} | ${cpu(r.cpuUs?.floor)} | ` +
+        `${machineCells(r.machine)} | ` +
         `${r.p50 === undefined ? '—' : `${r.p50} / ${r.p99}`} | ` +
         `${r.rssMb === undefined ? '—' : fmt(r.rssMb)} | ${r.target ?? '—'} | ${holds} |`,
     );
@@ -107,6 +136,8 @@ export function writeResults(
   lines.push(
     '',
     "CPU time is that of the answering process over the measured part of each run (from /proc, median of the runs), per answered request; for order -> running it is the server's CPU per service (two requests and the job). CPU per request is steadier than req/s on a shared machine.",
+    '',
+    "The rest of the machine over the same part of each run: the load generator's own CPU time per answered request (autocannon's process), PostgreSQL's processes' (the postmaster and every backend; in the server's runs of the PostgreSQL store), and the cores nobody used (/proc/stat's idle and iowait over the run's length, out of the machine's cores). A server whose process uses about one core with cores left idle is bound by its own main thread; a run whose processes all sit below a core with cores idle waits on its round trips; a floor whose load generator uses a whole core measures the load generator.",
     '',
     'Every run (req/s), server | floor (for the slowdown: small store | large store):',
     '',

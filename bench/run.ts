@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { processCpu } from '../scripts/processes.ts';
+import { machineIdle, processCpu } from '../scripts/processes.ts';
 import { ensureReseller, registerApplication } from '../src/auth/applications.ts';
 import { createOperator } from '../src/auth/operators.ts';
 import { openStore } from '../src/store/database.ts';
@@ -40,7 +40,7 @@ import {
   writeProvisioningSection,
 } from './libvirt.ts';
 import type { LoadOptions, LoadResult } from './load.ts';
-import { median, type Row, writeResults } from './report.ts';
+import { type MachineShare, machineLine, median, type Row, writeResults } from './report.ts';
 import { sectionsOf, writeSection } from './sections.ts';
 import { resetIds, sealedBenchPassword } from './seed.ts';
 import { type BenchStore, benchStores, type StoreKind } from './stores.ts';
@@ -183,13 +183,23 @@ export interface Measured extends LoadResult {
   readonly cpuSystemUs: number;
   /** Peak VmRSS of the loaded process during the run, bytes. */
   readonly rssPeak: number;
+  /** The load generator's CPU time per answered request (user + system), µs. */
+  readonly loadCpuUs: number;
+  /** The database's processes' CPU time per answered request (user + system), µs; NaN without one. */
+  readonly databaseCpuUs: number;
+  /** The cores the machine left idle over the measured run, on average. */
+  readonly idleCores: number;
 }
+
+/** CPU time so far, user + system, µs; NaN if unknown. */
+type CpuClock = () => { user: number; system: number } | undefined;
 
 /**
  * One load process against `opts.url`; `pid` is the process answering, whose CPU time over the
- * measured part and peak resident set are sampled.
+ * measured part and peak resident set are sampled, with the machine's idle time over the same
+ * part and, given `databaseCpu`, the CPU time of the database's processes.
  */
-function runLoad(opts: LoadOptions, pid: number): Promise<Measured> {
+function runLoad(opts: LoadOptions, pid: number, databaseCpu?: CpuClock): Promise<Measured> {
   return new Promise((resolvePromise, reject) => {
     const child = track(
       spawn(process.execPath, [join(here, 'load.ts'), JSON.stringify(opts)], {
@@ -197,34 +207,46 @@ function runLoad(opts: LoadOptions, pid: number): Promise<Measured> {
       }),
     );
     const stopRss = sampleRss(pid);
-    let cpu0 = cpuTime(pid);
+    const mark = () => ({
+      at: performance.now(),
+      cpu: cpuTime(pid),
+      idle: machineIdle() ?? Number.NaN,
+      database: sum(databaseCpu?.()),
+    });
+    let m0 = mark();
     let out = '';
     let err = '';
     child.stdout!.on('data', (d) => {
       const before = out;
       out += d;
-      if (!before.includes('measure\n') && out.includes('measure\n')) cpu0 = cpuTime(pid);
+      if (!before.includes('measure\n') && out.includes('measure\n')) m0 = mark();
     });
     child.stderr!.on('data', (d) => {
       err += d;
     });
     child.once('exit', (code) => {
-      const cpu1 = cpuTime(pid);
+      const m1 = mark();
       const rssPeak = stopRss();
       if (code !== 0) {
         reject(new Error(`load process exited with ${code}: ${err}`));
         return;
       }
       const r = JSON.parse(out.slice(out.indexOf('measure\n') + 'measure\n'.length)) as LoadResult;
+      const perRequest = (us: number) => us / Math.max(1, r.total);
       resolvePromise({
         ...r,
-        cpuUserUs: (cpu1.user - cpu0.user) / Math.max(1, r.total),
-        cpuSystemUs: (cpu1.system - cpu0.system) / Math.max(1, r.total),
+        cpuUserUs: perRequest(m1.cpu.user - m0.cpu.user),
+        cpuSystemUs: perRequest(m1.cpu.system - m0.cpu.system),
         rssPeak,
+        loadCpuUs: perRequest(r.ownCpuUs),
+        databaseCpuUs: perRequest(m1.database - m0.database),
+        idleCores: (m1.idle - m0.idle) / ((m1.at - m0.at) * 1000),
       });
     });
   });
 }
+
+const sum = (t: { user: number; system: number } | undefined) => (t ? t.user + t.system : Number.NaN);
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
@@ -264,6 +286,7 @@ async function againstFloor(
   server: Loaded,
   floor: Loaded,
   judge?: (ratio: number) => Pick<Row, 'target' | 'ok'>,
+  databaseCpu?: CpuClock,
 ): Promise<Row> {
   const server_: Measured[] = [];
   const floor_: Measured[] = [];
@@ -274,7 +297,7 @@ async function againstFloor(
     ...req,
   };
   for (let r = 0; r < SETTINGS.repeats; r++) {
-    server_.push(await runLoad({ ...base, url: server.url }, server.child.pid!));
+    server_.push(await runLoad({ ...base, url: server.url }, server.child.pid!, databaseCpu));
     floor_.push(await runLoad({ ...base, url: floor.url }, floor.child.pid!));
   }
   const bad = [...server_.map((x) => ['server', x] as const), ...floor_.map((x) => ['floor', x] as const)]
@@ -286,6 +309,11 @@ async function againstFloor(
   const sv = median(server_.map((x) => x.rps));
   const f = median(floor_.map((x) => x.rps));
   const cpu = (xs: Measured[]) => [median(xs.map((x) => x.cpuUserUs)), median(xs.map((x) => x.cpuSystemUs))];
+  const share = (xs: Measured[]): MachineShare => ({
+    loadUs: median(xs.map((x) => x.loadCpuUs)),
+    databaseUs: median(xs.map((x) => x.databaseCpuUs)),
+    idleCores: median(xs.map((x) => x.idleCores)),
+  });
   const row: Row = {
     ...head,
     unit: 'req/s',
@@ -297,6 +325,7 @@ async function againstFloor(
     p99: median(server_.map((x) => x.p99)),
     rssMb: Math.max(...server_.map((x) => x.rssPeak)) / 2 ** 20,
     cpuUs: { server: cpu(server_), floor: cpu(floor_) },
+    machine: { server: share(server_), floor: share(floor_) },
     ...judge?.(sv / f),
     ...(bad.length > 0 ? { invalid: bad.join('; '), ok: false } : {}),
   };
@@ -304,7 +333,8 @@ async function againstFloor(
     `${row.name}: ${sv.toFixed(0)} req/s (runs ${server_.map((x) => x.rps.toFixed(0)).join(', ')}), ` +
       `floor ${f.toFixed(0)} (runs ${floor_.map((x) => x.rps.toFixed(0)).join(', ')}), ratio ${row.ratio!.toFixed(3)}, ` +
       `p50/p99 ${row.p50} / ${row.p99} ms, RSS ${row.rssMb!.toFixed(0)} MB, ` +
-      `CPU µs/request user+sys: server ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')}, floor ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}` +
+      `CPU µs/request user+sys: server ${row.cpuUs!.server.map((x) => x.toFixed(0)).join('+')}, floor ${row.cpuUs!.floor.map((x) => x.toFixed(0)).join('+')}; ` +
+      `the load generator's ${machineLine(row.machine!)}` +
       `${row.invalid ? `  INVALID: ${row.invalid}` : ''}`,
   );
   return row;
@@ -478,6 +508,7 @@ async function benchStore(kind: StoreKind): Promise<Row[]> {
       server,
       floor,
       target === undefined ? undefined : (ratio) => ({ target: `ratio >= ${target}`, ok: ratio >= target }),
+      store.databaseCpu,
     );
     rows.push(row);
     return row;

@@ -65,3 +65,18 @@ export function processCpu(pid: number, withReaped = false): { user: number; sys
     return undefined;
   }
 }
+
+/**
+ * The machine's idle time so far, all cores summed (µs; Linux /proc/stat: idle and iowait);
+ * undefined elsewhere. Over an interval, its growth over the interval's length is the cores that
+ * nothing used.
+ */
+export function machineIdle(): number | undefined {
+  try {
+    const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+    const idle = Number(fields[3]) + Number(fields[4]);
+    return Number.isFinite(idle) ? (idle * 1e6) / TICKS : undefined;
+  } catch {
+    return undefined;
+  }
+}
