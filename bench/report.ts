@@ -118,7 +118,7 @@ export function writeResults(
     '',
     `**Targets: ${held} of ${targets.length} hold.**`,
     '',
-    '| scenario | server | floor | ratio | server CPU µs per request (user+sys) | floor CPU µs per request | load generator / PostgreSQL CPU µs per request (in the floor runs) | cores idle (in the floor runs) | server p50 / p99 ms | server peak RSS MB | target | holds |',
+    '| scenario | server | floor | ratio | server CPU µs per request (user+sys) | floor CPU µs per request | load generator / PostgreSQL CPU µs per request (the load generator alone in the floor runs) | cores idle (in the floor runs) | server p50 / p99 ms | server peak RSS MB | target | holds |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
   ];
   for (const r of rows) {

@@ -191,7 +191,7 @@ export interface Measured extends LoadResult {
   readonly idleCores: number;
 }
 
-/** CPU time so far, user + system, µs; NaN if unknown. */
+/** CPU time so far (user, system; µs); undefined if unknown. */
 type CpuClock = () => { user: number; system: number } | undefined;
 
 /**
