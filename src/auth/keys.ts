@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { ensureDataDir } from '../data-dir.ts';
@@ -38,12 +38,7 @@ export function loadMasterKey(secretKey: string | undefined, dataDir: string): B
   try {
     if (!existsSync(file)) {
       ensureDataDir(dataDir);
-      try {
-        writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-      } catch (err) {
-        // Another process created it first: use theirs.
-        if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) throw err;
-      }
+      createKeyFile(file);
     }
     chmodSync(file, 0o600);
     raw = readFileSync(file, 'utf8').trim();
@@ -60,6 +55,25 @@ export function loadMasterKey(secretKey: string | undefined, dataDir: string): B
     );
   }
   return Buffer.from(raw, 'hex');
+}
+
+/**
+ * Makes the key file whole or not at all: the key is written to a file of this process's own,
+ * then linked into place, which fails if the name exists. Processes starting together on a
+ * fresh data dir never read a key file another is still writing (they read an empty one when it
+ * was created first and written after), and all keep the one that was linked first.
+ */
+function createKeyFile(file: string): void {
+  const pending = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(pending, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  try {
+    linkSync(pending, file);
+  } catch (err) {
+    // Another process linked its key first: use theirs.
+    if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) throw err;
+  } finally {
+    rmSync(pending, { force: true });
+  }
 }
 
 /** The key file used when VRP_SECRET_KEY is not set. */
