@@ -1,6 +1,16 @@
 import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ConfigError } from '../config.ts';
 import { ensureDataDir } from '../data-dir.ts';
 import { systemCause } from '../expected-failure.ts';
@@ -58,14 +68,15 @@ export function loadMasterKey(secretKey: string | undefined, dataDir: string): B
 }
 
 /**
- * Makes the key file whole or not at all: the key is written to a file of this process's own,
- * then linked into place, which fails if the name exists. Processes starting together on a
- * fresh data dir never read a key file another is still writing (they read an empty one when it
- * was created first and written after), and all keep the one that was linked first.
+ * Makes the key file whole or not at all: the key is written and flushed to a file of this
+ * process's own, then linked into place, which fails if the name exists, and the directory is
+ * synced. Processes starting together on a fresh data dir all keep the key linked first and never
+ * read a file another is still writing (created and then written, it used to read empty for a
+ * moment); and a key the store has recorded (its check, in a synced commit) outlives a power cut.
  */
 function createKeyFile(file: string): void {
   const pending = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  writeFileSync(pending, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(pending, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx', flush: true });
   try {
     linkSync(pending, file);
   } catch (err) {
@@ -73,6 +84,12 @@ function createKeyFile(file: string): void {
     if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) throw err;
   } finally {
     rmSync(pending, { force: true });
+  }
+  const dir = openSync(dirname(file), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
   }
 }
 
