@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,7 +123,7 @@ describe('the pieces of that path, in process', () => {
     }
   });
 
-  test('the key file: unreadable or not a key is a ConfigError naming the file and VRP_SECRET_KEY', () => {
+  test('the key file: unreadable, not a key or not to be made is a ConfigError naming the file and VRP_SECRET_KEY', () => {
     const keyDir = dir('key-dir');
     mkdirSync(join(keyDir, 'secret.key'));
     assert.throws(
@@ -131,6 +131,21 @@ describe('the pieces of that path, in process', () => {
       (err: unknown) =>
         err instanceof ConfigError &&
         /secret\.key cannot be used: is a directory.*VRP_SECRET_KEY/.test(err.message),
+    );
+    // A data dir that is there but takes no new file (sysfs): the key cannot be written, and
+    // nothing is left half made.
+    assert.throws(
+      () => loadMasterKey(undefined, '/sys/kernel'),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /^the key file \/sys\/kernel\/secret\.key cannot be used: (permission denied|read-only file system) \(or set VRP_SECRET_KEY\)$/.test(
+          err.message,
+        ),
+    );
+    assert.deepEqual(
+      readdirSync('/sys/kernel').filter((name) => name.startsWith('secret.key')),
+      [],
+      'no key file, whole or in part',
     );
     const fresh = dir('key-fresh');
     assert.equal(loadMasterKey(undefined, join(fresh, 'new')).length, 32, 'made, with the directory');
