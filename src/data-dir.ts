@@ -22,14 +22,21 @@ function makeDir(dir: string): void {
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (err) {
-    const code = err instanceof Error && 'code' in err ? err.code : undefined;
-    if (code === 'EEXIST') {
-      if (statSync(dir).isDirectory()) return;
-      throw err;
-    }
+    if (isDirAlready(err, dir)) return;
     const parent = dirname(dir);
-    if (code !== 'ENOENT' || parent === dir) throw err;
+    if (errorCode(err) !== 'ENOENT' || parent === dir) throw err;
     makeDir(parent);
-    mkdirSync(dir, { mode: 0o700 });
+    // Another process starting at the same moment may have made it since: theirs is as good.
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+    } catch (again) {
+      if (!isDirAlready(again, dir)) throw again;
+    }
   }
 }
+
+const errorCode = (err: unknown) => (err instanceof Error && 'code' in err ? err.code : undefined);
+
+/** The directory exists: made before, or by another process in the meantime (a file of its name is no use). */
+const isDirAlready = (err: unknown, dir: string) =>
+  errorCode(err) === 'EEXIST' && statSync(dir).isDirectory();

@@ -1,6 +1,7 @@
 /**
  * The key file made on a first start: processes starting together on a fresh data dir (two
- * servers, a server and `vrp db`) all get the same whole key, never a file another is still
+ * servers, a server and `vrp db`) all make the data dir and its missing parents without
+ * tripping over each other, all get the same whole key, never a file another is still
  * writing, and the file is the key alone, mode 0600, with nothing else left in the directory.
  */
 import assert from 'node:assert/strict';
@@ -18,9 +19,10 @@ const WORKERS = 4;
 const ROUNDS = 300;
 
 test('loaders starting together on a fresh data dir all get the one key that was made', async () => {
-  // Each round is a fresh data dir (not yet made, as on a first start) that every worker loads
-  // the key from at the same moment.
-  const dirs = Array.from({ length: ROUNDS }, (_, i) => join(root, `round-${i}`));
+  // Each round is a fresh data dir (not yet made, as on a first start, nor its two parents)
+  // that every worker loads the key from at the same moment: they make the directories together
+  // too.
+  const dirs = Array.from({ length: ROUNDS }, (_, i) => join(root, `round-${i}`, 'state', 'vrp'));
   const signal = new SharedArrayBuffer(8);
   const state = new Int32Array(signal);
   const workers = Array.from(

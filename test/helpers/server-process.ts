@@ -65,42 +65,68 @@ export async function startServer(
    * server runs; `serverProgram()` for the build, as the launchers and the bench run it.
    */
   program = 'src/main.ts',
+  /** Where the port comes from (a test of this retry gives one that is taken). */
+  nextPort: () => Promise<number> = freePort,
 ): Promise<ServerProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, program], {
-    ...(cwd === undefined ? {} : { cwd }),
-    env: {
-      ...process.env,
-      ...SERVER_ENV,
-      VRP_LOG_LEVEL: 'warn',
-      VRP_RATE_LIMIT: '0',
-      // A /22 rather than the default /16: a fresh store fills its pool at start-up (65,534 rows
-      // cost ~70 ms of CPU), and 1,022 addresses are more than any of these tests takes.
-      VRP_SIM_IP_POOL: '10.80.0.0/22',
-      ...env,
-      VRP_PORT: String(port),
-      VRP_HOST: '127.0.0.1',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output = keptOutput(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > until) {
-      child.kill('SIGKILL');
-      throw new Error(`server did not start within ${timeoutMs} ms:\n${output()}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  // The port is free when asked for, not held: another process may bind it before the server
+  // does. A server that finds it taken exits at once, and is started again on another.
+  for (let attempt = 1; ; attempt++) {
+    const port = await nextPort();
+    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, program], {
+      ...(cwd === undefined ? {} : { cwd }),
+      env: {
+        ...process.env,
+        ...SERVER_ENV,
+        VRP_LOG_LEVEL: 'warn',
+        VRP_RATE_LIMIT: '0',
+        // A /22 rather than the default /16: a fresh store fills its pool at start-up (65,534 rows
+        // cost ~70 ms of CPU), and 1,022 addresses are more than any of these tests takes.
+        VRP_SIM_IP_POOL: '10.80.0.0/22',
+        ...env,
+        VRP_PORT: String(port),
+        VRP_HOST: '127.0.0.1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output = keptOutput(child);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const closed = new Promise((resolve) => child.once('close', resolve));
+    const url = `http://127.0.0.1:${port}`;
+    const until = Date.now() + timeoutMs;
+    const started = await (async () => {
+      for (;;) {
+        if (child.exitCode !== null) {
+          await closed; // its output read to the end
+          if (attempt < 3 && PORT_TAKEN.test(output())) return false;
+          throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
+        }
+        try {
+          const res = await fetch(`${url}/healthz`);
+          if (res.ok) return true;
+        } catch {
+          // not listening yet
+        }
+        if (Date.now() > until) {
+          child.kill('SIGKILL');
+          throw new Error(`server did not start within ${timeoutMs} ms:\n${output()}`);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    if (started) return serverProcess(url, port, child, output, exited);
   }
+}
+
+/** What the server says when its port is taken (src/main.ts). */
+const PORT_TAKEN = /cannot listen on [^\n]*: address already in use/;
+
+function serverProcess(
+  url: string,
+  port: number,
+  child: ChildProcess,
+  output: () => string,
+  exited: Promise<number | null>,
+): ServerProcess {
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;

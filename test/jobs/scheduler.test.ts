@@ -34,6 +34,9 @@ for (const store of testStores()) {
       // Schedules are driven by a clock the test moves; it stays in the past so the worker (real clock) runs the jobs at once.
       const t = await createTestApp({}, { worker: true, store });
       try {
+        // The app's own scheduler reads the real clock: to it this test's January slots are
+        // months missed, and a tick of it between the insert and the test's ticks would skip them.
+        await t.background!.scheduler.stop();
         const token = await t.token();
         const id = await runningService(t, token);
         let now = Date.parse('2026-01-05T09:59:00Z'); // a Monday
@@ -92,6 +95,8 @@ for (const store of testStores()) {
     test('suspended or busy services and missed slots are recorded as skipped jobs with a reason', async () => {
       const t = await createTestApp({}, { worker: true, store });
       try {
+        // As above: only this test's scheduler, on its clock, looks at its slots.
+        await t.background!.scheduler.stop();
         const token = await t.token();
         const db = t.ctx.store.db;
         const suspended = await runningService(t, token);
