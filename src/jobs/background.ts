@@ -183,18 +183,27 @@ export function startBackground(
     traffic,
     notifications: flusher,
     async stop(graceMs) {
-      await notifications?.close();
-      await flusher.stop();
       stopListening();
-      await traffic.stop();
-      await rescueSweep.stop();
-      await evacuator.stop();
-      await hostHealth.stop();
-      await reconciler.stop();
-      await pruner.stop();
-      await scheduler.stop();
+      // All at once: the worker and the webhook sender take nothing new from the moment the stop
+      // begins, and their grace period runs from then, not after the periodic tasks' passes
+      // under way (a host probe that waits out its timeout, a reconciler's pass over many hosts).
       // Attempts under way and jobs finish side by side; both stop within the grace period.
-      await Promise.all([worker.stop(graceMs), deliverer.stop(Math.min(graceMs ?? 2000, 2000))]);
+      // Every one has stopped before this resolves, even when another failed to.
+      const stopped = await Promise.allSettled([
+        worker.stop(graceMs),
+        deliverer.stop(Math.min(graceMs ?? 2000, 2000)),
+        notifications?.close(),
+        flusher.stop(),
+        traffic.stop(),
+        rescueSweep.stop(),
+        evacuator.stop(),
+        hostHealth.stop(),
+        reconciler.stop(),
+        pruner.stop(),
+        scheduler.stop(),
+      ]);
+      const failed = stopped.find((x) => x.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }
