@@ -3,7 +3,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { RESOURCES } from '../domain/catalog.ts';
 import { type CatalogFile, CatalogFileError, parseCatalogFile } from '../domain/catalog-file.ts';
 import { ApiError } from '../domain/errors.ts';
-import { applyCatalog, exportCatalog } from './catalog-import.ts';
+import { applyCatalog, exportCatalog, lockCatalog } from './catalog-import.ts';
 import { type AuditContext, recordAudit } from './repos/audit.ts';
 import type { Database } from './schema.ts';
 
@@ -174,11 +174,7 @@ export async function changeCatalog(
 ): Promise<{ readonly catalog: CatalogFile; readonly id: string }> {
   return db.transaction().execute(async (tx) => {
     // One change at a time: each reads the whole catalogue and writes it back.
-    await tx
-      .insertInto('meta')
-      .values({ key: 'catalog_changed', value: String(now) })
-      .onConflict((oc) => oc.column('key').doUpdateSet({ value: String(now) }))
-      .execute();
+    await lockCatalog(tx, now);
     const before = await exportCatalog(tx);
     const draft = draftOf(before);
     const { path, target } = edit(draft, change);

@@ -22,7 +22,24 @@ export async function importCatalog(
   file: CatalogFile,
   now: number,
 ): Promise<ImportSummary> {
-  return db.transaction().execute((tx) => applyCatalog(tx, file, now));
+  return db.transaction().execute(async (tx) => {
+    await lockCatalog(tx, now);
+    return applyCatalog(tx, file, now);
+  });
+}
+
+/**
+ * One change of the catalogue at a time, whatever makes it (an import, the operator API, the demo
+ * catalogue's seed): each takes this row's lock first, so that what it reads of the catalogue
+ * after is what the change before it committed. On SQLite the transaction's write lock does it
+ * already.
+ */
+export async function lockCatalog(tx: Transaction<Database>, now: number): Promise<void> {
+  await tx
+    .insertInto('meta')
+    .values({ key: 'catalog_changed', value: String(now) })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: String(now) }))
+    .execute();
 }
 
 /** What importCatalog does, in the caller's transaction (the operator API's changes apply a whole catalogue too). */

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { parseCatalogFile } from '../domain/catalog-file.ts';
-import { importCatalog } from './catalog-import.ts';
+import { applyCatalog, lockCatalog } from './catalog-import.ts';
 import { countProducts } from './repos/products.ts';
 import type { Database } from './schema.ts';
 
@@ -120,9 +120,18 @@ export const DEMO_CATALOG = {
   ],
 };
 
-/** Loads the demo catalogue into a store that has no products; true if it did. */
+/**
+ * Loads the demo catalogue into a store that has no products; true if it did. The store is looked
+ * at under the catalogue's lock: a catalogue imported at the same moment (`vrp catalog import`
+ * beside the first start) is either seen, and kept, or imported after the demo, replacing it.
+ */
 export async function seedDemoCatalog(db: Kysely<Database>, now: number): Promise<boolean> {
+  // A store with a catalogue (every start but the first) is only read.
   if ((await countProducts(db)) > 0) return false;
-  await importCatalog(db, parseCatalogFile(DEMO_CATALOG), now);
-  return true;
+  return db.transaction().execute(async (tx) => {
+    await lockCatalog(tx, now);
+    if ((await countProducts(tx)) > 0) return false;
+    await applyCatalog(tx, parseCatalogFile(DEMO_CATALOG), now);
+    return true;
+  });
 }

@@ -28,7 +28,13 @@ export interface ServiceFixture {
    */
   worker(
     tasks?: Partial<TaskTable>,
-    options?: { maxAttempts?: number; abortWaitMs?: number; driver?: HypervisorDriver },
+    options?: {
+      maxAttempts?: number;
+      abortWaitMs?: number;
+      driver?: HypervisorDriver;
+      /** Its claims' lease (300 ms unless given: short, so that a dead worker's jobs come back within a test). */
+      leaseMs?: number;
+    },
   ): Worker;
   /** The service's jobs as the API lists them, oldest first. */
   jobs(): Promise<any[]>;
@@ -66,7 +72,7 @@ export async function withRunningService(
           signal: t.ctx.jobSignal,
           tasks: { ...TASKS, ...tasks },
           concurrency: 4,
-          leaseMs: 300,
+          leaseMs: options.leaseMs ?? 300,
           retryBaseMs: 10,
           maxAttempts: options.maxAttempts ?? 3,
           stopTimeoutMs: 1000,

@@ -14,20 +14,14 @@ const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal
 
 /** The driver, with its host probes held until `release()`; `probing` settles at the first. */
 function heldProbes(driver: HypervisorDriver) {
-  let release!: () => void;
-  const held = new Promise<void>((r) => {
-    release = r;
-  });
-  let probed!: () => void;
-  const probing = new Promise<void>((r) => {
-    probed = r;
-  });
+  const held = Promise.withResolvers<void>();
+  const probing = Promise.withResolvers<void>();
   const wrapped = new Proxy(driver, {
     get(target, prop) {
       if (prop === 'probe') {
         return async (hostId: string) => {
-          probed();
-          await held;
+          probing.resolve();
+          await held.promise;
           return target.probe(hostId);
         };
       }
@@ -35,7 +29,7 @@ function heldProbes(driver: HypervisorDriver) {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  return { driver: wrapped, probing, release };
+  return { driver: wrapped, probing: probing.promise, release: () => held.resolve() };
 }
 
 for (const store of testStores()) {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type KyselyPlugin, type QueryId, sql } from 'kysely';
 import { CatalogFileError, MAX_AMOUNT, parseCatalogFile } from '../../src/domain/catalog-file.ts';
-import { exportCatalog, importCatalog } from '../../src/store/catalog-import.ts';
+import { applyCatalog, exportCatalog, importCatalog, lockCatalog } from '../../src/store/catalog-import.ts';
+import { openStore } from '../../src/store/database.ts';
 import { DEMO_CATALOG, seedDemoCatalog } from '../../src/store/demo-catalog.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { createTestApp } from '../helpers/app.ts';
@@ -20,6 +21,22 @@ function problems(file: unknown): string[] {
     return [...err.problems];
   }
   return [];
+}
+
+/** A plugin that calls `done` once a read of `products` has come back. */
+function afterCounting(done: () => void): KyselyPlugin {
+  const reads = new Set<QueryId>();
+  return {
+    transformQuery({ node, queryId }) {
+      if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes('"name":"products"'))
+        reads.add(queryId);
+      return node;
+    },
+    async transformResult({ result, queryId }) {
+      if (reads.has(queryId)) done();
+      return result;
+    },
+  };
 }
 
 describe('catalogue file validation', () => {
@@ -399,6 +416,49 @@ for (const store of testStores()) {
         await assert.rejects(() => importCatalog(db, file, Date.now()), /boom/);
         assert.deepEqual(await exportCatalog(db), before);
       } finally {
+        await t.close();
+      }
+    });
+
+    test('the demo seed of a first start beside an import (`vrp catalog import`) keeps the imported catalogue', async () => {
+      const t = await createTestApp({}, { demo: false, store });
+      // The import is another process's (`vrp catalog import`): a store of its own on the same database.
+      const other = await openStore({ databaseUrl: t.ctx.config.databaseUrl, dataDir: t.dataDir });
+      try {
+        const db = t.ctx.store.db;
+        // The operator's own catalogue: nothing in common with the demo's.
+        const own = demo();
+        own.products = [own.products[0]];
+        own.products[0].id = '0c0c0c0c-0000-4000-8000-000000000001';
+        own.products[0].name = 'Our own plan';
+        own.products[0].plans = own.products[0].plans.map((plan: AnyFile, i: number) => ({
+          ...plan,
+          id: `0c0c0c0c-0000-4000-8000-00000000010${i}`,
+        }));
+        own.os_templates = [{ id: '0c0c0c0c-0000-4000-8000-000000000201', name: 'Our OS', image: null }];
+        own.products[0].os_templates = ['0c0c0c0c-0000-4000-8000-000000000201'];
+        const file = parseCatalogFile(own);
+        // The import, written but not yet committed, while the seed starts.
+        const held = Promise.withResolvers<void>();
+        const written = Promise.withResolvers<void>();
+        const imported = other.db.transaction().execute(async (tx) => {
+          await lockCatalog(tx, 1);
+          await applyCatalog(tx, file, 1);
+          written.resolve();
+          await held.promise;
+        });
+        await written.promise;
+        // The seed has looked at the store (no products committed yet) before the import commits.
+        const looked = Promise.withResolvers<void>();
+        const seeded = seedDemoCatalog(db.withPlugin(afterCounting(looked.resolve)), 2);
+        await looked.promise;
+        held.resolve();
+        await imported;
+        assert.equal(await seedDemoCatalog(db, 3), false, 'a store with a catalogue gets no demo');
+        assert.equal(await seeded, false, 'the seed saw the imported catalogue');
+        assert.deepEqual(await exportCatalog(db), file);
+      } finally {
+        await other.close();
         await t.close();
       }
     });
