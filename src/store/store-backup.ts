@@ -5,6 +5,7 @@
  * which a restore compares with the key of the installation it restores into.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
@@ -57,9 +58,13 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** A file name beside `file` that a crashed run leaves as litter, never as a half-written `file`. */
+/**
+ * A file name beside `file` that a crashed run leaves as litter, never as a half-written `file`;
+ * this run's own (its process id and random bytes: two runs to one destination from containers
+ * whose processes are both PID 1 never write one file).
+ */
 function partialOf(file: string): string {
-  return join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
+  return join(dirname(file), `.${basename(file)}.partial-${process.pid}-${randomBytes(4).toString('hex')}`);
 }
 
 // ---- SQLite -------------------------------------------------------------------------------
