@@ -22,6 +22,12 @@ import type { Database } from '../store/schema.ts';
 import { createPeriodic } from './periodic.ts';
 import { enqueueInTransaction, inSeqTransaction } from './queue.ts';
 
+/**
+ * How long after a month's turn a lifted throttle is lifted again at each pass: longer than any
+ * one host's turn of a pass that began in the month before (in another process) can last.
+ */
+const RELIFT_MS = 60 * 60_000;
+
 export interface TrafficSamplerOptions {
   readonly db: Kysely<Database>;
   readonly driver: Pick<HypervisorDriver, 'name' | 'interfaceCounters' | 'setBandwidth'>;
@@ -178,8 +184,11 @@ export function createTrafficSampler(o: TrafficSamplerOptions): TrafficSampler {
       if (action === 'suspend') queued = true;
     }
     if (queued) o.onQueued?.();
-    // Every throttle of the month, set again: idempotent, and it survives a redefined VM.
-    for (const t of await throttlesOnHost(o.db, hostId, now)) {
+    // Every throttle of the month, set again: idempotent, and it survives a redefined VM. The
+    // month as of now, not of the pass's start: a pass that began before a month's turn must not
+    // set last month's throttles again after another process lifted them (liftThrottles lifts a
+    // throttle again for a while after, for one set in the moment between).
+    for (const t of await throttlesOnHost(o.db, hostId, o.clock.now())) {
       try {
         await o.driver.setBandwidth(t.serviceId, t.mbit);
       } catch (err) {
@@ -193,12 +202,16 @@ export function createTrafficSampler(o: TrafficSamplerOptions): TrafficSampler {
     return { hostId, outcome: 'sampled', counted, exceeded };
   }
 
-  /** Throttles of months gone by: lifted on the hypervisor, then marked lifted (a service gone, or throttled again, keeps its state). */
+  /**
+   * Throttles of months gone by: lifted on the hypervisor, then marked lifted (a service gone, or
+   * throttled again, keeps its state). Those lifted in the last RELIFT_MS are lifted again: another
+   * process's pass that began before the month's turn may have set one again in between.
+   */
   async function liftThrottles(now: number): Promise<void> {
-    for (const t of await throttlesToLift(o.db, now)) {
+    for (const t of await throttlesToLift(o.db, now, now - RELIFT_MS)) {
       try {
         if (!t.keep) await o.driver.setBandwidth(t.serviceId, null);
-        if (await markLifted(o.db, t.serviceId, t.month, now))
+        if (!t.lifted && (await markLifted(o.db, t.serviceId, t.month, now)))
           o.log.info({ serviceId: t.serviceId }, 'traffic: a new month lifted the throttle');
       } catch (err) {
         if (isStoreUnavailable(err)) throw err;

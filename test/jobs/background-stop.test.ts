@@ -8,6 +8,7 @@ import { describe, test } from 'node:test';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { startBackground } from '../../src/jobs/background.ts';
 import { call, createTestApp, orderRunning } from '../helpers/app.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent };
@@ -16,17 +17,11 @@ const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal
 function heldProbes(driver: HypervisorDriver) {
   const held = Promise.withResolvers<void>();
   const probing = Promise.withResolvers<void>();
-  const wrapped = new Proxy(driver, {
-    get(target, prop) {
-      if (prop === 'probe') {
-        return async (hostId: string) => {
-          probing.resolve();
-          await held.promise;
-          return target.probe(hostId);
-        };
-      }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+  const wrapped = interceptDriver(driver, {
+    async probe(hostId) {
+      probing.resolve();
+      await held.promise;
+      return driver.probe(hostId);
     },
   });
   return { driver: wrapped, probing: probing.promise, release: () => held.resolve() };

@@ -13,6 +13,7 @@ import { createTrafficSampler, type TrafficHostPass } from '../../src/jobs/traff
 import { importCatalog } from '../../src/store/catalog-import.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createManualClock, type ManualClock } from '../helpers/manual-clock.ts';
 import { createTestOperator, OPS, operatorToken } from '../helpers/operator.ts';
@@ -196,6 +197,73 @@ for (const store of testStores()) {
         const april = await details(t, token, id);
         assert.deepEqual([april.traffic_in_gb, april.traffic_out_gb], [0, 0]);
         assert.equal((await trafficEvents(t, token, id)).length, 1);
+      } finally {
+        await t.close();
+      }
+    });
+
+    test("two processes at a month's turn: a throttle set again by a pass that began in the old month is lifted again", async () => {
+      const clock = createManualClock(MID_MARCH);
+      const t = await app(store, clock);
+      try {
+        await limitProduct(t, 1, 'throttle:10');
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'traffic-turn.example.com');
+        const a = sampler(t);
+        await outside.traffic(t.ctx.store.db, id, GB, 1000);
+        await a.pass();
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, 10);
+
+        // Another process's pass, begun a minute before April: its throttles of March are set
+        // again, the setting held on the hypervisor's side until April has begun.
+        const held = Promise.withResolvers<void>();
+        const setting = Promise.withResolvers<void>();
+        const driver = interceptDriver(t.driver!, {
+          async setBandwidth(serviceId, mbit) {
+            if (mbit !== null) {
+              setting.resolve();
+              await held.promise;
+            }
+            return t.driver!.setBandwidth(serviceId, mbit);
+          },
+        });
+        const b = createTrafficSampler({
+          db: t.ctx.store.db,
+          driver,
+          clock: t.ctx.clock,
+          log: t.app.log,
+          intervalMs: 0,
+        });
+        clock.advance(APRIL - MID_MARCH - 6 * 60_000);
+        const late = b.pass();
+        await setting.promise;
+        clock.advance(6 * 60_000);
+        await a.pass();
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, null, 'April lifted it');
+        held.resolve();
+        await late;
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, 10, 'the late pass set it again');
+        // The next pass, five minutes on: lifted again.
+        clock.advance(5 * 60_000);
+        await a.pass();
+        assert.equal((await t.driver!.inspect(id))?.bandwidthMbit, null);
+        // An hour on, the lifts of March are done with: a pass sets nothing on the hypervisor.
+        clock.advance(60 * 60_000);
+        let calls = 0;
+        const counting = createTrafficSampler({
+          db: t.ctx.store.db,
+          driver: interceptDriver(t.driver!, {
+            async setBandwidth(serviceId, mbit) {
+              calls++;
+              return t.driver!.setBandwidth(serviceId, mbit);
+            },
+          }),
+          clock: t.ctx.clock,
+          log: t.app.log,
+          intervalMs: 0,
+        });
+        await counting.pass();
+        assert.equal(calls, 0);
       } finally {
         await t.close();
       }

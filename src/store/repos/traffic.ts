@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { type CounterReading, counterDelta, nextUtcMonth, utcDay, utcMonth } from '../../domain/traffic.ts';
 import type { HotReads } from '../hot-reads.ts';
 import type { Database, TrafficMonthTable } from '../schema.ts';
@@ -224,13 +224,15 @@ export async function throttlesOnHost(
 }
 
 /**
- * Throttles of months before the one of `now` not lifted yet: `keep` when the service is gone
- * (nothing to lift on a hypervisor) or throttled again this month (the limit stays).
+ * Throttles of months before the one of `now` not lifted yet, then those lifted since
+ * `liftedSince` (`lifted`): `keep` when the service is gone (nothing to lift on a hypervisor) or
+ * throttled again this month (the limit stays).
  */
 export async function throttlesToLift(
   db: Kysely<Database>,
   now: number,
-): Promise<{ serviceId: string; month: number; keep: boolean }[]> {
+  liftedSince = now,
+): Promise<{ serviceId: string; month: number; keep: boolean; lifted: boolean }[]> {
   const month = utcMonth(now);
   const rows = await db
     .selectFrom('traffic_months as t')
@@ -238,10 +240,12 @@ export async function throttlesToLift(
     .leftJoin('traffic_months as c', (j) =>
       j.onRef('c.service_id', '=', 't.service_id').on('c.month', '=', month).on('c.action', '=', 'throttle'),
     )
-    .select(['t.service_id', 't.month', 's.status', 'c.month as current'])
+    .select(['t.service_id', 't.month', 't.lifted_at', 's.status', 'c.month as current'])
     .where('t.month', '<', month)
     .where('t.action', '=', 'throttle')
-    .where('t.lifted_at', 'is', null)
+    .where((eb) => eb.or([eb('t.lifted_at', 'is', null), eb('t.lifted_at', '>=', liftedSince)]))
+    // Those still to lift first.
+    .orderBy(sql`t.lifted_at is null`, 'desc')
     .orderBy('t.month')
     .limit(500)
     .execute();
@@ -249,6 +253,7 @@ export async function throttlesToLift(
     serviceId: r.service_id,
     month: Number(r.month),
     keep: r.status === null || r.status === 'terminated' || r.current !== null,
+    lifted: r.lifted_at !== null,
   }));
 }
 
