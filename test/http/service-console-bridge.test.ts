@@ -14,6 +14,7 @@ import {
   type ConsoleSocket,
 } from '../../src/http/service-console/bridge.ts';
 import { consolePage, refusalPage } from '../../src/http/service-console/page.ts';
+import { silentLog } from '../helpers/silent-log.ts';
 
 const OPEN = 1;
 const CLOSED = 3;
@@ -31,7 +32,13 @@ function fakeSocket() {
     readyState: OPEN,
     OPEN,
     CONNECTING: 0,
-    send: (data) => sent.push(Buffer.from(data)),
+    bufferedAmount: 0,
+    send: (data, _options, done) => {
+      sent.push(Buffer.from(data));
+      done?.();
+    },
+    pause() {},
+    resume() {},
     close(code, reason) {
       socket.readyState = CLOSED;
       closed = { code, reason };
@@ -44,16 +51,6 @@ function fakeSocket() {
   return { socket, events, sent, whenClosed };
 }
 
-const log = {
-  info() {},
-  warn() {},
-  error() {},
-  debug() {},
-  trace() {},
-  fatal() {},
-  child: () => log,
-  level: 'info',
-};
 const clock = { now: () => 0 };
 const never: ConsoleCheck = async () => undefined;
 
@@ -72,7 +69,7 @@ function bridge(o: {
     pollMs: o.pollMs ?? 60_000,
     clock,
     sessionUntil: o.sessionUntil ?? 3_600_000,
-    log: log as any,
+    log: silentLog,
   });
 }
 

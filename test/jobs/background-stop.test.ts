@@ -9,9 +9,8 @@ import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { startBackground } from '../../src/jobs/background.ts';
 import { call, createTestApp, orderRunning } from '../helpers/app.ts';
 import { interceptDriver } from '../helpers/driver-calls.ts';
+import { silentLog } from '../helpers/silent-log.ts';
 import { testStores } from '../helpers/stores.ts';
-
-const silent = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {}, child: () => silent };
 
 /** The driver, with its host probes held until `release()`; `probing` settles at the first. */
 function heldProbes(driver: HypervisorDriver) {
@@ -37,7 +36,7 @@ for (const store of testStores()) {
         // The app's own background gives way to one whose host probes the test holds.
         await t.background!.stop(2000);
         const held = heldProbes(t.driver!);
-        const background = startBackground(t.ctx, held.driver, silent as never, { pollMs: 50 });
+        const background = startBackground(t.ctx, held.driver, silentLog, { pollMs: 50 });
         await held.probing;
         const stopping = background.stop(2000);
         // Queued after the stop began (it wakes the worker's claim at once, as any enqueue does).

@@ -9,12 +9,28 @@ export const CLOSE_SERVICE_LEFT = 4002;
 const CLOSE_NORMAL = 1000;
 const CLOSE_ERROR = 1011;
 
+/**
+ * Bytes queued for the browser (in the WebSocket and its TCP socket) past which the console is
+ * not read until they are sent: a console that writes faster than the browser reads (a flood on
+ * the serial line, a VNC client that asks and never reads) waits for it, instead of growing the
+ * process's memory without bound.
+ */
+const OUT_HIGH_WATER = 1 << 20;
+/** Keystrokes (or RFB) kept while the console is being connected, past which the browser's are not read. */
+const IN_PENDING_MAX = 1 << 20;
+
 /** What the bridge uses of a `ws` WebSocket (the one @fastify/websocket hands a route). */
 export interface ConsoleSocket {
   readonly readyState: number;
   readonly OPEN: number;
   readonly CONNECTING: number;
-  send(data: Buffer, options: { binary: boolean }): void;
+  /** Bytes queued to send, not yet handed to the system. */
+  readonly bufferedAmount: number;
+  /** `done` once the data is handed to the system (or failed to be). */
+  send(data: Buffer, options: { binary: boolean }, done?: (err?: Error) => void): void;
+  /** Stops and starts reading from the browser. */
+  pause(): void;
+  resume(): void;
   close(code: number, reason: string): void;
   on(event: 'message', listener: (data: Buffer | ArrayBuffer | Buffer[]) => void): void;
   on(event: 'close', listener: () => void): void;
@@ -27,7 +43,10 @@ export type ConsoleCheck = () => Promise<{ code: number; reason: string } | unde
 /**
  * Bridges a browser's WebSocket and a VM's console both ways (binary frames: the terminal's
  * bytes, or RFB), until either side closes or `check` (asked every `pollMs`) says it must end.
- * Keystrokes that arrive before the console is connected are kept and sent once it is.
+ * Keystrokes that arrive before the console is connected are kept and sent once it is. Each way
+ * waits for the slower side: the console is not read while the browser has more than
+ * OUT_HIGH_WATER bytes to take, the browser not while the console has not taken what it was
+ * given.
  */
 export function bridgeConsole(o: {
   socket: ConsoleSocket;
@@ -43,6 +62,7 @@ export function bridgeConsole(o: {
   let stream: Duplex | undefined;
   let closed = false;
   const pending: Buffer[] = [];
+  let pendingBytes = 0;
 
   const close = (code: number, reason: string) => {
     if (closed) return;
@@ -70,9 +90,28 @@ export function bridgeConsole(o: {
       : Array.isArray(data)
         ? Buffer.concat(data)
         : Buffer.from(data);
-    if (stream) stream.write(bytes);
-    else pending.push(bytes);
+    if (stream) toConsole(stream, bytes);
+    else {
+      pending.push(bytes);
+      pendingBytes += bytes.length;
+      if (pendingBytes > IN_PENDING_MAX) socket.pause();
+    }
   });
+  /** Writes the browser's bytes; while the console has not taken them, the browser waits. */
+  let waitingForConsole = false;
+  const toConsole = (to: Duplex, bytes: Buffer) => {
+    if (to.write(bytes) || waitingForConsole) return;
+    waitingForConsole = true;
+    socket.pause();
+    to.once('drain', () => {
+      waitingForConsole = false;
+      if (!closed) socket.resume();
+    });
+  };
+  /** The browser took some of what it was sent: the console is read again once it took most. */
+  const sent = () => {
+    if (!closed && stream?.isPaused() && socket.bufferedAmount <= OUT_HIGH_WATER / 2) stream.resume();
+  };
   socket.on('close', () => close(CLOSE_NORMAL, ''));
   socket.on('error', (err) => {
     log.warn({ err }, 'console WebSocket failed');
@@ -86,14 +125,20 @@ export function bridgeConsole(o: {
         return;
       }
       stream = opened;
-      opened.on('data', (chunk: Buffer) => socket.send(chunk, { binary: true }));
+      opened.on('data', (chunk: Buffer) => {
+        socket.send(chunk, { binary: true }, sent);
+        if (socket.bufferedAmount > OUT_HIGH_WATER) opened.pause();
+      });
       opened.on('end', () => close(CLOSE_NORMAL, 'The console closed'));
       opened.on('close', () => close(CLOSE_NORMAL, 'The console closed'));
       opened.on('error', (err) => {
         log.warn({ err }, 'console stream failed');
         close(CLOSE_ERROR, 'The console connection failed');
       });
-      for (const bytes of pending.splice(0)) opened.write(bytes);
+      for (const bytes of pending.splice(0)) toConsole(opened, bytes);
+      pendingBytes = 0;
+      // Read again if too much was kept meanwhile, unless the console now makes the browser wait.
+      if (!waitingForConsole) socket.resume();
     },
     (err: unknown) => {
       log.warn({ err, kind: o.kind }, 'console could not be opened');
