@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import { localBackupStore } from '../../src/drivers/backup-store/local.ts';
 import { s3BackupStore } from '../../src/drivers/backup-store/s3.ts';
 import { sftpBackupStore } from '../../src/drivers/backup-store/sftp.ts';
 import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
-import { WAIT_MS } from '../helpers/budget.ts';
+import { WAIT_MS, waitUntil } from '../helpers/budget.ts';
 import { type S3Server, startS3 } from '../helpers/s3.ts';
 import { type Sshd, startSshd } from '../helpers/sshd.ts';
 import { missingTool } from '../helpers/tools.ts';
@@ -104,6 +104,16 @@ async function rejectsWith(
   for (const secret of expected.secrets ?? [])
     assert.ok(!caught.message.includes(secret), `"${caught.message}" shows a secret`);
   return caught;
+}
+
+/** Established TCP connections of this machine to 127.0.0.1:`port` (the clients' sides). */
+function connectionsTo(port: number): number {
+  const hex = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((f) => f[2] === hex && f[3] === '01').length;
 }
 
 /** Private key material: the lines between the armour. */
@@ -392,6 +402,60 @@ describe('an SFTP store that cannot be used', { skip: noSshd }, () => {
     } finally {
       await store.close();
       silent.close();
+    }
+  });
+
+  test('a server that stops answering requests (its file system hangs, its SSH side alive): each request is bounded (requestTimeoutMs)', async () => {
+    // Keepalives far apart: only the request's own bound can end the wait.
+    const store = sftpStore({ requestTimeoutMs: 500, keepaliveMs: 10 * 60_000 });
+    try {
+      await store.put('svc-h/b1/data', one('kept'));
+      const resume = sshd!.pauseConnections();
+      try {
+        // A put (never sent twice: its source is read once) fails, transient, saying why.
+        await rejectsWith(store.put('svc-h/b2/data', one('new')), {
+          transient: true,
+          missing: false,
+          names: store.description,
+          says: /no answer to a request within 0\.5 s/,
+          secrets: keyLines(sshd?.clientKey ?? ''),
+        });
+        // The connection that hung is given up: the next call goes over a new one.
+        assert.equal(await store.size('svc-h/b1/data'), 4);
+        assert.deepEqual(await store.list('svc-h/'), ['svc-h/b1/data']);
+      } finally {
+        resume();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a server that takes the key but has no SFTP: a transient error, and no connection left open', async () => {
+    const bare = await startSshd({ sftp: false });
+    const store = sftpBackupStore({
+      host: bare.host,
+      port: bare.port,
+      username: bare.username,
+      path: join(bare.dir, 'store'),
+      privateKey: bare.clientKey,
+      readyTimeoutMs: WAIT_MS,
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        await rejectsWith(store.probe(), {
+          transient: true,
+          missing: false,
+          names: store.description,
+          secrets: keyLines(bare.clientKey),
+        });
+      }
+      await waitUntil('the connections to the server to be closed', () =>
+        connectionsTo(bare.port) === 0 ? true : undefined,
+      );
+    } finally {
+      await store.close();
+      await bare.close();
     }
   });
 

@@ -33,6 +33,11 @@ export interface Sshd {
   readonly dir: string;
   /** Ends the connections the server has open (the listener stays). */
   dropConnections(): void;
+  /**
+   * Stops the processes of the connections open now (SIGSTOP), as a server whose file system
+   * hangs: they answer nothing, the listener takes new ones. Returns what lets them go on.
+   */
+  pauseConnections(): () => void;
   /** Stops the server and its connections; `start` runs it again on the same port. */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -71,7 +76,8 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
-export async function startSshd(): Promise<Sshd> {
+/** `sftp: false`: a server without the SFTP subsystem (logins work, SFTP sessions are refused). */
+export async function startSshd(o: { sftp?: boolean } = {}): Promise<Sshd> {
   const sshd = toolPath('sshd');
   const dir = mkdtempSync(join(tmpdir(), 'vrp-sshd-'));
   const hostKey = join(dir, 'host_key');
@@ -101,7 +107,7 @@ export async function startSshd(): Promise<Sshd> {
       'UsePAM no',
       'PermitRootLogin prohibit-password',
       `AllowUsers ${username}`,
-      'Subsystem sftp internal-sftp',
+      ...(o.sftp === false ? [] : ['Subsystem sftp internal-sftp']),
       'LogLevel INFO',
       '',
     ].join('\n'),
@@ -142,6 +148,19 @@ export async function startSshd(): Promise<Sshd> {
       } catch {}
     }
   };
+  const pauseConnections = () => {
+    const descendants = (pid: number): number[] => childrenOf(pid).flatMap((c) => [c, ...descendants(c)]);
+    const paused = child?.pid === undefined ? [] : descendants(child.pid);
+    const signal = (name: NodeJS.Signals) => {
+      for (const pid of paused) {
+        try {
+          process.kill(pid, name);
+        } catch {}
+      }
+    };
+    signal('SIGSTOP');
+    return () => signal('SIGCONT');
+  };
   const stop = async (): Promise<void> => {
     const proc = child;
     child = undefined;
@@ -171,6 +190,7 @@ export async function startSshd(): Promise<Sshd> {
     strangerFingerprint: fingerprint(join(dir, 'stranger_key.pub')),
     dir,
     dropConnections,
+    pauseConnections,
     stop,
     start,
     async close() {

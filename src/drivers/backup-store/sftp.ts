@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createConnection } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { posix } from 'node:path';
 import { Readable } from 'node:stream';
 import SftpClient from 'ssh2-sftp-client';
@@ -25,6 +25,13 @@ export interface SftpBackupStoreOptions {
   readonly readyTimeoutMs?: number;
   /** Keepalive probes every this many ms; 3 unanswered ones end the connection. */
   readonly keepaliveMs?: number;
+  /**
+   * How long one SFTP request may wait for its answer (ms, default 120 s): past it the
+   * connection is given up (its other requests fail with it) and the call fails as transient.
+   * A server whose SSH side still answers while its file system hangs would otherwise hold the
+   * job that asked for ever.
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Bytes of one put in flight at once: each write waits a round trip, so several overlap. */
@@ -66,6 +73,8 @@ interface Stats {
 interface Connection {
   readonly client: SftpClient;
   readonly sftp: SFTPWrapper;
+  /** Its TCP socket: destroyed, the connection ends at once whatever the server does. */
+  readonly sock: Socket;
   alive: boolean;
 }
 
@@ -109,11 +118,12 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
     const pin = options.hostKey;
     let offered: string | undefined;
     let sftp: SFTPWrapper;
+    // Each SFTP request leaves at once (TCP_NODELAY): with Nagle's algorithm a small request
+    // waits for the answer to the one before, about 40 ms a call.
+    const sock = createConnection({ host: options.host, port: options.port, noDelay: true });
     try {
       sftp = await client.connect({
-        // Each SFTP request leaves at once (TCP_NODELAY): with Nagle's algorithm a small request
-        // waits for the answer to the one before, about 40 ms a call.
-        sock: createConnection({ host: options.host, port: options.port, noDelay: true }),
+        sock,
         host: options.host,
         port: options.port,
         username: options.username,
@@ -130,11 +140,12 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
         }),
       });
     } catch (err) {
-      await client.end().catch(() => {});
+      // Not client.end(): before the SFTP session is ready it leaves the SSH connection open.
+      sock.destroy();
       if (pin && offered !== undefined && offered !== pin.fingerprint) throw new HostKeyMismatch(offered);
       throw err;
     }
-    const conn: Connection = { client, sftp, alive: true };
+    const conn: Connection = { client, sftp, sock, alive: true };
     const dead = () => {
       conn.alive = false;
     };
@@ -150,7 +161,7 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
     if (current) {
       const old = current;
       current = undefined;
-      await old.client.end().catch(() => {});
+      old.sock.destroy();
     }
     opening ??= open().finally(() => {
       opening = undefined;
@@ -160,9 +171,17 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
     return { conn, fresh: true };
   };
 
+  const requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
   const session = (conn: Connection): Session => ({
     sftp: conn.sftp,
-    call: (start) => (conn.alive ? call(start) : Promise.reject(new Error('Not connected'))),
+    call: (start) =>
+      conn.alive
+        ? call(start, requestTimeoutMs, () => {
+            // No answer in time: this connection is given up, and with it its other requests.
+            conn.alive = false;
+            conn.sock.destroy();
+          })
+        : Promise.reject(new Error('Not connected')),
   });
 
   /**
@@ -299,15 +318,52 @@ export function sftpBackupStore(options: SftpBackupStoreOptions): BackupStore {
       closed = true;
       const conn = current ?? (await opening?.catch(() => undefined));
       current = undefined;
-      await conn?.client.end().catch(() => {});
+      if (conn) await endConnection(conn);
     },
   };
 }
 
-function call<T>(start: (cb: (err: Error | undefined | null, value: T) => void) => void): Promise<T> {
+/** Ends a connection politely, or at once if the server does not close its side within 2 s. */
+async function endConnection(conn: Connection): Promise<void> {
+  if (!conn.alive) {
+    conn.sock.destroy();
+    return;
+  }
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    conn.client.end().catch(() => {}),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, 2000);
+    }),
+  ]);
+  clearTimeout(timer);
+  conn.sock.destroy();
+}
+
+/** One SFTP request; one not answered within `timeoutMs` fails, after `onTimeout`. */
+function call<T>(
+  start: (cb: (err: Error | undefined | null, value: T) => void) => void,
+  timeoutMs: number,
+  onTimeout: () => void,
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    start((err, value) => (err ? reject(err) : resolve(value)));
+    const timer = setTimeout(() => {
+      onTimeout();
+      reject(new RequestTimeout(timeoutMs));
+    }, timeoutMs);
+    start((err, value) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(value);
+    });
   });
+}
+
+/** A request the server did not answer in time. */
+class RequestTimeout extends Error {
+  constructor(ms: number) {
+    super(`no answer to a request within ${ms / 1000} s`);
+  }
 }
 
 /** ssh2's words for a request whose connection went away under it. */
