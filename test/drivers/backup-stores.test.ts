@@ -426,6 +426,13 @@ describe('an SFTP store that cannot be used', { skip: noSshd }, () => {
       } finally {
         resume();
       }
+      // Closing the store while its server answers nothing ends (it does not wait for the server).
+      const resumeAgain = sshd!.pauseConnections();
+      try {
+        await store.close();
+      } finally {
+        resumeAgain();
+      }
     } finally {
       await store.close();
     }

@@ -92,28 +92,41 @@ export async function startServer(
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const closed = new Promise((resolve) => child.once('close', resolve));
     const url = `http://127.0.0.1:${port}`;
-    const until = Date.now() + timeoutMs;
-    const started = await (async () => {
-      for (;;) {
-        if (child.exitCode !== null) {
-          await closed; // its output read to the end
-          if (attempt < 3 && PORT_TAKEN.test(output())) return false;
-          throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
-        }
-        try {
-          const res = await fetch(`${url}/healthz`);
-          if (res.ok) return true;
-        } catch {
-          // not listening yet
-        }
-        if (Date.now() > until) {
-          child.kill('SIGKILL');
-          throw new Error(`server did not start within ${timeoutMs} ms:\n${output()}`);
-        }
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
-    if (started) return serverProcess(url, port, child, output, exited);
+    const up = await healthy(child, url, output, closed, timeoutMs);
+    if (up === 'port taken' && attempt < 3) continue;
+    if (up !== 'up') throw new Error(`server exited with ${child.exitCode}:\n${output()}`);
+    return serverProcess(url, port, child, output, exited);
+  }
+}
+
+/**
+ * Waits until the server answers /healthz ('up'), or it exits ('port taken' when it says its
+ * port is in use, else 'exited'); throws past `timeoutMs`, the server killed.
+ */
+async function healthy(
+  child: ChildProcess,
+  url: string,
+  output: () => string,
+  closed: Promise<unknown>,
+  timeoutMs: number,
+): Promise<'up' | 'port taken' | 'exited'> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await closed; // its output read to the end
+      return PORT_TAKEN.test(output()) ? 'port taken' : 'exited';
+    }
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return 'up';
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > until) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start within ${timeoutMs} ms:\n${output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

@@ -23,6 +23,8 @@ const CLOSED = 3;
 function fakeSocket() {
   const events = new EventEmitter();
   const sent: Buffer[] = [];
+  /** The bridge's pauses and resumes of the browser's side, in order. */
+  const reading: string[] = [];
   let closed: { code: number; reason: string } | undefined;
   let onClosed: () => void = () => {};
   const whenClosed = new Promise<{ code: number; reason: string }>((resolve) => {
@@ -37,8 +39,12 @@ function fakeSocket() {
       sent.push(Buffer.from(data));
       done?.();
     },
-    pause() {},
-    resume() {},
+    pause() {
+      reading.push('pause');
+    },
+    resume() {
+      reading.push('resume');
+    },
     close(code, reason) {
       socket.readyState = CLOSED;
       closed = { code, reason };
@@ -48,7 +54,7 @@ function fakeSocket() {
       events.on(event, listener);
     },
   };
-  return { socket, events, sent, whenClosed };
+  return { socket, events, sent, whenClosed, reading };
 }
 
 const clock = { now: () => 0 };
@@ -97,6 +103,30 @@ describe('console bridge', () => {
     assert.equal(Buffer.concat(s.sent).toString(), 'login: ');
     guest.destroy();
     assert.equal((await s.whenClosed).code, 1000);
+  });
+
+  test('past 1 MiB typed before the console is connected, the browser is not read until it is; then all of it reaches the console', async () => {
+    const s = fakeSocket();
+    let release!: (d: Duplex) => void;
+    bridge({ socket: s.socket, open: () => new Promise<Duplex>((r) => (release = r)) });
+    const chunk = Buffer.alloc(256 * 1024, 0x61);
+    for (let i = 0; i < 4; i++) s.events.emit('message', chunk);
+    assert.deepEqual(s.reading, [], 'up to 1 MiB is kept');
+    s.events.emit('message', chunk);
+    assert.deepEqual(s.reading, ['pause']);
+    let taken = 0;
+    const guest = new (class extends PassThrough {
+      override _write(data: Buffer, _enc: BufferEncoding, done: () => void) {
+        taken += data.length;
+        done();
+      }
+    })({ highWaterMark: 8 * 1024 * 1024 });
+    release(guest);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(taken, 5 * chunk.length);
+    assert.deepEqual(s.reading, ['pause', 'resume']);
+    guest.destroy();
+    await s.whenClosed;
   });
 
   test('a console that cannot be opened closes the socket with 1011', async () => {

@@ -231,7 +231,7 @@ export async function throttlesOnHost(
 export async function throttlesToLift(
   db: Kysely<Database>,
   now: number,
-  liftedSince = now,
+  liftedSince: number,
 ): Promise<{ serviceId: string; month: number; keep: boolean; lifted: boolean }[]> {
   const month = utcMonth(now);
   const rows = await db
