@@ -16,6 +16,7 @@ import {
   recordChannelFailed,
   recordChannelSent,
   removeChannel,
+  renewChannel,
 } from '../store/repos/notifications.ts';
 import { operatorWebhooksById } from '../store/repos/operator-webhooks.ts';
 import type { HostLookup } from '../webhooks/lookup.ts';
@@ -28,6 +29,13 @@ import { createPeriodic } from './periodic.ts';
 
 /** How long an operator webhook has to answer. */
 const WEBHOOK_TIMEOUT_MS = 10_000;
+/**
+ * How long a process holds a channel it sends to without renewing its hold. A message still
+ * being sent is held again every third of this: an SMTP exchange is bounded by quiet spells
+ * only (notify-mail.ts), so a slow server can take longer than any fixed lease, and another
+ * process must not send the same message meanwhile.
+ */
+const CHANNEL_LEASE_MS = 60_000;
 /** Notifications are listed by the operator API this long after they were sent, then pruned. */
 export const NOTIFICATION_RETENTION_MS = 30 * 86_400_000;
 
@@ -46,6 +54,8 @@ export interface FlusherOptions {
   readonly windowMs: number;
   /** Time between passes (default: a quarter of the window, at least 1 s). */
   readonly intervalMs?: number;
+  /** How long a claim on a channel lasts unless renewed (real time; default 60 s). Tests shorten it. */
+  readonly leaseMs?: number;
 }
 
 export interface NotificationFlusher {
@@ -69,6 +79,7 @@ export interface NotificationFlusher {
  */
 export function createNotificationFlusher(o: FlusherOptions): NotificationFlusher {
   const workerId = `notify-${randomUUID()}`;
+  const leaseMs = o.leaseMs ?? CHANNEL_LEASE_MS;
   const db = o.store.db;
   let emailAdded = false;
   let sweptAt = Number.NEGATIVE_INFINITY;
@@ -114,9 +125,10 @@ export function createNotificationFlusher(o: FlusherOptions): NotificationFlushe
       workerId,
       upTo,
       realNow,
-      leaseUntil: realNow + WEBHOOK_TIMEOUT_MS * 6,
+      leaseUntil: realNow + leaseMs,
     });
     if (!claimed) return undefined;
+    const renewal = holdWhileSending(c.channel);
     try {
       if (c.kind === 'email') await sendEmail(c, upTo);
       else await sendWebhook(c, upTo);
@@ -131,11 +143,41 @@ export function createNotificationFlusher(o: FlusherOptions): NotificationFlushe
         },
         'notifications: message not sent; it will be tried again',
       );
+      await renewal.stop();
       await recordChannelFailed(db, c.channel, workerId, message, next);
       return false;
     }
+    await renewal.stop();
     await recordChannelSent(db, c.channel, workerId, upTo, o.clock.now());
     return true;
+  }
+
+  /** Renews this process's hold on the channel every third of the lease until stopped. */
+  function holdWhileSending(channel: string): { stop(): Promise<void> } {
+    let renewing: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(
+      () => {
+        renewing = renewing.then(async () => {
+          try {
+            if (!(await renewChannel(db, channel, workerId, Date.now() + leaseMs)))
+              o.log.warn({ channel }, 'notifications: the hold on a channel was lost while sending to it');
+          } catch (err) {
+            o.log.warn(
+              { channel, error: err instanceof Error ? err.message : String(err) },
+              'notifications: the hold on a channel could not be renewed',
+            );
+          }
+        });
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    timer.unref();
+    return {
+      async stop() {
+        clearInterval(timer);
+        await renewing;
+      },
+    };
   }
 
   async function pass() {

@@ -29,6 +29,8 @@ export interface SmtpReceiver {
   /** The file of the certificate to trust (VRP_SMTP_TLS_CA). */
   readonly caFile: string;
   waitFor(n: number): Promise<Mail[]>;
+  /** Settles when the next message's data has arrived (before its answer, which `holdData` may hold). */
+  nextData(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,7 +85,12 @@ export type Certificate = ReturnType<typeof throwawayCertificate>;
 
 /** Starts the receiver on `port` (0: any free one), with `cert` (a new one unless given; removed on close). */
 export async function startSmtpReceiver(
-  options: { port?: number; cert?: Certificate } = {},
+  options: {
+    port?: number;
+    cert?: Certificate;
+    /** Each message's answer waits for this (a server slow to take a message); the receiver emits 'data' when one arrives. */
+    holdData?: Promise<void>;
+  } = {},
 ): Promise<SmtpReceiver> {
   const port = options.port ?? 0;
   const cert = options.cert ?? throwawayCertificate();
@@ -102,7 +109,9 @@ export async function startSmtpReceiver(
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        server.emit('data');
+        await options.holdData;
         const { subject, text } = parse(Buffer.concat(chunks).toString('utf8'));
         const from = session.envelope.mailFrom;
         mails.push({
@@ -141,6 +150,9 @@ export async function startSmtpReceiver(
         server.on('mail', check);
       });
       return mails;
+    },
+    async nextData() {
+      await once(server, 'data');
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));

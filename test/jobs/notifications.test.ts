@@ -14,6 +14,7 @@ import { ensureReseller } from '../../src/auth/applications.ts';
 import { loadConfig } from '../../src/config.ts';
 import { UNLIMITED } from '../../src/domain/quotas.ts';
 import { createNotificationFlusher } from '../../src/jobs/notify-flusher.ts';
+import { createSmtpMailer } from '../../src/jobs/notify-mail.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
 import { queueNotification } from '../../src/store/repos/notifications.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
@@ -23,6 +24,7 @@ import { WAIT_MS } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
+import { silentLog } from '../helpers/silent-log.ts';
 import { SMTP_PASSWORD, SMTP_USER, startSmtpReceiver, throwawayCertificate } from '../helpers/smtp.ts';
 import { testStores } from '../helpers/stores.ts';
 import { missingTool } from '../helpers/tools.ts';
@@ -341,6 +343,64 @@ for (const store of testStores()) {
       } finally {
         await t.close();
         await receiver.close();
+      }
+    });
+
+    test(`a message an SMTP server is slow to take is not sent again by another flusher meanwhile (${store})`, async () => {
+      let release = () => {};
+      const holdData = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const smtp = await startSmtpReceiver({ holdData });
+      const clock = createManualClock();
+      const t = await createTestApp(
+        { ...smtpEnv(smtp.port, smtp.caFile), VRP_TOKEN_TTL: '2592000' },
+        { store, clock },
+      );
+      // Each flusher's claim on a channel lasts 1 s unless renewed: the first flusher's message
+      // is held by the server for longer than that.
+      const { notify } = t.ctx.config;
+      const smtpConfig = notify.smtp;
+      assert.ok(smtpConfig);
+      const mailers = [0, 1].map(() => createSmtpMailer(smtpConfig, notify.emailFrom, notify.emailTo));
+      const [first, second] = mailers.map((mailer) =>
+        createNotificationFlusher({
+          store: t.ctx.store,
+          clock,
+          log: silentLog,
+          secretBox: t.ctx.secretBox,
+          lookup: t.ctx.lookup,
+          allowPrivate: false,
+          mailer,
+          windowMs: 60_000,
+          leaseMs: 1000,
+        }),
+      );
+      assert.ok(first && second);
+      try {
+        await queueNotification(
+          t.ctx.store.db,
+          { kind: 'job.failed', subject: 'job-0', summary: 'job 0 failed', data: {} },
+          clock.now(),
+        );
+        const arrived = smtp.nextData();
+        const firstPass = first.pass();
+        await arrived;
+        // Twice the claim's length, while the server still holds the first flusher's message.
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+        assert.deepEqual(await second.pass(), { sent: [], failed: [] });
+        release();
+        assert.deepEqual(await firstPass, { sent: ['email'], failed: [] });
+        assert.equal(smtp.mails.length, 1);
+        // Sent once: neither flusher sends it again.
+        assert.deepEqual(await second.pass(), { sent: [], failed: [] });
+        assert.deepEqual(await first.pass(), { sent: [], failed: [] });
+        assert.equal(smtp.mails.length, 1);
+      } finally {
+        release();
+        for (const m of mailers) m.close();
+        await t.close();
+        await smtp.close();
       }
     });
 

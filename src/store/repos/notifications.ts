@@ -253,6 +253,25 @@ export async function claimChannel(
   return r.numUpdatedRows > 0n;
 }
 
+/**
+ * Holds the channel `workerId` claimed until `leaseUntil` (real time), while its message is still
+ * being sent. False: the process no longer holds it (its lease ran out and another took it).
+ */
+export async function renewChannel(
+  db: Kysely<Database>,
+  channel: string,
+  workerId: string,
+  leaseUntil: number,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('notification_channels')
+    .set({ locked_until: leaseUntil })
+    .where('channel', '=', channel)
+    .where('locked_by', '=', workerId)
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
+}
+
 /** Records the message sent: the channel is up to `upTo`, its retries start again from none. */
 export async function recordChannelSent(
   db: Kysely<Database>,
