@@ -17,21 +17,26 @@ import { webhooksById } from '../store/repos/webhooks.ts';
 import type { Database } from '../store/schema.ts';
 
 /**
- * Brings the conditions in force under `prefix` to `observed`: each one observed and not in
- * force starts (and is notified), each in force and no longer observed ends (and is notified).
- * Starting and ending are conditional writes, so a condition is notified once however many
- * processes look.
+ * Brings the conditions in force under `prefix` to what `observe` sees: each one observed and
+ * not in force starts (and is notified), each in force and no longer observed ends (and is
+ * notified). Starting and ending are conditional writes, so a condition is notified once however
+ * many processes look. The conditions in force are read before the observation: a condition
+ * another process starts meanwhile, on what it observed later than this one did, is not in the
+ * set read, so this process never ends it on its older observation (every worker process
+ * sweeps, and a slow sweep would otherwise end what a faster one just started: a flap of
+ * notifications).
  */
-async function reconcile(
+async function reconcile<Seen>(
   db: Kysely<Database>,
   prefix: string,
-  observed: ReadonlyMap<string, NewNotification>,
-  ended: (key: string) => Promise<NewNotification>,
+  observe: () => Promise<{ readonly seen: Seen; readonly observed: ReadonlyMap<string, NewNotification> }>,
+  ended: (key: string, seen: Seen) => Promise<NewNotification>,
   now: number,
 ): Promise<void> {
   const inForce = await conditionsInForce(db, prefix);
+  const { seen, observed } = await observe();
   for (const [key, n] of observed) if (!inForce.has(key)) await startCondition(db, key, n, now);
-  for (const key of inForce) if (!observed.has(key)) await endCondition(db, key, await ended(key), now);
+  for (const key of inForce) if (!observed.has(key)) await endCondition(db, key, await ended(key, seen), now);
 }
 
 const isHostResource = (r: string | undefined): r is HostResource =>
@@ -39,18 +44,20 @@ const isHostResource = (r: string | undefined): r is HostResource =>
 const isQuotaResource = (r: string | undefined): r is QuotaResource => QUOTA_RESOURCES.some((q) => q === r);
 
 /** Hosts more than 90 % allocated on a resource: `host.full:{host}:{resource}`. */
-async function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
-  const hosts = await hostLoads(db);
-  const observed = new Map<string, NewNotification>();
-  for (const h of hosts) {
-    for (const r of hostFullResources(h.load))
-      observed.set(`host.full:${h.id}:${r}`, hostFullNotification(h, r, h.load[r], true));
-  }
-  await reconcile(
+function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
+  return reconcile(
     db,
     'host.full:',
-    observed,
-    async (key) => {
+    async () => {
+      const hosts = await hostLoads(db);
+      const observed = new Map<string, NewNotification>();
+      for (const h of hosts) {
+        for (const r of hostFullResources(h.load))
+          observed.set(`host.full:${h.id}:${r}`, hostFullNotification(h, r, h.load[r], true));
+      }
+      return { seen: hosts, observed };
+    },
+    async (key, hosts) => {
       const [, id = '', resource] = key.split(':');
       const host = hosts.find((h) => h.id === id);
       const r = isHostResource(resource) ? resource : 'cpu';
@@ -62,50 +69,57 @@ async function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
 }
 
 /** Resellers at 90 % of a cap: `quota.near:{reseller}:{resource}`. */
-async function quotasNear(db: Kysely<Database>, now: number): Promise<void> {
-  const resellers = await resellersWithQuota(db);
-  const observed = new Map<string, NewNotification>();
-  const seen = new Map<
-    string,
-    { quota: Awaited<ReturnType<typeof findQuota>>; use: Awaited<ReturnType<typeof quotaUse>> }
-  >();
-  for (const r of resellers) {
-    const quota = await findQuota(db, r.id);
-    if (!quota) continue;
-    const use = await quotaUse(db, r.id);
-    seen.set(r.id, { quota, use });
-    for (const res of quotaNearResources(quota, use, QUOTA_RESOURCES))
-      observed.set(`quota.near:${r.id}:${res}`, quotaNearNotification(r, res, quota[res], use[res], true));
-  }
-  await reconcile(
+function quotasNear(db: Kysely<Database>, now: number): Promise<void> {
+  return reconcile(
     db,
     'quota.near:',
-    observed,
-    async (key) => {
+    async () => {
+      const resellers = await resellersWithQuota(db);
+      const observed = new Map<string, NewNotification>();
+      const known = new Map<
+        string,
+        { quota: Awaited<ReturnType<typeof findQuota>>; use: Awaited<ReturnType<typeof quotaUse>> }
+      >();
+      for (const r of resellers) {
+        const quota = await findQuota(db, r.id);
+        if (!quota) continue;
+        const use = await quotaUse(db, r.id);
+        known.set(r.id, { quota, use });
+        for (const res of quotaNearResources(quota, use, QUOTA_RESOURCES))
+          observed.set(
+            `quota.near:${r.id}:${res}`,
+            quotaNearNotification(r, res, quota[res], use[res], true),
+          );
+      }
+      return { seen: { resellers, known }, observed };
+    },
+    async (key, { resellers, known }) => {
       const [, id = '', resource] = key.split(':');
       const r = isQuotaResource(resource) ? resource : 'services';
-      const known = seen.get(id);
+      const seen = known.get(id);
       const name = resellers.find((x) => x.id === id)?.name ?? id;
-      const use = known?.use ?? (await quotaUse(db, id));
-      return quotaNearNotification({ id, name }, r, known?.quota?.[r] ?? null, use[r], false);
+      const use = seen?.use ?? (await quotaUse(db, id));
+      return quotaNearNotification({ id, name }, r, seen?.quota?.[r] ?? null, use[r], false);
     },
     now,
   );
 }
 
 /** Resellers' webhooks whose receiver has taken no delivery for a day: `webhook.failing:{webhook}`. */
-async function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
-  const failures = await webhookFailures(db, now, WEBHOOK_FAILING_MS);
-  const observed = new Map<string, NewNotification>();
-  for (const f of failures) {
-    if (f.failingSince !== null && f.failingSince <= now - WEBHOOK_FAILING_MS && !f.deliveredRecently)
-      observed.set(`webhook.failing:${f.id}`, webhookFailingNotification(f, true, f.lastError));
-  }
-  await reconcile(
+function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
+  return reconcile(
     db,
     'webhook.failing:',
-    observed,
-    async (key) => {
+    async () => {
+      const failures = await webhookFailures(db, now, WEBHOOK_FAILING_MS);
+      const observed = new Map<string, NewNotification>();
+      for (const f of failures) {
+        if (f.failingSince !== null && f.failingSince <= now - WEBHOOK_FAILING_MS && !f.deliveredRecently)
+          observed.set(`webhook.failing:${f.id}`, webhookFailingNotification(f, true, f.lastError));
+      }
+      return { seen: failures, observed };
+    },
+    async (key, failures) => {
       const id = key.slice('webhook.failing:'.length);
       const known = failures.find((f) => f.id === id);
       if (known) return webhookFailingNotification(known, false, null);

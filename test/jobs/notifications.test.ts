@@ -10,15 +10,18 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
 import { ensureReseller } from '../../src/auth/applications.ts';
 import { loadConfig } from '../../src/config.ts';
 import { UNLIMITED } from '../../src/domain/quotas.ts';
+import { sweepConditions } from '../../src/jobs/notify-conditions.ts';
 import { createNotificationFlusher } from '../../src/jobs/notify-flusher.ts';
 import { createSmtpMailer } from '../../src/jobs/notify-mail.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
 import { queueNotification } from '../../src/store/repos/notifications.ts';
 import { setQuota } from '../../src/store/repos/quotas.ts';
 import { insertWebhook } from '../../src/store/repos/webhooks.ts';
+import type { Database } from '../../src/store/schema.ts';
 import { call, createTestApp, type TestApp } from '../helpers/app.ts';
 import { WAIT_MS } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
@@ -86,6 +89,16 @@ async function freePort(): Promise<number> {
   const port = typeof address === 'object' && address ? address.port : 0;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** The first simulated host, by name. */
+function firstHost(db: Kysely<Database>) {
+  return db.selectFrom('hypervisor_hosts').select(['id', 'cpu']).orderBy('name').executeTakeFirstOrThrow();
+}
+
+/** Marks every CPU of the host allocated (more than 90 %: the host is full). */
+async function fillCpu(db: Kysely<Database>, host: { readonly id: string; readonly cpu: number }) {
+  await db.updateTable('hypervisor_hosts').set({ used_cpu: host.cpu }).where('id', '=', host.id).execute();
 }
 
 for (const store of testStores()) {
@@ -238,16 +251,8 @@ for (const store of testStores()) {
         const created = await opsCall(t, ops, 'POST', 'webhooks', { url: receiver.url });
         const secret: string = created.body.data.secret;
         const db = t.ctx.store.db;
-        const host = await db
-          .selectFrom('hypervisor_hosts')
-          .select(['id', 'cpu'])
-          .orderBy('name')
-          .executeTakeFirstOrThrow();
-        await db
-          .updateTable('hypervisor_hosts')
-          .set({ used_cpu: host.cpu })
-          .where('id', '=', host.id)
-          .execute();
+        const host = await firstHost(db);
+        await fillCpu(db, host);
         const token = await t.token({ reseller: 'near' });
         const reseller = await db
           .selectFrom('resellers')
@@ -289,6 +294,70 @@ for (const store of testStores()) {
       } finally {
         await t.close();
         await receiver.close();
+      }
+    });
+
+    test(`a sweep that observed before another process started a condition does not end it (${store})`, async () => {
+      const clock = createManualClock();
+      // The worker's driver registers the simulated hosts; its flusher's first pass is 15 min away.
+      const t = await createTestApp(
+        { VRP_TOKEN_TTL: '2592000', VRP_NOTIFY_WINDOW: '1h' },
+        { worker: true, store, clock },
+      );
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      try {
+        const db = t.ctx.store.db;
+        const host = await firstHost(db);
+        // The slow process's read of the hosts is held after it ran: what it observed is older
+        // than what the other process observes meanwhile.
+        let observed = () => {};
+        const held = new Promise<void>((resolve) => {
+          observed = resolve;
+        });
+        const hostReads = new WeakSet<object>();
+        let holding = true;
+        const slow = db.withPlugin({
+          transformQuery({ node, queryId }) {
+            if (
+              holding &&
+              node.kind === 'SelectQueryNode' &&
+              JSON.stringify(node).includes('"hypervisor_hosts"')
+            )
+              hostReads.add(queryId);
+            return node;
+          },
+          async transformResult({ queryId, result }) {
+            if (hostReads.has(queryId)) {
+              holding = false;
+              observed();
+              await gate;
+            }
+            return result;
+          },
+        });
+        const slowSweep = sweepConditions(slow, clock.now());
+        await held;
+        // The host fills up; the other process sees it and starts the condition.
+        await fillCpu(db, host);
+        await sweepConditions(db, clock.now());
+        release();
+        await slowSweep;
+        const inForce = await db.selectFrom('notification_conditions').select('key').execute();
+        assert.deepEqual(
+          inForce.map((c) => c.key),
+          [`host.full:${host.id}:cpu`],
+        );
+        const kinds = await db.selectFrom('notifications').select('kind').execute();
+        assert.deepEqual(
+          kinds.map((n) => n.kind),
+          ['host.full'],
+        );
+      } finally {
+        release();
+        await t.close();
       }
     });
 
