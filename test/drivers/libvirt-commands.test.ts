@@ -43,3 +43,20 @@ test('"no such domain" is recognised, so idempotent operations accept it', async
   );
   assert.equal(isNoDomain(await fail('error: some other failure').catch((e: unknown) => e)), false);
 });
+
+test('commands run in the C locale whatever the process has, so the words the driver reads are English', async () => {
+  const saved = { LANG: process.env.LANG, LC_ALL: process.env.LC_ALL, LANGUAGE: process.env.LANGUAGE };
+  Object.assign(process.env, { LANG: 'de_DE.UTF-8', LC_ALL: 'de_DE.UTF-8', LANGUAGE: 'de' });
+  try {
+    const { stdout } = await run('sh', ['-c', 'echo "$LC_ALL"'], 'Could not read the locale');
+    assert.equal(stdout.trim(), 'C');
+    // The rest of the environment is the process's (virsh finds its configuration and ssh keys).
+    const home = await run('sh', ['-c', 'echo "$HOME"'], 'Could not read HOME');
+    assert.equal(home.stdout.trim(), process.env.HOME);
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+});

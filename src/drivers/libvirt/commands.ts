@@ -81,7 +81,10 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
       const child = execFile(
         command,
         [...args],
-        { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+        // The C locale: virsh translates what it prints (a domain's state, pool-info's labels, its
+        // errors), and the driver reads those words; a host whose locale is German would have every
+        // VM read as stopped.
+        { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
         (err, stdout, stderr) => {
           running.delete(child);
           exited();
