@@ -18,9 +18,10 @@ export const CANCELLED = 'Cancelled by an operator before it ran';
  * with the reason, the service's projected status is rebuilt from the jobs still to run (so the
  * requests accepted next are checked against where the service will really be), what the job's
  * request prepared is undone (a backup being taken is forgotten, a backup being deleted is
- * available again), and the change is audited, all in one transaction. A job that runs already
- * or has finished is 409 `job_not_queued`: a running job is the driver's, and stopping it
- * halfway would leave the server in an unknown state.
+ * available again), and the change is audited, all in one transaction. A job that runs already,
+ * has begun before (queued again to finish what an attempt began), or has finished is 409
+ * `job_not_queued`: a job that began is the driver's, and stopping it halfway would leave the
+ * server in an unknown state.
  */
 export async function cancelJob(
   db: Kysely<Database>,
@@ -59,6 +60,15 @@ async function cancelIn(
       row.status === 'running'
         ? 'The job is running; only a queued job can be cancelled (wait for it to finish)'
         : `The job has finished (${row.status}); only a queued job can be cancelled`,
+    );
+  }
+  // Queued again after an attempt that began (its process died, or the attempt failed and is
+  // retried): that attempt may have changed the server halfway (a VM moved to another host, a
+  // disk half made), which only the job's next run finishes or undoes.
+  if (row.from_state !== null) {
+    throw new ApiError(
+      'job_not_queued',
+      `The job has begun (attempt ${row.attempts} did not finish) and is queued to run again; it cannot be cancelled, as its next run finishes or undoes what the attempt changed`,
     );
   }
   // The service's row (PostgreSQL: locked until the end), so a job finishing or a request

@@ -9,10 +9,12 @@ import { ApiError } from '../../src/domain/errors.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
+import { recoverExpiredJobs } from '../../src/jobs/claim.ts';
 import { requestMigration } from '../../src/jobs/migration-queue.ts';
 import type { Store } from '../../src/store/database.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
-import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { never, type ServiceFixture, until, withRunningService } from '../helpers/job-worker.ts';
+import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 /** The host's reserved room: vCPU, GB RAM, GB disk. */
@@ -40,6 +42,38 @@ async function placement(store: Store, serviceId: string) {
 }
 
 const other = (hostId: string | null) => (hostId === 'sim-host-1' ? 'sim-host-2' : 'sim-host-1');
+
+/**
+ * A migration whose first attempt copies the VM and then its process hangs for ever (it never
+ * switches over), then is gone: its lease ran out (it renews it no more), its worker stopped.
+ */
+async function firstAttemptDies(s: ServiceFixture) {
+  const st = s.t.ctx.store;
+  const before = await placement(st, s.id);
+  let copied = false;
+  const dying = createSimulatedDriver({
+    db: st.db,
+    ipPool: await createIpPool(st.db, '10.80.0.0/24', Date.now),
+    faults: { transient: 0, permanent: 0 },
+    speed: 0,
+    beforeMigrationEnds: async () => {
+      copied = true;
+      await never;
+    },
+  });
+  const job = await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
+  const first = s.worker({}, { driver: dying, abortWaitMs: 0 });
+  await until(() => copied, 'the first attempt to copy the VM');
+  const to = (await placement(st, s.id)).vm.migrating_to;
+  // Nothing it would still write counts.
+  await st.db
+    .updateTable('jobs')
+    .set({ locked_by: 'a-dead-process', locked_until: Date.now() - 1 })
+    .where('id', '=', job.id)
+    .execute();
+  await first.stop(0);
+  return { before, to, dying, jobId: job.id };
+}
 
 for (const store of testStores()) {
   describe(`migrate job (${store})`, () => {
@@ -144,33 +178,8 @@ for (const store of testStores()) {
     test('the process dies mid-migration: another worker re-runs the job and it ends on one host', () =>
       withRunningService(store, async (s) => {
         const st = s.t.ctx.store;
-        const before = await placement(st, s.id);
-        let copied = false;
-        const dying = createSimulatedDriver({
-          db: st.db,
-          ipPool: await createIpPool(st.db, '10.80.0.0/24', Date.now),
-          faults: { transient: 0, permanent: 0 },
-          speed: 0,
-          // Everything copied, then the process hangs for ever: it never switches over.
-          beforeMigrationEnds: async () => {
-            copied = true;
-            await never;
-          },
-        });
-        const job = await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
-        const first = s.worker({}, { driver: dying, abortWaitMs: 0 });
-        await until(() => copied, 'the first attempt to copy the VM');
-        const mid = await placement(st, s.id);
-        const to = mid.vm.migrating_to;
+        const { before, to, dying } = await firstAttemptDies(s);
         assert.equal(to, other(before.vm.host_id), 'the destination is reserved and recorded');
-        // Its process is gone: its lease runs out (it renews it no more) and nothing it would
-        // still write counts.
-        await st.db
-          .updateTable('jobs')
-          .set({ locked_by: 'a-dead-process', locked_until: Date.now() - 1 })
-          .where('id', '=', job.id)
-          .execute();
-        await first.stop(0);
         s.worker();
         await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the re-run to finish');
         const row = await s.jobRow('migrate');
@@ -181,6 +190,28 @@ for (const store of testStores()) {
         assert.equal(after.vm.migrating_to, null);
         assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0]);
         assert.deepEqual(await used(st, to ?? ''), [after.vm.cpu, after.vm.ram_gb, after.vm.disk_gb]);
+        await dying.close();
+      }));
+
+    test('a migrate queued again after an attempt that began cannot be cancelled; its re-run ends it on one host', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const { before, to, dying, jobId } = await firstAttemptDies(s);
+        // Recovery puts the job back in the queue.
+        assert.equal(await recoverExpiredJobs(st, Date.now(), Date.now(), 10), 1);
+        assert.equal((await s.jobRow('migrate')).status, 'queued');
+        const ops = await operatorToken(s.t);
+        const refused = await opsCall(s.t, ops, 'POST', `jobs/${jobId}/cancel`);
+        assert.equal(refused.status, 409, JSON.stringify(refused.body));
+        assert.equal(refused.body.error_code, 'job_not_queued');
+        assert.match(refused.body.message, /has begun/);
+        s.worker();
+        await until(async () => (await s.jobRow('migrate')).status === 'succeeded', 'the re-run to finish');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, to);
+        assert.equal(after.serviceHost, to, 'the service records where its VM is');
+        assert.equal(after.vm.migrating_to, null);
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], 'nothing left on the old host');
         await dying.close();
       }));
   });

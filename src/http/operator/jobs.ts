@@ -125,7 +125,7 @@ export function registerOperatorJobRoutes(app: App, ctx: AppContext): void {
         tags,
         summary: 'Cancel a queued job',
         description:
-          'The job ends `skipped` with the reason, never having run, and the service’s projected status (what the requests after it are checked against) is recomputed from the jobs left. A running or finished job is 409 `job_not_queued`.',
+          'The job ends `skipped` with the reason, never having run, and the service’s projected status (what the requests after it are checked against) is recomputed from the jobs left. A job that is running, has begun before (queued again after an attempt that did not finish: its next run finishes or undoes what that attempt changed) or has finished is 409 `job_not_queued`.',
         params: JobParams,
         errorStatuses: [409],
         response: { 200: CancelPayload },
