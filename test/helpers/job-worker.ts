@@ -34,6 +34,8 @@ export interface ServiceFixture {
       driver?: HypervisorDriver;
       /** Its claims' lease (300 ms unless given: short, so that a dead worker's jobs come back within a test). */
       leaseMs?: number;
+      /** How long a job whose host is unreachable waits before it looks again (the worker's default, 10 s, unless given). */
+      hostWaitMs?: number;
     },
   ): Worker;
   /** The service's jobs as the API lists them, oldest first. */
@@ -77,6 +79,7 @@ export async function withRunningService(
           maxAttempts: options.maxAttempts ?? 3,
           stopTimeoutMs: 1000,
           abortWaitMs: options.abortWaitMs,
+          hostWaitMs: options.hostWaitMs,
           pollMs: 20,
         });
         workers.push(w);

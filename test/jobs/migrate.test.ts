@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApiError } from '../../src/domain/errors.ts';
+import { DriverError } from '../../src/drivers/driver.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
@@ -13,6 +14,7 @@ import { recoverExpiredJobs } from '../../src/jobs/claim.ts';
 import { requestMigration } from '../../src/jobs/migration-queue.ts';
 import type { Store } from '../../src/store/database.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { never, type ServiceFixture, until, withRunningService } from '../helpers/job-worker.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -191,6 +193,49 @@ for (const store of testStores()) {
         assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0]);
         assert.deepEqual(await used(st, to ?? ''), [after.vm.cpu, after.vm.ram_gb, after.vm.disk_gb]);
         await dying.close();
+      }));
+
+    test('an attempt that failed after the switch-over, its attempt given back while the old host was unreachable: the re-run records the move', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const from = before.vm.host_id;
+        const to = other(from);
+        const driver = s.t.driver;
+        assert.ok(driver);
+        const setHealth = (health: 'up' | 'unreachable') =>
+          st.db.updateTable('hypervisor_hosts').set({ health }).where('id', '=', from).execute();
+        let moves = 0;
+        const failingAfterSwitch = interceptDriver(driver, {
+          async migrate(id, toHost) {
+            moves++;
+            await driver.migrate(id, toHost);
+            // The VM switched over; then its old host stopped answering while its copy there was
+            // removed, and host health noticed.
+            await setHealth('unreachable');
+            throw new DriverError('Could not remove the VM from its old host (the host did not answer)', {
+              transient: true,
+            });
+          },
+        });
+        await requestMigration(st.db, 'simulated', s.id, to, undefined, Date.now());
+        s.worker({}, { driver: failingAfterSwitch, hostWaitMs: 20 });
+        await until(
+          async () => /Waiting for host/.test((await s.jobRow('migrate')).error ?? ''),
+          'the job to wait for the old host',
+        );
+        assert.equal((await s.jobRow('migrate')).attempts, 0, 'the attempt was given back');
+        await setHealth('up');
+        await until(
+          async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
+          'the re-run to end',
+        );
+        const row = await s.jobRow('migrate');
+        assert.equal(row.status, 'succeeded', row.error ?? '');
+        assert.equal(moves, 1, 'moved once');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, to);
+        assert.equal(after.serviceHost, to, 'the service records where its VM is');
       }));
 
     test('a migrate queued again after an attempt that began cannot be cancelled; its re-run ends it on one host', () =>

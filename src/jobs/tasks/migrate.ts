@@ -6,15 +6,16 @@ import { type Task, vmChange } from '../task.ts';
  * destination's room, moves the VM and gives the source's room back. The service records the
  * host it ends on.
  *
- * A re-run whose earlier attempt moved the VM and died before the job's end was saved finds it
- * moved (on the host asked for, or, with none asked for, off the host it was on) and is done:
- * asking the driver again would move it a second time, or fail on "already on that host".
+ * Every attempt first looks where the VM is: one whose earlier attempt moved the VM and then
+ * died, or failed after the switch-over (the old host stopped answering while its copy was
+ * removed), finds it moved (on the host asked for, or, with none asked for, off the host it was
+ * on) and is done: asking the driver again would move it a second time, or fail on "already on
+ * that host". The attempt count cannot tell: an attempt that failed while its host was
+ * unreachable is given back.
  */
 export const migrate: Task<'migrate'> = async ({ service, driver, job }) => {
   const { host_id: to, from_host_id: from } = job.params;
-  if (job.attempts > 1) {
-    const vm = await driver.inspect(service.id);
-    if (vm && (to === null ? from !== null && vm.hostId !== from : vm.hostId === to)) return vmChange(vm);
-  }
+  const vm = await driver.inspect(service.id);
+  if (vm && (to === null ? from !== null && vm.hostId !== from : vm.hostId === to)) return vmChange(vm);
   return vmChange(await driver.migrate(service.id, to));
 };
