@@ -120,7 +120,11 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (!found) return finish(deps, job, undefined, failed('The service no longer exists'));
   // A host marked unreachable answers nothing: its services' jobs wait for it, in the queue,
   // without using up attempts (one read by key; the claim itself stays as it is).
-  if (found.hostId !== null && (await isHostUnreachable(db, found.hostId)))
+  if (
+    found.hostId !== null &&
+    (await isHostUnreachable(db, found.hostId)) &&
+    !(await movedOff(deps, job, found.hostId))
+  )
     return waitForHost(deps, job, found.hostId);
   // The first attempt starts from what the hypervisor says of the VM's power, not from what the
   // store remembers; a re-run keeps the state its first attempt recorded (its own work may have
@@ -269,6 +273,22 @@ function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
 }
 
 const hostWaitError = (hostId: string) => `Waiting for host ${hostId} to answer again`;
+
+/**
+ * Whether the job is a migrate that began and whose VM the driver finds on another host than
+ * `hostId` (it switched over, then its old host stopped answering): it runs and records where the
+ * VM is rather than wait for a host it no longer needs. A driver that cannot tell now waits too.
+ */
+async function movedOff(deps: RunDeps, job: RunnableJob, hostId: string): Promise<boolean> {
+  if (job.action !== 'migrate' || job.from === null) return false;
+  try {
+    const vm = await deps.driver.inspect(job.serviceId);
+    return vm !== undefined && vm.hostId !== hostId;
+  } catch (err) {
+    if (err instanceof DriverError) return false;
+    throw err;
+  }
+}
 
 /**
  * Puts the job back in the queue before it did anything, without using up an attempt: its

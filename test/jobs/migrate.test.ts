@@ -195,48 +195,51 @@ for (const store of testStores()) {
         await dying.close();
       }));
 
-    test('an attempt that failed after the switch-over, its attempt given back while the old host was unreachable: the re-run records the move', () =>
-      withRunningService(store, async (s) => {
-        const st = s.t.ctx.store;
-        const before = await placement(st, s.id);
-        const from = before.vm.host_id;
-        const to = other(from);
-        const driver = s.t.driver;
-        assert.ok(driver);
-        const setHealth = (health: 'up' | 'unreachable') =>
-          st.db.updateTable('hypervisor_hosts').set({ health }).where('id', '=', from).execute();
-        let moves = 0;
-        const failingAfterSwitch = interceptDriver(driver, {
-          async migrate(id, toHost) {
-            moves++;
-            await driver.migrate(id, toHost);
-            // The VM switched over; then its old host stopped answering while its copy there was
-            // removed, and host health noticed.
-            await setHealth('unreachable');
-            throw new DriverError('Could not remove the VM from its old host (the host did not answer)', {
-              transient: true,
-            });
-          },
-        });
-        await requestMigration(st.db, 'simulated', s.id, to, undefined, Date.now());
-        s.worker({}, { driver: failingAfterSwitch, hostWaitMs: 20 });
-        await until(
-          async () => /Waiting for host/.test((await s.jobRow('migrate')).error ?? ''),
-          'the job to wait for the old host',
-        );
-        assert.equal((await s.jobRow('migrate')).attempts, 0, 'the attempt was given back');
-        await setHealth('up');
-        await until(
-          async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
-          'the re-run to end',
-        );
-        const row = await s.jobRow('migrate');
-        assert.equal(row.status, 'succeeded', row.error ?? '');
-        assert.equal(moves, 1, 'moved once');
-        const after = await placement(st, s.id);
-        assert.equal(after.vm.host_id, to);
-        assert.equal(after.serviceHost, to, 'the service records where its VM is');
-      }));
+    for (const oldHost of ['answers again', 'stays unreachable'] as const)
+      test(`an attempt that failed after the switch-over while the old host was unreachable (its attempt given back): the re-run records the move, the old host ${oldHost}`, () =>
+        withRunningService(store, async (s) => {
+          const st = s.t.ctx.store;
+          const before = await placement(st, s.id);
+          const from = before.vm.host_id;
+          const to = other(from);
+          const driver = s.t.driver;
+          assert.ok(driver);
+          const setHealth = (health: 'up' | 'unreachable') =>
+            st.db.updateTable('hypervisor_hosts').set({ health }).where('id', '=', from).execute();
+          let moves = 0;
+          const failingAfterSwitch = interceptDriver(driver, {
+            async migrate(id, toHost) {
+              moves++;
+              await driver.migrate(id, toHost);
+              // The VM switched over; then its old host stopped answering while its copy there
+              // was removed, and host health noticed.
+              await setHealth('unreachable');
+              throw new DriverError('Could not remove the VM from its old host (the host did not answer)', {
+                transient: true,
+              });
+            },
+          });
+          await requestMigration(st.db, 'simulated', s.id, to, undefined, Date.now());
+          s.worker({}, { driver: failingAfterSwitch, hostWaitMs: 20 });
+          if (oldHost === 'answers again') {
+            await until(
+              async () => /Waiting for host/.test((await s.jobRow('migrate')).error ?? ''),
+              'the job to wait for the old host',
+            );
+            assert.equal((await s.jobRow('migrate')).attempts, 0, 'the attempt was given back');
+            await setHealth('up');
+          }
+          await until(
+            async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
+            'the re-run to end',
+          );
+          const row = await s.jobRow('migrate');
+          assert.equal(row.status, 'succeeded', row.error ?? '');
+          assert.equal(moves, 1, 'moved once');
+          const after = await placement(st, s.id);
+          assert.equal(after.vm.host_id, to);
+          assert.equal(after.serviceHost, to, 'the service records where its VM is');
+        }));
 
     test('a migrate queued again after an attempt that began cannot be cancelled; its re-run ends it on one host', () =>
       withRunningService(store, async (s) => {
