@@ -40,8 +40,10 @@ export interface Evacuator {
 /**
  * Moves the services off each of the driver's hosts in state `evacuating`: keeps up to
  * `concurrency` migrate jobs in flight per host, each to the host the placement rule picks, one per
- * service (a move that failed is counted and not tried again); once none is left to queue and
- * none is in flight, the host becomes `draining` and the audit log records `host.evacuated`.
+ * service (a move that failed is counted and not tried again); once none is left to queue, none
+ * is in flight and no VM is still arriving on the host (a create placed there, or a migration to
+ * it, begun before the evacuation), the host becomes `draining` and the audit log records
+ * `host.evacuated`.
  *
  * Each host's count and queueing are one transaction with the host's row locked (PostgreSQL;
  * SQLite's transactions are serial), so processes running side by side never queue more than
@@ -71,7 +73,9 @@ export function createEvacuator(o: EvacuatorOptions): Evacuator {
         }
       }
       if (queued > 0) o.log.info({ hostId, queued, inFlight }, 'evacuation: migrations queued');
-      if (inFlight === 0 && state.unmoved.length === 0) {
+      // Not over while a VM is still arriving (a create or migration toward the host that began
+      // before the evacuation): once it lands, it is among the unmoved and moves like the others.
+      if (inFlight === 0 && state.unmoved.length === 0 && state.arriving.length === 0) {
         await endEvacuation(tx, hostId, state, now);
         o.log.info({ hostId, moved: state.moved, failed: state.failed }, 'evacuation ended');
       }

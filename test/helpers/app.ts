@@ -238,12 +238,18 @@ export async function call(
   return { status: res.statusCode, body: res.json(), headers: res.headers };
 }
 
-/** Orders a small service for the token's reseller and creates it; its id once it runs. */
-export async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
+/** Orders a small service for the token's reseller and asks for its creation; its id once the create is queued. */
+export async function orderCreating(t: TestApp, token: string, domain: string): Promise<string> {
   const res = await call(t, token, 'POST', 'service/create-order', smallOrder(domain));
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const id = res.body.data[0].service_id as string;
   assert.equal((await call(t, token, 'POST', `service/${id}/create`)).status, 200);
+  return id;
+}
+
+/** Orders a small service for the token's reseller and creates it; its id once it runs. */
+export async function orderRunning(t: TestApp, token: string, domain: string): Promise<string> {
+  const id = await orderCreating(t, token, domain);
   await waitForStatus(t, token, id, 'running');
   return id;
 }

@@ -7,11 +7,35 @@ import { describe, test } from 'node:test';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
-import { call, createTestApp, orderRunning, waitForStatus } from '../helpers/app.ts';
+import type { HostState } from '../../src/store/schema.ts';
+import {
+  call,
+  createTestApp,
+  orderCreating,
+  orderRunning,
+  type TestApp,
+  waitForStatus,
+} from '../helpers/app.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { until } from '../helpers/job-worker.ts';
+import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const HOSTS = 'src:64:64:1000:10,dst-1:64:64:1000:10,dst-2:64:64:1000:10';
+
+type Db = TestApp['ctx']['store']['db'];
+
+/** Puts every host but `src` in `state` (`draining`: new servers go to `src`). */
+async function setOthers(db: Db, state: HostState): Promise<void> {
+  await db.updateTable('hypervisor_hosts').set({ state }).where('id', '!=', 'src').execute();
+}
+
+const hostOf = async (db: Db, id: string) =>
+  (await db.selectFrom('services').select('host_id').where('id', '=', id).executeTakeFirstOrThrow()).host_id;
+
+const srcState = async (db: Db) =>
+  (await db.selectFrom('hypervisor_hosts').select('state').where('id', '=', 'src').executeTakeFirstOrThrow())
+    .state;
 
 for (const store of testStores()) {
   describe(`evacuation (${store})`, () => {
@@ -27,11 +51,7 @@ for (const store of testStores()) {
           let background: Background | undefined;
           try {
             // Every service on `src`: the others take none while they are drained.
-            await db
-              .updateTable('hypervisor_hosts')
-              .set({ state: 'draining' })
-              .where('id', '!=', 'src')
-              .execute();
+            await setOthers(db, 'draining');
             const inFlight: number[] = [];
             const attempts = new Map<string, number>();
             let refused: string | undefined;
@@ -57,25 +77,14 @@ for (const store of testStores()) {
             const token = await t.token();
             const ids: string[] = [];
             for (let i = 0; i < 5; i++) ids.push(await orderRunning(t, token, `evac${i}.example.com`));
-            await db
-              .updateTable('hypervisor_hosts')
-              .set({ state: 'active' })
-              .where('id', '!=', 'src')
-              .execute();
+            await setOthers(db, 'active');
             await db
               .updateTable('hypervisor_hosts')
               .set({ state: 'evacuating', evacuation_started_at: t.ctx.clock.now() })
               .where('id', '=', 'src')
               .execute();
             background.evacuator.wake();
-            await until(async () => {
-              const h = await db
-                .selectFrom('hypervisor_hosts')
-                .select('state')
-                .where('id', '=', 'src')
-                .executeTakeFirstOrThrow();
-              return h.state === 'draining';
-            }, 'the evacuation to end');
+            await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
 
             assert.equal(inFlight.length, 5, 'one move per service, none retried');
             assert.ok(
@@ -125,41 +134,86 @@ for (const store of testStores()) {
       const driver = await createDriver(t.ctx.config, db);
       const background = startBackground(t.ctx, driver, t.app.log, { pollMs: 20 });
       try {
-        await db
-          .updateTable('hypervisor_hosts')
-          .set({ state: 'draining' })
-          .where('id', '!=', 'src')
-          .execute();
+        await setOthers(db, 'draining');
         const token = await t.token();
         const moving = await orderRunning(t, token, 'moves.example.com');
         const rescued = await orderRunning(t, token, 'rescued.example.com');
         assert.equal((await call(t, token, 'POST', `service/${rescued}/rescue`)).status, 200);
         await waitForStatus(t, token, rescued, 'rescue');
-        await db.updateTable('hypervisor_hosts').set({ state: 'active' }).where('id', '!=', 'src').execute();
+        await setOthers(db, 'active');
         await db
           .updateTable('hypervisor_hosts')
           .set({ state: 'evacuating', evacuation_started_at: t.ctx.clock.now() })
           .where('id', '=', 'src')
           .execute();
-        const hostOf = async (id: string) =>
-          (await db.selectFrom('services').select('host_id').where('id', '=', id).executeTakeFirstOrThrow())
-            .host_id;
         background.evacuator.wake();
-        await until(async () => (await hostOf(moving)) !== 'src', 'the other server to move');
+        await until(async () => (await hostOf(db, moving)) !== 'src', 'the other server to move');
         await waitForStatus(t, token, moving, 'running');
         // A few more passes: the server in rescue stays, and so does the evacuation.
         for (let i = 0; i < 3; i++) await background.evacuator.pass();
-        assert.equal(await hostOf(rescued), 'src');
+        assert.equal(await hostOf(db, rescued), 'src');
         assert.equal((await waitForStatus(t, token, rescued, 'rescue')).status, 'rescue');
-        const host = () =>
-          db.selectFrom('hypervisor_hosts').select('state').where('id', '=', 'src').executeTakeFirstOrThrow();
-        assert.equal((await host()).state, 'evacuating');
+        assert.equal(await srcState(db), 'evacuating');
 
         assert.equal((await call(t, token, 'POST', `service/${rescued}/unrescue`)).status, 200);
-        await until(async () => (await host()).state === 'draining', 'the evacuation to end');
-        assert.notEqual(await hostOf(rescued), 'src');
+        await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
+        assert.notEqual(await hostOf(db, rescued), 'src');
         await waitForStatus(t, token, rescued, 'running');
       } finally {
+        await background.stop(1000);
+        await driver.close();
+        await t.close();
+      }
+    });
+
+    test('a server still arriving on the host (its create placed there) keeps the evacuation open; once it lands, it moves and the host ends draining', async () => {
+      const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS }, { store });
+      const db = t.ctx.store.db;
+      const driver = await createDriver(t.ctx.config, db);
+      const placed = Promise.withResolvers<void>();
+      const release = Promise.withResolvers<void>();
+      // The create places the VM on `src` and then waits: the service records its host only when its job ends.
+      const held = interceptDriver(driver, {
+        async create(spec) {
+          const vm = await driver.create(spec);
+          placed.resolve();
+          await release.promise;
+          return vm;
+        },
+      });
+      const background = startBackground(t.ctx, held, t.app.log, { pollMs: 20 });
+      try {
+        await setOthers(db, 'draining');
+        const token = await t.token();
+        const arriving = await orderCreating(t, token, 'arriving.example.com');
+        await placed.promise;
+        await setOthers(db, 'active');
+        const ops = await operatorToken(t);
+        assert.equal((await opsCall(t, ops, 'POST', 'hosts/src/evacuate')).status, 200);
+        const evacuated = () =>
+          db.selectFrom('audit_log').select('outcome').where('action', '=', 'host.evacuated').execute();
+
+        for (let i = 0; i < 3; i++) await background.evacuator.pass();
+        assert.equal(await hostOf(db, arriving), null, 'the create has not ended');
+        assert.equal(await srcState(db), 'evacuating', 'not over while a server is arriving');
+        assert.deepEqual(await evacuated(), []);
+
+        release.resolve();
+        await waitForStatus(t, token, arriving, 'running');
+        assert.equal(await hostOf(db, arriving), 'src');
+        await background.evacuator.pass();
+        await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
+        assert.notEqual(await hostOf(db, arriving), 'src');
+        await waitForStatus(t, token, arriving, 'running');
+        assert.deepEqual(await evacuated(), [{ outcome: 'ok' }]);
+        const src = await db
+          .selectFrom('hypervisor_hosts')
+          .select('used_cpu')
+          .where('id', '=', 'src')
+          .executeTakeFirstOrThrow();
+        assert.equal(src.used_cpu, 0);
+      } finally {
+        release.resolve();
         await background.stop(1000);
         await driver.close();
         await t.close();

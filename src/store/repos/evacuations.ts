@@ -10,6 +10,11 @@ export interface EvacuationState {
   readonly failed: number;
   /** Services on the host with a VM that this evacuation has not queued a move for yet. */
   readonly unmoved: readonly string[];
+  /**
+   * Services whose VM is arriving on the host: a create placed there, or a migration to it,
+   * whose job is queued or running (the service records its host only when that job ends).
+   */
+  readonly arriving: readonly string[];
 }
 
 /** The driver's hosts being evacuated. */
@@ -68,12 +73,53 @@ export async function evacuationState(
     .execute();
   const moved = new Set(moves.map((m) => m.service_id));
   return {
+    arriving: await arrivingOn(tx, hostId),
     inFlight: moves.filter((m) => m.status === 'queued' || m.status === 'running').length,
     moved: moves.filter((m) => m.status === 'succeeded').length,
     // A move whose job is gone (pruned) ended long ago; the service tells whether it moved.
     failed: moves.filter((m) => m.status === 'failed' || m.status === 'skipped').length,
     unmoved: onHost.map((s) => s.id).filter((id) => !moved.has(id)),
   };
+}
+
+/**
+ * The services whose VM is arriving on `hostId`: placed there (or reserved there by a migration)
+ * while the service records another host, or none yet, and a create or migrate job of theirs is
+ * queued or running. The VM's place is read from both drivers' rows (`sim_vms`, `libvirt_vms`:
+ * the placement and a migration's reservation are written there, with the host's room), as
+ * deleteHost does; a host is one driver's, so at most one has rows.
+ */
+async function arrivingOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
+  const rows = await tx
+    .selectFrom('services as s')
+    .select('s.id')
+    .where((eb) => eb.or([eb('s.host_id', 'is', null), eb('s.host_id', '!=', hostId)]))
+    .where((eb) =>
+      eb.or(
+        (['sim_vms', 'libvirt_vms'] as const).map((table) =>
+          eb.exists(
+            eb
+              .selectFrom(table)
+              .select('id')
+              .whereRef('id', '=', 's.id')
+              .where((vm) => vm.or([vm('host_id', '=', hostId), vm('migrating_to', '=', hostId)])),
+          ),
+        ),
+      ),
+    )
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('jobs as j')
+          .select('j.id')
+          .whereRef('j.service_id', '=', 's.id')
+          .where('j.action', 'in', ['create', 'migrate'])
+          .where('j.status', 'in', ['queued', 'running']),
+      ),
+    )
+    .orderBy('s.id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /** Records that the evacuation queued a move of `serviceId` (replacing an earlier evacuation's). */
