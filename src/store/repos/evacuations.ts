@@ -87,26 +87,26 @@ export async function evacuationState(
  * while the service records another host, or none yet, and a create or migrate job of theirs is
  * queued or running. The VM's place is read from both drivers' rows (`sim_vms`, `libvirt_vms`:
  * the placement and a migration's reservation are written there, with the host's room), as
- * deleteHost does; a host is one driver's, so at most one has rows.
+ * deleteHost does; a host is one driver's, so at most one has rows. Read from the VMs' side
+ * first (the host's own VMs, while it is being evacuated), not from every service.
  */
 async function arrivingOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
+  const perDriver = await Promise.all(
+    (['sim_vms', 'libvirt_vms'] as const).map((table) =>
+      tx
+        .selectFrom(table)
+        .select('id')
+        .where((eb) => eb.or([eb('host_id', '=', hostId), eb('migrating_to', '=', hostId)]))
+        .execute(),
+    ),
+  );
+  const vms = perDriver.flat().map((vm) => vm.id);
+  if (vms.length === 0) return [];
   const rows = await tx
     .selectFrom('services as s')
     .select('s.id')
+    .where('s.id', 'in', vms)
     .where((eb) => eb.or([eb('s.host_id', 'is', null), eb('s.host_id', '!=', hostId)]))
-    .where((eb) =>
-      eb.or(
-        (['sim_vms', 'libvirt_vms'] as const).map((table) =>
-          eb.exists(
-            eb
-              .selectFrom(table)
-              .select('id')
-              .whereRef('id', '=', 's.id')
-              .where((vm) => vm.or([vm('host_id', '=', hostId), vm('migrating_to', '=', hostId)])),
-          ),
-        ),
-      ),
-    )
     .where((eb) =>
       eb.exists(
         eb
