@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { backupKeyOf } from '../../src/context.ts';
-import { createArchive } from '../../src/drivers/backup-store/archive.ts';
+import { type BackupArchive, createArchive } from '../../src/drivers/backup-store/archive.ts';
 import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import { createPruner } from '../../src/jobs/prune.ts';
@@ -25,6 +25,7 @@ import { testStores } from '../helpers/stores.ts';
 
 const product = DEMO_CATALOG.products[0]!;
 const DAY = 86_400_000;
+const GIB = 1024 ** 3;
 
 function order() {
   return {
@@ -107,9 +108,10 @@ for (const store of testStores()) {
         })
         .execute();
     }
+    /** The service's newest job of that action (the list is newest first). */
     async function lastJob(id: string, action: string): Promise<any> {
       const jobs = (await ok('GET', `service/${id}/jobs`)) as any[];
-      return jobs.filter((j) => j.action === action).at(-1);
+      return jobs.find((j) => j.action === action);
     }
 
     test('a full backup, then incrementals: each restores its own content; deleting the full keeps the next restorable', async () => {
@@ -180,6 +182,49 @@ for (const store of testStores()) {
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/${first.backup_id}/`), []);
       await restore(id, second.backup_id);
       assert.equal(await revision(id), atSecond);
+    });
+
+    test('rotation that cannot make room leaves the old backups as they were: the parent merged into the new backup is not lost with it', async () => {
+      const id = await running();
+      await write(id, 3);
+      const parent = await backup(id);
+      const atParent = await revision(id);
+      // A scheduled full backup that fills the quota (as if it took 19 of its 19 GB)...
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled', size_gb: 19 })
+        .where('id', '=', parent.backup_id)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 19 }).where('id', '=', id).execute();
+      // ...and a merge that makes the next backup hold its 19 GB as well (a full of that size
+      // merged into its incremental stores both): rotating the full out frees nothing.
+      const archive = backupDeps(t.ctx).archive;
+      const growing: BackupArchive = {
+        ...archive,
+        async mergeIntoChild(p, c) {
+          const merged = await archive.mergeIntoChild(p, c);
+          return { ...merged, storedBytes: merged.storedBytes + 19 * GIB };
+        },
+      };
+      await write(id);
+      await withWorker({ archive: growing, keepAfterTerminateMs: 0 }, async () => {
+        await ok('POST', `service/${id}/backup/create`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      const job = await lastJob(id, 'backup_create');
+      assert.equal(job.status, 'failed');
+      assert.match(job.error, /^Backup quota exceeded/);
+      const left = await opsBackups(id);
+      assert.deepEqual(
+        left.map((b) => [b.backup_id === parent.backup_id ? 'parent' : 'new', b.status]),
+        [
+          ['new', 'failed'],
+          ['parent', 'available'],
+        ],
+        'the old backup is still there',
+      );
+      await restore(id, parent.backup_id);
+      assert.equal(await revision(id), atParent, 'and still restores');
     });
 
     test('a legacy backup (taken on the host before the backup store) still restores and deletes', async () => {
