@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config.ts';
 import { backupKeyOf } from '../../src/context.ts';
 import { type BackupArchive, createArchive } from '../../src/drivers/backup-store/archive.ts';
 import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import { createPruner } from '../../src/jobs/prune.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
@@ -19,6 +20,7 @@ import { createWorker, type Worker } from '../../src/jobs/worker.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { vrpOn } from '../helpers/cli.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { legacySimBackup } from '../helpers/legacy-backup.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -26,6 +28,21 @@ import { testStores } from '../helpers/stores.ts';
 const product = DEMO_CATALOG.products[0]!;
 const DAY = 86_400_000;
 const GIB = 1024 ** 3;
+
+/** The app's pruner as if it ran at `at`, with the backup store (kept backups go too). */
+function prunerAt(t: TestApp, at: number) {
+  return createPruner({
+    store: t.ctx.store,
+    clock: { now: () => at },
+    log: t.app.log,
+    retentionMs: 90 * DAY,
+    auditRetentionMs: 365 * DAY,
+    eventRetentionMs: 30 * DAY,
+    serviceConsoleMaxMs: 3_600_000,
+    intervalMs: DAY,
+    archive: backupDeps(t.ctx).archive,
+  });
+}
 
 function order() {
   return {
@@ -225,6 +242,44 @@ for (const store of testStores()) {
       );
       await restore(id, parent.backup_id);
       assert.equal(await revision(id), atParent, 'and still restores');
+    });
+
+    test('a terminate that failed leaves the backups kept for it to the service: the pruner does not remove them', async () => {
+      const id = await running();
+      await write(id, 2);
+      const kept = await backup(id);
+      // The terminate keeps the backups (VRP_BACKUP_KEEP_AFTER_TERMINATE), then the VM cannot be
+      // destroyed: the job fails for good and the service runs on.
+      const refusing = interceptDriver(t.driver!, {
+        async destroy() {
+          throw new DriverError('Simulated: the VM cannot be destroyed', { transient: false });
+        },
+      });
+      await withWorker(
+        { archive: backupDeps(t.ctx).archive, keepAfterTerminateMs: 7 * DAY },
+        async () => {
+          await ok('POST', `service/${id}/terminate`);
+          await waitForStatus(t, token, id, 'running');
+        },
+        refusing,
+      );
+      assert.equal((await lastJob(id, 'terminate')).status, 'failed');
+      await write(id);
+      const next = await backup(id);
+      const atNext = await revision(id);
+      assert.equal(next.parent_id, kept.backup_id, 'the next backup is taken against the kept one');
+      await prunerAt(t, Date.now() + 8 * DAY).run();
+      assert.deepEqual(
+        (await opsBackups(id)).map((b) => [b.backup_id, b.status]),
+        [
+          [next.backup_id, 'available'],
+          [kept.backup_id, 'available'],
+        ],
+        'the running service keeps its backups past the keeping time',
+      );
+      await write(id);
+      await restore(id, next.backup_id);
+      assert.equal(await revision(id), atNext, 'and its chain still restores');
     });
 
     test('a legacy backup (taken on the host before the backup store) still restores and deletes', async () => {
@@ -462,12 +517,19 @@ for (const store of testStores()) {
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'no object of it is left');
     });
 
-    /** Runs `body` with the app's worker replaced by one that uses `deps` (3 attempts, short backoff). */
-    async function withWorker(deps: BackupDeps, body: () => Promise<void>): Promise<void> {
+    /**
+     * Runs `body` with the app's worker replaced by one that uses `deps` and `driver` (3 attempts,
+     * short backoff).
+     */
+    async function withWorker(
+      deps: BackupDeps,
+      body: () => Promise<void>,
+      driver: HypervisorDriver = t.driver!,
+    ): Promise<void> {
       await t.background?.worker.stop(1000);
       const w: Worker = createWorker({
         store: t.ctx.store,
-        driver: t.driver!,
+        driver,
         backups: deps,
         secretBox: t.ctx.secretBox,
         clock: t.ctx.clock,
@@ -515,26 +577,14 @@ for (const store of testStores()) {
         for (const k of kept) assert.ok(k.keep_until !== null && k.keep_until > Date.now() + 6 * DAY);
         assert.ok((await t.ctx.backupStore.list(`${id}/`)).length >= 4, 'with their objects');
 
-        const prunerAt = (at: number) =>
-          createPruner({
-            store: t.ctx.store,
-            clock: { now: () => at },
-            log: t.app.log,
-            retentionMs: 90 * DAY,
-            auditRetentionMs: 365 * DAY,
-            eventRetentionMs: 30 * DAY,
-            serviceConsoleMaxMs: 3_600_000,
-            intervalMs: DAY,
-            archive: backupDeps(t.ctx).archive,
-          });
-        await prunerAt(Date.now() + 6 * DAY).run();
+        await prunerAt(t, Date.now() + 6 * DAY).run();
         assert.equal(
           (await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute())
             .length,
           2,
           'not before the time is over',
         );
-        await prunerAt(Date.now() + 8 * DAY).run();
+        await prunerAt(t, Date.now() + 8 * DAY).run();
         assert.deepEqual(
           await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute(),
           [],
