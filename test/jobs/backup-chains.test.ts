@@ -282,6 +282,67 @@ for (const store of testStores()) {
       assert.equal(await revision(id), atNext, 'and its chain still restores');
     });
 
+    test('a delete whose every attempt fails leaves the backup available again: restorable, and deleted when asked again', async () => {
+      const id = await running();
+      await write(id, 2);
+      const b = await backup(id);
+      const at = await revision(id);
+      const archive = backupDeps(t.ctx).archive;
+      let removes = 0;
+      const unreachable: BackupArchive = {
+        ...archive,
+        async remove() {
+          removes++;
+          throw new BackupStoreError('Backup store test: cannot delete (connection refused)', {
+            transient: true,
+          });
+        },
+      };
+      await withWorker({ archive: unreachable, keepAfterTerminateMs: 0 }, async () => {
+        await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      const job = await lastJob(id, 'backup_delete');
+      assert.equal(job.status, 'failed');
+      assert.match(job.error, /cannot delete \(connection refused\)/);
+      assert.equal(removes, 3, 'each of the 3 attempts tried');
+      assert.equal((await opsBackups(id))[0].status, 'available', 'not stuck deleting');
+      await write(id);
+      await restore(id, b.backup_id);
+      assert.equal(await revision(id), at);
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), []);
+    });
+
+    test('a delete that fails for good after the backup left the store shows it failed, not available', async () => {
+      const id = await running();
+      await write(id);
+      const b = await backup(id);
+      const refusing = interceptDriver(t.driver!, {
+        async dropCheckpoint() {
+          throw new DriverError('Simulated: the checkpoint cannot be dropped', { transient: false });
+        },
+      });
+      await withWorker(
+        backupDeps(t.ctx),
+        async () => {
+          await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+          await waitForStatus(t, token, id, 'running');
+        },
+        refusing,
+      );
+      assert.equal((await lastJob(id, 'backup_delete')).status, 'failed');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/${b.backup_id}/`), [], 'its objects went');
+      const [left] = await opsBackups(id);
+      assert.deepEqual([left.status, left.size_gb], ['failed', 0], 'nothing to restore, no quota used');
+      const res = await call(t, token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
+      assert.deepEqual([res.status, res.body.error_code], [400, 'invalid_state']);
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), [], 'a new delete removes its record');
+    });
+
     test('a legacy backup (taken on the host before the backup store) still restores and deletes', async () => {
       const id = await running();
       await write(id, 2);
