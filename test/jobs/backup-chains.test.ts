@@ -10,8 +10,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { backupKeyOf } from '../../src/context.ts';
-import { createArchive } from '../../src/drivers/backup-store/archive.ts';
+import { type BackupArchive, createArchive } from '../../src/drivers/backup-store/archive.ts';
 import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import { createPruner } from '../../src/jobs/prune.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
@@ -19,12 +20,29 @@ import { createWorker, type Worker } from '../../src/jobs/worker.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { vrpOn } from '../helpers/cli.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { legacySimBackup } from '../helpers/legacy-backup.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const product = DEMO_CATALOG.products[0]!;
 const DAY = 86_400_000;
+const GIB = 1024 ** 3;
+
+/** The app's pruner as if it ran at `at`, with the backup store (kept backups go too). */
+function prunerAt(t: TestApp, at: number) {
+  return createPruner({
+    store: t.ctx.store,
+    clock: { now: () => at },
+    log: t.app.log,
+    retentionMs: 90 * DAY,
+    auditRetentionMs: 365 * DAY,
+    eventRetentionMs: 30 * DAY,
+    serviceConsoleMaxMs: 3_600_000,
+    intervalMs: DAY,
+    archive: backupDeps(t.ctx).archive,
+  });
+}
 
 function order() {
   return {
@@ -107,9 +125,10 @@ for (const store of testStores()) {
         })
         .execute();
     }
+    /** The service's newest job of that action (the list is newest first). */
     async function lastJob(id: string, action: string): Promise<any> {
       const jobs = (await ok('GET', `service/${id}/jobs`)) as any[];
-      return jobs.filter((j) => j.action === action).at(-1);
+      return jobs.find((j) => j.action === action);
     }
 
     test('a full backup, then incrementals: each restores its own content; deleting the full keeps the next restorable', async () => {
@@ -180,6 +199,148 @@ for (const store of testStores()) {
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/${first.backup_id}/`), []);
       await restore(id, second.backup_id);
       assert.equal(await revision(id), atSecond);
+    });
+
+    test('rotation that cannot make room leaves the old backups as they were: the parent merged into the new backup is not lost with it', async () => {
+      const id = await running();
+      await write(id, 3);
+      const parent = await backup(id);
+      const atParent = await revision(id);
+      // A scheduled full backup that fills the quota (as if it took 19 of its 19 GB)...
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled', size_gb: 19 })
+        .where('id', '=', parent.backup_id)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 19 }).where('id', '=', id).execute();
+      // ...and a merge that makes the next backup hold its 19 GB as well (a full of that size
+      // merged into its incremental stores both): rotating the full out frees nothing.
+      const archive = backupDeps(t.ctx).archive;
+      const growing: BackupArchive = {
+        ...archive,
+        async mergeIntoChild(p, c) {
+          const merged = await archive.mergeIntoChild(p, c);
+          return { ...merged, storedBytes: merged.storedBytes + 19 * GIB };
+        },
+      };
+      await write(id);
+      await withWorker({ archive: growing, keepAfterTerminateMs: 0 }, async () => {
+        await ok('POST', `service/${id}/backup/create`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      const job = await lastJob(id, 'backup_create');
+      assert.equal(job.status, 'failed');
+      assert.match(job.error, /^Backup quota exceeded/);
+      const left = await opsBackups(id);
+      assert.deepEqual(
+        left.map((b) => [b.backup_id === parent.backup_id ? 'parent' : 'new', b.status]),
+        [
+          ['new', 'failed'],
+          ['parent', 'available'],
+        ],
+        'the old backup is still there',
+      );
+      await restore(id, parent.backup_id);
+      assert.equal(await revision(id), atParent, 'and still restores');
+    });
+
+    test('a terminate that failed leaves the backups kept for it to the service: the pruner does not remove them', async () => {
+      const id = await running();
+      await write(id, 2);
+      const kept = await backup(id);
+      // The terminate keeps the backups (VRP_BACKUP_KEEP_AFTER_TERMINATE), then the VM cannot be
+      // destroyed: the job fails for good and the service runs on.
+      const refusing = interceptDriver(t.driver!, {
+        async destroy() {
+          throw new DriverError('Simulated: the VM cannot be destroyed', { transient: false });
+        },
+      });
+      await withWorker(
+        { archive: backupDeps(t.ctx).archive, keepAfterTerminateMs: 7 * DAY },
+        async () => {
+          await ok('POST', `service/${id}/terminate`);
+          await waitForStatus(t, token, id, 'running');
+        },
+        refusing,
+      );
+      assert.equal((await lastJob(id, 'terminate')).status, 'failed');
+      await write(id);
+      const next = await backup(id);
+      const atNext = await revision(id);
+      assert.equal(next.parent_id, kept.backup_id, 'the next backup is taken against the kept one');
+      await prunerAt(t, Date.now() + 8 * DAY).run();
+      assert.deepEqual(
+        (await opsBackups(id)).map((b) => [b.backup_id, b.status]),
+        [
+          [next.backup_id, 'available'],
+          [kept.backup_id, 'available'],
+        ],
+        'the running service keeps its backups past the keeping time',
+      );
+      await write(id);
+      await restore(id, next.backup_id);
+      assert.equal(await revision(id), atNext, 'and its chain still restores');
+    });
+
+    test('a delete whose every attempt fails leaves the backup available again: restorable, and deleted when asked again', async () => {
+      const id = await running();
+      await write(id, 2);
+      const b = await backup(id);
+      const at = await revision(id);
+      const archive = backupDeps(t.ctx).archive;
+      let removes = 0;
+      const unreachable: BackupArchive = {
+        ...archive,
+        async remove() {
+          removes++;
+          throw new BackupStoreError('Backup store test: cannot delete (connection refused)', {
+            transient: true,
+          });
+        },
+      };
+      await withWorker({ archive: unreachable, keepAfterTerminateMs: 0 }, async () => {
+        await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      const job = await lastJob(id, 'backup_delete');
+      assert.equal(job.status, 'failed');
+      assert.match(job.error, /cannot delete \(connection refused\)/);
+      assert.equal(removes, 3, 'each of the 3 attempts tried');
+      assert.equal((await opsBackups(id))[0].status, 'available', 'not stuck deleting');
+      await write(id);
+      await restore(id, b.backup_id);
+      assert.equal(await revision(id), at);
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), []);
+    });
+
+    test('a delete that fails for good after the backup left the store shows it failed, not available', async () => {
+      const id = await running();
+      await write(id);
+      const b = await backup(id);
+      const refusing = interceptDriver(t.driver!, {
+        async dropCheckpoint() {
+          throw new DriverError('Simulated: the checkpoint cannot be dropped', { transient: false });
+        },
+      });
+      await withWorker(
+        backupDeps(t.ctx),
+        async () => {
+          await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+          await waitForStatus(t, token, id, 'running');
+        },
+        refusing,
+      );
+      assert.equal((await lastJob(id, 'backup_delete')).status, 'failed');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/${b.backup_id}/`), [], 'its objects went');
+      const [left] = await opsBackups(id);
+      assert.deepEqual([left.status, left.size_gb], ['failed', 0], 'nothing to restore, no quota used');
+      const res = await call(t, token, 'POST', `service/${id}/backup/restore/${b.backup_id}`);
+      assert.deepEqual([res.status, res.body.error_code], [400, 'invalid_state']);
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), [], 'a new delete removes its record');
     });
 
     test('a legacy backup (taken on the host before the backup store) still restores and deletes', async () => {
@@ -417,12 +578,19 @@ for (const store of testStores()) {
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'no object of it is left');
     });
 
-    /** Runs `body` with the app's worker replaced by one that uses `deps` (3 attempts, short backoff). */
-    async function withWorker(deps: BackupDeps, body: () => Promise<void>): Promise<void> {
+    /**
+     * Runs `body` with the app's worker replaced by one that uses `deps` and `driver` (3 attempts,
+     * short backoff).
+     */
+    async function withWorker(
+      deps: BackupDeps,
+      body: () => Promise<void>,
+      driver: HypervisorDriver = t.driver!,
+    ): Promise<void> {
       await t.background?.worker.stop(1000);
       const w: Worker = createWorker({
         store: t.ctx.store,
-        driver: t.driver!,
+        driver,
         backups: deps,
         secretBox: t.ctx.secretBox,
         clock: t.ctx.clock,
@@ -470,26 +638,14 @@ for (const store of testStores()) {
         for (const k of kept) assert.ok(k.keep_until !== null && k.keep_until > Date.now() + 6 * DAY);
         assert.ok((await t.ctx.backupStore.list(`${id}/`)).length >= 4, 'with their objects');
 
-        const prunerAt = (at: number) =>
-          createPruner({
-            store: t.ctx.store,
-            clock: { now: () => at },
-            log: t.app.log,
-            retentionMs: 90 * DAY,
-            auditRetentionMs: 365 * DAY,
-            eventRetentionMs: 30 * DAY,
-            serviceConsoleMaxMs: 3_600_000,
-            intervalMs: DAY,
-            archive: backupDeps(t.ctx).archive,
-          });
-        await prunerAt(Date.now() + 6 * DAY).run();
+        await prunerAt(t, Date.now() + 6 * DAY).run();
         assert.equal(
           (await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute())
             .length,
           2,
           'not before the time is over',
         );
-        await prunerAt(Date.now() + 8 * DAY).run();
+        await prunerAt(t, Date.now() + 8 * DAY).run();
         assert.deepEqual(
           await t.ctx.store.db.selectFrom('backups').select('id').where('service_id', '=', id).execute(),
           [],

@@ -8,7 +8,7 @@ import {
   setBackupChain,
   setBackupStatus,
 } from '../../store/repos/backups.ts';
-import { removeBackup, storedOf } from '../backup-chain.ts';
+import { mergeIntoChild, removeBackup, storedOf } from '../backup-chain.ts';
 import { planRotation } from '../backup-quota.ts';
 import type { Task, TaskContext } from '../task.ts';
 
@@ -16,7 +16,7 @@ import type { Task, TaskContext } from '../task.ts';
  * Takes the backup into the backup store (incremental against the service's newest backup when
  * its host still has that point), then keeps the service within its backup quota: the oldest
  * scheduled backups are rotated out, each merged into the backup after it first; if that cannot
- * make room, the new backup is discarded and the job fails.
+ * make room, the new backup is discarded, every old one kept, and the job fails.
  */
 export const backupCreate: Task<'backup_create'> = async (tc) => {
   const { service, db, clock, job, signal, backups } = tc;
@@ -72,9 +72,11 @@ async function take(tc: TaskContext<'backup_create'>, backup: Backup): Promise<B
 }
 
 /**
- * Makes room for the new backup within the service's quota, oldest scheduled backup first; a
- * rotated backup with a child is merged into it (which may grow the child, the new backup too:
- * sizes are read again after each one). Then the backup is `available`.
+ * Makes room for the new backup within the service's quota, oldest scheduled backup first. A
+ * rotated backup with a child is merged into it first, which may grow the child (the new backup
+ * too: sizes are read again after each merge). A merge loses nothing (both stay restorable), so
+ * every merge is made before any backup is removed: if the merged sizes still do not fit, the job
+ * fails with every old backup in place. Then the backup is `available`.
  */
 async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest: BackupManifest) {
   const { service, db, clock, driver, backups } = tc;
@@ -89,15 +91,21 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
   const others = (await listBackups(db, service.id)).filter((b) => b.id !== backup.id);
   // Not even rotating every scheduled backup out makes room: nothing is rotated.
   if (!planRotation(others, service.backup, needGb)) throw tooBig(needGb);
+  const victims: Backup[] = [];
   for (;;) {
-    const live = (await listBackups(db, service.id)).filter((b) => b.status !== 'failed');
+    const live = (await listBackups(db, service.id)).filter(
+      (b) => b.status !== 'failed' && !victims.some((v) => v.id === b.id),
+    );
     const own = live.find((b) => b.id === backup.id)?.sizeGb ?? needGb;
     if (sumGb(live.map((b) => b.sizeGb)) <= service.backup) break;
     const victim = live
       .filter((b) => b.id !== backup.id && b.kind === 'scheduled' && b.status === 'available')
       .sort((a, b) => a.createdAt - b.createdAt)[0];
     if (!victim) throw tooBig(own);
-    await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
+    await mergeIntoChild(db, backups.archive, victim, clock.now());
+    victims.push(victim);
   }
+  for (const victim of victims)
+    await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
   await setBackupStatus(db, backup.id, 'available', clock.now());
 }

@@ -1,12 +1,14 @@
 import { DriverError } from '../../drivers/driver.ts';
-import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
+import { findBackup, findChildBackup, setBackupStatus } from '../../store/repos/backups.ts';
 import { removeBackup } from '../backup-chain.ts';
 import type { Task } from '../task.ts';
 
 /**
  * Removes the backup; the backup after it in its chain, if any, is merged first and stays
- * restorable. A deletion that fails for good (the merge cannot be made) leaves the backup as it
- * was, `available` again: the job says why, and the deletion can be asked again.
+ * restorable. A deletion that fails for good, or on its last attempt, leaves the backup as it
+ * was, `available` again (the job says why, and the deletion can be asked again); if its
+ * objects had left the backup store already, it is `failed` (0 GB), and a new deletion removes
+ * its record.
  */
 export const backupDelete: Task<'backup_delete'> = async ({
   service,
@@ -14,6 +16,7 @@ export const backupDelete: Task<'backup_delete'> = async ({
   db,
   clock,
   job,
+  maxAttempts,
   signal,
   backups,
 }) => {
@@ -23,8 +26,16 @@ export const backupDelete: Task<'backup_delete'> = async ({
   try {
     await removeBackup(db, { archive: backups.archive, driver }, backup, clock.now());
   } catch (err) {
-    if (!signal.aborted && !(err instanceof DriverError && err.transient))
-      await setBackupStatus(db, backup.id, 'available', clock.now());
+    const last = job.attempts >= maxAttempts;
+    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last)) {
+      // Its objects left the store (after the merge, the manifest first): nothing is left to restore.
+      const gone =
+        backup.format === 'archive' &&
+        !(await findChildBackup(db, backup.id)) &&
+        !(await backups.archive.manifest(service.id, backup.id).catch(() => true));
+      if (gone) await setBackupStatus(db, backup.id, 'failed', clock.now(), 0);
+      else await setBackupStatus(db, backup.id, 'available', clock.now());
+    }
     throw err;
   }
   return {};

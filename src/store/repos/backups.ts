@@ -157,7 +157,11 @@ export async function keepBackupsUntil(
     .execute();
 }
 
-/** Up to `limit` backups kept past their service's end whose time is over, children first. */
+/**
+ * Up to `limit` backups kept past their service's end whose time is over, children first. Only a
+ * terminated service's: a terminate that failed after setting `keep_until` leaves the service
+ * running, its later backups chained on the kept ones, and none of them may go.
+ */
 export async function expiredKeptBackups(
   db: Kysely<Database>,
   now: number,
@@ -165,11 +169,13 @@ export async function expiredKeptBackups(
 ): Promise<Backup[]> {
   const rows = await db
     .selectFrom('backups')
-    .selectAll()
-    .where('keep_until', 'is not', null)
-    .where('keep_until', '<=', now)
-    .orderBy('created_at', 'desc')
-    .orderBy('id')
+    .innerJoin('services', 'services.id', 'backups.service_id')
+    .selectAll('backups')
+    .where('services.status', '=', 'terminated')
+    .where('backups.keep_until', 'is not', null)
+    .where('backups.keep_until', '<=', now)
+    .orderBy('backups.created_at', 'desc')
+    .orderBy('backups.id')
     .limit(limit)
     .execute();
   return rows.map(toBackup);
