@@ -90,14 +90,19 @@ type Ending =
       readonly status: 'failed';
       readonly error: string;
       readonly attempts?: number;
-      /** The backup a backup_create job gives up without its task: it is `failed` (0 GB) with the job. */
+      /**
+       * The backup a backup job gives up without its task: a backup_create's is `failed` (0 GB)
+       * with the job, a backup_delete's `available` again.
+       */
       readonly backupId?: string;
     };
 
 const failed = (error: string): Ending => ({ status: 'failed', error });
-/** The backup a job that ends outside its task leaves `creating`, if it is a backup_create. */
+/** The backup a job that ends outside its task leaves `creating` or `deleting`, if it is a backup job. */
 const unfinishedBackup = (job: RunnableJob) =>
-  job.action === 'backup_create' && job.params.backup_id ? { backupId: job.params.backup_id } : {};
+  (job.action === 'backup_create' || job.action === 'backup_delete') && job.params.backup_id
+    ? { backupId: job.params.backup_id }
+    : {};
 const words = (job: Job) => job.action.replaceAll('_', ' ');
 
 /**
@@ -466,7 +471,10 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     }
     if (ending.status === 'failed' && ending.backupId) {
       const backup = await findBackupById(tx, ending.backupId);
+      // A backup being taken is nothing; one being deleted is as it was (its deletion can be
+      // asked again, and removes what an attempt left).
       if (backup?.status === 'creating') await setBackupStatus(tx, backup.id, 'failed', now, 0);
+      if (backup?.status === 'deleting') await setBackupStatus(tx, backup.id, 'available', now);
     }
     if (!service) {
       await recordEvents(tx, job.resellerId, [finished], now);

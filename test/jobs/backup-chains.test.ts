@@ -21,6 +21,7 @@ import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
 import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { vrpOn } from '../helpers/cli.ts';
 import { interceptDriver } from '../helpers/driver-calls.ts';
+import { until } from '../helpers/job-worker.ts';
 import { legacySimBackup } from '../helpers/legacy-backup.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -242,6 +243,88 @@ for (const store of testStores()) {
       );
       await restore(id, parent.backup_id);
       assert.equal(await revision(id), atParent, 'and still restores');
+    });
+
+    test('rotation whose removal of the rotated-out backup fails keeps the new backup: the removal is left to the next rotation', async () => {
+      const id = await running();
+      await write(id, 3);
+      const first = await backup(id);
+      await write(id);
+      const second = await backup(id);
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled', size_gb: 0.5 })
+        .where('service_id', '=', id)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
+      const archive = backupDeps(t.ctx).archive;
+      const refusing: BackupArchive = {
+        ...archive,
+        async remove() {
+          throw new BackupStoreError('Backup store test: cannot delete (permission denied)', {
+            transient: false,
+          });
+        },
+      };
+      await write(id);
+      const atThird = await revision(id);
+      await withWorker({ archive: refusing, keepAfterTerminateMs: 0 }, async () => {
+        await ok('POST', `service/${id}/backup/create`);
+        await waitForStatus(t, token, id, 'running');
+      });
+      assert.equal((await lastJob(id, 'backup_create')).status, 'succeeded');
+      const after = await opsBackups(id);
+      assert.deepEqual(
+        after.map((b) => [
+          b.backup_id === first.backup_id ? 'first' : b.backup_id === second.backup_id ? 'second' : 'new',
+          b.status,
+        ]),
+        [
+          ['new', 'available'],
+          ['second', 'available'],
+          ['first', 'available'],
+        ],
+        'the new backup is kept; the rotated-out one waits for the next rotation',
+      );
+      assert.equal(after[1].parent_id, null, 'the next one stands without the rotated-out one');
+      await restore(id, after[0].backup_id);
+      assert.equal(await revision(id), atThird);
+      // The next backup's rotation removes it (as if it took 0.9 GB: the next one would not fit).
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ size_gb: 0.9 })
+        .where('id', '=', first.backup_id)
+        .execute();
+      await write(id);
+      const fourth = await backup(id);
+      assert.ok(!(await opsBackups(id)).some((b) => b.backup_id === first.backup_id), 'removed now');
+      assert.equal(fourth.status, 'available');
+    });
+
+    test('a delete given up without its task (its workers kept dying) leaves the backup available again', async () => {
+      const id = await running();
+      await write(id);
+      const b = await backup(id);
+      await t.background?.worker.stop(1000);
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      // Every attempt's process died: the next claim is one more than allowed.
+      await t.ctx.store.db
+        .updateTable('jobs')
+        .set({ attempts: 3 })
+        .where('service_id', '=', id)
+        .where('action', '=', 'backup_delete')
+        .execute();
+      await withWorker(backupDeps(t.ctx), async () => {
+        await until(
+          async () => (await lastJob(id, 'backup_delete')).status === 'failed',
+          'the job to give up',
+        );
+      });
+      assert.match((await lastJob(id, 'backup_delete')).error, /^Gave up after 3 attempts/);
+      assert.equal((await opsBackups(id))[0].status, 'available', 'not stuck deleting');
+      await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(await opsBackups(id), []);
     });
 
     test('a terminate that failed leaves the backups kept for it to the service: the pruner does not remove them', async () => {

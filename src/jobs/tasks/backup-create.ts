@@ -76,7 +76,8 @@ async function take(tc: TaskContext<'backup_create'>, backup: Backup): Promise<B
  * rotated backup with a child is merged into it first, which may grow the child (the new backup
  * too: sizes are read again after each merge). A merge loses nothing (both stay restorable), so
  * every merge is made before any backup is removed: if the merged sizes still do not fit, the job
- * fails with every old backup in place. Then the backup is `available`.
+ * fails with every old backup in place. Then the backup is `available`, and the rotated ones are
+ * removed.
  */
 async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest: BackupManifest) {
   const { service, db, clock, driver, backups } = tc;
@@ -105,7 +106,22 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
     await mergeIntoChild(db, backups.archive, victim, clock.now());
     victims.push(victim);
   }
-  for (const victim of victims)
-    await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
+  // The new backup is kept from here on: a rotated backup that was its parent lives on in it
+  // (merged), so discarding it now would lose that one too. A removal that fails leaves only a
+  // backup too many (its child stands without it), which the next rotation removes.
   await setBackupStatus(db, backup.id, 'available', clock.now());
+  for (const victim of victims) {
+    try {
+      await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
+    } catch (err) {
+      tc.log.warn(
+        {
+          serviceId: service.id,
+          backupId: victim.id,
+          error: err instanceof Error ? err.message : String(err),
+        },
+        'backup rotation: a rotated-out backup could not be removed now; the next rotation removes it',
+      );
+    }
+  }
 }
