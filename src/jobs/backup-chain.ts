@@ -12,7 +12,7 @@ import {
   type Backup,
   deleteBackupRow,
   expiredKeptBackups,
-  findChildBackup,
+  findChildBackups,
   type StoredBackup,
   setBackupChain,
 } from '../store/repos/backups.ts';
@@ -70,9 +70,10 @@ export async function chainOf(
 }
 
 /**
- * The backup's child (the next backup of its chain), if it has one, is rewritten to stand
- * without it: the child's row gets its new parent and size. Idempotent: a child an earlier
- * attempt merged already has another parent in its manifest, and only its row is brought up.
+ * The backup's children (the next backup of its chain; more than one only where a deletion
+ * failed after its merge) are each rewritten to stand without it: each child's row gets its new
+ * parent and size. Idempotent: a child an earlier attempt merged already has another parent in
+ * its manifest, and only its row is brought up.
  */
 export async function mergeIntoChild(
   db: Kysely<Database>,
@@ -80,8 +81,16 @@ export async function mergeIntoChild(
   backup: Backup,
   now: number,
 ): Promise<void> {
-  const child = await findChildBackup(db, backup.id);
-  if (!child) return;
+  for (const child of await findChildBackups(db, backup.id)) await mergeInto(db, archive, backup, child, now);
+}
+
+async function mergeInto(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  child: Backup,
+  now: number,
+): Promise<void> {
   const childManifest = await archive.manifest(backup.serviceId, child.id);
   if (!childManifest) return;
   let merged = childManifest;

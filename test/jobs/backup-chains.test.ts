@@ -166,6 +166,53 @@ for (const store of testStores()) {
       assert.equal(await revision(id), atInc, 'still restorable without the backup it was taken against');
     });
 
+    test('a deletion that fails after its merge leaves two backups on one parent: removing that parent merges it into both', async () => {
+      const id = await running();
+      await write(id, 2);
+      const first = await backup(id);
+      await write(id);
+      const second = await backup(id);
+      const atSecond = await revision(id);
+      await write(id);
+      const atThird = await revision(id);
+      // With no worker: a backup is asked for, then the deletion of the one before it, which
+      // runs after it and fails for good (the store refuses it).
+      await t.background?.worker.stop(1000);
+      await ok('POST', `service/${id}/backup/create`);
+      await ok('POST', `service/${id}/backup/delete/${second.backup_id}`);
+      const archive = backupDeps(t.ctx).archive;
+      const refusing: BackupArchive = {
+        ...archive,
+        async remove() {
+          throw new BackupStoreError('Backup store test: cannot delete (permission denied)', {
+            transient: false,
+          });
+        },
+      };
+      await withWorker({ archive: refusing, keepAfterTerminateMs: 0 }, async () => {
+        await until(
+          async () => (await lastJob(id, 'backup_delete')).status === 'failed',
+          'the deletion to fail',
+        );
+      });
+      const [third, again] = await opsBackups(id);
+      assert.equal(again.backup_id, second.backup_id);
+      assert.equal(again.status, 'available');
+      // The deletion merged the second into the third before the store refused it: both stand on
+      // the first now. The first goes: merged into each of them, and both still restore.
+      assert.deepEqual([third.parent_id, again.parent_id], [first.backup_id, first.backup_id]);
+      await ok('POST', `service/${id}/backup/delete/${first.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      assert.deepEqual(
+        (await opsBackups(id)).map((b) => b.backup_id),
+        [third.backup_id, second.backup_id],
+      );
+      await restore(id, second.backup_id);
+      assert.equal(await revision(id), atSecond);
+      await restore(id, third.backup_id);
+      assert.equal(await revision(id), atThird);
+    });
+
     test('rotation merges the rotated backup into the next, which stays restorable', async () => {
       const id = await running();
       await write(id, 3);

@@ -1,5 +1,5 @@
 import { DriverError } from '../../drivers/driver.ts';
-import { findBackup, findChildBackup, setBackupStatus } from '../../store/repos/backups.ts';
+import { findBackup, findChildBackups, setBackupStatus } from '../../store/repos/backups.ts';
 import { removeBackup } from '../backup-chain.ts';
 import type { Task } from '../task.ts';
 
@@ -31,7 +31,7 @@ export const backupDelete: Task<'backup_delete'> = async ({
       // Its objects left the store (after the merge, the manifest first): nothing is left to restore.
       const gone =
         backup.format === 'archive' &&
-        !(await findChildBackup(db, backup.id)) &&
+        (await findChildBackups(db, backup.id)).length === 0 &&
         !(await backups.archive.manifest(service.id, backup.id).catch(() => true));
       if (gone) await setBackupStatus(db, backup.id, 'failed', clock.now(), 0);
       else await setBackupStatus(db, backup.id, 'available', clock.now());

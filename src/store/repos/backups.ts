@@ -132,15 +132,21 @@ export async function setBackupChain(
     .execute();
 }
 
-/** The backup whose parent is `id` (a chain is a line: at most one that did not fail), if any. */
-export async function findChildBackup(db: Kysely<Database>, id: string): Promise<Backup | undefined> {
-  const row = await db
+/**
+ * The backups whose parent is `id` and that did not fail, oldest first. A chain is a line as a
+ * rule (a backup is taken against the newest one), but a deletion that failed after it merged
+ * its backup into the next leaves that backup beside the next, both on the same parent.
+ */
+export async function findChildBackups(db: Kysely<Database>, id: string): Promise<Backup[]> {
+  const rows = await db
     .selectFrom('backups')
     .selectAll()
     .where('parent_id', '=', id)
     .where('status', '!=', 'failed')
-    .executeTakeFirst();
-  return row && toBackup(row);
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(toBackup);
 }
 
 /** The service's backups are kept until `keepUntil` (its termination), then pruned. */
