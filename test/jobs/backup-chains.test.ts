@@ -126,6 +126,24 @@ for (const store of testStores()) {
         })
         .execute();
     }
+    /**
+     * The app's backup archive whose removals fail: refused for good (permission denied) or for
+     * now (connection refused); `removes()` counts them.
+     */
+    function refusingRemoves(transient: boolean): BackupArchive & { removes(): number } {
+      let removes = 0;
+      return {
+        ...backupDeps(t.ctx).archive,
+        async remove() {
+          removes++;
+          throw new BackupStoreError(
+            `Backup store test: cannot delete (${transient ? 'connection refused' : 'permission denied'})`,
+            { transient },
+          );
+        },
+        removes: () => removes,
+      };
+    }
     /** The service's newest job of that action (the list is newest first). */
     async function lastJob(id: string, action: string): Promise<any> {
       const jobs = (await ok('GET', `service/${id}/jobs`)) as any[];
@@ -180,15 +198,7 @@ for (const store of testStores()) {
       await t.background?.worker.stop(1000);
       await ok('POST', `service/${id}/backup/create`);
       await ok('POST', `service/${id}/backup/delete/${second.backup_id}`);
-      const archive = backupDeps(t.ctx).archive;
-      const refusing: BackupArchive = {
-        ...archive,
-        async remove() {
-          throw new BackupStoreError('Backup store test: cannot delete (permission denied)', {
-            transient: false,
-          });
-        },
-      };
+      const refusing = refusingRemoves(false);
       await withWorker({ archive: refusing, keepAfterTerminateMs: 0 }, async () => {
         await until(
           async () => (await lastJob(id, 'backup_delete')).status === 'failed',
@@ -304,15 +314,7 @@ for (const store of testStores()) {
         .where('service_id', '=', id)
         .execute();
       await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
-      const archive = backupDeps(t.ctx).archive;
-      const refusing: BackupArchive = {
-        ...archive,
-        async remove() {
-          throw new BackupStoreError('Backup store test: cannot delete (permission denied)', {
-            transient: false,
-          });
-        },
-      };
+      const refusing = refusingRemoves(false);
       await write(id);
       const atThird = await revision(id);
       await withWorker({ archive: refusing, keepAfterTerminateMs: 0 }, async () => {
@@ -417,17 +419,7 @@ for (const store of testStores()) {
       await write(id, 2);
       const b = await backup(id);
       const at = await revision(id);
-      const archive = backupDeps(t.ctx).archive;
-      let removes = 0;
-      const unreachable: BackupArchive = {
-        ...archive,
-        async remove() {
-          removes++;
-          throw new BackupStoreError('Backup store test: cannot delete (connection refused)', {
-            transient: true,
-          });
-        },
-      };
+      const unreachable = refusingRemoves(true);
       await withWorker({ archive: unreachable, keepAfterTerminateMs: 0 }, async () => {
         await ok('POST', `service/${id}/backup/delete/${b.backup_id}`);
         await waitForStatus(t, token, id, 'running');
@@ -435,7 +427,7 @@ for (const store of testStores()) {
       const job = await lastJob(id, 'backup_delete');
       assert.equal(job.status, 'failed');
       assert.match(job.error, /cannot delete \(connection refused\)/);
-      assert.equal(removes, 3, 'each of the 3 attempts tried');
+      assert.equal(unreachable.removes(), 3, 'each of the 3 attempts tried');
       assert.equal((await opsBackups(id))[0].status, 'available', 'not stuck deleting');
       await write(id);
       await restore(id, b.backup_id);
