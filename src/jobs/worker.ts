@@ -139,14 +139,33 @@ export function createWorker(o: WorkerOptions): Worker {
       return loop.running.size;
     },
     start: loop.start,
-    stop(graceMs = 30_000) {
-      return loop.stop({
-        graceMs,
-        reason: new Error('The worker is stopping'),
-        onGraceOver: (running) =>
-          o.log.warn({ running, graceMs }, 'jobs still running after the grace period; aborting them'),
-        abortWaitMs: o.abortWaitMs ?? 2000,
-      });
+    async stop(graceMs = 30_000) {
+      // The loop that renews the running jobs' leases ends first; they are renewed here until
+      // the jobs end (or the stop gives up on them). A lease that ran out during the grace period
+      // would let another process's worker run the job beside this one.
+      let renewing: Promise<void> = Promise.resolve();
+      const renewal = setInterval(
+        () => {
+          renewing = renewing
+            .then(() => extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs))
+            .catch((err) =>
+              o.log.warn({ error: String(err) }, 'the running jobs’ leases could not be renewed'),
+            );
+        },
+        Math.max(1, Math.floor(o.leaseMs / 3)),
+      );
+      try {
+        await loop.stop({
+          graceMs,
+          reason: new Error('The worker is stopping'),
+          onGraceOver: (running) =>
+            o.log.warn({ running, graceMs }, 'jobs still running after the grace period; aborting them'),
+          abortWaitMs: o.abortWaitMs ?? 2000,
+        });
+      } finally {
+        clearInterval(renewal);
+        await renewing;
+      }
     },
   };
 }

@@ -66,5 +66,34 @@ for (const store of testStores()) {
         await waitForStatus(s.t, s.token, s.id, 'running');
         assert.equal((await s.jobs()).at(-1).attempts, 2);
       }));
+
+    test('a job that finishes within the grace period keeps its lease while its worker stops: no other worker runs it meanwhile', () =>
+      withRunningService(store, async (s) => {
+        let runs = 0;
+        let release = () => {};
+        const held = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        const restart: Task<'restart'> = async () => {
+          runs++;
+          await held;
+          return {};
+        };
+        await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
+        const leaseMs = 1200;
+        const stopping = s.worker({ restart }, { leaseMs });
+        await until(() => runs === 1, 'the restart to start');
+        const stopped = stopping.stop(60_000);
+        // Another process's worker, which recovers the jobs of leases that ran out.
+        s.worker({ restart }, { leaseMs });
+        // Three leases long: the stopping worker's lease would have run out, had it not renewed it.
+        await new Promise((resolve) => setTimeout(resolve, leaseMs * 3));
+        assert.equal(runs, 1, 'run once, by the worker that is stopping');
+        release();
+        await stopped;
+        await until(async () => (await s.jobs()).at(-1).status === 'succeeded', 'the restart to end');
+        assert.equal((await s.jobs()).at(-1).attempts, 1);
+        assert.equal(runs, 1);
+      }));
   });
 }
