@@ -22,6 +22,7 @@ import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
   type ClaimedJob,
   type Job,
+  type JobClaim,
   type JobOf,
   type JobResult,
   jobFromColumn,
@@ -172,7 +173,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   // The transitional status and its event, written only while this worker owns the job.
   const now = clock.now();
   const shown = transitionalStatus(job.action, from.status);
-  const owned = await writeGated(db, ownedJob(job.id, deps.workerId, jobFromColumn(from)), [
+  const owned = await writeGated(db, ownedJob(claimOf(deps, job), jobFromColumn(from)), [
     gatedUpdate({ table: 'services', set: { status: shown, updated_at: now }, where: { id: service.id } }),
     gatedEvents(job.resellerId, statusChanged(service.id, service.status, shown, job.id), now),
   ]);
@@ -260,11 +261,13 @@ async function guarded(
   body?: (tx: Kysely<Database>) => Promise<void>,
 ): Promise<void> {
   if (!body) {
-    if (!(await updateOwnedJob(db, job.id, workerId, set))) throw new LeaseLost();
+    if (!(await updateOwnedJob(db, { id: job.id, workerId, attempts: job.attempts }, set)))
+      throw new LeaseLost();
     return;
   }
   await db.transaction().execute(async (tx) => {
-    if (!(await updateOwnedJob(tx, job.id, workerId, set))) throw new LeaseLost();
+    if (!(await updateOwnedJob(tx, { id: job.id, workerId, attempts: job.attempts }, set)))
+      throw new LeaseLost();
     await body(tx);
   });
 }
@@ -276,6 +279,13 @@ function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
     record: (value) => guarded(deps.db, job, deps.workerId, { step_marker: value }),
   };
 }
+
+/** This worker's claim of the job, which its writes to the job's row are guarded by. */
+const claimOf = (deps: Pick<RunDeps, 'workerId'>, job: Pick<Job, 'id' | 'attempts'>): JobClaim => ({
+  id: job.id,
+  workerId: deps.workerId,
+  attempts: job.attempts,
+});
 
 const hostWaitError = (hostId: string) => `Waiting for host ${hostId} to answer again`;
 
@@ -460,7 +470,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     // leaves. Without both, one of the two wrote a count of pending jobs it had read before the
     // other's commit.
     const read = (deps.features.rowLocks ? endReadLocked : endRead).compile(tx, { id: job.serviceId });
-    const { changed: owned, row: service } = await readGated(tx, ownedJob(job.id, deps.workerId, end), read);
+    const { changed: owned, row: service } = await readGated(tx, ownedJob(claimOf(deps, job), end), read);
     if (!owned) throw new LeaseLost();
     const finished = jobFinished(job, ending.status, ending.status === 'failed' ? ending.error : null);
     // A job that ends failed has made its last attempt (retries go back to the queue instead):

@@ -88,7 +88,9 @@ export function createPollLoop<K>(o: PollLoopOptions): PollLoop<K> {
     },
     track(key, work) {
       const p = work.finally(() => {
-        running.delete(key);
+        // Only its own entry: the key may have been tracked again since (a job its worker claimed
+        // again while the first run went on), and that work is still under way.
+        if (running.get(key) === p) running.delete(key);
         o.signal.notify();
       });
       running.set(key, p);

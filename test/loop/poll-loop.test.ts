@@ -17,6 +17,27 @@ const HOUR = 3_600_000;
 const unexpected = (err: unknown) => assert.fail(`unexpected loop error: ${String(err)}`);
 
 describe('the poll loop the worker and the webhook sender share (src/loop/poll-loop.ts)', () => {
+  test('work tracked again under a key still under way: the first one ending leaves the second tracked', async () => {
+    const loop = createPollLoop<string>({
+      tick: async () => false,
+      signal: createJobSignal(),
+      pollMs: HOUR,
+      concurrency: 2,
+      onError: unexpected,
+    });
+    const first = deferred();
+    const second = deferred();
+    loop.track('job-1', first.promise);
+    const again = loop.running.get('job-1');
+    loop.track('job-1', second.promise);
+    first.resolve();
+    await again;
+    assert.deepEqual([...loop.running.keys()], ['job-1'], 'the second is still under way');
+    second.resolve();
+    await loop.running.get('job-1');
+    assert.equal(loop.running.size, 0);
+  });
+
   test('wake() makes it look at once, not at the end of its poll', async () => {
     let ticks = 0;
     const second = deferred();

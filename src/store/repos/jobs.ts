@@ -241,29 +241,42 @@ export function jobFromColumn(from: ServiceState): { from_state: string } {
   return { from_state: JSON.stringify(from) };
 }
 
+/** A claim of a job: the job, the worker that claimed it, and the attempt the claim counted. */
+export interface JobClaim {
+  readonly id: string;
+  readonly workerId: string;
+  readonly attempts: number;
+}
+
 /**
- * Writes to a job's row only while `workerId` owns it (running, locked by that worker): false
- * when another worker took it over or recovery put it back in the queue. One statement, the
- * ownership check included: on PostgreSQL the update waits for a concurrent writer of the row
- * and checks ownership again after it, so the check holds until the transaction commits.
+ * Writes to a job's row only while the claim holds (running, locked by that worker, at that
+ * attempt): false when another worker took it over or recovery put it back in the queue, also
+ * when the same worker claimed it again since (a run whose lease ran out while its process was
+ * cut off from the store, beside the run of its new claim). One statement, the ownership check
+ * included: on PostgreSQL the update waits for a concurrent writer of the row and checks
+ * ownership again after it, so the check holds until the transaction commits.
  */
 export async function updateOwnedJob(
   db: Kysely<Database>,
-  id: string,
-  workerId: string,
+  claim: JobClaim,
   set: Updateable<JobTable>,
 ): Promise<boolean> {
-  const r = await updateWhere(db, 'jobs', set, ownedBy(id, workerId));
+  const r = await updateWhere(db, 'jobs', set, ownedBy(claim));
   return r.updated === 1;
 }
 
 /** The write of updateOwnedJob, as the guard of writes that belong to it (store/gated-write.ts). */
-export function ownedJob(id: string, workerId: string, set: Updateable<JobTable>): KeyedUpdate<'jobs'> {
-  return { table: 'jobs', set, where: ownedBy(id, workerId) };
+export function ownedJob(claim: JobClaim, set: Updateable<JobTable>): KeyedUpdate<'jobs'> {
+  return { table: 'jobs', set, where: ownedBy(claim) };
 }
 
-/** A job's row while `workerId` owns it: running, locked by that worker. */
-const ownedBy = (id: string, workerId: string) => ({ id, status: 'running' as const, locked_by: workerId });
+/** A job's row while the claim holds: running, locked by that worker, at that attempt. */
+const ownedBy = (c: JobClaim) => ({
+  id: c.id,
+  status: 'running' as const,
+  locked_by: c.workerId,
+  attempts: c.attempts,
+});
 
 /**
  * Records that a failed job was retried as `retryJobId`, if no retry was recorded yet: one
