@@ -53,3 +53,17 @@ export function jobResultOf(change: ServiceChange): JobResult | null {
 export function vmChange(vm: VmInfo): ServiceChange {
   return { hostId: vm.hostId, ips: vm.ips, diskRevision: vm.diskRevision ?? null };
 }
+
+/**
+ * The VM started again if the service was running when the job first began and the VM is not
+ * running now. The drivers' operations that power a VM off for their work (an upgrade's resize,
+ * a restore) bring it back to the power state they found; an earlier attempt that powered it off
+ * and then failed or died leaves it off, and the re-run finds it so.
+ */
+export async function runningAsBefore(
+  tc: Pick<TaskContext, 'from' | 'driver' | 'service'>,
+  vm: VmInfo,
+): Promise<VmInfo> {
+  if (tc.from.status !== 'running' || vm.power === 'running') return vm;
+  return tc.driver.start(tc.service.id);
+}

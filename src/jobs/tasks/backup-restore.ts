@@ -1,15 +1,17 @@
 import { DriverError } from '../../drivers/driver.ts';
 import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
 import { chainOf } from '../backup-chain.ts';
-import { type Task, vmChange } from '../task.ts';
+import { runningAsBefore, type Task, vmChange } from '../task.ts';
 
 /**
  * Puts the backup's disk back onto the service's VM, on whatever host it is now: the chain is
  * read from the backup store (the full backup first), and the driver changes nothing until it
- * has every byte; it returns the VM to the power state it had. A legacy backup (taken on the
- * host before the backup store) is restored by the driver as before.
+ * has every byte; it returns the VM to the power state it had (a server that was running when
+ * the job began runs at its end, also after an attempt that powered it off and failed). A legacy
+ * backup (taken on the host before the backup store) is restored by the driver as before.
  */
-export const backupRestore: Task<'backup_restore'> = async ({ service, driver, db, clock, job, backups }) => {
+export const backupRestore: Task<'backup_restore'> = async (tc) => {
+  const { service, driver, db, clock, job, backups } = tc;
   const backupId = job.params.backup_id;
   const backup = await findBackup(db, service.id, backupId);
   if (!backup || backup.status === 'failed') {
@@ -29,5 +31,5 @@ export const backupRestore: Task<'backup_restore'> = async ({ service, driver, d
     await setBackupStatus(db, backupId, 'available', clock.now());
   }
   const vm = await driver.inspect(service.id);
-  return vm ? vmChange(vm) : {};
+  return vm ? vmChange(await runningAsBefore(tc, vm)) : {};
 };
