@@ -6,9 +6,13 @@ export interface CommandResult {
   readonly stderr: string;
 }
 
-/** Messages of libvirt and QEMU that mean "try again later", not "this cannot work". */
+/**
+ * Messages of libvirt and QEMU that mean "try again later", not "this cannot work". A volume
+ * "still being allocated" is one whose copy (`vol-create-from`) libvirtd goes on with after the
+ * command that asked for it was ended at its time limit: it can be deleted once that ends.
+ */
 const TRANSIENT =
-  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock/i;
+  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated/i;
 
 /** How long ended commands get to exit on SIGTERM before they are killed. */
 const END_GRACE_MS = 5000;
