@@ -15,6 +15,7 @@ import {
   findChildBackups,
   type StoredBackup,
   setBackupChain,
+  setBackupStatus,
 } from '../store/repos/backups.ts';
 import type { Database } from '../store/schema.ts';
 
@@ -127,6 +128,25 @@ export async function removeBackup(
     await deps.driver.dropCheckpoint(backup.serviceId, backup.id);
   }
   await deleteBackupRow(db, backup.id);
+}
+
+/**
+ * Settles a backup whose removal failed: `failed` (0 GB: nothing of it to restore) if its
+ * objects had already left the store (after its merge, the manifest first), else `available`
+ * again, as it was.
+ */
+export async function settleUnremoved(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  now: number,
+): Promise<void> {
+  const gone =
+    backup.format === 'archive' &&
+    (await findChildBackups(db, backup.id)).length === 0 &&
+    !(await archive.manifest(backup.serviceId, backup.id).catch(() => true));
+  if (gone) await setBackupStatus(db, backup.id, 'failed', now, 0);
+  else await setBackupStatus(db, backup.id, 'available', now);
 }
 
 /**

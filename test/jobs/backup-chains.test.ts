@@ -302,53 +302,67 @@ for (const store of testStores()) {
       assert.equal(await revision(id), atParent, 'and still restores');
     });
 
-    test('rotation whose removal of the rotated-out backup fails keeps the new backup: the removal is left to the next rotation', async () => {
-      const id = await running();
-      await write(id, 3);
-      const first = await backup(id);
-      await write(id);
-      const second = await backup(id);
-      await t.ctx.store.db
-        .updateTable('backups')
-        .set({ kind: 'scheduled', size_gb: 0.5 })
-        .where('service_id', '=', id)
-        .execute();
-      await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
-      const refusing = refusingRemoves(false);
-      await write(id);
-      const atThird = await revision(id);
-      await withWorker({ archive: refusing, keepAfterTerminateMs: 0 }, async () => {
-        await ok('POST', `service/${id}/backup/create`);
-        await waitForStatus(t, token, id, 'running');
+    for (const failing of ['the store refuses it', 'the checkpoint cannot be dropped'] as const)
+      test(`rotation whose removal of the rotated-out backup fails keeps the new backup (${failing})`, async () => {
+        const id = await running();
+        await write(id, 3);
+        const first = await backup(id);
+        await write(id);
+        const second = await backup(id);
+        await t.ctx.store.db
+          .updateTable('backups')
+          .set({ kind: 'scheduled', size_gb: 0.5 })
+          .where('service_id', '=', id)
+          .execute();
+        await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
+        await write(id);
+        const atThird = await revision(id);
+        // Refused by the store: nothing of it removed. The checkpoint: removed from the store first.
+        const byStore = failing === 'the store refuses it';
+        const refusingCheckpoint = interceptDriver(t.driver!, {
+          async dropCheckpoint() {
+            throw new DriverError('Simulated: the checkpoint cannot be dropped', { transient: false });
+          },
+        });
+        await withWorker(
+          { archive: byStore ? refusingRemoves(false) : backupDeps(t.ctx).archive, keepAfterTerminateMs: 0 },
+          async () => {
+            await ok('POST', `service/${id}/backup/create`);
+            await waitForStatus(t, token, id, 'running');
+          },
+          byStore ? t.driver! : refusingCheckpoint,
+        );
+        assert.equal((await lastJob(id, 'backup_create')).status, 'succeeded');
+        const after = await opsBackups(id);
+        assert.deepEqual(
+          after.map((b) => [
+            b.backup_id === first.backup_id ? 'first' : b.backup_id === second.backup_id ? 'second' : 'new',
+            b.status,
+          ]),
+          [
+            ['new', 'available'],
+            ['second', 'available'],
+            // Still whole, for the next rotation to remove; or nothing left of it to restore.
+            ['first', byStore ? 'available' : 'failed'],
+          ],
+          'the new backup is kept',
+        );
+        assert.equal(after[2].size_gb, byStore ? 0.5 : 0);
+        assert.equal(after[1].parent_id, null, 'the next one stands without the rotated-out one');
+        await restore(id, after[0].backup_id);
+        assert.equal(await revision(id), atThird);
+        if (!byStore) return;
+        // The next backup's rotation removes it (as if it took 0.9 GB: the next one would not fit).
+        await t.ctx.store.db
+          .updateTable('backups')
+          .set({ size_gb: 0.9 })
+          .where('id', '=', first.backup_id)
+          .execute();
+        await write(id);
+        const fourth = await backup(id);
+        assert.ok(!(await opsBackups(id)).some((b) => b.backup_id === first.backup_id), 'removed now');
+        assert.equal(fourth.status, 'available');
       });
-      assert.equal((await lastJob(id, 'backup_create')).status, 'succeeded');
-      const after = await opsBackups(id);
-      assert.deepEqual(
-        after.map((b) => [
-          b.backup_id === first.backup_id ? 'first' : b.backup_id === second.backup_id ? 'second' : 'new',
-          b.status,
-        ]),
-        [
-          ['new', 'available'],
-          ['second', 'available'],
-          ['first', 'available'],
-        ],
-        'the new backup is kept; the rotated-out one waits for the next rotation',
-      );
-      assert.equal(after[1].parent_id, null, 'the next one stands without the rotated-out one');
-      await restore(id, after[0].backup_id);
-      assert.equal(await revision(id), atThird);
-      // The next backup's rotation removes it (as if it took 0.9 GB: the next one would not fit).
-      await t.ctx.store.db
-        .updateTable('backups')
-        .set({ size_gb: 0.9 })
-        .where('id', '=', first.backup_id)
-        .execute();
-      await write(id);
-      const fourth = await backup(id);
-      assert.ok(!(await opsBackups(id)).some((b) => b.backup_id === first.backup_id), 'removed now');
-      assert.equal(fourth.status, 'available');
-    });
 
     test('a delete given up without its task (its workers kept dying) leaves the backup available again', async () => {
       const id = await running();

@@ -8,7 +8,7 @@ import {
   setBackupChain,
   setBackupStatus,
 } from '../../store/repos/backups.ts';
-import { mergeIntoChild, removeBackup, storedOf } from '../backup-chain.ts';
+import { mergeIntoChild, removeBackup, settleUnremoved, storedOf } from '../backup-chain.ts';
 import { planRotation } from '../backup-quota.ts';
 import type { Task, TaskContext } from '../task.ts';
 
@@ -108,12 +108,14 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
   }
   // The new backup is kept from here on: a rotated backup that was its parent lives on in it
   // (merged), so discarding it now would lose that one too. A removal that fails leaves only a
-  // backup too many (its child stands without it), which the next rotation removes.
+  // backup too many (its child stands without it), which the next rotation removes; one whose
+  // objects had left the store already is `failed` (0 GB), nothing of it to restore.
   await setBackupStatus(db, backup.id, 'available', clock.now());
   for (const victim of victims) {
     try {
       await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
     } catch (err) {
+      await settleUnremoved(db, backups.archive, victim, clock.now());
       tc.log.warn(
         {
           serviceId: service.id,

@@ -1,6 +1,6 @@
 import { DriverError } from '../../drivers/driver.ts';
-import { findBackup, findChildBackups, setBackupStatus } from '../../store/repos/backups.ts';
-import { removeBackup } from '../backup-chain.ts';
+import { findBackup } from '../../store/repos/backups.ts';
+import { removeBackup, settleUnremoved } from '../backup-chain.ts';
 import type { Task } from '../task.ts';
 
 /**
@@ -27,15 +27,8 @@ export const backupDelete: Task<'backup_delete'> = async ({
     await removeBackup(db, { archive: backups.archive, driver }, backup, clock.now());
   } catch (err) {
     const last = job.attempts >= maxAttempts;
-    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last)) {
-      // Its objects left the store (after the merge, the manifest first): nothing is left to restore.
-      const gone =
-        backup.format === 'archive' &&
-        (await findChildBackups(db, backup.id)).length === 0 &&
-        !(await backups.archive.manifest(service.id, backup.id).catch(() => true));
-      if (gone) await setBackupStatus(db, backup.id, 'failed', clock.now(), 0);
-      else await setBackupStatus(db, backup.id, 'available', clock.now());
-    }
+    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last))
+      await settleUnremoved(db, backups.archive, backup, clock.now());
     throw err;
   }
   return {};
