@@ -20,11 +20,11 @@ import type { Database } from '../store/schema.ts';
  * Brings the conditions in force under `prefix` to what `observe` sees: each one observed and
  * not in force starts (and is notified), each in force and no longer observed ends (and is
  * notified). Starting and ending are conditional writes, so a condition is notified once however
- * many processes look. The conditions in force are read before the observation: a condition
- * another process starts meanwhile, on what it observed later than this one did, is not in the
- * set read, so this process never ends it on its older observation (every worker process
- * sweeps, and a slow sweep would otherwise end what a faster one just started: a flap of
- * notifications).
+ * many processes look. The conditions in force are read before the observation, and one is
+ * ended only if it is still the one read (in force since the same time): a condition another
+ * process starts meanwhile, on what it observed later than this one did, is never ended on this
+ * one's older observation (every worker process sweeps, and a slow sweep would otherwise end
+ * what a faster one just started: a flap of notifications).
  */
 async function reconcile<Seen>(
   db: Kysely<Database>,
@@ -36,7 +36,8 @@ async function reconcile<Seen>(
   const inForce = await conditionsInForce(db, prefix);
   const { seen, observed } = await observe();
   for (const [key, n] of observed) if (!inForce.has(key)) await startCondition(db, key, n, now);
-  for (const key of inForce) if (!observed.has(key)) await endCondition(db, key, await ended(key, seen), now);
+  for (const [key, since] of inForce)
+    if (!observed.has(key)) await endCondition(db, key, since, await ended(key, seen), now);
 }
 
 const isHostResource = (r: string | undefined): r is HostResource =>

@@ -101,6 +101,39 @@ async function fillCpu(db: Kysely<Database>, host: { readonly id: string; readon
   await db.updateTable('hypervisor_hosts').set({ used_cpu: host.cpu }).where('id', '=', host.id).execute();
 }
 
+/**
+ * The store as a process whose first read of the hosts is slow sees it: the read runs, and its
+ * rows come back only once `release()` is called (`held` settles when it has run).
+ */
+function holdingHostReads(db: Kysely<Database>) {
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let ran = () => {};
+  const held = new Promise<void>((resolve) => {
+    ran = resolve;
+  });
+  const hostReads = new WeakSet<object>();
+  let holding = true;
+  const slow = db.withPlugin({
+    transformQuery({ node, queryId }) {
+      if (holding && node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"hypervisor_hosts"'))
+        hostReads.add(queryId);
+      return node;
+    },
+    async transformResult({ queryId, result }) {
+      if (hostReads.has(queryId)) {
+        holding = false;
+        ran();
+        await gate;
+      }
+      return result;
+    },
+  });
+  return { db: slow, held, release: () => release() };
+}
+
 for (const store of testStores()) {
   describe(`notifications (${store})`, { skip: missingTool('openssl') }, () => {
     test(`100 jobs failing in one window make one email and one webhook message naming them (${store})`, async () => {
@@ -297,69 +330,54 @@ for (const store of testStores()) {
       }
     });
 
-    test(`a sweep that observed before another process started a condition does not end it (${store})`, async () => {
-      const clock = createManualClock();
-      // The worker's driver registers the simulated hosts; its flusher's first pass is 15 min away.
-      const t = await createTestApp(
-        { VRP_TOKEN_TTL: '2592000', VRP_NOTIFY_WINDOW: '1h' },
-        { worker: true, store, clock },
-      );
-      let release = () => {};
-      const gate = new Promise<void>((resolve) => {
-        release = resolve;
+    for (const before of ['was not in force', 'was in force, then ended by another'] as const)
+      test(`a sweep that observed before another process started a condition does not end it (it ${before}) (${store})`, async () => {
+        const clock = createManualClock();
+        // The worker's driver registers the simulated hosts; its flusher's first pass is 15 min away.
+        const t = await createTestApp(
+          { VRP_TOKEN_TTL: '2592000', VRP_NOTIFY_WINDOW: '1h' },
+          { worker: true, store, clock },
+        );
+        const slow = holdingHostReads(t.ctx.store.db);
+        try {
+          const db = t.ctx.store.db;
+          const host = await firstHost(db);
+          const kinds = async () =>
+            (await db.selectFrom('notifications').select('kind').orderBy('created_at').execute()).map(
+              (n) => n.kind,
+            );
+          const expected = ['host.full'];
+          if (before === 'was in force, then ended by another') {
+            await fillCpu(db, host);
+            await sweepConditions(db, clock.now());
+            await db.updateTable('hypervisor_hosts').set({ used_cpu: 0 }).where('id', '=', host.id).execute();
+            expected.unshift('host.full', 'host.full_cleared');
+          }
+          // The slow process reads what is in force, then observes; its read of the hosts is held
+          // after it ran: what it observed is older than what the others observe meanwhile.
+          clock.advance(60_000);
+          const slowSweep = sweepConditions(slow.db, clock.now());
+          await slow.held;
+          if (before === 'was in force, then ended by another') {
+            await sweepConditions(db, clock.now());
+            clock.advance(60_000);
+          }
+          // The host fills up; another process sees it and starts the condition.
+          await fillCpu(db, host);
+          await sweepConditions(db, clock.now());
+          slow.release();
+          await slowSweep;
+          const inForce = await db.selectFrom('notification_conditions').select('key').execute();
+          assert.deepEqual(
+            inForce.map((c) => c.key),
+            [`host.full:${host.id}:cpu`],
+          );
+          assert.deepEqual(await kinds(), expected);
+        } finally {
+          slow.release();
+          await t.close();
+        }
       });
-      try {
-        const db = t.ctx.store.db;
-        const host = await firstHost(db);
-        // The slow process's read of the hosts is held after it ran: what it observed is older
-        // than what the other process observes meanwhile.
-        let observed = () => {};
-        const held = new Promise<void>((resolve) => {
-          observed = resolve;
-        });
-        const hostReads = new WeakSet<object>();
-        let holding = true;
-        const slow = db.withPlugin({
-          transformQuery({ node, queryId }) {
-            if (
-              holding &&
-              node.kind === 'SelectQueryNode' &&
-              JSON.stringify(node).includes('"hypervisor_hosts"')
-            )
-              hostReads.add(queryId);
-            return node;
-          },
-          async transformResult({ queryId, result }) {
-            if (hostReads.has(queryId)) {
-              holding = false;
-              observed();
-              await gate;
-            }
-            return result;
-          },
-        });
-        const slowSweep = sweepConditions(slow, clock.now());
-        await held;
-        // The host fills up; the other process sees it and starts the condition.
-        await fillCpu(db, host);
-        await sweepConditions(db, clock.now());
-        release();
-        await slowSweep;
-        const inForce = await db.selectFrom('notification_conditions').select('key').execute();
-        assert.deepEqual(
-          inForce.map((c) => c.key),
-          [`host.full:${host.id}:cpu`],
-        );
-        const kinds = await db.selectFrom('notifications').select('kind').execute();
-        assert.deepEqual(
-          kinds.map((n) => n.kind),
-          ['host.full'],
-        );
-      } finally {
-        release();
-        await t.close();
-      }
-    });
 
     test(`several flushers on one store send each batch once (${store})`, async () => {
       const receiver = await startReceiver();

@@ -323,14 +323,14 @@ export async function removeChannel(db: Kysely<Database>, channel: string): Prom
   await db.deleteFrom('notification_channels').where('channel', '=', channel).execute();
 }
 
-/** The keys of the conditions in force that start with `prefix`. */
-export async function conditionsInForce(db: Kysely<Database>, prefix: string): Promise<Set<string>> {
+/** The conditions in force whose key starts with `prefix`: each key, and since when it is in force. */
+export async function conditionsInForce(db: Kysely<Database>, prefix: string): Promise<Map<string, number>> {
   const rows = await db
     .selectFrom('notification_conditions')
-    .select('key')
+    .select(['key', 'since'])
     .where('key', 'like', `${prefix}%`)
     .execute();
-  return new Set(rows.map((r) => r.key));
+  return new Map(rows.map((r) => [r.key, Number(r.since)]));
 }
 
 /**
@@ -356,15 +356,24 @@ export async function startCondition(
   });
 }
 
-/** Records that a lasting condition ended and queues its notification, if it was in force. */
+/**
+ * Records that a lasting condition ended and queues its notification, if it is still in force
+ * since `since` (as the caller read it): one that another process ended and started again since
+ * is a new one, which this call leaves alone.
+ */
 export async function endCondition(
   db: Kysely<Database>,
   key: string,
+  since: number,
   n: NewNotification,
   now: number,
 ): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
-    const r = await tx.deleteFrom('notification_conditions').where('key', '=', key).executeTakeFirst();
+    const r = await tx
+      .deleteFrom('notification_conditions')
+      .where('key', '=', key)
+      .where('since', '=', since)
+      .executeTakeFirst();
     if (r.numDeletedRows === 0n) return false;
     await queueNotification(tx, n, now);
     return true;
