@@ -43,6 +43,7 @@ const MIGRATIONS = [
   '030-billing-id',
   '031-domain-search-pending',
   '032-event-locks-in-order',
+  '033-vms-migrating-to',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

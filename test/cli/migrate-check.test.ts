@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '031-domain-search-pending';
-const LAST = '032-event-locks-in-order';
+const PREVIOUS = '032-event-locks-in-order';
+const LAST = '033-vms-migrating-to';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

@@ -88,7 +88,8 @@ export async function evacuationState(
  * queued or running. The VM's place is read from both drivers' rows (`sim_vms`, `libvirt_vms`:
  * the placement and a migration's reservation are written there, with the host's room), as
  * deleteHost does; a host is one driver's, so at most one has rows. Read from the VMs' side
- * first (the host's own VMs, while it is being evacuated), not from every service.
+ * first (the host's own VMs and those bound for it, each through its index: migration 033), not
+ * from every service.
  */
 async function arrivingOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
   const perDriver = await Promise.all(
