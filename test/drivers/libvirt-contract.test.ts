@@ -7,15 +7,17 @@
  * and libvirt is installed (.ci/run sets both up).
  * test/drivers/libvirt.test.ts keeps the libvirt checks that are about the system daemon.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { loadConfig } from '../../src/config.ts';
-import { createDriver } from '../../src/drivers/create-driver.ts';
-import { openStore } from '../../src/store/database.ts';
-import { guestReport, removeTemplateVolumes, startTestHost } from '../helpers/libvirt.ts';
-import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import {
+  closeLibvirtDriverOnStore,
+  guestReport,
+  libvirtDriverOnStore,
+  startTestHost,
+} from '../helpers/libvirt.ts';
+import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { driverContract } from './contract.ts';
 
 let host: Awaited<ReturnType<typeof startTestHost>> | undefined;
@@ -33,39 +35,15 @@ driverContract(
     if (!host) throw new Error('the test host did not start');
     const uri = host.uri;
     const dataDir = mkdtempSync(join(tmpdir(), 'vrp-lv-'));
-    const store = await openStore({ databaseUrl: undefined, dataDir });
-    await store.db
-      .insertInto('os_templates')
-      .values({
-        id: 'tiny',
-        name: 'tiny test template',
-        image: libvirtTemplate ?? '',
-        created_at: 0,
-        updated_at: 0,
-      })
-      .execute();
-    const driver = await createDriver(
-      loadConfig({
-        VRP_DATA_DIR: dataDir,
-        VRP_DRIVER: 'libvirt',
-        VRP_LIBVIRT_HOSTS: `c,${uri},4,8,100`,
-        // The tiny guest ignores a shutdown request: a reboot is forced after this, as stop's is
-        // after the contract's stopTimeoutMs below (the default, two minutes, made each of the
-        // contract's three reboots wait that long).
-        VRP_STOP_TIMEOUT: '3s',
-      }),
-      store.db,
-    );
+    // The tiny guest ignores a shutdown request: a reboot is forced after VRP_STOP_TIMEOUT (3 s
+    // here), as stop's is after the contract's stopTimeoutMs below (the default, two minutes,
+    // made each of the contract's three reboots wait that long).
+    const { store, driver } = await libvirtDriverOnStore(dataDir, { VRP_LIBVIRT_HOSTS: `c,${uri},4,8,100` });
     return {
       driver,
       templateId: 'tiny',
       guest: (vmId, n) => guestReport(vmId, n, uri),
-      async cleanup() {
-        await driver.close();
-        await removeTemplateVolumes(store.db);
-        await store.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      },
+      cleanup: () => closeLibvirtDriverOnStore({ store, driver }, dataDir),
     };
   },
   // Reinstall and rescue: checked on real VMs by test/drivers/libvirt-selfservice.test.ts (one VM

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -15,17 +15,18 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
-import { openStore, type Store } from '../../src/store/database.ts';
+import type { Store } from '../../src/store/database.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
 import { createPool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
+  closeLibvirtDriverOnStore,
   guestExec,
   guestReport,
   guestReports,
+  libvirtDriverOnStore,
   poolVolumes,
-  removeTemplateVolumes,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -100,15 +101,7 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
   let ips = '';
 
   before(async () => {
-    store = await openStore({ databaseUrl: undefined, dataDir });
-    await store.db
-      .insertInto('os_templates')
-      .values({ id: 'tiny', name: 'tiny test template', image: template, created_at: 0, updated_at: 0 })
-      .execute();
-    driver = await createDriver(
-      loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s' }),
-      store.db,
-    );
+    ({ store, driver } = await libvirtDriverOnStore(dataDir));
     // An IPv6 pool serving every host: the VM gets a /64 of it, its seed the address.
     await createPool(
       store.db,
@@ -118,15 +111,7 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     );
   });
 
-  after(async () => {
-    await driver?.destroy(vmId).catch(() => {});
-    await driver?.close();
-    if (store) {
-      await removeTemplateVolumes(store.db);
-      await store.close();
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => closeLibvirtDriverOnStore({ store, driver }, dataDir, [vmId]));
 
   test('create installs the SSH keys for root', async () => {
     await driver.create({

@@ -7,8 +7,11 @@ import { after } from 'node:test';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createDriver } from '../../src/drivers/create-driver.ts';
+import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
-import type { Store } from '../../src/store/database.ts';
+import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { slowWaitMs, waitUntil } from './budget.ts';
 import { apiClient, fetchToken, prepareStore, smallOrder } from './e2e.ts';
@@ -17,6 +20,50 @@ import type { ServerProcess } from './server-process.ts';
 import { startServer } from './server-process.ts';
 
 const execFileAsync = promisify(execFile);
+
+/**
+ * A SQLite store in `dataDir` with the tiny test template (`tiny`), and the libvirt driver on it
+ * with the settings `env` adds (a short `VRP_STOP_TIMEOUT` unless given).
+ */
+export async function libvirtDriverOnStore(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ store: Store; driver: HypervisorDriver }> {
+  const store = await openStore({ databaseUrl: undefined, dataDir });
+  await store.db
+    .insertInto('os_templates')
+    .values({
+      id: 'tiny',
+      name: 'tiny test template',
+      image: libvirtTemplate ?? '',
+      created_at: 0,
+      updated_at: 0,
+    })
+    .execute();
+  const driver = await createDriver(
+    loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s', ...env }),
+    store.db,
+  );
+  return { store, driver };
+}
+
+/**
+ * Undoes libvirtDriverOnStore: the test's VMs destroyed (whatever state they are in), the driver
+ * closed, the template's volumes removed from the pool, the store closed and its directory gone.
+ */
+export async function closeLibvirtDriverOnStore(
+  s: { readonly store?: Store | undefined; readonly driver?: HypervisorDriver | undefined },
+  dataDir: string,
+  vmIds: readonly string[] = [],
+): Promise<void> {
+  for (const vmId of vmIds) await s.driver?.destroy(vmId).catch(() => {});
+  await s.driver?.close();
+  if (s.store) {
+    await removeTemplateVolumes(s.store.db);
+    await s.store.close();
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+}
 
 /** Whether the libvirt at `uri` says its QEMU can use KVM (`domcapabilities` names kvm). */
 export function libvirtSaysKvm(uri = 'qemu:///system'): boolean {

@@ -182,6 +182,8 @@ export const rescueVolumes = (vmId: string) => ({
   disk: `${vmId}.rescue.qcow2`,
   seed: `${vmId}.rescue-seed.iso`,
 });
+/** Where a seed's replacement is uploaded before it replaces the seed (`x.seed.iso` -> `x.seed.next.iso`). */
+export const stagedSeed = (seed: string) => seed.replace(/\.iso$/, '.next.iso');
 /** The rescue image's uploads on a host are recorded in `host_images` under this key. */
 const RESCUE_IMAGE_KEY = 'rescue';
 /** The namespace of the driver's marks in a domain's `<metadata>`. */
@@ -370,6 +372,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * removed right after, whatever fails), uploaded as the VM's seed volume (or `s.volume`), and
    * the local copy removed. Each seed has a new instance id, so cloud-init applies it again.
    * No password keeps the previous seed's user-data; no `sshKeys` keeps the previous seed's keys.
+   *
+   * The new seed is uploaded beside the old one first (its staging volume), and only then does
+   * it replace the old one: an upload that fails leaves the old seed as it was, and an attempt
+   * that failed between the two finds the new seed in the staging volume, with the user-data it
+   * carried over (a running guest keeps the seed it booted with: QEMU holds the old file open).
+   * A seed whose user-data is to be kept and that is nowhere is an error: the login is not
+   * invented anew.
    */
   async function seed(
     vm: LibvirtVmTable,
@@ -386,12 +395,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const uri = await uriOf(vm.host_id);
     await pool.ready(uri);
     const name = s.volume ?? vmVolumes(vm.id).seed;
+    const staging = stagedSeed(name);
     await withPrivateDir(async (dir) => {
       let previous: string | undefined;
-      if ((s.password === undefined || s.sshKeys === undefined) && replace && (await pool.info(uri, name))) {
-        await pool.download(uri, name, join(dir, 'old.iso'));
-        previous = await readSeedUserData(commands, join(dir, 'old.iso'));
-        await rm(join(dir, 'old.iso'), { force: true });
+      if ((s.password === undefined || s.sshKeys === undefined) && replace) {
+        const from = (await pool.info(uri, name))
+          ? name
+          : (await pool.info(uri, staging))
+            ? staging
+            : undefined;
+        if (from !== undefined) {
+          await pool.download(uri, from, join(dir, 'old.iso'));
+          previous = await readSeedUserData(commands, join(dir, 'old.iso'));
+          await rm(join(dir, 'old.iso'), { force: true });
+        } else if (s.password === undefined) {
+          throw new DriverError(`The seed of VM ${vm.id} is missing: its login cannot be kept`, {
+            transient: false,
+          });
+        }
       }
       const iso = join(dir, 'seed.iso');
       await writeSeed(
@@ -409,9 +430,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         previous,
       );
       for (const f of ['user-data', 'meta-data', 'network-config']) await rm(join(dir, f), { force: true });
-      // A running guest keeps the seed it booted with (QEMU holds the old file open).
-      if (replace) await pool.remove(uri, name);
+      // A VM's first seed (at its create) has none to replace: uploaded where it goes.
+      if (replace) {
+        await pool.remove(uri, staging);
+        await pool.uploadNew(uri, staging, iso);
+        await pool.remove(uri, name);
+      }
       await pool.uploadNew(uri, name, iso);
+      if (replace) await pool.remove(uri, staging);
     });
   }
 
@@ -562,9 +588,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   async function removeFrom(hostId: string, vmId: string): Promise<void> {
     const uri = await uriOf(hostId);
     const v = vmVolumes(vmId);
-    // The seeds hold passwords in clear: gone first.
-    await removeVolume(uri, v.seed);
-    await removeVolume(uri, rescueVolumes(vmId).seed);
+    // The seeds hold passwords in clear: gone first (a replacement left staged too).
+    for (const seedVolume of [v.seed, rescueVolumes(vmId).seed]) {
+      await removeVolume(uri, seedVolume);
+      await removeVolume(uri, stagedSeed(seedVolume));
+    }
     await virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
       if (!isNotRunning(err) && !isNoDomain(err)) throw err;
     });
@@ -851,6 +879,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (await inRescue(vm)) await powerOffDomain(vm);
       const r = rescueVolumes(vmId);
       await removeVolume(uri, r.seed);
+      await removeVolume(uri, stagedSeed(r.seed));
       await removeVolume(uri, r.disk);
       if (power === 'running') await startDomain(vm);
       else await stopDomain(vm, o.stopTimeoutMs);
@@ -1378,7 +1407,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         onDest = await images.ensure(to, dstUri, used.template_id, template);
       }
       // Leftovers of an earlier attempt on the destination go first.
-      for (const n of [v.disk, v.seed, v.console]) await pool.remove(dstUri, n);
+      for (const n of [v.disk, v.seed, stagedSeed(v.seed), v.console]) await pool.remove(dstUri, n);
       await pool.copyBetween(srcUri, v.seed, dstUri);
       await pool.copyBetween(srcUri, v.console, dstUri);
       if (live) {
@@ -1466,7 +1495,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (!isNoDomain(err)) throw err;
       });
       const v = vmVolumes(vm.id);
-      for (const n of [v.disk, v.seed, v.console]) await pool.remove(srcUri, n);
+      for (const n of [v.disk, v.seed, stagedSeed(v.seed), v.console]) await pool.remove(srcUri, n);
       await removeQemuLog(vm.host_id, domainName(vm.id));
     }
 
