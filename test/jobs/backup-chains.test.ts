@@ -410,6 +410,7 @@ for (const store of testStores()) {
         refusing,
       );
       assert.equal((await lastJob(id, 'terminate')).status, 'failed');
+      assert.equal((await opsBackups(id))[0].keep_until, null, 'no end of its own while the service runs');
       await write(id);
       const next = await backup(id);
       const atNext = await revision(id);

@@ -30,7 +30,6 @@ export const terminate: Task<'terminate'> = async ({
     else await backups.archive.remove(service.id, backup.id);
     await deleteBackupRow(db, backup.id);
   }
-  if (keep) await keepBackupsUntil(db, service.id, now + backups.keepAfterTerminateMs, now);
   try {
     await removeServicePtrs({ db, reverseDns, clock }, service.id, signal);
   } catch (err) {
@@ -41,6 +40,9 @@ export const terminate: Task<'terminate'> = async ({
     });
   }
   await driver.destroy(service.id);
+  // Kept only once the server is gone: a terminate that fails leaves the service as it was, its
+  // backups with no end of their own.
+  if (keep) await keepBackupsUntil(db, service.id, now + backups.keepAfterTerminateMs, now);
   await db.deleteFrom('backup_schedules').where('service_id', '=', service.id).execute();
   return { ips: [], hostId: null, terminatedAt: now, suspendReason: null, rescueSince: null };
 };
