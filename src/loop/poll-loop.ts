@@ -48,6 +48,8 @@ export interface PollLoop<K> {
 
 export function createPollLoop<K>(o: PollLoopOptions): PollLoop<K> {
   const running = new Map<K, Promise<void>>();
+  /** Work whose key was tracked again while it went on: still waited for by a stop. */
+  const superseded = new Set<Promise<void>>();
   let loopAbort = new AbortController();
   let workAbort = new AbortController();
   let loop: Promise<void> | undefined;
@@ -87,9 +89,16 @@ export function createPollLoop<K>(o: PollLoopOptions): PollLoop<K> {
       o.signal.notify();
     },
     track(key, work) {
+      // Tracked again while its first work goes on (a job its worker claimed again): that work
+      // counts no more against the slots, but a stop still waits for it.
+      const earlier = running.get(key);
+      if (earlier) {
+        superseded.add(earlier);
+        const forget = () => superseded.delete(earlier);
+        earlier.then(forget, forget);
+      }
       const p = work.finally(() => {
-        // Only its own entry: the key may have been tracked again since (a job its worker claimed
-        // again while the first run went on), and that work is still under way.
+        // Only its own entry: the key may have been tracked again since, and that work is still under way.
         if (running.get(key) === p) running.delete(key);
         o.signal.notify();
       });
@@ -99,11 +108,12 @@ export function createPollLoop<K>(o: PollLoopOptions): PollLoop<K> {
       loopAbort.abort();
       await loop;
       loop = undefined;
-      if (await settledWithin(running.values(), graceMs)) return;
-      onGraceOver?.(running.size);
+      const all = () => [...running.values(), ...superseded];
+      if (await settledWithin(all(), graceMs)) return;
+      onGraceOver?.(running.size + superseded.size);
       workAbort.abort(reason);
-      if (abortWaitMs === undefined) await Promise.allSettled([...running.values()]);
-      else await settledWithin(running.values(), abortWaitMs);
+      if (abortWaitMs === undefined) await Promise.allSettled(all());
+      else await settledWithin(all(), abortWaitMs);
     },
   };
   return self;

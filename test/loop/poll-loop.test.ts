@@ -16,26 +16,46 @@ const HOUR = 3_600_000;
 
 const unexpected = (err: unknown) => assert.fail(`unexpected loop error: ${String(err)}`);
 
+/** A loop that never looks, with work tracked under `job-1` twice: the first still under way when the second came. */
+function trackedTwice() {
+  const loop = createPollLoop<string>({
+    tick: async () => false,
+    signal: createJobSignal(),
+    pollMs: HOUR,
+    concurrency: 2,
+    onError: unexpected,
+  });
+  const first = deferred();
+  const second = deferred();
+  loop.track('job-1', first.promise);
+  const firstRun = loop.running.get('job-1');
+  loop.track('job-1', second.promise);
+  return { loop, firstRun, first, second };
+}
+
 describe('the poll loop the worker and the webhook sender share (src/loop/poll-loop.ts)', () => {
   test('work tracked again under a key still under way: the first one ending leaves the second tracked', async () => {
-    const loop = createPollLoop<string>({
-      tick: async () => false,
-      signal: createJobSignal(),
-      pollMs: HOUR,
-      concurrency: 2,
-      onError: unexpected,
-    });
-    const first = deferred();
-    const second = deferred();
-    loop.track('job-1', first.promise);
-    const again = loop.running.get('job-1');
-    loop.track('job-1', second.promise);
+    const { loop, firstRun, first, second } = trackedTwice();
     first.resolve();
-    await again;
+    await firstRun;
     assert.deepEqual([...loop.running.keys()], ['job-1'], 'the second is still under way');
     second.resolve();
     await loop.running.get('job-1');
     assert.equal(loop.running.size, 0);
+  });
+
+  test('a stop waits for work whose key was tracked again while it went on', async () => {
+    const { loop, first, second } = trackedTwice();
+    second.resolve();
+    let stopped = false;
+    const stopping = loop.stop({ graceMs: HOUR }).then(() => {
+      stopped = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(stopped, false, 'the first work is still under way');
+    first.resolve();
+    await stopping;
+    assert.equal(stopped, true);
   });
 
   test('wake() makes it look at once, not at the end of its poll', async () => {
