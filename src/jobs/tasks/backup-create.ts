@@ -115,7 +115,8 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
     try {
       await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
     } catch (err) {
-      await settleUnremoved(db, backups.archive, victim, clock.now());
+      // Whatever this settling meets, the new backup stays: it holds what a rotated parent had.
+      await settleUnremoved(db, backups.archive, victim, clock.now()).catch(() => undefined);
       tc.log.warn(
         {
           serviceId: service.id,
