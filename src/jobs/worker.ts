@@ -88,8 +88,11 @@ export function createWorker(o: WorkerOptions): Worker {
     },
   };
 
+  /** The running jobs' leases, a lease from now: by the loop's maintenance, and through a stop. */
+  const renewLeases = () => extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs);
+
   async function maintenance(now: number) {
-    await extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs);
+    await renewLeases();
     const recovered = await recoverExpiredJobs(o.store, Date.now(), now, o.retryBaseMs);
     if (recovered > 0) o.log.warn({ recovered }, 'recovered jobs whose worker stopped');
   }
@@ -147,7 +150,7 @@ export function createWorker(o: WorkerOptions): Worker {
       const renewal = setInterval(
         () => {
           renewing = renewing
-            .then(() => extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs))
+            .then(renewLeases)
             .catch((err) =>
               o.log.warn({ error: String(err) }, 'the running jobs’ leases could not be renewed'),
             );
