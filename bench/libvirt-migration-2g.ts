@@ -45,6 +45,7 @@ const driver = await createDriver(
       if (msg === 'libvirt migration') migrations.push({ ...obj });
     },
     debug() {},
+    error() {},
   },
 );
 const vmId = '0d0d0d0d-0000-4000-8000-0000000002a0';

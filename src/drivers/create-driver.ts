@@ -11,6 +11,7 @@ import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 export interface DriverLog {
   info(obj: object, msg: string): void;
   debug(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
 }
 
 /** The driver the settings name, ready to use. */
@@ -30,6 +31,8 @@ export async function createDriver(
       onVirtChoice: (hostId, c) =>
         log?.info({ hostId, virtType: c.type, reason: c.reason }, 'libvirt virtualisation'),
       onMigration: (m) => log?.info(m, 'libvirt migration'),
+      onGuestThawFailed: (domain, err) =>
+        log?.error({ domain, err }, 'libvirt guest file systems may still be frozen after a failed backup'),
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,

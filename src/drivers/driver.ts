@@ -224,7 +224,8 @@ export interface HypervisorDriver {
   /**
    * Starts a live backup of the VM's disk as of now, with a checkpoint named `backupId`: a running
    * VM keeps running (at most a filesystem freeze through its guest agent, for the instant the
-   * point is taken); a stopped one stays stopped. Incremental against the checkpoint `since` when
+   * point is taken; a thaw its agent does not confirm fails the export, not transient); a
+   * stopped one stays stopped. Incremental against the checkpoint `since` when
    * the VM's host still has it and the disk has not been replaced since; full otherwise (the
    * export says which). Idempotent: a re-run after a crash drops what an earlier attempt left.
    */

@@ -28,6 +28,7 @@ import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
 import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
 import { domainXml } from './domain-xml.ts';
+import { createGuestFreeze } from './guest-freeze.ts';
 import { createHostImages, type HostTemplate } from './host-images.ts';
 import { isLocalSystem } from './local-system.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
@@ -48,6 +49,11 @@ export interface LibvirtDriverOptions {
   readonly onMigration?: (m: MigrationReport) => void;
   /** Told of every virsh/qemu-img command with its duration (logged at debug; the bench reads it). */
   readonly onCommand?: (t: CommandTiming) => void;
+  /**
+   * Told of a guest whose file systems may still be frozen after a backup that failed by
+   * itself (its own error is the export's; logged at error).
+   */
+  readonly onGuestThawFailed?: (domain: string, err: unknown) => void;
   readonly bridge: string | undefined;
   /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
   readonly stopTimeoutMs: number;
@@ -1055,6 +1061,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const HELD_URI = 'https://vrp.invalid/held-paused';
     const exportVolume = (backupId: string) => `export-${backupId}.qcow2`;
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const guest = createGuestFreeze({ virsh, onThawFailed: o.onGuestThawFailed });
 
     async function checkpoints(uri: string, name: string): Promise<Set<string>> {
       const { stdout } = await virsh(
@@ -1148,40 +1155,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         });
     }
 
-    /**
-     * Freezes the guest's file systems through its agent if it answers (a quick ping first: an
-     * agent that is not there or does not answer means no freeze). True if a freeze was asked:
-     * then a thaw is owed, whatever happens.
-     */
-    async function freeze(uri: string, name: string): Promise<boolean> {
-      const ping = await virsh(
-        uri,
-        ['qemu-agent-command', '--timeout', '5', name, '{"execute":"guest-ping"}'],
-        'Could not reach the guest agent',
-        20_000,
-      ).catch(() => undefined);
-      if (!ping || !/"return"/.test(ping.stdout)) return false;
-      await virsh(uri, ['domfsfreeze', name], 'Could not freeze the guest file systems', 30_000).catch(
-        () => {},
-      );
-      return true;
-    }
-
-    async function thaw(uri: string, name: string) {
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const ok = await virsh(
-          uri,
-          ['domfsthaw', name],
-          'Could not thaw the guest file systems',
-          30_000,
-        ).then(
-          () => true,
-          () => false,
-        );
-        if (ok) return;
-      }
-    }
-
     async function exportDisk(vmId: string, backupId: string, since: string | null): Promise<DiskExport> {
       checkName(backupId);
       if (since !== null) checkName(since);
@@ -1214,21 +1187,31 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           backupXml(join(poolPath, target), kind === 'full' ? null : since),
         );
         await writeFile(join(dir, 'checkpoint.xml'), checkpointXml(backupId));
-        const frozen = s === 'running' && (await freeze(uri, name));
+        let begun = false;
+        const begin = async () => {
+          try {
+            await virsh(
+              uri,
+              ['backup-begin', name, join(dir, 'backup.xml'), join(dir, 'checkpoint.xml')],
+              'Could not start the backup',
+            );
+            checkpointed = true;
+          } catch (err) {
+            // A qcow2 v2 disk (made before v3 was asked for) cannot hold a bitmap: a full backup
+            // without a checkpoint, so the next one is full again.
+            if (!/Cannot store dirty bitmaps in qcow2 v2/i.test(stderrOf(err))) throw err;
+            await virsh(uri, ['backup-begin', name, join(dir, 'backup.xml')], 'Could not start the backup');
+          }
+          begun = true;
+        };
         try {
-          await virsh(
-            uri,
-            ['backup-begin', name, join(dir, 'backup.xml'), join(dir, 'checkpoint.xml')],
-            'Could not start the backup',
-          );
-          checkpointed = true;
+          // A running guest frozen for the instant of the backup's point (guest-freeze.ts).
+          if (s === 'running') await guest.frozenDuring(uri, name, begin);
+          else await begin();
         } catch (err) {
-          // A qcow2 v2 disk (made before v3 was asked for) cannot hold a bitmap: a full backup
-          // without a checkpoint, so the next one is full again.
-          if (!/Cannot store dirty bitmaps in qcow2 v2/i.test(stderrOf(err))) throw err;
-          await virsh(uri, ['backup-begin', name, join(dir, 'backup.xml')], 'Could not start the backup');
-        } finally {
-          if (frozen) await thaw(uri, name);
+          // A thaw the agent never confirmed after the backup began: the export fails, its job with it.
+          if (begun) await abortBackupJob(uri, name).catch(() => {});
+          throw err;
         }
         await waitBackupJob(uri, name, true);
       };
