@@ -48,7 +48,7 @@ const driver = await createDriver(
     VRP_STOP_TIMEOUT: '3s',
   }),
   store.db,
-  { info() {}, debug() {}, error() {} },
+  { info() {}, debug() {}, warn() {}, error() {} },
 );
 const vmId = '0d0d0d0d-0000-4000-8000-0000000002b0';
 const domain = `vrp-${vmId}`;

@@ -45,6 +45,7 @@ const driver = await createDriver(
       if (msg === 'libvirt migration') migrations.push({ ...obj });
     },
     debug() {},
+    warn() {},
     error() {},
   },
 );

@@ -25,10 +25,11 @@ export async function serve(config: Config): Promise<void> {
   // The driver first: the HTTP app bridges a service's console in the browser to it. It logs
   // through the process's logger; what it says before that exists is logged once it does.
   let ready: DriverLog | undefined;
-  const early: [level: 'info' | 'debug' | 'error', obj: object, msg: string][] = [];
+  const early: [level: 'info' | 'debug' | 'warn' | 'error', obj: object, msg: string][] = [];
   const log: DriverLog = {
     info: (obj, msg) => (ready ? ready.info(obj, msg) : early.push(['info', obj, msg])),
     debug: (obj, msg) => (ready ? ready.debug(obj, msg) : early.push(['debug', obj, msg])),
+    warn: (obj, msg) => (ready ? ready.warn(obj, msg) : early.push(['warn', obj, msg])),
     error: (obj, msg) => (ready ? ready.error(obj, msg) : early.push(['error', obj, msg])),
   };
   const driver = await createDriver(config, ctx.store.db, log);

@@ -11,6 +11,7 @@ import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 export interface DriverLog {
   info(obj: object, msg: string): void;
   debug(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
 
@@ -31,6 +32,8 @@ export async function createDriver(
       onVirtChoice: (hostId, c) =>
         log?.info({ hostId, virtType: c.type, reason: c.reason }, 'libvirt virtualisation'),
       onMigration: (m) => log?.info(m, 'libvirt migration'),
+      onLeftover: (l) =>
+        log?.warn(l, "libvirt: a VM's old copy stays on a host; the reconciler's next pass there removes it"),
       onGuestThawFailed: (domain, err) =>
         log?.error({ domain, err }, 'libvirt guest file systems may still be frozen after a failed backup'),
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),

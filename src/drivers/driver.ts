@@ -158,6 +158,14 @@ export interface InterfaceCounters {
 /** The interface counters of every running VM of a driver on one host, by vmId; stopped VMs are absent. */
 export type HostInterfaceCounters = ReadonlyMap<string, InterfaceCounters>;
 
+/** What one pass over a host's leftovers did (HypervisorDriver.clearLeftovers). */
+export interface LeftoverPass {
+  /** The VMs whose copy the host no longer holds. */
+  readonly cleared: readonly string[];
+  /** Those still there, with why (the next pass tries again). */
+  readonly failed: readonly { readonly vmId: string; readonly error: string }[];
+}
+
 export interface HypervisorDriver {
   /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
   readonly name: 'simulated' | 'libvirt';
@@ -179,6 +187,12 @@ export interface HypervisorDriver {
    * permanently, with the reason.
    */
   migrate(vmId: string, toHostId: string | null): Promise<VmInfo>;
+  /**
+   * Removes the copies of VMs that `hostId` holds though the VMs are elsewhere (a migration's
+   * clean-up that failed there; libvirt only: the simulated hypervisor leaves none). The
+   * reconciler calls it once per pass over each host it reconciles.
+   */
+  clearLeftovers?(hostId: string): Promise<LeftoverPass>;
   /**
    * Asks the host whether it answers (libvirt: its connection): resolves if it does, throws a
    * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.

@@ -25,6 +25,8 @@ export interface HostPass {
   readonly hostId: string;
   readonly outcome: 'reconciled' | 'taken' | 'unreachable' | 'lost';
   readonly corrections: readonly { readonly serviceId: string; readonly kind: CorrectionKind }[];
+  /** The VMs whose old copy the host no longer holds after the pass (HypervisorDriver.clearLeftovers). */
+  readonly leftoversCleared: readonly string[];
 }
 
 export interface Reconciler {
@@ -55,7 +57,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
   async function reconcileHost(hostId: string): Promise<HostPass> {
     const started = realNow();
     if (!(await claimHostLease(o.db, hostId, id, started, started + leaseMs))) {
-      return { hostId, outcome: 'taken', corrections: [] };
+      return { hostId, outcome: 'taken', corrections: [], leftoversCleared: [] };
     }
     const corrections: { serviceId: string; kind: CorrectionKind }[] = [];
     let outcome: HostPass['outcome'] = 'reconciled';
@@ -78,17 +80,17 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         status: r.status,
         jobSeq: r.job_seq,
       }));
-      if (services.length === 0) return { hostId, outcome, corrections };
-      let states: ReadonlyMap<string, 'running' | 'stopped'>;
+      let states: ReadonlyMap<string, 'running' | 'stopped'> = new Map();
       try {
-        states = await o.driver.powerStates(hostId);
+        if (services.length > 0) states = await o.driver.powerStates(hostId);
       } catch (err) {
         if (isStoreUnavailable(err)) throw err;
         o.log.warn(
           { hostId, error: String(err) },
           'reconciler: the host did not list its VMs; next pass tries again',
         );
-        return { hostId, outcome: 'unreachable', corrections };
+        outcome = 'unreachable';
+        return { hostId, outcome, corrections, leftoversCleared: [] };
       }
       for (const s of services) {
         const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
@@ -110,10 +112,35 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           );
         }
       }
-      return { hostId, outcome, corrections };
+      const leftoversCleared = outcome === 'reconciled' ? await clearLeftovers(hostId) : [];
+      return { hostId, outcome, corrections, leftoversCleared };
     } finally {
       // The next pass over this host, by any process, is due one interval after this one began.
       if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
+    }
+  }
+
+  /**
+   * Removes what the host holds of VMs that are elsewhere (a migration's clean-up that failed
+   * there); what is still there is logged, and the next pass tries again.
+   */
+  async function clearLeftovers(hostId: string): Promise<readonly string[]> {
+    if (!o.driver.clearLeftovers) return [];
+    try {
+      const done = await o.driver.clearLeftovers(hostId);
+      for (const f of done.failed)
+        o.log.warn(
+          { hostId, vmId: f.vmId, error: f.error },
+          "reconciler: a VM's old copy on the host could not be removed; next pass tries again",
+        );
+      return done.cleared;
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      o.log.warn(
+        { hostId, error: String(err) },
+        "reconciler: the host's old copies of VMs could not be listed; next pass tries again",
+      );
+      return [];
     }
   }
 

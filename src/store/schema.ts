@@ -463,6 +463,15 @@ export interface LibvirtVmTable {
   migrating_to: string | null;
 }
 
+/** A VM's copy a host holds though the VM is elsewhere, until removed (migration 034). */
+export interface LibvirtLeftoverTable {
+  host_id: string;
+  vm_id: string;
+  since: number;
+  /** Held by a reconciler pass removing it, until then (null: not held). */
+  claimed_until: number | null;
+}
+
 export interface SimVmTable {
   id: string;
   host_id: string;
@@ -743,6 +752,7 @@ export interface Database {
   hypervisor_hosts: HypervisorHostTable;
   sim_vms: SimVmTable;
   libvirt_vms: LibvirtVmTable;
+  libvirt_leftovers: LibvirtLeftoverTable;
   sim_backups: SimBackupTable;
   sim_checkpoints: SimCheckpointTable;
   meta: MetaTable;

@@ -44,6 +44,7 @@ const MIGRATIONS = [
   '031-domain-search-pending',
   '032-event-locks-in-order',
   '033-vms-migrating-to',
+  '034-libvirt-leftovers',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -7,7 +7,7 @@ import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
 const PREVIOUS = '032-event-locks-in-order';
-const LAST = '033-vms-migrating-to';
+const LAST = '034-libvirt-leftovers';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

@@ -133,6 +133,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       debug(obj) {
         commands.push((obj as { command: string }).command);
       },
+      warn() {},
       error() {},
     },
   );

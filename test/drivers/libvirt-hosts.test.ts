@@ -88,6 +88,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       debug(obj) {
         commands.push((obj as { command: string }).command);
       },
+      warn() {},
       error() {},
     },
   );

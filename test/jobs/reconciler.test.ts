@@ -415,6 +415,76 @@ for (const store of testStores()) {
       }
     });
 
+    test("each pass clears the hosts' leftovers, on hosts without services too; what stays is logged", async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'leftovers.example.com');
+        const hostOf = (
+          await t.ctx.store.db
+            .selectFrom('services')
+            .select('host_id')
+            .where('id', '=', id)
+            .executeTakeFirstOrThrow()
+        ).host_id;
+        const asked: string[] = [];
+        const warned: { obj: Record<string, unknown>; msg: string }[] = [];
+        const driver = {
+          ...t.driver!,
+          powerStates: (h: string) => t.driver!.powerStates(h),
+          async clearLeftovers(hostId: string) {
+            asked.push(hostId);
+            return hostId === hostOf
+              ? {
+                  cleared: ['gone-vm'],
+                  failed: [{ vmId: 'stuck-vm', error: 'Could not delete a storage volume' }],
+                }
+              : { cleared: [], failed: [] };
+          },
+        };
+        const log = {
+          info: () => {},
+          error: () => {},
+          warn: (...args: unknown[]) => {
+            warned.push({ obj: args[0] as Record<string, unknown>, msg: String(args[1]) });
+          },
+        };
+        const passes = await createReconciler({
+          db: t.ctx.store.db,
+          driver,
+          clock: t.ctx.clock,
+          log,
+          intervalMs: 0,
+        }).pass();
+        const hosts = passes.map((p) => p.hostId);
+        assert.ok(hosts.length >= 2, 'the test has a host without services');
+        assert.deepEqual(asked.sort(), [...hosts].sort(), 'every host reconciled, with services or not');
+        assert.deepEqual(passes.find((p) => p.hostId === hostOf)?.leftoversCleared, ['gone-vm']);
+        assert.deepEqual(
+          warned.filter((w) => /old copy/.test(w.msg)).map((w) => [w.obj['hostId'], w.obj['vmId']]),
+          [[hostOf, 'stuck-vm']],
+        );
+        // A host whose listing fails is not cleared (it does not answer).
+        asked.length = 0;
+        const unreachable = await createReconciler({
+          db: t.ctx.store.db,
+          driver: {
+            ...driver,
+            powerStates: async () => {
+              throw new Error('no answer');
+            },
+          },
+          clock: t.ctx.clock,
+          log,
+          intervalMs: 0,
+        }).pass();
+        assert.equal(unreachable.find((p) => p.hostId === hostOf)?.outcome, 'unreachable');
+        assert.ok(hostOf && !asked.includes(hostOf));
+      } finally {
+        await t.close();
+      }
+    });
+
     test('the periodic pass runs on its own at the configured interval', async () => {
       const t = await createTestApp({ VRP_RECONCILE_INTERVAL: '50ms' }, { worker: true, store });
       try {

@@ -30,6 +30,7 @@ import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } fro
 import { domainXml } from './domain-xml.ts';
 import { createGuestFreeze } from './guest-freeze.ts';
 import { createHostImages, type HostTemplate } from './host-images.ts';
+import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import { createPoolStorage, POOL, withPrivateDir } from './storage.ts';
@@ -54,6 +55,11 @@ export interface LibvirtDriverOptions {
    * itself (its own error is the export's; logged at error).
    */
   readonly onGuestThawFailed?: (domain: string, err: unknown) => void;
+  /**
+   * Told of a VM's copy a migration could not remove from a host (logged at warn): recorded in
+   * `libvirt_leftovers`, for the reconciler's next pass over that host (`clearLeftovers`).
+   */
+  readonly onLeftover?: (l: { vmId: string; hostId: string; error: string }) => void;
   readonly bridge: string | undefined;
   /** How long a graceful shutdown may take inside reboot and resize before the power is forced off. */
   readonly stopTimeoutMs: number;
@@ -298,6 +304,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     .catch(() => {});
   const pool = createPoolStorage(commands, o.storage);
   const images = createHostImages(db, pool, now);
+  const leftovers = createLeftovers({
+    db,
+    now,
+    row: (vmId) => row(vmId),
+    state: (vm) => state(vm),
+    removeFrom,
+    onLeftover: o.onLeftover,
+  });
   const volPath = (name: string) => join(o.storage, name);
   /**
    * The VMs this process has reached a host for (its pool, volumes, domain). A VM whose host
@@ -315,7 +329,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   async function state(
-    vm: LibvirtVmTable,
+    vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
     hostId = vm.host_id,
   ): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
     try {
@@ -1467,19 +1481,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           .where('id', '=', vm.id)
           .where('migrating_to', '=', to)
           .executeTakeFirst();
-        if (r.numUpdatedRows > 0n) await free(tx, vm.host_id, need(vm));
+        if (r.numUpdatedRows > 0n) {
+          await free(tx, vm.host_id, need(vm));
+          await leftovers.record(tx, vm.host_id, vm.id);
+        }
       });
-      const srcUri = await uriOf(vm.host_id);
-      await virsh(
-        srcUri,
-        ['undefine', '--checkpoints-metadata', domainName(vm.id)],
-        'Could not remove the VM from its old host',
-      ).catch((err) => {
-        if (!isNoDomain(err)) throw err;
-      });
-      const v = vmVolumes(vm.id);
-      for (const n of [v.disk, v.seed, stagedSeed(v.seed), v.console]) await pool.remove(srcUri, n);
-      await removeQemuLog(vm.host_id, domainName(vm.id));
+      // The move is done whatever happens next: an old copy that cannot be removed now stays
+      // recorded, and the reconciler's passes over its host remove it.
+      await leftovers.remove(vm.host_id, vm.id);
     }
 
     /**
@@ -1487,9 +1496,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * reservation is given back, and the VM runs on the source again if it ran.
      */
     async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean): Promise<void> {
-      await removeFrom(to, vm.id).catch(() => {
-        // The destination does not answer: what it holds of the VM is left there.
-      });
+      // The destination does not answer: what it holds of the VM is recorded, to go later.
+      const left = await removeFrom(to, vm.id).then(
+        () => undefined,
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      );
       await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')
@@ -1497,8 +1508,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           .where('id', '=', vm.id)
           .where('migrating_to', '=', to)
           .executeTakeFirst();
-        if (r.numUpdatedRows > 0n) await free(tx, to, need(vm));
+        if (r.numUpdatedRows > 0n) {
+          await free(tx, to, need(vm));
+          if (left !== undefined) await leftovers.record(tx, to, vm.id);
+        }
       });
+      if (left !== undefined) o.onLeftover?.({ vmId: vm.id, hostId: to, error: left });
       const back = { ...vm, migrating_to: null };
       const s = await state(back);
       if (s === 'paused' || (wasRunning && s === 'stopped')) await startDomain(back);
@@ -1511,6 +1526,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const from = vm.host_id;
         await db.transaction().execute(async (tx) => {
           const to = await reserveDestination(tx, need(vm), 'libvirt', from, toHostId);
+          await leftovers.takeOver(tx, to, vmId);
           const r = await tx
             .updateTable('libvirt_vms')
             .set({ migrating_to: to })
@@ -1567,6 +1583,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   return {
     name: 'libvirt',
     migrate: (vmId, toHostId) => migration(vmId, toHostId),
+    clearLeftovers: (hostId) => leftovers.clear(hostId),
     async probe(hostId) {
       // Bounded: a host whose daemon hangs must count as not answering, not hold the probe.
       await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host', PROBE_TIMEOUT_MS);

@@ -430,7 +430,7 @@ export async function changeHostState(
 
 /**
  * Removes one of `driver`'s hosts with the rows that are about it (its images, evacuation moves,
- * outage), recorded in the same transaction. A host that still holds a VM (or a migration's
+ * outage, the old copies of VMs it was to be cleared of), recorded in the same transaction. A host that still holds a VM (or a migration's
  * reservation) is 409 `host_not_empty`: move or terminate its servers first. The host's row is
  * locked first, so a placement racing the removal waits for it and then finds no host.
  */
@@ -465,6 +465,8 @@ export async function deleteHost(
         `${vms === 1 ? '1 server is' : `${vms} servers are`} on this host: migrate or terminate ${vms === 1 ? 'it' : 'them'} first`,
       );
     await tx.deleteFrom('host_images').where('host_id', '=', id).execute();
+    // Old copies of VMs it still holds (libvirt_leftovers) are no longer the product's to remove.
+    await tx.deleteFrom('libvirt_leftovers').where('host_id', '=', id).execute();
     await tx.deleteFrom('host_evacuation_moves').where('host_id', '=', id).execute();
     await tx.deleteFrom('sim_host_outages').where('host_id', '=', id).execute();
     await tx.deleteFrom('ip_pool_hosts').where('host_id', '=', id).execute();

@@ -1,0 +1,23 @@
+import type { Kysely } from 'kysely';
+
+// Released migrations are never edited; add a new numbered file instead.
+
+/**
+ * `libvirt_leftovers`: a VM's copy a host still holds though the VM is not there (the store
+ * names another host): the source's copy after a migration whose clean-up failed (its disk, its
+ * seed with the password in clear, its console log), or what a failed migration left on a
+ * destination that did not answer. Each reconciler pass removes those of the hosts it reconciles
+ * (src/jobs/reconciler.ts), holding the row by `claimed_until` while it works; a migration back to
+ * such a host takes the row over (its move clears the destination first). Keyed by host first:
+ * a pass reads one host's.
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('libvirt_leftovers')
+    .addColumn('host_id', 'text', (c) => c.notNull())
+    .addColumn('vm_id', 'text', (c) => c.notNull())
+    .addColumn('since', 'bigint', (c) => c.notNull())
+    .addColumn('claimed_until', 'bigint')
+    .addPrimaryKeyConstraint('libvirt_leftovers_pk', ['host_id', 'vm_id'])
+    .execute();
+}
