@@ -14,6 +14,17 @@ import { SeqConflict } from './queue.ts';
 export const CANCELLED = 'Cancelled by an operator before it ran';
 
 /**
+ * Whether an operator can cancel the job: it is queued and no attempt of it began. A job queued
+ * again after an attempt that began (its process died, or the attempt failed and is retried)
+ * may have changed the server halfway (a VM moved to another host, a disk half made), which only
+ * the job's next run finishes or undoes. The rule cancelJob applies, and what the operator API's
+ * job views show as `cancellable`.
+ */
+export function isCancellable(job: Pick<Job, 'status' | 'began'>): boolean {
+  return job.status === 'queued' && !job.began;
+}
+
+/**
  * Cancels a queued job (the operator's `POST OPS/jobs/{id}/cancel`): the job ends `skipped`
  * with the reason, the service's projected status is rebuilt from the jobs still to run (so the
  * requests accepted next are checked against where the service will really be), what the job's
@@ -54,21 +65,15 @@ async function cancelIn(
     ? await tx.selectFrom('jobs').selectAll().where('id', '=', jobId).forUpdate().executeTakeFirst()
     : await findJobRow(tx, jobId);
   if (!row) throw new ApiError('job_not_found', 'Job not found');
-  if (row.status !== 'queued') {
+  const current = toJob(row);
+  if (!isCancellable(current)) {
     throw new ApiError(
       'job_not_queued',
-      row.status === 'running'
+      current.status === 'running'
         ? 'The job is running; only a queued job can be cancelled (wait for it to finish)'
-        : `The job has finished (${row.status}); only a queued job can be cancelled`,
-    );
-  }
-  // Queued again after an attempt that began (its process died, or the attempt failed and is
-  // retried): that attempt may have changed the server halfway (a VM moved to another host, a
-  // disk half made), which only the job's next run finishes or undoes.
-  if (row.from_state !== null) {
-    throw new ApiError(
-      'job_not_queued',
-      `The job has begun (attempt ${row.attempts} did not finish) and is queued to run again; it cannot be cancelled, as its next run finishes or undoes what the attempt changed`,
+        : current.status !== 'queued'
+          ? `The job has finished (${current.status}); only a queued job can be cancelled`
+          : `The job has begun (attempt ${current.attempts} did not finish) and is queued to run again; it cannot be cancelled, as its next run finishes or undoes what the attempt changed`,
     );
   }
   // The service's row (PostgreSQL: locked until the end), so a job finishing or a request

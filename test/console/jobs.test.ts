@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { call, createTestApp, type TestApp, waitForStatus } from '../helpers/app.ts';
+import { queuedAgainAfterBegin } from '../helpers/began-job.ts';
 import {
   CONSOLE,
   launchBrowser,
@@ -23,8 +24,11 @@ async function order(t: TestApp, token: string, domain: string): Promise<string>
   return res.body.data[0].service_id;
 }
 
-async function create(t: TestApp, token: string, id: string): Promise<void> {
-  assert.equal((await call(t, token, 'POST', `service/${id}/create`, undefined, B)).status, 200);
+/** Asks for the service's create; returns the job id it queued. */
+async function create(t: TestApp, token: string, id: string): Promise<string> {
+  const res = await call(t, token, 'POST', `service/${id}/create`, undefined, B);
+  assert.equal(res.status, 200);
+  return String(res.headers['x-job-id']);
 }
 
 /** The texts of the rows of the page's jobs table. */
@@ -182,6 +186,36 @@ describe('console: jobs', { skip: noBrowser }, () => {
     );
     assert.deepEqual(problems, []);
     assert.deepEqual(secondProblems, []);
+  });
+
+  test('a queued job that began has no Cancel button but says why, on the jobs page and its service’s; a plain queued one has one', async () => {
+    const [began, plain] = await Promise.all([
+      order(t, acme, 'began.example.com'),
+      order(t, acme, 'plain.example.com'),
+    ]);
+    const beganJob = await create(t, acme, began);
+    await Promise.all([queuedAgainAfterBegin(t.ctx.store.db, beganJob), create(t, acme, plain)]);
+    const { page, problems } = await signedIn();
+    await page.goto(`${origin}${CONSOLE}/jobs?status=queued`);
+    const beganRow = rows(page).filter({ hasText: began });
+    const plainRow = rows(page).filter({ hasText: plain });
+    assert.equal(await beganRow.count(), 1);
+    assert.equal(await plainRow.count(), 1);
+    assert.match(await beganRow.innerText(), /create\s+.*queued\s+1\s+.*began; cannot be cancelled/s);
+    assert.equal(await beganRow.getByRole('button').count(), 0);
+    assert.equal(await plainRow.getByRole('button', { name: /^Cancel/ }).count(), 1);
+    assert.doesNotMatch(await plainRow.innerText(), /cannot be cancelled/);
+
+    for (const [id, buttons] of [
+      [began, 0],
+      [plain, 1],
+    ] as const) {
+      await page.goto(`${origin}${CONSOLE}/services/${id}`);
+      const jobs = page.getByRole('table', { name: 'Jobs, newest first' });
+      assert.equal(await jobs.getByRole('button', { name: /^Cancel/ }).count(), buttons, id);
+      assert.equal(/began; cannot be cancelled/.test(await jobs.innerText()), buttons === 0, id);
+    }
+    assert.deepEqual(problems, []);
   });
 
   test('a failed service’s page says why it failed: its create’s error, with the code', async () => {

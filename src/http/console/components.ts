@@ -80,6 +80,14 @@ export function retriedAs(jobId: string): Html {
 }
 
 /**
+ * Where a queued job that began stands instead of its Cancel button (its `cancellable` is false):
+ * an attempt of it began, and only its next run finishes or undoes what that attempt changed.
+ */
+export function beganNote(): Html {
+  return html`<span class="none" title="An attempt of this job began; its next run finishes or undoes what that attempt changed">began; cannot be cancelled</span>`;
+}
+
+/**
  * The links to a page's previous and next pages, keeping its filters; each only where there is
  * such a page (`prev` / `next`: the list's cursors).
  */

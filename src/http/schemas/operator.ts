@@ -3,6 +3,7 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { RESOURCES } from '../../domain/catalog.ts';
 import { MAX_HOST_AMOUNT } from '../../domain/host-input.ts';
 import { STATUSES } from '../../domain/status-machine.ts';
+import { isCancellable } from '../../jobs/cancel-job.ts';
 import type { Job } from '../../store/repos/jobs.ts';
 import { Id, Nullable, StringEnum, Timestamp } from './common.ts';
 import { JobPayload, jobView } from './service-views.ts';
@@ -191,6 +192,10 @@ export const OperatorJobPayload = Type.Object(
       description:
         'Who asked for the job: an operator, a reseller’s application, the CLI’s user, or the system (`id` and `name` the part of it that did: `scheduler`, `evacuation`, `rescue-expiry`, `traffic`); null for jobs queued before this was recorded',
     }),
+    cancellable: Type.Boolean({
+      description:
+        'Whether an operator can cancel it (`POST OPS/jobs/{id}/cancel`): true only for a queued job no attempt of which began. A job queued again after an attempt that began (its process died, or the attempt failed and is retried) is false, as its next run finishes or undoes what that attempt changed; its cancel is 409 `job_not_queued`',
+    }),
   },
   { title: 'OperatorJob' },
 );
@@ -202,6 +207,7 @@ export function operatorJobView(j: Job): Static<typeof OperatorJobPayload> {
     reseller_id: j.resellerId,
     retry_job_id: j.retryJobId,
     started_by: j.startedBy && { ...j.startedBy },
+    cancellable: isCancellable(j),
   };
 }
 

@@ -32,6 +32,11 @@ export interface Job {
   readonly status: JobStatus;
   readonly error: string | null;
   readonly attempts: number;
+  /**
+   * An attempt of it began: it recorded the service's state it started from (`from_state`). A
+   * queued job that began is queued again to finish, or undo, what that attempt changed.
+   */
+  readonly began: boolean;
   readonly seq: number;
   readonly runAt: number;
   readonly createdAt: number;
@@ -83,6 +88,7 @@ export function toJob(r: JobTable): Job {
     status: r.status,
     error: r.error,
     attempts: r.attempts,
+    began: r.from_state !== null,
     seq: r.seq,
     runAt: r.run_at,
     createdAt: r.created_at,

@@ -7,6 +7,7 @@ import { claimJobs } from '../../../src/jobs/claim.ts';
 import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import { newJobRow } from '../../../src/store/repos/jobs.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../../helpers/app.ts';
+import { queuedAgainAfterBegin } from '../../helpers/began-job.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
 import { testStores } from '../../helpers/stores.ts';
@@ -121,6 +122,39 @@ for (const store of testStores()) {
           [stop, 'job_not_queued'],
         ],
       );
+    });
+
+    test('a job queued again after an attempt that began is not cancellable (list and service details), as its cancel is 409; a plain queued one is', async () => {
+      const began = await order(t, acme, 'began.example.com');
+      const beganJob = await ask(t, acme, began, 'create');
+      await queuedAgainAfterBegin(t.ctx.store.db, beganJob);
+      const plain = await order(t, acme, 'plain.example.com');
+      const plainJob = await ask(t, acme, plain, 'create');
+      const views = async (id: string) => {
+        const list = await opsCall(t, ops, 'GET', `jobs?service_id=${id}`);
+        const details = await opsCall(t, ops, 'GET', `services/${id}`);
+        assert.equal(details.status, 200, JSON.stringify(details.body));
+        const shown = (j: any) => [j.job_id, j.status, j.attempts, j.cancellable];
+        return [list.body.data.items.map(shown), details.body.data.jobs.map(shown)];
+      };
+      assert.deepEqual(await views(began), [
+        [[beganJob, 'queued', 1, false]],
+        [[beganJob, 'queued', 1, false]],
+      ]);
+      assert.deepEqual(await views(plain), [
+        [[plainJob, 'queued', 0, true]],
+        [[plainJob, 'queued', 0, true]],
+      ]);
+      const refused = await opsCall(t, ops, 'POST', `jobs/${beganJob}/cancel`);
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.body.error_code, 'job_not_queued');
+      assert.match(refused.body.message, /has begun \(attempt 1 did not finish\)/);
+      assert.equal((await opsCall(t, ops, 'POST', `jobs/${plainJob}/cancel`)).status, 200);
+      // Cancelled, it has finished: no longer cancellable either.
+      assert.deepEqual(await views(plain), [
+        [[plainJob, 'skipped', 0, false]],
+        [[plainJob, 'skipped', 0, false]],
+      ]);
     });
 
     test('unknown or malformed job ids are 404 job_not_found; retry of a job that did not fail is 409', async () => {

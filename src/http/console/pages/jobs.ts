@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { CONSOLE } from '../../base-path.ts';
 import type { CancelPayload, ListedJobPayload, RetryPayload } from '../../schemas/operator.ts';
-import { badge, nextPageLink, type Page, retriedAs, table, time } from '../components.ts';
+import { badge, beganNote, nextPageLink, type Page, retriedAs, table, time } from '../components.ts';
 import type { ConsoleRouter } from '../console-router.ts';
 import { backOf, buttonForm, pathParam } from '../forms.ts';
 import { html } from '../html.ts';
@@ -27,7 +27,8 @@ function tabOf(value: string | undefined): Tab {
 
 /**
  * The jobs page (`CONSOLE/jobs`): failed jobs (the default) with a Retry form each, queued ones
- * with a Cancel form each, running ones; a page at a time, newest first. The queued and running
+ * with a Cancel form each (one that began says it cannot be cancelled instead, as the operator
+ * API refuses its cancel), running ones; a page at a time, newest first. The queued and running
  * lists refresh by themselves while they hold any job.
  */
 export function registerJobsPage(router: ConsoleRouter): void {
@@ -59,16 +60,18 @@ export function registerJobsPage(router: ConsoleRouter): void {
                   name: `Retry the ${what}`,
                   back: here,
                 })
-              : j.status === 'queued'
-                ? buttonForm({
-                    csrf: call.csrf,
-                    action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
-                    label: 'Cancel',
-                    name: `Cancel the ${what}`,
-                    kind: 'secondary',
-                    back: here,
-                  })
-                : '';
+              : j.status !== 'queued'
+                ? ''
+                : j.cancellable
+                  ? buttonForm({
+                      csrf: call.csrf,
+                      action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                      label: 'Cancel',
+                      name: `Cancel the ${what}`,
+                      kind: 'secondary',
+                      back: here,
+                    })
+                  : beganNote();
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
 <td><a href="${CONSOLE}/services/${j.service_id}">${j.domain || j.service_id}</a> <span class="mono id">${j.service_id}</span></td>
 <td><a href="${CONSOLE}/resellers/${j.reseller_id}">${j.reseller_name}</a></td>

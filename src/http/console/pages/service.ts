@@ -4,7 +4,7 @@ import { CONSOLE } from '../../base-path.ts';
 import type { ResellerPayload } from '../../schemas/operator.ts';
 import type { ReverseDnsPayload } from '../../schemas/reverse-dns.ts';
 import type { ServiceDetailsPayload } from '../../schemas/services.ts';
-import { badge, type Host, type Page, retriedAs, table, time } from '../components.ts';
+import { badge, beganNote, type Host, type Page, retriedAs, table, time } from '../components.ts';
 import { type ConsoleCall, type ConsoleRouter, csrfField, sendPage } from '../console-router.ts';
 import { buttonForm, pathParam } from '../forms.ts';
 import { type Html, html } from '../html.ts';
@@ -119,16 +119,18 @@ function timeline(s: Details, csrf: string, operate: boolean): Html {
                 name: `Retry ${what}`,
                 back,
               })
-            : j.status === 'queued'
-              ? buttonForm({
-                  csrf,
-                  action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
-                  label: 'Cancel',
-                  name: `Cancel ${what}`,
-                  kind: 'secondary',
-                  back,
-                })
-              : '';
+            : j.status !== 'queued'
+              ? ''
+              : j.cancellable
+                ? buttonForm({
+                    csrf,
+                    action: `${CONSOLE}/jobs/${j.job_id}/cancel`,
+                    label: 'Cancel',
+                    name: `Cancel ${what}`,
+                    kind: 'secondary',
+                    back,
+                  })
+                : beganNote();
       return html`<tr><td>${time(j.created_at)}</td><td>${j.action}</td>
 <td>${badge(j.status)}</td><td>${j.started_by ? actorName(j.started_by) : html`<span class="none">—</span>`}</td>
 <td class="num">${j.attempts}</td><td>${time(j.finished_at)}</td><td>${j.error ?? ''}</td><td>${act}</td></tr>`;
