@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createDriver } from '../../src/drivers/create-driver.ts';
+import { createDriver, type DriverLog } from '../../src/drivers/create-driver.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
@@ -23,11 +23,12 @@ const execFileAsync = promisify(execFile);
 
 /**
  * A SQLite store in `dataDir` with the tiny test template (`tiny`), and the libvirt driver on it
- * with the settings `env` adds (a short `VRP_STOP_TIMEOUT` unless given).
+ * with the settings `env` adds (a short `VRP_STOP_TIMEOUT` unless given), logging to `log`.
  */
 export async function libvirtDriverOnStore(
   dataDir: string,
   env: Record<string, string> = {},
+  log?: DriverLog,
 ): Promise<{ store: Store; driver: HypervisorDriver }> {
   const store = await openStore({ databaseUrl: undefined, dataDir });
   await store.db
@@ -43,6 +44,7 @@ export async function libvirtDriverOnStore(
   const driver = await createDriver(
     loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s', ...env }),
     store.db,
+    log,
   );
   return { store, driver };
 }

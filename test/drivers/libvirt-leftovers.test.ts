@@ -1,0 +1,187 @@
+/**
+ * A migration whose old host fails its clean-up, on two libvirt test hosts that share nothing
+ * (scripts/libvirt/test-host.sh): the VM moves all the same, its old copy (the seed with the
+ * password in clear among it) is recorded and later removed by a pass over that host, a
+ * migration back waits while a pass holds that copy and otherwise takes it over, and no pass
+ * touches the VM where it is. A wrapper ahead of `virsh` on PATH refuses the deletion of the VM's
+ * seed on the chosen host while its flag file exists; every other command is the real virsh's.
+ * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the test template.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { DriverError } from '../../src/drivers/driver.ts';
+import { slowWaitMs } from '../helpers/budget.ts';
+import { libvirtDriverOnStore, poolVolumes, startTestHost, testHostScript } from '../helpers/libvirt.ts';
+import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+
+const skip = noLibvirtTemplate || (!existsSync(testHostScript) && 'needs scripts/libvirt/test-host.sh');
+const domains = (uri: string) =>
+  execFileSync('virsh', ['-c', uri, 'list', '--all', '--name'], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
+
+test('a migration whose old host keeps the VM: recorded, removed by a pass, taken over by a migration back', {
+  skip,
+  timeout: slowWaitMs(900_000),
+}, async () => {
+  const suffix = String(process.pid);
+  const names = { a: `vrpla${suffix}`, b: `vrplb${suffix}` };
+  const hostA = await startTestHost(names.a);
+  const hostB = await startTestHost(names.b);
+  const [uriA, uriB] = [hostA.uri, hostB.uri];
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-leftovers-'));
+  const wrapperDir = mkdtempSync(join(tmpdir(), 'vrp-virsh-wrapper-'));
+  const vmId = randomUUID();
+  const seed = `${vmId}.seed.iso`;
+  const mine = (uri: string) => poolVolumes(uri).filter((v) => v.startsWith(vmId));
+  const savedPath = process.env.PATH;
+  after(async () => {
+    process.env.PATH = savedPath;
+    for (const h of [hostA, hostB]) await h.stop().catch(() => {});
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(wrapperDir, { recursive: true, force: true });
+  });
+
+  // `refuse-<host name>`: the VM's seed cannot be deleted on that host.
+  const realVirsh = execFileSync('sh', ['-c', 'command -v virsh'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    join(wrapperDir, 'virsh'),
+    `#!/bin/sh
+del=; hit=; host=
+for a in "$@"; do
+  [ "$a" = vol-delete ] && del=1
+  [ "$a" = ${JSON.stringify(seed)} ] && hit=1
+  case "$a" in *${names.a}*) host=${names.a};; *${names.b}*) host=${names.b};; esac
+done
+if [ -n "$del" ] && [ -n "$hit" ] && [ -e ${JSON.stringify(wrapperDir)}/refuse-$host ]; then
+  echo "error: Cannot recv data: Connection reset by peer" >&2
+  exit 1
+fi
+exec ${JSON.stringify(realVirsh)} "$@"
+`,
+  );
+  chmodSync(join(wrapperDir, 'virsh'), 0o755);
+  process.env.PATH = `${wrapperDir}:${savedPath}`;
+  const refuse = (name: string) => writeFileSync(join(wrapperDir, `refuse-${name}`), '');
+  const allow = (name: string) => rmSync(join(wrapperDir, `refuse-${name}`), { force: true });
+
+  const warned: Record<string, unknown>[] = [];
+  const { store, driver } = await libvirtDriverOnStore(
+    dataDir,
+    { VRP_LIBVIRT_HOSTS: `a,${uriA},4,8,100;b,${uriB},4,8,100` },
+    {
+      info() {},
+      debug() {},
+      warn(obj) {
+        warned.push({ ...obj });
+      },
+      error() {},
+    },
+  );
+  const clear = (hostId: string) => {
+    assert.ok(driver.clearLeftovers);
+    return driver.clearLeftovers(hostId);
+  };
+  const leftovers = () =>
+    store.db.selectFrom('libvirt_leftovers').select(['host_id', 'vm_id']).orderBy('host_id').execute();
+  const placed = () =>
+    store.db
+      .selectFrom('libvirt_vms')
+      .select(['host_id', 'migrating_to'])
+      .where('id', '=', vmId)
+      .executeTakeFirstOrThrow();
+  try {
+    // On host a (b draining meanwhile), and off: a cold move is all this needs.
+    await store.db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'b').execute();
+    const made = await driver.create({
+      vmId,
+      hostname: 'leftover.example.com',
+      username: 'root',
+      password: 'Left-over-pass-1',
+      templateId: 'tiny',
+      cpu: 1,
+      ramGb: 1,
+      diskGb: 1,
+      ipCount: 1,
+    });
+    assert.equal(made.hostId, 'a');
+    await store.db.updateTable('hypervisor_hosts').set({ state: 'active' }).where('id', '=', 'b').execute();
+    await driver.powerOff(vmId);
+
+    // 1. The old host refuses its clean-up: the VM has moved all the same, its old copy is recorded.
+    refuse(names.a);
+    const moved = await driver.migrate(vmId, 'b');
+    assert.equal(moved.hostId, 'b');
+    assert.deepEqual(await placed(), { host_id: 'b', migrating_to: null });
+    assert.ok(mine(uriA).includes(seed), 'the seed is still on the old host');
+    assert.ok(mine(uriB).includes(seed) && mine(uriB).includes(`${vmId}.qcow2`), 'the VM is whole on b');
+    assert.deepEqual(await leftovers(), [{ host_id: 'a', vm_id: vmId }]);
+    assert.deepEqual(
+      warned.map((w) => [w['vmId'], w['hostId']]),
+      [[vmId, 'a']],
+      'the leftover is told at warn',
+    );
+
+    // A pass while the host still refuses: the copy stays recorded, with the reason.
+    const refused = await clear('a');
+    assert.deepEqual(refused.cleared, []);
+    assert.equal(refused.failed[0]?.vmId, vmId);
+    assert.match(refused.failed[0]?.error ?? '', /Could not delete a storage volume/);
+    assert.deepEqual(await leftovers(), [{ host_id: 'a', vm_id: vmId }]);
+
+    // 2. A migration back while a pass holds that copy waits (transient), and changes nothing.
+    await store.db
+      .updateTable('libvirt_leftovers')
+      .set({ claimed_until: Date.now() + 3_600_000 })
+      .where('host_id', '=', 'a')
+      .execute();
+    await assert.rejects(driver.migrate(vmId, 'a'), (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient);
+      assert.match(err.message, /old copy on host a is being removed/);
+      return true;
+    });
+    assert.deepEqual(await placed(), { host_id: 'b', migrating_to: null });
+    assert.deepEqual(
+      await clear('a'),
+      { cleared: [], failed: [] },
+      'a held copy is not taken by another pass',
+    );
+
+    // 3. Its hold run out and the host answering again: the next pass removes the copy.
+    await store.db
+      .updateTable('libvirt_leftovers')
+      .set({ claimed_until: 1 })
+      .where('host_id', '=', 'a')
+      .execute();
+    allow(names.a);
+    assert.deepEqual(await clear('a'), { cleared: [vmId], failed: [] });
+    assert.deepEqual(mine(uriA), [], 'nothing of the VM is left on a');
+    assert.ok(!domains(uriA).includes(`vrp-${vmId}`));
+    assert.deepEqual(await leftovers(), []);
+    assert.ok(mine(uriB).includes(seed), 'the VM on b is untouched');
+
+    // 4. Back to a, b refusing this time; then to b again: the migration takes b's copy over, and
+    // a pass over b afterwards leaves the VM there alone.
+    refuse(names.b);
+    assert.equal((await driver.migrate(vmId, 'a')).hostId, 'a');
+    assert.deepEqual(await leftovers(), [{ host_id: 'b', vm_id: vmId }]);
+    allow(names.b);
+    const there = await driver.migrate(vmId, 'b');
+    assert.equal(there.hostId, 'b');
+    assert.equal(there.power, 'stopped');
+    assert.deepEqual(await leftovers(), [], 'the migration back took the record over');
+    assert.deepEqual(await clear('b'), { cleared: [], failed: [] });
+    assert.ok(mine(uriB).includes(seed) && mine(uriB).includes(`${vmId}.qcow2`));
+    assert.equal((await driver.inspect(vmId))?.hostId, 'b');
+    assert.deepEqual(mine(uriA), [], 'the clean-up of a worked this time');
+  } finally {
+    await driver.destroy(vmId).catch(() => {});
+    await driver.close();
+    await store.close();
+  }
+});
