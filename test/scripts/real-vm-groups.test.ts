@@ -19,6 +19,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/drivers/libvirt-hosts.test.ts',
     'test/drivers/libvirt-backups.test.ts',
     'test/drivers/libvirt-contract.test.ts',
+    'test/drivers/libvirt-leftovers.test.ts',
     'test/e2e/libvirt-fleet.test.ts',
     'test/e2e/libvirt-backups.test.ts',
     'test/e2e/libvirt-password.test.ts',
@@ -28,6 +29,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/drivers/libvirt-commands.test.ts',
     'test/drivers/libvirt-disk-export.test.ts',
     'test/drivers/libvirt-seed.test.ts',
+    'test/drivers/guest-freeze.test.ts',
     'test/scripts/test-host.test.ts',
     'test/e2e/fleet.test.ts',
   ])
