@@ -3,6 +3,7 @@
  * what changed since its parent. What the backup jobs, the pruner and the operator's verify share
  * of them: finding a chain, removing a backup without breaking the backups after it.
  */
+import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { storedSizeGb } from '../domain/sizes.ts';
@@ -131,9 +132,32 @@ export async function removeBackup(
 }
 
 /**
- * Settles a backup whose removal failed: `failed` (0 GB: nothing of it to restore) if its
- * objects had already left the store (after its merge, the manifest first), else `available`
- * again, as it was.
+ * Whether the backup's objects have left the store (after its merge, the manifest first). A
+ * store that cannot say (or a manifest it cannot read) is `unanswered`, and they count as there.
+ */
+async function objectsGone(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  unanswered: (err: unknown) => void,
+): Promise<boolean> {
+  if (backup.format !== 'archive' || (await findChildBackups(db, backup.id)).length > 0) return false;
+  return archive.manifest(backup.serviceId, backup.id).then(
+    (m) => m === undefined,
+    (err: unknown) => {
+      unanswered(err);
+      return false;
+    },
+  );
+}
+
+/** What a backup whose objects left the store is: `failed`, 0 GB (nothing of it to restore). */
+const settleGone = (db: Kysely<Database>, backup: Backup, now: number, unchanged?: Backup) =>
+  setBackupStatus(db, backup.id, 'failed', now, 0, unchanged);
+
+/**
+ * Settles a backup whose removal failed: `failed` (0 GB) if its objects had already left the
+ * store, else `available` again, as it was.
  */
 export async function settleUnremoved(
   db: Kysely<Database>,
@@ -141,12 +165,35 @@ export async function settleUnremoved(
   backup: Backup,
   now: number,
 ): Promise<void> {
-  const gone =
-    backup.format === 'archive' &&
-    (await findChildBackups(db, backup.id)).length === 0 &&
-    !(await archive.manifest(backup.serviceId, backup.id).catch(() => true));
-  if (gone) await setBackupStatus(db, backup.id, 'failed', now, 0);
+  if (await objectsGone(db, archive, backup, () => {})) await settleGone(db, backup, now);
   else await setBackupStatus(db, backup.id, 'available', now);
+}
+
+/**
+ * Settles a backup that the end of its deletion's job put back `available` without the task (its
+ * attempts all died, or the service's state no longer allowed it: run-job.ts), an end that looks
+ * in no store: as settleUnremoved would, `failed` (0 GB) if an attempt had removed its objects
+ * already, and only while it is still as that end left it (a later job's change stands). A store
+ * (or database) that does not answer leaves it `available`, with a warning: the next deletion or
+ * a restore finds out.
+ */
+export async function settleGivenUp(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  now: number,
+  log: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<void> {
+  const warn = (err: unknown) =>
+    log.warn(
+      { err, backupId: backup.id },
+      'could not tell whether a backup whose deletion was given up is still in the backup store; it stays available',
+    );
+  try {
+    if (await objectsGone(db, archive, backup, warn)) await settleGone(db, backup, now, backup);
+  } catch (err) {
+    warn(err);
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { gatedUpdate, readGated, writeGated } from '../store/gated-write.ts';
 import { prepare, slot } from '../store/prepared.ts';
-import { findBackupById, setBackupStatus } from '../store/repos/backups.ts';
+import { type Backup, findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { gatedEvents, recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
@@ -50,6 +50,7 @@ import type { Database, JobTable } from '../store/schema.ts';
 import { inGroupTransaction } from '../store/transaction-group.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
+import { settleGivenUp } from './backup-chain.ts';
 import { checkAtJobStart } from './power-check.ts';
 import { jobResultOf, type TaskContext, type TaskTable } from './task.ts';
 
@@ -93,7 +94,8 @@ type Ending =
       readonly attempts?: number;
       /**
        * The backup a backup job gives up without its task: a backup_create's is `failed` (0 GB)
-       * with the job, a backup_delete's `available` again.
+       * with the job, a backup_delete's `available` again, then `failed` (0 GB) if an attempt
+       * had removed its objects already (settleGivenUp, after the job's end).
        */
       readonly backupId?: string;
     };
@@ -392,8 +394,9 @@ async function finish(
   ending: Ending,
   fallback = true,
 ): Promise<RunOutcome> {
+  let putBack: Backup | undefined;
   try {
-    await save(deps, job, from, ending);
+    putBack = await save(deps, job, from, ending);
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
     if (!fallback || isStoreUnavailable(err)) throw err;
@@ -403,6 +406,9 @@ async function finish(
     );
     return finish(deps, job, from, failed(`The result of ${words(job)} could not be saved`), false);
   }
+  // The end put a backup being deleted back `available` without looking in the backup store (its
+  // transaction reads no store): now it looks, the job ended.
+  if (putBack) await settleGivenUp(deps.db, deps.backups.archive, putBack, deps.clock.now(), deps.log);
   return ending.status;
 }
 
@@ -438,8 +444,17 @@ const endReadOf = (lock: boolean) =>
 export const endRead = endReadOf(false);
 const endReadLocked = endReadOf(true);
 
-/** On failure, the projection the queued requests were accepted against is rebuilt from the real state. */
-async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, ending: Ending): Promise<void> {
+/**
+ * On failure, the projection the queued requests were accepted against is rebuilt from the real
+ * state. Returns the backup it put back `available` (a backup_delete ended without its task), as
+ * it left it.
+ */
+async function save(
+  deps: RunDeps,
+  job: Job,
+  from: ServiceState | undefined,
+  ending: Ending,
+): Promise<Backup | undefined> {
   const now = deps.clock.now();
   const patch: ServicePatch = ending.status === 'succeeded' ? ending.patch : {};
   const after: ServiceState | undefined =
@@ -462,7 +477,7 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
   };
   // With the ends of this turn's other jobs, on PostgreSQL (transaction-group.ts): the body is
   // only the transaction's work, and may run twice.
-  await inGroupTransaction(deps.db, async (tx) => {
+  return inGroupTransaction(deps.db, async (tx) => {
     // The job's end, only while this worker owns it, and then the service's read (one statement
     // on PostgreSQL). The service is locked to the commit (PostgreSQL), and the job sequence
     // moved: a request accepted meanwhile either commits before this read (and is counted here)
@@ -479,16 +494,20 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
       const failure = { ...job, domain: service?.domain_name ?? null, error: ending.error };
       await queueNotification(tx, jobFailedNotification(failure), now);
     }
+    let putBack: Backup | undefined;
     if (ending.status === 'failed' && ending.backupId) {
       const backup = await findBackupById(tx, ending.backupId);
       // A backup being taken is nothing; one being deleted is as it was (its deletion can be
-      // asked again, and removes what an attempt left).
+      // asked again, and removes what an attempt left), unless its objects are gone (finish).
       if (backup?.status === 'creating') await setBackupStatus(tx, backup.id, 'failed', now, 0);
-      if (backup?.status === 'deleting') await setBackupStatus(tx, backup.id, 'available', now);
+      if (backup?.status === 'deleting') {
+        await setBackupStatus(tx, backup.id, 'available', now);
+        putBack = { ...backup, status: 'available', updatedAt: now };
+      }
     }
     if (!service) {
       await recordEvents(tx, job.resellerId, [finished], now);
-      return;
+      return putBack;
     }
     const pending = Math.max(0, service.pending_jobs - 1);
     const set: ServicePatch = {
@@ -532,5 +551,6 @@ async function save(deps: RunDeps, job: Job, from: ServiceState | undefined, end
     ]);
     // Read in this transaction (and locked, on PostgreSQL): it cannot be gone.
     if (!written) throw new Error(`service ${job.serviceId} vanished while its job ended`);
+    return putBack;
   });
 }

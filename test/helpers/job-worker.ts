@@ -5,7 +5,7 @@
 import type { Selectable } from 'kysely';
 import type { JobAction } from '../../src/domain/status-machine.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
-import { backupDeps } from '../../src/jobs/backup-chain.ts';
+import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
@@ -24,7 +24,8 @@ export interface ServiceFixture {
    * Starts a worker with `tasks` over the usual ones (stopped at the end of the test).
    * `abortWaitMs`: how long its stop() waits for aborted tasks (the worker's default, 2 s,
    * unless given); a worker whose task never ends, to play a dead process, passes 0. `driver`:
-   * the one it calls instead of the app's (a test's wrapper).
+   * the one it calls instead of the app's (a test's wrapper); `backups`: its backup store's
+   * archive, instead of the app's.
    */
   worker(
     tasks?: Partial<TaskTable>,
@@ -32,6 +33,7 @@ export interface ServiceFixture {
       maxAttempts?: number;
       abortWaitMs?: number;
       driver?: HypervisorDriver;
+      backups?: BackupDeps;
       /** Its claims' lease (300 ms unless given: short, so that a dead worker's jobs come back within a test). */
       leaseMs?: number;
       /** How long a job whose host is unreachable waits before it looks again (the worker's default, 10 s, unless given). */
@@ -67,7 +69,7 @@ export async function withRunningService(
         const w = createWorker({
           store: t.ctx.store,
           driver: options.driver ?? t.driver!,
-          backups: backupDeps(t.ctx),
+          backups: options.backups ?? backupDeps(t.ctx),
           secretBox: t.ctx.secretBox,
           clock: t.ctx.clock,
           log: t.app.log,

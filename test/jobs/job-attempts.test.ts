@@ -5,13 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { retryDelayMs } from '../../src/jobs/attempts.ts';
+import { type BackupDeps, backupDeps, settleGivenUp } from '../../src/jobs/backup-chain.ts';
 import { claimJobs, recoverExpiredJobs } from '../../src/jobs/claim.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
+import { findBackupById, setBackupStatus } from '../../src/store/repos/backups.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
-import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { never, type ServiceFixture, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
 describe('retry delays', () => {
@@ -125,6 +128,106 @@ for (const store of testStores()) {
         assert.equal(backups[0].size_gb, 0);
       }));
 
+    test('a backup deletion given up after its workers kept dying, the first having removed its objects, shows the backup failed (0 GB)', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        const before = await s.bootCount();
+        await deletionDiesEveryAttempt(s, backupId, { firstRemoves: true });
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), [], 'its objects went');
+        const [b] = await resellerBackups(s);
+        assert.deepEqual([b.backup_id, b.status, b.size_gb], [backupId, 'failed', 0], 'not available: gone');
+        // Nothing to restore: refused as a failed backup is, rather than a restore that fails.
+        const res = await call(s.t, s.token, 'POST', `service/${s.id}/backup/restore/${backupId}`);
+        assert.deepEqual([res.status, res.body.error_code], [400, 'invalid_state']);
+        assert.equal(await s.bootCount(), before);
+      }));
+
+    test('a backup deletion given up after its workers kept dying, its objects still there, leaves the backup available and restorable', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        await deletionDiesEveryAttempt(s, backupId, { firstRemoves: false });
+        const [b] = await resellerBackups(s);
+        assert.deepEqual([b.backup_id, b.status], [backupId, 'available']);
+        assert.ok(b.size_gb > 0, 'it still counts');
+        const w = s.worker();
+        assert.equal(
+          (await call(s.t, s.token, 'POST', `service/${s.id}/backup/restore/${backupId}`)).status,
+          200,
+        );
+        await waitForStatus(s.t, s.token, s.id, 'running');
+        await w.stop(1000);
+        const restore = (await s.jobs()).findLast((j) => j.action === 'backup_restore');
+        assert.equal(restore.status, 'succeeded', restore.error);
+        assert.equal((await resellerBackups(s))[0].status, 'available');
+      }));
+
+    test('a backup deletion given up while the backup store does not answer leaves the backup available; the worker runs on', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        const app = backupDeps(s.t.ctx);
+        let looked = 0;
+        const unreachable: BackupDeps = {
+          ...app,
+          archive: {
+            ...app.archive,
+            async manifest() {
+              looked++;
+              throw new BackupStoreError('Backup store test: cannot reach the bucket: connection refused', {
+                transient: true,
+              });
+            },
+          },
+        };
+        await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`);
+        await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+        await diesEveryAttempt(s, backupId, true);
+        const w = s.worker({}, { backups: unreachable });
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        await w.stop(1000);
+        const jobs = await s.jobs();
+        assert.equal(jobs.find((j) => j.action === 'backup_delete').status, 'failed');
+        assert.equal(jobs.findLast((j) => j.action === 'stop').status, 'succeeded', 'the next job ran');
+        assert.equal(looked, 1, 'it looked in the store once');
+        const [b] = await resellerBackups(s);
+        assert.deepEqual(
+          [b.backup_id, b.status],
+          [backupId, 'available'],
+          'as it was: the store could not say',
+        );
+        // The next deletion finds out, and removes what is left of it.
+        const again = s.worker();
+        await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`);
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        await again.stop(1000);
+        assert.deepEqual(await resellerBackups(s), []);
+      }));
+
+    test('settling a backup whose deletion was given up leaves a change made since as it is', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        const { db } = s.t.ctx.store;
+        const { archive } = backupDeps(s.t.ctx);
+        const leftByEnd = await findBackupById(db, backupId);
+        assert.ok(leftByEnd);
+        await archive.remove(s.id, backupId);
+        // A newer deletion was accepted meanwhile: it shows `deleting`, its own job settles it.
+        await setBackupStatus(db, backupId, 'deleting', leftByEnd.updatedAt + 1);
+        await settleGivenUp(db, archive, leftByEnd, leftByEnd.updatedAt + 2, s.t.app.log);
+        assert.equal((await findBackupById(db, backupId))?.status, 'deleting');
+        // Back `available` since (a later change than the give-up's): not this settling's either.
+        await setBackupStatus(db, backupId, 'available', leftByEnd.updatedAt + 3);
+        await settleGivenUp(db, archive, leftByEnd, leftByEnd.updatedAt + 4, s.t.app.log);
+        assert.equal((await findBackupById(db, backupId))?.status, 'available');
+        // As the give-up left it: settled.
+        const current = await findBackupById(db, backupId);
+        assert.ok(current);
+        await settleGivenUp(db, archive, current, current.updatedAt + 5, s.t.app.log);
+        assert.deepEqual(
+          [(await findBackupById(db, backupId))?.status, (await findBackupById(db, backupId))?.sizeGb],
+          ['failed', 0],
+        );
+      }));
+
     test('a job whose worker died waits the retry backoff before it runs again, and says so', () =>
       withRunningService(store, async (s) => {
         await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
@@ -183,4 +286,67 @@ for (const store of testStores()) {
         await waitForStatus(s.t, s.token, s.id, 'running');
       }));
   });
+}
+
+/** Takes a backup of the fixture's service with a worker of its own (stopped after); its id. */
+async function takeBackup(s: ServiceFixture): Promise<string> {
+  const w = s.worker();
+  assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/create`)).status, 200);
+  await waitForStatus(s.t, s.token, s.id, 'running');
+  await w.stop(1000);
+  const [b] = await resellerBackups(s);
+  assert.equal(b.status, 'available');
+  return b.backup_id;
+}
+
+/** The service's backups as the reseller lists them. */
+async function resellerBackups(s: ServiceFixture): Promise<any[]> {
+  const res = await call(s.t, s.token, 'GET', `service/${s.id}/backups`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data;
+}
+
+/**
+ * Every worker that takes the queued backup_delete dies with it (3 attempts). With `firstRemoves`
+ * the first runs the real task, which removes the backup's objects, and dies dropping the VM's
+ * checkpoint; the others die at once.
+ */
+async function diesEveryAttempt(s: ServiceFixture, backupId: string, firstRemoves: boolean) {
+  let claims = 0;
+  let dropping = false;
+  const dies: Task<'backup_delete'> = async (tc) => {
+    claims++;
+    if (claims > 1 || !firstRemoves) return never;
+    const dyingDrop = async () => {
+      dropping = true;
+      return never;
+    };
+    return TASKS.backup_delete({ ...tc, driver: { ...tc.driver, dropCheckpoint: dyingDrop } });
+  };
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const dying = s.worker({ backup_delete: dies }, { abortWaitMs: 0 });
+    await until(() => claims === attempt, `attempt ${attempt}`);
+    if (attempt === 1 && firstRemoves) {
+      await until(() => dropping, 'the objects removed');
+      assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), []);
+    }
+    await dying.stop(0);
+  }
+}
+
+/** Asks for the backup's deletion, whose every attempt dies (diesEveryAttempt); a worker gives it up. */
+async function deletionDiesEveryAttempt(
+  s: ServiceFixture,
+  backupId: string,
+  { firstRemoves }: { readonly firstRemoves: boolean },
+) {
+  assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`)).status, 200);
+  await diesEveryAttempt(s, backupId, firstRemoves);
+  const w = s.worker();
+  await waitForStatus(s.t, s.token, s.id, 'running');
+  // Its stop waits for the run under way: the job's end, then the look in the store.
+  await w.stop(1000);
+  const job = (await s.jobs()).find((j) => j.action === 'backup_delete');
+  assert.equal(job.status, 'failed', 'not run a fourth time');
+  assert.equal(job.error, 'Gave up after 3 attempts: the worker running it stopped');
 }

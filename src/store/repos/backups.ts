@@ -187,18 +187,25 @@ export async function expiredKeptBackups(
   return rows.map(toBackup);
 }
 
+/**
+ * Sets the backup's status (and size). `unchanged`: only if it still has that status and was
+ * last changed then (a later change stands).
+ */
 export async function setBackupStatus(
   db: Kysely<Database>,
   id: string,
   status: BackupStatus,
   now: number,
   sizeGb?: number,
+  unchanged?: Pick<Backup, 'status' | 'updatedAt'>,
 ): Promise<void> {
-  await db
+  let update = db
     .updateTable('backups')
     .set(sizeGb === undefined ? { status, updated_at: now } : { status, size_gb: sizeGb, updated_at: now })
-    .where('id', '=', id)
-    .execute();
+    .where('id', '=', id);
+  if (unchanged)
+    update = update.where('status', '=', unchanged.status).where('updated_at', '=', unchanged.updatedAt);
+  await update.execute();
 }
 
 export async function deleteBackupRow(db: Kysely<Database>, id: string): Promise<void> {
