@@ -6,7 +6,7 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '032-event-locks-in-order';
+const PREVIOUS = '033-vms-migrating-to';
 const LAST = '034-libvirt-leftovers';
 
 for (const kind of testStores()) {
