@@ -468,8 +468,10 @@ export interface LibvirtLeftoverTable {
   host_id: string;
   vm_id: string;
   since: number;
-  /** Held by a reconciler pass removing it, until then (null: not held). */
+  /** Held by whoever removes it (a pass, a placement), until then (null: not held). */
   claimed_until: number | null;
+  /** Who holds it; `running`: a copy found running, left for the operator. */
+  claimed_by: string | null;
 }
 
 export interface SimVmTable {

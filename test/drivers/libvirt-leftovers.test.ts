@@ -20,6 +20,13 @@ import { libvirtDriverOnStore, poolVolumes, startTestHost, testHostScript } from
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const skip = noLibvirtTemplate || (!existsSync(testHostScript) && 'needs scripts/libvirt/test-host.sh');
+/** The capacity of a volume of the pool on the host at `uri`, in bytes. */
+function diskBytesOf(uri: string, volume: string): number {
+  const out = execFileSync('virsh', ['-c', uri, 'vol-info', '--bytes', '--pool', 'vrp', volume], {
+    encoding: 'utf8',
+  });
+  return Number(/^Capacity:\s+(\d+)/m.exec(out)?.[1] ?? Number.NaN);
+}
 const domains = (uri: string) =>
   execFileSync('virsh', ['-c', uri, 'list', '--all', '--name'], { encoding: 'utf8' })
     .split('\n')
@@ -38,6 +45,7 @@ test('a migration whose old host keeps the VM: recorded, removed by a pass, take
   const wrapperDir = mkdtempSync(join(tmpdir(), 'vrp-virsh-wrapper-'));
   const vmId = randomUUID();
   const seed = `${vmId}.seed.iso`;
+  const diskBytes = (uri: string) => diskBytesOf(uri, `${vmId}.qcow2`);
   const mine = (uri: string) => poolVolumes(uri).filter((v) => v.startsWith(vmId));
   const savedPath = process.env.PATH;
   after(async () => {
@@ -165,20 +173,34 @@ exec ${JSON.stringify(realVirsh)} "$@"
     assert.deepEqual(await leftovers(), []);
     assert.ok(mine(uriB).includes(seed), 'the VM on b is untouched');
 
-    // 4. Back to a, b refusing this time; then to b again: the migration takes b's copy over, and
-    // a pass over b afterwards leaves the VM there alone.
+    // 4. Back to a, b refusing this time: b keeps a copy. It is given a domain (as a cold move's
+    // that defined it there and then failed would leave) and a disk unlike the VM's (3 GiB).
+    // The migration to b must remove that copy first, not take it for its own move's: on b the
+    // VM has its own 1 GiB disk, and a's copy goes as the move ends.
     refuse(names.b);
     assert.equal((await driver.migrate(vmId, 'a')).hostId, 'a');
     assert.deepEqual(await leftovers(), [{ host_id: 'b', vm_id: vmId }]);
     allow(names.b);
+    const xml = join(wrapperDir, 'old-copy.xml');
+    writeFileSync(
+      xml,
+      execFileSync('virsh', ['-c', uriA, 'dumpxml', '--inactive', `vrp-${vmId}`], { encoding: 'utf8' }),
+    );
+    execFileSync('virsh', ['-c', uriB, 'define', xml], { stdio: 'ignore' });
+    execFileSync('virsh', ['-c', uriB, 'vol-resize', '--pool', 'vrp', `${vmId}.qcow2`, '3G'], {
+      stdio: 'ignore',
+    });
+    assert.equal(diskBytes(uriB), 3 * 2 ** 30);
     const there = await driver.migrate(vmId, 'b');
     assert.equal(there.hostId, 'b');
     assert.equal(there.power, 'stopped');
-    assert.deepEqual(await leftovers(), [], 'the migration back took the record over');
+    assert.equal(diskBytes(uriB), 2 ** 30, "the VM's own disk on b, not the old copy's");
+    assert.deepEqual(await leftovers(), [], 'the old copy and its record are gone');
     assert.deepEqual(await clear('b'), { cleared: [], failed: [] });
     assert.ok(mine(uriB).includes(seed) && mine(uriB).includes(`${vmId}.qcow2`));
     assert.equal((await driver.inspect(vmId))?.hostId, 'b');
     assert.deepEqual(mine(uriA), [], 'the clean-up of a worked this time');
+    assert.ok(!domains(uriA).includes(`vrp-${vmId}`));
   } finally {
     await driver.destroy(vmId).catch(() => {});
     await driver.close();

@@ -578,6 +578,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       });
       vm = await get(spec.vmId);
     }
+    // A copy of this VM an earlier migration left on the host goes first: the look below would
+    // take its domain for one an earlier attempt defined. One that runs waits for the operator
+    // (transient: a create that fails for good would remove it as its own).
+    await leftovers.clearFor(vm.host_id, vm.id).catch((err: unknown) => {
+      if (err instanceof DriverError && !err.transient)
+        throw new DriverError(err.message, { transient: true, cause: err });
+      throw err;
+    });
     await ipPool.allocate(vm.id, vm.host_id, spec.ipCount);
     await ipPool.allocateIpv6(vm.id, vm.host_id);
     const template = await resolveTemplate(db, spec.templateId);
@@ -604,30 +612,40 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return info(vm);
   }
 
-  /** Removes the VM's domain and volumes from one host (a reachable one). */
-  async function removeFrom(hostId: string, vmId: string): Promise<void> {
+  /**
+   * Removes the VM's domain and volumes from one host (a reachable one). `between`, if given, is
+   * awaited before each command: a pass over leftovers renews its hold there, and stops (throws)
+   * once it has lost it.
+   */
+  async function removeFrom(hostId: string, vmId: string, between?: () => Promise<void>): Promise<void> {
     const uri = await uriOf(hostId);
     const v = vmVolumes(vmId);
+    const step = async (work: () => Promise<unknown>) => {
+      await between?.();
+      await work();
+    };
     // The seeds hold passwords in clear: gone first (a replacement left staged too).
     for (const seedVolume of [v.seed, rescueVolumes(vmId).seed]) {
-      await removeVolume(uri, seedVolume);
-      await removeVolume(uri, stagedSeed(seedVolume));
+      await step(() => removeVolume(uri, seedVolume));
+      await step(() => removeVolume(uri, stagedSeed(seedVolume)));
     }
-    await virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
-      if (!isNotRunning(err) && !isNoDomain(err)) throw err;
-    });
+    await step(() =>
+      virsh(uri, ['destroy', domainName(vmId)], 'Could not power the VM off').catch((err) => {
+        if (!isNotRunning(err) && !isNoDomain(err)) throw err;
+      }),
+    );
     // A domain with checkpoints is undefined only with their metadata.
-    await virsh(
-      uri,
-      ['undefine', '--checkpoints-metadata', domainName(vmId)],
-      'Could not remove the VM',
-    ).catch((err) => {
-      if (!isNoDomain(err)) throw err;
-    });
-    await removeVolume(uri, v.disk);
-    await removeVolume(uri, v.console);
+    await step(() =>
+      virsh(uri, ['undefine', '--checkpoints-metadata', domainName(vmId)], 'Could not remove the VM').catch(
+        (err) => {
+          if (!isNoDomain(err)) throw err;
+        },
+      ),
+    );
+    await step(() => removeVolume(uri, v.disk));
+    await step(() => removeVolume(uri, v.console));
     // A VM in rescue: the rescue system's disk too.
-    await removeVolume(uri, rescueVolumes(vmId).disk);
+    await step(() => removeVolume(uri, rescueVolumes(vmId).disk));
     await removeQemuLog(hostId, domainName(vmId));
   }
 
@@ -1474,33 +1492,38 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     /** The VM is on the destination: the store says so, in one transaction; the source is cleaned. */
     async function finish(vm: LibvirtVmTable, to: string): Promise<void> {
-      await db.transaction().execute(async (tx) => {
+      const switched = await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')
           .set({ host_id: to, migrating_to: null })
           .where('id', '=', vm.id)
           .where('migrating_to', '=', to)
           .executeTakeFirst();
-        if (r.numUpdatedRows > 0n) {
-          await free(tx, vm.host_id, need(vm));
-          await leftovers.record(tx, vm.host_id, vm.id);
-        }
+        if (r.numUpdatedRows === 0n) return false;
+        await free(tx, vm.host_id, need(vm));
+        await leftovers.record(tx, vm.host_id, vm.id);
+        return true;
       });
+      // Ended by another run meanwhile (it undid the move, or finished it): nothing of this one's.
+      if (!switched) return;
       // The move is done whatever happens next: an old copy that cannot be removed now stays
       // recorded, and the reconciler's passes over its host remove it.
       await leftovers.remove(vm.host_id, vm.id);
     }
 
     /**
-     * The migration did not happen: the destination's leftovers go where it answers, its
-     * reservation is given back, and the VM runs on the source again if it ran.
+     * The migration did not happen: the destination's leftovers go where it answers (with
+     * `clear`; not when nothing of this migration reached it), its reservation is given back, and
+     * the VM runs on the source again if it ran.
      */
-    async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean): Promise<void> {
+    async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean, clear = true): Promise<void> {
       // The destination does not answer: what it holds of the VM is recorded, to go later.
-      const left = await removeFrom(to, vm.id).then(
-        () => undefined,
-        (err: unknown) => (err instanceof Error ? err.message : String(err)),
-      );
+      const left = clear
+        ? await removeFrom(to, vm.id).then(
+            () => undefined,
+            (err: unknown) => (err instanceof Error ? err.message : String(err)),
+          )
+        : undefined;
       await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')
@@ -1526,7 +1549,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const from = vm.host_id;
         await db.transaction().execute(async (tx) => {
           const to = await reserveDestination(tx, need(vm), 'libvirt', from, toHostId);
-          await leftovers.takeOver(tx, to, vmId);
           const r = await tx
             .updateTable('libvirt_vms')
             .set({ migrating_to: to })
@@ -1540,6 +1562,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         vm = await get(vmId);
       }
       const to = vm.migrating_to ?? '';
+      // An old copy recorded on the destination goes first: the look below would take its domain
+      // for this migration's. One that cannot go (its host does not answer, a pass is removing
+      // it, it runs) ends the attempt with the reservation given back and nothing else touched.
+      try {
+        await leftovers.clearFor(to, vmId);
+      } catch (err) {
+        await undo(vm, to, false, false);
+        throw err;
+      }
       // Where is it? (A re-run after a crash finds what the earlier attempt did.)
       const src = await state(vm);
       const dst = await state(vm, to).catch((err: unknown) => {
