@@ -6,11 +6,12 @@ import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
 import { LOG_REDACT } from '../../src/domain/log-redaction.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
+import { SERVICE_CONSOLE } from '../../src/http/base-path.ts';
 import { requestIdOf } from '../../src/http/plugins/request-id.ts';
 import { AccessLog, RequestLog, requestLogging } from '../../src/http/plugins/request-log.ts';
 import { startBackground } from '../../src/jobs/background.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
-import { API, BASE, call, createTestApp, testEnv, waitForStatus } from '../helpers/app.ts';
+import { API, BASE, call, createTestApp, orderRunning, testEnv, waitForStatus } from '../helpers/app.ts';
 
 test('logs are JSON with request ids, and never carry secrets, tokens or passwords', async () => {
   const lines: string[] = [];
@@ -203,6 +204,52 @@ test('one access line per request, once it is answered: the request, its status 
       !lines.some((l) => (l['req'] as { url?: string } | undefined)?.url === '/healthz'),
       'a probe (its route logs at warn) has no access line',
     );
+  } finally {
+    await t.close();
+  }
+});
+
+test("a service console link's token is not in its access line, nor in any other line", async () => {
+  const { stream, lines } = lineSink();
+  const t = await createTestApp({}, { worker: true, log: stream });
+  try {
+    const token = await t.token();
+    const id = await orderRunning(t, token, 'console-log.example.com');
+    const made = await call(t, token, 'POST', `service/${id}/console`, undefined, {
+      'x-envelope-variant': 'B',
+    });
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const path = new URL(made.body.data.url).pathname;
+    const secret = path.slice(`${SERVICE_CONSOLE}/`.length);
+    assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
+    const requests: [string, string][] = [
+      ['console-link-1', path], // opens it
+      ['console-link-2', path], // used already: refused
+      ['console-link-3', `${path}?x=1`],
+      ['console-link-4', `${path}/more`], // no route
+    ];
+    const statuses: number[] = [];
+    for (const [reqId, url] of requests) {
+      statuses.push(
+        (await t.app.inject({ method: 'GET', url, headers: { 'x-request-id': reqId } })).statusCode,
+      );
+    }
+    assert.deepEqual(statuses, [200, 403, 403, 404]);
+    const urlOf = (reqId: string) =>
+      (
+        lines.find((l) => l['reqId'] === reqId && l['msg'] === 'request completed')?.['req'] as {
+          url?: string;
+        }
+      )?.url;
+    assert.equal(urlOf('console-link-1'), `${SERVICE_CONSOLE}/[redacted]`);
+    assert.equal(urlOf('console-link-2'), `${SERVICE_CONSOLE}/[redacted]`);
+    assert.equal(urlOf('console-link-3'), `${SERVICE_CONSOLE}/[redacted]?x=1`);
+    assert.equal(urlOf('console-link-4'), `${SERVICE_CONSOLE}/[redacted]`);
+    assert.ok(!JSON.stringify(lines).includes(secret), 'the link token is in the logs');
+    // The console's files and WebSockets carry no secret: their paths are logged as they are.
+    const assets = `${SERVICE_CONSOLE}/assets/0/service-console.js`;
+    await t.app.inject({ method: 'GET', url: assets, headers: { 'x-request-id': 'console-assets' } });
+    assert.equal(urlOf('console-assets'), assets);
   } finally {
     await t.close();
   }

@@ -419,7 +419,7 @@ for (const store of testStores()) {
 
       const other = await t.client({ reseller: 'disabled-reseller' });
       const reseller = await findResellerByName(t.ctx.store.db, 'disabled-reseller');
-      await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, false, Date.now());
       const res2 = await tokenRequest(t, {
         json: {
           grant_type: 'client_credentials',
@@ -596,12 +596,17 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
-    async function issued() {
-      const c = await t.client();
+    async function tokenOf(c: { client_id: string; client_secret: string }): Promise<string> {
       const res = await tokenRequest(t, {
         json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
       });
-      const token = assertTokenSuccess(res);
+      return assertTokenSuccess(res);
+    }
+
+    /** An application (of `reseller`, if given) and a token of it, used once. */
+    async function issued(reseller?: string) {
+      const c = await t.client(reseller === undefined ? {} : { reseller });
+      const token = await tokenOf(c);
       // Used once, so that the server has the application's state cached.
       assert.equal((await version(t, token)).status, 200);
       return { c, token };
@@ -616,15 +621,28 @@ for (const store of testStores()) {
     });
 
     test('disabling the reseller', async () => {
-      const c = await t.client({ reseller: 'to-disable' });
-      const res = await tokenRequest(t, {
-        json: { grant_type: 'client_credentials', client_id: c.client_id, client_secret: c.client_secret },
-      });
-      const token = assertTokenSuccess(res);
-      assert.equal((await version(t, token)).status, 200);
+      const { token } = await issued('to-disable');
       const reseller = await findResellerByName(t.ctx.store.db, 'to-disable');
-      await setResellerEnabled(t.ctx.store.db, reseller!.id, false);
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, false, Date.now());
       await assertRejectedAfterWindow(t, stateClock, token);
+    });
+
+    test('disabling, then enabling again, on another process: tokens from before stay refused', async () => {
+      const { c, token } = await issued();
+      // Straight in the store, as another process would: this one's cache is not told.
+      await setClientEnabled(t.ctx.store.db, c.client_id, false, Date.now());
+      await setClientEnabled(t.ctx.store.db, c.client_id, true, Date.now());
+      await assertRejectedAfterWindow(t, stateClock, token);
+      assert.equal((await version(t, await tokenOf(c))).status, 200, 'a token issued since works');
+    });
+
+    test('disabling the reseller, then enabling it again: tokens from before stay refused', async () => {
+      const { c, token } = await issued('to-switch');
+      const reseller = await findResellerByName(t.ctx.store.db, 'to-switch');
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, false, Date.now());
+      await setResellerEnabled(t.ctx.store.db, reseller!.id, true, Date.now());
+      await assertRejectedAfterWindow(t, stateClock, token);
+      assert.equal((await version(t, await tokenOf(c))).status, 200, 'a token issued since works');
     });
 
     test('rotating the secret: old tokens and the old secret stop working, the new secret works', async () => {

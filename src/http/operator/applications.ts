@@ -143,14 +143,14 @@ export function registerApplicationRoutes(app: App, ctx: AppContext): void {
     {
       verb: 'disable',
       summary: 'Disable an application',
-      description: `It gets no new tokens and its tokens are refused. ${AT_ONCE} Its services stay as they are.`,
+      description: `It gets no new tokens and its tokens are revoked: refused now, and still after an enable. ${AT_ONCE} Its services stay as they are.`,
       change: (id: string, request: Parameters<typeof auditContext>[0]) =>
         setApplicationEnabled(db, id, false, ctx.clock.now(), auditContext(request)),
     },
     {
       verb: 'enable',
       summary: 'Enable an application',
-      description: 'It can get tokens again (tokens issued before it was disabled stay refused).',
+      description: 'It can get new tokens again; tokens issued before it was disabled stay refused.',
       change: (id: string, request: Parameters<typeof auditContext>[0]) =>
         setApplicationEnabled(db, id, true, ctx.clock.now(), auditContext(request)),
     },

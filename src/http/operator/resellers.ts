@@ -204,8 +204,8 @@ export function registerResellerRoutes(app: App, ctx: AppContext): void {
           summary: verb === 'disable' ? 'Disable a reseller' : 'Enable a reseller',
           description:
             verb === 'disable'
-              ? 'Its applications get no new tokens and their tokens are refused (within a few seconds on every server process); its services stay as they are. Disabling a disabled reseller changes nothing.'
-              : 'Its applications can get tokens again.',
+              ? 'Its applications get no new tokens and their tokens are revoked: refused (within a few seconds on every server process), and still after an enable. Its services stay as they are. Disabling a disabled reseller changes nothing.'
+              : 'Its applications can get new tokens again; tokens issued before it was disabled stay refused.',
           params: ResellerParams,
           response: { 200: ResellerPayload },
         },

@@ -145,14 +145,34 @@ export async function rotateClientSecret(
 
 /** Revokes every token issued so far without changing the secret. */
 export async function revokeClientTokens(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
-  const r = await db
-    .updateTable('clients')
-    .set((eb) => ({ token_version: eb('token_version', '+', 1), updated_at: now }))
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  return (await revokeTokensOf(db, { clientId: id }, now)) > 0;
 }
 
+/**
+ * Revokes every token issued so far to one application, or to each application of a reseller:
+ * the token version moves on, and a token is accepted only with its application's version now
+ * (http/plugins/authenticate.ts, which reads a version newer than its cache's again).
+ *
+ * The one rule for what disabling does to tokens: disabling an application (setClientEnabled)
+ * or a reseller (store/repos/resellers.ts) revokes this way, as `revoke-tokens` does, so
+ * enabling again lets them get new tokens while those from before the disable stay refused.
+ */
+export async function revokeTokensOf(
+  db: Kysely<Database>,
+  which: { readonly clientId: string } | { readonly resellerId: string },
+  now: number,
+): Promise<number> {
+  const update = db
+    .updateTable('clients')
+    .set((eb) => ({ token_version: eb('token_version', '+', 1), updated_at: now }));
+  const r = await ('clientId' in which
+    ? update.where('id', '=', which.clientId)
+    : update.where('reseller_id', '=', which.resellerId)
+  ).executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** Enables or disables an application; disabling revokes its tokens for good (revokeTokensOf). */
 export async function setClientEnabled(
   db: Kysely<Database>,
   id: string,
@@ -164,5 +184,7 @@ export async function setClientEnabled(
     .set({ enabled: enabled ? 1 : 0, updated_at: now })
     .where('id', '=', id)
     .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  if (r.numUpdatedRows === 0n) return false;
+  if (!enabled) await revokeTokensOf(db, { clientId: id }, now);
+  return true;
 }

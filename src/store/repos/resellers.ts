@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
 import { type AuditContext, recordAudit } from './audit.ts';
+import { revokeTokensOf } from './clients.ts';
 
 export interface Reseller {
   readonly id: string;
@@ -37,17 +38,24 @@ export async function listResellers(db: Kysely<Database>): Promise<Reseller[]> {
   return rows.map(toReseller);
 }
 
+/**
+ * Enables or disables a reseller. Disabling also revokes every token its applications hold
+ * (revokeTokensOf), so enabling it again does not bring those tokens back.
+ */
 export async function setResellerEnabled(
   db: Kysely<Database>,
   id: string,
   enabled: boolean,
+  now: number,
 ): Promise<boolean> {
   const r = await db
     .updateTable('resellers')
     .set({ enabled: enabled ? 1 : 0 })
     .where('id', '=', id)
     .executeTakeFirst();
-  return r.numUpdatedRows > 0n;
+  if (r.numUpdatedRows === 0n) return false;
+  if (!enabled) await revokeTokensOf(db, { resellerId: id }, now);
+  return true;
 }
 
 /** The reseller named `name`, created if missing; safe when several callers race. */
@@ -98,7 +106,8 @@ export async function createResellerRecorded(
 
 /**
  * Enables or disables the reseller with id `id` and records it, in one transaction; undefined
- * if there is none. A disabled reseller's tokens are refused (auth/client-lookup.ts).
+ * if there is none. A disabled reseller's tokens are refused (auth/client-lookup.ts), and those
+ * issued before the disable stay refused after an enable (setResellerEnabled).
  */
 export async function setResellerEnabledRecorded(
   db: Kysely<Database>,
@@ -108,7 +117,7 @@ export async function setResellerEnabledRecorded(
   audit: AuditContext,
 ): Promise<Reseller | undefined> {
   return db.transaction().execute(async (tx) => {
-    if (!(await setResellerEnabled(tx, id, enabled))) return undefined;
+    if (!(await setResellerEnabled(tx, id, enabled, now))) return undefined;
     await recordAudit(tx, audit, subjectOf({ id }), now);
     return findReseller(tx, id);
   });

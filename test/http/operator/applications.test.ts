@@ -102,6 +102,20 @@ for (const store of testStores()) {
       assert.equal((await opsCall(t, ops, 'GET', base(acme))).body.data[0].enabled, true);
     });
 
+    test('disable, then enable: tokens issued before the disable stay refused; new ones work', async () => {
+      const created = (await opsCall(t, ops, 'POST', base(acme), { name: 'Switched' })).body.data;
+      const path = `${base(acme)}/${created.client_id}`;
+      const before = (await tokenOf(created.client_id, created.client_secret)).json().access_token;
+      assert.ok(await works(before));
+      assert.equal((await opsCall(t, ops, 'POST', `${path}/disable`)).status, 200);
+      assert.equal(await works(before), false, 'refused while disabled');
+      assert.equal((await opsCall(t, ops, 'POST', `${path}/enable`)).status, 200);
+      assert.equal(await works(before), false, 'enabling again does not bring the old token back');
+      const fresh = (await tokenOf(created.client_id, created.client_secret)).json().access_token;
+      assert.ok(await works(fresh), 'a token issued after the enable works');
+      assert.equal(await works(before), false);
+    });
+
     test('rotate, revoke, disable: tokens issued before are refused at once', async () => {
       const created = (await opsCall(t, ops, 'POST', base(acme), { name: 'Rotated' })).body.data;
       const path = `${base(acme)}/${created.client_id}`;

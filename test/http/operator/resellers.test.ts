@@ -114,6 +114,22 @@ for (const store of testStores()) {
       );
     });
 
+    test("disable, then enable: its applications' tokens issued before the disable stay refused", async () => {
+      const r = (await opsCall(t, ops, 'POST', 'resellers', { name: 'switched-back' })).body.data;
+      const apps = [
+        await t.client({ reseller: 'switched-back' }),
+        await t.client({ reseller: 'switched-back' }),
+      ];
+      const before = await Promise.all(apps.map((client) => t.token({ client })));
+      const status = async (token: string) => (await call(t, token, 'GET', 'version')).status;
+      for (const token of before) assert.equal(await status(token), 200);
+      assert.equal((await opsCall(t, ops, 'POST', `resellers/${r.reseller_id}/disable`)).status, 200);
+      for (const token of before) assert.equal(await status(token), 401);
+      assert.equal((await opsCall(t, ops, 'POST', `resellers/${r.reseller_id}/enable`)).status, 200);
+      for (const token of before) assert.equal(await status(token), 401, 'enabling does not bring it back');
+      for (const client of apps) assert.equal(await status(await t.token({ client })), 200);
+    });
+
     test('PUT quota sets the caps as a whole, the reseller sees them, orders beyond are refused', async () => {
       const r = (await opsCall(t, ops, 'POST', 'resellers', { name: 'capped' })).body.data;
       const token = await t.token({ reseller: 'capped' });

@@ -116,7 +116,7 @@ ${
     ? button(
         'disable',
         'Disable',
-        `Disable ${a.name}? Its tokens are refused until it is enabled again.`,
+        `Disable ${a.name}? Its tokens are revoked for good; it gets new ones once it is enabled again.`,
         'danger',
       )
     : button('enable', 'Enable', `Enable ${a.name}?`)
@@ -182,7 +182,7 @@ export function registerResellerPages(router: ConsoleRouter): void {
   router.page('/resellers/:reseller_id', async (call) => {
     const r = await call.ops.get<Details>(`resellers/${resellerPath(call)}`);
     const toggle = r.enabled
-      ? html`<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/disable" data-confirm="Disable ${r.name}? Its applications get no tokens until it is enabled again.">
+      ? html`<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/disable" data-confirm="Disable ${r.name}? The tokens of its applications are revoked for good; they get new ones once it is enabled again.">
   ${csrfField(call.csrf)}<button type="submit" class="danger">Disable reseller</button>
 </form>`
       : html`<form method="post" action="${CONSOLE}/resellers/${r.reseller_id}/enable">
