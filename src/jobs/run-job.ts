@@ -16,7 +16,7 @@ import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { gatedUpdate, readGated, writeGated } from '../store/gated-write.ts';
 import { prepare, slot } from '../store/prepared.ts';
-import { type Backup, findBackupById, setBackupStatus } from '../store/repos/backups.ts';
+import { type Backup, type BackupStatus, findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { gatedEvents, recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
@@ -92,20 +92,45 @@ type Ending =
       readonly status: 'failed';
       readonly error: string;
       readonly attempts?: number;
-      /**
-       * The backup a backup job gives up without its task: a backup_create's is `failed` (0 GB)
-       * with the job, a backup_delete's `available` again, then `failed` (0 GB) if an attempt
-       * had removed its objects already (settleGivenUp, after the job's end).
-       */
-      readonly backupId?: string;
+      /** The backup a backup job gives up without its task (unfinishedBackup), settled with the job. */
+      readonly backup?: UnfinishedBackup;
     };
 
 const failed = (error: string): Ending => ({ status: 'failed', error });
-/** The backup a job that ends outside its task leaves `creating` or `deleting`, if it is a backup job. */
-const unfinishedBackup = (job: RunnableJob) =>
-  (job.action === 'backup_create' || job.action === 'backup_delete') && job.params.backup_id
-    ? { backupId: job.params.backup_id }
-    : {};
+
+/**
+ * The backup of a backup job that ends without its task, `shown` as its task shows it while it
+ * runs, and what the job's end makes of it then: `back`.
+ */
+interface UnfinishedBackup {
+  readonly id: string;
+  readonly shown: BackupStatus;
+  readonly back: BackupStatus;
+}
+
+/**
+ * What a backup job ended without its task (every attempt's process died, or the service's state
+ * no longer allowed it) leaves of its backup, in the job's end transaction: a backup being taken
+ * is nothing, `failed` (0 GB); one being deleted is `available` again, then `failed` (0 GB) if an
+ * attempt had removed its objects already (settleGivenUp, after the job's end); one being
+ * restored is `available` again (a restore changes nothing of the backup). Only from the status
+ * its task shows: a backup that shows another (a deletion accepted while a restore's attempt ran
+ * shows `deleting`) stays as it is.
+ */
+function unfinishedBackup(job: RunnableJob): { readonly backup?: UnfinishedBackup } {
+  switch (job.action) {
+    case 'backup_create':
+      return job.params.backup_id
+        ? { backup: { id: job.params.backup_id, shown: 'creating', back: 'failed' } }
+        : {};
+    case 'backup_delete':
+      return { backup: { id: job.params.backup_id, shown: 'deleting', back: 'available' } };
+    case 'backup_restore':
+      return { backup: { id: job.params.backup_id, shown: 'restoring', back: 'available' } };
+    default:
+      return {};
+  }
+}
 const words = (job: Job) => job.action.replaceAll('_', ' ');
 
 /**
@@ -495,15 +520,14 @@ async function save(
       await queueNotification(tx, jobFailedNotification(failure), now);
     }
     let putBack: Backup | undefined;
-    if (ending.status === 'failed' && ending.backupId) {
-      const backup = await findBackupById(tx, ending.backupId);
-      // A backup being taken is nothing; one being deleted is as it was (its deletion can be
-      // asked again, and removes what an attempt left), unless its objects are gone (finish).
-      if (backup?.status === 'creating') await setBackupStatus(tx, backup.id, 'failed', now, 0);
-      if (backup?.status === 'deleting') {
-        await setBackupStatus(tx, backup.id, 'available', now);
-        putBack = { ...backup, status: 'available', updatedAt: now };
-      }
+    // As unfinishedBackup says. A backup being deleted is as it was (its deletion can be asked
+    // again, and removes what an attempt left), unless its objects are gone (finish).
+    const settle = ending.status === 'failed' ? ending.backup : undefined;
+    const backup = settle && (await findBackupById(tx, settle.id));
+    if (settle && backup?.status === settle.shown) {
+      const sizeGb = settle.back === 'failed' ? 0 : undefined;
+      await setBackupStatus(tx, backup.id, settle.back, now, sizeGb, backup);
+      if (settle.shown === 'deleting') putBack = { ...backup, status: settle.back, updatedAt: now };
     }
     if (!service) {
       await recordEvents(tx, job.resellerId, [finished], now);

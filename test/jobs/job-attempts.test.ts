@@ -9,7 +9,9 @@ import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { retryDelayMs } from '../../src/jobs/attempts.ts';
 import { type BackupDeps, backupDeps, settleGivenUp } from '../../src/jobs/backup-chain.ts';
+import { backupCreateOperation } from '../../src/jobs/backup-operation.ts';
 import { claimJobs, recoverExpiredJobs } from '../../src/jobs/claim.ts';
+import { requestOperation } from '../../src/jobs/queue.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { findBackupById, setBackupStatus } from '../../src/store/repos/backups.ts';
@@ -228,6 +230,68 @@ for (const store of testStores()) {
         );
       }));
 
+    test('a restore given up after its workers kept dying leaves the backup available: the next scheduled backup rotates it out', () =>
+      withRunningService(store, async (s) => {
+        const first = s.worker();
+        const backupId = await scheduledBackup(s);
+        await first.stop(1000);
+        assert.equal(
+          (await call(s.t, s.token, 'POST', `service/${s.id}/backup/restore/${backupId}`)).status,
+          200,
+        );
+        await restoreDiesEveryAttempt(s);
+        s.worker();
+        const restore = await jobEnd(s, 'backup_restore');
+        assert.equal(restore.status, 'failed', 'not run a fourth time');
+        assert.equal(restore.error, 'Gave up after 3 attempts: the worker running it stopped');
+        assert.deepEqual(
+          (await resellerBackups(s)).map((b) => [b.backup_id, b.status]),
+          [[backupId, 'available']],
+          'not restoring for ever',
+        );
+        // The quota full with it: the next scheduled backup fits once it is rotated out (only
+        // `available` scheduled backups are), as a backup left `restoring` never would be.
+        const { db } = s.t.ctx.store;
+        await db.updateTable('services').set({ backup: 1 }).where('id', '=', s.id).execute();
+        await db.updateTable('backups').set({ size_gb: 1 }).where('id', '=', backupId).execute();
+        const next = await scheduledBackup(s);
+        assert.deepEqual(
+          (await resellerBackups(s)).map((b) => [b.backup_id, b.status, b.kind]),
+          [[next, 'available', 'scheduled']],
+        );
+      }));
+
+    test('a restore given up after its workers kept dying leaves a deletion accepted meanwhile as it is: the deletion removes the backup', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        const path = `service/${s.id}/backup`;
+        assert.equal((await call(s.t, s.token, 'POST', `${path}/restore/${backupId}`)).status, 200);
+        await restoreDiesEveryAttempt(s, async () => {
+          // While the first attempt restores (the backup shows `restoring`), a deletion is accepted.
+          assert.equal((await call(s.t, s.token, 'POST', `${path}/delete/${backupId}`)).status, 200);
+        });
+        // The deletion's task waits until the backup is looked at, the restore given up.
+        let release = () => {};
+        const released = new Promise<void>((r) => {
+          release = r;
+        });
+        const held: Task<'backup_delete'> = async (tc) => {
+          await released;
+          return TASKS.backup_delete(tc);
+        };
+        s.worker({ backup_delete: held });
+        assert.equal((await jobEnd(s, 'backup_restore')).status, 'failed');
+        assert.deepEqual(
+          (await resellerBackups(s)).map((b) => [b.backup_id, b.status]),
+          [[backupId, 'deleting']],
+        );
+        const again = await call(s.t, s.token, 'POST', `${path}/delete/${backupId}`);
+        assert.equal(again.body.error_code, 'invalid_state', 'being deleted still');
+        release();
+        assert.equal((await jobEnd(s, 'backup_delete')).status, 'succeeded');
+        assert.deepEqual(await resellerBackups(s), []);
+      }));
+
     test('a job whose worker died waits the retry backoff before it runs again, and says so', () =>
       withRunningService(store, async (s) => {
         await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
@@ -299,6 +363,32 @@ async function takeBackup(s: ServiceFixture): Promise<string> {
   return b.backup_id;
 }
 
+/**
+ * Takes a scheduled backup of the fixture's service, queued as the scheduler queues it, with the
+ * worker the test runs; its id.
+ */
+async function scheduledBackup(s: ServiceFixture): Promise<string> {
+  const { db } = s.t.ctx.store;
+  const { reseller_id } = await db
+    .selectFrom('services')
+    .select('reseller_id')
+    .where('id', '=', s.id)
+    .executeTakeFirstOrThrow();
+  const operation = backupCreateOperation('scheduled');
+  const request = { resellerId: reseller_id, serviceId: s.id, ...operation };
+  assert.equal((await requestOperation(db, request, Date.now())).kind, 'queued');
+  const job = await jobEnd(s, 'backup_create');
+  assert.equal(job.status, 'succeeded', job.error);
+  return operation.params.backup_id ?? '';
+}
+
+/** The service's newest job of `action` (as the API lists it), once it has ended. */
+async function jobEnd(s: ServiceFixture, action: string): Promise<any> {
+  const newest = async () => (await s.jobs()).findLast((j) => j.action === action);
+  await until(async () => ['succeeded', 'failed'].includes((await newest())?.status), `${action} to end`);
+  return newest();
+}
+
 /** The service's backups as the reseller lists them. */
 async function resellerBackups(s: ServiceFixture): Promise<any[]> {
   const res = await call(s.t, s.token, 'GET', `service/${s.id}/backups`);
@@ -349,4 +439,29 @@ async function deletionDiesEveryAttempt(
   const job = (await s.jobs()).find((j) => j.action === 'backup_delete');
   assert.equal(job.status, 'failed', 'not run a fourth time');
   assert.equal(job.error, 'Gave up after 3 attempts: the worker running it stopped');
+}
+
+/**
+ * Every worker that takes the queued backup_restore dies with it (3 attempts), inside the driver's
+ * import of the disk: the backup shows `restoring` then. `during` runs while the first one is
+ * there.
+ */
+async function restoreDiesEveryAttempt(s: ServiceFixture, during?: () => Promise<void>) {
+  let importing = 0;
+  const dies: Task<'backup_restore'> = (tc) => {
+    const dyingImport = async () => {
+      importing++;
+      return never;
+    };
+    return TASKS.backup_restore({ ...tc, driver: { ...tc.driver, importDisk: dyingImport } });
+  };
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const dying = s.worker({ backup_restore: dies }, { abortWaitMs: 0 });
+    await until(() => importing === attempt, `attempt ${attempt}`);
+    if (attempt === 1) {
+      assert.equal((await resellerBackups(s))[0].status, 'restoring');
+      await during?.();
+    }
+    await dying.stop(0);
+  }
 }

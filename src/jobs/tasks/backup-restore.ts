@@ -9,6 +9,11 @@ import { runningAsBefore, type Task, vmChange } from '../task.ts';
  * has every byte; it returns the VM to the power state it had (a server that was running when
  * the job began runs at its end, also after an attempt that powered it off and failed). A legacy
  * backup (taken on the host before the backup store) is restored by the driver as before.
+ *
+ * The backup shows `restoring` while it runs, and `available` again after, only from those: one
+ * whose deletion was accepted after this restore (it shows `deleting`, the deletion queued
+ * behind) is restored all the same, as asked first, and goes on showing `deleting`, as does one
+ * whose deletion is accepted while it runs.
  */
 export const backupRestore: Task<'backup_restore'> = async (tc) => {
   const { service, driver, db, clock, job, backups } = tc;
@@ -17,7 +22,7 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
   if (!backup || backup.status === 'failed') {
     throw new DriverError(`Backup ${backupId} is not available to restore`, { transient: false });
   }
-  await setBackupStatus(db, backupId, 'restoring', clock.now());
+  await setBackupStatus(db, backupId, 'restoring', clock.now(), undefined, { status: 'available' });
   try {
     if (backup.format === 'legacy') await driver.restoreLegacyBackup(service.id, backupId);
     else {
@@ -28,7 +33,7 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
       await driver.importDisk(service.id, target.diskBytes, backups.archive.restoreRuns(chain));
     }
   } finally {
-    await setBackupStatus(db, backupId, 'available', clock.now());
+    await setBackupStatus(db, backupId, 'available', clock.now(), undefined, { status: 'restoring' });
   }
   const vm = await driver.inspect(service.id);
   return vm ? vmChange(await runningAsBefore(tc, vm)) : {};

@@ -188,8 +188,8 @@ export async function expiredKeptBackups(
 }
 
 /**
- * Sets the backup's status (and size). `unchanged`: only if it still has that status and was
- * last changed then (a later change stands).
+ * Sets the backup's status (and size). `unchanged`: only if it still has that status (and, with
+ * `updatedAt`, was last changed then): a later change stands.
  */
 export async function setBackupStatus(
   db: Kysely<Database>,
@@ -197,14 +197,14 @@ export async function setBackupStatus(
   status: BackupStatus,
   now: number,
   sizeGb?: number,
-  unchanged?: Pick<Backup, 'status' | 'updatedAt'>,
+  unchanged?: Pick<Backup, 'status'> & Partial<Pick<Backup, 'updatedAt'>>,
 ): Promise<void> {
   let update = db
     .updateTable('backups')
     .set(sizeGb === undefined ? { status, updated_at: now } : { status, size_gb: sizeGb, updated_at: now })
     .where('id', '=', id);
-  if (unchanged)
-    update = update.where('status', '=', unchanged.status).where('updated_at', '=', unchanged.updatedAt);
+  if (unchanged) update = update.where('status', '=', unchanged.status);
+  if (unchanged?.updatedAt !== undefined) update = update.where('updated_at', '=', unchanged.updatedAt);
   await update.execute();
 }
 
