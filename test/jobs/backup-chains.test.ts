@@ -1,8 +1,9 @@
 /**
  * Backups in the backup store, as chains, on the simulated hypervisor (whose disk has real bytes:
  * drivers/simulated/disk.ts): a full backup then incremental ones, each restorable to its own
- * content, a deleted or rotated backup merged into the next, restores onto another host, a wrong
- * key, damage found by verify, backups kept after termination, a backup store that fails.
+ * content, a deleted or rotated backup merged into the next, rotation leaving the backup a queued
+ * restore names, restores onto another host, a wrong key, damage found by verify, backups kept
+ * after termination, a backup store that fails.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,16 +15,20 @@ import { type BackupArchive, createArchive } from '../../src/drivers/backup-stor
 import { type BackupStore, BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
+import { backupRestoreOperation } from '../../src/jobs/backup-operation.ts';
 import { createPruner } from '../../src/jobs/prune.ts';
+import { enqueueInTransaction } from '../../src/jobs/queue.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
 import { DEMO_CATALOG } from '../../src/store/demo-catalog.ts';
+import { backupsNamedByPendingJobs, markBackupDeleting } from '../../src/store/repos/backups.ts';
 import { call, createTestApp, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { vrpOn } from '../helpers/cli.ts';
 import { interceptDriver } from '../helpers/driver-calls.ts';
 import { until } from '../helpers/job-worker.ts';
 import { legacySimBackup } from '../helpers/legacy-backup.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
+import { promiseState } from '../helpers/promise-state.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const product = DEMO_CATALOG.products[0]!;
@@ -713,6 +718,176 @@ for (const store of testStores()) {
       assert.equal(b.status, 'failed');
       assert.equal(b.size_gb, 0, 'a failed backup counts nothing');
       assert.deepEqual(await t.ctx.backupStore.list(`${id}/`), [], 'no object of it is left');
+    });
+
+    /** The service's backups as the reseller sees them (newest first). */
+    const listed = (id: string): Promise<any[]> => ok('GET', `service/${id}/backups`);
+
+    /**
+     * A running service with one scheduled backup, S1, that fills its 1 GB of backup space (as if
+     * it took all of it): the next backup rotates S1 out. The disk changes after it.
+     */
+    async function fullOfS1(): Promise<{ id: string; s1: string; atS1: number }> {
+      const id = await running();
+      await write(id);
+      const s1 = (await backup(id)).backup_id;
+      const atS1 = await revision(id);
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled', size_gb: 1 })
+        .where('id', '=', s1)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
+      await write(id);
+      return { id, s1, atS1 };
+    }
+
+    /** The app's archive, holding the first call of `method` on backup `held` until `release()`. */
+    function holding(method: 'mergeIntoChild' | 'remove', held: string) {
+      const archive = backupDeps(t.ctx).archive;
+      const reached = Promise.withResolvers<void>();
+      const released = Promise.withResolvers<void>();
+      const hold = async (backupId: string) => {
+        if (backupId !== held) return;
+        reached.resolve();
+        await released.promise;
+      };
+      const deps: BackupDeps = {
+        archive: {
+          ...archive,
+          async mergeIntoChild(parent, child) {
+            if (method === 'mergeIntoChild') await hold(parent.backupId);
+            return archive.mergeIntoChild(parent, child);
+          },
+          async remove(serviceId, backupId) {
+            if (method === 'remove') await hold(backupId);
+            return archive.remove(serviceId, backupId);
+          },
+        },
+        keepAfterTerminateMs: 0,
+      };
+      return { deps, reached: reached.promise, release: () => released.resolve() };
+    }
+
+    test('a restore queued behind a backup whose rotation would remove its backup: it is kept and restored, the next rotation removes it', async () => {
+      const { id, s1, atS1 } = await fullOfS1();
+      // A backup is queued (a scheduled one alike), then the restore of the oldest backup, the
+      // one that backup's rotation is to remove.
+      await t.background?.worker.stop(1000);
+      await ok('POST', `service/${id}/backup/create`);
+      await ok('POST', `service/${id}/backup/restore/${s1}`);
+      t.background?.worker.start();
+      await waitForStatus(t, token, id, 'running');
+      const create = await lastJob(id, 'backup_create');
+      const restore = await lastJob(id, 'backup_restore');
+      assert.equal(create.status, 'succeeded', JSON.stringify(create));
+      assert.equal(restore.status, 'succeeded', JSON.stringify(restore));
+      assert.equal(await revision(id), atS1, 'the disk is back as it was at S1');
+      assert.deepEqual(
+        (await listed(id)).map((b) => [b.backup_id === s1 ? 'S1' : 'new', b.status]),
+        [
+          ['new', 'available'],
+          ['S1', 'available'],
+        ],
+        'S1 is kept (over the quota for now), the new backup too',
+      );
+
+      // The next backup's rotation, no restore waiting, removes S1.
+      await ok('POST', `service/${id}/backup/create`);
+      await waitForStatus(t, token, id, 'running');
+      assert.equal((await lastJob(id, 'backup_create')).status, 'succeeded');
+      const left = await listed(id);
+      assert.ok(!left.some((b) => b.backup_id === s1), 'S1 is rotated out now');
+      assert.deepEqual(
+        left.map((b) => b.status),
+        ['available', 'available'],
+      );
+    });
+
+    test('a restore asked for while the rotation removes its backup is refused, 400 invalid_state', async () => {
+      const { id, s1 } = await fullOfS1();
+      const held = holding('remove', s1);
+      await withWorker(held.deps, async () => {
+        await ok('POST', `service/${id}/backup/create`);
+        await held.reached;
+        assert.equal((await listed(id)).find((b) => b.backup_id === s1)?.status, 'deleting');
+        const refused = await call(t, token, 'POST', `service/${id}/backup/restore/${s1}`);
+        assert.equal(refused.status, 400, JSON.stringify(refused.body));
+        assert.equal(refused.body.error_code, 'invalid_state');
+        assert.equal(refused.body.message, 'Cannot restore a backup that is deleting');
+        held.release();
+        await waitForStatus(t, token, id, 'running');
+      });
+      assert.equal(await lastJob(id, 'backup_restore'), undefined, 'no restore was queued');
+      assert.equal((await lastJob(id, 'backup_create')).status, 'succeeded');
+      assert.ok(!(await listed(id)).some((b) => b.backup_id === s1), 'S1 was rotated out');
+    });
+
+    test('a restore accepted while the rotation runs, before it holds the backup: the backup is kept and restored', async () => {
+      const { id, s1, atS1 } = await fullOfS1();
+      // Held while S1 is merged into the new backup: chosen for rotation, not marked yet.
+      const held = holding('mergeIntoChild', s1);
+      await withWorker(held.deps, async () => {
+        await ok('POST', `service/${id}/backup/create`);
+        await held.reached;
+        await ok('POST', `service/${id}/backup/restore/${s1}`);
+        held.release();
+        await waitForStatus(t, token, id, 'running');
+      });
+      assert.equal((await lastJob(id, 'backup_restore')).status, 'succeeded');
+      assert.equal(await revision(id), atS1);
+      assert.deepEqual(
+        (await listed(id)).map((b) => [b.backup_id === s1 ? 'S1' : 'new', b.status]),
+        [
+          ['new', 'available'],
+          ['S1', 'available'],
+        ],
+      );
+    });
+
+    test("rotation's mark made while a restore's acceptance is open waits for its commit, then its read sees the job", async () => {
+      const { id, s1 } = await fullOfS1();
+      const { db } = t.ctx.store;
+      const { reseller_id: resellerId } = await db
+        .selectFrom('services')
+        .select('reseller_id')
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+      await t.background?.worker.stop(1000);
+      try {
+        let mark: Promise<boolean> | undefined;
+        await db.transaction().execute(async (tx) => {
+          const req = { resellerId, serviceId: id, ...backupRestoreOperation(s1) };
+          assert.equal((await enqueueInTransaction(tx, req, Date.now())).kind, 'queued');
+          // Not awaited here: the commit of this transaction is what it waits for.
+          mark = markBackupDeleting(db, s1, Date.now());
+          await new Promise((r) => setTimeout(r, 200));
+          assert.equal(await promiseState(mark), 'pending', 'the mark waits for the acceptance');
+        });
+        assert.equal(await mark, true);
+        assert.deepEqual(
+          (await backupsNamedByPendingJobs(db, id)).map((j) => [j.backupId, j.action]),
+          [[s1, 'backup_restore']],
+          'a read after the mark sees the restore',
+        );
+        // As the rotation then does: S1 available again, kept.
+        await db.updateTable('backups').set({ status: 'available' }).where('id', '=', s1).execute();
+      } finally {
+        t.background?.worker.start();
+      }
+      await waitForStatus(t, token, id, 'running');
+      assert.equal((await lastJob(id, 'backup_restore')).status, 'succeeded');
+    });
+
+    test('a backup a rotation left deleting (its process died before the removal) is settled by the next backup job', async () => {
+      const { id, s1 } = await fullOfS1();
+      // No deletion names it; and room enough: nothing is rotated out this time.
+      await t.ctx.store.db.updateTable('backups').set({ status: 'deleting' }).where('id', '=', s1).execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 20 }).where('id', '=', id).execute();
+      await backup(id);
+      assert.equal((await listed(id)).find((b) => b.backup_id === s1)?.status, 'available');
+      await restore(id, s1);
+      assert.equal((await lastJob(id, 'backup_restore')).status, 'succeeded');
     });
 
     /**

@@ -3,8 +3,10 @@ import type { BackupManifest } from '../../drivers/backup-store/archive.ts';
 import { DriverError } from '../../drivers/driver.ts';
 import {
   type Backup,
+  backupsNamedByPendingJobs,
   findBackup,
   listBackups,
+  markBackupDeleting,
   setBackupChain,
   setBackupStatus,
 } from '../../store/repos/backups.ts';
@@ -77,10 +79,12 @@ async function take(tc: TaskContext<'backup_create'>, backup: Backup): Promise<B
  * too: sizes are read again after each merge). A merge loses nothing (both stay restorable), so
  * every merge is made before any backup is removed: if the merged sizes still do not fit, the job
  * fails with every old backup in place. Then the backup is `available`, and the rotated ones are
- * removed.
+ * removed, each only once takeForRemoval holds it: one that a queued or running restore or
+ * deletion names is kept (over the quota until the next rotation removes it).
  */
 async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest: BackupManifest) {
   const { service, db, clock, driver, backups } = tc;
+  await settleLeftOver(tc);
   const tooBig = (gb: number) =>
     new DriverError(
       `Backup quota exceeded: the backup takes ${gb} GB and the service's ${service.backup} GB cannot hold it`,
@@ -113,6 +117,7 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
   await setBackupStatus(db, backup.id, 'available', clock.now());
   for (const victim of victims) {
     try {
+      if (!(await takeForRemoval(tc, victim))) continue;
       await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
     } catch (err) {
       // Whatever this settling meets, the new backup stays: it holds what a rotated parent had.
@@ -126,5 +131,52 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
         'backup rotation: a rotated-out backup could not be removed now; the next rotation removes it',
       );
     }
+  }
+}
+
+/**
+ * Holds a rotated-out backup for its removal, or leaves it in place (false). The rule, so that a
+ * restore's acceptance and this rotation always see each other: the backup is marked `deleting`
+ * first, only if it is still `available`, and only then are the service's queued and running
+ * jobs read. A restore (or deletion) accepted before the mark is among them: the backup is
+ * `available` again and kept, for a later rotation (after the restore) to remove. A restore asked
+ * for after it is refused (400 invalid_state: the backup is `deleting`). One being accepted while
+ * the mark is made holds the backup's row (backup-operation.ts locks it in the transaction that
+ * records the job): the mark waits for that commit, and the read after it sees the job. (A
+ * deletion accepted in that instant may name a backup this removes: its job finds it gone.)
+ */
+async function takeForRemoval(tc: TaskContext<'backup_create'>, victim: Backup): Promise<boolean> {
+  const { service, db, clock } = tc;
+  const markedAt = clock.now();
+  // Not `available` now: a deletion accepted since removes it itself.
+  if (!(await markBackupDeleting(db, victim.id, markedAt))) return false;
+  const named = (await backupsNamedByPendingJobs(db, service.id)).filter((j) => j.backupId === victim.id);
+  if (named.length === 0) return true;
+  await setBackupStatus(db, victim.id, 'available', clock.now(), undefined, {
+    status: 'deleting',
+    updatedAt: markedAt,
+  });
+  tc.log.info(
+    { serviceId: service.id, backupId: victim.id, jobs: named.map((j) => j.action) },
+    'backup rotation: a rotated-out backup that a queued job names is kept; a later rotation removes it',
+  );
+  return false;
+}
+
+/**
+ * Settles what an earlier rotation marked `deleting` and did not remove (its process died
+ * between takeForRemoval and the end of the removal): a `deleting` backup that no queued or
+ * running deletion names (a deletion's acceptance marks its backup with its job, and refuses a
+ * backup that is `deleting`) is `available` again, or `failed` if its objects left the store
+ * already (settleUnremoved), and may be rotated out anew.
+ */
+async function settleLeftOver(tc: TaskContext<'backup_create'>): Promise<void> {
+  const { service, db, clock, backups } = tc;
+  const deleting = (await listBackups(db, service.id)).filter((b) => b.status === 'deleting');
+  if (deleting.length === 0) return;
+  const named = await backupsNamedByPendingJobs(db, service.id);
+  for (const b of deleting) {
+    if (named.some((j) => j.action === 'backup_delete' && j.backupId === b.id)) continue;
+    await settleUnremoved(db, backups.archive, b, clock.now());
   }
 }

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { dialectOf } from '../dialect-of.ts';
 import type { BackupFormat, Database } from '../schema.ts';
 
 export type BackupStatus = 'creating' | 'available' | 'restoring' | 'deleting' | 'failed';
@@ -84,18 +85,63 @@ export async function listBackups(db: Kysely<Database>, serviceId: string): Prom
   return rows.map(toBackup);
 }
 
+const serviceBackup = (db: Kysely<Database>, serviceId: string, id: string) =>
+  db.selectFrom('backups').selectAll().where('id', '=', id).where('service_id', '=', serviceId);
+
 export async function findBackup(
   db: Kysely<Database>,
   serviceId: string,
   id: string,
 ): Promise<Backup | undefined> {
-  const row = await db
-    .selectFrom('backups')
-    .selectAll()
-    .where('id', '=', id)
-    .where('service_id', '=', serviceId)
+  const row = await serviceBackup(db, serviceId, id).executeTakeFirst();
+  return row && toBackup(row);
+}
+
+/**
+ * The backup as findBackup reads it, its row locked to the end of the transaction `tx`
+ * (PostgreSQL; SQLite's write transactions run one at a time and need no lock). A concurrent
+ * change to it is waited for and read.
+ */
+export async function lockBackup(
+  tx: Kysely<Database>,
+  serviceId: string,
+  id: string,
+): Promise<Backup | undefined> {
+  const row = await serviceBackup(tx, serviceId, id)
+    .$if(dialectOf(tx) === 'postgres', (q) => q.forUpdate())
     .executeTakeFirst();
   return row && toBackup(row);
+}
+
+/** A queued or running job of a service that names one of its backups. */
+export interface BackupJobRef {
+  readonly backupId: string;
+  readonly action: 'backup_restore' | 'backup_delete';
+}
+
+/**
+ * The service's queued and running restores and deletions, each with the backup it names (its
+ * `params.backup_id`): the backups rotation must leave in place (jobs/tasks/backup-create.ts).
+ */
+export async function backupsNamedByPendingJobs(
+  db: Kysely<Database>,
+  serviceId: string,
+): Promise<BackupJobRef[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['action', 'params'])
+    .where('service_id', '=', serviceId)
+    .where('status', 'in', ['queued', 'running'])
+    .where('action', 'in', ['backup_restore', 'backup_delete'])
+    .execute();
+  const refs: BackupJobRef[] = [];
+  for (const r of rows) {
+    if (r.action !== 'backup_restore' && r.action !== 'backup_delete') continue;
+    const params: unknown = JSON.parse(r.params);
+    if (typeof params !== 'object' || params === null || !('backup_id' in params)) continue;
+    if (typeof params.backup_id === 'string') refs.push({ backupId: params.backup_id, action: r.action });
+  }
+  return refs;
 }
 
 /** A backup by its id alone (the operator's view: any service's). */
@@ -206,6 +252,20 @@ export async function setBackupStatus(
   if (unchanged) update = update.where('status', '=', unchanged.status);
   if (unchanged?.updatedAt !== undefined) update = update.where('updated_at', '=', unchanged.updatedAt);
   await update.execute();
+}
+
+/**
+ * Marks the backup `deleting` if it is `available` (and only then: true). Rotation's hold on a
+ * backup it is about to remove, which a restore's or a deletion's acceptance refuses.
+ */
+export async function markBackupDeleting(db: Kysely<Database>, id: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('backups')
+    .set({ status: 'deleting', updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'available')
+    .executeTakeFirst();
+  return r.numUpdatedRows > 0n;
 }
 
 export async function deleteBackupRow(db: Kysely<Database>, id: string): Promise<void> {
