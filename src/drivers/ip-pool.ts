@@ -5,6 +5,7 @@ import {
   allocationsOf,
   hasFreeAddress,
   releaseAddresses,
+  releasedByShrink,
   takeFreeAddress,
 } from '../store/repos/ip-addresses.ts';
 import {
@@ -36,7 +37,10 @@ export interface IpPool {
    * keeps only the addresses it had.
    */
   allocate(vmId: string, hostId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
-  /** Shrinks the VM to `count` addresses, releasing the last ones; the primary stays. */
+  /**
+   * Shrinks the VM to `count` addresses, releasing the last ones (releasedByShrink); the primary
+   * stays. The PTR records set for them are forgotten with them (releaseAddresses).
+   */
   shrink(vmId: string, count: number, tx?: Kysely<Database>): Promise<string[]>;
   /**
    * Gives the VM a prefix of an IPv6 pool of `hostId` (idempotent: the one it holds). Undefined
@@ -54,7 +58,7 @@ export interface IpPool {
     count: number,
     tx?: Kysely<Database>,
   ): Promise<{ readonly ipv4: string[]; readonly ipv6: Ipv6Held | undefined }>;
-  /** Gives back everything the VM holds: IPv4 addresses and IPv6 prefix. */
+  /** Gives back everything the VM holds: IPv4 addresses and IPv6 prefix, with their PTR records' rows. */
   release(vmId: string, tx?: Kysely<Database>): Promise<void>;
   addressesOf(vmId: string): Promise<string[]>;
 }
@@ -149,8 +153,7 @@ export async function createIpPool(
       }),
     shrink: (vmId, count, tx) =>
       within(tx, async (tx) => {
-        const have = await addressesOf(tx, vmId);
-        if (have.length > count) await releaseAddresses(tx, vmId, now(), have.slice(Math.max(1, count)));
+        await releaseAddresses(tx, vmId, now(), releasedByShrink(await addressesOf(tx, vmId), count));
         return addressesOf(tx, vmId);
       }),
     release: (vmId, tx) =>

@@ -9,8 +9,10 @@ import {
   ipv6ReverseZone,
   reverseName,
 } from '../domain/reverse-dns-names.ts';
-import type { PtrChange, ReverseDns } from '../drivers/reverse-dns/ptr-backend.ts';
+import { DriverError } from '../drivers/driver.ts';
+import { type PtrChange, type ReverseDns, ReverseDnsError } from '../drivers/reverse-dns/ptr-backend.ts';
 import { type AuditContext, recordAudit } from '../store/repos/audit.ts';
+import { releasedByShrink } from '../store/repos/ip-addresses.ts';
 import { networkOf } from '../store/repos/service-network.ts';
 import {
   deleteServicePtr,
@@ -70,15 +72,21 @@ function configured(deps: ReverseDnsDeps): ReverseDns {
  */
 export async function servicePtrs(deps: ReverseDnsDeps, serviceId: string): Promise<AddressPtr[]> {
   const { defaultPattern } = configured(deps);
+  return (await storedPtrs(deps.db, defaultPattern, serviceId)).map((a) => ({ ip: a.ip, ptr: a.ptr }));
+}
+
+/** Each of the service's addresses with its PTR as the store has it (set, else default, else null). */
+async function storedPtrs(
+  db: Kysely<Database>,
+  defaultPattern: string | undefined,
+  serviceId: string,
+): Promise<(ReverseAddress & AddressPtr)[]> {
   const [addresses, set] = await Promise.all([
-    reverseAddresses(deps.db, serviceId),
-    listServicePtrs(deps.db, serviceId),
+    reverseAddresses(db, serviceId),
+    listServicePtrs(db, serviceId),
   ]);
   const custom = new Map(set.map((r) => [r.address, r.ptr]));
-  return addresses.map((a) => ({
-    ip: a.ip,
-    ptr: custom.get(a.ip) ?? defaultPtr(defaultPattern, a.ip) ?? null,
-  }));
+  return addresses.map((a) => ({ ...a, ptr: custom.get(a.ip) ?? defaultPtr(defaultPattern, a.ip) ?? null }));
 }
 
 /**
@@ -86,7 +94,8 @@ export async function servicePtrs(deps: ReverseDnsDeps, serviceId: string): Prom
  * none). The DNS server is written first and the store after it took the record, with the audit
  * entry in the same transaction: a DNS server that fails leaves the store as it was (502
  * `rdns_backend_failed`). If the store then fails, the DNS server is given back the record it
- * had, so the two do not disagree.
+ * had, so the two do not disagree. An address the service gave back while the DNS server was
+ * written (an upgrade) is 400 `ip_not_of_service`, and its record is removed again.
  */
 export async function setServicePtr(
   deps: ReverseDnsDeps,
@@ -114,8 +123,13 @@ export async function setServicePtr(
       cause: err,
     });
   }
+  // Whether the address was still the service's when the row was to be written: an upgrade may
+  // have given it back meanwhile (its record removed first), and then it has none.
+  let held = true;
   try {
     await deps.db.transaction().execute(async (tx) => {
+      held = (await reverseAddresses(tx, service.id)).some((a) => a.ip === address.ip);
+      if (!held) throw new ApiError('ip_not_of_service', `${ip} is not an address of this service`);
       const now = deps.clock.now();
       if (custom === null) await deleteServicePtr(tx, service.id, address.ip);
       else await putServicePtr(tx, service.id, { address: address.ip, ptr: custom, zone: address.zone }, now);
@@ -131,50 +145,114 @@ export async function setServicePtr(
       );
     });
   } catch (err) {
-    await backend.apply([change(previous)]).catch(() => undefined);
+    await backend.apply([change(held ? previous : null)]).catch(() => undefined);
     throw err;
   }
   return { ip: address.ip, ptr: target };
 }
 
 /**
- * Writes the default PTR of each of the service's addresses that has no record set (a new
- * service's). Nothing without a default pattern or without a DNS server.
+ * Writes to the DNS server the PTR the store holds for each of `ips` the service holds now (all
+ * of its addresses without `ips`): the one set, else the default, else no record. A gained
+ * address (create, an upgrade that adds addresses) so gets its default, and any record an earlier
+ * holder left there is replaced. Nothing without a DNS server.
  */
-export async function writeDefaultPtrs(
+export async function writeServicePtrs(
   deps: ReverseDnsDeps,
   serviceId: string,
+  ips?: readonly string[],
   signal?: AbortSignal,
 ): Promise<void> {
-  const pattern = deps.reverseDns?.defaultPattern;
-  if (!deps.reverseDns || pattern === undefined) return;
-  const set = new Set((await listServicePtrs(deps.db, serviceId)).map((r) => r.address));
-  const changes = (await reverseAddresses(deps.db, serviceId))
-    .filter((a) => !set.has(a.ip))
-    .map((a) => ({ zone: a.zone, name: a.name, ptr: defaultPtr(pattern, a.ip) ?? null }));
+  if (!deps.reverseDns) return;
+  const wanted = ips && new Set(ips);
+  const changes = (await storedPtrs(deps.db, deps.reverseDns.defaultPattern, serviceId))
+    .filter((a) => !wanted || wanted.has(a.ip))
+    .map((a) => ({ zone: a.zone, name: a.name, ptr: a.ptr }));
   if (changes.length > 0) await deps.reverseDns.backend.apply(changes, signal);
 }
 
 /**
- * Removes every PTR record of the service from the DNS server (those set and the defaults, of
- * the addresses it holds and of those it had a record for), then its rows. Throws the backend's
- * ReverseDnsError when the DNS server fails: the rows stay, so a retry removes the same records.
+ * Removes from the DNS server the records of the IPv4 addresses the service gives back when it
+ * shrinks to `count` addresses (releasedByShrink, as the driver's shrink picks them), before the
+ * driver releases them: a released address is never handed out while the DNS server still
+ * answers this service's name for it. Their rows go with the release (IpPool.shrink). Answers
+ * the addresses removed, for writeServicePtrs if the shrink does not happen. Throws the
+ * backend's ReverseDnsError when the DNS server fails.
+ */
+export async function removeShrunkPtrs(
+  deps: ReverseDnsDeps,
+  serviceId: string,
+  count: number,
+  signal?: AbortSignal,
+): Promise<string[]> {
+  if (!deps.reverseDns) return [];
+  const ipv4 = (await reverseAddresses(deps.db, serviceId)).filter((a) => !a.ip.includes(':'));
+  const gone = releasedByShrink(ipv4, count);
+  if (gone.length > 0)
+    await deps.reverseDns.backend.apply(
+      gone.map((a) => ({ zone: a.zone, name: a.name, ptr: null })),
+      signal,
+    );
+  return gone.map((a) => a.ip);
+}
+
+/**
+ * Removes every PTR record of the addresses the service holds from the DNS server (those set
+ * and the defaults), then all its rows. Only the addresses it holds: one it gave back may be
+ * another service's now, with that one's record. Throws the backend's ReverseDnsError when the
+ * DNS server fails: the rows stay, so a retry removes the same records.
  */
 export async function removeServicePtrs(
   deps: ReverseDnsDeps,
   serviceId: string,
   signal?: AbortSignal,
 ): Promise<void> {
-  const set = await listServicePtrs(deps.db, serviceId);
   if (deps.reverseDns) {
-    const changes = new Map<string, PtrChange>();
-    for (const a of await reverseAddresses(deps.db, serviceId))
-      changes.set(a.name, { zone: a.zone, name: a.name, ptr: null });
-    for (const r of set)
-      changes.set(reverseName(r.address), { zone: r.zone, name: reverseName(r.address), ptr: null });
-    if (changes.size > 0) await deps.reverseDns.backend.apply([...changes.values()], signal);
+    const changes = (await reverseAddresses(deps.db, serviceId)).map((a) => ({
+      zone: a.zone,
+      name: a.name,
+      ptr: null,
+    }));
+    if (changes.length > 0) await deps.reverseDns.backend.apply(changes, signal);
   }
   // Without a DNS server (reverse DNS turned off since the records were set) there is nothing
   // to remove them from: the rows go, and a termination is not held up by a setting.
   await deleteServicePtrs(deps.db, serviceId);
+}
+
+/**
+ * A job's step on the DNS server (removing records before their addresses are given back): a
+ * DNS server that fails is a transient DriverError, so the job is retried and does not go on
+ * to release the addresses.
+ */
+export async function beforeRelease<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!(err instanceof ReverseDnsError)) throw err;
+    throw new DriverError(`The PTR records could not be removed: ${err.message}`, {
+      transient: true,
+      cause: err,
+    });
+  }
+}
+
+/**
+ * writeServicePtrs for the addresses a job gave the service (`ips`; all without), best effort:
+ * a DNS server that fails does not fail the job; the warning is logged, and the address's PTR
+ * can be written later by setting it.
+ */
+export async function writeGainedPtrs(
+  tc: ReverseDnsDeps & {
+    readonly log: { warn(obj: object, msg: string): void };
+    readonly signal: AbortSignal;
+  },
+  serviceId: string,
+  ips?: readonly string[],
+): Promise<void> {
+  try {
+    await writeServicePtrs(tc, serviceId, ips, tc.signal);
+  } catch (err) {
+    tc.log.warn({ err, serviceId }, 'the default PTR records could not be written');
+  }
 }

@@ -5,14 +5,19 @@
  * API key, and a fresh SQLite database made from the schema `pdns-backend-sqlite3` ships.
  * Nothing of the machine's own PowerDNS set-up is read or changed. `dig` asks it questions.
  */
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import type { Kysely } from 'kysely';
 import { freePort } from '../../scripts/postgres.ts';
+import type { JobAction } from '../../src/domain/status-machine.ts';
+import type { Database } from '../../src/store/schema.ts';
 import { pause, WAIT_MS, waitUntil } from './budget.ts';
 import { toolPath } from './tools.ts';
 
@@ -181,4 +186,71 @@ export async function startPowerDnsApiStub(): Promise<{
     requests,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/**
+ * Between the product and PowerDNS: passes every request on, or, while `failing`, answers 500
+ * itself (a DNS API that breaks), so one app sees both; with PowerDNS stopped it drops the
+ * connection, as a server that is not there does.
+ */
+export async function startApiProxy(
+  target: string,
+): Promise<{ url: string; failing: boolean; close(): Promise<void> }> {
+  const state = { failing: false };
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    if (state.failing) {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'Backend error: database is locked' }));
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && k !== 'host') headers[k] = v;
+    const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
+    let answer: Response;
+    try {
+      answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body });
+    } catch {
+      // PowerDNS is down: so is the way to it, as the product sees it.
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get failing() {
+      return state.failing;
+    },
+    set failing(v: boolean) {
+      state.failing = v;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/**
+ * Waits until the service's `action` job has met a DNS API that failed on its PTR records and
+ * been queued again (a second attempt, its error naming the PTRs), never failed.
+ */
+export async function waitForPtrRetry(
+  db: Kysely<Database>,
+  serviceId: string,
+  action: JobAction,
+): Promise<void> {
+  await waitUntil(`the ${action} job to retry after the DNS API failed`, async () => {
+    const job = await db
+      .selectFrom('jobs')
+      .select(['attempts', 'status', 'error'])
+      .where('service_id', '=', serviceId)
+      .where('action', '=', action)
+      .executeTakeFirstOrThrow();
+    assert.notEqual(job.status, 'failed', JSON.stringify(job));
+    return job.attempts >= 2 && /PTR/.test(job.error ?? '');
+  });
 }

@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import ipaddr from 'ipaddr.js';
 import { VrpError } from '../../client/src/index.ts';
 import { sdkClient } from '../client/sdk.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
-import { waitUntil } from '../helpers/budget.ts';
 import { operatorToken, opsCall } from '../helpers/operator.ts';
-import { type PowerDns, startPowerDns } from '../helpers/powerdns.ts';
+import { type PowerDns, startApiProxy, startPowerDns, waitForPtrRetry } from '../helpers/powerdns.ts';
 import { testStores } from '../helpers/stores.ts';
 import { missingTool } from '../helpers/tools.ts';
 
@@ -18,52 +15,6 @@ const B = { 'x-envelope-variant': 'B' };
 const PATTERN = 'ip-{ip}.rdns.example.net';
 
 const skip = missingTool('pdns') || missingTool('dig');
-
-/**
- * Between the product and PowerDNS: passes every request on, or, while `failing`, answers 500
- * itself (a DNS API that breaks), so one app sees both; with PowerDNS stopped it drops the
- * connection, as a server that is not there does.
- */
-async function startApiProxy(
-  target: string,
-): Promise<{ url: string; failing: boolean; close(): Promise<void> }> {
-  const state = { failing: false };
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    if (state.failing) {
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: 'Backend error: database is locked' }));
-      return;
-    }
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers))
-      if (typeof v === 'string' && k !== 'host') headers[k] = v;
-    const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
-    let answer: Response;
-    try {
-      answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body });
-    } catch {
-      // PowerDNS is down: so is the way to it, as the product sees it.
-      req.socket.destroy();
-      return;
-    }
-    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
-    res.end(Buffer.from(await answer.arrayBuffer()));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    get failing() {
-      return state.failing;
-    },
-    set failing(v: boolean) {
-      state.failing = v;
-    },
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
 
 /**
  * Gives the service an IPv6 prefix the operator's way: an IPv6 pool (`network`, one per store, so
@@ -354,16 +305,7 @@ describe('reverse DNS on PowerDNS', { skip }, () => {
         try {
           assert.equal((await call(t, token, 'POST', `service/${id}/terminate`)).status, 200);
           // The job meets the failure and is queued again, not failed.
-          await waitUntil('the terminate job to retry after the DNS API failed', async () => {
-            const job = await t.ctx.store.db
-              .selectFrom('jobs')
-              .select(['attempts', 'status', 'error'])
-              .where('service_id', '=', id)
-              .where('action', '=', 'terminate')
-              .executeTakeFirstOrThrow();
-            assert.notEqual(job.status, 'failed', JSON.stringify(job));
-            return job.attempts >= 2 && /PTR/.test(job.error ?? '');
-          });
+          await waitForPtrRetry(t.ctx.store.db, id, 'terminate');
           assert.deepEqual(pdns.ptrOf(ip), ['gone.example.com'], 'nothing removed while the API fails');
         } finally {
           proxy.failing = false;

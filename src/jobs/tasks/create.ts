@@ -1,24 +1,21 @@
 import { DriverError } from '../../drivers/driver.ts';
-import { writeDefaultPtrs } from '../reverse-dns.ts';
+import { beforeRelease, removeServicePtrs, writeGainedPtrs } from '../reverse-dns.ts';
 import { type Task, vmChange } from '../task.ts';
 
 /**
- * Creates the VM; then, with a default PTR pattern (VRP_RDNS_DEFAULT), writes each new address's
- * default PTR record. A DNS server that fails does not fail the server: the warning is logged
- * and the default can be written later by setting the address's PTR to null.
+ * Creates the VM; then, with a DNS server, writes each new address's PTR record: the default
+ * (VRP_RDNS_DEFAULT), or none, replacing what an earlier holder may have left. A DNS server that
+ * fails does not fail the server: the warning is logged and the default can be written later by
+ * setting the address's PTR to null.
  */
 export const create: Task<'create'> = async (tc) => {
   const change = await createVm(tc);
-  const { db, reverseDns, clock, log, service, signal } = tc;
-  try {
-    await writeDefaultPtrs({ db, reverseDns, clock }, service.id, signal);
-  } catch (err) {
-    log.warn({ err, serviceId: service.id }, 'the default PTR records could not be written');
-  }
+  await writeGainedPtrs(tc, tc.service.id);
   return change;
 };
 
-const createVm: Task<'create'> = async ({ service, driver, secretBox, job, maxAttempts }) => {
+const createVm: Task<'create'> = async (tc) => {
+  const { service, driver, secretBox, job, maxAttempts } = tc;
   try {
     const vm = await driver.create({
       vmId: service.id,
@@ -39,6 +36,8 @@ const createVm: Task<'create'> = async ({ service, driver, secretBox, job, maxAt
     if (!(err instanceof DriverError) || !err.transient || job.attempts < maxAttempts) throw err;
     const gaveUp = `${err.message}; gave up after ${job.attempts} attempt${job.attempts === 1 ? '' : 's'}`;
     try {
+      // A PTR set meanwhile goes before the addresses do.
+      await beforeRelease(() => removeServicePtrs(tc, service.id, tc.signal));
       await driver.destroy(service.id);
     } catch (cleanup) {
       throw new DriverError(

@@ -1,7 +1,5 @@
-import { DriverError } from '../../drivers/driver.ts';
-import { ReverseDnsError } from '../../drivers/reverse-dns/ptr-backend.ts';
 import { deleteBackupRow, keepBackupsUntil, listBackups } from '../../store/repos/backups.ts';
-import { removeServicePtrs } from '../reverse-dns.ts';
+import { beforeRelease, removeServicePtrs } from '../reverse-dns.ts';
 import type { Task } from '../task.ts';
 
 /**
@@ -30,15 +28,7 @@ export const terminate: Task<'terminate'> = async ({
     else await backups.archive.remove(service.id, backup.id);
     await deleteBackupRow(db, backup.id);
   }
-  try {
-    await removeServicePtrs({ db, reverseDns, clock }, service.id, signal);
-  } catch (err) {
-    if (!(err instanceof ReverseDnsError)) throw err;
-    throw new DriverError(`The PTR records could not be removed: ${err.message}`, {
-      transient: true,
-      cause: err,
-    });
-  }
+  await beforeRelease(() => removeServicePtrs({ db, reverseDns, clock }, service.id, signal));
   await driver.destroy(service.id);
   // Kept only once the server is gone: a terminate that fails leaves the service as it was, its
   // backups with no end of their own.

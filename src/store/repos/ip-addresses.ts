@@ -273,19 +273,34 @@ export async function hasFreeAddress(db: Kysely<Database>, range: AddressRange):
   }
 }
 
+/**
+ * The addresses a VM holding `have` (primary first) gives back when it shrinks to `count`: the
+ * last ones; the primary stays.
+ */
+export function releasedByShrink<T>(have: readonly T[], count: number): T[] {
+  return have.slice(Math.max(1, count));
+}
+
+/**
+ * Gives back the VM's `addresses` (all of them without), and forgets the PTR records its service
+ * set for them: the next holder starts with none. Call it in a transaction.
+ */
 export async function releaseAddresses(
   db: Kysely<Database>,
   vmId: string,
   now: number,
   addresses?: string[],
 ): Promise<void> {
+  if (addresses?.length === 0) return;
   let q = db
     .updateTable('ip_addresses')
     .set({ vm_id: null, allocated_at: null, released_at: now })
     .where('vm_id', '=', vmId);
+  let ptrs = db.deleteFrom('service_ptrs').where('service_id', '=', vmId).where('address', 'not like', '%:%');
   if (addresses) {
-    if (addresses.length === 0) return;
     q = q.where('address', 'in', addresses);
+    ptrs = ptrs.where('address', 'in', addresses);
   }
   await q.execute();
+  await ptrs.execute();
 }

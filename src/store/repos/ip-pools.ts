@@ -582,12 +582,20 @@ export async function takeNewIpv6Prefix(
   return undefined;
 }
 
-/** Frees the VM's prefix (kept as a row, handed out again later). */
+/**
+ * Frees the VM's prefix (kept as a row, handed out again later), and forgets the PTR record its
+ * service set for its IPv6 address.
+ */
 export async function releaseIpv6Prefix(tx: Kysely<Database>, vmId: string, now: number): Promise<void> {
   await tx
     .updateTable('ipv6_prefixes')
     .set({ vm_id: null, allocated_at: null, released_at: now })
     .where('vm_id', '=', vmId)
+    .execute();
+  await tx
+    .deleteFrom('service_ptrs')
+    .where('service_id', '=', vmId)
+    .where('address', 'like', '%:%')
     .execute();
 }
 
