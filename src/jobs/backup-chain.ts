@@ -94,7 +94,16 @@ async function mergeInto(
   now: number,
 ): Promise<void> {
   const childManifest = await archive.manifest(backup.serviceId, child.id);
-  if (!childManifest) return;
+  if (!childManifest) {
+    // A child being deleted whose objects left the store already needs nothing of this backup.
+    if (child.status === 'deleting') return;
+    // Any other child without its manifest (lost from the store, or torn by a replace that did
+    // not complete) may still have its data objects, and needs this backup's: it is kept.
+    throw new DriverError(
+      `Backup ${child.id}, taken after backup ${backup.id}, has no manifest in the backup store: ${backup.id} is kept`,
+      { transient: false },
+    );
+  }
   let merged = childManifest;
   if (childManifest.parentId === backup.id) {
     const parent = await archive.manifest(backup.serviceId, backup.id);

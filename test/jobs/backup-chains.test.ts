@@ -664,6 +664,33 @@ for (const store of testStores()) {
       assert.equal(left.find((b) => b.backup_id === full.backup_id)?.status, 'available');
     });
 
+    test("a backup whose child's manifest is missing from the store is kept: its deletion fails naming the child", async () => {
+      const id = await running();
+      await write(id, 2);
+      const full = await backup(id);
+      const atFull = await revision(id);
+      await write(id);
+      const inc = await backup(id);
+      assert.equal(inc.parent_id, full.backup_id);
+      // The incremental's manifest is gone (a replace torn on a server without posix-rename, or
+      // an operator's mistake): its data may still be there, and it needs the full one's.
+      rmSync(join(t.dataDir, 'backups', id, inc.backup_id, 'manifest'));
+      await ok('POST', `service/${id}/backup/delete/${full.backup_id}`);
+      await waitForStatus(t, token, id, 'running');
+      const deleteJob = await lastJob(id, 'backup_delete');
+      assert.equal(deleteJob.status, 'failed');
+      assert.equal(
+        deleteJob.error,
+        `Backup ${inc.backup_id}, taken after backup ${full.backup_id}, has no manifest in the backup store: ${full.backup_id} is kept`,
+      );
+      const left = await opsBackups(id);
+      assert.equal(left.find((b) => b.backup_id === full.backup_id)?.status, 'available');
+      assert.notDeepEqual(await t.ctx.backupStore.list(`${id}/${full.backup_id}/`), []);
+      await write(id);
+      await restore(id, full.backup_id);
+      assert.equal(await revision(id), atFull, 'the full backup still restores');
+    });
+
     test('a restore with another backup key fails "backup cannot be decrypted" and changes nothing', async () => {
       const id = await running();
       await write(id, 2);
