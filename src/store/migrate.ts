@@ -35,6 +35,7 @@ import * as m031 from './migrations/031-domain-search-pending.ts';
 import * as m032 from './migrations/032-event-locks-in-order.ts';
 import * as m033 from './migrations/033-vms-migrating-to.ts';
 import * as m034 from './migrations/034-libvirt-leftovers.ts';
+import * as m035 from './migrations/035-console-session-ends.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -73,6 +74,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '032-event-locks-in-order': m032,
   '033-vms-migrating-to': m033,
   '034-libvirt-leftovers': m034,
+  '035-console-session-ends': m035,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

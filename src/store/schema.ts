@@ -725,8 +725,14 @@ export interface ServiceConsoleLinkTable {
   opened_at: number | null;
   /** SHA-256 of the session's secret (hex), set when the link is opened. */
   session_hash: string | null;
-  /** The session ends then (ms), or earlier when the service leaves a state that has a console. */
+  /**
+   * The session ends then (ms). Ended earlier, for good, by triggers (migrations/035): when the
+   * service leaves `running`/`rescue`, the reseller is disabled, or the client that made the link
+   * is disabled or its token version moves on; `open_until` and `session_until` are 0 then.
+   */
   session_until: number | null;
+  /** The client (an application's or an operator's) whose request made the link; null before migrations/035. */
+  client_id: string | null;
 }
 
 export interface Database {

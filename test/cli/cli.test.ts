@@ -45,6 +45,7 @@ const MIGRATIONS = [
   '032-event-locks-in-order',
   '033-vms-migrating-to',
   '034-libvirt-leftovers',
+  '035-console-session-ends',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '033-vms-migrating-to';
-const LAST = '034-libvirt-leftovers';
+const PREVIOUS = '034-libvirt-leftovers';
+const LAST = '035-console-session-ends';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

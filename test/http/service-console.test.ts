@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { setOperatorEnabledByName } from '../../src/auth/operators.ts';
 import { SERVICE_CONSOLE } from '../../src/http/base-path.ts';
+import { findResellerByName } from '../../src/store/repos/resellers.ts';
 import { pruneBatch } from '../../src/store/repos/retention.ts';
 import { call, createTestApp, orderRunning, type TestApp, waitForStatus } from '../helpers/app.ts';
 import { createManualClock } from '../helpers/manual-clock.ts';
-import { operatorToken, opsCall } from '../helpers/operator.ts';
+import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 const HOUR = 3600_000;
@@ -86,6 +88,15 @@ function connect(origin: string, cookie: string) {
   };
 }
 
+/** `closed`, or a failure once `ms` have passed without it (a console left open). */
+function closedWithin<T>(closed: Promise<T>, ms = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the console was still open after ${ms} ms`)), ms);
+  });
+  return Promise.race([closed, late]).finally(() => clearTimeout(timer));
+}
+
 for (const store of testStores()) {
   describe(`service console in the browser (${store})`, () => {
     let t: TestApp;
@@ -106,8 +117,8 @@ for (const store of testStores()) {
     });
     after(() => t.close());
 
-    async function link(id: string): Promise<{ path: string; expiresAt: string }> {
-      const res = await call(t, token, 'POST', `service/${id}/console`, undefined, {
+    async function link(id: string, as = token): Promise<{ path: string; expiresAt: string }> {
+      const res = await call(t, as, 'POST', `service/${id}/console`, undefined, {
         'x-envelope-variant': 'B',
       });
       assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -274,11 +285,83 @@ for (const store of testStores()) {
       });
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error_code, 'invalid_state');
-      assert.equal((await upgrade(origin, 'serial', cookieOf(setCookie))).status, 400);
+      // Both ended with the suspension: the session and the link made before it.
+      const ended = await upgrade(origin, 'serial', cookieOf(setCookie));
+      assert.equal(ended.status, 401);
+      assert.match(ended.body, /invalid_token/);
       const late = await open(unopened.path);
       assert.equal(late.status, 403);
-      assert.match(late.body, /The server is suspended/);
+      assert.match(late.body, /already used or has expired/);
       assert.equal(late.setCookie, undefined);
+    });
+
+    test('a session the service ended stays ended once it runs again', async () => {
+      const id = await orderRunning(t, token, 'revive.example.com');
+      const cookie = cookieOf((await open((await link(id)).path)).setCookie);
+      const unopened = await link(id);
+      const status = async () => (await upgrade(origin, 'serial', cookie)).status;
+      assert.equal(await status(), 101);
+      assert.equal((await call(t, token, 'POST', `service/${id}/suspend`)).status, 200);
+      await waitForStatus(t, token, id, 'suspended');
+      assert.notEqual(await status(), 101);
+      assert.equal((await call(t, token, 'POST', `service/${id}/unsuspend`)).status, 200);
+      await waitForStatus(t, token, id, 'running');
+      assert.equal(await status(), 401, 'the suspension lifted does not bring the session back');
+      assert.equal((await open(unopened.path)).status, 403, 'nor the link made before it');
+
+      // A restart leaves `running` for a moment (`restarting`): that ends a session too.
+      const again = cookieOf((await open((await link(id)).path)).setCookie);
+      assert.equal((await upgrade(origin, 'serial', again)).status, 101);
+      assert.equal((await call(t, token, 'POST', `service/${id}/restart`)).status, 200);
+      await waitForStatus(t, token, id, 'running');
+      assert.equal((await upgrade(origin, 'serial', again)).status, 401);
+    });
+
+    test('disabling the reseller closes its open consoles and ends their sessions for good', async () => {
+      const app = await t.client({ reseller: 'disabled-later' });
+      const own = await t.token({ client: app });
+      const id = await orderRunning(t, own, 'reseller-off.example.com');
+      const cookie = cookieOf((await open((await link(id, own)).path)).setCookie);
+      const unopened = await link(id, own);
+      const c = connect(origin, cookie);
+      await c.waitFor('login: ');
+      const ops = await operatorToken(t);
+      const reseller = await findResellerByName(t.ctx.store.db, 'disabled-later');
+      assert.ok(reseller);
+      assert.equal((await opsCall(t, ops, 'POST', `resellers/${reseller.id}/disable`)).status, 200);
+      const closed = await closedWithin(c.closed);
+      assert.equal(closed.code, 4001);
+      assert.match(closed.reason, /session has ended/);
+      assert.equal((await upgrade(origin, 'serial', cookie)).status, 401);
+      assert.equal((await opsCall(t, ops, 'POST', `resellers/${reseller.id}/enable`)).status, 200);
+      assert.equal((await upgrade(origin, 'serial', cookie)).status, 401, 'enabled again: still ended');
+      assert.equal((await open(unopened.path)).status, 403);
+    });
+
+    test('disabling the application, or revoking its tokens, ends the consoles it opened only', async () => {
+      const ops = await operatorToken(t);
+      const reseller = 'two-apps';
+      const revoked = await t.client({ reseller });
+      const disabled = await t.client({ reseller });
+      const other = await t.client({ reseller });
+      const tokens = await Promise.all([revoked, disabled, other].map((client) => t.token({ client })));
+      const id = await orderRunning(t, tokens[2]!, 'apps.example.com');
+      const cookies: string[] = [];
+      for (const as of tokens) cookies.push(cookieOf((await open((await link(id, as)).path)).setCookie));
+      const c = connect(origin, cookies[0]!);
+      await c.waitFor('login: ');
+      const resellerId = (await findResellerByName(t.ctx.store.db, reseller))?.id;
+      const app = (client: { client_id: string }, verb: string) =>
+        opsCall(t, ops, 'POST', `resellers/${resellerId}/applications/${client.client_id}/${verb}`);
+
+      assert.equal((await app(revoked, 'revoke-tokens')).status, 200);
+      assert.equal((await closedWithin(c.closed)).code, 4001);
+      assert.equal((await upgrade(origin, 'serial', cookies[0])).status, 401);
+      assert.equal((await upgrade(origin, 'serial', cookies[1])).status, 101);
+      assert.equal((await app(disabled, 'disable')).status, 200);
+      assert.equal((await app(disabled, 'enable')).status, 200);
+      assert.equal((await upgrade(origin, 'serial', cookies[1])).status, 401, 'enabled again: still ended');
+      assert.equal((await upgrade(origin, 'serial', cookies[2])).status, 101, 'another application’s');
     });
 
     test('the operator API opens a console for any reseller’s service', async () => {
@@ -291,6 +374,36 @@ for (const store of testStores()) {
       const other = await t.token({ reseller: 'someone-else' });
       const notTheirs = await call(t, other, 'POST', `service/${id}/console`);
       assert.equal(notTheirs.status, 404);
+    });
+
+    test('a link asked with a token revoked a moment ago, not yet seen by the process, is refused', async () => {
+      const client = await t.client({ reseller: 'cache-lag' });
+      const own = await t.token({ client });
+      const id = await orderRunning(t, own, 'lag.example.com');
+      // The process has the application's state now, and is not told of the revocation below
+      // (another process made it): the token passes for a couple of seconds.
+      assert.equal((await call(t, own, 'GET', `service/${id}/details`)).status, 200);
+      await t.ctx.store.db
+        .updateTable('clients')
+        .set((eb) => ({ token_version: eb('token_version', '+', 1) }))
+        .where('id', '=', client.client_id)
+        .execute();
+      assert.equal((await call(t, own, 'GET', `service/${id}/details`)).status, 200);
+      const res = await call(t, own, 'POST', `service/${id}/console`);
+      assert.equal(res.status, 401, JSON.stringify(res.body));
+    });
+
+    test('disabling the operator ends the consoles it opened', async () => {
+      const id = await orderRunning(t, token, 'ops-off.example.com');
+      const operator = await createTestOperator(t);
+      const ops = await operatorToken(t, operator);
+      const res = await opsCall(t, ops, 'POST', `services/${id}/console`);
+      const cookie = cookieOf((await open(new URL(res.body.data.url).pathname)).setCookie);
+      const mine = cookieOf((await open((await link(id)).path)).setCookie);
+      assert.equal((await upgrade(origin, 'serial', cookie)).status, 101);
+      await setOperatorEnabledByName(t.ctx.store.db, operator.operator, false, clock.now());
+      assert.equal((await upgrade(origin, 'serial', cookie)).status, 401);
+      assert.equal((await upgrade(origin, 'serial', mine)).status, 101, 'the application’s stays');
     });
   });
 }

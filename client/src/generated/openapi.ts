@@ -319,7 +319,7 @@ export interface paths {
     put?: never;
     /**
      * Open the console in the browser
-     * @description A one-time link to the server’s console in a browser: it opens within 60 seconds, once, and the session it starts lasts at most VRP_CONSOLE_SESSION_MAX (1 hour by default), ending earlier when the service leaves `running` or `rescue`. Only while the service is `running` or `rescue` (400 `invalid_state` otherwise); 503 `console_unavailable` when this server reaches no hypervisor.
+     * @description A one-time link to the server’s console in a browser: it opens within 60 seconds, once, and the session it starts lasts at most VRP_CONSOLE_SESSION_MAX (1 hour by default), ending earlier, for good, when the service leaves `running` or `rescue` (even for a moment: a restart, a suspension lifted), when the reseller is disabled, or when the application that asked for it is disabled or its tokens are revoked. Only while the service is `running` or `rescue` (400 `invalid_state` otherwise); 503 `console_unavailable` when this server reaches no hypervisor.
      */
     post: operations['openConsole'];
     delete?: never;

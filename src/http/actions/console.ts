@@ -2,12 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { recordAudit } from '../../store/repos/audit.ts';
-import { insertConsoleLink } from '../../store/repos/service-console-links.ts';
+import { consoleLinkGrounds, insertConsoleLink } from '../../store/repos/service-console-links.ts';
 import { findService } from '../../store/repos/services.ts';
 import type { App } from '../app-type.ts';
 import { BASE, SERVICE_CONSOLE } from '../base-path.ts';
 import { baseUrl } from '../base-url.ts';
 import { auditContext } from '../plugins/audit.ts';
+import { callerOf, invalidToken } from '../plugins/authenticate.ts';
 import { EmptyBody, ServiceParams } from '../schemas/common.ts';
 import { ConsoleLinkPayload } from '../schemas/console-link.ts';
 import type { ConsoleOptions, ServiceConsoles } from '../service-console/consoles.ts';
@@ -16,7 +17,10 @@ import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 /** A link opens within this long of being made, once. */
 export const CONSOLE_LINK_MS = 60_000;
 
-/** The statuses whose server has a console to show. */
+/**
+ * The statuses whose server has a console to show. The store's triggers (migrations/035) end
+ * every link and session of a service whose status becomes another: they hold the same two.
+ */
 export const CONSOLE_STATUSES: ReadonlySet<string> = new Set(['running', 'rescue']);
 
 /** SHA-256 (hex) of a link's token or a session's secret: only the hash is stored. */
@@ -43,7 +47,7 @@ export function registerConsoleActions(
         tags: [door.tag('Service actions')],
         summary: 'Open the console in the browser',
         description:
-          'A one-time link to the server’s console in a browser: it opens within 60 seconds, once, and the session it starts lasts at most VRP_CONSOLE_SESSION_MAX (1 hour by default), ending earlier when the service leaves `running` or `rescue`. Only while the service is `running` or `rescue` (400 `invalid_state` otherwise); 503 `console_unavailable` when this server reaches no hypervisor.',
+          'A one-time link to the server’s console in a browser: it opens within 60 seconds, once, and the session it starts lasts at most VRP_CONSOLE_SESSION_MAX (1 hour by default), ending earlier, for good, when the service leaves `running` or `rescue` (even for a moment: a restart, a suspension lifted), when the reseller is disabled, or when the application that asked for it is disabled or its tokens are revoked. Only while the service is `running` or `rescue` (400 `invalid_state` otherwise); 503 `console_unavailable` when this server reaches no hypervisor.',
         params: ServiceParams,
         body: EmptyBody,
         response: { 200: ConsoleLinkPayload },
@@ -55,12 +59,12 @@ export function registerConsoleActions(
       const service = await findService(ctx.store.db, target.serviceId);
       if (!service || service.resellerId !== target.resellerId)
         throw new ApiError('service_not_found', 'Service not found');
-      if (!CONSOLE_STATUSES.has(service.status)) {
-        throw new ApiError(
+      const notNow = (status: string) =>
+        new ApiError(
           'invalid_state',
-          `The console is open to a running service or one in rescue; this one is ${service.status}`,
+          `The console is open to a running service or one in rescue; this one is ${status}`,
         );
-      }
+      if (!CONSOLE_STATUSES.has(service.status)) throw notNow(service.status);
       if (!consoles) {
         throw new ApiError('console_unavailable', 'The console is not available on this server process');
       }
@@ -68,11 +72,19 @@ export function registerConsoleActions(
       const now = ctx.clock.now();
       const openUntil = now + CONSOLE_LINK_MS;
       const audit = auditContext(request);
+      const caller = callerOf(request);
+      const asker = { kind: caller.kind, clientId: caller.clientId, tokenVersion: caller.state.tokenVersion };
       await ctx.store.db.transaction().execute(async (tx) => {
+        // What ends a link (migrations/035) ends this one from its commit on; what ended it
+        // before is read here, from the store.
+        const grounds = await consoleLinkGrounds(tx, service.id, asker, ctx.store.features.rowLocks);
+        if (!grounds.askerValid) throw invalidToken('The access token has been revoked');
+        if (!CONSOLE_STATUSES.has(grounds.status ?? 'gone')) throw notNow(grounds.status ?? 'gone');
         await insertConsoleLink(tx, {
           tokenHash: hashSecret(token),
           serviceId: service.id,
           resellerId: service.resellerId,
+          clientId: caller.clientId,
           now,
           openUntil,
         });

@@ -54,7 +54,8 @@ declare module 'fastify' {
 
 const REALM = 'realm="vps_reseller_provider"';
 
-function invalidToken(description: string): ApiError {
+/** 401 `invalid_token` with the RFC 6750 challenge: the token is not (or no longer) good. */
+export function invalidToken(description: string): ApiError {
   return new ApiError('invalid_token', description, {
     headers: {
       'www-authenticate': `Bearer ${REALM}, error="invalid_token", error_description="${description}"`,
@@ -141,7 +142,7 @@ export function requireRole(caller: OperatorCaller, permission: Permission): voi
 }
 
 /** The caller of a route that authenticates (its `scope` config), whoever it is. */
-function callerOf(request: FastifyRequest): Caller {
+export function callerOf(request: FastifyRequest): Caller {
   // A route without a scope has no caller: using one there is a mistake in the route, a 500.
   if (!request.caller) throw new Error(`${request.routeOptions.url} has no authenticated caller`);
   return request.caller;

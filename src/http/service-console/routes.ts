@@ -26,7 +26,11 @@ import { consolePage, refusalPage } from './page.ts';
 /** The session's cookie: sent only to the console's own paths, never read by a script. */
 export const SESSION_COOKIE = 'vrp_service_console';
 
-/** How often an open console checks that its session and its service still allow it. */
+/**
+ * How often an open console checks that its session and its service still allow it: its row
+ * read again ends it when something ended the session (migrations/035: the service left
+ * `running`/`rescue`, the reseller or the client that made the link was disabled or revoked).
+ */
 const POLL_MS = 1000;
 
 /** A link's token and a session's secret: 32 random bytes, base64url. */
@@ -92,7 +96,8 @@ export function registerServiceConsoleRoutes(app: App, ctx: AppContext, options:
 
 function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined): void {
   const { db } = ctx.store;
-  const sessions = new WeakMap<FastifyRequest, ConsoleLinkSession>();
+  /** Each upgraded request's session, and the hash of its secret to read it again by. */
+  const sessions = new WeakMap<FastifyRequest, { session: ConsoleLinkSession; hash: string }>();
 
   app.get(
     `${SERVICE_CONSOLE}/assets/:version/*`,
@@ -138,7 +143,7 @@ function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined
         return refuse(
           403,
           'Link used or expired',
-          'This console link was already used or has expired (a link opens once, within 60 seconds). Ask for a new one.',
+          'This console link was already used or has expired (a link opens once, within 60 seconds, and ends when the server leaves running or rescue). Ask for a new one.',
         );
       }
       const service = await findService(db, session.serviceId);
@@ -181,10 +186,9 @@ function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined
             throw new ApiError('console_origin_refused', 'A console opens only from its own page');
           }
           const secret = request.cookies[SESSION_COOKIE];
+          const hash = secret !== undefined && SECRET_PATTERN.test(secret) ? hashSecret(secret) : undefined;
           const session =
-            secret !== undefined && SECRET_PATTERN.test(secret)
-              ? await findConsoleLinkSession(db, hashSecret(secret), ctx.clock.now())
-              : undefined;
+            hash === undefined ? undefined : await findConsoleLinkSession(db, hash, ctx.clock.now());
           if (!session) {
             throw new ApiError(
               'invalid_token',
@@ -203,23 +207,25 @@ function routes(app: App, ctx: AppContext, consoles: ServiceConsoles | undefined
           }
           if (!kinds.includes(kind))
             throw new ApiError('not_found', `This server has no ${kind} console now`);
-          sessions.set(request, session);
+          if (hash !== undefined) sessions.set(request, { session, hash });
         },
       },
       (socket, request) => {
-        const session = sessions.get(request);
-        if (!session || !consoles) return socket.close(1011, 'No session');
+        const { session, hash } = sessions.get(request) ?? {};
+        if (!session || hash === undefined || !consoles) return socket.close(1011, 'No session');
         bridgeConsole({
           socket,
           kind,
           open: () => consoles.openConsole(session.serviceId, kind),
           check: async () => {
             const now = ctx.clock.now();
-            if (now >= session.sessionUntil)
-              return { code: CLOSE_SESSION_ENDED, reason: 'The console session has ended' };
+            const ended = { code: CLOSE_SESSION_ENDED, reason: 'The console session has ended' };
+            if (now >= session.sessionUntil) return ended;
             const service = await findService(db, session.serviceId);
             if (!service || !CONSOLE_STATUSES.has(service.status))
               return { code: CLOSE_SERVICE_LEFT, reason: `The server is ${service?.status ?? 'gone'} now` };
+            // Ended by what ends sessions (migrations/035), the service's status aside.
+            if (!(await findConsoleLinkSession(db, hash, now))) return ended;
             return undefined;
           },
           pollMs: POLL_MS,

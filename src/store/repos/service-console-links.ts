@@ -7,8 +7,17 @@ export interface NewConsoleLink {
   readonly tokenHash: string;
   readonly serviceId: string;
   readonly resellerId: string;
+  /** The client whose request made it: disabled, or its token version moved on, the link ends. */
+  readonly clientId: string;
   readonly now: number;
   readonly openUntil: number;
+}
+
+/** Who asks for a link: a reseller's application or an operator's client, at its token's version. */
+export interface ConsoleLinkAsker {
+  readonly kind: 'application' | 'operator';
+  readonly clientId: string;
+  readonly tokenVersion: number;
 }
 
 /** An open console session: the service it shows, and when it ends at the latest. */
@@ -26,6 +35,7 @@ export async function insertConsoleLink(db: Kysely<Database>, link: NewConsoleLi
       token_hash: link.tokenHash,
       service_id: link.serviceId,
       reseller_id: link.resellerId,
+      client_id: link.clientId,
       created_at: link.now,
       open_until: link.openUntil,
       opened_at: null,
@@ -33,6 +43,46 @@ export async function insertConsoleLink(db: Kysely<Database>, link: NewConsoleLi
       session_until: null,
     })
     .execute();
+}
+
+/**
+ * In the transaction that inserts a link, before it: the service's status now, and whether
+ * `asker` may still ask (enabled, and so is its reseller or operator, at `tokenVersion`), both
+ * read from the store (the caller's state was read from a cache up to a couple of seconds old).
+ * With `lock` (PostgreSQL), the service's row is held to the commit, and first, holding nothing
+ * else: a status change waits for the link, and its trigger (migrations/035) then ends it too.
+ * A client disabled in the few milliseconds between this read and the commit is not seen.
+ */
+export async function consoleLinkGrounds(
+  tx: Kysely<Database>,
+  serviceId: string,
+  asker: ConsoleLinkAsker,
+  lock: boolean,
+): Promise<{ status: string | undefined; askerValid: boolean }> {
+  const service = await tx
+    .selectFrom('services')
+    .select('status')
+    .where('id', '=', serviceId)
+    .$if(lock, (q) => q.forShare())
+    .executeTakeFirst();
+  const valid =
+    asker.kind === 'application'
+      ? tx
+          .selectFrom('clients')
+          .innerJoin('resellers', 'resellers.id', 'clients.reseller_id')
+          .select('clients.id')
+          .where('clients.id', '=', asker.clientId)
+          .where('clients.enabled', '=', 1)
+          .where('resellers.enabled', '=', 1)
+          .where('clients.token_version', '=', asker.tokenVersion)
+      : tx
+          .selectFrom('operator_clients')
+          .innerJoin('operators', 'operators.id', 'operator_clients.operator_id')
+          .select('operator_clients.id')
+          .where('operator_clients.id', '=', asker.clientId)
+          .where('operators.enabled', '=', 1)
+          .where('operator_clients.token_version', '=', asker.tokenVersion);
+  return { status: service?.status, askerValid: (await valid.executeTakeFirst()) !== undefined };
 }
 
 /**
@@ -55,7 +105,10 @@ export async function openConsoleLink(
   return row && sessionOf(row);
 }
 
-/** The session whose secret hashes to `sessionHash`, if it has not ended at `now`. */
+/**
+ * The session whose secret hashes to `sessionHash`, if it has not ended at `now`: neither
+ * reached its `session_until` nor been ended by what ends it (migrations/035 sets it to 0).
+ */
 export async function findConsoleLinkSession(
   db: Kysely<Database>,
   sessionHash: string,
