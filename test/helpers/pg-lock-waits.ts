@@ -9,6 +9,16 @@ export async function lockWaiters(client: pg.Client): Promise<number> {
   return Number(r.rows[0]?.n ?? 0);
 }
 
+/** How many sessions wait for a lock that the session with backend pid `pid` holds. */
+export async function blockedBy(client: pg.Client, pid: number): Promise<number> {
+  const r = await client.query<{ n: string }>(
+    `select count(*) as n from pg_stat_activity
+      where datname = current_database() and $1 = any(pg_blocking_pids(pid))`,
+    [pid],
+  );
+  return Number(r.rows[0]?.n ?? 0);
+}
+
 /**
  * Whether the row `id` of `table` can be locked from `client` without waiting (false: another
  * transaction holds it); the lock is let go again at once.

@@ -21,7 +21,7 @@ import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/
 import { smallOrder } from '../../helpers/e2e.ts';
 import { until } from '../../helpers/job-worker.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
-import { lockWaiters } from '../../helpers/pg-lock-waits.ts';
+import { blockedBy, lockWaiters } from '../../helpers/pg-lock-waits.ts';
 import { statementCounter } from '../../helpers/statement-counter.ts';
 import { testStores } from '../../helpers/stores.ts';
 
@@ -382,6 +382,9 @@ for (const store of testStores()) {
         await filler.query(`update hypervisor_hosts set used_ram_gb = ram_gb where id = 'dest-a'`);
         await holder.query('begin');
         await holder.query(`select id from hypervisor_hosts where id = 'dest-b' for update`);
+        const holderPid = Number(
+          (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid,
+        );
         const need = { cpu: 1, ramGb: 100_000, diskGb: 10 };
         let outcome: unknown;
         const move = db
@@ -398,9 +401,11 @@ for (const store of testStores()) {
         // It chose dest-a (most free RAM in what it read) and waits for the filler's row.
         await until(async () => (await lockWaiters(watcher)) > 0, 'the reservation to wait for dest-a');
         await filler.query('commit');
-        // Then it ends, or waits for dest-b's row (holding dest-a's: the cycle this prevents).
+        // Then it ends, or waits for dest-b's row (holding dest-a's: the cycle this prevents). The
+        // wait asked about is for the holder's lock: the one for dest-a may still show a moment
+        // after the filler's commit.
         await until(
-          async () => outcome !== undefined || (await lockWaiters(watcher)) > 0,
+          async () => outcome !== undefined || (await blockedBy(watcher, holderPid)) > 0,
           "the move to end, or to wait for dest-b's row",
         );
         if (outcome === undefined) {
