@@ -726,13 +726,16 @@ export interface ServiceConsoleLinkTable {
   /** SHA-256 of the session's secret (hex), set when the link is opened. */
   session_hash: string | null;
   /**
-   * The session ends then (ms). Ended earlier, for good, by triggers (migrations/035): when the
-   * service leaves `running`/`rescue`, the reseller is disabled, or the client that made the link
-   * is disabled or its token version moves on; `open_until` and `session_until` are 0 then.
+   * The session ends then (ms). Ended earlier, for good, by a trigger (migrations/035) when the
+   * service leaves `running`/`rescue`: `open_until` and `session_until` are 0 then.
    */
   session_until: number | null;
-  /** The client (an application's or an operator's) whose request made the link; null before migrations/035. */
+  /** Whose request made the link: `application` or `operator`; null before migrations/035. */
+  client_kind: string | null;
+  /** That client (an application's or an operator's); null before migrations/035. */
   client_id: string | null;
+  /** Its token version then: the link holds while the client's is still that (revocations move it on). */
+  client_version: number | null;
 }
 
 export interface Database {

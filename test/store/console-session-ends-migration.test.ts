@@ -1,7 +1,7 @@
 /**
  * Migration 035: console links and sessions end for good with what allowed them. Links stored
- * before it end by their service and reseller (they name no client): those of a reseller already
- * disabled end at the migration, the others when it is disabled later.
+ * before it name no client: those of a reseller already disabled end at the migration for good,
+ * the others hold while their reseller is enabled.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -15,7 +15,7 @@ const HOUR = 3600_000;
 
 for (const kind of testStores()) {
   describe(`migration 035: console sessions end (${kind})`, () => {
-    test('a disabled reseller’s sessions end at the migration; an enabled one’s when it is disabled', async () => {
+    test('a disabled reseller’s sessions end at the migration; an enabled one’s hold while it is enabled', async () => {
       const { store, done } = await storeAtMigration(kind, '034-libvirt-leftovers');
       try {
         const db = store.db;
@@ -54,8 +54,11 @@ for (const kind of testStores()) {
 
         await db.updateTable('resellers').set({ enabled: 0 }).where('name', '=', 'on').execute();
         assert.equal(await live('on'), false);
-        await db.updateTable('resellers').set({ enabled: 1 }).where('name', '=', 'on').execute();
-        assert.equal(await live('on'), false, 'enabled again: still ended');
+        // Made before the migration, it names no client: it holds while its reseller is enabled
+        // (docs/api.md). One the migration ended stays ended.
+        await db.updateTable('resellers').set({ enabled: 1 }).execute();
+        assert.equal(await live('on'), true, 'no client recorded: its reseller alone');
+        assert.equal(await live('off'), false, 'ended by the migration: for good');
       } finally {
         await done();
       }

@@ -18,8 +18,8 @@ import { RESELLER_DOOR, type ServiceDoor } from './service-actions.ts';
 export const CONSOLE_LINK_MS = 60_000;
 
 /**
- * The statuses whose server has a console to show. The store's triggers (migrations/035) end
- * every link and session of a service whose status becomes another: they hold the same two.
+ * The statuses whose server has a console to show. The store's trigger (migrations/035) ends
+ * every link and session of a service whose status becomes another: it holds the same two.
  */
 export const CONSOLE_STATUSES: ReadonlySet<string> = new Set(['running', 'rescue']);
 
@@ -84,7 +84,7 @@ export function registerConsoleActions(
           tokenHash: hashSecret(token),
           serviceId: service.id,
           resellerId: service.resellerId,
-          clientId: caller.clientId,
+          asker,
           now,
           openUntil,
         });

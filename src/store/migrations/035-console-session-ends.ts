@@ -8,31 +8,33 @@ import { dialectOf } from '../dialect-of.ts';
  * never comes back when that returns:
  * - its service leaves `running`/`rescue` (any other status, the transitional ones included:
  *   suspend, stop, restart, reinstall, upgrade, restore, rescue and back, terminate, a server
- *   found off by the power check);
- * - its reseller is disabled;
+ *   found off by the power check): a trigger ends its links in the transaction of the change
+ *   itself, whoever makes it (a job, the power check, the operator API, the CLI);
  * - the client whose request made the link (a reseller's application, or an operator's client)
- *   is disabled, has its tokens revoked or its secret rotated (its token version moves on; an
- *   operator disabled moves its client's).
+ *   is disabled, has its tokens revoked or its secret rotated, or its reseller (or operator) is
+ *   disabled: the link records the client and its token version (`client_kind`, `client_id`,
+ *   `client_version`), and a link or session is good only while that client's version is still
+ *   the same, the client, its reseller and its operator enabled (src/store/repos/
+ *   service-console-links.ts). A disable moves the version on (src/store/repos/clients.ts
+ *   revokeTokensOf), so enabling again does not bring the link back. Read, not written: triggers
+ *   that ended a client's or a reseller's many links would lock them in another order than a
+ *   group of job ends locks its services' links, a deadlock.
  *
- * The rule is kept by triggers, in the transaction of the change itself, whoever makes it (a
- * job, the power check, the operator API, the CLI, code written later): no status or flag can
- * change without its links ending, and nothing is written on the console's own requests, which
- * only read their row (`session_until` in the future). Recording at opening a marker of the
- * service (its job sequence) and comparing it on each request would miss what changes a status
- * without a job (the power check) and end sessions on jobs that do not (a backup).
- *
- * A link ended has `open_until` 0 (it never opens; the pruner removes it at its next pass) and,
- * once opened, `session_until` 0 (its session is refused, and an open console closes at its
- * next check, within about a second).
- *
- * `service_console_links.client_id`: that client (null for links made before, which end by their
- * service and reseller only). Links and sessions whose service is not `running`/`rescue`, or
- * whose reseller is disabled, now end here.
+ * A link ended by its service has `open_until` 0 (it never opens; the pruner removes it at its
+ * next pass) and, once opened, `session_until` 0 (its session is refused, and an open console
+ * closes at its next check, within about a second). Links stored before this name no client:
+ * they hold while their reseller is enabled. Links and sessions whose service is not
+ * `running`/`rescue`, or whose reseller is disabled, end here.
  *
  * The statuses are those of CONSOLE_STATUSES (src/http/actions/console.ts).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.alterTable('service_console_links').addColumn('client_id', 'text').execute();
+  for (const [column, type] of [
+    ['client_kind', 'text'],
+    ['client_id', 'text'],
+    ['client_version', 'integer'],
+  ] as const)
+    await db.schema.alterTable('service_console_links').addColumn(column, type).execute();
   const postgres = dialectOf(db) === 'postgres';
   for (const end of ENDS) {
     const name = `${end.table}_console_links_end`;
@@ -76,29 +78,12 @@ const ENDED = 'open_until = 0, session_until = case when opened_at is null then 
 const endLinks = (column: string) =>
   `update service_console_links set ${ENDED} where ${column} = new.id and open_until <> 0`;
 
-/**
- * Each change that ends links: the table and columns it updates, when it ends them, and the
- * links' column naming the row. Service links are found by their index; a reseller's or a
- * client's are rare changes and read the (pruned) table.
- */
+/** The change that ends links: the table and column it updates, when it ends them, and the links' column naming the row. */
 const ENDS = [
   {
     table: 'services',
     columns: 'status',
     when: `new.status not in ${CONSOLE_STATUSES}`,
     link: 'service_id',
-  },
-  { table: 'resellers', columns: 'enabled', when: 'new.enabled = 0', link: 'reseller_id' },
-  {
-    table: 'clients',
-    columns: 'enabled, token_version',
-    when: 'new.enabled = 0 or new.token_version <> old.token_version',
-    link: 'client_id',
-  },
-  {
-    table: 'operator_clients',
-    columns: 'token_version',
-    when: 'new.token_version <> old.token_version',
-    link: 'client_id',
   },
 ] as const;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
 
 /** A console link, as made: its token and secrets are the caller's, already hashed. */
@@ -7,8 +7,8 @@ export interface NewConsoleLink {
   readonly tokenHash: string;
   readonly serviceId: string;
   readonly resellerId: string;
-  /** The client whose request made it: disabled, or its token version moved on, the link ends. */
-  readonly clientId: string;
+  /** Whose request made it: disabled, or its token version moved on, the link ends. */
+  readonly asker: ConsoleLinkAsker;
   readonly now: number;
   readonly openUntil: number;
 }
@@ -35,7 +35,9 @@ export async function insertConsoleLink(db: Kysely<Database>, link: NewConsoleLi
       token_hash: link.tokenHash,
       service_id: link.serviceId,
       reseller_id: link.resellerId,
-      client_id: link.clientId,
+      client_kind: link.asker.kind,
+      client_id: link.asker.clientId,
+      client_version: link.asker.tokenVersion,
       created_at: link.now,
       open_until: link.openUntil,
       opened_at: null,
@@ -51,6 +53,7 @@ export async function insertConsoleLink(db: Kysely<Database>, link: NewConsoleLi
  * read from the store (the caller's state was read from a cache up to a couple of seconds old).
  * With `lock` (PostgreSQL), the service's row is held to the commit, and first, holding nothing
  * else: a status change waits for the link, and its trigger (migrations/035) then ends it too.
+ * The client's state is read again at each use (stillAllowed).
  * A client disabled in the few milliseconds between this read and the commit is not seen.
  */
 export async function consoleLinkGrounds(
@@ -86,6 +89,52 @@ export async function consoleLinkGrounds(
 }
 
 /**
+ * Whether what made the link still allows it: its reseller enabled, and the client whose request
+ * made it still at the token version it had then, enabled (an application), its operator enabled
+ * (an operator's client). A disable or a revocation moves the version on, so the link does not
+ * come back when they are undone. A link made before migrations/035 names no client: its reseller
+ * alone. (Read at each use rather than ended by triggers: see migrations/035.)
+ */
+function stillAllowed(eb: ExpressionBuilder<Database, 'service_console_links'>) {
+  const link = 'service_console_links';
+  return eb.and([
+    eb.exists(
+      eb
+        .selectFrom('resellers')
+        .select('resellers.id')
+        .whereRef('resellers.id', '=', `${link}.reseller_id`)
+        .where('resellers.enabled', '=', 1),
+    ),
+    eb.or([
+      eb(`${link}.client_kind`, 'is', null),
+      eb.and([
+        eb(`${link}.client_kind`, '=', 'application'),
+        eb.exists(
+          eb
+            .selectFrom('clients')
+            .select('clients.id')
+            .whereRef('clients.id', '=', `${link}.client_id`)
+            .whereRef('clients.token_version', '=', `${link}.client_version`)
+            .where('clients.enabled', '=', 1),
+        ),
+      ]),
+      eb.and([
+        eb(`${link}.client_kind`, '=', 'operator'),
+        eb.exists(
+          eb
+            .selectFrom('operator_clients')
+            .innerJoin('operators', 'operators.id', 'operator_clients.operator_id')
+            .select('operator_clients.id')
+            .whereRef('operator_clients.id', '=', `${link}.client_id`)
+            .whereRef('operator_clients.token_version', '=', `${link}.client_version`)
+            .where('operators.enabled', '=', 1),
+        ),
+      ]),
+    ]),
+  ]);
+}
+
+/**
  * Opens the link whose token hashes to `tokenHash`, once: one conditional UPDATE, so of two
  * requests with the same token (two processes, two tabs) only one gets the session. A link
  * already opened, past `open_until` or unknown gives undefined.
@@ -100,6 +149,7 @@ export async function openConsoleLink(
     .where('token_hash', '=', o.tokenHash)
     .where('opened_at', 'is', null)
     .where('open_until', '>', o.now)
+    .where(stillAllowed)
     .returning(['service_id', 'reseller_id', 'session_until'])
     .executeTakeFirst();
   return row && sessionOf(row);
@@ -119,6 +169,7 @@ export async function findConsoleLinkSession(
     .select(['service_id', 'reseller_id', 'session_until'])
     .where('session_hash', '=', sessionHash)
     .where('session_until', '>', now)
+    .where(stillAllowed)
     .executeTakeFirst();
   return row && sessionOf(row);
 }
