@@ -13,6 +13,7 @@ import {
   type Backup,
   deleteBackupRow,
   expiredKeptBackups,
+  findBackupById,
   findChildBackups,
   type StoredBackup,
   setBackupChain,
@@ -202,6 +203,91 @@ export async function settleGivenUp(
     if (await objectsGone(db, archive, backup, warn)) await settleGone(db, backup, now, backup);
   } catch (err) {
     warn(err);
+  }
+}
+
+/**
+ * A backup the end of its job settled without the task (run-job.ts: every attempt's process died,
+ * or the service's state no longer allowed it), as that end left it: a backup_delete's `available`
+ * again, a backup_create's `failed` (0 GB).
+ */
+export interface GivenUpBackup {
+  readonly action: 'backup_create' | 'backup_delete';
+  readonly backup: Backup;
+}
+
+/**
+ * What the worker does after such an end (whose transaction looks in no store): a deletion's
+ * backup is settled (settleGivenUp); a creation's loses what its attempts wrote to the store
+ * (removeGivenUpObjects).
+ */
+export async function afterGivenUp(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  given: GivenUpBackup,
+  now: number,
+  log: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<void> {
+  if (given.action === 'backup_delete') await settleGivenUp(db, archive, given.backup, now, log);
+  else await removeGivenUpObjects(db, archive, given.backup, log);
+}
+
+/**
+ * Before the end of a backup_create given up without its task, while its job still holds the
+ * service: the VM's checkpoint of the backup (an attempt's export may have committed one) is
+ * dropped, if the backup is still `creating` (the end then makes it `failed`; a backup that
+ * became `available` keeps its checkpoint, the next backup's base). Done before the end, not
+ * after: the driver may start a stopped VM paused to drop it, which the service's next job must
+ * not meet. A host that does not answer leaves it, with a warning: the backup's deletion drops it.
+ */
+export async function dropGivenUpCheckpoint(
+  db: Kysely<Database>,
+  driver: Pick<HypervisorDriver, 'dropCheckpoint'>,
+  backupId: string,
+  log: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<void> {
+  try {
+    const backup = await findBackupById(db, backupId);
+    if (backup?.status !== 'creating' || backup.format !== 'archive') return;
+    await driver.dropCheckpoint(backup.serviceId, backup.id);
+  } catch (err) {
+    log.warn(
+      { err, backupId },
+      "could not drop the server's checkpoint of a backup whose creation was given up; the backup's deletion drops it",
+    );
+  }
+}
+
+/**
+ * Removes from the store what the attempts of a backup_create given up without its task wrote
+ * (its data, its manifest even): a `failed` backup counts for nothing, and its objects would stay
+ * there, outside any quota, until its record is deleted. Only while the backup is still as the
+ * job's end left it (a later change stands: a deletion accepted since removes it itself) and no
+ * backup stands on it (none can: a backup is taken against an `available` one, and
+ * findChildBackups counts no `failed` child). A store (or database) that does not answer leaves
+ * them, with a warning: the record's deletion removes them.
+ */
+export async function removeGivenUpObjects(
+  db: Kysely<Database>,
+  archive: BackupArchive,
+  backup: Backup,
+  log: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<void> {
+  try {
+    const current = await findBackupById(db, backup.id);
+    if (
+      current?.status !== 'failed' ||
+      current.updatedAt !== backup.updatedAt ||
+      current.format !== 'archive' ||
+      (await findChildBackups(db, backup.id)).length > 0
+    )
+      return;
+    await archive.remove(backup.serviceId, backup.id);
+  } catch (err) {
+    log.warn(
+      { err, backupId: backup.id },
+      "could not remove from the backup store what was written of a backup whose creation was given up; the backup's deletion removes it",
+    );
   }
 }
 

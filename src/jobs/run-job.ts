@@ -16,7 +16,7 @@ import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { gatedUpdate, readGated, writeGated } from '../store/gated-write.ts';
 import { prepare, slot } from '../store/prepared.ts';
-import { type Backup, type BackupStatus, findBackupById, setBackupStatus } from '../store/repos/backups.ts';
+import { type BackupStatus, findBackupById, setBackupStatus } from '../store/repos/backups.ts';
 import { gatedEvents, recordEvents } from '../store/repos/events.ts';
 import { isHostUnreachable } from '../store/repos/host-health.ts';
 import {
@@ -50,7 +50,7 @@ import type { Database, JobTable } from '../store/schema.ts';
 import { inGroupTransaction } from '../store/transaction-group.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
-import { settleGivenUp } from './backup-chain.ts';
+import { afterGivenUp, dropGivenUpCheckpoint, type GivenUpBackup } from './backup-chain.ts';
 import { checkAtJobStart } from './power-check.ts';
 import { jobResultOf, type TaskContext, type TaskTable } from './task.ts';
 
@@ -111,9 +111,11 @@ interface UnfinishedBackup {
 /**
  * What a backup job ended without its task (every attempt's process died, or the service's state
  * no longer allowed it) leaves of its backup, in the job's end transaction: a backup being taken
- * is nothing, `failed` (0 GB); one being deleted is `available` again, then `failed` (0 GB) if an
- * attempt had removed its objects already (settleGivenUp, after the job's end); one being
- * restored is `available` again (a restore changes nothing of the backup). Only from the status
+ * is nothing, `failed` (0 GB), its checkpoint dropped before the end and what its attempts wrote
+ * to the store removed after it (dropGivenUpCheckpoint, afterGivenUp); one being deleted is
+ * `available` again, then `failed` (0 GB) if an attempt had removed its objects already
+ * (afterGivenUp, after the job's end); one being restored is `available` again (a restore changes
+ * nothing of the backup). Only from the status
  * its task shows: a backup that shows another (a deletion accepted while a restore's attempt ran
  * shows `deleting`) stays as it is.
  */
@@ -419,9 +421,18 @@ async function finish(
   ending: Ending,
   fallback = true,
 ): Promise<RunOutcome> {
-  let putBack: Backup | undefined;
+  // A backup being taken that the end will make `failed`: its checkpoint goes first, while the
+  // job still holds the service.
+  if (ending.status === 'failed' && ending.backup?.shown === 'creating')
+    await dropGivenUpCheckpoint(
+      deps.db,
+      abortableDriver(deps.driver, deps.signal),
+      ending.backup.id,
+      deps.log,
+    );
+  let given: GivenUpBackup | undefined;
   try {
-    putBack = await save(deps, job, from, ending);
+    given = await save(deps, job, from, ending);
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
     if (!fallback || isStoreUnavailable(err)) throw err;
@@ -431,9 +442,9 @@ async function finish(
     );
     return finish(deps, job, from, failed(`The result of ${words(job)} could not be saved`), false);
   }
-  // The end put a backup being deleted back `available` without looking in the backup store (its
+  // The end settled a backup being deleted or taken without looking in the backup store (its
   // transaction reads no store): now it looks, the job ended.
-  if (putBack) await settleGivenUp(deps.db, deps.backups.archive, putBack, deps.clock.now(), deps.log);
+  if (given) await afterGivenUp(deps.db, deps.backups.archive, given, deps.clock.now(), deps.log);
   return ending.status;
 }
 
@@ -471,15 +482,15 @@ const endReadLocked = endReadOf(true);
 
 /**
  * On failure, the projection the queued requests were accepted against is rebuilt from the real
- * state. Returns the backup it put back `available` (a backup_delete ended without its task), as
- * it left it.
+ * state. Returns the backup a backup_delete or backup_create ended without its task settled, as
+ * it left it (for afterGivenUp).
  */
 async function save(
   deps: RunDeps,
   job: Job,
   from: ServiceState | undefined,
   ending: Ending,
-): Promise<Backup | undefined> {
+): Promise<GivenUpBackup | undefined> {
   const now = deps.clock.now();
   const patch: ServicePatch = ending.status === 'succeeded' ? ending.patch : {};
   const after: ServiceState | undefined =
@@ -519,19 +530,24 @@ async function save(
       const failure = { ...job, domain: service?.domain_name ?? null, error: ending.error };
       await queueNotification(tx, jobFailedNotification(failure), now);
     }
-    let putBack: Backup | undefined;
+    let given: GivenUpBackup | undefined;
     // As unfinishedBackup says. A backup being deleted is as it was (its deletion can be asked
-    // again, and removes what an attempt left), unless its objects are gone (finish).
+    // again, and removes what an attempt left), unless its objects are gone; one being taken
+    // loses what its attempts stored (finish).
     const settle = ending.status === 'failed' ? ending.backup : undefined;
     const backup = settle && (await findBackupById(tx, settle.id));
     if (settle && backup?.status === settle.shown) {
       const sizeGb = settle.back === 'failed' ? 0 : undefined;
       await setBackupStatus(tx, backup.id, settle.back, now, sizeGb, backup);
-      if (settle.shown === 'deleting') putBack = { ...backup, status: settle.back, updatedAt: now };
+      if (job.action === 'backup_delete' || job.action === 'backup_create')
+        given = {
+          action: job.action,
+          backup: { ...backup, status: settle.back, sizeGb: sizeGb ?? backup.sizeGb, updatedAt: now },
+        };
     }
     if (!service) {
       await recordEvents(tx, job.resellerId, [finished], now);
-      return putBack;
+      return given;
     }
     const pending = Math.max(0, service.pending_jobs - 1);
     const set: ServicePatch = {
@@ -575,6 +591,6 @@ async function save(
     ]);
     // Read in this transaction (and locked, on PostgreSQL): it cannot be gone.
     if (!written) throw new Error(`service ${job.serviceId} vanished while its job ended`);
-    return putBack;
+    return given;
   });
 }

@@ -6,9 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
-import { DriverError } from '../../src/drivers/driver.ts';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { retryDelayMs } from '../../src/jobs/attempts.ts';
-import { type BackupDeps, backupDeps, settleGivenUp } from '../../src/jobs/backup-chain.ts';
+import {
+  type BackupDeps,
+  backupDeps,
+  removeGivenUpObjects,
+  settleGivenUp,
+} from '../../src/jobs/backup-chain.ts';
 import { backupCreateOperation } from '../../src/jobs/backup-operation.ts';
 import { claimJobs, recoverExpiredJobs } from '../../src/jobs/claim.ts';
 import { requestOperation } from '../../src/jobs/queue.ts';
@@ -130,6 +135,50 @@ for (const store of testStores()) {
         assert.equal(backups[0].size_gb, 0);
       }));
 
+    test('a backup whose job is given up after its workers kept dying, the first having stored it, leaves nothing of it in the backup store or on the server', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await creationDiesEveryAttempt(s);
+        const w = s.worker();
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        // Its stop waits for the run under way: the job's end, then the removal from the store.
+        await w.stop(1000);
+        const jobs = await s.jobs();
+        const backedUp = jobs.find((j) => j.action === 'backup_create');
+        assert.equal(backedUp.status, 'failed', 'not run a fourth time');
+        assert.equal(backedUp.error, 'Gave up after 3 attempts: the worker running it stopped');
+        assert.equal(jobs.findLast((j) => j.action === 'stop').status, 'succeeded');
+        const [b] = await resellerBackups(s);
+        assert.deepEqual([b.backup_id, b.status, b.size_gb], [backupId, 'failed', 0]);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), [], 'its objects went');
+        assert.deepEqual(await checkpointsOf(s, backupId), [], "the server's checkpoint of it went");
+      }));
+
+    test('a backup whose job is given up while the backup store does not answer is failed (0 GB); the worker runs on, and its deletion removes what was stored', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await creationDiesEveryAttempt(s);
+        const unreachable = unreachableStore(s, 'remove');
+        const w = s.worker({}, { backups: unreachable.deps });
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        await w.stop(1000);
+        const jobs = await s.jobs();
+        assert.equal(jobs.find((j) => j.action === 'backup_create').status, 'failed');
+        assert.equal(jobs.findLast((j) => j.action === 'stop').status, 'succeeded', 'the next job ran');
+        assert.equal(unreachable.calls(), 1, 'it tried the store once');
+        const [b] = await resellerBackups(s);
+        assert.deepEqual([b.backup_id, b.status, b.size_gb], [backupId, 'failed', 0]);
+        assert.notDeepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), [], 'left in the store');
+        // The record's deletion removes them.
+        const again = s.worker();
+        assert.equal(
+          (await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`)).status,
+          200,
+        );
+        assert.equal((await jobEnd(s, 'backup_delete')).status, 'succeeded');
+        await again.stop(1000);
+        assert.deepEqual(await resellerBackups(s), []);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), []);
+      }));
+
     test('a backup deletion given up after its workers kept dying, the first having removed its objects, shows the backup failed (0 GB)', () =>
       withRunningService(store, async (s) => {
         const backupId = await takeBackup(s);
@@ -166,30 +215,17 @@ for (const store of testStores()) {
     test('a backup deletion given up while the backup store does not answer leaves the backup available; the worker runs on', () =>
       withRunningService(store, async (s) => {
         const backupId = await takeBackup(s);
-        const app = backupDeps(s.t.ctx);
-        let looked = 0;
-        const unreachable: BackupDeps = {
-          ...app,
-          archive: {
-            ...app.archive,
-            async manifest() {
-              looked++;
-              throw new BackupStoreError('Backup store test: cannot reach the bucket: connection refused', {
-                transient: true,
-              });
-            },
-          },
-        };
+        const unreachable = unreachableStore(s, 'manifest');
         await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`);
         await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
         await diesEveryAttempt(s, backupId, true);
-        const w = s.worker({}, { backups: unreachable });
+        const w = s.worker({}, { backups: unreachable.deps });
         await waitForStatus(s.t, s.token, s.id, 'stopped');
         await w.stop(1000);
         const jobs = await s.jobs();
         assert.equal(jobs.find((j) => j.action === 'backup_delete').status, 'failed');
         assert.equal(jobs.findLast((j) => j.action === 'stop').status, 'succeeded', 'the next job ran');
-        assert.equal(looked, 1, 'it looked in the store once');
+        assert.equal(unreachable.calls(), 1, 'it looked in the store once');
         const [b] = await resellerBackups(s);
         assert.deepEqual(
           [b.backup_id, b.status],
@@ -228,6 +264,30 @@ for (const store of testStores()) {
           [(await findBackupById(db, backupId))?.status, (await findBackupById(db, backupId))?.sizeGb],
           ['failed', 0],
         );
+      }));
+
+    test('removing what a given-up backup creation stored leaves a backup changed since as it is', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await takeBackup(s);
+        const { db } = s.t.ctx.store;
+        const { archive } = backupDeps(s.t.ctx);
+        const objects = await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`);
+        assert.notDeepEqual(objects, []);
+        const before = await findBackupById(db, backupId);
+        assert.ok(before);
+        await setBackupStatus(db, backupId, 'failed', before.updatedAt + 1, 0);
+        const leftByEnd = await findBackupById(db, backupId);
+        assert.ok(leftByEnd);
+        // A deletion of the failed backup was accepted since: its own job removes it.
+        await setBackupStatus(db, backupId, 'deleting', leftByEnd.updatedAt + 1);
+        await removeGivenUpObjects(db, archive, leftByEnd, s.t.app.log);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), objects);
+        // As the end left it: removed.
+        await setBackupStatus(db, backupId, 'failed', leftByEnd.updatedAt + 2, 0);
+        const current = await findBackupById(db, backupId);
+        assert.ok(current);
+        await removeGivenUpObjects(db, archive, current, s.t.app.log);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), []);
       }));
 
     test('a restore given up after its workers kept dying leaves the backup available: the next scheduled backup rotates it out', () =>
@@ -389,11 +449,78 @@ async function jobEnd(s: ServiceFixture, action: string): Promise<any> {
   return newest();
 }
 
+/** The app's backup means, its archive's `method` failing as a store out of reach does; `calls` counts them. */
+function unreachableStore(s: ServiceFixture, method: 'manifest' | 'remove') {
+  const app = backupDeps(s.t.ctx);
+  let calls = 0;
+  const fails = async () => {
+    calls++;
+    throw new BackupStoreError('Backup store test: cannot reach the bucket: connection refused', {
+      transient: true,
+    });
+  };
+  const deps: BackupDeps = { ...app, archive: { ...app.archive, [method]: fails } };
+  return { deps, calls: () => calls };
+}
+
 /** The service's backups as the reseller lists them. */
 async function resellerBackups(s: ServiceFixture): Promise<any[]> {
   const res = await call(s.t, s.token, 'GET', `service/${s.id}/backups`);
   assert.equal(res.status, 200, JSON.stringify(res.body));
   return res.body.data;
+}
+
+/**
+ * Asks for a backup, then a stop; every worker that takes the backup_create dies with it (3
+ * attempts): the first once its export is stored (data and manifest) and its checkpoint kept on
+ * the server, the others at once. Returns the backup's id; the job waits for its give-up.
+ */
+async function creationDiesEveryAttempt(s: ServiceFixture): Promise<string> {
+  assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/create`)).status, 200);
+  await call(s.t, s.token, 'POST', `service/${s.id}/stop`);
+  const [{ backup_id: backupId }] = await resellerBackups(s);
+  let claims = 0;
+  let stored = false;
+  const dies: Task<'backup_create'> = async (tc) => {
+    claims++;
+    if (claims > 1) return never;
+    const exportDisk: HypervisorDriver['exportDisk'] = async (...args) => {
+      const exported = await tc.driver.exportDisk(...args);
+      return {
+        ...exported,
+        async commit() {
+          await exported.commit();
+          stored = true;
+          return never;
+        },
+      };
+    };
+    return TASKS.backup_create({ ...tc, driver: { ...tc.driver, exportDisk } });
+  };
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const dying = s.worker({ backup_create: dies }, { abortWaitMs: 0 });
+    await until(() => claims === attempt, `attempt ${attempt}`);
+    if (attempt === 1) {
+      await until(() => stored, 'the backup stored');
+      assert.ok(
+        (await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`)).includes(`${s.id}/${backupId}/manifest`),
+      );
+      assert.deepEqual(await checkpointsOf(s, backupId), [backupId]);
+    }
+    await dying.stop(0);
+  }
+  return backupId;
+}
+
+/** The simulated server's checkpoints of the backup. */
+async function checkpointsOf(s: ServiceFixture, backupId: string): Promise<string[]> {
+  const rows = await s.t.ctx.store.db
+    .selectFrom('sim_checkpoints')
+    .select('name')
+    .where('vm_id', '=', s.id)
+    .where('name', '=', backupId)
+    .execute();
+  return rows.map((r) => r.name);
 }
 
 /**
