@@ -264,6 +264,38 @@ for (const store of testStores()) {
       assert.equal(await revision(id), atSecond);
     });
 
+    test('rotation passes over backups whose chain is broken in the store and rotates the next oldest', async () => {
+      const id = await running();
+      await write(id, 3);
+      const first = await backup(id);
+      const atFirst = await revision(id);
+      await write(id);
+      const second = await backup(id);
+      await write(id);
+      const third = await backup(id);
+      await t.ctx.store.db
+        .updateTable('backups')
+        .set({ kind: 'scheduled', size_gb: 0.35 })
+        .where('service_id', '=', id)
+        .execute();
+      await t.ctx.store.db.updateTable('services').set({ backup: 1 }).where('id', '=', id).execute();
+      // The second's manifest is lost: the first cannot be merged into it, nor it into the third.
+      rmSync(join(t.dataDir, 'backups', id, second.backup_id, 'manifest'));
+      await write(id);
+      const fourth = await backup(id);
+      assert.equal(fourth.status, 'available', 'the new backup is kept');
+      const after = await opsBackups(id);
+      assert.deepEqual(
+        after.map((b) => b.backup_id),
+        [fourth.backup_id, second.backup_id, first.backup_id],
+        'the third, the oldest that could be rotated out, went',
+      );
+      assert.equal(after[0].parent_id, second.backup_id, 'the third was merged into the new backup');
+      await restore(id, first.backup_id);
+      assert.equal(await revision(id), atFirst, 'the first still restores');
+      assert.deepEqual(await t.ctx.backupStore.list(`${id}/${third.backup_id}/`), []);
+    });
+
     test('rotation that cannot make room leaves the old backups as they were: the parent merged into the new backup is not lost with it', async () => {
       const id = await running();
       await write(id, 3);

@@ -97,6 +97,9 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
   // Not even rotating every scheduled backup out makes room: nothing is rotated.
   if (!planRotation(others, service.backup, needGb)) throw tooBig(needGb);
   const victims: Backup[] = [];
+  // Backups that cannot be rotated out: the chain after them is broken in the store (a later
+  // backup's manifest, or their own, is missing). They stay; the next oldest is rotated instead.
+  const kept = new Set<string>();
   for (;;) {
     const live = (await listBackups(db, service.id)).filter(
       (b) => b.status !== 'failed' && !victims.some((v) => v.id === b.id),
@@ -104,10 +107,22 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
     const own = live.find((b) => b.id === backup.id)?.sizeGb ?? needGb;
     if (sumGb(live.map((b) => b.sizeGb)) <= service.backup) break;
     const victim = live
-      .filter((b) => b.id !== backup.id && b.kind === 'scheduled' && b.status === 'available')
+      .filter(
+        (b) => b.id !== backup.id && b.kind === 'scheduled' && b.status === 'available' && !kept.has(b.id),
+      )
       .sort((a, b) => a.createdAt - b.createdAt)[0];
     if (!victim) throw tooBig(own);
-    await mergeIntoChild(db, backups.archive, victim, clock.now());
+    try {
+      await mergeIntoChild(db, backups.archive, victim, clock.now());
+    } catch (err) {
+      if (!(err instanceof DriverError) || err.transient) throw err;
+      kept.add(victim.id);
+      tc.log.warn(
+        { serviceId: service.id, backupId: victim.id, error: err.message },
+        'backup rotation: a backup whose chain is broken in the store is kept; the next oldest is rotated out',
+      );
+      continue;
+    }
     victims.push(victim);
   }
   // The new backup is kept from here on: a rotated backup that was its parent lives on in it
