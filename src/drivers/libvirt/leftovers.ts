@@ -129,15 +129,15 @@ export function createLeftovers(d: LeftoverDeps) {
     },
 
     /**
-     * Removes the VM's copy from the host now (the source's, as a migration ends); one that cannot
-     * be removed stays recorded (reported through onLeftover) for the passes.
+     * Removes the VM's copy from the host now (the source's, as a migration ends), as a pass
+     * would; one that cannot be removed (or runs) stays recorded (reported through onLeftover)
+     * for the passes.
      */
     async remove(hostId: string, vmId: string): Promise<void> {
       const by = `end-${randomUUID()}`;
       try {
         if (!(await hold(hostId, vmId, by))) return;
-        await d.removeFrom(hostId, vmId, renewer(hostId, vmId, by));
-        await drop(hostId, vmId, by);
+        await removeHeld(hostId, vmId, by);
       } catch (err) {
         await release(hostId, vmId, by).catch(() => {});
         d.onLeftover?.({ vmId, hostId, error: messageOf(err) });
