@@ -480,6 +480,23 @@ for (const store of testStores()) {
         }).pass();
         assert.equal(unreachable.find((p) => p.hostId === hostOf)?.outcome, 'unreachable');
         assert.ok(hostOf && !asked.includes(hostOf));
+        // A driver whose pass over leftovers fails altogether: logged, the pass goes on, the
+        // power corrections stand.
+        warned.length = 0;
+        const failing = await createReconciler({
+          db: t.ctx.store.db,
+          driver: {
+            ...driver,
+            clearLeftovers: async () => {
+              throw new Error('the leftovers could not be read');
+            },
+          },
+          clock: t.ctx.clock,
+          log,
+          intervalMs: 0,
+        }).pass();
+        assert.ok(failing.every((p) => p.outcome === 'reconciled' && p.leftoversCleared.length === 0));
+        assert.ok(warned.some((w) => /old copies of VMs could not be listed/.test(w.msg)));
       } finally {
         await t.close();
       }
