@@ -36,6 +36,11 @@ export async function createDriver(
         log?.warn(l, "libvirt: a VM's old copy stays on a host; the reconciler's next pass there removes it"),
       onGuestThawFailed: (domain, err) =>
         log?.error({ domain, err }, 'libvirt guest file systems may still be frozen after a failed backup'),
+      onGuestThawed: (domain, backupId) =>
+        log?.warn(
+          { domain, backupId },
+          'libvirt: thawed a guest left frozen by a backup whose attempts died',
+        ),
       ...(log ? { onCommand: (t) => log.debug({ ...t, ms: Math.round(t.ms) }, 'driver command') } : {}),
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,

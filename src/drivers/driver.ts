@@ -248,11 +248,20 @@ export interface HypervisorDriver {
    * Replaces the VM's disk with `runs` (the whole disk: a range no run covers becomes zeros) of
    * `diskBytes` bytes, grown to the VM's disk size; leaves the power state as it found it. The
    * VM's checkpoints are dropped: the next export is full. Nothing is changed until every run
-   * has been received (a failing source leaves the old disk).
+   * has been received and the image is on the VM's host (a failing source or upload leaves the
+   * old disk).
    */
   importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void>;
   /** Forgets the VM's checkpoint `backupId` (its backup was deleted); a missing one is already gone. */
   dropCheckpoint(vmId: string, backupId: string): Promise<void>;
+  /**
+   * Clears what an export of backup `backupId` whose attempts died may have left, once its job is
+   * given up: the host's backup job ended, the guest's file systems thawed (frozen for the backup's
+   * point: the server would hang on every write), a stopped VM's domain started paused for it
+   * powered off, its temporary volume removed and its checkpoint dropped. Only while no other
+   * export of the VM runs (the given-up job still holds its service).
+   */
+  abandonExport(vmId: string, backupId: string): Promise<void>;
   /**
    * Brings the disk back to a legacy backup's content (format 'legacy': a full copy taken on the
    * host before the backup store, which the driver still holds); leaves the power state as it

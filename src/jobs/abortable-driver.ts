@@ -32,6 +32,7 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     exportDisk: wrap(driver.exportDisk),
     importDisk: wrap(driver.importDisk),
     dropCheckpoint: wrap(driver.dropCheckpoint),
+    abandonExport: wrap(driver.abandonExport),
     restoreLegacyBackup: wrap(driver.restoreLegacyBackup),
     deleteLegacyBackup: wrap(driver.deleteLegacyBackup),
     reinstall: wrap(driver.reinstall),

@@ -234,26 +234,28 @@ export async function afterGivenUp(
 
 /**
  * Before the end of a backup_create given up without its task, while its job still holds the
- * service: the VM's checkpoint of the backup (an attempt's export may have committed one) is
- * dropped, if the backup is still `creating` (the end then makes it `failed`; a backup that
- * became `available` keeps its checkpoint, the next backup's base). Done before the end, not
- * after: the driver may start a stopped VM paused to drop it, which the service's next job must
- * not meet. A host that does not answer leaves it, with a warning: the backup's deletion drops it.
+ * service: what its dead attempts' export may have left on the host is cleared (the driver's
+ * `abandonExport`: the guest thawed if it was left frozen, a stopped VM's paused domain powered
+ * off, the temporary volume, the checkpoint an attempt may have committed), if the backup is still
+ * `creating` (the end then makes it `failed`; a backup that became `available` keeps its
+ * checkpoint, the next backup's base). Done before the end, not after: the driver may start a
+ * stopped VM paused to drop the checkpoint, which the service's next job must not meet. A host
+ * that does not answer leaves it, with a warning: the backup's deletion drops the checkpoint.
  */
-export async function dropGivenUpCheckpoint(
+export async function abandonGivenUpExport(
   db: Kysely<Database>,
-  driver: Pick<HypervisorDriver, 'dropCheckpoint'>,
+  driver: Pick<HypervisorDriver, 'abandonExport'>,
   backupId: string,
   log: Pick<FastifyBaseLogger, 'warn'>,
 ): Promise<void> {
   try {
     const backup = await findBackupById(db, backupId);
     if (backup?.status !== 'creating' || backup.format !== 'archive') return;
-    await driver.dropCheckpoint(backup.serviceId, backup.id);
+    await driver.abandonExport(backup.serviceId, backup.id);
   } catch (err) {
     log.warn(
       { err, backupId },
-      "could not drop the server's checkpoint of a backup whose creation was given up; the backup's deletion drops it",
+      "could not clear what a backup whose creation was given up left on the server; the backup's deletion drops its checkpoint",
     );
   }
 }

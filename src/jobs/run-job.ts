@@ -50,7 +50,7 @@ import type { Database, JobTable } from '../store/schema.ts';
 import { inGroupTransaction } from '../store/transaction-group.ts';
 import { abortableDriver } from './abortable-driver.ts';
 import { gaveUpError, retryDelayMs, retryingError, unfinishedError } from './attempts.ts';
-import { afterGivenUp, dropGivenUpCheckpoint, type GivenUpBackup } from './backup-chain.ts';
+import { abandonGivenUpExport, afterGivenUp, type GivenUpBackup } from './backup-chain.ts';
 import { checkAtJobStart } from './power-check.ts';
 import { jobResultOf, type TaskContext, type TaskTable } from './task.ts';
 
@@ -112,7 +112,7 @@ interface UnfinishedBackup {
  * What a backup job ended without its task (every attempt's process died, or the service's state
  * no longer allowed it) leaves of its backup, in the job's end transaction: a backup being taken
  * is nothing, `failed` (0 GB), its checkpoint dropped before the end and what its attempts wrote
- * to the store removed after it (dropGivenUpCheckpoint, afterGivenUp); one being deleted is
+ * to the store removed after it (abandonGivenUpExport, afterGivenUp); one being deleted is
  * `available` again, then `failed` (0 GB) if an attempt had removed its objects already
  * (afterGivenUp, after the job's end); one being restored is `available` again (a restore changes
  * nothing of the backup). Only from the status
@@ -424,7 +424,7 @@ async function finish(
   // A backup being taken that the end will make `failed`: its checkpoint goes first, while the
   // job still holds the service.
   if (ending.status === 'failed' && ending.backup?.shown === 'creating')
-    await dropGivenUpCheckpoint(
+    await abandonGivenUpExport(
       deps.db,
       abortableDriver(deps.driver, deps.signal),
       ending.backup.id,

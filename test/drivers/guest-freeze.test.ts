@@ -216,3 +216,26 @@ test("a thaw that fails after the work failed is told, and the work's error is t
     (err) => err instanceof DriverError && !err.transient && /may still be frozen/.test(err.message),
   );
 });
+
+test('after a backup given up, a guest left frozen is thawed with confirmation; a thawed one or one without an agent is left as it is', async () => {
+  const frozen = scripted({ frozen: true, busyThaws: 1 });
+  assert.equal(await frozen.guest.thawIfFrozen(URI, DOMAIN), true);
+  assert.equal(frozen.isFrozen(), false, 'the guest is thawed');
+  assert.deepEqual(frozen.commands, [
+    'agent guest-fsfreeze-status',
+    'domfsthaw',
+    'agent guest-fsfreeze-status',
+    'domfsthaw',
+    'agent guest-fsfreeze-status',
+  ]);
+
+  const thawed = scripted({});
+  assert.equal(await thawed.guest.thawIfFrozen(URI, DOMAIN), false);
+  assert.deepEqual(thawed.commands, ['agent guest-fsfreeze-status'], 'no thaw asked');
+
+  const absent = scripted({ absent: true });
+  assert.equal(await absent.guest.thawIfFrozen(URI, DOMAIN), false);
+
+  const stuck = scripted({ frozen: true, stuck: true });
+  await assert.rejects(stuck.guest.thawIfFrozen(URI, DOMAIN), /an operator should run `virsh domfsthaw/);
+});

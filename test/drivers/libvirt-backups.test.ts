@@ -3,7 +3,9 @@
  * test hosts (scripts/libvirt/test-host.sh): a running guest is never paused by a full export,
  * the runs of a full export and of incrementals reassembled give the disk byte for byte, an
  * incremental carries the guest's writes only, a stopped VM stays stopped, an import brings an
- * earlier point back (and a failing source changes nothing), and after a live migration the
+ * earlier point back (and a failing source or upload changes nothing; a failure past the power-off
+ * is repaired by the re-run), what a backup's dead attempts left is cleared once it is given up
+ * (a frozen guest thawed), and after a live migration the
  * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
@@ -33,6 +35,7 @@ import {
   startTestHost,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
 
 const script = join(import.meta.dirname, '../../scripts/libvirt/test-host.sh');
 const skip = noLibvirtTemplate || (!existsSync(script) && 'needs scripts/libvirt/test-host.sh');
@@ -275,6 +278,36 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   });
 
   await t.test(
+    'a backup given up after its attempts died: the guest left frozen is thawed, its volume and checkpoint go',
+    async () => {
+      // What attempts that died can leave: the checkpoint (committed, the store never written),
+      // the export's volume on the host, and the guest frozen for the backup's point.
+      const dead = await d.exportDisk(vmId, 'b-dead', 'b2');
+      await dead.commit();
+      await dead.close();
+      assert.deepEqual(checkpoints(), ['b-dead', 'b1', 'b2']);
+      virshOut(uri, 'vol-create-as', 'vrp', 'export-b-dead.qcow2', '1M', '--format', 'qcow2');
+      const freezeStatus = () =>
+        virshOut(uri, 'qemu-agent-command', domain, '{"execute":"guest-fsfreeze-status"}').trim();
+      virshOut(uri, 'domfsfreeze', domain);
+      assert.equal(freezeStatus(), '{"return":"frozen"}');
+      await d.abandonExport(vmId, 'b-dead');
+      assert.equal(freezeStatus(), '{"return":"thawed"}');
+      assert.equal(
+        await guestRun(uri, domain, 'echo written > /data/after-thaw && sync'),
+        0,
+        'writes go through',
+      );
+      assert.deepEqual(checkpoints(), ['b1', 'b2']);
+      assert.ok(!poolVolumes(uri).includes('export-b-dead.qcow2'), "the export's volume is gone");
+      assert.equal(domstate(), 'running');
+      // Nothing left: nothing to do.
+      await d.abandonExport(vmId, 'b-dead');
+      assert.deepEqual(checkpoints(), ['b1', 'b2']);
+    },
+  );
+
+  await t.test(
     'a stopped VM stays stopped; full + incrementals reassembled are its disk, and so is a full export',
     async () => {
       await d.stop(vmId, { timeoutMs: 3000 });
@@ -344,13 +377,65 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       assert.equal(await sha256(await diskImage('disk-after-failed')), before, 'the old disk is untouched');
       assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
       assert.equal(domstate(), 'shut off');
-      const started = performance.now();
-      await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
-      const ms = Math.round(performance.now() - started);
-      assert.equal(domstate(), 'shut off', 'a stopped VM stays stopped');
-      assert.deepEqual(checkpoints(), []);
-      assert.equal(await sha256(await diskImage('disk-imported')), await sha256(join(work, 'point-b1.raw')));
-      t.diagnostic(`import of the first point: ${ms} ms`);
+      // The host's connection drops while the image is uploaded: the disk and its checkpoints stay.
+      const wrapper = installVirshWrapper();
+      try {
+        wrapper.refuse(['vol-upload', vmId]);
+        await assert.rejects(
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))),
+          /Could not upload a storage volume/,
+        );
+        wrapper.allow();
+        assert.equal(await sha256(await diskImage('disk-after-upload')), before, 'the old disk is untouched');
+        assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+        assert.equal(domstate(), 'shut off');
+        assert.deepEqual(
+          poolVolumes(uri).filter((v) => v.startsWith(vmId)),
+          [`${vmId}.console.log`, `${vmId}.qcow2`, `${vmId}.seed.iso`],
+          'no staged image left',
+        );
+        const started = performance.now();
+        await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
+        const ms = Math.round(performance.now() - started);
+        assert.equal(domstate(), 'shut off', 'a stopped VM stays stopped');
+        assert.deepEqual(checkpoints(), []);
+        assert.equal(
+          await sha256(await diskImage('disk-imported')),
+          await sha256(join(work, 'point-b1.raw')),
+        );
+        t.diagnostic(`import of the first point: ${ms} ms`);
+        // A running VM whose import fails past its power-off (the copy into place on the host
+        // refused): it is off, and the re-run brings the image in (the restore job then starts
+        // it, as it ran when the job began).
+        await d.start(vmId);
+        assert.equal(domstate(), 'running');
+        wrapper.refuse(['vol-create-from', `${vmId}.restore-`]);
+        await assert.rejects(
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))),
+          /Could not copy a storage volume/,
+        );
+        wrapper.allow();
+        assert.equal(domstate(), 'shut off');
+        assert.deepEqual(
+          poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
+          [],
+        );
+        // An image an attempt that died left on the host goes with the next import's end.
+        virshOut(uri, 'vol-create-as', 'vrp', `${vmId}.restore-deadbeef.qcow2`, '1M', '--format', 'qcow2');
+        await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
+        assert.equal(domstate(), 'shut off');
+        assert.equal(
+          await sha256(await diskImage('disk-imported-again')),
+          await sha256(join(work, 'point-b1.raw')),
+        );
+        assert.deepEqual(
+          poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
+          [],
+          "no staged image left, the dead attempt's neither",
+        );
+      } finally {
+        wrapper.remove();
+      }
       // Running again, the guest boots from the imported disk; the next export is full.
       await d.start(vmId);
       const next = await d.exportDisk(vmId, 'b5', 'b3');

@@ -226,6 +226,16 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.equal(migrations[1]?.['live'], false);
     assert.equal((await driver.start(vm1)).power, 'running');
     await reports(vm1, uriA, '3');
+    // The disk it came back with holds checkpoints (a qcow2 v3): the export after the first is
+    // incremental.
+    const firstOnA = await driver.exportDisk(vm1, 'cold-1', null);
+    assert.equal(firstOnA.kind, 'full');
+    await firstOnA.commit();
+    await firstOnA.close();
+    const nextOnA = await driver.exportDisk(vm1, 'cold-2', 'cold-1');
+    assert.equal(nextOnA.kind, 'incremental', 'backups after a cold migration are incremental');
+    await nextOnA.close();
+    await driver.dropCheckpoint(vm1, 'cold-1');
     const domId = virshOut(uriA, 'domid', dom).trim();
 
     // (e) B does not answer before the move: the VM stays running on A, B's room is given back.

@@ -3,14 +3,14 @@
  * (scripts/libvirt/test-host.sh): the VM moves all the same, its old copy (the seed with the
  * password in clear among it) is recorded and later removed by a pass over that host, a
  * migration back waits while a pass holds that copy and otherwise takes it over, and no pass
- * touches the VM where it is. A wrapper ahead of `virsh` on PATH refuses the deletion of the VM's
- * seed on the chosen host while its flag file exists; every other command is the real virsh's.
+ * touches the VM where it is. A wrapper ahead of `virsh` on PATH (test/helpers/virsh-wrapper.ts)
+ * refuses the deletion of the VM's seed on the chosen host; every other command is the real virsh's.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the test template.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -18,6 +18,7 @@ import { DriverError } from '../../src/drivers/driver.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
 import { libvirtDriverOnStore, poolVolumes, startTestHost, testHostScript } from '../helpers/libvirt.ts';
 import { noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
 
 const skip = noLibvirtTemplate || (!existsSync(testHostScript) && 'needs scripts/libvirt/test-host.sh');
 /** The capacity of a volume of the pool on the host at `uri`, in bytes. */
@@ -42,41 +43,20 @@ test('a migration whose old host keeps the VM: recorded, removed by a pass, take
   const hostB = await startTestHost(names.b);
   const [uriA, uriB] = [hostA.uri, hostB.uri];
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-leftovers-'));
-  const wrapperDir = mkdtempSync(join(tmpdir(), 'vrp-virsh-wrapper-'));
+  const wrapper = installVirshWrapper();
   const vmId = randomUUID();
   const seed = `${vmId}.seed.iso`;
   const diskBytes = (uri: string) => diskBytesOf(uri, `${vmId}.qcow2`);
   const mine = (uri: string) => poolVolumes(uri).filter((v) => v.startsWith(vmId));
-  const savedPath = process.env.PATH;
   after(async () => {
-    process.env.PATH = savedPath;
+    wrapper.remove();
     for (const h of [hostA, hostB]) await h.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
-    rmSync(wrapperDir, { recursive: true, force: true });
   });
 
-  // `refuse-<host name>`: the VM's seed cannot be deleted on that host.
-  const realVirsh = execFileSync('sh', ['-c', 'command -v virsh'], { encoding: 'utf8' }).trim();
-  writeFileSync(
-    join(wrapperDir, 'virsh'),
-    `#!/bin/sh
-del=; hit=; host=
-for a in "$@"; do
-  [ "$a" = vol-delete ] && del=1
-  [ "$a" = ${JSON.stringify(seed)} ] && hit=1
-  case "$a" in *${names.a}*) host=${names.a};; *${names.b}*) host=${names.b};; esac
-done
-if [ -n "$del" ] && [ -n "$hit" ] && [ -e ${JSON.stringify(wrapperDir)}/refuse-$host ]; then
-  echo "error: Cannot recv data: Connection reset by peer" >&2
-  exit 1
-fi
-exec ${JSON.stringify(realVirsh)} "$@"
-`,
-  );
-  chmodSync(join(wrapperDir, 'virsh'), 0o755);
-  process.env.PATH = `${wrapperDir}:${savedPath}`;
-  const refuse = (name: string) => writeFileSync(join(wrapperDir, `refuse-${name}`), '');
-  const allow = (name: string) => rmSync(join(wrapperDir, `refuse-${name}`), { force: true });
+  // `refuse(host name)`: the VM's seed cannot be deleted on that host.
+  const refuse = (name: string) => wrapper.refuse(['vol-delete', seed, name]);
+  const allow = () => wrapper.allow();
 
   const warned: Record<string, unknown>[] = [];
   const { store, driver } = await libvirtDriverOnStore(
@@ -166,7 +146,7 @@ exec ${JSON.stringify(realVirsh)} "$@"
       .set({ claimed_until: 1 })
       .where('host_id', '=', 'a')
       .execute();
-    allow(names.a);
+    allow();
     assert.deepEqual(await clear('a'), { cleared: [vmId], failed: [] });
     assert.deepEqual(mine(uriA), [], 'nothing of the VM is left on a');
     assert.ok(!domains(uriA).includes(`vrp-${vmId}`));
@@ -180,8 +160,8 @@ exec ${JSON.stringify(realVirsh)} "$@"
     refuse(names.b);
     assert.equal((await driver.migrate(vmId, 'a')).hostId, 'a');
     assert.deepEqual(await leftovers(), [{ host_id: 'b', vm_id: vmId }]);
-    allow(names.b);
-    const xml = join(wrapperDir, 'old-copy.xml');
+    allow();
+    const xml = join(dataDir, 'old-copy.xml');
     writeFileSync(
       xml,
       execFileSync('virsh', ['-c', uriA, 'dumpxml', '--inactive', `vrp-${vmId}`], { encoding: 'utf8' }),

@@ -214,8 +214,8 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     }
   });
 
-  test('reinstall run again after a crash past its power-off starts the VM again', async () => {
-    // An earlier attempt recorded the power state (running), powered the VM off and died.
+  /** The power state a reinstall's earlier attempt marked in the domain's definition. */
+  const markReinstall = (value: 'running' | 'stopped') =>
     execFileSync('virsh', [
       '-c',
       'qemu:///system',
@@ -227,9 +227,10 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
       '--key',
       'vrp',
       '--set',
-      "<reinstall value='running'/>",
+      `<reinstall value='${value}'/>`,
     ]);
-    execFileSync('virsh', ['-c', 'qemu:///system', 'destroy', domain], { stdio: 'ignore' });
+  /** A reinstall with the second password, after which the VM runs its first boot of the new disk. */
+  const reinstallRunning = async () => {
     const info = await driver.reinstall(vmId, {
       templateId: 'tiny',
       hostname,
@@ -239,6 +240,19 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     });
     assert.equal(info.power, 'running');
     assert.equal((await report(++boots))['boot'], '1');
+  };
+
+  test('reinstall run again after a crash past its power-off starts the VM again', async () => {
+    // An earlier attempt recorded the power state (running), powered the VM off and died.
+    markReinstall('running');
+    execFileSync('virsh', ['-c', 'qemu:///system', 'destroy', domain], { stdio: 'ignore' });
+    await reinstallRunning();
+  });
+
+  test('a mark left by a reinstall that failed for good does not keep a running VM off', async () => {
+    // That attempt found the VM off and marked so; the VM has been started since.
+    markReinstall('stopped');
+    await reinstallRunning();
   });
 
   test('reinstall of a stopped VM leaves it stopped', async () => {

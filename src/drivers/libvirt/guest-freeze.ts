@@ -37,6 +37,11 @@ export interface GuestFreeze {
   freeze(uri: string, domain: string): Promise<boolean>;
   /** Thaws until the agent confirms; throws (not transient) if it never does. */
   thaw(uri: string, domain: string): Promise<void>;
+  /**
+   * Thaws a guest its agent says is frozen (left so by an attempt that died), as `thaw` does;
+   * true if it was. A guest without an answering agent is left as it is.
+   */
+  thawIfFrozen(uri: string, domain: string): Promise<boolean>;
   /** `work` with the guest frozen (if its agent answers), thawed after it whatever happens. */
   frozenDuring<T>(uri: string, domain: string, work: () => Promise<T>): Promise<T>;
 }
@@ -114,6 +119,12 @@ export function createGuestFreeze(o: GuestFreezeOptions): GuestFreeze {
     );
   }
 
+  async function thawIfFrozen(uri: string, domain: string): Promise<boolean> {
+    if ((await status(uri, domain)) !== 'frozen') return false;
+    await thaw(uri, domain);
+    return true;
+  }
+
   async function frozenDuring<T>(uri: string, domain: string, work: () => Promise<T>): Promise<T> {
     if (!(await freeze(uri, domain))) return work();
     let result: T;
@@ -128,5 +139,5 @@ export function createGuestFreeze(o: GuestFreezeOptions): GuestFreeze {
     return result;
   }
 
-  return { freeze, thaw, frozenDuring };
+  return { freeze, thaw, thawIfFrozen, frozenDuring };
 }

@@ -55,6 +55,8 @@ export interface LibvirtDriverOptions {
    * itself (its own error is the export's; logged at error).
    */
   readonly onGuestThawFailed?: (domain: string, err: unknown) => void;
+  /** Told of a guest found frozen by a backup whose attempts died, and thawed (logged at warn). */
+  readonly onGuestThawed?: (domain: string, backupId: string) => void;
   /**
    * Told of a VM's copy a migration could not remove from a host (logged at warn): recorded in
    * `libvirt_leftovers`, for the reconciler's next pass over that host (`clearLeftovers`).
@@ -185,6 +187,12 @@ export const kilobytesPerSecond = (mbit: number) => Math.max(1, Math.round(mbit 
 /** The volumes of a VM in its host's pool. */
 export const vmVolumes = (vmId: string) => ({
   disk: `${vmId}.qcow2`,
+  /**
+   * What a restored disk's images on their way in are named after (`<prefix><attempt>.qcow2`):
+   * each attempt uploads its own, so an attempt that goes on after its job was given to another
+   * worker never copies an image the other is still writing.
+   */
+  restorePrefix: `${vmId}.restore-`,
   seed: `${vmId}.seed.iso`,
   console: `${vmId}.console.log`,
 });
@@ -644,9 +652,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     );
     await step(() => removeVolume(uri, v.disk));
     await step(() => removeVolume(uri, v.console));
+    for (const staged of await volumesNamed(uri, v.restorePrefix))
+      await step(() => removeVolume(uri, staged));
     // A VM in rescue: the rescue system's disk too.
     await step(() => removeVolume(uri, rescueVolumes(vmId).disk));
     await removeQemuLog(hostId, domainName(vmId));
+  }
+
+  /** The host's volumes whose names begin with `prefix` (none where the host has no pool yet). */
+  async function volumesNamed(uri: string, prefix: string): Promise<string[]> {
+    const all = await pool.list(uri).catch((err) => {
+      if (/Storage pool not found|no storage pool with matching/i.test(stderrOf(err)))
+        return new Set<string>();
+      throw err;
+    });
+    return [...all].filter((name) => name.startsWith(prefix));
   }
 
   /** vol-delete, where a host without the pool yet has no volume either. */
@@ -793,10 +813,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (s === 'missing')
         throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
       // The power state it had, kept in the domain's definition until the end, so that a re-run
-      // after a crash (which finds it off) starts it again all the same.
+      // after a crash (which finds it off) starts it again all the same. A VM running now ran
+      // (a mark left by an attempt that failed for good is out of date).
       const marked = await mark(uri, vmId, 'reinstall', false);
-      const wasRunning = marked !== undefined ? marked === 'running' : s === 'running' || s === 'paused';
-      if (marked === undefined) await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
+      const wasRunning = s === 'running' || s === 'paused' || marked === 'running';
+      if (marked !== (wasRunning ? 'running' : 'stopped'))
+        await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
       // Its data is being erased: off at once, no graceful shutdown.
       await powerOffDomain(vm);
       // The disk is replaced: the checkpoints' bitmaps go with it (the next backup is full).
@@ -1308,6 +1330,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       else await deleteCheckpoint(uri, name, backupId);
     }
 
+    async function abandonExport(vmId: string, backupId: string): Promise<void> {
+      checkName(backupId);
+      const vm = await row(vmId);
+      if (!vm) return;
+      const uri = await uriOf(vm.host_id);
+      const name = domainName(vmId);
+      const s = await state(vm);
+      if (s === 'missing') return;
+      if (s === 'running' || s === 'paused') await abortBackupJob(uri, name);
+      if (s === 'running' && (await guest.thawIfFrozen(uri, name))) o.onGuestThawed?.(name, backupId);
+      if (s === 'paused' && (await heldPaused(uri, name))) await powerOffDomain(vm);
+      await removeVolume(uri, exportVolume(backupId));
+      await dropCheckpoint(vmId, backupId);
+    }
+
     /** Every checkpoint of the domain forgotten (its disk is replaced: their bitmaps go with it). */
     async function forgetCheckpoints(uri: string, name: string) {
       for (const c of await checkpoints(uri, name)) await deleteCheckpoint(uri, name, c, true);
@@ -1346,19 +1383,46 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           30 * 60_000,
         );
         await rm(raw, { force: true });
-        const s = await state(vm);
-        const wasRunning = s === 'running' || s === 'paused';
-        await powerOffDomain(vm);
-        await forgetCheckpoints(uri, domainName(vmId));
-        await pool.remove(uri, disk);
-        await pool.uploadNew(uri, disk, qcow2);
-        // The pool reads the uploaded file again: a qcow2 of the disk's size, not a raw volume.
-        await pool.refresh(uri);
-        if (wasRunning) await startDomain(vm);
+        // The image reaches the host beside the disk, with the VM still as it was: an upload
+        // that fails leaves its disk untouched (the staged copy is removed).
+        const prefix = vmVolumes(vmId).restorePrefix;
+        const staged = `${prefix}${randomUUID().slice(0, 8)}.qcow2`;
+        await pool.uploadNew(uri, staged, qcow2);
+        try {
+          // The pool reads the uploaded file again: a qcow2 of the disk's size, not a raw volume.
+          await pool.refresh(uri);
+          await replaceDisk(vm, uri, staged);
+        } catch (err) {
+          await pool.remove(uri, staged).catch(() => {});
+          throw err;
+        }
+        // Its own image, and those of earlier attempts that died (an attempt still uploading
+        // one then fails: its restore is done).
+        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left);
       });
     }
 
-    return { exportDisk, importDisk, dropCheckpoint, forgetCheckpoints };
+    /**
+     * The VM's disk replaced by a copy of `from`, a qcow2 volume on its host (then grown to
+     * `sizeGb`, if given), and the VM started again if it ran. Only that copy, on the host
+     * itself, stands between the disk's removal and its replacement. (A re-run after a failure
+     * past the power-off finds the VM off: the restore job starts it, as it ran when it began.)
+     */
+    async function replaceDisk(vm: LibvirtVmTable, uri: string, from: string, sizeGb?: number) {
+      const s = await state(vm);
+      const wasRunning = s === 'running' || s === 'paused';
+      await powerOffDomain(vm);
+      // The disk is replaced: the checkpoints' bitmaps go with the old one (the next backup is full).
+      await forgetCheckpoints(uri, domainName(vm.id));
+      const disk = vmVolumes(vm.id).disk;
+      await pool.remove(uri, disk);
+      await pool.cloneFlat(uri, from, disk);
+      if (sizeGb !== undefined)
+        await virsh(uri, ['vol-resize', '--pool', POOL, disk, `${sizeGb}G`], 'Could not restore the backup');
+      if (wasRunning) await startDomain(vm);
+    }
+
+    return { exportDisk, importDisk, replaceDisk, dropCheckpoint, abandonExport, forgetCheckpoints };
   }
 
   /**
@@ -1790,26 +1854,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
         source = `restore-${backupId}.qcow2`;
         await pool.copyBetween(other, name, uri, source);
+        // The pool reads the uploaded file again: a qcow2, not the raw volume it was made as.
+        await pool.refresh(uri);
       }
-      const wasRunning = (await state(vm)) === 'running';
-      await powerOffDomain(vm);
-      // The disk is replaced: the checkpoints' bitmaps go with the old one.
-      await disks.forgetCheckpoints(uri, domainName(vmId));
-      const disk = vmVolumes(vmId).disk;
-      await pool.remove(uri, disk);
-      await pool.cloneFlat(uri, source, disk);
-      await virsh(
-        uri,
-        ['vol-resize', '--pool', POOL, disk, `${vm.disk_gb}G`],
-        'Could not restore the backup',
-      );
+      await disks.replaceDisk(vm, uri, source, vm.disk_gb);
       if (source !== name) await pool.remove(uri, source);
-      if (wasRunning) await startDomain(vm);
     },
 
     exportDisk: (vmId, backupId, since) => disks.exportDisk(vmId, backupId, since),
     importDisk: (vmId, diskBytes, runs) => disks.importDisk(vmId, diskBytes, runs),
     dropCheckpoint: (vmId, backupId) => disks.dropCheckpoint(vmId, backupId),
+    abandonExport: (vmId, backupId) => disks.abandonExport(vmId, backupId),
 
     async deleteLegacyBackup(vmId, backupId) {
       // On whichever host holds it (the VM's, or where it was taken before a migration).

@@ -230,7 +230,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
         const xml = join(dir, 'volume.xml');
         await writeFile(
           xml,
-          `<volume><name>${name}</name><capacity>0</capacity><target><format type='qcow2'/></target></volume>\n`,
+          `<volume><name>${name}</name><capacity>0</capacity><target><format type='qcow2'/><compat>1.1</compat></target></volume>\n`,
         );
         await virsh(
           uri,

@@ -321,6 +321,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     passwordHash,
   });
 
+  async function dropCheckpoint(vmId: string, backupId: string): Promise<void> {
+    const vm = await find(vmId);
+    if (vm?.down_since != null) throw hostDown(vm.host_id);
+    await transaction('drop checkpoint', (tx) =>
+      tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).where('name', '=', backupId).execute(),
+    );
+  }
+
   return {
     name: 'simulated',
     migrate: migrateVm,
@@ -535,13 +543,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       });
     },
 
-    async dropCheckpoint(vmId, backupId) {
-      const vm = await find(vmId);
-      if (vm?.down_since != null) throw hostDown(vm.host_id);
-      await transaction('drop checkpoint', (tx) =>
-        tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).where('name', '=', backupId).execute(),
-      );
-    },
+    dropCheckpoint,
+    // A simulated export leaves nothing behind but its checkpoint (its guest is never frozen).
+    abandonExport: dropCheckpoint,
 
     async deleteLegacyBackup(_vmId, backupId) {
       const backup = await db
