@@ -78,7 +78,8 @@ export function defaultPtr(pattern: string | undefined, ip: string): string | un
 /**
  * A PTR target a client gives, normalised (lower case, no final dot); 400 `invalid_ptr` unless
  * it is a host name by the same rule as an order's `domain_name`. One final dot, as DNS tools
- * write absolute names, is taken off before the check.
+ * write absolute names, is taken off before the check. The one check of a `ptr`, its length
+ * included: the request schema takes a string of any length (up to the body limit).
  */
 export function checkPtr(value: string): string {
   const name = value.trim().toLowerCase().replace(/\.$/, '');

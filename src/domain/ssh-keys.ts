@@ -14,6 +14,11 @@ import { sshFingerprint } from './ssh-fingerprint.ts';
 export const MAX_SSH_KEYS = 10;
 /** The smallest RSA modulus accepted, in bits (smaller ones are breakable). */
 export const MIN_RSA_BITS = 2048;
+/**
+ * The longest entry looked at, in characters: far above any accepted key (an RSA key of 16384
+ * bits with a long comment is under 3,000), so that a longer one is refused before it is parsed.
+ */
+export const MAX_SSH_KEY_LENGTH = 16384;
 
 /** The key types accepted, each with the curve its blob must carry (ECDSA). */
 const TYPES: Readonly<Record<string, string | null>> = {
@@ -58,6 +63,9 @@ function parseKey(text: string): ReturnType<typeof Ssh2.utils.parseKey> {
 
 /** Why `text` is not an accepted key (a sentence), or the key. */
 function parseOne(text: string): SshKey | string {
+  if (text.length > MAX_SSH_KEY_LENGTH) {
+    return `longer than ${MAX_SSH_KEY_LENGTH} characters (${text.length}); give one OpenSSH public key (\`type base64 comment\`)`;
+  }
   const trimmed = text.trim();
   if (trimmed === '') return 'empty; give an OpenSSH public key (`type base64 comment`)';
   const whole = parseKey(trimmed);
@@ -105,8 +113,9 @@ function parseOne(text: string): SshKey | string {
 /**
  * Checks every key and returns them normalised (`type base64 comment`), in the order given.
  * 400 `invalid_ssh_key` naming the first bad one as `<field>[i]`: a string that is not one
- * OpenSSH public key, a type not accepted (DSA, RSA under 2048 bits, certificates, others), a
- * private key, a key given twice, more than MAX_SSH_KEYS keys.
+ * OpenSSH public key (one longer than MAX_SSH_KEY_LENGTH among them), a type not accepted (DSA,
+ * RSA under 2048 bits, certificates, others), a private key, a key given twice, more than
+ * MAX_SSH_KEYS keys.
  */
 export function checkSshKeys(keys: readonly string[], field = 'ssh_keys'): string[] {
   if (keys.length > MAX_SSH_KEYS) {

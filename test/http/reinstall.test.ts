@@ -67,6 +67,10 @@ for (const store of testStores()) {
         [[edKey(), 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0'], /^ssh_keys\[1\]: /],
         [Array.from({ length: 11 }, () => edKey()), /^ssh_keys: at most 10 keys, got 11/],
         [[sshKeyPair('ed25519').private], /^ssh_keys\[0\]: this is a private key/],
+        // Over-long entries too, not validation_failed from the schema.
+        [[`ssh-ed25519 ${'A'.repeat(16_400)}`], /^ssh_keys\[0\]: longer than 16384 characters/],
+        [[edKey(), `${edKey()} ${'c'.repeat(20_000)}`], /^ssh_keys\[1\]: longer than 16384 characters/],
+        [[edKey(), 'x'.repeat(500_000)], /^ssh_keys\[1\]: longer than 16384 characters/],
       ];
       for (const [keys, message] of cases) {
         const res = await call(t, token, 'POST', 'service/create-order', {
@@ -165,6 +169,36 @@ for (const store of testStores()) {
       assert.ok(!text.includes('New-Root-pass-9'), 'the password is sealed in the job');
     });
 
+    test('the jobs list: a succeeded reinstall reports password_applies now (docs/api.md#jobs), reset_password its own, every other job null', async () => {
+      const id = await running('job-results.example.com');
+      const steps: [string, Record<string, unknown>, string][] = [
+        ['reset-password', { password: 'Reset-pass-42' }, 'running'],
+        ['reinstall', { template_id: ubuntu, password: 'Reinstall-pass-42' }, 'running'],
+        ['stop', {}, 'stopped'],
+        ['reinstall', { template_id: debian }, 'stopped'],
+        ['rescue', {}, 'rescue'],
+        ['unrescue', {}, 'running'],
+      ];
+      for (const [op, body, status] of steps) {
+        const res = await call(t, token, 'POST', `service/${id}/${op}`, body);
+        assert.equal(res.status, 200, `${op}: ${JSON.stringify(res.body)}`);
+        await waitForStatus(t, token, id, status);
+      }
+      const jobs = (await call(t, token, 'GET', `service/${id}/jobs`)).body.data.reverse();
+      assert.deepEqual(
+        jobs.map((j: any) => [j.action, j.status, j.result]),
+        [
+          ['create', 'succeeded', null],
+          ['reset_password', 'succeeded', { password_applies: 'now' }],
+          ['reinstall', 'succeeded', { password_applies: 'now' }],
+          ['stop', 'succeeded', null],
+          ['reinstall', 'succeeded', { password_applies: 'now' }],
+          ['rescue', 'succeeded', null],
+          ['unrescue', 'succeeded', null],
+        ],
+      );
+    });
+
     test('reinstall of a stopped server: stopped again; keys replaced, [] removes them; a generated password', async () => {
       const id = await running('stopped.example.com', { ssh_keys: [edKey()] });
       await call(t, token, 'POST', `service/${id}/stop`);
@@ -199,6 +233,16 @@ for (const store of testStores()) {
         [{ template_id: debian, password: 'short' }, 'weak_password'],
         [{ template_id: debian, password: 'alllowercaseletters' }, 'weak_password'],
         [{ template_id: debian, ssh_keys: [rsaKey(1024)] }, 'invalid_ssh_key', /^ssh_keys\[0\]: an RSA key/],
+        [
+          { template_id: debian, ssh_keys: [`ssh-rsa ${'A'.repeat(16_385)}`] },
+          'invalid_ssh_key',
+          /^ssh_keys\[0\]: longer than 16384 characters/,
+        ],
+        [
+          { template_id: debian, ssh_keys: [edKey(), `${edKey()} ${'c'.repeat(20_000)}`] },
+          'invalid_ssh_key',
+          /^ssh_keys\[1\]: longer than 16384 characters/,
+        ],
         [{}, 'validation_failed'],
         [{ template_id: debian, password: 12 }, 'validation_failed'],
       ];
@@ -299,6 +343,13 @@ for (const store of testStores()) {
         ssh_keys: ['nope'],
       });
       assert.equal(bad.body.error_code, 'invalid_ssh_key');
+      const long = await opsCall(t, ops, 'POST', `services/${id}/reinstall`, {
+        template_id: debian,
+        ssh_keys: ['y'.repeat(16_385)],
+      });
+      assert.equal(long.status, 400, JSON.stringify(long.body));
+      assert.equal(long.body.error_code, 'invalid_ssh_key');
+      assert.match(long.body.message, /^ssh_keys\[0\]: longer than 16384 characters/);
       const audit = await listAuditEntries(t.ctx.store.db, { serviceId: id, limit: 100 });
       assert.ok(audit.some((e) => e.action === 'service.reinstall' && e.actor.type === 'operator'));
     });

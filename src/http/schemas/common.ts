@@ -40,11 +40,13 @@ export const ServiceParams = Type.Object({ service_id: InputId('The service') })
 export const ProductParams = Type.Object({ product_uuid: InputId('The product') });
 
 /**
- * OpenSSH public keys for root, one per entry (create-order, reinstall). The count and each key are
- * checked by domain/ssh-keys.ts, so every refusal is 400 `invalid_ssh_key` naming the entry.
+ * OpenSSH public keys for root, one per entry (create-order, reinstall). The count and each key,
+ * its length included, are checked by domain/ssh-keys.ts, so every refusal is 400
+ * `invalid_ssh_key` naming the entry: the schema says only that they are strings (the body limit
+ * bounds them).
  */
 export function SshKeys(description: string) {
-  return Type.Array(Type.String({ maxLength: 16384 }), {
+  return Type.Array(Type.String(), {
     description: `${description}. Each entry one OpenSSH public key, \`type base64 [comment]\` (a .pub file's line): ssh-ed25519, ssh-rsa of at least 2048 bits, ecdsa-sha2-nistp256/384/521; at most 10, no key twice (400 \`invalid_ssh_key\` naming the entry otherwise). Details show their fingerprints.`,
     examples: [
       ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl user@laptop'],

@@ -21,7 +21,9 @@ export const SetPtrBody = Type.Object({
     maxLength: 64,
     description: 'One of the service’s addresses (400 `ip_not_of_service` otherwise)',
   }),
-  ptr: Nullable(Type.String({ maxLength: 300 }), {
+  // Any string: its length is checked with the rest by checkPtr (400 `invalid_ptr`), not here
+  // (the body limit bounds it).
+  ptr: Nullable(Type.String(), {
     description:
       'A host name (RFC 1123, as an order’s `domain_name`; 400 `invalid_ptr` otherwise); null: back to the provider’s default (which may be no record)',
   }),
