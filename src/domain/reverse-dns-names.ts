@@ -17,8 +17,13 @@ function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   return undefined;
 }
 
+/** The longest an address is written (IPv6 with an IPv4 tail: 45), with room for spaces around it. */
+const MAX_ADDRESS_TEXT = 64;
+
 /** The address in one canonical form (IPv6 compressed, RFC 5952), or undefined if `ip` is none. */
 export function canonicalAddress(ip: string): string | undefined {
+  // A longer text is no address, and is not handed to the parser.
+  if (ip.length > MAX_ADDRESS_TEXT) return undefined;
   const parsed = parseAddress(ip.trim());
   if (!parsed) return undefined;
   return parsed instanceof ipaddr.IPv6 ? parsed.toRFC5952String() : parsed.toString();

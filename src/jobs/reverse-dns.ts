@@ -89,6 +89,9 @@ async function storedPtrs(
   return addresses.map((a) => ({ ...a, ptr: custom.get(a.ip) ?? defaultPtr(defaultPattern, a.ip) ?? null }));
 }
 
+/** A client's `ip` as an error message repeats it: a long one cut (it is no address anyway). */
+const shownAddress = (ip: string) => (ip.length > 64 ? `${ip.slice(0, 64)}…` : ip);
+
 /**
  * Sets the PTR of one of the service's addresses (`ptr` null: back to the default, which may be
  * none). The DNS server is written first and the store after it took the record, with the audit
@@ -110,7 +113,8 @@ export async function setServicePtr(
     wanted === undefined
       ? undefined
       : (await reverseAddresses(deps.db, service.id)).find((a) => a.ip === wanted);
-  if (!address) throw new ApiError('ip_not_of_service', `${ip} is not an address of this service`);
+  if (!address)
+    throw new ApiError('ip_not_of_service', `${shownAddress(ip)} is not an address of this service`);
   const custom = ptr === null ? null : checkPtr(ptr);
   const target = custom ?? defaultPtr(defaultPattern, address.ip) ?? null;
   const before = (await listServicePtrs(deps.db, service.id)).find((r) => r.address === address.ip);
@@ -129,7 +133,8 @@ export async function setServicePtr(
   try {
     await deps.db.transaction().execute(async (tx) => {
       held = (await reverseAddresses(tx, service.id)).some((a) => a.ip === address.ip);
-      if (!held) throw new ApiError('ip_not_of_service', `${ip} is not an address of this service`);
+      if (!held)
+        throw new ApiError('ip_not_of_service', `${shownAddress(ip)} is not an address of this service`);
       const now = deps.clock.now();
       if (custom === null) await deleteServicePtr(tx, service.id, address.ip);
       else await putServicePtr(tx, service.id, { address: address.ip, ptr: custom, zone: address.zone }, now);

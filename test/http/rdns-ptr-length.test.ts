@@ -1,5 +1,6 @@
 /**
- * A `ptr` of any length that is not a host name is 400 `invalid_ptr` (docs/api.md#reverse-dns),
+ * A `ptr` of any length that is not a host name is 400 `invalid_ptr`, and an `ip` of any length
+ * that is not the service's is 400 `ip_not_of_service` (docs/api.md#reverse-dns),
  * one rule in one place: before, the request schema capped it at 300 characters and answered a
  * longer one 400 `validation_failed`. The check comes before the DNS server is written, so this
  * runs without PowerDNS: the provider's DNS API is a stand-in that records what reaches it and
@@ -95,6 +96,30 @@ for (const store of testStores()) {
       );
       assert.equal(a.status, 400, JSON.stringify(a.body));
       assert.equal(a.body.error_code, 'invalid_ptr');
+      assert.deepEqual(dns.requests, [], 'refused before the DNS server is written');
+    });
+
+    test('an ip of any length that is not one of the service’s addresses is 400 ip_not_of_service, its message short', async () => {
+      dns.requests.length = 0;
+      for (const other of [
+        '192.0.2.250',
+        ` ${ip} x`,
+        '1'.repeat(65),
+        `${ip}${' '.repeat(100)}`,
+        '9'.repeat(100_000),
+      ]) {
+        const res = await call(
+          t,
+          token,
+          'POST',
+          `service/${id}/rdns`,
+          { ip: other, ptr: 'host.example.com' },
+          B,
+        );
+        assert.equal(res.status, 400, `${other.length}: ${JSON.stringify(res.body).slice(0, 200)}`);
+        assert.equal(res.body.error_code, 'ip_not_of_service', `${other.length}`);
+        assert.ok(res.body.message.length < 120, `a short message: ${res.body.message.length} characters`);
+      }
       assert.deepEqual(dns.requests, [], 'refused before the DNS server is written');
     });
 

@@ -232,6 +232,11 @@ for (const store of testStores()) {
         [{ template_id: '00000000-0000-4000-8000-000000000000' }, 'invalid_template'],
         [{ template_id: debian, password: 'short' }, 'weak_password'],
         [{ template_id: debian, password: 'alllowercaseletters' }, 'weak_password'],
+        [
+          { template_id: debian, password: `Aa1-${'x'.repeat(5000)}` },
+          'weak_password',
+          /8 to 128 characters/,
+        ],
         [{ template_id: debian, ssh_keys: [rsaKey(1024)] }, 'invalid_ssh_key', /^ssh_keys\[0\]: an RSA key/],
         [
           { template_id: debian, ssh_keys: [`ssh-rsa ${'A'.repeat(16_385)}`] },

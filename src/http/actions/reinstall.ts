@@ -16,9 +16,9 @@ const ReinstallBody = Type.Object({
   template_id: InputId(
     'One of the service’s product’s `os_templates` (400 `invalid_template`; 400 `template_unavailable` if the provider has no image for it)',
   ),
+  // Any string: its length is checked with the rest of the strength rules (400 `weak_password`).
   password: Type.Optional(
     Type.String({
-      maxLength: 1024,
       description:
         'The new root password: 8 to 128 characters with at least three of lower case, upper case, digits and symbols (400 `weak_password` otherwise). Absent: a generated one; details show it.',
     }),

@@ -103,8 +103,8 @@ export const UpgradeBody = Type.Object({
 });
 const ResetPasswordBody = Type.Object({
   ...WithServiceId,
+  // Any string: its length is checked with the rest of the strength rules (400 `weak_password`).
   password: Type.String({
-    maxLength: 1024,
     description:
       '8 to 128 characters with at least three of lower case, upper case, digits and symbols (400 `weak_password` otherwise)',
   }),

@@ -17,8 +17,8 @@ export const ReverseDnsPayload = Type.Array(AddressPtrPayload);
 
 export const SetPtrBody = Type.Object({
   service_id: BodyServiceId,
+  // Any string: one that is not one of the service's addresses is 400 `ip_not_of_service`.
   ip: Type.String({
-    maxLength: 64,
     description: 'One of the service’s addresses (400 `ip_not_of_service` otherwise)',
   }),
   // Any string: its length is checked with the rest by checkPtr (400 `invalid_ptr`), not here
