@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type Background, startBackground } from '../../src/jobs/background.ts';
-import type { HostState } from '../../src/store/schema.ts';
+import type { HostState, JobStatus } from '../../src/store/schema.ts';
 import {
   call,
   createTestApp,
@@ -127,6 +127,70 @@ for (const store of testStores()) {
         },
       );
     }
+
+    test('evacuated again while the first evacuation’s moves run: they count against the concurrency and are not queued twice', async () => {
+      const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS, VRP_EVACUATE_CONCURRENCY: '2' }, { store });
+      const db = t.ctx.store.db;
+      const driver = await createDriver(t.ctx.config, db);
+      // Every move waits until released.
+      let release: () => void = () => {};
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      const holding = interceptDriver(driver, {
+        async migrate(vmId, to) {
+          await released;
+          return driver.migrate(vmId, to);
+        },
+      });
+      const background = startBackground(t.ctx, holding, t.app.log, { pollMs: 20 });
+      const migrateJobs = async (statuses: JobStatus[]) =>
+        Number(
+          (
+            await db
+              .selectFrom('jobs')
+              .select((eb) => eb.fn.countAll<number | string>().as('n'))
+              .where('action', '=', 'migrate')
+              .where('status', 'in', statuses)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const evacuate = (at: number) =>
+        db
+          .updateTable('hypervisor_hosts')
+          .set({ state: 'evacuating', evacuation_started_at: at })
+          .where('id', '=', 'src')
+          .execute();
+      try {
+        await setOthers(db, 'draining');
+        const token = await t.token();
+        const ids: string[] = [];
+        for (let i = 0; i < 3; i++) ids.push(await orderRunning(t, token, `again${i}.example.com`));
+        await setOthers(db, 'active');
+        const first = t.ctx.clock.now();
+        await evacuate(first);
+        await background.evacuator.pass();
+        assert.equal(await migrateJobs(['queued', 'running']), 2);
+        // Drained and evacuated again while both moves are under way.
+        await db.updateTable('hypervisor_hosts').set({ state: 'draining' }).where('id', '=', 'src').execute();
+        await evacuate(first + 60_000);
+        for (let i = 0; i < 3; i++) await background.evacuator.pass();
+        assert.equal(await migrateJobs(['queued', 'running']), 2, 'the concurrency holds');
+        release();
+        await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
+        for (const id of ids) assert.notEqual(await hostOf(db, id), 'src');
+        assert.equal(
+          await migrateJobs(['queued', 'running', 'succeeded', 'failed']),
+          3,
+          'one move per service',
+        );
+      } finally {
+        release();
+        await background.stop(1000);
+        await driver.close();
+        await t.close();
+      }
+    });
 
     test('a server in rescue does not move while its rescue runs; once it has ended, it moves and the host ends draining', async () => {
       const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS }, { store });

@@ -4,11 +4,17 @@ import { recordAudit, systemAudit } from './audit.ts';
 
 /** An evacuation as its moves stand: how many moved, failed, are under way, and what is left. */
 export interface EvacuationState {
-  /** Moves whose job is queued or running. */
+  /**
+   * Moves whose job is queued or running, an earlier evacuation's too (the host was drained or
+   * activated and evacuated again while they ran): they still take a place of the concurrency.
+   */
   readonly inFlight: number;
   readonly moved: number;
   readonly failed: number;
-  /** Services on the host with a VM that this evacuation has not queued a move for yet. */
+  /**
+   * Services on the host with a VM that this evacuation has not queued a move for yet, and no
+   * earlier evacuation's move is under way for (once that ends, one that failed is tried again).
+   */
   readonly unmoved: readonly string[];
   /**
    * Services whose VM is arriving on the host: a create placed there, or a migration to it,
@@ -55,13 +61,14 @@ export async function evacuationState(
   hostId: string,
   startedAt: number,
 ): Promise<EvacuationState> {
-  const moves = await tx
+  const all = await tx
     .selectFrom('host_evacuation_moves as m')
     .leftJoin('jobs as j', 'j.id', 'm.job_id')
-    .select(['m.service_id', 'j.status'])
+    .select(['m.service_id', 'm.queued_at', 'j.status'])
     .where('m.host_id', '=', hostId)
-    .where('m.queued_at', '>=', startedAt)
     .execute();
+  const underWay = all.filter((m) => m.status === 'queued' || m.status === 'running');
+  const moves = all.filter((m) => m.queued_at >= startedAt);
   // Services with a VM: a failed service has none to move (its create gave everything back, or
   // its VM vanished), nor has a pending or terminated one.
   const onHost = await tx
@@ -71,10 +78,10 @@ export async function evacuationState(
     .where('status', 'not in', ['pending', 'failed', 'terminated'])
     .orderBy('id')
     .execute();
-  const moved = new Set(moves.map((m) => m.service_id));
+  const moved = new Set([...moves, ...underWay].map((m) => m.service_id));
   return {
     arriving: await arrivingOn(tx, hostId),
-    inFlight: moves.filter((m) => m.status === 'queued' || m.status === 'running').length,
+    inFlight: underWay.length,
     moved: moves.filter((m) => m.status === 'succeeded').length,
     // A move whose job is gone (pruned) ended long ago; the service tells whether it moved.
     failed: moves.filter((m) => m.status === 'failed' || m.status === 'skipped').length,
