@@ -184,9 +184,21 @@ export interface HypervisorDriver {
    * has moved). A migration that fails leaves the VM whole on the source. Idempotent: a re-run
    * after a crash finds the reservation it made, looks at both hosts, and finishes or undoes.
    * A destination that cannot take the VM (the same host, draining, unreachable, full) fails
-   * permanently, with the reason.
+   * permanently, with the reason. A reservation found made is checked again by the same rule
+   * (re-run: the destination may have been drained, put to evacuate or found unreachable since):
+   * one that no longer passes is undone and the migration fails, the VM left as it was. One made
+   * for another host than `toHostId` (left by an earlier job) is undone and the VM placed anew.
    */
   migrate(vmId: string, toHostId: string | null): Promise<VmInfo>;
+  /**
+   * Settles a migration of the VM that its job ended without (its attempts died, it was given
+   * up): one that had not switched over is undone (the VM stays on its host, as it runs; the
+   * destination's room given back; libvirt: its copy there removed, or recorded as a leftover
+   * where the host does not answer); one that had is recorded as done (the source's room given
+   * back). Nothing to do without a migration under way. Only while no migration of the VM runs
+   * (the ended job still holds its service).
+   */
+  abandonMigration(vmId: string): Promise<void>;
   /**
    * Removes the copies of VMs that `hostId` holds though the VMs are elsewhere (a migration's
    * clean-up that failed there; libvirt only: the simulated hypervisor leaves none). The
@@ -326,4 +338,20 @@ export class DriverError extends Error {
     this.transient = options.transient;
     this.details = options.details;
   }
+}
+
+/**
+ * Why a migration failed whose reservation, found made, no longer passes the destination's rule
+ * (`reason`, as the rule says it: the host is draining, evacuating, does not answer, is full):
+ * the reservation was undone, the VM left where it was, as it ran. Not transient: the rule's
+ * answer does not change by trying again.
+ */
+export function migrationUndone(reason: DriverError): DriverError {
+  return new DriverError(
+    `${reason.message}; the migration under way was undone, the server stays on its host`,
+    {
+      transient: false,
+      cause: reason,
+    },
+  );
 }

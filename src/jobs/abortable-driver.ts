@@ -17,6 +17,7 @@ export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): 
     name: driver.name,
     powerStates: wrap(driver.powerStates),
     migrate: wrap(driver.migrate),
+    abandonMigration: wrap(driver.abandonMigration),
     probe: wrap(driver.probe),
     interfaceCounters: wrap(driver.interfaceCounters),
     setBandwidth: wrap(driver.setBandwidth),

@@ -430,6 +430,8 @@ async function finish(
       ending.backup.id,
       deps.log,
     );
+  // A migration the end leaves failed: its move goes too, while the job still holds the service.
+  if (ending.status === 'failed' && job.action === 'migrate') await abandonUnfinishedMigration(deps, job);
   let given: GivenUpBackup | undefined;
   try {
     given = await save(deps, job, from, ending);
@@ -446,6 +448,27 @@ async function finish(
   // transaction reads no store): now it looks, the job ended.
   if (given) await afterGivenUp(deps.db, deps.backups.archive, given, deps.clock.now(), deps.log);
   return ending.status;
+}
+
+/**
+ * Settles the move of a migrate job that ends failed (HypervisorDriver.abandonMigration): a task
+ * that fails undoes its move itself, but one whose attempts died (the job given up), or whose
+ * undo could not be written, leaves the destination reserved and recorded on the VM. Left so,
+ * that host's room would stay taken with no server on it (it could not be deleted), and the
+ * service's next migration would take that reservation up, to a host that may be draining by
+ * then. Nothing to do for a VM without a move under way. A driver that cannot now leaves it,
+ * with a warning: the server's destruction gives it back, and its next migration checks it again
+ * by the destination's rule.
+ */
+async function abandonUnfinishedMigration(deps: RunDeps, job: Job): Promise<void> {
+  try {
+    await abortableDriver(deps.driver, deps.signal).abandonMigration(job.serviceId);
+  } catch (err) {
+    deps.log.warn(
+      { err, jobId: job.id, serviceId: job.serviceId },
+      "could not settle the move of a migrate job that ended failed; the server's next migration checks it again",
+    );
+  }
 }
 
 /**

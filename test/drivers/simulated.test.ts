@@ -503,8 +503,8 @@ for (const kind of testStores()) {
       }
     });
 
-    test('a re-run whose reserved destination became unusable gives the reservation back and fails', async () => {
-      const t = await simulated(kind, TWO_HOSTS);
+    /** A migration of `vmId` to `to` whose process died with everything copied: the reservation stays recorded. */
+    async function crashedMove(t: Awaited<ReturnType<typeof simulated>>, vmId: string, to: string | null) {
       const crashing = createSimulatedDriver({
         db: t.store.db,
         ipPool: await createIpPool(t.store.db, '10.80.0.0/24', Date.now),
@@ -512,18 +512,56 @@ for (const kind of testStores()) {
         speed: 0,
         beforeMigrationEnds: () => crashing.close(),
       });
+      await assert.rejects(crashing.migrate(vmId, to));
+      return (await vmRow(t, vmId)).migrating_to;
+    }
+
+    for (const [change, set, reason] of [
+      [
+        'unreachable',
+        { health: 'unreachable' },
+        /Host b does not answer; the migration under way was undone/,
+      ],
+      ['draining', { state: 'draining' }, /Host b is draining; the migration under way was undone/],
+      ['evacuating', { state: 'evacuating' }, /Host b is evacuating; the migration under way was undone/],
+    ] as const)
+      test(`a re-run whose reserved destination became ${change} gives the reservation back and fails`, async () => {
+        const t = await simulated(kind, TWO_HOSTS);
+        try {
+          await t.driver.create(spec(id(1)));
+          assert.equal(await crashedMove(t, id(1), 'b'), 'b');
+          await t.store.db.updateTable('hypervisor_hosts').set(set).where('id', '=', 'b').execute();
+          // Whether the re-run names the host or lets the placement pick: the reservation is checked.
+          await assert.rejects(
+            t.driver.migrate(id(1), change === 'draining' ? null : 'b'),
+            permanent(reason),
+          );
+          const row = await vmRow(t, id(1));
+          assert.equal(row.host_id, 'a');
+          assert.equal(row.migrating_to, null);
+          assert.equal(row.power, 'running');
+          assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
+          assert.deepEqual(await used(t, 'a'), [1, 1, 10]);
+        } finally {
+          await t.cleanup();
+        }
+      });
+
+    test('a migration left under way: abandoned, it is undone; destroyed, both hosts get their room back', async () => {
+      const t = await simulated(kind, TWO_HOSTS);
       try {
         await t.driver.create(spec(id(1)));
-        await assert.rejects(crashing.migrate(id(1), 'b'));
-        await t.store.db
-          .updateTable('hypervisor_hosts')
-          .set({ health: 'unreachable' })
-          .where('id', '=', 'b')
-          .execute();
-        await assert.rejects(t.driver.migrate(id(1), 'b'), permanent(/Host b can no longer take the server/));
+        await t.driver.create(spec(id(2)));
+        assert.equal(await crashedMove(t, id(1), 'b'), 'b');
+        assert.equal(await crashedMove(t, id(2), 'b'), 'b');
+        assert.deepEqual(await used(t, 'b'), [2, 2, 20]);
+        await t.driver.abandonMigration(id(1));
         const row = await vmRow(t, id(1));
-        assert.equal(row.host_id, 'a');
-        assert.equal(row.migrating_to, null);
+        assert.deepEqual([row.host_id, row.migrating_to, row.power], ['a', null, 'running']);
+        assert.deepEqual(await used(t, 'b'), [1, 1, 10]);
+        await t.driver.abandonMigration(id(1));
+        assert.deepEqual(await used(t, 'b'), [1, 1, 10], 'nothing to do once undone');
+        await t.driver.destroy(id(2));
         assert.deepEqual(await used(t, 'b'), [0, 0, 0]);
         assert.deepEqual(await used(t, 'a'), [1, 1, 10]);
       } finally {

@@ -78,6 +78,38 @@ async function firstAttemptDies(s: ServiceFixture) {
   return { before, to, dying, jobId: job.id };
 }
 
+/** A third simulated host, added as the operator adds one; its id. */
+async function thirdHost(s: ServiceFixture, ops: string): Promise<string> {
+  const res = await opsCall(s.t, ops, 'POST', 'hosts', {
+    name: 'sim-host-3',
+    driver: 'simulated',
+    cpu: 1024,
+    ram_gb: 4096,
+    disk_gb: 100000,
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data.host_id as string;
+}
+
+/**
+ * A migration of the service's VM begun outside any job (on a driver of its own, whose move hangs
+ * before it switches over): what a migrate job given up before the fix left behind, the
+ * destination reserved and recorded on the VM.
+ */
+async function strandedMove(s: ServiceFixture, to: string | null) {
+  const st = s.t.ctx.store;
+  const stranded = createSimulatedDriver({
+    db: st.db,
+    ipPool: await createIpPool(st.db, '10.81.0.0/24', Date.now),
+    faults: { transient: 0, permanent: 0 },
+    speed: 0,
+    beforeMigrationEnds: () => never,
+  });
+  void stranded.migrate(s.id, to);
+  await until(async () => (await placement(st, s.id)).vm.migrating_to !== null, 'the move to reserve');
+  return { stranded, held: (await placement(st, s.id)).vm.migrating_to ?? '' };
+}
+
 for (const store of testStores()) {
   describe(`migrate job (${store})`, () => {
     test('the service follows its VM to the other host; a reseller request queued behind runs after it', () =>
@@ -269,6 +301,120 @@ for (const store of testStores()) {
         assert.equal(after.vm.migrating_to, null);
         assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], 'nothing left on the old host');
         await dying.close();
+      }));
+
+    test('a migrate whose attempts all die is given up: nothing stays reserved, and a later migration goes elsewhere than the now draining host', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const { before, to, dying } = await firstAttemptDies(s);
+        assert.ok(to);
+        // Claimed once more than allowed: given up without its task.
+        s.worker({}, { maxAttempts: 1 });
+        await until(async () => (await s.jobRow('migrate')).status === 'failed', 'the job to be given up');
+        assert.match((await s.jobRow('migrate')).error ?? '', /Gave up after 1 attempts/);
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, before.vm.host_id, 'the VM stays where it was');
+        assert.equal(after.vm.migrating_to, null, 'no move under way');
+        assert.equal(after.vm.power, 'running');
+        assert.deepEqual(await used(st, to), [0, 0, 0], "the destination's room given back");
+        assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
+
+        // The destination drained, another host added: the next migration goes there.
+        const ops = await operatorToken(s.t);
+        assert.equal((await opsCall(s.t, ops, 'POST', `hosts/${to}/drain`)).status, 200);
+        const third = await thirdHost(s, ops);
+        await requestMigration(st.db, 'simulated', s.id, null, undefined, Date.now());
+        const second = async () =>
+          st.db
+            .selectFrom('jobs')
+            .select(['status', 'error'])
+            .where('service_id', '=', s.id)
+            .where('action', '=', 'migrate')
+            .orderBy('seq', 'desc')
+            .executeTakeFirstOrThrow();
+        await until(
+          async () => ['succeeded', 'failed'].includes((await second()).status),
+          'the second migration',
+        );
+        assert.equal((await second()).status, 'succeeded', (await second()).error ?? '');
+        assert.equal((await placement(st, s.id)).vm.host_id, third);
+        assert.equal((await placement(st, s.id)).serviceHost, third);
+        assert.deepEqual(await used(st, to), [0, 0, 0], 'nothing on the drained host');
+        const deleted = await opsCall(s.t, ops, 'POST', `hosts/${to}/delete`);
+        assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+        await dying.close();
+      }));
+
+    for (const state of ['draining', 'evacuating'] as const)
+      test(`a re-run whose destination is ${state} since its first attempt fails, the VM left where it was and nothing reserved`, () =>
+        withRunningService(store, async (s) => {
+          const st = s.t.ctx.store;
+          const { before, to, dying } = await firstAttemptDies(s);
+          assert.ok(to);
+          const ops = await operatorToken(s.t);
+          const path = `hosts/${to}/${state === 'draining' ? 'drain' : 'evacuate'}`;
+          assert.equal((await opsCall(s.t, ops, 'POST', path)).status, 200);
+          s.worker();
+          await until(
+            async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
+            'the re-run to end',
+          );
+          const row = await s.jobRow('migrate');
+          assert.equal(row.status, 'failed');
+          assert.equal(row.attempts, 2, 'not retried: the destination cannot take it');
+          assert.match(
+            row.error ?? '',
+            new RegExp(`Host ${to} is ${state}; the migration under way was undone`),
+          );
+          const after = await placement(st, s.id);
+          assert.equal(after.vm.host_id, before.vm.host_id);
+          assert.equal(after.serviceHost, before.vm.host_id);
+          assert.equal(after.vm.migrating_to, null);
+          assert.equal(after.vm.power, 'running');
+          assert.deepEqual(await used(st, to), [0, 0, 0], "the destination's room given back");
+          assert.deepEqual(await used(st, before.vm.host_id), [
+            after.vm.cpu,
+            after.vm.ram_gb,
+            after.vm.disk_gb,
+          ]);
+          assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
+          await dying.close();
+        }));
+
+    test('a migration asked for another host than a reservation left by an earlier job: that reservation goes, the VM goes where asked', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const { stranded, held } = await strandedMove(s, other(before.vm.host_id));
+        const third = await thirdHost(s, await operatorToken(s.t));
+        await requestMigration(st.db, 'simulated', s.id, third, undefined, Date.now());
+        s.worker();
+        await until(
+          async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
+          'the migration to end',
+        );
+        const row = await s.jobRow('migrate');
+        assert.equal(row.status, 'succeeded', row.error ?? '');
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, third);
+        assert.equal(after.vm.migrating_to, null);
+        assert.deepEqual(await used(st, held), [0, 0, 0], 'the reservation left behind is given back');
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0]);
+        await stranded.close();
+      }));
+
+    test("terminating a service whose VM holds a reservation elsewhere gives that host's room back too", () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const before = await placement(st, s.id);
+        const { stranded, held } = await strandedMove(s, null);
+        assert.notDeepEqual(await used(st, held), [0, 0, 0]);
+        s.worker();
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
+        await waitForStatus(s.t, s.token, s.id, 'terminated');
+        assert.deepEqual(await used(st, held), [0, 0, 0], "the reservation's host");
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], "the VM's host");
+        await stranded.close();
       }));
   });
 }

@@ -17,6 +17,7 @@ import {
   DriverError,
   type HypervisorDriver,
   type InterfaceCounters,
+  migrationUndone,
   type PowerState,
   type ReinstallSpec,
   type RescueLogin,
@@ -1606,10 +1607,69 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (s === 'paused' || (wasRunning && s === 'stopped')) await startDomain(back);
     }
 
-    return async function migrate(vmId: string, toHostId: string | null): Promise<VmInfo> {
+    /**
+     * Where a migration under way to `to` stands, looked at on both hosts (a re-run after a crash
+     * finds what the earlier attempt did): `moved` once it switched over (then recorded, finish),
+     * else the VM's state on each. An old copy recorded on the destination goes first: the look
+     * would take its domain for this migration's. One that cannot go (its host does not answer, a
+     * pass is removing it, it runs) ends it with the reservation given back and nothing else
+     * touched: no move reached that host since that copy was recorded.
+     */
+    async function look(vm: LibvirtVmTable, to: string) {
+      try {
+        await leftovers.clearFor(to, vm.id);
+      } catch (err) {
+        await undo(vm, to, false, false);
+        throw err;
+      }
+      const src = await state(vm);
+      const dst = await state(vm, to).catch((err: unknown) => {
+        if (err instanceof DriverError && err.transient) return 'unreachable' as const;
+        throw err;
+      });
+      // Running there, or defined there and gone from here, or (a cold move: defined there after
+      // its disk was copied) defined on both: done but the source's clean-up.
+      if (
+        dst === 'running' ||
+        (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||
+        (dst === 'stopped' && src === 'stopped')
+      ) {
+        await finish(vm, to);
+        return { moved: true } as const;
+      }
+      if (src === 'missing') throw new DriverError(`VM ${vm.id} is on neither host`, { transient: false });
+      return { moved: false, src, dst } as const;
+    }
+
+    /**
+     * A reservation found made (a re-run, or one an earlier job left) is checked again by the rule
+     * that made it (reserveDestination: given back and taken again, in one transaction that a
+     * refusal rolls back): throws the rule's reason. False when another host is asked for than
+     * the one reserved: that move is to be undone and made anew.
+     */
+    async function stillTakes(vm: LibvirtVmTable, to: string, toHostId: string | null): Promise<boolean> {
+      if (toHostId !== null && toHostId !== to) return false;
+      await db.transaction().execute(async (tx) => {
+        await free(tx, to, need(vm));
+        await reserveDestination(tx, need(vm), 'libvirt', vm.host_id, to);
+      });
+      return true;
+    }
+
+    /** A migration its job ended without (abandonMigration): recorded if it switched over, else undone. */
+    async function abandon(vmId: string): Promise<void> {
+      const vm = await row(vmId);
+      const to = vm?.migrating_to;
+      if (!vm || !to) return;
+      const where = await look(vm, to);
+      if (!where.moved) await undo(vm, to, false);
+    }
+
+    async function migrate(vmId: string, toHostId: string | null): Promise<VmInfo> {
       const started = performance.now();
       let vm = await get(vmId);
-      if (vm.migrating_to === null) {
+      const held = vm.migrating_to !== null;
+      if (!held) {
         const from = vm.host_id;
         await db.transaction().execute(async (tx) => {
           const to = await reserveDestination(tx, need(vm), 'libvirt', from, toHostId);
@@ -1626,32 +1686,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         vm = await get(vmId);
       }
       const to = vm.migrating_to ?? '';
-      // An old copy recorded on the destination goes first: the look below would take its domain
-      // for this migration's. One that cannot go (its host does not answer, a pass is removing
-      // it, it runs) ends the attempt with the reservation given back and nothing else touched.
-      try {
-        await leftovers.clearFor(to, vmId);
-      } catch (err) {
-        await undo(vm, to, false, false);
-        throw err;
-      }
-      // Where is it? (A re-run after a crash finds what the earlier attempt did.)
-      const src = await state(vm);
-      const dst = await state(vm, to).catch((err: unknown) => {
-        if (err instanceof DriverError && err.transient) return 'unreachable' as const;
-        throw err;
-      });
-      if (dst === 'running' || (src === 'missing' && (dst === 'stopped' || dst === 'paused'))) {
-        await finish(vm, to);
+      const where = await look(vm, to);
+      if (where.moved) {
+        // An earlier job's move to another host than the one asked for: on from there.
+        if (toHostId !== null && toHostId !== to) return migrate(vmId, toHostId);
         return info({ ...vm, host_id: to, migrating_to: null });
       }
-      if (dst === 'stopped' && src === 'stopped') {
-        // A cold move defined the domain on the destination after copying its disk: done but the undefine.
-        await finish(vm, to);
-        return info({ ...vm, host_id: to, migrating_to: null });
-      }
-      if (src === 'missing') throw new DriverError(`VM ${vmId} is on neither host`, { transient: false });
+      const { src, dst } = where;
       const live = src === 'running' || src === 'paused';
+      if (held) {
+        const again = await stillTakes(vm, to, toHostId).catch(async (err: unknown) => {
+          await undo(vm, to, live);
+          throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+        });
+        if (!again) {
+          await undo(vm, to, live);
+          return migrate(vmId, toHostId);
+        }
+      }
       let figures: { migrate_ms?: number; downtime_ms?: number };
       try {
         if (dst === 'unreachable')
@@ -1672,12 +1724,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         ...figures,
       });
       return info({ ...vm, host_id: to, migrating_to: null });
-    };
+    }
+
+    return { migrate, abandon };
   }
 
   return {
     name: 'libvirt',
-    migrate: (vmId, toHostId) => migration(vmId, toHostId),
+    migrate: (vmId, toHostId) => migration.migrate(vmId, toHostId),
+    abandonMigration: (vmId) => migration.abandon(vmId),
     clearLeftovers: (hostId) => leftovers.clear(hostId),
     async probe(hostId) {
       // Bounded: a host whose daemon hangs must count as not answering, not hold the probe.

@@ -5,7 +5,14 @@ import { prepare, slot } from '../../store/prepared.ts';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { readTogether, updateTogether } from '../../store/statement-batch.ts';
 import { inGroupTransaction } from '../../store/transaction-group.ts';
-import { type DiskExport, DriverError, type HypervisorDriver, type VmInfo, type VmSpec } from '../driver.ts';
+import {
+  type DiskExport,
+  DriverError,
+  type HypervisorDriver,
+  migrationUndone,
+  type VmInfo,
+  type VmSpec,
+} from '../driver.ts';
 import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
@@ -143,11 +150,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     await db.updateTable('sim_vms').set(changes).where('id', '=', vm.id).execute();
     return info({ ...vm, ...changes });
   }
+  const needOf = (vm: SimVmTable): Need => ({ cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
   /** Gives back everything the VM holds: the VM, its host capacity, its backups' storage, its addresses. */
   async function remove(vmId: string): Promise<void> {
     await transaction('destroy', async (tx) => {
       const vm = await tx.deleteFrom('sim_vms').where('id', '=', vmId).returningAll().executeTakeFirst();
-      if (vm) await free(tx, vm.host_id, { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
+      if (vm) await free(tx, vm.host_id, needOf(vm));
+      // Half-way through a migration (or one its job ended without): the destination's room too.
+      if (vm?.migrating_to) await free(tx, vm.migrating_to, needOf(vm));
       await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
       const backups = await tx.deleteFrom('sim_backups').where('vm_id', '=', vmId).returningAll().execute();
       for (const b of backups) await freeBackupSpace(tx, b.host_id, b.size_gb);
@@ -256,28 +266,37 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     });
   }
 
+  /**
+   * Reserves the destination and records it on the VM, together: a re-run after a crash finds it.
+   * A reservation found made (by an earlier attempt, or left by an earlier job) is given back and
+   * taken again by the same rule as a first one (reserveDestination), on the host asked for or,
+   * with none asked for, on the host it was made on: a destination drained, put to evacuate or
+   * found unreachable since, or another than the one asked for, does not keep it. One that no
+   * longer passes is undone, and the migration fails with the reason.
+   */
+  async function reserveMove(vm: SimVmTable, toHostId: string | null): Promise<string> {
+    const need = needOf(vm);
+    try {
+      return await transaction('migrate', async (tx) => {
+        const current = await get(vm.id, tx);
+        const held = current.migrating_to;
+        if (held !== null) await free(tx, held, need);
+        const reserved = await reserveDestination(tx, need, 'simulated', current.host_id, toHostId ?? held);
+        await tx.updateTable('sim_vms').set({ migrating_to: reserved }).where('id', '=', vm.id).execute();
+        return reserved;
+      });
+    } catch (err) {
+      if (vm.migrating_to === null || !(err instanceof DriverError)) throw err;
+      await undoMigration(vm.id, vm.migrating_to, need);
+      throw migrationUndone(err);
+    }
+  }
+
   async function migrateVm(vmId: string, toHostId: string | null): Promise<VmInfo> {
     const vm = await entry(vmId, 'migrate');
-    const need = { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb };
-    // The destination, reserved and recorded on the VM together: a re-run after a crash finds it.
-    const to = await transaction('migrate', async (tx) => {
-      const current = await get(vmId, tx);
-      if (current.migrating_to !== null) return current.migrating_to;
-      const reserved = await reserveDestination(tx, need, 'simulated', current.host_id, toHostId);
-      await tx.updateTable('sim_vms').set({ migrating_to: reserved }).where('id', '=', vmId).execute();
-      return reserved;
-    });
+    const need = needOf(vm);
+    const to = await reserveMove(vm, toHostId);
     try {
-      if (vm.migrating_to !== null) {
-        // A re-run: the destination it reserved must still be one the VM can go to.
-        const host = await db
-          .selectFrom('hypervisor_hosts')
-          .select(['driver', 'health'])
-          .where('id', '=', to)
-          .executeTakeFirst();
-        if (host?.driver !== 'simulated' || host.health !== 'up')
-          throw new DriverError(`Host ${to} can no longer take the server`, { transient: false });
-      }
       await answering([to]);
       if (vm.power === 'running') {
         // Live: memory copied while the guest runs, then a short pause while it switches over.
@@ -541,6 +560,12 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         // A replaced disk has no checkpoints: the next export is full.
         await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
       });
+    },
+
+    // A simulated migration switches over in one transaction: one under way has not.
+    async abandonMigration(vmId) {
+      const vm = await find(vmId);
+      if (vm?.migrating_to) await undoMigration(vmId, vm.migrating_to, needOf(vm));
     },
 
     dropCheckpoint,
