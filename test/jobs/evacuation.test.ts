@@ -176,6 +176,10 @@ for (const store of testStores()) {
         await evacuate(first + 60_000);
         for (let i = 0; i < 3; i++) await background.evacuator.pass();
         assert.equal(await migrateJobs(['queued', 'running']), 2, 'the concurrency holds');
+        // The operator sees the moves under way, and the one server waiting for its turn.
+        const ops = await operatorToken(t);
+        const view = (await opsCall(t, ops, 'GET', 'hosts/src')).body.data.evacuation;
+        assert.deepEqual([view.running, view.left, view.done, view.failed], [2, 1, 0, 0]);
         release();
         await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
         for (const id of ids) assert.notEqual(await hostOf(db, id), 'src');

@@ -65,7 +65,8 @@ async function vmsOn(db: Kysely<Database>, ids: readonly string[]): Promise<Map<
 
 /**
  * The counts of each evacuating (or once evacuated) host's evacuation: its moves queued since it
- * started, by their jobs' status; `left` is the VMs still on the host without a move under way.
+ * started, by their jobs' status; `running` the host's moves under way (an earlier evacuation's
+ * too, as the evacuator counts them); `left` is the VMs still on the host without a move under way.
  */
 async function evacuations(
   db: Kysely<Database>,
@@ -87,9 +88,10 @@ async function evacuations(
     .execute();
   for (const r of evacuated) {
     const startedAt = r.evacuation_started_at ?? 0;
-    const mine = moves.filter((m) => m.host_id === r.id && Number(m.queued_at) >= startedAt);
+    const ofHost = moves.filter((m) => m.host_id === r.id);
+    const mine = ofHost.filter((m) => Number(m.queued_at) >= startedAt);
     const moving = new Set(
-      mine.filter((m) => m.status === 'queued' || m.status === 'running').map((m) => m.service_id),
+      ofHost.filter((m) => m.status === 'queued' || m.status === 'running').map((m) => m.service_id),
     );
     out.set(r.id, {
       startedAt,

@@ -930,7 +930,7 @@ for (const store of testStores()) {
       );
     });
 
-    test('done, failed, running from the moves’ jobs since the start; left: servers on it with no move under way', async () => {
+    test('done, failed from the moves’ jobs since the start; running: every move under way; left: servers on it with no move under way', async () => {
       const db = t.ctx.store.db;
       const host = (
         await opsCall(t, ops, 'POST', 'hosts', {
@@ -967,13 +967,20 @@ for (const store of testStores()) {
       await move(0, startedAt); // queued: running
       await move(1, startedAt); // failed
       await move(3, startedAt); // succeeded
-      await move(4, startedAt - 1); // an earlier evacuation's: not counted
-      await db.updateTable('jobs').set({ status: 'failed' }).where('id', '=', jobs[1]!).execute();
+      // An earlier evacuation's: under way, it runs (the evacuator counts it against the
+      // concurrency); failed, it is not counted, and its server is left.
+      await move(4, startedAt - 1);
+      await move(2, startedAt - 1);
+      await db
+        .updateTable('jobs')
+        .set({ status: 'failed' })
+        .where('id', 'in', [jobs[1]!, jobs[2]!])
+        .execute();
       await db.updateTable('jobs').set({ status: 'succeeded' }).where('id', '=', jobs[3]!).execute();
       const h = (await opsCall(t, ops, 'GET', `hosts/${host}`)).body.data;
       assert.deepEqual(
         { ...h.evacuation, started_at: undefined },
-        { started_at: undefined, done: 1, failed: 1, running: 1, left: 3 },
+        { started_at: undefined, done: 1, failed: 1, running: 2, left: 2 },
       );
       assert.equal(h.services, 4);
     });
