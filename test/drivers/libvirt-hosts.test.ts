@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { VmSpec } from '../../src/drivers/driver.ts';
+import { reserveDestination } from '../../src/drivers/hosts.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { diskImage } from '../helpers/disk-image.ts';
@@ -250,6 +251,40 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     await assert.rejects(driver.probe('b'));
     startHost(names.b);
     await driver.probe('b');
+
+    // (g) An attempt reserved room on B and died before it copied anything (its reservation
+    // left as it wrote it), and B has been drained since: the re-run undoes the move and fails,
+    // saying why; the VM runs on A as it did. The same reservation left by a job that was given
+    // up is settled by abandonMigration.
+    const reserveOnB = async () => {
+      const vm = await store.db
+        .selectFrom('libvirt_vms')
+        .select(['cpu', 'ram_gb', 'disk_gb'])
+        .where('id', '=', vm1)
+        .executeTakeFirstOrThrow();
+      // As the driver's first attempt reserves: the rule's reservation and the mark, together.
+      await store.db.transaction().execute(async (tx) => {
+        const need = { cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb };
+        const to = await reserveDestination(tx, need, 'libvirt', 'a', 'b');
+        await tx.updateTable('libvirt_vms').set({ migrating_to: to }).where('id', '=', vm1).execute();
+      });
+      assert.ok((await used('b')) > 0);
+    };
+    await reserveOnB();
+    await setState('b', 'draining');
+    await assert.rejects(driver.migrate(vm1, null), /draining.*the migration under way was undone/);
+    await setState('b', 'active');
+    const afterUndo = await driver.inspect(vm1);
+    assert.deepEqual([afterUndo?.hostId, afterUndo?.power], ['a', 'running']);
+    assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'the same run of the domain');
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.ok(!domains(uriB).includes(dom), 'nothing of it on B');
+    await reserveOnB();
+    await driver.abandonMigration(vm1);
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'the same run of the domain');
 
     // (e) B stopped while libvirt's migration job runs (seen on A's domjobinfo): the same.
     const moving = driver.migrate(vm1, 'b');
