@@ -196,6 +196,53 @@ for (const store of testStores()) {
       }
     });
 
+    test('a failed create’s VM left on the host: the evacuation ends, its outcome says servers are left, the host view counts it', async () => {
+      const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS }, { store });
+      const db = t.ctx.store.db;
+      const driver = await createDriver(t.ctx.config, db);
+      // This server's create places and boots its VM, then fails for good: the VM stays.
+      const keeping = interceptDriver(driver, {
+        async create(spec) {
+          const vm = await driver.create(spec);
+          if (spec.hostname !== 'kept.example.com') return vm;
+          throw new DriverError('Simulated: the guest never answered', { transient: false });
+        },
+      });
+      const background = startBackground(t.ctx, keeping, t.app.log, { pollMs: 20 });
+      try {
+        await setOthers(db, 'draining');
+        const token = await t.token();
+        const moving = await orderRunning(t, token, 'moving.example.com');
+        const kept = await orderCreating(t, token, 'kept.example.com');
+        await waitForStatus(t, token, kept, 'failed');
+        const vmHost = async (id: string) =>
+          (await db.selectFrom('sim_vms').select('host_id').where('id', '=', id).executeTakeFirst())?.host_id;
+        assert.equal(await vmHost(kept), 'src', 'the failed create kept its VM');
+        await setOthers(db, 'active');
+        const ops = await operatorToken(t);
+        assert.equal((await opsCall(t, ops, 'POST', 'hosts/src/evacuate')).status, 200);
+        await until(async () => (await srcState(db)) === 'draining', 'the evacuation to end');
+        assert.notEqual(await hostOf(db, moving), 'src');
+        assert.equal(await vmHost(kept), 'src');
+        const audit = await db
+          .selectFrom('audit_log')
+          .select('outcome')
+          .where('action', '=', 'host.evacuated')
+          .execute();
+        assert.deepEqual(audit, [{ outcome: 'servers_left' }]);
+        const view = (await opsCall(t, ops, 'GET', 'hosts/src')).body.data.evacuation;
+        assert.deepEqual([view.done, view.failed, view.running, view.left], [1, 0, 0, 1]);
+        // Terminated, it leaves the host empty: it can be removed.
+        assert.equal((await call(t, token, 'POST', `service/${kept}/terminate`)).status, 200);
+        await waitForStatus(t, token, kept, 'terminated');
+        assert.equal((await opsCall(t, ops, 'POST', 'hosts/src/delete')).status, 200);
+      } finally {
+        await background.stop(1000);
+        await driver.close();
+        await t.close();
+      }
+    });
+
     test('a server in rescue does not move while its rescue runs; once it has ended, it moves and the host ends draining', async () => {
       const t = await createTestApp({ VRP_SIM_HOSTS: HOSTS }, { store });
       const db = t.ctx.store.db;

@@ -21,6 +21,12 @@ export interface EvacuationState {
    * whose job is queued or running (the service records its host only when that job ends).
    */
   readonly arriving: readonly string[];
+  /**
+   * VMs still on the host that no move is for: those of services whose move failed, and of
+   * services without a status to move from (a create that failed and kept its VM there: the
+   * service `failed`, until it is created again or terminated).
+   */
+  readonly left: number;
 }
 
 /** The driver's hosts being evacuated. */
@@ -79,14 +85,28 @@ export async function evacuationState(
     .orderBy('id')
     .execute();
   const moved = new Set([...moves, ...underWay].map((m) => m.service_id));
+  const unmoved = onHost.map((s) => s.id).filter((id) => !moved.has(id));
+  const placed = await vmsOn(tx, hostId);
+  const moving = new Set([...underWay.map((m) => m.service_id), ...unmoved]);
   return {
+    left: placed.filter((id) => !moving.has(id)).length,
     arriving: await arrivingOn(tx, hostId),
     inFlight: underWay.length,
     moved: moves.filter((m) => m.status === 'succeeded').length,
     // A move whose job is gone (pruned) ended long ago; the service tells whether it moved.
     failed: moves.filter((m) => m.status === 'failed' || m.status === 'skipped').length,
-    unmoved: onHost.map((s) => s.id).filter((id) => !moved.has(id)),
+    unmoved,
   };
+}
+
+/** The VMs placed on the host, of either driver (`sim_vms`, `libvirt_vms`: a host is one driver's). */
+async function vmsOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
+  const perDriver = await Promise.all(
+    (['sim_vms', 'libvirt_vms'] as const).map((table) =>
+      tx.selectFrom(table).select('id').where('host_id', '=', hostId).execute(),
+    ),
+  );
+  return perDriver.flat().map((vm) => vm.id);
 }
 
 /**
@@ -146,7 +166,9 @@ export async function recordMove(
 
 /**
  * Ends the evacuation: the host is `draining` (it takes no new servers), and the audit log says
- * how it went (outcome `ok`, or `moves_failed` when some moves failed and their services stayed).
+ * how it went: outcome `ok`; `moves_failed` when some moves failed and their services stayed;
+ * `servers_left` when no move failed but VMs are still on the host that no move was for (a failed
+ * create's: the host cannot be removed until they are terminated).
  */
 export async function endEvacuation(
   tx: Kysely<Database>,
@@ -166,6 +188,6 @@ export async function endEvacuation(
     systemAudit('host.evacuated'),
     { target: { type: 'host', id: hostId } },
     now,
-    state.failed > 0 ? 'moves_failed' : 'ok',
+    state.failed > 0 ? 'moves_failed' : state.left > 0 ? 'servers_left' : 'ok',
   );
 }
