@@ -23,6 +23,7 @@ import {
   DISK_RUN_MAX,
   type DiskExport,
   type DiskRun,
+  DriverError,
   type HypervisorDriver,
 } from '../../src/drivers/driver.ts';
 import { openStore } from '../../src/store/database.ts';
@@ -404,23 +405,41 @@ test('live and incremental disk exports, imports and a migration, on one real VM
           await sha256(join(work, 'point-b1.raw')),
         );
         t.diagnostic(`import of the first point: ${ms} ms`);
-        // A running VM whose import fails past its power-off (the copy into place on the host
-        // refused): it is off, and the re-run brings the image in (the restore job then starts
-        // it, as it ran when the job began).
+        // A running VM whose uploaded image is gone before its copy (another attempt of the
+        // restore, begun since, removed it): nothing of the VM changed, and it is tried again.
         await d.start(vmId);
         assert.equal(domstate(), 'running');
-        wrapper.refuse(['vol-create-from', `${vmId}.restore-`]);
-        await assert.rejects(
-          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))),
-          /Could not copy a storage volume/,
+        const domId = virshOut(uri, 'domid', domain).trim();
+        wrapper.refuse(
+          ['vol-info', `${vmId}.restore-`],
+          'error: Storage volume not found: no storage vol with matching name',
         );
+        await assert.rejects(d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))), (err) => {
+          assert.ok(err instanceof DriverError && err.transient, String(err));
+          assert.match(err.message, /The image to restore left the host before it was copied/);
+          return true;
+        });
+        wrapper.allow();
+        assert.equal(virshOut(uri, 'domid', domain).trim(), domId, 'the same run of the domain');
+        // A running VM whose import fails past its power-off (the copy into place on the host
+        // refused): it is off, the failure is tried again (the VM has no disk), and the re-run
+        // brings the image in (the restore job then starts it, as it ran when the job began).
+        wrapper.refuse(
+          ['vol-create-from', `${vmId}.restore-`],
+          'error: internal error: no space left on device',
+        );
+        await assert.rejects(d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))), (err) => {
+          assert.ok(err instanceof DriverError && err.transient, String(err));
+          assert.match(err.message, /^The disk was removed and its replacement could not be copied/);
+          return true;
+        });
         wrapper.allow();
         assert.equal(domstate(), 'shut off');
         assert.deepEqual(
           poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
           [],
         );
-        // An image an attempt that died left on the host goes with the next import's end.
+        // An image an attempt that died left on the host goes when the next import begins.
         virshOut(uri, 'vol-create-as', 'vrp', `${vmId}.restore-deadbeef.qcow2`, '1M', '--format', 'qcow2');
         await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
         assert.equal(domstate(), 'shut off');

@@ -2,7 +2,8 @@
  * A wrapper ahead of the real `virsh` on PATH, for real-VM tests that need one host command to fail
  * the way a dropped connection does. While a refusal is set, a command every one of whose words
  * appears in one of its arguments (the command's name, a volume, a host's URI) exits 1 with
- * libvirt's message for a lost connection; every other command is the real virsh's.
+ * libvirt's message for a lost connection, or the one given; every other command is the real
+ * virsh's.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,8 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface VirshWrapper {
-  /** Refuses the commands that carry every one of `words` (each a substring of some argument). */
-  refuse(words: string[]): void;
+  /**
+   * Refuses the commands that carry every one of `words` (each a substring of some argument),
+   * with `stderr` (default: libvirt's words for a connection that was reset).
+   */
+  refuse(words: string[], stderr?: string): void;
   /** Every command goes through again. */
   allow(): void;
   /** PATH as it was, and the wrapper gone. */
@@ -21,6 +25,7 @@ export interface VirshWrapper {
 export function installVirshWrapper(): VirshWrapper {
   const dir = mkdtempSync(join(tmpdir(), 'vrp-virsh-wrapper-'));
   const rule = join(dir, 'refuse');
+  const message = join(dir, 'message');
   const realVirsh = execFileSync('sh', ['-c', 'command -v virsh'], { encoding: 'utf8' }).trim();
   writeFileSync(
     join(dir, 'virsh'),
@@ -35,7 +40,7 @@ if [ -e ${JSON.stringify(rule)} ]; then
     [ -z "$found" ] && all=
   done < ${JSON.stringify(rule)}
   if [ -n "$all" ]; then
-    echo "error: Cannot recv data: Connection reset by peer" >&2
+    cat ${JSON.stringify(message)} >&2
     exit 1
   fi
 fi
@@ -46,7 +51,8 @@ exec ${JSON.stringify(realVirsh)} "$@"
   const savedPath = process.env.PATH;
   process.env.PATH = `${dir}:${savedPath}`;
   return {
-    refuse(words) {
+    refuse(words, stderr = 'error: Cannot recv data: Connection reset by peer') {
+      writeFileSync(message, `${stderr}\n`);
       writeFileSync(rule, `${words.join('\n')}\n`);
     },
     allow() {

@@ -814,8 +814,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (s === 'missing')
         throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
       // The power state it had, kept in the domain's definition until the end, so that a re-run
-      // after a crash (which finds it off) starts it again all the same. A VM running now ran
-      // (a mark left by an attempt that failed for good is out of date).
+      // after a crash (which finds it off) starts it again all the same. A VM running now ran,
+      // whatever a mark says (one left by an attempt that failed for good is out of date); a
+      // `running` mark is believed of a VM found off, which a crash cannot be told from.
       const marked = await mark(uri, vmId, 'reinstall', false);
       const wasRunning = s === 'running' || s === 'paused' || marked === 'running';
       if (marked !== (wasRunning ? 'running' : 'stopped'))
@@ -1384,22 +1385,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           30 * 60_000,
         );
         await rm(raw, { force: true });
+        // Images earlier attempts left on the host go first (theirs died, or was given up). An
+        // attempt still going after its lease was lost then finds its image gone before it
+        // touches the disk (replaceDisk), or, past that, is followed by this one's copy.
+        const prefix = vmVolumes(vmId).restorePrefix;
+        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left);
         // The image reaches the host beside the disk, with the VM still as it was: an upload
         // that fails leaves its disk untouched (the staged copy is removed).
-        const prefix = vmVolumes(vmId).restorePrefix;
         const staged = `${prefix}${randomUUID().slice(0, 8)}.qcow2`;
         await pool.uploadNew(uri, staged, qcow2);
         try {
           // The pool reads the uploaded file again: a qcow2 of the disk's size, not a raw volume.
           await pool.refresh(uri);
           await replaceDisk(vm, uri, staged);
-        } catch (err) {
+        } finally {
+          // Whatever happened: the restore is done, or fails for its own reason. One left (the
+          // host did not answer) goes with the next restore or the VM's removal.
           await pool.remove(uri, staged).catch(() => {});
-          throw err;
         }
-        // Its own image, and those of earlier attempts that died (an attempt still uploading
-        // one then fails: its restore is done).
-        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left);
       });
     }
 
@@ -1410,16 +1413,39 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * past the power-off finds the VM off: the restore job starts it, as it ran when it began.)
      */
     async function replaceDisk(vm: LibvirtVmTable, uri: string, from: string, sizeGb?: number) {
+      // The image must be there before anything of the VM changes, and still be just before the
+      // disk goes: another attempt of the restore that began since removed it (that attempt
+      // copies its own afterwards).
+      const stillThere = async () => {
+        if (!(await pool.info(uri, from)))
+          throw new DriverError('The image to restore left the host before it was copied', {
+            transient: true,
+          });
+      };
+      await stillThere();
       const s = await state(vm);
       const wasRunning = s === 'running' || s === 'paused';
       await powerOffDomain(vm);
       // The disk is replaced: the checkpoints' bitmaps go with the old one (the next backup is full).
       await forgetCheckpoints(uri, domainName(vm.id));
       const disk = vmVolumes(vm.id).disk;
+      await stillThere();
       await pool.remove(uri, disk);
-      await pool.cloneFlat(uri, from, disk);
-      if (sizeGb !== undefined)
-        await virsh(uri, ['vol-resize', '--pool', POOL, disk, `${sizeGb}G`], 'Could not restore the backup');
+      try {
+        await pool.cloneFlat(uri, from, disk);
+        if (sizeGb !== undefined)
+          await virsh(
+            uri,
+            ['vol-resize', '--pool', POOL, disk, `${sizeGb}G`],
+            'Could not restore the backup',
+          );
+      } catch (err) {
+        // The VM has no disk now: only another attempt repairs that, so it is always tried again.
+        throw new DriverError(
+          `The disk was removed and its replacement could not be copied (${err instanceof Error ? err.message : String(err)}); the restore is tried again`,
+          { transient: true, cause: err, details: err instanceof DriverError ? err.details : undefined },
+        );
+      }
       if (wasRunning) await startDomain(vm);
     }
 
