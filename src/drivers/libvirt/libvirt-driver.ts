@@ -762,36 +762,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return stdout.trim();
     }
 
-    /** The driver's mark `key` in the domain's metadata (`live`: the running domain's XML). */
-    async function mark(uri: string, vmId: string, key: string, live: boolean): Promise<string | undefined> {
-      const { stdout } = await virsh(
-        uri,
-        ['metadata', domainName(vmId), '--uri', `${VRP_NS}/${key}`, ...(live ? ['--live'] : ['--config'])],
-        'Could not read the VM',
-      ).catch((err: unknown) => {
-        // No such metadata: libvirt says so with an error.
-        if (/metadata not found|Requested metadata element is not present/i.test(stderrOf(err)))
-          return { stdout: '' };
-        throw err;
-      });
-      return /\bvalue=(['"])(\w+)\1/.exec(stdout)?.[2];
-    }
-
-    async function setMark(uri: string, vmId: string, key: string, value: string | undefined) {
-      await virsh(
-        uri,
-        [
-          'metadata',
-          domainName(vmId),
-          '--uri',
-          `${VRP_NS}/${key}`,
-          '--config',
-          ...(value === undefined ? ['--remove'] : ['--key', 'vrp', '--set', `<${key} value='${value}'/>`]),
-        ],
-        'Could not mark the VM',
-      );
-    }
-
     /** Whether the domain runs the rescue system (its live XML carries the rescue mark). */
     async function inRescue(vm: LibvirtVmTable): Promise<boolean> {
       const s = await state(vm);
@@ -813,14 +783,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const s = await state(vm);
       if (s === 'missing')
         throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
-      // The power state it had, kept in the domain's definition until the end, so that a re-run
-      // after a crash (which finds it off) starts it again all the same. A VM running now ran,
-      // whatever a mark says (one left by an attempt that failed for good is out of date); a
-      // `running` mark is believed of a VM found off, which a crash cannot be told from.
-      const marked = await mark(uri, vmId, 'reinstall', false);
-      const wasRunning = s === 'running' || s === 'paused' || marked === 'running';
-      if (marked !== (wasRunning ? 'running' : 'stopped'))
-        await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
+      // Started again at the end if it ran. A re-run after a crash past the power-off finds it
+      // off and leaves it so: the reinstall job starts it, as it ran when the job began.
+      const wasRunning = s === 'running' || s === 'paused';
       // Its data is being erased: off at once, no graceful shutdown.
       await powerOffDomain(vm);
       // The disk is replaced: the checkpoints' bitmaps go with it (the next backup is full).
@@ -850,10 +815,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         initrd !== (wanted ? volPath(wanted.initrd) : undefined)
       ) {
         await define(vm, onHost, await uuidOf(uri, vmId));
-        await setMark(uri, vmId, 'reinstall', wasRunning ? 'running' : 'stopped');
       }
       if (wasRunning) await startDomain(vm);
-      await setMark(uri, vmId, 'reinstall', undefined);
       return info(vm);
     }
 
