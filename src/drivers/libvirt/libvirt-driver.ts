@@ -1350,9 +1350,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await rm(raw, { force: true });
         // Images earlier attempts left on the host go first (theirs died, or was given up). An
         // attempt still going after its lease was lost then finds its image gone before it
-        // touches the disk (replaceDisk), or, past that, is followed by this one's copy.
+        // touches the disk (replaceDisk), or, past that, is followed by this one's copy. Best
+        // effort: one libvirt still copies from (a copy whose virsh was ended) is left for later.
         const prefix = vmVolumes(vmId).restorePrefix;
-        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left);
+        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left).catch(() => {});
         // The image reaches the host beside the disk, with the VM still as it was: an upload
         // that fails leaves its disk untouched (the staged copy is removed).
         const staged = `${prefix}${randomUUID().slice(0, 8)}.qcow2`;
@@ -1405,7 +1406,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       } catch (err) {
         // The VM has no disk now: only another attempt repairs that, so it is always tried again.
         throw new DriverError(
-          `The disk was removed and its replacement could not be copied (${err instanceof Error ? err.message : String(err)}); the restore is tried again`,
+          `The disk was removed and its replacement could not be copied (${err instanceof Error ? err.message : String(err)}): the server has no disk until a restore succeeds (this one is tried again while it has attempts left)`,
           { transient: true, cause: err, details: err instanceof DriverError ? err.details : undefined },
         );
       }
