@@ -75,8 +75,8 @@ export async function evacuationState(
     .execute();
   const underWay = all.filter((m) => m.status === 'queued' || m.status === 'running');
   const moves = all.filter((m) => m.queued_at >= startedAt);
-  // Services with a VM: a failed service has none to move (its create gave everything back, or
-  // its VM vanished), nor has a pending or terminated one.
+  // Services to move: a pending or terminated one has no VM, and a failed one has nothing to move
+  // from (its create gave everything back, its VM vanished, or it kept its VM: then it is left).
   const onHost = await tx
     .selectFrom('services')
     .select('id')
@@ -86,11 +86,11 @@ export async function evacuationState(
     .execute();
   const moved = new Set([...moves, ...underWay].map((m) => m.service_id));
   const unmoved = onHost.map((s) => s.id).filter((id) => !moved.has(id));
-  const placed = await vmsOn(tx, hostId);
+  const vms = await vmsBoundFor(tx, hostId);
   const moving = new Set([...underWay.map((m) => m.service_id), ...unmoved]);
   return {
-    left: placed.filter((id) => !moving.has(id)).length,
-    arriving: await arrivingOn(tx, hostId),
+    left: vms.filter((vm) => vm.host_id === hostId && !moving.has(vm.id)).length,
+    arriving: await arrivingOn(tx, hostId, vms),
     inFlight: underWay.length,
     moved: moves.filter((m) => m.status === 'succeeded').length,
     // A move whose job is gone (pruned) ended long ago; the service tells whether it moved.
@@ -99,41 +99,46 @@ export async function evacuationState(
   };
 }
 
-/** The VMs placed on the host, of either driver (`sim_vms`, `libvirt_vms`: a host is one driver's). */
-async function vmsOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
-  const perDriver = await Promise.all(
-    (['sim_vms', 'libvirt_vms'] as const).map((table) =>
-      tx.selectFrom(table).select('id').where('host_id', '=', hostId).execute(),
-    ),
-  );
-  return perDriver.flat().map((vm) => vm.id);
-}
-
 /**
- * The services whose VM is arriving on `hostId`: placed there (or reserved there by a migration)
- * while the service records another host, or none yet, and a create or migrate job of theirs is
- * queued or running. The VM's place is read from both drivers' rows (`sim_vms`, `libvirt_vms`:
- * the placement and a migration's reservation are written there, with the host's room), as
- * deleteHost does; a host is one driver's, so at most one has rows. Read from the VMs' side
- * first (the host's own VMs and those bound for it, each through its index: migration 033), not
- * from every service.
+ * The VMs placed on `hostId` or reserved there by a migration, read from both drivers' rows
+ * (`sim_vms`, `libvirt_vms`: the placement and a migration's reservation are written there, with
+ * the host's room), as deleteHost does; a host is one driver's, so at most one has rows. Each
+ * through its index (migration 033), not from every service.
  */
-async function arrivingOn(tx: Kysely<Database>, hostId: string): Promise<string[]> {
+async function vmsBoundFor(
+  tx: Kysely<Database>,
+  hostId: string,
+): Promise<{ readonly id: string; readonly host_id: string }[]> {
   const perDriver = await Promise.all(
     (['sim_vms', 'libvirt_vms'] as const).map((table) =>
       tx
         .selectFrom(table)
-        .select('id')
+        .select(['id', 'host_id'])
         .where((eb) => eb.or([eb('host_id', '=', hostId), eb('migrating_to', '=', hostId)]))
         .execute(),
     ),
   );
-  const vms = perDriver.flat().map((vm) => vm.id);
+  return perDriver.flat();
+}
+
+/**
+ * The services whose VM is arriving on `hostId`: of `vms` (vmsBoundFor), those whose service
+ * records another host, or none yet, while a create or migrate job of theirs is queued or running.
+ */
+async function arrivingOn(
+  tx: Kysely<Database>,
+  hostId: string,
+  vms: readonly { readonly id: string }[],
+): Promise<string[]> {
   if (vms.length === 0) return [];
   const rows = await tx
     .selectFrom('services as s')
     .select('s.id')
-    .where('s.id', 'in', vms)
+    .where(
+      's.id',
+      'in',
+      vms.map((vm) => vm.id),
+    )
     .where((eb) => eb.or([eb('s.host_id', 'is', null), eb('s.host_id', '!=', hostId)]))
     .where((eb) =>
       eb.exists(
