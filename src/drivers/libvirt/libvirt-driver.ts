@@ -34,7 +34,7 @@ import { createHostImages, type HostTemplate } from './host-images.ts';
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
-import { createPoolStorage, POOL, withPrivateDir } from './storage.ts';
+import { createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
 import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
 
@@ -663,8 +663,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   /** The host's volumes whose names begin with `prefix` (none where the host has no pool yet). */
   async function volumesNamed(uri: string, prefix: string): Promise<string[]> {
     const all = await pool.list(uri).catch((err) => {
-      if (/Storage pool not found|no storage pool with matching/i.test(stderrOf(err)))
-        return new Set<string>();
+      if (isNoPool(err)) return new Set<string>();
       throw err;
     });
     return [...all].filter((name) => name.startsWith(prefix));
@@ -673,7 +672,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   /** vol-delete, where a host without the pool yet has no volume either. */
   async function removeVolume(uri: string, name: string): Promise<void> {
     await pool.remove(uri, name).catch((err) => {
-      if (!/Storage pool not found|no storage pool with matching/i.test(stderrOf(err))) throw err;
+      if (!isNoPool(err)) throw err;
     });
   }
 
@@ -735,7 +734,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     for (const uri of await libvirtUris()) {
       if (uri === exceptUri) continue;
       const found = await pool.info(uri, name).catch((err) => {
-        if (/Storage pool not found|no storage pool with matching/i.test(stderrOf(err))) return undefined;
+        if (isNoPool(err)) return undefined;
         throw err;
       });
       if (found) return uri;

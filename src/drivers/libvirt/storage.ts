@@ -17,6 +17,11 @@ export function isNoVolume(err: unknown): boolean {
   return /Storage volume not found|no storage vol with matching/i.test(stderrOf(err));
 }
 
+/** libvirt's words for "there is no such pool" (a host the driver has not prepared yet). */
+export function isNoPool(err: unknown): boolean {
+  return /Storage pool not found|no storage pool with matching/i.test(stderrOf(err));
+}
+
 /** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
 export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'vrp-lv-'));
