@@ -378,6 +378,25 @@ const reservePlacement = prepare(
       .where((eb) => eb(eb('used_disk_gb', '+', s.diskGb), '<=', eb.ref('disk_gb'))),
 );
 
+/**
+ * A migration's reservation found made on `held` (by an earlier attempt, or left by an earlier
+ * job), given back and taken again by reserveDestination's rule: on `to` if given, else on `held`
+ * again. A destination drained, put to evacuate or found unreachable since, or another than the
+ * one asked for, does not keep it. Run it in the caller's transaction: a refusal (thrown) rolls
+ * the give-back back too.
+ */
+export async function retakeDestination(
+  tx: Kysely<Database>,
+  need: Need,
+  driver: HostDriver,
+  from: string,
+  held: string,
+  to: string | null,
+): Promise<string> {
+  await free(tx, held, need);
+  return reserveDestination(tx, need, driver, from, to ?? held);
+}
+
 /** Gives a VM's room back to its host, unconditionally. */
 export async function free(db: Kysely<Database>, hostId: string, need: Need): Promise<void> {
   await reserve(db, hostId, { cpu: -need.cpu, ramGb: -need.ramGb, diskGb: -need.diskGb });

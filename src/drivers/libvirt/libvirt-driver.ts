@@ -24,7 +24,7 @@ import {
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
-import { free, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
+import { free, placeVm, reserveDestination, resizeVm, retakeDestination } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
 import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
@@ -1638,10 +1638,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      */
     async function stillTakes(vm: LibvirtVmTable, to: string, toHostId: string | null): Promise<boolean> {
       if (toHostId !== null && toHostId !== to) return false;
-      await db.transaction().execute(async (tx) => {
-        await free(tx, to, need(vm));
-        await reserveDestination(tx, need(vm), 'libvirt', vm.host_id, to);
-      });
+      await db.transaction().execute((tx) => retakeDestination(tx, need(vm), 'libvirt', vm.host_id, to, to));
       return true;
     }
 

@@ -13,7 +13,15 @@ import {
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
-import { free, freeBackupSpace, type Need, placeVm, reserveDestination, resizeVm } from '../hosts.ts';
+import {
+  free,
+  freeBackupSpace,
+  type Need,
+  placeVm,
+  reserveDestination,
+  resizeVm,
+  retakeDestination,
+} from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
 import { createFaults } from './faults.ts';
@@ -280,8 +288,10 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       return await transaction('migrate', async (tx) => {
         const current = await get(vm.id, tx);
         const held = current.migrating_to;
-        if (held !== null) await free(tx, held, need);
-        const reserved = await reserveDestination(tx, need, 'simulated', current.host_id, toHostId ?? held);
+        const reserved =
+          held === null
+            ? await reserveDestination(tx, need, 'simulated', current.host_id, toHostId)
+            : await retakeDestination(tx, need, 'simulated', current.host_id, held, toHostId);
         await tx.updateTable('sim_vms').set({ migrating_to: reserved }).where('id', '=', vm.id).execute();
         return reserved;
       });
