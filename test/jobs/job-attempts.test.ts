@@ -21,6 +21,7 @@ import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { findBackupById, setBackupStatus } from '../../src/store/repos/backups.ts';
 import { call, waitForStatus } from '../helpers/app.ts';
+import { interceptDriver } from '../helpers/driver-calls.ts';
 import { never, type ServiceFixture, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -151,6 +152,38 @@ for (const store of testStores()) {
         assert.deepEqual([b.backup_id, b.status, b.size_gb], [backupId, 'failed', 0]);
         assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), [], 'its objects went');
         assert.deepEqual(await checkpointsOf(s, backupId), [], "the server's checkpoint of it went");
+      }));
+
+    test('a backup whose job is given up while its server does not answer for the clean-up is failed (0 GB); its checkpoint goes with its deletion', () =>
+      withRunningService(store, async (s) => {
+        const backupId = await creationDiesEveryAttempt(s);
+        const refusing = interceptDriver(s.t.driver!, {
+          async abandonExport() {
+            throw new DriverError('Simulated: the host does not answer', { transient: true });
+          },
+        });
+        const w = s.worker({}, { driver: refusing });
+        await waitForStatus(s.t, s.token, s.id, 'stopped');
+        await w.stop(1000);
+        const backedUp = (await s.jobs()).find((j) => j.action === 'backup_create');
+        assert.equal(backedUp.status, 'failed');
+        assert.equal(backedUp.error, 'Gave up after 3 attempts: the worker running it stopped');
+        const [b] = await resellerBackups(s);
+        assert.deepEqual([b.backup_id, b.status, b.size_gb], [backupId, 'failed', 0]);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), [], 'its objects went');
+        assert.deepEqual(
+          await checkpointsOf(s, backupId),
+          [backupId],
+          'left on the server, as it did not answer',
+        );
+        const again = s.worker();
+        assert.equal(
+          (await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${backupId}`)).status,
+          200,
+        );
+        await until(async () => (await resellerBackups(s)).length === 0, 'the backup deleted');
+        await again.stop(1000);
+        assert.deepEqual(await checkpointsOf(s, backupId), [], 'its deletion dropped the checkpoint');
       }));
 
     test('a backup whose job is given up while the backup store does not answer is failed (0 GB); the worker runs on, and its deletion removes what was stored', () =>

@@ -345,6 +345,32 @@ for (const store of testStores()) {
         await dying.close();
       }));
 
+    test('a give-up whose undo the driver cannot do now: the job still fails, the move stays recorded until the server is terminated', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const { before, to, dying } = await firstAttemptDies(s);
+        assert.ok(to);
+        const refusing = interceptDriver(s.t.driver!, {
+          async abandonMigration() {
+            throw new DriverError('Simulated: the host does not answer', { transient: true });
+          },
+        });
+        s.worker({}, { maxAttempts: 1, driver: refusing });
+        await until(async () => (await s.jobRow('migrate')).status === 'failed', 'the job to be given up');
+        assert.match((await s.jobRow('migrate')).error ?? '', /Gave up after 1 attempts/);
+        const after = await placement(st, s.id);
+        assert.equal(after.vm.host_id, before.vm.host_id, 'the VM stays where it was');
+        assert.equal(after.vm.migrating_to, to, 'the move stays recorded, for the next migration to check');
+        assert.notDeepEqual(await used(st, to), [0, 0, 0]);
+        assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
+        s.worker();
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
+        await waitForStatus(s.t, s.token, s.id, 'terminated');
+        assert.deepEqual(await used(st, to), [0, 0, 0], "the reservation's host");
+        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], "the VM's host");
+        await dying.close();
+      }));
+
     for (const state of ['draining', 'evacuating'] as const)
       test(`a re-run whose destination is ${state} since its first attempt fails, the VM left where it was and nothing reserved`, () =>
         withRunningService(store, async (s) => {
