@@ -3,15 +3,27 @@
  * ran past the grace period), no new driver call starts and the task stops waiting on the one
  * under way, so it ends at once and its job goes back to the queue. The abandoned call is left to
  * finish or fail on its own: driver operations are idempotent, and the re-run finds its work.
+ *
+ * With the attempt's `fence` (its lease, jobs/lease.ts), each call runs inside it: once the lease
+ * has run out un-renewed, the call under way takes no further step on the host either
+ * (drivers/fence.ts), as another worker may be running the job by then.
  */
 import type { HypervisorDriver } from '../drivers/driver.ts';
+import { type Fence, fenced } from '../drivers/fence.ts';
 
-export function abortableDriver(driver: HypervisorDriver, signal: AbortSignal): HypervisorDriver {
+export function abortableDriver(
+  driver: HypervisorDriver,
+  signal: AbortSignal,
+  fence?: Fence,
+): HypervisorDriver {
+  const stop = fence ? AbortSignal.any([signal, fence.signal]) : signal;
   const wrap =
     <T extends unknown[], R>(call: (...args: T) => Promise<R>) =>
     async (...args: T): Promise<R> => {
-      signal.throwIfAborted();
-      return untilAborted(call.apply(driver, args), signal);
+      stop.throwIfAborted();
+      fence?.check();
+      const work = fence ? fenced(fence, () => call.apply(driver, args)) : call.apply(driver, args);
+      return untilAborted(work, stop);
     };
   return {
     name: driver.name,

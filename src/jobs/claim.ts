@@ -246,7 +246,8 @@ async function claimIn(db: Kysely<Database>, c: Claim): Promise<ClaimedJob[]> {
 }
 
 /**
- * Keeps this worker's running jobs owned. On PostgreSQL it never waits for a row: a job whose
+ * Keeps this worker's running jobs owned, and says which rows took the renewal (the others are
+ * no longer this worker's, or kept the lease they had: see below). On PostgreSQL it never waits for a row: a job whose
  * row another transaction holds (its own end, or a group of ends, being written) keeps the lease
  * it has until the next extension (a third of a lease later). Waiting would lock the rows it
  * reached first until that transaction ended, and a group of job ends that then wrote one of
@@ -258,10 +259,10 @@ export async function extendLeases(
   workerId: string,
   jobIds: string[],
   until: number,
-): Promise<void> {
-  if (jobIds.length === 0) return;
+): Promise<string[]> {
+  if (jobIds.length === 0) return [];
   const { db } = store;
-  await db
+  const renewed = await db
     .updateTable('jobs')
     .set({ locked_until: until })
     .where('id', 'in', (eb) =>
@@ -273,7 +274,9 @@ export async function extendLeases(
         .where('l.id', 'in', jobIds)
         .$if(store.features.skipLocked, (q) => q.forUpdate().skipLocked()),
     )
+    .returning('id')
     .execute();
+  return renewed.map((r) => r.id);
 }
 
 /**

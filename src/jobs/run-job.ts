@@ -11,6 +11,7 @@ import {
   transitionalStatus,
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
+import type { Fence } from '../drivers/fence.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
@@ -56,6 +57,11 @@ import { jobResultOf, type TaskContext, type TaskTable } from './task.ts';
 
 export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 'stepMarker'> {
   readonly workerId: string;
+  /**
+   * The worker's lease on this run's job (jobs/lease.ts), the fence of the task's driver calls:
+   * once it is down, the run takes no further step on the host and ends without a write.
+   */
+  readonly lease?: Fence;
   readonly tasks: TaskTable;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
@@ -209,16 +215,28 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (!owned) return 'lost';
 
   let change: ServiceChange;
+  // The task stops for a shutdown past its grace period, and for a lease run out un-renewed.
+  const stop = deps.lease ? AbortSignal.any([deps.signal, deps.lease.signal]) : deps.signal;
   try {
     change = await runTask(deps.tasks, job, {
       ...deps,
-      driver: abortableDriver(deps.driver, deps.signal),
+      signal: stop,
+      driver: abortableDriver(deps.driver, deps.signal, deps.lease),
       service,
       from,
       stepMarker: stepMarker(deps, job),
     });
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
+    // Another worker may run the job now: this run writes nothing more of it (whatever the
+    // task failed of), and the job's next run, this worker's or another's, does its work.
+    if (deps.lease?.signal.aborted) {
+      log.warn(
+        { jobId: job.id, action: job.action },
+        'the job’s lease ran out before its worker could renew it; this run stopped where it was',
+      );
+      return 'lost';
+    }
     // The worker is stopping and this job ran past the grace period: back to the queue at once,
     // for another process (or this one, restarted), rather than held until its lease runs out.
     if (deps.signal.aborted) {
@@ -426,7 +444,7 @@ async function finish(
   if (ending.status === 'failed' && ending.backup?.shown === 'creating')
     await abandonGivenUpExport(
       deps.db,
-      abortableDriver(deps.driver, deps.signal),
+      abortableDriver(deps.driver, deps.signal, deps.lease),
       ending.backup.id,
       deps.log,
     );
@@ -462,7 +480,7 @@ async function finish(
  */
 async function abandonUnfinishedMigration(deps: RunDeps, job: Job): Promise<void> {
   try {
-    await abortableDriver(deps.driver, deps.signal).abandonMigration(job.serviceId);
+    await abortableDriver(deps.driver, deps.signal, deps.lease).abandonMigration(job.serviceId);
   } catch (err) {
     deps.log.warn(
       { err, jobId: job.id, serviceId: job.serviceId },

@@ -12,6 +12,7 @@ import type { Store } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import type { BackupDeps } from './backup-chain.ts';
 import { claimJobs, extendLeases, recoverExpiredJobs } from './claim.ts';
+import { JobLease } from './lease.ts';
 import { type RunOutcome, runJob } from './run-job.ts';
 import type { TaskTable } from './task.ts';
 
@@ -88,8 +89,19 @@ export function createWorker(o: WorkerOptions): Worker {
     },
   };
 
-  /** The running jobs' leases, a lease from now: by the loop's maintenance, and through a stop. */
-  const renewLeases = () => extendLeases(o.store, id, [...loop.running.keys()], Date.now() + o.leaseMs);
+  /** Each running job's lease as this worker knows it: the fence of its run's driver steps (lease.ts). */
+  const leases = new Map<string, JobLease>();
+
+  /**
+   * The running jobs' leases, a lease from now: by the loop's maintenance, and through a stop.
+   * Only the jobs whose rows took the renewal have their fence moved on: one this worker no longer
+   * owns keeps the time it had, and its run stops there.
+   */
+  const renewLeases = async () => {
+    const until = Date.now() + o.leaseMs;
+    for (const jobId of await extendLeases(o.store, id, [...loop.running.keys()], until))
+      leases.get(jobId)?.renewed(until);
+  };
 
   async function maintenance(now: number) {
     await renewLeases();
@@ -106,12 +118,18 @@ export function createWorker(o: WorkerOptions): Worker {
     }
     const free = o.concurrency - loop.running.size;
     if (free <= 0) return false;
-    const jobs = await claimJobs(o.store, id, free, now, Date.now() + o.leaseMs);
+    const until = Date.now() + o.leaseMs;
+    const jobs = await claimJobs(o.store, id, free, now, until);
     for (const job of jobs) {
       const started = performance.now();
+      // Claimed again while an earlier run of it goes on here (its lease ran out, and recovery
+      // queued it): that run is stale, and stops.
+      leases.get(job.id)?.down();
+      const lease = new JobLease(until);
+      leases.set(job.id, lease);
       // A run that throws has no outcome: its lease expires and it is retried.
       let ended: JobRunStatus = 'error';
-      const p = runJob(deps, job)
+      const p = runJob({ ...deps, lease }, job)
         .then((outcome) => {
           ended = outcome;
           o.onRun?.(job.id, outcome, job.action);
@@ -119,7 +137,11 @@ export function createWorker(o: WorkerOptions): Worker {
         .catch((err) =>
           o.log.error({ err, jobId: job.id }, 'job run failed; its lease will expire and it will be retried'),
         )
-        .finally(() => o.metrics?.record(job.action, ended, (performance.now() - started) / 1000));
+        .finally(() => {
+          lease.end();
+          if (leases.get(job.id) === lease) leases.delete(job.id);
+          o.metrics?.record(job.action, ended, (performance.now() - started) / 1000);
+        });
       loop.track(job.id, p);
     }
     return jobs.length === free;

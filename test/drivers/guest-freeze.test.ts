@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
+import { checkFence, FenceDown, fenced } from '../../src/drivers/fence.ts';
 import type { CommandResult } from '../../src/drivers/libvirt/commands.ts';
 import { createGuestFreeze, type GuestFreezeOptions } from '../../src/drivers/libvirt/guest-freeze.ts';
 
@@ -109,7 +110,7 @@ function scripted(script: AgentScript, extra: Partial<GuestFreezeOptions> = {}) 
     },
     ...extra,
   });
-  return { guest, commands, sleeps, isFrozen: () => frozen, clock: () => clock };
+  return { guest, virsh, commands, sleeps, isFrozen: () => frozen, clock: () => clock };
 }
 
 test('a freeze that outlives virsh and an agent busy at first: the thaw goes on until the agent says "thawed"', async () => {
@@ -238,4 +239,33 @@ test('after a backup given up, a guest left frozen is thawed with confirmation; 
 
   const stuck = scripted({ frozen: true, stuck: true });
   await assert.rejects(stuck.guest.thawIfFrozen(URI, DOMAIN), /an operator should run `virsh domfsthaw/);
+});
+
+test('a backup attempt whose lease runs out while the guest is frozen takes no further step, but thaws the guest', async () => {
+  const abort = new AbortController();
+  const fence = { signal: abort.signal, check: () => abort.signal.throwIfAborted() };
+  // Each command checks the attempt's fence, as the driver's commands do (commands.ts).
+  const h = scripted({});
+  let waited = 0;
+  const fencedGuest = createGuestFreeze({
+    virsh: async (...args) => {
+      checkFence();
+      return h.virsh(...args);
+    },
+    // A clock of its own that the waits move (a refused command moves none).
+    now: () => waited,
+    sleep: async (ms) => {
+      waited += ms;
+    },
+    thawWithinMs: 60_000,
+  });
+  const err = await fenced(fence, () =>
+    fencedGuest.frozenDuring(URI, DOMAIN, async () => {
+      abort.abort(new FenceDown());
+      checkFence();
+    }),
+  ).catch((e: unknown) => e);
+  assert.ok(err instanceof FenceDown, String(err));
+  assert.equal(h.isFrozen(), false, 'the guest is thawed');
+  assert.deepEqual(h.commands.slice(-2), ['domfsthaw', 'agent guest-fsfreeze-status']);
 });

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
-import { createCommands, isNoDomain } from '../../src/drivers/libvirt/commands.ts';
+import { checkFence, FenceDown, fenced } from '../../src/drivers/fence.ts';
+import { type Commands, createCommands, isNoDomain } from '../../src/drivers/libvirt/commands.ts';
+import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 
 const { run } = createCommands();
 const fail = (stderr: string) => run('sh', ['-c', `echo "${stderr}" >&2; exit 1`], 'Could not start the VM');
@@ -61,4 +66,70 @@ test('commands run in the C locale whatever the process has, so the words the dr
       else process.env[k] = v;
     }
   }
+});
+
+/** A fence (drivers/fence.ts) that a test takes down when it likes, as a lease that ran out. */
+function testFence() {
+  const abort = new AbortController();
+  return {
+    signal: abort.signal,
+    check: () => abort.signal.throwIfAborted(),
+    down: () => abort.abort(new FenceDown()),
+  };
+}
+
+test('a job attempt whose fence is down starts no command on a host; one whose fence is up does', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'vrp-fence-'));
+  try {
+    const fence = testFence();
+    await fenced(fence, () => run('touch', [join(dir, 'before')], 'Could not touch'));
+    fence.down();
+    const err = await fenced(fence, () => run('touch', [join(dir, 'after')], 'Could not touch')).catch(
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof FenceDown, String(err));
+    assert.equal(err.transient, true);
+    assert.deepEqual(await readdir(dir), ['before'], 'the command was never started');
+    // Outside any fence (host health's probes, the reconciler), commands run as ever.
+    await run('touch', [join(dir, 'outside')], 'Could not touch');
+    assert.deepEqual((await readdir(dir)).sort(), ['before', 'outside']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("a host's pool made ready for several jobs at once is not stopped by the fence of the one that began it", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  const asked: string[] = [];
+  // virsh's answers for a pool that is there, running and autostarted; each command checks the
+  // caller's fence, as the real ones do, and the first is held until the test lets it go.
+  const answers: Record<string, string> = {
+    'pool-list': 'vrp\n',
+    'pool-dumpxml': '<pool><target><path>/var/lib/vrp/pool</path></target></pool>',
+    'pool-info': 'State:          running\nAutostart:      yes\n',
+  };
+  const commands: Commands = {
+    run: () => Promise.reject(new Error('not used')),
+    virshShell: () => Promise.reject(new Error('not used')),
+    close: async () => {},
+    async virsh(_uri, args) {
+      asked.push(args[0]!);
+      if (asked.length === 1) await held;
+      checkFence();
+      return { stdout: answers[args[0]!] ?? '', stderr: '' };
+    },
+  };
+  const storage = createPoolStorage(commands, '/var/lib/vrp/pool');
+  const first = testFence();
+  const second = testFence();
+  const firstReady = fenced(first, () => storage.ready('qemu:///system')).catch((e: unknown) => e);
+  const secondReady = fenced(second, () => storage.ready('qemu:///system'));
+  first.down();
+  release();
+  assert.equal(await secondReady, '/var/lib/vrp/pool', 'the second job has its pool');
+  assert.equal(await firstReady, '/var/lib/vrp/pool', 'the shared work finished, for the first too');
+  assert.deepEqual(asked, ['pool-list', 'pool-dumpxml', 'pool-info'], 'asked once for both');
 });

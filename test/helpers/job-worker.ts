@@ -2,14 +2,14 @@
  * Jobs run by workers of the test's choosing: a task table that fails, or whose task hangs as
  * if its process had died, with short leases and backoff so recoveries happen within a test.
  */
-import type { Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { JobAction } from '../../src/domain/status-machine.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import type { TaskTable } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import { createWorker, type Worker } from '../../src/jobs/worker.ts';
-import type { JobTable } from '../../src/store/schema.ts';
+import type { Database, JobTable } from '../../src/store/schema.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from './app.ts';
 import { waitUntil } from './budget.ts';
 import { smallOrder } from './e2e.ts';
@@ -114,6 +114,17 @@ export async function withRunningService(
     await t.close();
   }
 }
+
+/**
+ * Another worker owns the job now, as after a recovery and a new claim, with a lease of its own
+ * (so the old owner's recovery leaves it alone, and its renewals no longer reach the job's row).
+ */
+export const giveToAnotherWorker = (db: Kysely<Database>, jobId: string) =>
+  db
+    .updateTable('jobs')
+    .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
+    .where('id', '=', jobId)
+    .execute();
 
 /** A promise that never settles: a task awaiting it is a worker that died mid-job. */
 export const never = new Promise<never>(() => {});

@@ -10,19 +10,8 @@ import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call } from '../helpers/app.ts';
-import { until, withRunningService } from '../helpers/job-worker.ts';
+import { giveToAnotherWorker, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
-
-/**
- * Another worker owns the job now, as after a recovery and a new claim, with a lease of its own
- * (so the old owner's recovery leaves it alone).
- */
-const giveToAnotherWorker = (db: Kysely<Database>, jobId: string) =>
-  db
-    .updateTable('jobs')
-    .set({ locked_by: 'another-worker', locked_until: Date.now() + 600_000 })
-    .where('id', '=', jobId)
-    .execute();
 
 /**
  * The same worker claimed the job again (its lease ran out while its process was cut off from

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { type CommandDetails, DriverError } from '../driver.ts';
+import { checkFence } from '../fence.ts';
 
 export interface CommandResult {
   readonly stdout: string;
@@ -66,6 +67,12 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
     input?: string,
   ): Promise<CommandResult> {
     const line = `${command} ${args.join(' ')}`;
+    // A job attempt whose lease ran out takes no further step on a host (fence.ts).
+    try {
+      checkFence();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (closed) {
       return Promise.reject(
         new DriverError(`${what} (the provider is shutting down)`, {

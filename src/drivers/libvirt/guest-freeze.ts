@@ -8,6 +8,7 @@
  * fails loudly.
  */
 import { DriverError } from '../driver.ts';
+import { unfenced } from '../fence.ts';
 import type { CommandResult } from './commands.ts';
 
 /** A virsh call on one host's connection (commands.ts). */
@@ -96,7 +97,16 @@ export function createGuestFreeze(o: GuestFreezeOptions): GuestFreeze {
     return true;
   }
 
-  async function thaw(uri: string, domain: string): Promise<void> {
+  /**
+   * Outside the attempt's fence (fence.ts): an attempt whose lease ran out takes no further step,
+   * but a guest it froze is thawed all the same. Left frozen, the customer's server would hang on
+   * every write until the job's next run.
+   */
+  function thaw(uri: string, domain: string): Promise<void> {
+    return unfenced(() => thawConfirmed(uri, domain));
+  }
+
+  async function thawConfirmed(uri: string, domain: string): Promise<void> {
     const until = now() + within;
     let wait = FIRST_WAIT_MS;
     let last = '';

@@ -24,6 +24,7 @@ import {
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
+import { unfenced } from '../fence.ts';
 import { free, placeVm, reserveDestination, resizeVm, retakeDestination } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
@@ -289,11 +290,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const virtTypeOf = (hostId: string): Promise<'kvm' | 'qemu'> => {
     let known = virtTypes.get(hostId);
     if (!known) {
-      known = uriOf(hostId).then((uri) =>
-        detectVirtType(o.virtType, uri, commands).then((choice) => {
-          o.onVirtChoice?.(hostId, choice);
-          return choice.type;
-        }),
+      // Shared by the jobs that wait on it: no one attempt's fence stops it (fence.ts).
+      known = unfenced(() =>
+        uriOf(hostId).then((uri) =>
+          detectVirtType(o.virtType, uri, commands).then((choice) => {
+            o.onVirtChoice?.(hostId, choice);
+            return choice.type;
+          }),
+        ),
       );
       known.catch(() => virtTypes.delete(hostId));
       virtTypes.set(hostId, known);

@@ -4,6 +4,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DriverError } from '../driver.ts';
+import { unfenced } from '../fence.ts';
 import { type Commands, stderrOf } from './commands.ts';
 
 /** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
@@ -136,7 +137,8 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
     ready(uri) {
       let known = readyPools.get(uri);
       if (!known) {
-        known = makeReady(uri);
+        // Shared by the jobs that wait on it: no one attempt's fence stops it (fence.ts).
+        known = unfenced(() => makeReady(uri));
         known.catch(() => readyPools.delete(uri));
         readyPools.set(uri, known);
       }

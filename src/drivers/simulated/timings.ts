@@ -1,4 +1,5 @@
 import { DriverError } from '../driver.ts';
+import { checkFence, fenceSignal } from '../fence.ts';
 
 /**
  * How long each step of the simulated hypervisor takes at VRP_SIMULATED_SPEED=1, in ms:
@@ -48,22 +49,37 @@ export function createSleeper(speed: number) {
   return {
     async sleep(step: Step, extraMs = 0): Promise<void> {
       if (closed) throw closedError(step);
+      // A job attempt whose lease ran out takes no further step (fence.ts), before it or after it.
+      checkFence();
       const ms = (STEP_MS[step] + extraMs) * speed;
       if (ms <= 0) return;
+      // A fence that goes down meanwhile ends the step's wait at once.
+      const fence = fenceSignal();
       await new Promise<void>((resolve, reject) => {
+        const down = () => {
+          clearTimeout(entry.timer);
+          timers.delete(entry);
+          reject(fence?.reason);
+        };
         const entry = {
           timer: setTimeout(() => {
             timers.delete(entry);
+            fence?.removeEventListener('abort', down);
             resolve();
           }, ms),
-          fail: () => reject(closedError(step)),
+          fail: () => {
+            fence?.removeEventListener('abort', down);
+            reject(closedError(step));
+          },
         };
         timers.add(entry);
+        fence?.addEventListener('abort', down, { once: true });
       });
     },
     /** Throws the transient close error if closed: a guard before a write that no sleep precedes. */
     ensureOpen(step: string): void {
       if (closed) throw closedError(step);
+      checkFence();
     },
     /** Fails every pending sleep at once and every later one. */
     close(): void {

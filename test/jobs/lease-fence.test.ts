@@ -1,0 +1,126 @@
+/**
+ * A run whose lease ran out without its worker renewing it (the worker cut off from the store,
+ * or its job taken by another worker) takes no further step on the hypervisor: not a new driver
+ * call, and not the next step of the call under way. Another worker may be running the job by
+ * then; two attempts acting on one server at once could undo each other's work (a restore's
+ * late attempt deleting the disk the next one restored). A worker that renews its leases keeps
+ * running a job for as long as it takes.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
+import { FenceDown } from '../../src/drivers/fence.ts';
+import { createIpPool } from '../../src/drivers/ip-pool.ts';
+import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
+import type { Task } from '../../src/jobs/task.ts';
+import { TASKS } from '../../src/jobs/tasks/index.ts';
+import type { Database } from '../../src/store/schema.ts';
+import { call } from '../helpers/app.ts';
+import { giveToAnotherWorker, until, withRunningService } from '../helpers/job-worker.ts';
+import { testStores } from '../helpers/stores.ts';
+
+const vmOf = (db: Kysely<Database>, id: string) =>
+  db.selectFrom('sim_vms').select(['power', 'boot_count']).where('id', '=', id).executeTakeFirstOrThrow();
+
+for (const store of testStores()) {
+  describe(`a run whose lease ran out (${store})`, () => {
+    test('starts no driver call once its lease has run out un-renewed, and writes nothing of the job', () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        const driver = s.t.driver!;
+        const called: string[] = [];
+        const counting: HypervisorDriver = {
+          ...driver,
+          stop: (...args) => {
+            called.push('stop');
+            return driver.stop(...args);
+          },
+        };
+        let open!: () => void;
+        const gate = new Promise<void>((r) => {
+          open = r;
+        });
+        let signal: AbortSignal | undefined;
+        let refused: unknown;
+        // A restart whose run is held before it asks the hypervisor anything, then stops the VM.
+        const restart: Task<'restart'> = async (tc) => {
+          signal = tc.signal;
+          await gate;
+          try {
+            await tc.driver.stop(tc.service.id, { timeoutMs: 1000 });
+          } catch (err) {
+            refused = err;
+            throw err;
+          }
+          return TASKS.restart(tc);
+        };
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        const w = s.worker({ restart }, { driver: counting, leaseMs: 300 });
+        await until(() => signal !== undefined, 'the restart to start');
+        const job = await s.jobRow('restart');
+        await giveToAnotherWorker(db, job.id);
+        // The task is told (its signal), once the lease it had has run out.
+        await until(() => signal?.aborted === true, "the run's fence to go down");
+        assert.ok(signal?.reason instanceof FenceDown);
+        open();
+        await until(() => w.running === 0, 'the old run to end');
+
+        assert.ok(refused instanceof FenceDown, `the stop was refused: ${String(refused)}`);
+        assert.ok(refused instanceof DriverError && refused.transient);
+        assert.deepEqual(called, [], 'the driver was never asked to stop the VM');
+        assert.deepEqual(await vmOf(db, s.id), { power: 'running', boot_count: 1 });
+        const after = await s.jobRow('restart');
+        assert.equal(after.status, 'running', 'still running, for its new owner');
+        assert.equal(after.locked_by, 'another-worker');
+        assert.equal(after.finished_at, null);
+        assert.equal(after.error, null, 'no retry written by the old run');
+      }));
+
+    test('the driver call under way takes no further step: a reboot whose lease runs out mid-way does not happen', () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        // The simulated hypervisor at full speed: a reboot takes 5 s, far longer than the lease.
+        const slow = createSimulatedDriver({
+          db,
+          ipPool: await createIpPool(db, s.t.ctx.config.simulatedIpPool, Date.now),
+          faults: { transient: 0, permanent: 0 },
+          speed: 1,
+        });
+        try {
+          assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+          const w = s.worker({}, { driver: slow, leaseMs: 300 });
+          // The reboot records the boot it replaces before it sleeps: from then on it is under way.
+          await until(async () => (await s.jobRow('restart')).step_marker !== null, 'the reboot to begin');
+          await giveToAnotherWorker(db, (await s.jobRow('restart')).id);
+          await until(() => w.running === 0, 'the old run to end');
+
+          assert.deepEqual(await vmOf(db, s.id), { power: 'running', boot_count: 1 }, 'not rebooted');
+          const after = await s.jobRow('restart');
+          assert.equal(after.status, 'running');
+          assert.equal(after.locked_by, 'another-worker');
+          assert.equal(after.finished_at, null);
+        } finally {
+          await slow.close();
+        }
+      }));
+
+    test('a worker that renews its lease runs a job for many leases, to its end', () =>
+      withRunningService(store, async (s) => {
+        let waited = false;
+        // A restart that takes five of its leases before it asks the hypervisor to reboot.
+        const restart: Task<'restart'> = async (tc) => {
+          await new Promise((r) => setTimeout(r, 1500));
+          waited = true;
+          return TASKS.restart(tc);
+        };
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
+        const w = s.worker({ restart }, { leaseMs: 300 });
+        await until(() => waited && w.running === 0, 'the restart to end');
+        const job = await s.jobRow('restart');
+        assert.equal(job.status, 'succeeded', String(job.error));
+        assert.equal(job.attempts, 1, 'one attempt: the lease never ran out');
+        assert.equal(await s.bootCount(), 2);
+      }));
+  });
+}
