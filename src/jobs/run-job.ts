@@ -11,7 +11,7 @@ import {
   transitionalStatus,
 } from '../domain/status-machine.ts';
 import { DriverError, type StepMarker } from '../drivers/driver.ts';
-import type { Fence } from '../drivers/fence.ts';
+import { type Fence, fenced } from '../drivers/fence.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
@@ -217,15 +217,19 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   let change: ServiceChange;
   // The task stops for a shutdown past its grace period, and for a lease run out un-renewed.
   const stop = deps.lease ? AbortSignal.any([deps.signal, deps.lease.signal]) : deps.signal;
+  const context = {
+    ...deps,
+    signal: stop,
+    driver: abortableDriver(deps.driver, deps.signal, deps.lease),
+    service,
+    from,
+    stepMarker: stepMarker(deps, job),
+  };
   try {
-    change = await runTask(deps.tasks, job, {
-      ...deps,
-      signal: stop,
-      driver: abortableDriver(deps.driver, deps.signal, deps.lease),
-      service,
-      from,
-      stepMarker: stepMarker(deps, job),
-    });
+    // The whole task inside the run's fence: its driver steps and its writes to the backup store.
+    change = await (deps.lease
+      ? fenced(deps.lease, () => runTask(deps.tasks, job, context))
+      : runTask(deps.tasks, job, context));
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
     // Another worker may run the job now: this run writes nothing more of it (whatever the

@@ -13,6 +13,7 @@ import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts'
 import { FenceDown } from '../../src/drivers/fence.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
+import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import type { Database } from '../../src/store/schema.ts';
@@ -103,6 +104,51 @@ for (const store of testStores()) {
         } finally {
           await slow.close();
         }
+      }));
+
+    test('a backup whose lease runs out between its export and its write puts nothing in the backup store', () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        const app = backupDeps(s.t.ctx);
+        let open!: () => void;
+        const gate = new Promise<void>((r) => {
+          open = r;
+        });
+        let writing = false;
+        let refused: unknown;
+        // The archive's write held at its start, after the export, until the test lets it go.
+        const held: BackupDeps = {
+          ...app,
+          archive: {
+            ...app.archive,
+            async write(...args) {
+              writing = true;
+              await gate;
+              try {
+                return await app.archive.write(...args);
+              } catch (err) {
+                refused = err;
+                throw err;
+              }
+            },
+          },
+        };
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/create`)).status, 200);
+        const w = s.worker({}, { backups: held, leaseMs: 300 });
+        await until(() => writing, 'the export to be written');
+        const job = await s.jobRow('backup_create');
+        await giveToAnotherWorker(db, job.id);
+        // No renewal reaches the row from here on: the lease this worker knows ends a lease from now at the latest.
+        const given = Date.now();
+        await until(() => Date.now() > given + 300, 'the lease to run out');
+        open();
+        await until(() => w.running === 0, 'the old run to end');
+
+        assert.ok(refused instanceof FenceDown, `the write was refused: ${String(refused)}`);
+        assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/`, { parts: true }), [], 'nothing stored');
+        const [backup] = (await call(s.t, s.token, 'GET', `service/${s.id}/backups`)).body.data;
+        assert.equal(backup.status, 'creating', 'left as it was, for the job’s next run');
+        assert.equal((await s.jobRow('backup_create')).locked_by, 'another-worker');
       }));
 
     test('a worker that renews its lease runs a job for many leases, to its end', () =>

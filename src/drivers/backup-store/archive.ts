@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { constants, zstdCompress, zstdDecompress } from 'node:zlib';
 import { DISK_RUN_MAX, type DiskRun, DriverError } from '../driver.ts';
+import { checkFence } from '../fence.ts';
 import { ByteReader } from './byte-reader.ts';
 import type { BackupStore } from './store.ts';
 
@@ -135,8 +136,36 @@ export interface BackupArchive {
   remove(serviceId: string, backupId: string): Promise<void>;
 }
 
-export function createArchive(store: BackupStore, key: Buffer): BackupArchive {
+/**
+ * The store as a job's run writes to it: each write (an object put, an object deleted) checks
+ * the run's fence first (fence.ts), so a run whose lease ran out writes nothing more to the
+ * backup store either. Checked where the write is asked, in the run's own context: never inside
+ * a transfer's stream, whose callbacks may run in the context of whoever opened the connection.
+ */
+function fencedWrites(store: BackupStore): BackupStore {
+  return {
+    get description() {
+      return store.description;
+    },
+    get: (key, range) => store.get(key, range),
+    size: (key) => store.size(key),
+    list: (prefix, options) => store.list(prefix, options),
+    probe: () => store.probe(),
+    close: () => store.close(),
+    put: (key, data) => {
+      checkFence();
+      return store.put(key, data);
+    },
+    delete: (key) => {
+      checkFence();
+      return store.delete(key);
+    },
+  };
+}
+
+export function createArchive(given: BackupStore, key: Buffer): BackupArchive {
   if (key.length !== 32) throw new Error('a backup key is 32 bytes');
+  const store = fencedWrites(given);
   const keyId = createHmac('sha256', key).update('vrp backup key id').digest().subarray(0, 8);
   const prefix = (serviceId: string, backupId: string) => `${serviceId}/${backupId}/`;
 
