@@ -6,7 +6,8 @@
  *
  * With the attempt's `fence` (its lease, jobs/lease.ts), each call runs inside it: once the lease
  * has run out un-renewed, the call under way takes no further step on the host either
- * (drivers/fence.ts), as another worker may be running the job by then.
+ * (drivers/fence.ts), as another worker may be running the job by then; `signal` then fires
+ * too (the lease's `stop`), and the task stops waiting.
  */
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { type Fence, fenced } from '../drivers/fence.ts';
@@ -16,14 +17,13 @@ export function abortableDriver(
   signal: AbortSignal,
   fence?: Fence,
 ): HypervisorDriver {
-  const stop = fence ? AbortSignal.any([signal, fence.signal]) : signal;
   const wrap =
     <T extends unknown[], R>(call: (...args: T) => Promise<R>) =>
     async (...args: T): Promise<R> => {
-      stop.throwIfAborted();
+      signal.throwIfAborted();
       fence?.check();
       const work = fence ? fenced(fence, () => call.apply(driver, args)) : call.apply(driver, args);
-      return untilAborted(work, stop);
+      return untilAborted(work, signal);
     };
   return {
     name: driver.name,

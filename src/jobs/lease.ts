@@ -8,44 +8,65 @@ import { type Fence, FenceDown } from '../drivers/fence.ts';
  * same job is claimed again. A healthy worker renews every third of a lease, so only a worker
  * cut off from the store (or stalled) for a whole lease sees its fence go down.
  *
- * The time is checked at each step as well as by a timer: a process whose event loop was
- * stalled past the lease does not take one more step before the timer's turn comes.
+ * The time is checked at each step (`check`), so a process whose event loop was stalled past the
+ * lease takes no further step, whatever ran first after the stall; and by the worker's upkeep
+ * every third of a lease (`expired`), which stops the task waiting on a call under way. No timer
+ * per job: the job pipeline runs thousands a second.
  */
 export class JobLease implements Fence {
-  readonly #abort = new AbortController();
+  readonly #fence = new AbortController();
+  readonly #stop = new AbortController();
+  readonly #worker: AbortSignal;
   #until = 0;
-  #timer: NodeJS.Timeout | undefined;
+  #down = false;
+  readonly #workerStops = () => this.#stop.abort(this.#worker.reason);
 
-  constructor(until: number) {
+  /** @param worker the worker's signal: aborted when it stops and the run is past its grace period. */
+  constructor(until: number, worker: AbortSignal) {
+    this.#worker = worker;
+    if (worker.aborted) this.#workerStops();
+    else worker.addEventListener('abort', this.#workerStops, { once: true });
     this.renewed(until);
   }
 
+  /** Aborted, with a FenceDown, once the fence is down. */
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this.#fence.signal;
+  }
+
+  /** Aborted when the run must stop: its fence went down, or its worker stops (the task's signal). */
+  get stop(): AbortSignal {
+    return this.#stop.signal;
   }
 
   /** The store holds the lease until `until` (real time, Date.now()): the fence stays up until then. */
   renewed(until: number): void {
-    if (this.#abort.signal.aborted) return;
-    this.#until = until;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.down(), Math.max(0, until - Date.now()));
-    this.#timer.unref();
+    if (!this.#down) this.#until = until;
   }
 
   check(): void {
-    if (!this.#abort.signal.aborted && Date.now() >= this.#until) this.down();
-    this.#abort.signal.throwIfAborted();
+    if (!this.expired()) return;
+    this.#fence.signal.throwIfAborted();
+  }
+
+  /** True, and the fence down, once the lease's time is over (or it was taken down). */
+  expired(): boolean {
+    if (!this.#down && Date.now() >= this.#until) this.down();
+    return this.#down;
   }
 
   /** The attempt may no longer act: the job is (or may be) another run's. */
   down(): void {
+    if (this.#down) return;
+    this.#down = true;
     this.end();
-    if (!this.#abort.signal.aborted) this.#abort.abort(new FenceDown());
+    const why = new FenceDown();
+    this.#fence.abort(why);
+    this.#stop.abort(why);
   }
 
-  /** The run is over: no timer left behind. */
+  /** The run is over: no listener left behind. */
   end(): void {
-    clearTimeout(this.#timer);
+    this.#worker.removeEventListener('abort', this.#workerStops);
   }
 }

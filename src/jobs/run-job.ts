@@ -61,7 +61,7 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
    * The worker's lease on this run's job (jobs/lease.ts), the fence of the task's driver calls:
    * once it is down, the run takes no further step on the host and ends without a write.
    */
-  readonly lease?: Fence;
+  readonly lease?: Fence & { readonly stop: AbortSignal };
   readonly tasks: TaskTable;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
@@ -82,6 +82,9 @@ const STORE_REFUSED = 'the database could not complete a step just now';
 
 /** What happened, for logs and tests. */
 export type RunOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
+
+/** The task stops for a shutdown past its grace period, and for a lease run out un-renewed. */
+const stopOf = (deps: RunDeps): AbortSignal => deps.lease?.stop ?? deps.signal;
 
 /** Lost the lease to another worker (this process was presumed dead): drop the result, the new owner redoes it. */
 class LeaseLost extends Error {}
@@ -215,12 +218,11 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (!owned) return 'lost';
 
   let change: ServiceChange;
-  // The task stops for a shutdown past its grace period, and for a lease run out un-renewed.
-  const stop = deps.lease ? AbortSignal.any([deps.signal, deps.lease.signal]) : deps.signal;
+  const stop = stopOf(deps);
   const context = {
     ...deps,
     signal: stop,
-    driver: abortableDriver(deps.driver, deps.signal, deps.lease),
+    driver: abortableDriver(deps.driver, stop, deps.lease),
     service,
     from,
     stepMarker: stepMarker(deps, job),
@@ -448,7 +450,7 @@ async function finish(
   if (ending.status === 'failed' && ending.backup?.shown === 'creating')
     await abandonGivenUpExport(
       deps.db,
-      abortableDriver(deps.driver, deps.signal, deps.lease),
+      abortableDriver(deps.driver, stopOf(deps), deps.lease),
       ending.backup.id,
       deps.log,
     );
@@ -484,7 +486,7 @@ async function finish(
  */
 async function abandonUnfinishedMigration(deps: RunDeps, job: Job): Promise<void> {
   try {
-    await abortableDriver(deps.driver, deps.signal, deps.lease).abandonMigration(job.serviceId);
+    await abortableDriver(deps.driver, stopOf(deps), deps.lease).abandonMigration(job.serviceId);
   } catch (err) {
     deps.log.warn(
       { err, jobId: job.id, serviceId: job.serviceId },

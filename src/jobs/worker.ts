@@ -98,6 +98,9 @@ export function createWorker(o: WorkerOptions): Worker {
    * owns keeps the time it had, and its run stops there.
    */
   const renewLeases = async () => {
+    // Runs whose lease ran out un-renewed stop first, before a renewal that may fail (the store
+    // out of reach) or come too late for them.
+    for (const lease of leases.values()) lease.expired();
     const until = Date.now() + o.leaseMs;
     for (const jobId of await extendLeases(o.store, id, [...loop.running.keys()], until))
       leases.get(jobId)?.renewed(until);
@@ -125,7 +128,7 @@ export function createWorker(o: WorkerOptions): Worker {
       // Claimed again while an earlier run of it goes on here (its lease ran out, and recovery
       // queued it): that run is stale, and stops.
       leases.get(job.id)?.down();
-      const lease = new JobLease(until);
+      const lease = new JobLease(until, loop.workSignal);
       leases.set(job.id, lease);
       // A run that throws has no outcome: its lease expires and it is retried.
       let ended: JobRunStatus = 'error';

@@ -26,6 +26,7 @@ import {
   DriverError,
   type HypervisorDriver,
 } from '../../src/drivers/driver.ts';
+import { FenceDown, fenced } from '../../src/drivers/fence.ts';
 import { openStore } from '../../src/store/database.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
@@ -410,6 +411,22 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         await d.start(vmId);
         assert.equal(domstate(), 'running');
         const domId = virshOut(uri, 'domid', domain).trim();
+        // An attempt whose lease runs out while its image uploads (its job may be another
+        // worker's by then: fence.ts) takes no further step: the VM runs on, on its own disk, and
+        // the image it uploaded stays for the next import to remove.
+        const lease = new AbortController();
+        const fence = { signal: lease.signal, check: () => lease.signal.throwIfAborted() };
+        wrapper.hold(['vol-upload', `${vmId}.restore-`]);
+        const late = fenced(fence, () =>
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))),
+        ).catch((e: unknown) => e);
+        await waitUntil('the upload to begin', () => wrapper.holding());
+        lease.abort(new FenceDown());
+        wrapper.allow();
+        assert.ok((await late) instanceof FenceDown, String(await late));
+        assert.equal(virshOut(uri, 'domid', domain).trim(), domId, 'the same run of the domain');
+        assert.deepEqual(checkpoints(), [], 'nothing else of the VM changed');
+        assert.equal(poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)).length, 1);
         wrapper.refuse(
           ['vol-info', `${vmId}.restore-`],
           'error: Storage volume not found: no storage vol with matching name',

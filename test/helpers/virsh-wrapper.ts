@@ -3,10 +3,10 @@
  * the way a dropped connection does. While a refusal is set, a command every one of whose words
  * appears in one of its arguments (the command's name, a volume, a host's URI) exits 1 with
  * libvirt's message for a lost connection, or the one given; every other command is the real
- * virsh's.
+ * virsh's. A hold makes the matching commands wait before they start, until it is lifted.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -16,7 +16,14 @@ export interface VirshWrapper {
    * with `stderr` (default: libvirt's words for a connection that was reset).
    */
   refuse(words: string[], stderr?: string): void;
-  /** Every command goes through again. */
+  /**
+   * Holds the commands that carry every one of `words` before they start, until `allow()`:
+   * `holding()` says when one is waiting.
+   */
+  hold(words: string[]): void;
+  /** True once a held command is waiting. */
+  holding(): boolean;
+  /** Every command goes through again, the held ones too. */
   allow(): void;
   /** PATH as it was, and the wrapper gone. */
   remove(): void;
@@ -26,23 +33,33 @@ export function installVirshWrapper(): VirshWrapper {
   const dir = mkdtempSync(join(tmpdir(), 'vrp-virsh-wrapper-'));
   const rule = join(dir, 'refuse');
   const message = join(dir, 'message');
+  const holdRule = join(dir, 'hold');
+  const held = join(dir, 'held');
   const realVirsh = execFileSync('sh', ['-c', 'command -v virsh'], { encoding: 'utf8' }).trim();
   writeFileSync(
     join(dir, 'virsh'),
     `#!/bin/sh
-if [ -e ${JSON.stringify(rule)} ]; then
-  all=1
+# matches RULE ARGS...: RULE exists and each of its words is in one of ARGS.
+matches() {
+  rule=$1
+  shift
+  [ -e "$rule" ] || return 1
   while IFS= read -r w; do
     found=
     for a in "$@"; do
       case "$a" in *"$w"*) found=1;; esac
     done
-    [ -z "$found" ] && all=
-  done < ${JSON.stringify(rule)}
-  if [ -n "$all" ]; then
-    cat ${JSON.stringify(message)} >&2
-    exit 1
-  fi
+    [ -z "$found" ] && return 1
+  done < "$rule"
+  return 0
+}
+if matches ${JSON.stringify(holdRule)} "$@"; then
+  touch ${JSON.stringify(held)}
+  while [ -e ${JSON.stringify(holdRule)} ]; do sleep 0.05; done
+fi
+if matches ${JSON.stringify(rule)} "$@"; then
+  cat ${JSON.stringify(message)} >&2
+  exit 1
 fi
 exec ${JSON.stringify(realVirsh)} "$@"
 `,
@@ -55,8 +72,15 @@ exec ${JSON.stringify(realVirsh)} "$@"
       writeFileSync(message, `${stderr}\n`);
       writeFileSync(rule, `${words.join('\n')}\n`);
     },
+    hold(words) {
+      rmSync(held, { force: true });
+      writeFileSync(holdRule, `${words.join('\n')}\n`);
+    },
+    holding: () => existsSync(held),
     allow() {
       rmSync(rule, { force: true });
+      rmSync(holdRule, { force: true });
+      rmSync(held, { force: true });
     },
     remove() {
       process.env.PATH = savedPath;
