@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
+import { messageOf } from './domain/errors.ts';
 import { isHostname } from './domain/hostname.ts';
 import { ADDRESS_PLACEHOLDER, defaultPtr } from './domain/reverse-dns-names.ts';
 import { sshFingerprint } from './domain/ssh-fingerprint.ts';
@@ -576,7 +577,7 @@ function readSftpStore(env: Env, name: string, raw: string): BackupStoreConfig {
   try {
     privateKey = readFileSync(keyFile, 'utf8');
   } catch (err) {
-    const why = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    const why = systemCause(err) ?? messageOf(err);
     throw new ConfigError(`VRP_BACKUP_SFTP_KEY_FILE (${keyFile}) cannot be read: ${why}`, { cause: err });
   }
   if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(privateKey))
@@ -811,7 +812,7 @@ function readCaFile(env: Env, name: string): string | undefined {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const why = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    const why = systemCause(err) ?? messageOf(err);
     throw new ConfigError(`${name} (${path}) cannot be read: ${why}`, { cause: err });
   }
   if (!text.includes('-----BEGIN CERTIFICATE-----'))

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type DestinationStream, pino } from 'pino';
 import { type Config, loadConfig } from './config.ts';
 import { type AppContext, createContext } from './context.ts';
+import { messageOf } from './domain/errors.ts';
 import { LOG_REDACT } from './domain/log-redaction.ts';
 import { createDriver, type DriverLog } from './drivers/create-driver.ts';
 import { ExpectedFailure, reportFailure, systemCause } from './expected-failure.ts';
@@ -107,7 +108,7 @@ export function workerLogger(level: Config['logLevel'], stream: DestinationStrea
 function checkBackupStore(ctx: AppContext, log: { warn(obj: object, msg: string): void }): void {
   const store = ctx.backupStore;
   store.probe().catch((err: unknown) => {
-    const why = err instanceof Error ? err.message : String(err);
+    const why = messageOf(err);
     log.warn(
       { backup_store: store.description },
       `the backup store (VRP_BACKUP_STORE=${store.description}) does not answer: ${why}; backups fail until it does`,

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import { type CatalogFile, CatalogFileError, parseCatalogFile } from '../domain/catalog-file.ts';
+import { messageOf } from '../domain/errors.ts';
 import { templatesNeedImages } from '../drivers/template-images.ts';
 import { exportCatalog, importCatalog } from '../store/catalog-import.ts';
 import type { Database } from '../store/schema.ts';
@@ -26,9 +27,7 @@ export async function catalogCommand(
     try {
       parsed = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'));
     } catch (err) {
-      throw new CommandError(
-        `cannot read ${file === '-' ? 'stdin' : file} as JSON: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw new CommandError(`cannot read ${file === '-' ? 'stdin' : file} as JSON: ${messageOf(err)}`);
     }
     let catalog: ReturnType<typeof parseCatalogFile>;
     try {

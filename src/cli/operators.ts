@@ -10,6 +10,7 @@ import {
   setOperatorRoleByName,
 } from '../auth/operators.ts';
 import { resetTwoFactorByName } from '../auth/two-factor.ts';
+import { messageOf } from '../domain/errors.ts';
 import { listOperators } from '../store/repos/operators.ts';
 import type { Database } from '../store/schema.ts';
 import { cliAudit } from './audit.ts';
@@ -25,9 +26,7 @@ function readPassword(): string {
   try {
     text = readFileSync(0, 'utf8');
   } catch (err) {
-    throw new CommandError(
-      `cannot read the password from stdin: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    throw new CommandError(`cannot read the password from stdin: ${messageOf(err)}`);
   }
   const password = text.replace(/\r?\n$/, '');
   if (password === '') throw new CommandError('no password on stdin');

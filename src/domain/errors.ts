@@ -108,3 +108,8 @@ export class ApiError extends Error {
     this.fields = options.fields ?? {};
   }
 }
+
+/** What a caught value says: its message if it is an Error, else the value as text. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../domain/clock.ts';
+import { messageOf } from '../domain/errors.ts';
 import type { HypervisorDriver } from '../drivers/driver.ts';
 import { hostsToProbe, recordProbeAnswered, recordProbeFailed } from '../store/repos/host-health.ts';
 import type { Database } from '../store/schema.ts';
@@ -41,7 +42,7 @@ export function createHostHealth(o: HostHealthOptions): HostHealth {
       await o.driver.probe(host.id);
     } catch (err) {
       answered = false;
-      error = err instanceof Error ? err.message : String(err);
+      error = messageOf(err);
     }
     const now = o.clock.now();
     if (answered) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
+import { messageOf } from '../domain/errors.ts';
 import { digestEmail, digestWebhookBody, notifyRetryDelayMs } from '../domain/notifications.ts';
 import type { SecretBox } from '../domain/secret-box.ts';
 import type { Store } from '../store/database.ts';
@@ -133,7 +134,7 @@ export function createNotificationFlusher(o: FlusherOptions): NotificationFlushe
       if (c.kind === 'email') await sendEmail(c, upTo);
       else await sendWebhook(c, upTo);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = messageOf(err);
       const next = o.clock.now() + notifyRetryDelayMs(c.attempts + 1, o.windowMs);
       o.log.warn(
         {
@@ -163,7 +164,7 @@ export function createNotificationFlusher(o: FlusherOptions): NotificationFlushe
               o.log.warn({ channel }, 'notifications: the hold on a channel was lost while sending to it');
           } catch (err) {
             o.log.warn(
-              { channel, error: err instanceof Error ? err.message : String(err) },
+              { channel, error: messageOf(err) },
               'notifications: the hold on a channel could not be renewed',
             );
           }

@@ -1,5 +1,6 @@
 import type { Transporter } from 'nodemailer';
 import type { SmtpConfig } from '../config.ts';
+import { messageOf } from '../domain/errors.ts';
 
 /** What the notifications' flusher needs of an email sender. */
 export interface MailSender {
@@ -42,7 +43,7 @@ export function createSmtpMailer(smtp: SmtpConfig, from: string, to: readonly st
         );
         await (await transport).sendMail({ from, to: [...to], subject: mail.subject, text: mail.text });
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
+        const message = messageOf(err);
         throw new Error(`SMTP ${smtp.host}:${smtp.port}: ${redact(message)}`);
       }
     },

@@ -4,6 +4,7 @@
  * A backup holds the whole store, including the secret key's check value (`meta.key_check`),
  * which a restore compares with the key of the installation it restores into.
  */
+
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { ensureDataDir } from '../data-dir.ts';
+import { messageOf } from '../domain/errors.ts';
 import { ExpectedFailure } from '../expected-failure.ts';
 
 /** Why a backup or restore was refused or failed; `code` is its stable error_code. */
@@ -52,10 +54,6 @@ function header(file: string, length: number): string {
   } finally {
     closeSync(fd);
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /**

@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { messageOf } from '../../domain/errors.ts';
 import { systemCause } from '../../expected-failure.ts';
 import { type BackupStore, checkKey, storeFailure } from './store.ts';
 
@@ -17,7 +18,7 @@ export function localBackupStore(root: string): BackupStore {
     return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
   };
   const fail = (what: string, err: unknown): never => {
-    const cause = systemCause(err) ?? (err instanceof Error ? err.message : String(err));
+    const cause = systemCause(err) ?? messageOf(err);
     const missing = err instanceof Error && 'code' in err && err.code === 'ENOENT';
     throw storeFailure(`local:${root}`, what, cause, missing, err);
   };

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
+import { messageOf } from '../../domain/errors.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import { DriverError, type LeftoverPass } from '../driver.ts';
 
@@ -28,8 +29,6 @@ export interface LeftoverDeps {
 /** Not held, or held by a process whose hold ran out. */
 const unheld = (t: number) => (eb: ExpressionBuilder<Database, 'libvirt_leftovers'>) =>
   eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<', t)]);
-
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** A copy of the VM that runs on a host where the store does not place the VM. */
 const runningCopy = (vmId: string, hostId: string) =>

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
+import { messageOf } from '../../domain/errors.ts';
 import { networkOf } from '../../store/repos/service-network.ts';
 import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
@@ -1409,7 +1410,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       } catch (err) {
         // The VM has no disk now: only another attempt repairs that, so it is always tried again.
         throw new DriverError(
-          `The disk was removed and its replacement could not be copied (${err instanceof Error ? err.message : String(err)}): the server has no disk until a restore succeeds (this one is tried again while it has attempts left)`,
+          `The disk was removed and its replacement could not be copied (${messageOf(err)}): the server has no disk until a restore succeeds (this one is tried again while it has attempts left)`,
           { transient: true, cause: err, details: err instanceof DriverError ? err.details : undefined },
         );
       }
@@ -1576,12 +1577,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      */
     async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean, clear = true): Promise<void> {
       // The destination does not answer: what it holds of the VM is recorded, to go later.
-      const left = clear
-        ? await removeFrom(to, vm.id).then(
-            () => undefined,
-            (err: unknown) => (err instanceof Error ? err.message : String(err)),
-          )
-        : undefined;
+      const left = clear ? await removeFrom(to, vm.id).then(() => undefined, messageOf) : undefined;
       await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')
@@ -1779,13 +1775,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           await remove(spec.vmId);
         } catch (cleanup) {
           // Left half-cleaned: retry, and the retry fails and cleans up again.
-          throw new DriverError(
-            `${err instanceof Error ? err.message : String(err)} (cleaning up failed; retrying)`,
-            {
-              transient: true,
-              cause: cleanup,
-            },
-          );
+          throw new DriverError(`${messageOf(err)} (cleaning up failed; retrying)`, {
+            transient: true,
+            cause: cleanup,
+          });
         }
         throw err;
       }

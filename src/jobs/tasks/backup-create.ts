@@ -1,3 +1,4 @@
+import { messageOf } from '../../domain/errors.ts';
 import { sumGb } from '../../domain/sizes.ts';
 import type { BackupManifest } from '../../drivers/backup-store/archive.ts';
 import { DriverError } from '../../drivers/driver.ts';
@@ -141,7 +142,7 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
         {
           serviceId: service.id,
           backupId: victim.id,
-          error: err instanceof Error ? err.message : String(err),
+          error: messageOf(err),
         },
         'backup rotation: a rotated-out backup could not be removed now; the next rotation removes it',
       );
