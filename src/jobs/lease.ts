@@ -9,24 +9,40 @@ import { type Fence, FenceDown } from '../drivers/fence.ts';
  * cut off from the store (or stalled) for a whole lease sees its fence go down.
  *
  * The time is checked at each step (`check`), so a process whose event loop was stalled past the
- * lease takes no further step, whatever ran first after the stall; and by the worker's upkeep
- * every third of a lease (`expired`), which stops the task waiting on a call under way. No timer
- * per job: the job pipeline runs thousands a second.
+ * lease takes no further step, whatever ran first after the stall; and at each look of the worker
+ * at its queue, at least every poll (`expired`), which ends the command under way (commands.ts)
+ * and stops the task waiting on it. No timer per job: the job pipeline runs thousands a second
+ * (a timer each cost order -> running ~6 %, bench/FINDINGS.md).
  */
 export class JobLease implements Fence {
   readonly #fence = new AbortController();
   readonly #stop = new AbortController();
   readonly #worker: AbortSignal;
-  #until = 0;
+  readonly #marginMs: number;
+  /** When the fence goes down: the lease's end less the margin. */
+  #downAt = 0;
   #down = false;
   readonly #workerStops = () => this.#stop.abort(this.#worker.reason);
 
-  /** @param worker the worker's signal: aborted when it stops and the run is past its grace period. */
-  constructor(until: number, worker: AbortSignal) {
+  /**
+   * @param until the lease's end as stored (real time, Date.now())
+   * @param worker the worker's signal: aborted when it stops and the run is past its grace period
+   * @param marginMs how long before the lease's end the fence goes down: the run has stopped, its
+   *   command under way ended, before another worker's recovery can take the job (a tenth of a
+   *   lease in the worker, 3 s by default; between machines, their clocks' difference must stay
+   *   well below it; the job's next run begins a retry's backoff after the recovery besides)
+   */
+  constructor(until: number, worker: AbortSignal, marginMs = 0) {
     this.#worker = worker;
+    this.#marginMs = marginMs;
     if (worker.aborted) this.#workerStops();
     else worker.addEventListener('abort', this.#workerStops, { once: true });
     this.renewed(until);
+  }
+
+  /** Taken down: renewals no longer move it on. */
+  get isDown(): boolean {
+    return this.#down;
   }
 
   /** Aborted, with a FenceDown, once the fence is down. */
@@ -41,7 +57,8 @@ export class JobLease implements Fence {
 
   /** The store holds the lease until `until` (real time, Date.now()): the fence stays up until then. */
   renewed(until: number): void {
-    if (!this.#down) this.#until = until;
+    // Two renewals whose answers cross (the stop's and the loop's) leave the later end.
+    if (!this.#down) this.#downAt = Math.max(this.#downAt, until - this.#marginMs);
   }
 
   check(): void {
@@ -51,12 +68,12 @@ export class JobLease implements Fence {
 
   /** True, and the fence down, once the lease's time is over (or it was taken down). */
   expired(): boolean {
-    if (!this.#down && Date.now() >= this.#until) this.down();
+    if (!this.#down && Date.now() >= this.#downAt) this.takeDown();
     return this.#down;
   }
 
   /** The attempt may no longer act: the job is (or may be) another run's. */
-  down(): void {
+  takeDown(): void {
     if (this.#down) return;
     this.#down = true;
     this.end();

@@ -61,7 +61,7 @@ export interface RunDeps extends Omit<TaskContext, 'job' | 'service' | 'from' | 
    * The worker's lease on this run's job (jobs/lease.ts), the fence of the task's driver calls:
    * once it is down, the run takes no further step on the host and ends without a write.
    */
-  readonly lease?: Fence & { readonly stop: AbortSignal };
+  readonly lease?: Fence & { readonly stop: AbortSignal; expired(): boolean };
   readonly tasks: TaskTable;
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
@@ -236,7 +236,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     if (err instanceof LeaseLost) return 'lost';
     // Another worker may run the job now: this run writes nothing more of it (whatever the
     // task failed of), and the job's next run, this worker's or another's, does its work.
-    if (deps.lease?.signal.aborted) {
+    if (deps.lease?.expired()) {
       log.warn(
         { jobId: job.id, action: job.action },
         'the job’s lease ran out before its worker could renew it; this run stopped where it was',

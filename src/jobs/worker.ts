@@ -98,12 +98,16 @@ export function createWorker(o: WorkerOptions): Worker {
    * owns keeps the time it had, and its run stops there.
    */
   const renewLeases = async () => {
-    // Runs whose lease ran out un-renewed stop first, before a renewal that may fail (the store
-    // out of reach) or come too late for them.
-    for (const lease of leases.values()) lease.expired();
+    sweepLeases();
     const until = Date.now() + o.leaseMs;
-    for (const jobId of await extendLeases(o.store, id, [...loop.running.keys()], until))
-      leases.get(jobId)?.renewed(until);
+    // A run whose fence went down is not renewed: its job goes to the next run once the lease ends.
+    const held = [...loop.running.keys()].filter((jobId) => leases.get(jobId)?.isDown !== true);
+    for (const jobId of await extendLeases(o.store, id, held, until)) leases.get(jobId)?.renewed(until);
+  };
+
+  /** Runs whose lease is near its end un-renewed stop: before a renewal that may fail (the store out of reach) or come too late. */
+  const sweepLeases = () => {
+    for (const lease of leases.values()) lease.expired();
   };
 
   async function maintenance(now: number) {
@@ -114,6 +118,7 @@ export function createWorker(o: WorkerOptions): Worker {
 
   /** Claims and starts what it can; true if it filled every free slot (there may be more). */
   async function tick(): Promise<boolean> {
+    sweepLeases();
     const now = o.clock.now();
     if (Date.now() - lastMaintenance >= o.leaseMs / 3) {
       lastMaintenance = Date.now();
@@ -127,8 +132,8 @@ export function createWorker(o: WorkerOptions): Worker {
       const started = performance.now();
       // Claimed again while an earlier run of it goes on here (its lease ran out, and recovery
       // queued it): that run is stale, and stops.
-      leases.get(job.id)?.down();
-      const lease = new JobLease(until, loop.workSignal);
+      leases.get(job.id)?.takeDown();
+      const lease = new JobLease(until, loop.workSignal, o.leaseMs / 10);
       leases.set(job.id, lease);
       // A run that throws has no outcome: its lease expires and it is retried.
       let ended: JobRunStatus = 'error';

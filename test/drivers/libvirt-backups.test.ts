@@ -125,23 +125,20 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     .values({ id: 'tiny', name: 'tiny', image: libvirtTemplate ?? '', created_at: 0, updated_at: 0 })
     .execute();
   const commands: string[] = [];
-  driver = await createDriver(
-    loadConfig({
-      VRP_DATA_DIR: work,
-      VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_HOSTS: `a,${hostA.uri},4,8,100;b,${hostB.uri},4,8,100`,
-      VRP_STOP_TIMEOUT: '3s',
-    }),
-    store.db,
-    {
-      info() {},
-      debug(obj) {
-        commands.push((obj as { command: string }).command);
-      },
-      warn() {},
-      error() {},
+  const config = loadConfig({
+    VRP_DATA_DIR: work,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_HOSTS: `a,${hostA.uri},4,8,100;b,${hostB.uri},4,8,100`,
+    VRP_STOP_TIMEOUT: '3s',
+  });
+  driver = await createDriver(config, store.db, {
+    info() {},
+    debug(obj) {
+      commands.push((obj as { command: string }).command);
     },
-  );
+    warn() {},
+    error() {},
+  });
   const d = driver;
   const vmId = `0193bk00-0000-7000-8000-${suffix.padStart(12, '0').slice(-12)}`;
   const domain = `vrp-${vmId}`;
@@ -511,6 +508,30 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await next.commit();
       await next.close();
       assert.deepEqual(checkpoints(), ['b6']);
+      // A terminate whose lease runs out while it removes the VM (fence.ts): the command under
+      // way is ended, and the VM keeps its record and addresses for the job's next run; a host
+      // that merely did not answer would have let them go.
+      const addresses = (await d.inspect(vmId))?.ips;
+      const lease = new AbortController();
+      const fence = { signal: lease.signal, check: () => lease.signal.throwIfAborted() };
+      const wrapper = installVirshWrapper();
+      // The driver of a process that did not create the VM (this one's, restarted).
+      const restarted = await createDriver(config, store.db);
+      try {
+        wrapper.hold(['undefine', domain]);
+        const late = fenced(fence, () => restarted.destroy(vmId)).catch((e: unknown) => e);
+        await waitUntil('the removal to reach the domain', () => wrapper.holding());
+        lease.abort(new FenceDown());
+        assert.ok((await late) instanceof FenceDown, String(await late));
+      } finally {
+        wrapper.remove();
+        await restarted.close();
+      }
+      assert.deepEqual(
+        (await d.inspect(vmId))?.ips,
+        addresses,
+        'the VM is still recorded, its addresses its own',
+      );
       await d.destroy(vmId);
       assert.equal(await d.inspect(vmId), undefined);
       assert.deepEqual(

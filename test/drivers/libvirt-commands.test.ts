@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -7,6 +7,7 @@ import { DriverError } from '../../src/drivers/driver.ts';
 import { checkFence, FenceDown, fenced } from '../../src/drivers/fence.ts';
 import { type Commands, createCommands, isNoDomain } from '../../src/drivers/libvirt/commands.ts';
 import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
+import { waitUntil } from '../helpers/budget.ts';
 
 const { run } = createCommands();
 const fail = (stderr: string) => run('sh', ['-c', `echo "${stderr}" >&2; exit 1`], 'Could not start the VM');
@@ -132,4 +133,36 @@ test("a host's pool made ready for several jobs at once is not stopped by the fe
   assert.equal(await secondReady, '/var/lib/vrp/pool', 'the second job has its pool');
   assert.equal(await firstReady, '/var/lib/vrp/pool', 'the shared work finished, for the first too');
   assert.deepEqual(asked, ['pool-list', 'pool-dumpxml', 'pool-info'], 'asked once for both');
+});
+
+test('a command under way when its attempt’s fence goes down is ended, and the attempt told why', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'vrp-fence-'));
+  try {
+    const fence = testFence();
+    const pidFile = join(dir, 'pid');
+    const late = fenced(fence, () =>
+      run('sh', ['-c', 'echo $$ > "$0"; exec sleep 600', pidFile], 'Could not copy the disk', 900_000),
+    ).catch((e: unknown) => e);
+    const pid = Number(
+      await waitUntil(
+        'the command to start',
+        async () => /^[0-9]+\n$/.exec(await readFile(pidFile, 'utf8').catch(() => ''))?.[0],
+      ),
+    );
+    assert.ok(pid > 0);
+    fence.down();
+    const err = await late;
+    assert.ok(err instanceof FenceDown, String(err));
+    // Ended (SIGTERM), not left to run its ten minutes.
+    await waitUntil('the command to end', () => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

@@ -16,12 +16,14 @@ import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { VmSpec } from '../../src/drivers/driver.ts';
+import { FenceDown, fenced } from '../../src/drivers/fence.ts';
 import { reserveDestination } from '../../src/drivers/hosts.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { diskImage } from '../helpers/disk-image.ts';
 import { guestReports, guestWait, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
 
 const script = join(import.meta.dirname, '../../scripts/libvirt/test-host.sh');
 const skip = noLibvirtTemplate || (!existsSync(script) && 'needs scripts/libvirt/test-host.sh');
@@ -285,6 +287,29 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.equal(await used('b'), 0, "B's reservation was given back");
     assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
     assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'the same run of the domain');
+
+    // (h) An attempt whose lease runs out as its migration begins (fence.ts): its `virsh migrate`
+    // is ended, and it undoes nothing (the job's next run may be moving the VM by then): the mark
+    // and B's reservation stay for that run, here a give-up's abandonMigration, which settles them.
+    const lease = new AbortController();
+    const fence = { signal: lease.signal, check: () => lease.signal.throwIfAborted() };
+    const wrapper = installVirshWrapper();
+    try {
+      wrapper.hold(['migrate', dom]);
+      const late = fenced(fence, () => driver.migrate(vm1, 'b')).catch((e: unknown) => e);
+      await waitUntil('the migration to begin', () => wrapper.holding(), { budgetMs: slowWaitMs(600_000) });
+      lease.abort(new FenceDown());
+      assert.ok((await late) instanceof FenceDown, String(await late));
+    } finally {
+      wrapper.remove();
+    }
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: 'b' }, 'the move left to the next run');
+    assert.ok((await used('b')) > 0, "B's reservation kept for it");
+    await driver.abandonMigration(vm1);
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'the same run of the domain');
+    assert.ok(!domains(uriB).includes(dom), 'nothing of it on B');
 
     // (e) B stopped while libvirt's migration job runs (seen on A's domjobinfo): the same.
     const moving = driver.migrate(vm1, 'b');

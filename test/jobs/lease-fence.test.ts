@@ -9,11 +9,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
+import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
 import { FenceDown } from '../../src/drivers/fence.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
+import { JobLease } from '../../src/jobs/lease.ts';
 import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import type { Database } from '../../src/store/schema.ts';
@@ -151,6 +153,52 @@ for (const store of testStores()) {
         assert.equal((await s.jobRow('backup_create')).locked_by, 'another-worker');
       }));
 
+    test('a deletion whose lease runs out before its store fails for good leaves the backup to the job’s next run', () =>
+      withRunningService(store, async (s) => {
+        const db = s.t.ctx.store.db;
+        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/backup/create`)).status, 200);
+        const first = s.worker();
+        const backups = async () => (await call(s.t, s.token, 'GET', `service/${s.id}/backups`)).body.data;
+        await until(async () => (await backups())[0]?.status === 'available', 'the backup to be taken');
+        const [made] = await backups();
+        await first.stop(0);
+        const app = backupDeps(s.t.ctx);
+        let open!: () => void;
+        const gate = new Promise<void>((r) => {
+          open = r;
+        });
+        let removing = false;
+        // The store refuses the removal for good, once the test lets it answer.
+        const refusing: BackupDeps = {
+          ...app,
+          archive: {
+            ...app.archive,
+            async remove() {
+              removing = true;
+              await gate;
+              throw new BackupStoreError('Backup store test: the bucket refuses the deletion', {
+                transient: false,
+              });
+            },
+          },
+        };
+        const res = await call(s.t, s.token, 'POST', `service/${s.id}/backup/delete/${made.backup_id}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        const w = s.worker({}, { backups: refusing, leaseMs: 300 });
+        await until(() => removing, 'the removal to begin');
+        await giveToAnotherWorker(db, (await s.jobRow('backup_delete')).id);
+        const given = Date.now();
+        await until(() => Date.now() > given + 300, 'the lease to run out');
+        open();
+        await until(() => w.running === 0, 'the old run to end');
+
+        const [after] = (await call(s.t, s.token, 'GET', `service/${s.id}/backups`)).body.data;
+        assert.equal(after.status, 'deleting', 'not settled by the run that lost its lease');
+        const job = await s.jobRow('backup_delete');
+        assert.equal(job.locked_by, 'another-worker');
+        assert.equal(job.finished_at, null);
+      }));
+
     test('a worker that renews its lease runs a job for many leases, to its end', () =>
       withRunningService(store, async (s) => {
         let waited = false;
@@ -170,3 +218,30 @@ for (const store of testStores()) {
       }));
   });
 }
+
+test('a lease’s fence goes down its margin before the lease’s end, keeps the later of two renewals, and stays down', () => {
+  const worker = new AbortController();
+  const now = Date.now();
+  const lease = new JobLease(now + 60_000, worker.signal, 6_000);
+  lease.check();
+  assert.equal(lease.expired(), false);
+  // Two renewals whose answers crossed: the earlier end does not shorten the lease.
+  lease.renewed(now + 90_000);
+  lease.renewed(now + 70_000);
+  assert.equal(lease.expired(), false);
+  // Down once its end less the margin has passed (no timer: the look at the clock takes it down).
+  const ended = new JobLease(now + 5_000, worker.signal, 6_000);
+  assert.equal(ended.expired(), true);
+  assert.ok(ended.signal.reason instanceof FenceDown);
+  assert.ok(ended.stop.aborted, 'the task is told to stop');
+  assert.throws(() => ended.check(), FenceDown);
+  ended.renewed(now + 600_000);
+  assert.equal(ended.isDown, true, 'a renewal does not raise it again');
+  // The worker's stop reaches the task's signal, and not the fence: a shutdown is no lost lease.
+  worker.abort(new Error('The worker is stopping'));
+  assert.equal(lease.stop.aborted, true);
+  assert.equal(lease.signal.aborted, false);
+  lease.check();
+  lease.end();
+  ended.end();
+});

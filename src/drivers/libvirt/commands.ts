@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { type CommandDetails, DriverError } from '../driver.ts';
-import { checkFence } from '../fence.ts';
+import { checkFence, fenceSignal } from '../fence.ts';
 
 export interface CommandResult {
   readonly stdout: string;
@@ -67,12 +67,14 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
     input?: string,
   ): Promise<CommandResult> {
     const line = `${command} ${args.join(' ')}`;
-    // A job attempt whose lease ran out takes no further step on a host (fence.ts).
+    // A job attempt whose lease ran out takes no further step on a host (fence.ts), and the
+    // command under way when it does is ended (as the process's death would end it).
     try {
       checkFence();
     } catch (err) {
       return Promise.reject(err);
     }
+    const fence = fenceSignal();
     if (closed) {
       return Promise.reject(
         new DriverError(`${what} (the provider is shutting down)`, {
@@ -95,12 +97,18 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
         // The C locale: virsh translates what it prints (a domain's state, pool-info's labels, its
         // errors), and the driver reads those words; a host whose locale is German would have every
         // VM read as stopped.
-        { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+        {
+          timeout: timeoutMs,
+          maxBuffer: 16 * 1024 * 1024,
+          env: { ...process.env, LC_ALL: 'C' },
+          ...(fence && { signal: fence }),
+        },
         (err, stdout, stderr) => {
           running.delete(child);
           exited();
           onTiming?.({ command: shortName(command, args), ms: performance.now() - started, ok: !err });
           if (!err) return resolve({ stdout, stderr });
+          if (fence?.aborted) return reject(fence.reason);
           const e = err as { code?: number | string; signal?: string | null; killed?: boolean };
           const details: CommandDetails = {
             command: line,

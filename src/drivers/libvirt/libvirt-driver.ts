@@ -25,7 +25,7 @@ import {
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
-import { unfenced } from '../fence.ts';
+import { checkFence, FenceDown, unfenced } from '../fence.ts';
 import { free, placeVm, reserveDestination, resizeVm, retakeDestination } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
@@ -689,12 +689,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await removeFrom(vm.host_id, vmId);
       } catch (err) {
         // libvirt out of reach: if this process never reached the host for this VM (its first
-        // command there, `domstate`, failed), there is nothing there to remove.
-        if (!(err instanceof DriverError && err.transient && !reached.has(vmId))) throw err;
+        // command there, `domstate`, failed), there is nothing there to remove. A run whose lease
+        // ran out (fence.ts) did not find the host silent: it stops, and keeps the VM's records.
+        if (err instanceof FenceDown || !(err instanceof DriverError && err.transient && !reached.has(vmId)))
+          throw err;
       }
       // Half-way through a migration: the destination's copy and reservation go too.
       if (vm.migrating_to) await removeFrom(vm.migrating_to, vmId);
     }
+    checkFence();
     await ipPool.release(vmId);
     if (vm) {
       await db.transaction().execute(async (tx) => {
@@ -1576,8 +1579,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * the VM runs on the source again if it ran.
      */
     async function undo(vm: LibvirtVmTable, to: string, wasRunning: boolean, clear = true): Promise<void> {
+      // Not by a run whose lease ran out (fence.ts): the job's next run may be moving the VM.
+      checkFence();
       // The destination does not answer: what it holds of the VM is recorded, to go later.
       const left = clear ? await removeFrom(to, vm.id).then(() => undefined, messageOf) : undefined;
+      checkFence();
       await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')

@@ -2,6 +2,7 @@ import { messageOf } from '../../domain/errors.ts';
 import { sumGb } from '../../domain/sizes.ts';
 import type { BackupManifest } from '../../drivers/backup-store/archive.ts';
 import { DriverError } from '../../drivers/driver.ts';
+import { checkFence, FenceDown } from '../../drivers/fence.ts';
 import {
   type Backup,
   backupsNamedByPendingJobs,
@@ -36,6 +37,8 @@ export const backupCreate: Task<'backup_create'> = async (tc) => {
     // not taken twice). Otherwise, or on the last attempt, nothing of it counts.
     const last = job.attempts >= tc.maxAttempts;
     if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last)) {
+      // Not by a run whose lease ran out: the job may be another run's now (fence.ts).
+      checkFence();
       await setBackupStatus(db, backupId, 'failed', clock.now(), 0);
       await backups.archive.remove(service.id, backupId).catch(() => undefined);
       await tc.driver.dropCheckpoint(service.id, backupId).catch(() => undefined);
@@ -136,6 +139,8 @@ async function rotate(tc: TaskContext<'backup_create'>, backup: Backup, manifest
       if (!(await takeForRemoval(tc, victim))) continue;
       await removeBackup(db, { archive: backups.archive, driver }, victim, clock.now());
     } catch (err) {
+      // A run whose lease ran out stops here: its job's next run rotates again.
+      if (err instanceof FenceDown) throw err;
       // Whatever this settling meets, the new backup stays: it holds what a rotated parent had.
       await settleUnremoved(db, backups.archive, victim, clock.now()).catch(() => undefined);
       tc.log.warn(

@@ -1,4 +1,5 @@
 import { DriverError } from '../../drivers/driver.ts';
+import { checkFence } from '../../drivers/fence.ts';
 import { findBackup } from '../../store/repos/backups.ts';
 import { removeBackup, settleUnremoved } from '../backup-chain.ts';
 import type { Task } from '../task.ts';
@@ -27,8 +28,11 @@ export const backupDelete: Task<'backup_delete'> = async ({
     await removeBackup(db, { archive: backups.archive, driver }, backup, clock.now());
   } catch (err) {
     const last = job.attempts >= maxAttempts;
-    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last))
+    if (!signal.aborted && (!(err instanceof DriverError && err.transient) || last)) {
+      // Not by a run whose lease ran out: the job may be another run's now (fence.ts).
+      checkFence();
       await settleUnremoved(db, backups.archive, backup, clock.now());
+    }
     throw err;
   }
   return {};
