@@ -4,13 +4,14 @@
  * under way, so it ends at once and its job goes back to the queue. The abandoned call is left to
  * finish or fail on its own: driver operations are idempotent, and the re-run finds its work.
  *
- * With the attempt's `fence` (its lease, jobs/lease.ts), each call runs inside it: once the lease
- * has run out un-renewed, the call under way takes no further step on the host either
- * (drivers/fence.ts), as another worker may be running the job by then; `signal` then fires
- * too (the lease's `stop`), and the task stops waiting.
+ * With the attempt's `fence` (its lease, jobs/lease.ts), no call starts once the lease has run
+ * out un-renewed. The calls run inside that fence (run-job.ts runs the task in it), so the call
+ * under way takes no further step on the host either (drivers/fence.ts), as another worker may
+ * be running the job by then; `signal` then fires too (the lease's `stop`), and the task stops
+ * waiting.
  */
 import type { HypervisorDriver } from '../drivers/driver.ts';
-import { type Fence, fenced } from '../drivers/fence.ts';
+import type { Fence } from '../drivers/fence.ts';
 
 export function abortableDriver(
   driver: HypervisorDriver,
@@ -22,8 +23,7 @@ export function abortableDriver(
     async (...args: T): Promise<R> => {
       signal.throwIfAborted();
       fence?.check();
-      const work = fence ? fenced(fence, () => call.apply(driver, args)) : call.apply(driver, args);
-      return untilAborted(work, signal);
+      return untilAborted(call.apply(driver, args), signal);
     };
   return {
     name: driver.name,

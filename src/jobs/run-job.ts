@@ -83,6 +83,13 @@ const STORE_REFUSED = 'the database could not complete a step just now';
 /** What happened, for logs and tests. */
 export type RunOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
 
+/**
+ * `work` inside the run's fence, if it has one (drivers/fence.ts): the task, and the driver calls
+ * of a job's end.
+ */
+const inFence = <R>(deps: RunDeps, work: () => Promise<R>): Promise<R> =>
+  deps.lease ? fenced(deps.lease, work) : work();
+
 /** The task stops for a shutdown past its grace period, and for a lease run out un-renewed. */
 const stopOf = (deps: RunDeps): AbortSignal => deps.lease?.stop ?? deps.signal;
 
@@ -229,9 +236,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   };
   try {
     // The whole task inside the run's fence: its driver steps and its writes to the backup store.
-    change = await (deps.lease
-      ? fenced(deps.lease, () => runTask(deps.tasks, job, context))
-      : runTask(deps.tasks, job, context));
+    change = await inFence(deps, () => runTask(deps.tasks, job, context));
   } catch (err) {
     if (err instanceof LeaseLost) return 'lost';
     // Another worker may run the job now: this run writes nothing more of it (whatever the
@@ -447,12 +452,15 @@ async function finish(
 ): Promise<RunOutcome> {
   // A backup being taken that the end will make `failed`: its checkpoint goes first, while the
   // job still holds the service.
-  if (ending.status === 'failed' && ending.backup?.shown === 'creating')
-    await abandonGivenUpExport(
-      deps.db,
-      abortableDriver(deps.driver, stopOf(deps), deps.lease),
-      ending.backup.id,
-      deps.log,
+  const giveUp = ending.status === 'failed' ? ending.backup : undefined;
+  if (giveUp?.shown === 'creating')
+    await inFence(deps, () =>
+      abandonGivenUpExport(
+        deps.db,
+        abortableDriver(deps.driver, stopOf(deps), deps.lease),
+        giveUp.id,
+        deps.log,
+      ),
     );
   // A migration the end leaves failed: its move goes too, while the job still holds the service.
   if (ending.status === 'failed' && job.action === 'migrate') await abandonUnfinishedMigration(deps, job);
@@ -486,7 +494,9 @@ async function finish(
  */
 async function abandonUnfinishedMigration(deps: RunDeps, job: Job): Promise<void> {
   try {
-    await abortableDriver(deps.driver, stopOf(deps), deps.lease).abandonMigration(job.serviceId);
+    await inFence(deps, () =>
+      abortableDriver(deps.driver, stopOf(deps), deps.lease).abandonMigration(job.serviceId),
+    );
   } catch (err) {
     deps.log.warn(
       { err, jobId: job.id, serviceId: job.serviceId },

@@ -98,7 +98,6 @@ export function createWorker(o: WorkerOptions): Worker {
    * owns keeps the time it had, and its run stops there.
    */
   const renewLeases = async () => {
-    sweepLeases();
     const until = Date.now() + o.leaseMs;
     // A run whose fence went down is not renewed: its job goes to the next run once the lease ends.
     const held = [...loop.running.keys()].filter((jobId) => leases.get(jobId)?.isDown !== true);
@@ -180,7 +179,11 @@ export function createWorker(o: WorkerOptions): Worker {
       const renewal = setInterval(
         () => {
           renewing = renewing
-            .then(renewLeases)
+            .then(() => {
+              // The loop's looks, which sweep them too, have ended.
+              sweepLeases();
+              return renewLeases();
+            })
             .catch((err) =>
               o.log.warn({ error: String(err) }, 'the running jobs’ leases could not be renewed'),
             );

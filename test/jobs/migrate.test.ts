@@ -91,6 +91,16 @@ async function thirdHost(s: ServiceFixture, ops: string): Promise<string> {
   return res.body.data.host_id as string;
 }
 
+/** A worker terminates the service: the room of the move's reservation and of the VM's host both come back. */
+async function terminateFreesBoth(s: ServiceFixture, reservedOn: string, vmHost: string) {
+  const st = s.t.ctx.store;
+  s.worker();
+  assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
+  await waitForStatus(s.t, s.token, s.id, 'terminated');
+  assert.deepEqual(await used(st, reservedOn), [0, 0, 0], "the reservation's host");
+  assert.deepEqual(await used(st, vmHost), [0, 0, 0], "the VM's host");
+}
+
 /**
  * A migration of the service's VM begun outside any job (on a driver of its own, whose move hangs
  * before it switches over): what a migrate job given up before the fix left behind, the
@@ -363,11 +373,7 @@ for (const store of testStores()) {
         assert.equal(after.vm.migrating_to, to, 'the move stays recorded, for the next migration to check');
         assert.notDeepEqual(await used(st, to), [0, 0, 0]);
         assert.equal((await waitForStatus(s.t, s.token, s.id, () => true)).status, 'running');
-        s.worker();
-        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
-        await waitForStatus(s.t, s.token, s.id, 'terminated');
-        assert.deepEqual(await used(st, to), [0, 0, 0], "the reservation's host");
-        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], "the VM's host");
+        await terminateFreesBoth(s, to, before.vm.host_id);
         await dying.close();
       }));
 
@@ -435,11 +441,7 @@ for (const store of testStores()) {
         const before = await placement(st, s.id);
         const { stranded, held } = await strandedMove(s, null);
         assert.notDeepEqual(await used(st, held), [0, 0, 0]);
-        s.worker();
-        assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/terminate`)).status, 200);
-        await waitForStatus(s.t, s.token, s.id, 'terminated');
-        assert.deepEqual(await used(st, held), [0, 0, 0], "the reservation's host");
-        assert.deepEqual(await used(st, before.vm.host_id), [0, 0, 0], "the VM's host");
+        await terminateFreesBoth(s, held, before.vm.host_id);
         await stranded.close();
       }));
   });
