@@ -202,14 +202,18 @@ for (const store of testStores()) {
     test('a worker that renews its lease runs a job for many leases, to its end', () =>
       withRunningService(store, async (s) => {
         let waited = false;
-        // A restart that takes five of its leases before it asks the hypervisor to reboot.
+        // A lease long enough that a loaded machine's pauses between renewals (a fifth of a second
+        // and more under coverage on two busy cores) stay well inside it: the fence goes down at 0.9
+        // of a lease un-renewed, and the worker renews every third of one.
+        const leaseMs = 1000;
+        // A restart that takes three and a half of its leases before it asks the hypervisor to reboot.
         const restart: Task<'restart'> = async (tc) => {
-          await new Promise((r) => setTimeout(r, 1500));
+          await new Promise((r) => setTimeout(r, leaseMs * 3.5));
           waited = true;
           return TASKS.restart(tc);
         };
         assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/restart`)).status, 200);
-        const w = s.worker({ restart }, { leaseMs: 300 });
+        const w = s.worker({ restart }, { leaseMs });
         await until(() => waited && w.running === 0, 'the restart to end');
         const job = await s.jobRow('restart');
         assert.equal(job.status, 'succeeded', String(job.error));
