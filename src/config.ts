@@ -207,6 +207,8 @@ export interface Config {
   readonly jobMaxAttempts: number;
   /** How long a graceful stop waits before the power is forced off (ms). */
   readonly stopTimeoutMs: number;
+  /** How long a template copy no VM uses and no record names stays on a libvirt host before it is removed (ms). */
+  readonly templateSweepGraceMs: number;
   /** Steady requests per second per application; 0 turns rate limiting off. */
   readonly rateLimit: number;
   readonly rateBurst: number;
@@ -865,6 +867,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
     jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),
     stopTimeoutMs: readDurationMs(env, 'VRP_STOP_TIMEOUT', 120_000, 0),
+    templateSweepGraceMs: readDurationMs(env, 'VRP_TEMPLATE_SWEEP_GRACE', 2 * 3_600_000, 0),
     rateLimit: readInt(env, 'VRP_RATE_LIMIT', 50, 0, 1_000_000),
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),

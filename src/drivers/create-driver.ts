@@ -45,6 +45,7 @@ export async function createDriver(
       bridge: config.libvirtBridge,
       stopTimeoutMs: config.stopTimeoutMs,
       rescueImage: config.rescueImage,
+      templateGraceMs: config.templateSweepGraceMs,
     });
   }
   await seedHosts(db, 'simulated', config.simulatedHosts, Date.now());

@@ -166,6 +166,14 @@ export interface LeftoverPass {
   readonly failed: readonly { readonly vmId: string; readonly error: string }[];
 }
 
+/** What one sweep of a host's template copies did (HypervisorDriver.clearUnusedTemplates). */
+export interface TemplateSweep {
+  /** The volumes removed. */
+  readonly removed: readonly string[];
+  /** Those that could not be, with why (the next sweep tries again). */
+  readonly failed: readonly { readonly volume: string; readonly error: string }[];
+}
+
 export interface HypervisorDriver {
   /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
   readonly name: 'simulated' | 'libvirt';
@@ -205,6 +213,13 @@ export interface HypervisorDriver {
    * reconciler calls it once per pass over each host it reconciles.
    */
   clearLeftovers?(hostId: string): Promise<LeftoverPass>;
+  /**
+   * Removes the copies of templates on `hostId` that no VM uses and no record names (an older
+   * upload of an image the catalogue has changed since, an upload whose worker died), once they
+   * have been so for a grace period (libvirt only). The reconciler calls it once per pass over
+   * each host it reconciles.
+   */
+  clearUnusedTemplates?(hostId: string): Promise<TemplateSweep>;
   /**
    * Asks the host whether it answers (libvirt: its connection): resolves if it does, throws a
    * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.

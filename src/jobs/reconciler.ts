@@ -27,6 +27,8 @@ export interface HostPass {
   readonly corrections: readonly { readonly serviceId: string; readonly kind: CorrectionKind }[];
   /** The VMs whose old copy the host no longer holds after the pass (HypervisorDriver.clearLeftovers). */
   readonly leftoversCleared: readonly string[];
+  /** The template volumes no VM used that the pass removed from the host (HypervisorDriver.clearUnusedTemplates). */
+  readonly templatesRemoved: readonly string[];
 }
 
 export interface Reconciler {
@@ -57,7 +59,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
   async function reconcileHost(hostId: string): Promise<HostPass> {
     const started = realNow();
     if (!(await claimHostLease(o.db, hostId, id, started, started + leaseMs))) {
-      return { hostId, outcome: 'taken', corrections: [], leftoversCleared: [] };
+      return { hostId, outcome: 'taken', corrections: [], leftoversCleared: [], templatesRemoved: [] };
     }
     const corrections: { serviceId: string; kind: CorrectionKind }[] = [];
     let outcome: HostPass['outcome'] = 'reconciled';
@@ -90,7 +92,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           'reconciler: the host did not list its VMs; next pass tries again',
         );
         outcome = 'unreachable';
-        return { hostId, outcome, corrections, leftoversCleared: [] };
+        return { hostId, outcome, corrections, leftoversCleared: [], templatesRemoved: [] };
       }
       for (const s of services) {
         const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
@@ -113,7 +115,8 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         }
       }
       const leftoversCleared = outcome === 'reconciled' ? await clearLeftovers(hostId) : [];
-      return { hostId, outcome, corrections, leftoversCleared };
+      const templatesRemoved = outcome === 'reconciled' ? await clearUnusedTemplates(hostId) : [];
+      return { hostId, outcome, corrections, leftoversCleared, templatesRemoved };
     } finally {
       // The next pass over this host, by any process, is due one interval after this one began.
       if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
@@ -139,6 +142,29 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       o.log.warn(
         { hostId, error: String(err) },
         "reconciler: the host's old copies of VMs could not be listed; next pass tries again",
+      );
+      return [];
+    }
+  }
+
+  /** Removes the host's template copies that no VM uses any more; a failure is logged, and the next pass tries again. */
+  async function clearUnusedTemplates(hostId: string): Promise<readonly string[]> {
+    if (!o.driver.clearUnusedTemplates) return [];
+    try {
+      const done = await o.driver.clearUnusedTemplates(hostId);
+      if (done.removed.length > 0)
+        o.log.info({ hostId, volumes: done.removed }, 'reconciler: removed template copies no VM uses');
+      for (const f of done.failed)
+        o.log.warn(
+          { hostId, volume: f.volume, error: f.error },
+          'reconciler: a template copy no VM uses could not be removed; next pass tries again',
+        );
+      return done.removed;
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      o.log.warn(
+        { hostId, error: String(err) },
+        "reconciler: the host's template copies could not be checked; next pass tries again",
       );
       return [];
     }

@@ -56,6 +56,15 @@ async function correctionCount(t: TestApp, kind: string): Promise<number> {
   return metric.values.find((v) => v.labels['kind'] === kind)?.value ?? 0;
 }
 
+const hostOfService = async (t: TestApp, id: string) =>
+  (
+    await t.ctx.store.db
+      .selectFrom('services')
+      .select('host_id')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+  ).host_id;
+
 const power = async (t: TestApp, id: string) => (await t.driver!.inspect(id))?.power;
 
 for (const store of testStores()) {
@@ -420,13 +429,7 @@ for (const store of testStores()) {
       try {
         const token = await t.token();
         const id = await orderRunning(t, token, 'leftovers.example.com');
-        const hostOf = (
-          await t.ctx.store.db
-            .selectFrom('services')
-            .select('host_id')
-            .where('id', '=', id)
-            .executeTakeFirstOrThrow()
-        ).host_id;
+        const hostOf = await hostOfService(t, id);
         const asked: string[] = [];
         const warned: { obj: Record<string, unknown>; msg: string }[] = [];
         const driver = {
@@ -497,6 +500,75 @@ for (const store of testStores()) {
         }).pass();
         assert.ok(failing.every((p) => p.outcome === 'reconciled' && p.leftoversCleared.length === 0));
         assert.ok(warned.some((w) => /old copies of VMs could not be listed/.test(w.msg)));
+      } finally {
+        await t.close();
+      }
+    });
+
+    test("each pass sweeps the hosts' unused template copies; what was removed and what stays are logged", async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const id = await orderRunning(t, token, 'templates.example.com');
+        const hostOf = await hostOfService(t, id);
+        const swept: string[] = [];
+        const logged: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
+        const at =
+          (level: string) =>
+          (...args: unknown[]) => {
+            logged.push({ level, obj: args[0] as Record<string, unknown>, msg: String(args[1]) });
+          };
+        const log = { info: at('info'), warn: at('warn'), error: at('error') };
+        const driver = {
+          ...t.driver!,
+          async clearUnusedTemplates(hostId: string) {
+            swept.push(hostId);
+            return hostId === hostOf
+              ? {
+                  removed: ['template-a-0123456789ab-00000001.qcow2'],
+                  failed: [{ volume: 'template-b-0123456789ab-00000002.qcow2', error: 'Could not delete' }],
+                }
+              : { removed: [], failed: [] };
+          },
+        };
+        const reconcile = (d: typeof driver) =>
+          createReconciler({ db: t.ctx.store.db, driver: d, clock: t.ctx.clock, log, intervalMs: 0 }).pass();
+        const passes = await reconcile(driver);
+        assert.deepEqual(swept.sort(), passes.map((p) => p.hostId).sort(), 'every host swept');
+        assert.deepEqual(passes.find((p) => p.hostId === hostOf)?.templatesRemoved, [
+          'template-a-0123456789ab-00000001.qcow2',
+        ]);
+        assert.deepEqual(
+          logged
+            .filter((l) => /template cop/.test(l.msg))
+            .map((l) => [l.level, l.obj['hostId'], l.obj['volumes'] ?? l.obj['volume']]),
+          [
+            ['info', hostOf, ['template-a-0123456789ab-00000001.qcow2']],
+            ['warn', hostOf, 'template-b-0123456789ab-00000002.qcow2'],
+          ],
+        );
+        // A sweep that fails altogether: logged, the pass goes on for every host.
+        logged.length = 0;
+        const failing = await reconcile({
+          ...driver,
+          clearUnusedTemplates: async () => {
+            throw new Error('the host could not be read');
+          },
+        });
+        assert.ok(failing.every((p) => p.outcome === 'reconciled' && p.templatesRemoved.length === 0));
+        assert.ok(
+          logged.some((l) => l.level === 'warn' && /template copies could not be checked/.test(l.msg)),
+        );
+        // A host that does not answer its listing is not swept.
+        swept.length = 0;
+        const unreachable = await reconcile({
+          ...driver,
+          powerStates: async () => {
+            throw new Error('no answer');
+          },
+        });
+        assert.equal(unreachable.find((p) => p.hostId === hostOf)?.outcome, 'unreachable');
+        assert.ok(hostOf && !swept.includes(hostOf));
       } finally {
         await t.close();
       }

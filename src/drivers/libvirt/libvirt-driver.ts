@@ -37,6 +37,7 @@ import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import { createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
+import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
 import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
 
@@ -70,6 +71,11 @@ export interface LibvirtDriverOptions {
   readonly stopTimeoutMs: number;
   /** The rescue system's image (VRP_RESCUE_IMAGE), for hosts without one of their own (`rescue_image`). */
   readonly rescueImage?: string | undefined;
+  /**
+   * How long a template copy no VM uses and no record names stays on its host before the
+   * reconciler's pass removes it (VRP_TEMPLATE_SWEEP_GRACE; template-sweep.ts).
+   */
+  readonly templateGraceMs?: number;
   readonly now?: () => number;
 }
 
@@ -325,6 +331,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     state: (vm) => state(vm),
     removeFrom,
     onLeftover: o.onLeftover,
+  });
+  const sweepTemplates = createTemplateSweep({
+    db,
+    now,
+    graceMs: o.templateGraceMs ?? TEMPLATE_GRACE_MS,
+    list: (uri) => pool.list(uri),
+    named: (uri, volumes) => uploadsNamedOnHost(commands, uri, volumes),
+    remove: (uri, volume) => pool.remove(uri, volume),
   });
   const volPath = (name: string) => join(o.storage, name);
   /**
@@ -1726,6 +1740,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     migrate: (vmId, toHostId) => migration.migrate(vmId, toHostId),
     abandonMigration: (vmId) => migration.abandon(vmId),
     clearLeftovers: (hostId) => leftovers.clear(hostId),
+    clearUnusedTemplates: async (hostId) => sweepTemplates(hostId, await uriOf(hostId)),
     async probe(hostId) {
       // Bounded: a host whose daemon hangs must count as not answering, not hold the probe.
       await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host', PROBE_TIMEOUT_MS);
