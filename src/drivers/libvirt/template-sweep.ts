@@ -53,12 +53,13 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
   /** Per host: each unrecorded upload seen, and when it is next looked at. */
   const seen = new Map<string, Map<string, number>>();
 
-  const recordedOn = async (hostId: string) =>
-    new Set(
-      (await d.db.selectFrom('host_images').select('volume').where('host_id', '=', hostId).execute()).map(
-        (r) => uploadOf(r.volume),
-      ),
-    );
+  /**
+   * The uploads any host's row names: a host's own, and (upload names being unique) another's
+   * seen in this pool only if the two hosts' pools are one directory, which the driver does not
+   * support but which must not cost that host its template.
+   */
+  const recordedUploads = async () =>
+    new Set((await d.db.selectFrom('host_images').select('volume').execute()).map((r) => uploadOf(r.volume)));
 
   /** Per host: when this process last read its volumes. */
   const swept = new Map<string, number>();
@@ -76,7 +77,7 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
       const u = uploadOf(v);
       uploads.set(u, [...(uploads.get(u) ?? []), v]);
     }
-    let recorded = await recordedOn(hostId);
+    let recorded = await recordedUploads();
     const t = d.now();
     const mine = seen.get(hostId) ?? new Map<string, number>();
     seen.set(hostId, mine);
@@ -92,7 +93,7 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
 
     const named = await d.named(uri, volumes);
     // Read again after the host was read: a row written meanwhile keeps its upload.
-    recorded = await recordedOn(hostId);
+    recorded = await recordedUploads();
     const removed: string[] = [];
     const failed: { volume: string; error: string }[] = [];
     for (const u of due.sort().slice(0, PER_SWEEP)) {
