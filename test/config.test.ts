@@ -88,6 +88,7 @@ describe('loadConfig', () => {
       VRP_JOB_RETRY_BASE: '500ms',
       VRP_JOB_MAX_ATTEMPTS: '3',
       VRP_STOP_TIMEOUT: '90s',
+      VRP_TEMPLATE_SWEEP_GRACE: '1d',
       VRP_RATE_LIMIT: '7',
       VRP_RATE_BURST: '9',
       VRP_SCHEDULER_GRACE: '1h',
@@ -121,6 +122,7 @@ describe('loadConfig', () => {
     assert.equal(c.jobRetryBaseMs, 500);
     assert.equal(c.jobMaxAttempts, 3);
     assert.equal(c.stopTimeoutMs, 90_000);
+    assert.equal(c.templateSweepGraceMs, 86_400_000);
     assert.equal(c.rateLimit, 7);
     assert.equal(c.rateBurst, 9);
     assert.equal(c.schedulerGraceMs, 3_600_000);
@@ -188,6 +190,7 @@ describe('loadConfig', () => {
       'VRP_JOB_RETRY_BASE',
       'VRP_JOB_MAX_ATTEMPTS',
       'VRP_STOP_TIMEOUT',
+      'VRP_TEMPLATE_SWEEP_GRACE',
       'VRP_RATE_LIMIT',
       'VRP_RATE_BURST',
       'VRP_SCHEDULER_GRACE',
@@ -248,6 +251,9 @@ describe('loadConfig', () => {
       ['VRP_JOB_LEASE', '500ms'],
       ['VRP_JOB_MAX_ATTEMPTS', '0'],
       ['VRP_STOP_TIMEOUT', '-5s'],
+      // Shorter than an upload or a migration may take to name its copy (template-sweep.ts).
+      ['VRP_TEMPLATE_SWEEP_GRACE', '4h'],
+      ['VRP_TEMPLATE_SWEEP_GRACE', 'soon'],
       ['VRP_RATE_LIMIT', '-1'],
       ['VRP_RATE_BURST', '0'],
       ['VRP_SCHEDULER_INTERVAL', '5ms'],

@@ -114,8 +114,18 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           );
         }
       }
-      const leftoversCleared = outcome === 'reconciled' ? await clearLeftovers(hostId) : [];
-      const templatesRemoved = outcome === 'reconciled' ? await clearUnusedTemplates(hostId) : [];
+      let leftoversCleared: readonly string[] = [];
+      let templatesRemoved: readonly string[] = [];
+      if (outcome === 'reconciled') {
+        leftoversCleared = await clearLeftovers(hostId);
+        // Held anew first: the corrections and the leftovers may have taken much of the hold.
+        if (await renewHostLease(o.db, hostId, id, realNow() + leaseMs))
+          templatesRemoved = await clearUnusedTemplates(hostId);
+        else {
+          o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+          outcome = 'lost';
+        }
+      }
       return { hostId, outcome, corrections, leftoversCleared, templatesRemoved };
     } finally {
       // The next pass over this host, by any process, is due one interval after this one began.

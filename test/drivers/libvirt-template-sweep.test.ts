@@ -1,10 +1,12 @@
 /**
  * A host's template copies that no VM uses go, on a libvirt test host of its own
  * (scripts/libvirt/test-host.sh) with real VMs: the catalogue's image changes (another
- * checksum), so the next VM brings a second upload and the host's record names it; the first
- * upload stays while a VM boots its kernel and has its disk over it, running or off, and goes
- * once that VM is gone; an upload no record names and nothing uses (a worker died mid-upload)
- * goes at once after the grace period; the VM on the new upload runs on untouched.
+ * checksum), so the next VM brings a second upload and the host's record names it. The first
+ * upload stays while a VM boots its kernel, even once that VM's disk stands alone (as after a
+ * restore), while it is off and while it runs a rescue system (only its next-boot definition
+ * names the upload then), and goes once that VM is gone; an upload no record names and nothing
+ * uses (a worker died mid-upload) goes;
+ * a host whose domains cannot all be read has nothing removed; the VM on the new upload runs on.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the test template.
  */
 import assert from 'node:assert/strict';
@@ -14,49 +16,50 @@ import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { DriverError } from '../../src/drivers/driver.ts';
 import { createCommands } from '../../src/drivers/libvirt/commands.ts';
+import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { uploadsNamedOnHost } from '../../src/drivers/libvirt/template-sweep.ts';
 import { slowWaitMs } from '../helpers/budget.ts';
 import { libvirtDriverOnStore, poolVolumes, startTestHost, testHostScript } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
+import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
 
 const skip = noLibvirtTemplate || (!existsSync(testHostScript) && 'needs scripts/libvirt/test-host.sh');
 
-test('template copies no VM uses are removed from the host; those in use and the recorded one stay', {
+test('template copies no VM uses are removed from the host; those in use and the recorded ones stay', {
   skip,
   timeout: slowWaitMs(900_000),
 }, async () => {
   const host = await startTestHost(`vrpts${process.pid}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-template-sweep-'));
+  const wrapper = installVirshWrapper();
   after(async () => {
+    wrapper.remove();
     await host.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const { store, driver } = await libvirtDriverOnStore(dataDir, {
-    VRP_LIBVIRT_HOSTS: `a,${host.uri},4,8,100`,
-    // Removed at the pass after the one that first saw it unused: the grace is the test's to skip.
-    VRP_TEMPLATE_SWEEP_GRACE: '0',
-  });
+  const { store, driver } = await libvirtDriverOnStore(
+    dataDir,
+    { VRP_LIBVIRT_HOSTS: `a,${host.uri},4,8,100`, VRP_RESCUE_IMAGE: libvirtTemplate ?? '' },
+    undefined,
+    // No grace: what is unused goes at the first look (no operator may set this: 4 h at least).
+    { templateSweepGraceMs: 0 },
+  );
   const sweep = () => {
     assert.ok(driver.clearUnusedTemplates);
     return driver.clearUnusedTemplates('a');
   };
-  /** A pass that sees, then the pass that removes (the grace is 0). */
-  const sweepTwice = async () => {
-    const first = await sweep();
-    const second = await sweep();
-    return { removed: [...first.removed, ...second.removed], failed: [...first.failed, ...second.failed] };
-  };
   const templates = () => poolVolumes(host.uri).filter((v) => v.startsWith('template-'));
-  const recorded = async () =>
+  const recorded = async (templateId: string) =>
     (
       await store.db
         .selectFrom('host_images')
         .select('volume')
         .where('host_id', '=', 'a')
+        .where('template_id', '=', templateId)
         .executeTakeFirstOrThrow()
-    ).volume;
-  const uploadOf = (volume: string) => volume.replace(/\.qcow2$/, '');
+    ).volume.replace(/\.qcow2$/, '');
   const order = (hostname: string) => ({
     vmId: randomUUID(),
     hostname,
@@ -68,6 +71,9 @@ test('template copies no VM uses are removed from the host; those in use and the
     diskGb: 1,
     ipCount: 1,
   });
+  const parts = (u: string) => [`${u}.initrd`, `${u}.qcow2`, `${u}.vmlinuz`];
+  const commands = createCommands();
+  const named = () => uploadsNamedOnHost(commands, host.uri);
   const vms: string[] = [];
   try {
     // A worker that died mid-upload: a volume of an upload no record names, nothing uses.
@@ -79,7 +85,7 @@ test('template copies no VM uses are removed from the host; those in use and the
     const first = order('first.example.com');
     vms.push(first.vmId);
     await driver.create(first);
-    const old = uploadOf(await recorded());
+    const old = await recorded('tiny');
 
     // The catalogue's image changes: the same files, the disk one MiB larger (another checksum).
     const changed = join(dataDir, 'template');
@@ -91,52 +97,63 @@ test('template copies no VM uses are removed from the host; those in use and the
     const second = order('second.example.com');
     vms.push(second.vmId);
     await driver.create(second);
-    const current = uploadOf(await recorded());
+    const current = await recorded('tiny');
     assert.notEqual(current, old, 'the changed image is a second upload, and the record names it');
-    const parts = (u: string) => [`${u}.initrd`, `${u}.qcow2`, `${u}.vmlinuz`];
-    assert.deepEqual(templates().sort(), [...parts(current), ...parts(old), stray].sort());
 
-    // What the host names, read by the sweep: the first VM's kernel (its domain's definitions)
-    // names the old upload even without its disk's backing file being read, running or off.
-    const commands = createCommands();
-    try {
-      assert.ok(
-        (await uploadsNamedOnHost(commands, host.uri, new Set())).has(old),
-        'named by the running domain',
-      );
-      await driver.powerOff(first.vmId);
-      assert.ok(
-        (await uploadsNamedOnHost(commands, host.uri, new Set())).has(old),
-        'named by the defined domain',
-      );
-      // The disk's backing file alone names it too (the volumes read, the domain not there).
-      execFileSync('virsh', ['-c', host.uri, 'undefine', `vrp-${first.vmId}`], { stdio: 'ignore' });
-      const withDisk = await uploadsNamedOnHost(commands, host.uri, new Set([`${first.vmId}.qcow2`]));
-      assert.ok(withDisk.has(old), 'named by the disk over it');
-      assert.ok(!(await uploadsNamedOnHost(commands, host.uri, new Set())).has(old), 'nothing else names it');
-    } finally {
-      await commands.close();
-    }
+    // The first VM's disk made to stand alone (as a restore leaves it), the VM off: only its
+    // domain's definition (its kernel and initrd) names the old upload now.
+    await driver.powerOff(first.vmId);
+    // cloneFlat and remove name volumes of the pool, not paths.
+    const pool = createPoolStorage(commands, '/var/lib/vrp/pool');
+    const disk = `${first.vmId}.qcow2`;
+    await pool.cloneFlat(host.uri, disk, `${first.vmId}-flat.qcow2`);
+    await pool.remove(host.uri, disk);
+    await pool.cloneFlat(host.uri, `${first.vmId}-flat.qcow2`, disk);
+    await pool.remove(host.uri, `${first.vmId}-flat.qcow2`);
+    const { stdout: diskXml } = await commands.virsh(
+      host.uri,
+      ['vol-dumpxml', '--pool', 'vrp', disk],
+      'read',
+    );
+    assert.ok(!diskXml.includes('template-'), 'the disk has no backing file');
+    assert.ok((await named()).has(old), 'named by the off domain alone');
 
-    // The stray upload goes; the old one stays (a disk is over it), the recorded one stays.
-    assert.deepEqual(await sweepTwice(), { removed: [stray], failed: [] });
-    assert.deepEqual(templates().sort(), [...parts(current), ...parts(old)].sort());
+    // Then in rescue: its live definition boots the rescue image's upload, and only its
+    // next-boot definition names the old upload.
+    await driver.rescue(first.vmId, { username: 'root', password: 'Rescue-password-1' });
+    const rescue = await recorded('rescue');
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(old), ...parts(rescue), stray].sort());
+    const inRescue = await named();
+    for (const u of [old, current, rescue]) assert.ok(inRescue.has(u), `${u} named`);
 
-    // The first VM's disk goes (its domain already did): the old upload goes at the next passes, the disk last.
-    execFileSync('virsh', ['-c', host.uri, 'vol-delete', '--pool', 'vrp', `${first.vmId}.qcow2`], {
-      stdio: 'ignore',
+    // The stray upload goes; the old one (a VM boots its kernel), the current and the rescue ones stay.
+    assert.deepEqual(await sweep(), { removed: [stray], failed: [] });
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(old), ...parts(rescue)].sort());
+
+    // The first VM gone: the old upload goes at the next look, its disk last; but not while a
+    // domain of the host cannot be read (libvirt's words for a lookup that failed, though the
+    // domain is there): the look fails and removes nothing.
+    await driver.destroy(first.vmId);
+    wrapper.refuse(['dumpxml', `vrp-${second.vmId}`], `error: failed to get domain 'vrp-${second.vmId}'`);
+    await assert.rejects(sweep(), (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.match(err.message, /though it is there/);
+      return true;
     });
-    assert.deepEqual(await sweepTwice(), {
+    wrapper.allow();
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(old), ...parts(rescue)].sort());
+    assert.deepEqual(await sweep(), {
       removed: [`${old}.initrd`, `${old}.vmlinuz`, `${old}.qcow2`],
       failed: [],
     });
-    assert.deepEqual(templates().sort(), parts(current).sort());
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(rescue)].sort());
 
-    // The VM on the new upload runs on; later passes remove nothing more.
+    // The VM on the new upload runs on; later looks remove nothing more.
     assert.equal((await driver.inspect(second.vmId))?.power, 'running');
-    assert.deepEqual(await sweepTwice(), { removed: [], failed: [] });
-    assert.deepEqual(templates().sort(), parts(current).sort());
+    assert.deepEqual(await sweep(), { removed: [], failed: [] });
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(rescue)].sort());
   } finally {
+    await commands.close();
     for (const id of vms) await driver.destroy(id).catch(() => {});
     await driver.close();
     await store.close();

@@ -11,7 +11,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createTemplateSweep, uploadsNamedIn } from '../../src/drivers/libvirt/template-sweep.ts';
+import { DriverError } from '../../src/drivers/driver.ts';
+import {
+  createTemplateSweep,
+  uploadsNamedIn,
+  uploadsNamedOnHost,
+} from '../../src/drivers/libvirt/template-sweep.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
@@ -28,6 +33,93 @@ test('the uploads an XML text names: backing files, kernels and initrds, by path
 <backingStore><path>/pool/${NEW}.qcow2</path></backingStore><name>${DEAD}.qcow2</name></domain>`;
   // A bare name (no path before it) is no reference: a volume's own <name> is not a use of it.
   assert.deepEqual(uploadsNamedIn(xml).sort(), [KERNEL, KERNEL, NEW, OLD].sort());
+});
+
+/** A host's virsh, scripted: each command line's output, or the stderr it fails with. */
+function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
+  const asked: string[] = [];
+  return {
+    asked,
+    commands: {
+      async virsh(_uri: string, args: readonly string[]) {
+        const line = args.join(' ');
+        asked.push(line);
+        const r = script.get(line);
+        if (r === undefined) throw new Error(`not scripted: ${line}`);
+        if (typeof r !== 'string')
+          throw new DriverError('Could not read', {
+            transient: true,
+            details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: r.stderr },
+          });
+        return { stdout: r, stderr: '' };
+      },
+    },
+  };
+}
+const volList = (...names: string[]) =>
+  ` Name   Path\n-------------\n${names.map((n) => ` ${n}   /pool/${n}`).join('\n')}\n`;
+const kernelOf = (u: string) => `<domain><os><kernel>/pool/${u}.vmlinuz</kernel></os></domain>`;
+const backedBy = (u: string) => `<volume><backingStore><path>/pool/${u}.qcow2</path></backingStore></volume>`;
+
+test("what a host names: each domain's live and next-boot definitions, then each other qcow2 volume's backing file", async () => {
+  const v = scriptedVirsh(
+    new Map<string, string | { stderr: string }>([
+      ['list --all --name', 'vrp-a\nvrp-b\n\n'],
+      // vrp-a runs a rescue system: its live definition boots another upload than its next boot.
+      ['dumpxml vrp-a', kernelOf(KERNEL)],
+      ['dumpxml --inactive vrp-a', kernelOf(OLD)],
+      ['dumpxml vrp-b', '<domain/>'],
+      ['dumpxml --inactive vrp-b', '<domain/>'],
+      ['vol-list vrp', volList('a.qcow2', 'a.seed.iso', `${NEW}.qcow2`, `${DEAD}.qcow2`)],
+      ['vol-dumpxml --pool vrp a.qcow2', backedBy(NEW)],
+    ]),
+  );
+  assert.deepEqual(
+    [...(await uploadsNamedOnHost(v.commands, 'qemu:///test'))].sort(),
+    [KERNEL, NEW, OLD].sort(),
+  );
+  // The uploads' own volumes and raw volumes are not read.
+  assert.deepEqual(
+    v.asked.filter((l) => l.startsWith('vol-dumpxml')),
+    ['vol-dumpxml --pool vrp a.qcow2'],
+  );
+});
+
+test('what a host names: a read that fails is no answer, unless what it read is gone', async () => {
+  const base = () =>
+    new Map<string, string | { stderr: string }>([
+      ['list --all --name', 'vrp-a\n'],
+      ['dumpxml vrp-a', kernelOf(OLD)],
+      ['dumpxml --inactive vrp-a', kernelOf(OLD)],
+      ['vol-list vrp', volList('a.qcow2')],
+      ['vol-dumpxml --pool vrp a.qcow2', backedBy(OLD)],
+    ]);
+  // A connection that dropped: thrown as it came.
+  const dropped = base().set('dumpxml --inactive vrp-a', {
+    stderr: 'error: Cannot recv data: Connection reset by peer',
+  });
+  await assert.rejects(uploadsNamedOnHost(scriptedVirsh(dropped).commands, 'u'), /Could not read/);
+  // libvirt's "failed to get domain" though the domain is still listed (its daemon restarting):
+  // no answer either, rather than a domain taken for gone.
+  const lookup = base().set('dumpxml vrp-a', { stderr: "error: failed to get domain 'vrp-a'" });
+  await assert.rejects(
+    uploadsNamedOnHost(scriptedVirsh(lookup).commands, 'u'),
+    /Could not read vrp-a on the host, though it is there/,
+  );
+  const volume = base().set('vol-dumpxml --pool vrp a.qcow2', { stderr: 'error: Storage volume not found' });
+  await assert.rejects(
+    uploadsNamedOnHost(scriptedVirsh(volume).commands, 'u'),
+    /Could not read a.qcow2 on the host, though it is there/,
+  );
+  // Gone while it was read (a VM removed meanwhile): it names nothing, the rest is read.
+  const gone = scriptedVirsh(base().set('dumpxml vrp-a', { stderr: "error: failed to get domain 'vrp-a'" }));
+  let lists = 0;
+  const listing = gone.commands.virsh;
+  gone.commands.virsh = async (uri, args) => {
+    if (args.join(' ') === 'list --all --name' && lists++ > 0) return { stdout: '\n', stderr: '' };
+    return listing(uri, args);
+  };
+  assert.deepEqual([...(await uploadsNamedOnHost(gone.commands, 'u'))], [OLD], 'still named by the disk');
 });
 
 for (const kind of testStores()) {
@@ -52,7 +144,7 @@ for (const kind of testStores()) {
           listed++;
           return new Set(volumes);
         },
-        named: async () => {
+        named: async (_uri: string) => {
           lookedAtHost++;
           await duringRead?.();
           return new Set(named);
@@ -86,6 +178,15 @@ for (const kind of testStores()) {
         later(ms: number) {
           now += ms;
         },
+        /** `reads` reads of h1, a quarter of the grace apart; what each removed. */
+        async quarters(reads: number): Promise<string[][]> {
+          const out: string[][] = [];
+          for (let i = 0; i < reads; i++) {
+            now += GRACE / 4;
+            out.push([...(await sweep('h1', 'qemu:///test')).removed]);
+          }
+          return out;
+        },
         lookedAtHost: () => lookedAtHost,
         listed: () => listed,
         whileReading(f: () => Promise<unknown>) {
@@ -111,23 +212,20 @@ for (const kind of testStores()) {
           `${KERNEL}.initrd`,
         ])
           w.volumes.add(v);
-        // Not the driver's uploads: a VM's disk, a legacy name, an upload name with another shape.
-        for (const v of ['vm-1.qcow2', 'template-deb.qcow2', 'template-deb-xyz.qcow2']) w.volumes.add(v);
+        // Not the driver's uploads: a VM's disk, a legacy name, names of other shapes.
+        for (const v of ['vm-1.qcow2', 'template-deb.qcow2', 'template-deb-xyz.qcow2', `${DEAD}.txt`])
+          w.volumes.add(v);
         await w.record('h1', NEW);
         w.named.add(OLD);
 
-        // First seen: nothing goes, and the host is not read (nothing is due).
+        // First seen, and looked at every quarter of the grace: nothing goes, the host is not read.
         assert.deepEqual(await w.sweep(), { removed: [], failed: [] });
-        w.later(GRACE - 1);
-        assert.deepEqual(await w.sweep(), { removed: [], failed: [] });
+        assert.deepEqual(await w.quarters(3), [[], [], []]);
         assert.equal(w.lookedAtHost(), 0, 'no host read before anything is due');
 
-        // The next read, a quarter of the grace later (reads are that far apart): due now.
-        w.later(GRACE / 4);
-        const first = await w.sweep();
-        assert.deepEqual(first.failed, []);
-        // The dead upload and the kernel template's three volumes (its disk last); OLD is named.
-        assert.deepEqual(first.removed, [
+        // A whole grace after: the dead upload and the kernel template's three volumes (its disk last); OLD is named.
+        const [first] = await w.quarters(1);
+        assert.deepEqual(first, [
           `${DEAD}.qcow2`,
           `${KERNEL}.initrd`,
           `${KERNEL}.vmlinuz`,
@@ -138,18 +236,16 @@ for (const kind of testStores()) {
           [
             `${NEW}.qcow2`,
             `${OLD}.qcow2`,
+            `${DEAD}.txt`,
             'template-deb-xyz.qcow2',
             'template-deb.qcow2',
             'vm-1.qcow2',
           ].sort(),
         );
 
-        // The VMs on OLD are gone: it waits a grace period from the look that found it named.
+        // The VMs on OLD are gone: it is looked at again a grace period after the look that found it named.
         w.named.delete(OLD);
-        w.later(GRACE - 1);
-        assert.deepEqual((await w.sweep()).removed, []);
-        w.later(GRACE / 4);
-        assert.deepEqual((await w.sweep()).removed, [`${OLD}.qcow2`]);
+        assert.deepEqual(await w.quarters(4), [[], [], [], [`${OLD}.qcow2`]]);
         // The recorded upload stays, however long it goes unnamed.
         w.later(10 * GRACE);
         assert.deepEqual((await w.sweep()).removed, []);
@@ -167,12 +263,28 @@ for (const kind of testStores()) {
         // directory (not supported, and h2's template must not pay for it).
         await w.record('h2', OLD);
         await w.sweep();
-        w.later(GRACE);
+        await w.quarters(3);
         // DEAD's row is written while the sweep reads the host (an upload that finished just then).
         w.whileReading(() => w.record('h1', DEAD));
-        const r = await w.sweep();
-        assert.deepEqual(r, { removed: [`${KERNEL}.qcow2`], failed: [] });
+        assert.deepEqual(await w.quarters(1), [[`${KERNEL}.qcow2`]]);
         assert.deepEqual([...w.volumes].sort(), [`${DEAD}.qcow2`, `${OLD}.qcow2`].sort());
+      } finally {
+        await w.done();
+      }
+    });
+
+    test('a sighting this process has not renewed for half a grace starts the count again', async () => {
+      const w = await world();
+      try {
+        w.volumes.add(`${DEAD}.qcow2`);
+        await w.sweep();
+        // Another process had the host's passes meanwhile (the upload may have been recorded
+        // and replaced in between, unseen here): counted from this look.
+        w.later(GRACE / 2 + 1);
+        await w.sweep();
+        // A grace after the first look, not after this one: kept.
+        assert.deepEqual(await w.quarters(2), [[], []]);
+        assert.deepEqual(await w.quarters(2), [[], [`${DEAD}.qcow2`]]);
       } finally {
         await w.done();
       }
@@ -184,7 +296,8 @@ for (const kind of testStores()) {
         for (const v of [`${KERNEL}.qcow2`, `${KERNEL}.vmlinuz`, `${KERNEL}.initrd`]) w.volumes.add(v);
         w.refused.add(`${KERNEL}.vmlinuz`);
         await w.sweep();
-        w.later(GRACE);
+        await w.quarters(3);
+        w.later(GRACE / 4);
         const r = await w.sweep();
         assert.deepEqual(r.removed, [`${KERNEL}.initrd`]);
         assert.equal(r.failed.length, 1);
@@ -192,8 +305,7 @@ for (const kind of testStores()) {
         assert.match(r.failed[0]?.error ?? '', /cannot delete/);
         assert.ok(w.volumes.has(`${KERNEL}.qcow2`), 'the disk, last, not removed after a failure');
         w.refused.clear();
-        w.later(GRACE / 4);
-        assert.deepEqual((await w.sweep()).removed, [`${KERNEL}.vmlinuz`, `${KERNEL}.qcow2`]);
+        assert.deepEqual(await w.quarters(1), [[`${KERNEL}.vmlinuz`, `${KERNEL}.qcow2`]]);
         assert.equal(w.volumes.size, 0);
       } finally {
         await w.done();
@@ -215,10 +327,7 @@ for (const kind of testStores()) {
         await w.sweep('h1');
         assert.equal(w.listed(), 3);
         // Its removal comes at the first read a whole grace period after it was first seen.
-        for (let i = 0; i < 3; i++) {
-          w.later(GRACE / 4);
-          assert.deepEqual((await w.sweep('h1')).removed, i < 2 ? [] : [`${DEAD}.qcow2`]);
-        }
+        assert.deepEqual(await w.quarters(3), [[], [], [`${DEAD}.qcow2`]]);
       } finally {
         await w.done();
       }
@@ -230,12 +339,11 @@ for (const kind of testStores()) {
         for (let i = 0; i < 25; i++)
           w.volumes.add(`template-deb-0123456789ab-${String(i).padStart(8, '0')}.qcow2`);
         await w.sweep();
-        w.later(GRACE);
-        assert.equal((await w.sweep()).removed.length, 10);
-        w.later(GRACE / 4);
-        assert.equal((await w.sweep()).removed.length, 10);
-        w.later(GRACE / 4);
-        assert.equal((await w.sweep()).removed.length, 5);
+        await w.quarters(3);
+        assert.deepEqual(
+          (await w.quarters(3)).map((r) => r.length),
+          [10, 10, 5],
+        );
         assert.equal(w.volumes.size, 0);
       } finally {
         await w.done();

@@ -7,7 +7,7 @@ import { after } from 'node:test';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { RegisteredApplication } from '../../src/auth/applications.ts';
-import { loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import { createDriver, type DriverLog } from '../../src/drivers/create-driver.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
@@ -23,12 +23,14 @@ const execFileAsync = promisify(execFile);
 
 /**
  * A SQLite store in `dataDir` with the tiny test template (`tiny`), and the libvirt driver on it
- * with the settings `env` adds (a short `VRP_STOP_TIMEOUT` unless given), logging to `log`.
+ * with the settings `env` adds (a short `VRP_STOP_TIMEOUT` unless given) and then `over`, logging to `log`.
  */
 export async function libvirtDriverOnStore(
   dataDir: string,
   env: Record<string, string> = {},
   log?: DriverLog,
+  /** Settings over those `env` gives, beyond what the environment may set (a grace no operator may choose). */
+  over: Partial<Config> = {},
 ): Promise<{ store: Store; driver: HypervisorDriver }> {
   const store = await openStore({ databaseUrl: undefined, dataDir });
   await store.db
@@ -42,7 +44,10 @@ export async function libvirtDriverOnStore(
     })
     .execute();
   const driver = await createDriver(
-    loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s', ...env }),
+    {
+      ...loadConfig({ VRP_DATA_DIR: dataDir, VRP_DRIVER: 'libvirt', VRP_STOP_TIMEOUT: '3s', ...env }),
+      ...over,
+    },
     store.db,
     log,
   );

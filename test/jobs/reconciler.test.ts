@@ -569,6 +569,24 @@ for (const store of testStores()) {
         });
         assert.equal(unreachable.find((p) => p.hostId === hostOf)?.outcome, 'unreachable');
         assert.ok(hostOf && !swept.includes(hostOf));
+        // The host taken by another process before the sweep (its hold ran out meanwhile): not
+        // swept, and the pass says it lost the host.
+        swept.length = 0;
+        const taken = await reconcile({
+          ...driver,
+          async clearLeftovers(hostId: string) {
+            if (hostId === hostOf)
+              await t.ctx.store.db
+                .updateTable('reconciler_leases')
+                .set({ locked_by: 'another-process' })
+                .where('host_id', '=', hostId)
+                .execute();
+            return { cleared: [], failed: [] };
+          },
+        });
+        assert.equal(taken.find((p) => p.hostId === hostOf)?.outcome, 'lost');
+        assert.ok(hostOf && !swept.includes(hostOf));
+        assert.ok(swept.length > 0, 'the other hosts are swept');
       } finally {
         await t.close();
       }

@@ -38,8 +38,16 @@ export function hostTemplate(t: Template, diskVolume: string): HostTemplate {
   };
 }
 
-/** Whether a volume is one of the driver's template uploads (`template-<id>-<sha12>-<upload>.<ext>`). */
-export const isTemplateVolume = (name: string) => /^template-.+-[0-9a-f]{12}-[0-9a-f]{8}\.\w+$/.test(name);
+/**
+ * An upload's name without its part's suffix, as `ensure` makes it: `template-<id>-<sha12>-<upload8>`
+ * (template ids are UUIDs, or the rescue image's key). A name of any other shape is never taken
+ * for an upload.
+ */
+export const UPLOAD_NAME = String.raw`template-[\w.-]+-[0-9a-f]{12}-[0-9a-f]{8}`;
+
+/** Whether a volume is one of the driver's template uploads (`<upload name>.qcow2|.vmlinuz|.initrd`). */
+const TEMPLATE_VOLUME = new RegExp(`^${UPLOAD_NAME}\\.(?:qcow2|vmlinuz|initrd)$`);
+export const isTemplateVolume = (name: string) => TEMPLATE_VOLUME.test(name);
 
 /**
  * Template base images on the hosts: each host gets a template's files as volumes of its pool,

@@ -334,10 +334,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   });
   const sweepTemplates = createTemplateSweep({
     db,
-    now,
+    now: () => performance.now(),
     graceMs: o.templateGraceMs ?? TEMPLATE_GRACE_MS,
-    list: (uri) => pool.list(uri),
-    named: (uri, volumes) => uploadsNamedOnHost(commands, uri, volumes),
+    // A host whose pool is not made yet has nothing to sweep.
+    list: (uri) =>
+      pool.list(uri).catch((err: unknown) => {
+        if (isNoPool(err)) return new Set<string>();
+        throw err;
+      }),
+    named: (uri) => uploadsNamedOnHost(commands, uri),
     remove: (uri, volume) => pool.remove(uri, volume),
   });
   const volPath = (name: string) => join(o.storage, name);

@@ -1,13 +1,21 @@
 import type { Kysely } from 'kysely';
 import { messageOf } from '../../domain/errors.ts';
 import type { Database } from '../../store/schema.ts';
-import type { TemplateSweep } from '../driver.ts';
+import { DriverError, type TemplateSweep } from '../driver.ts';
 import { type Commands, isNoDomain } from './commands.ts';
-import { isTemplateVolume } from './host-images.ts';
-import { isNoVolume, POOL } from './storage.ts';
+import { isTemplateVolume, UPLOAD_NAME } from './host-images.ts';
+import { isNoVolume, POOL, parseVolumeList } from './storage.ts';
 
-/** The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default). */
-export const TEMPLATE_GRACE_MS = 2 * 3_600_000;
+/**
+ * The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default, and 8 h
+ * at least). What it must cover: an upload under way, three parts each copied up and read back,
+ * each copy bounded by 30 minutes (3 h; it has no row until then), and a step that read the row
+ * just before it moved on and names the upload on the host later, the longest a cold migration's
+ * (the destination's upload, then the seed's, console's and disk's copies and the folding: 3.5 h).
+ * A removal comes at least half a grace after the row moved on (a sighting is reset after half a
+ * grace unrenewed), so half of the 8 h minimum covers both.
+ */
+export const TEMPLATE_GRACE_MS = 12 * 3_600_000;
 
 /** Uploads removed per host per sweep: a host with many old copies is emptied over several passes. */
 const PER_SWEEP = 10;
@@ -15,25 +23,37 @@ const PER_SWEEP = 10;
 /** An upload's name prefix (`template-<id>-<sha12>-<upload8>`), from any of its volumes' names. */
 const uploadOf = (volume: string) => volume.replace(/\.\w+$/, '');
 
+const NAMED_UPLOAD = new RegExp(`/(${UPLOAD_NAME})\\.(?:qcow2|vmlinuz|initrd)\\b`, 'g');
+
 /** The uploads an XML text (a domain's, a volume's) names by path: a backing file, a kernel, an initrd. */
 export function uploadsNamedIn(xml: string): string[] {
-  return [...xml.matchAll(/\/(template-[^<>'"/\s]+)\.(?:qcow2|vmlinuz|initrd)\b/g)].map((m) => m[1] ?? '');
+  return [...xml.matchAll(NAMED_UPLOAD)].map((m) => m[1] ?? '');
 }
 
 export interface TemplateSweepDeps {
   readonly db: Kysely<Database>;
+  /** A clock that only goes forward (performance.now): a step of the wall clock shortens no grace. */
   readonly now: () => number;
   /**
    * How long an upload no `host_images` row names must have been seen so before it goes: longer
-   * than any upload takes (one under way has no row yet; each of its two copies, up and back, is
-   * bounded by 30 minutes). Also how long one found in use waits before it is looked at again.
+   * than any upload takes (one under way has no row yet). Also how long one found in use waits
+   * before it is looked at again.
    */
   readonly graceMs: number;
-  /** The host's pool's volumes. */
+  /** The host's pool's volumes (none for a host whose pool is not made yet). */
   list(uri: string): Promise<Set<string>>;
   /** The uploads the host's domains (live and next-boot definitions) and other volumes name. */
-  named(uri: string, volumes: ReadonlySet<string>): Promise<Set<string>>;
+  named(uri: string): Promise<Set<string>>;
   remove(uri: string, volume: string): Promise<void>;
+}
+
+/** An upload no row names, as this process has seen it. */
+interface Sighting {
+  /** Seen so since (reset when this process has not looked for half a grace). */
+  since: number;
+  lastSeen: number;
+  /** Not looked at again before (found named). */
+  notBefore: number;
 }
 
 /**
@@ -42,29 +62,29 @@ export interface TemplateSweepDeps {
  * one keep it as their disk's backing file, or boot its kernel, until they are gone), and the
  * volumes of an upload whose worker died before it recorded or deleted them.
  *
- * An upload goes when no row names it, nothing on the host names it (read over every domain and
- * every other volume of the pool, after the grace period), and it has been seen so for a whole
- * grace period by this process: an upload under way is never taken for an abandoned one, and
- * a create that read the row just before it changed has long made its disk. What this process
- * saw is kept in memory: a restart only delays a removal. A host's volumes are read at most every
- * quarter of the grace period (15 minutes at most), whatever the reconciler's interval.
+ * An upload goes when no row names it (any host's), nothing on the host names it (read over
+ * every domain and every other volume of the pool, once it is due), and this process has seen it
+ * so for a whole grace period: an upload under way (no row until its copy is checked) is never
+ * taken for an abandoned one, and a create that read the row just before it moved on has long
+ * made its disk. What this process saw is kept in memory: a restart only delays a removal, and a
+ * sighting older than half a grace (another process had the host's passes meanwhile, and the
+ * upload may have been recorded and replaced in between) starts the count again. A host's
+ * volumes are read at most every quarter of the grace (15 minutes at most).
  */
 export function createTemplateSweep(d: TemplateSweepDeps) {
-  /** Per host: each unrecorded upload seen, and when it is next looked at. */
-  const seen = new Map<string, Map<string, number>>();
-
-  /**
-   * The uploads any host's row names: a host's own, and (upload names being unique) another's
-   * seen in this pool only if the two hosts' pools are one directory, which the driver does not
-   * support but which must not cost that host its template.
-   */
-  const recordedUploads = async () =>
-    new Set((await d.db.selectFrom('host_images').select('volume').execute()).map((r) => uploadOf(r.volume)));
-
+  /** Per host: each unrecorded upload seen. */
+  const seen = new Map<string, Map<string, Sighting>>();
   /** Per host: when this process last read its volumes. */
   const swept = new Map<string, number>();
   /** Time between two reads of a host's volumes: a quarter of the grace, at most 15 minutes. */
   const everyMs = Math.min(d.graceMs / 4, 15 * 60_000);
+
+  /**
+   * The uploads any host's row names: a host's own, and (upload names being unique) another's,
+   * seen in this pool only if two hosts' pools were one directory, which the driver does not support.
+   */
+  const recordedUploads = async () =>
+    new Set((await d.db.selectFrom('host_images').select('volume').execute()).map((r) => uploadOf(r.volume)));
 
   return async function sweep(hostId: string, uri: string): Promise<TemplateSweep> {
     const last = swept.get(hostId);
@@ -79,19 +99,23 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
     }
     let recorded = await recordedUploads();
     const t = d.now();
-    const mine = seen.get(hostId) ?? new Map<string, number>();
+    const mine = seen.get(hostId) ?? new Map<string, Sighting>();
     seen.set(hostId, mine);
     for (const u of mine.keys()) if (!uploads.has(u) || recorded.has(u)) mine.delete(u);
     const due: string[] = [];
     for (const u of uploads.keys()) {
       if (recorded.has(u)) continue;
-      const at = mine.get(u);
-      if (at === undefined) mine.set(u, t + d.graceMs);
-      else if (t >= at) due.push(u);
+      let s = mine.get(u);
+      if (!s || t - s.lastSeen > d.graceMs / 2) {
+        s = { since: t, lastSeen: t, notBefore: 0 };
+        mine.set(u, s);
+      }
+      s.lastSeen = t;
+      if (t - s.since >= d.graceMs && t >= s.notBefore) due.push(u);
     }
     if (due.length === 0) return { removed: [], failed: [] };
 
-    const named = await d.named(uri, volumes);
+    const named = await d.named(uri);
     // Read again after the host was read: a row written meanwhile keeps its upload.
     recorded = await recordedUploads();
     const removed: string[] = [];
@@ -99,7 +123,8 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
     for (const u of due.sort().slice(0, PER_SWEEP)) {
       if (recorded.has(u)) continue;
       if (named.has(u)) {
-        mine.set(u, t + d.graceMs);
+        const s = mine.get(u);
+        if (s) s.notBefore = t + d.graceMs;
         continue;
       }
       // The disk last: an upload's parts without it are still recognised as its leftovers.
@@ -122,44 +147,73 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
 
 /**
  * What a libvirt host's domains and volumes name of the template uploads: each domain's live and
- * next-boot definitions (a kernel, an initrd, a running disk's backing chain), and each other
- * qcow2 volume's backing file. One that went while it was read (a VM removed) names nothing; any
- * other failure throws, and the sweep removes nothing.
+ * next-boot definitions (a kernel, an initrd, a running disk's backing chain; a rescue system's
+ * live one), then each other qcow2 volume's backing file, the volumes listed after the domains
+ * were (a disk made meanwhile is read). Fails closed: a domain or volume whose read failed counts
+ * as gone only if a new listing no longer has it; any other failure throws, and the sweep
+ * removes nothing.
  */
 export async function uploadsNamedOnHost(
   commands: Pick<Commands, 'virsh'>,
   uri: string,
-  volumes: ReadonlySet<string>,
 ): Promise<Set<string>> {
   const named = new Set<string>();
   const take = (xml: string) => {
     for (const u of uploadsNamedIn(xml)) named.add(u);
   };
-  const { stdout } = await commands.virsh(
-    uri,
-    ['list', '--all', '--name'],
-    'Could not list the VMs of the host',
-  );
-  for (const name of stdout.split('\n').map((l) => l.trim())) {
-    if (!name) continue;
-    for (const flags of [[], ['--inactive']]) {
+  const domains = async () =>
+    (await commands.virsh(uri, ['list', '--all', '--name'], 'Could not list the VMs of the host')).stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
+  const volumes = async () =>
+    parseVolumeList(
+      (await commands.virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes')).stdout,
+    );
+  /** Reads each item, its failures of the kind `gone` kept aside; throws if one of those is still listed. */
+  async function readAll(
+    items: string[],
+    read: (item: string) => Promise<void>,
+    gone: (err: unknown) => boolean,
+    again: () => Promise<string[]>,
+  ) {
+    const failed = new Map<string, unknown>();
+    for (const item of items) {
       try {
-        take((await commands.virsh(uri, ['dumpxml', ...flags, name], 'Could not read a VM')).stdout);
+        await read(item);
       } catch (err) {
-        if (!isNoDomain(err)) throw err;
+        if (!gone(err)) throw err;
+        failed.set(item, err);
       }
     }
+    if (failed.size === 0) return;
+    for (const item of await again()) {
+      const err = failed.get(item);
+      if (err !== undefined)
+        throw new DriverError(`Could not read ${item} on the host, though it is there: ${messageOf(err)}`, {
+          transient: true,
+          cause: err,
+        });
+    }
   }
-  for (const v of volumes) {
-    if (isTemplateVolume(v) || !v.endsWith('.qcow2')) continue;
-    try {
+  await readAll(
+    await domains(),
+    async (name) => {
+      for (const flags of [[], ['--inactive']])
+        take((await commands.virsh(uri, ['dumpxml', ...flags, name], 'Could not read a VM')).stdout);
+    },
+    isNoDomain,
+    domains,
+  );
+  await readAll(
+    (await volumes()).filter((v) => !isTemplateVolume(v) && v.endsWith('.qcow2')),
+    async (v) =>
       take(
         (await commands.virsh(uri, ['vol-dumpxml', '--pool', POOL, v], 'Could not read a storage volume'))
           .stdout,
-      );
-    } catch (err) {
-      if (!isNoVolume(err)) throw err;
-    }
-  }
+      ),
+    isNoVolume,
+    volumes,
+  );
   return named;
 }
