@@ -867,9 +867,9 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
     jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),
     stopTimeoutMs: readDurationMs(env, 'VRP_STOP_TIMEOUT', 120_000, 0),
-    // At least 8 h: a removal comes half a grace or more after the row moved on, and a cold
-    // migration names its destination's upload within 3.5 h of reading the row (template-sweep.ts).
-    templateSweepGraceMs: readDurationMs(env, 'VRP_TEMPLATE_SWEEP_GRACE', 12 * 3_600_000, 8 * 3_600_000),
+    // At least 14 h: a removal comes half a grace less 3 h or more after the row moved on, and a
+    // cold migration names its destination's upload within 3.5 h of reading the row (template-sweep.ts).
+    templateSweepGraceMs: readDurationMs(env, 'VRP_TEMPLATE_SWEEP_GRACE', 16 * 3_600_000, 14 * 3_600_000),
     rateLimit: readInt(env, 'VRP_RATE_LIMIT', 50, 0, 1_000_000),
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),

@@ -252,7 +252,7 @@ describe('loadConfig', () => {
       ['VRP_JOB_MAX_ATTEMPTS', '0'],
       ['VRP_STOP_TIMEOUT', '-5s'],
       // Shorter than an upload or a migration may take to name its copy (template-sweep.ts).
-      ['VRP_TEMPLATE_SWEEP_GRACE', '4h'],
+      ['VRP_TEMPLATE_SWEEP_GRACE', '13h'],
       ['VRP_TEMPLATE_SWEEP_GRACE', 'soon'],
       ['VRP_RATE_LIMIT', '-1'],
       ['VRP_RATE_BURST', '0'],

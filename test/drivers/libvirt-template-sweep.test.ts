@@ -43,7 +43,7 @@ test('template copies no VM uses are removed from the host; those in use and the
     dataDir,
     { VRP_LIBVIRT_HOSTS: `a,${host.uri},4,8,100`, VRP_RESCUE_IMAGE: libvirtTemplate ?? '' },
     undefined,
-    // No grace: what is unused goes at the first look (no operator may set this: 4 h at least).
+    // No grace: what is unused goes at the first look (no operator may set this: 14 h at least).
     { templateSweepGraceMs: 0 },
   );
   const sweep = () => {

@@ -124,7 +124,7 @@ test('what a host names: a read that fails is no answer, unless what it read is 
 
 for (const kind of testStores()) {
   describe(`the template sweep (${kind})`, () => {
-    async function world() {
+    async function world(grace = GRACE) {
       const dataDir = mkdtempSync(join(tmpdir(), 'vrp-sweep-'));
       const pg = kind === 'postgres' ? await createPgDatabase() : undefined;
       const store = await openStore({ databaseUrl: pg?.url, dataDir });
@@ -139,7 +139,7 @@ for (const kind of testStores()) {
       const sweep = createTemplateSweep({
         db: store.db,
         now: () => now,
-        graceMs: GRACE,
+        graceMs: grace,
         list: async () => {
           listed++;
           return new Set(volumes);
@@ -182,7 +182,7 @@ for (const kind of testStores()) {
         async quarters(reads: number): Promise<string[][]> {
           const out: string[][] = [];
           for (let i = 0; i < reads; i++) {
-            now += GRACE / 4;
+            now += grace / 4;
             out.push([...(await sweep('h1', 'qemu:///test')).removed]);
           }
           return out;
@@ -285,6 +285,59 @@ for (const kind of testStores()) {
         // A grace after the first look, not after this one: kept.
         assert.deepEqual(await w.quarters(2), [[], []]);
         assert.deepEqual(await w.quarters(2), [[], [`${DEAD}.qcow2`]]);
+      } finally {
+        await w.done();
+      }
+    });
+
+    test('a sighting ends when the upload is seen recorded: one replaced later counts from then', async () => {
+      const w = await world();
+      try {
+        w.volumes.add(`${DEAD}.qcow2`);
+        w.volumes.add(`${NEW}.qcow2`);
+        // Seen under way (no row yet), then recorded, then replaced by NEW a quarter later.
+        await w.sweep();
+        await w.record('h1', DEAD);
+        assert.deepEqual(await w.quarters(1), [[]]);
+        await w.record('h1', NEW);
+        // A whole grace from its first sighting is not enough: from the look that found it replaced.
+        assert.deepEqual(await w.quarters(5), [[], [], [], [], [`${DEAD}.qcow2`]]);
+      } finally {
+        await w.done();
+      }
+    });
+
+    test('at the shortest grace an operator may set, a replaced upload stays 3.5 h and more after its row moved on', async () => {
+      const HOUR = 3_600_000;
+      const w = await world(14 * HOUR);
+      try {
+        w.volumes.add(`${DEAD}.qcow2`);
+        w.volumes.add(`${NEW}.qcow2`);
+        // This process sees DEAD under way at 0:00 and 2:45; its row is written at 2:59 and this
+        // process does not look while the row names it (another process has the host's passes).
+        await w.sweep();
+        w.later(2.75 * HOUR);
+        await w.sweep();
+        await w.record('h1', DEAD);
+        // The row moves on at 9:44 (the image changed; a cold migration read DEAD's row just
+        // before, and names its copy within 3.5 h); this process looks again at 9:45, half a
+        // grace after its last look: its sighting of 0:00 stands.
+        w.later(7 * HOUR - 60_000);
+        await w.record('h1', NEW);
+        const moved = 9.75 * HOUR - 60_000;
+        w.later(60_000);
+        let at = 9.75 * HOUR;
+        let removedAt: number | undefined;
+        while (removedAt === undefined && at < 24 * HOUR) {
+          if ((await w.sweep()).removed.includes(`${DEAD}.qcow2`)) removedAt = at;
+          w.later(15 * 60_000);
+          at += 15 * 60_000;
+        }
+        assert.ok(removedAt !== undefined, 'removed in the end');
+        assert.ok(
+          removedAt - moved >= 3.5 * HOUR,
+          `removed ${(removedAt - moved) / HOUR} h after the row moved on`,
+        );
       } finally {
         await w.done();
       }

@@ -7,15 +7,18 @@ import { isTemplateVolume, UPLOAD_NAME } from './host-images.ts';
 import { isNoVolume, POOL, parseVolumeList } from './storage.ts';
 
 /**
- * The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default, and 8 h
- * at least). What it must cover: an upload under way, three parts each copied up and read back,
- * each copy bounded by 30 minutes (3 h; it has no row until then), and a step that read the row
- * just before it moved on and names the upload on the host later, the longest a cold migration's
- * (the destination's upload, then the seed's, console's and disk's copies and the folding: 3.5 h).
- * A removal comes at least half a grace after the row moved on (a sighting is reset after half a
- * grace unrenewed), so half of the 8 h minimum covers both.
+ * The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default, and 14 h
+ * at least). What it must cover:
+ * - an upload under way: three parts each copied up and read back, each copy bounded by 30
+ *   minutes (3 h; it has no row until then). Its sighting begins after it did: due 14 h later.
+ * - a step that read the row just before it moved on and names the upload on the host later,
+ *   the longest a cold migration's (the destination's upload, then the seed's, console's and
+ *   disk's copies and the folding: 3.5 h). A sighting survives a gap of up to half a grace in this
+ *   process's looks, so one begun while the upload was under way (up to 3 h before its row) can
+ *   outlast the row's whole life if this process never looked while the row named it: the
+ *   removal then comes at least half a grace less 3 h after the row moved on, 4 h at the minimum.
  */
-export const TEMPLATE_GRACE_MS = 12 * 3_600_000;
+export const TEMPLATE_GRACE_MS = 16 * 3_600_000;
 
 /** Uploads removed per host per sweep: a host with many old copies is emptied over several passes. */
 const PER_SWEEP = 10;
