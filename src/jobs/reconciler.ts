@@ -134,51 +134,62 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
   }
 
   /**
-   * Removes what the host holds of VMs that are elsewhere (a migration's clean-up that failed
-   * there); what is still there is logged, and the next pass tries again.
+   * One of the driver's upkeeps of a host (`work`; undefined from a driver without it): whatever it
+   * could not do is logged by `report`, and a failure altogether with `failed`; the next pass
+   * tries again. The store out of reach ends the pass, as everywhere else in it.
    */
-  async function clearLeftovers(hostId: string): Promise<readonly string[]> {
-    if (!o.driver.clearLeftovers) return [];
+  async function upkeep<R>(
+    hostId: string,
+    work: () => Promise<R> | undefined,
+    report: (r: R) => readonly string[],
+    failed: string,
+  ): Promise<readonly string[]> {
     try {
-      const done = await o.driver.clearLeftovers(hostId);
-      for (const f of done.failed)
-        o.log.warn(
-          { hostId, vmId: f.vmId, error: f.error },
-          "reconciler: a VM's old copy on the host could not be removed; next pass tries again",
-        );
-      return done.cleared;
+      const done = await work();
+      return done === undefined ? [] : report(done);
     } catch (err) {
       if (isStoreUnavailable(err)) throw err;
-      o.log.warn(
-        { hostId, error: String(err) },
-        "reconciler: the host's old copies of VMs could not be listed; next pass tries again",
-      );
+      o.log.warn({ hostId, error: String(err) }, failed);
       return [];
     }
   }
 
-  /** Removes the host's template copies that no VM uses any more; a failure is logged, and the next pass tries again. */
-  async function clearUnusedTemplates(hostId: string): Promise<readonly string[]> {
-    if (!o.driver.clearUnusedTemplates) return [];
-    try {
-      const done = await o.driver.clearUnusedTemplates(hostId);
-      if (done.removed.length > 0)
-        o.log.info({ hostId, volumes: done.removed }, 'reconciler: removed template copies no VM uses');
-      for (const f of done.failed)
-        o.log.warn(
-          { hostId, volume: f.volume, error: f.error },
-          'reconciler: a template copy no VM uses could not be removed; next pass tries again',
-        );
-      return done.removed;
-    } catch (err) {
-      if (isStoreUnavailable(err)) throw err;
-      o.log.warn(
-        { hostId, error: String(err) },
-        "reconciler: the host's template copies could not be checked; next pass tries again",
-      );
-      return [];
-    }
-  }
+  /**
+   * Removes what the host holds of VMs that are elsewhere (a migration's clean-up that failed
+   * there); what is still there is logged, and the next pass tries again.
+   */
+  const clearLeftovers = (hostId: string) =>
+    upkeep(
+      hostId,
+      () => o.driver.clearLeftovers?.(hostId),
+      (done) => {
+        for (const f of done.failed)
+          o.log.warn(
+            { hostId, vmId: f.vmId, error: f.error },
+            "reconciler: a VM's old copy on the host could not be removed; next pass tries again",
+          );
+        return done.cleared;
+      },
+      "reconciler: the host's old copies of VMs could not be listed; next pass tries again",
+    );
+
+  /** Removes the host's template copies that no VM uses any more (logged at info), what could not be at warn. */
+  const clearUnusedTemplates = (hostId: string) =>
+    upkeep(
+      hostId,
+      () => o.driver.clearUnusedTemplates?.(hostId),
+      (done) => {
+        if (done.removed.length > 0)
+          o.log.info({ hostId, volumes: done.removed }, 'reconciler: removed template copies no VM uses');
+        for (const f of done.failed)
+          o.log.warn(
+            { hostId, volume: f.volume, error: f.error },
+            'reconciler: a template copy no VM uses could not be removed; next pass tries again',
+          );
+        return done.removed;
+      },
+      "reconciler: the host's template copies could not be checked; next pass tries again",
+    );
 
   async function pass(): Promise<HostPass[]> {
     const results: HostPass[] = [];

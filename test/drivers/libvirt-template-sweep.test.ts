@@ -6,7 +6,8 @@
  * restore), while it is off and while it runs a rescue system (only its next-boot definition
  * names the upload then), and goes once that VM is gone; an upload no record names and nothing
  * uses (a worker died mid-upload) goes;
- * a host whose domains cannot all be read has nothing removed; the VM on the new upload runs on.
+ * a host whose domains cannot all be read has nothing removed, one without a pool has nothing to
+ * sweep, one whose listing fails gives no answer; the VM on the new upload runs on.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the test template.
  */
 import assert from 'node:assert/strict';
@@ -73,9 +74,22 @@ test('template copies no VM uses are removed from the host; those in use and the
   });
   const parts = (u: string) => [`${u}.initrd`, `${u}.qcow2`, `${u}.vmlinuz`];
   const commands = createCommands();
-  const named = () => uploadsNamedOnHost(commands, host.uri);
+  // cloneFlat, remove and list name volumes of the pool, not paths.
+  const pool = createPoolStorage(commands, '/var/lib/vrp/pool');
+  const named = () => uploadsNamedOnHost({ virsh: commands.virsh, list: (u) => pool.list(u) }, host.uri);
   const vms: string[] = [];
   try {
+    // A host whose pool is not made yet (libvirt's words for it) has nothing to sweep; a listing
+    // that fails otherwise (the connection lost) is no answer, and the pass logs it.
+    wrapper.refuse(
+      ['vol-list'],
+      "error: failed to get pool 'vrp'\nerror: Storage pool not found: no storage pool with matching name 'vrp'",
+    );
+    assert.deepEqual(await sweep(), { removed: [], failed: [] });
+    wrapper.refuse(['vol-list']);
+    await assert.rejects(sweep(), /Could not list the storage volumes/);
+    wrapper.allow();
+
     // A worker that died mid-upload: a volume of an upload no record names, nothing uses.
     const stray = 'template-tiny-000000000000-deadbeef.qcow2';
     execFileSync('virsh', ['-c', host.uri, 'vol-create-as', 'vrp', stray, '1M', '--format', 'qcow2'], {
@@ -103,8 +117,6 @@ test('template copies no VM uses are removed from the host; those in use and the
     // The first VM's disk made to stand alone (as a restore leaves it), the VM off: only its
     // domain's definition (its kernel and initrd) names the old upload now.
     await driver.powerOff(first.vmId);
-    // cloneFlat and remove name volumes of the pool, not paths.
-    const pool = createPoolStorage(commands, '/var/lib/vrp/pool');
     const disk = `${first.vmId}.qcow2`;
     await pool.cloneFlat(host.uri, disk, `${first.vmId}-flat.qcow2`);
     await pool.remove(host.uri, disk);

@@ -12,15 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
-import {
-  createTemplateSweep,
-  uploadsNamedIn,
-  uploadsNamedOnHost,
-} from '../../src/drivers/libvirt/template-sweep.ts';
+import { uploadsNamedIn } from '../../src/drivers/libvirt/host-images.ts';
+import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import { createTemplateSweep, uploadsNamedOnHost } from '../../src/drivers/libvirt/template-sweep.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
 
 const GRACE = 60_000;
+const HOUR = 3_600_000;
 /** Upload names as the driver makes them: `template-<id>-<sha12>-<upload8>`. */
 const OLD = 'template-deb-0123456789ab-00000001';
 const NEW = 'template-deb-ba9876543210-00000002';
@@ -35,26 +34,30 @@ test('the uploads an XML text names: backing files, kernels and initrds, by path
   assert.deepEqual(uploadsNamedIn(xml).sort(), [KERNEL, KERNEL, NEW, OLD].sort());
 });
 
-/** A host's virsh, scripted: each command line's output, or the stderr it fails with. */
+/**
+ * A host's virsh, scripted: each command line's output, or the stderr it fails with; its pool's
+ * listing read from the scripted `vol-list vrp`, as the pool storage reads it.
+ */
 function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
   const asked: string[] = [];
-  return {
-    asked,
-    commands: {
-      async virsh(_uri: string, args: readonly string[]) {
-        const line = args.join(' ');
-        asked.push(line);
-        const r = script.get(line);
-        if (r === undefined) throw new Error(`not scripted: ${line}`);
-        if (typeof r !== 'string')
-          throw new DriverError('Could not read', {
-            transient: true,
-            details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: r.stderr },
-          });
-        return { stdout: r, stderr: '' };
-      },
+  const commands = {
+    async list(uri: string) {
+      return new Set(parseVolumeList((await commands.virsh(uri, ['vol-list', 'vrp'])).stdout));
+    },
+    async virsh(_uri: string, args: readonly string[]) {
+      const line = args.join(' ');
+      asked.push(line);
+      const r = script.get(line);
+      if (r === undefined) throw new Error(`not scripted: ${line}`);
+      if (typeof r !== 'string')
+        throw new DriverError('Could not read', {
+          transient: true,
+          details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: r.stderr },
+        });
+      return { stdout: r, stderr: '' };
     },
   };
+  return { asked, commands };
 }
 const volList = (...names: string[]) =>
   ` Name   Path\n-------------\n${names.map((n) => ` ${n}   /pool/${n}`).join('\n')}\n`;
@@ -200,9 +203,21 @@ for (const kind of testStores()) {
       };
     }
 
-    test('keeps the recorded upload and what the host names; removes the rest after a whole grace period', async () => {
-      const w = await world();
-      try {
+    /** A test's body in a world of its own, closed after it whatever happens. */
+    const inWorld =
+      (body: (w: Awaited<ReturnType<typeof world>>) => Promise<void>, grace = GRACE) =>
+      async () => {
+        const w = await world(grace);
+        try {
+          await body(w);
+        } finally {
+          await w.done();
+        }
+      };
+
+    test(
+      'keeps the recorded upload and what the host names; removes the rest after a whole grace period',
+      inWorld(async (w) => {
         for (const v of [
           `${OLD}.qcow2`,
           `${NEW}.qcow2`,
@@ -250,14 +265,12 @@ for (const kind of testStores()) {
         w.later(10 * GRACE);
         assert.deepEqual((await w.sweep()).removed, []);
         assert.ok(w.volumes.has(`${NEW}.qcow2`));
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test("an upload recorded while the host was read is kept, and one another host's row names", async () => {
-      const w = await world();
-      try {
+    test(
+      "an upload recorded while the host was read is kept, and one another host's row names",
+      inWorld(async (w) => {
         for (const u of [DEAD, OLD, KERNEL]) w.volumes.add(`${u}.qcow2`);
         // OLD is h2's recorded upload, seen in h1's pool: the two hosts' pools would be one
         // directory (not supported, and h2's template must not pay for it).
@@ -268,14 +281,12 @@ for (const kind of testStores()) {
         w.whileReading(() => w.record('h1', DEAD));
         assert.deepEqual(await w.quarters(1), [[`${KERNEL}.qcow2`]]);
         assert.deepEqual([...w.volumes].sort(), [`${DEAD}.qcow2`, `${OLD}.qcow2`].sort());
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test('a sighting this process has not renewed for half a grace starts the count again', async () => {
-      const w = await world();
-      try {
+    test(
+      'a sighting this process has not renewed for half a grace starts the count again',
+      inWorld(async (w) => {
         w.volumes.add(`${DEAD}.qcow2`);
         await w.sweep();
         // Another process had the host's passes meanwhile (the upload may have been recorded
@@ -285,14 +296,12 @@ for (const kind of testStores()) {
         // A grace after the first look, not after this one: kept.
         assert.deepEqual(await w.quarters(2), [[], []]);
         assert.deepEqual(await w.quarters(2), [[], [`${DEAD}.qcow2`]]);
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test('a sighting ends when the upload is seen recorded: one replaced later counts from then', async () => {
-      const w = await world();
-      try {
+    test(
+      'a sighting ends when the upload is seen recorded: one replaced later counts from then',
+      inWorld(async (w) => {
         w.volumes.add(`${DEAD}.qcow2`);
         w.volumes.add(`${NEW}.qcow2`);
         // Seen under way (no row yet), then recorded, then replaced by NEW a quarter later.
@@ -302,15 +311,12 @@ for (const kind of testStores()) {
         await w.record('h1', NEW);
         // A whole grace from its first sighting is not enough: from the look that found it replaced.
         assert.deepEqual(await w.quarters(5), [[], [], [], [], [`${DEAD}.qcow2`]]);
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test('at the shortest grace an operator may set, a replaced upload stays 3.5 h and more after its row moved on', async () => {
-      const HOUR = 3_600_000;
-      const w = await world(14 * HOUR);
-      try {
+    test(
+      'at the shortest grace an operator may set, a replaced upload stays 3.5 h and more after its row moved on',
+      inWorld(async (w) => {
         w.volumes.add(`${DEAD}.qcow2`);
         w.volumes.add(`${NEW}.qcow2`);
         // This process sees DEAD under way at 0:00 and 2:45; its row is written at 2:59 and this
@@ -338,14 +344,12 @@ for (const kind of testStores()) {
           removedAt - moved >= 3.5 * HOUR,
           `removed ${(removedAt - moved) / HOUR} h after the row moved on`,
         );
-      } finally {
-        await w.done();
-      }
-    });
+      }, 14 * HOUR),
+    );
 
-    test('a removal that fails is told, the rest of that upload waits, and the next pass finishes it', async () => {
-      const w = await world();
-      try {
+    test(
+      'a removal that fails is told, the rest of that upload waits, and the next pass finishes it',
+      inWorld(async (w) => {
         for (const v of [`${KERNEL}.qcow2`, `${KERNEL}.vmlinuz`, `${KERNEL}.initrd`]) w.volumes.add(v);
         w.refused.add(`${KERNEL}.vmlinuz`);
         await w.sweep();
@@ -360,14 +364,12 @@ for (const kind of testStores()) {
         w.refused.clear();
         assert.deepEqual(await w.quarters(1), [[`${KERNEL}.vmlinuz`, `${KERNEL}.qcow2`]]);
         assert.equal(w.volumes.size, 0);
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test("a host's volumes are read at most every quarter of the grace period, each host on its own", async () => {
-      const w = await world();
-      try {
+    test(
+      "a host's volumes are read at most every quarter of the grace period, each host on its own",
+      inWorld(async (w) => {
         w.volumes.add(`${DEAD}.qcow2`);
         await w.sweep('h1');
         assert.equal(w.listed(), 1);
@@ -381,14 +383,12 @@ for (const kind of testStores()) {
         assert.equal(w.listed(), 3);
         // Its removal comes at the first read a whole grace period after it was first seen.
         assert.deepEqual(await w.quarters(3), [[], [], [`${DEAD}.qcow2`]]);
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
 
-    test('a host with many abandoned uploads is emptied ten uploads a pass', async () => {
-      const w = await world();
-      try {
+    test(
+      'a host with many abandoned uploads is emptied ten uploads a pass',
+      inWorld(async (w) => {
         for (let i = 0; i < 25; i++)
           w.volumes.add(`template-deb-0123456789ab-${String(i).padStart(8, '0')}.qcow2`);
         await w.sweep();
@@ -398,9 +398,7 @@ for (const kind of testStores()) {
           [10, 10, 5],
         );
         assert.equal(w.volumes.size, 0);
-      } finally {
-        await w.done();
-      }
-    });
+      }),
+    );
   });
 }

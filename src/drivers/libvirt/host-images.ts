@@ -29,7 +29,7 @@ function partsOf(t: Template): { ext: string; file: string }[] {
 
 /** The volumes of an upload whose disk volume is `diskVolume` (`<prefix>.qcow2`). */
 export function hostTemplate(t: Template, diskVolume: string): HostTemplate {
-  const prefix = diskVolume.replace(/\.qcow2$/, '');
+  const prefix = uploadOf(diskVolume);
   return {
     disk: diskVolume,
     ...(t.kernel
@@ -48,6 +48,16 @@ export const UPLOAD_NAME = String.raw`template-[\w.-]+-[0-9a-f]{12}-[0-9a-f]{8}`
 /** Whether a volume is one of the driver's template uploads (`<upload name>.qcow2|.vmlinuz|.initrd`). */
 const TEMPLATE_VOLUME = new RegExp(`^${UPLOAD_NAME}\\.(?:qcow2|vmlinuz|initrd)$`);
 export const isTemplateVolume = (name: string) => TEMPLATE_VOLUME.test(name);
+
+/** An upload's name (`template-<id>-<sha12>-<upload8>`), from any of its volumes' names. */
+export const uploadOf = (volume: string) => volume.replace(/\.\w+$/, '');
+
+const NAMED_UPLOAD = new RegExp(`/(${UPLOAD_NAME})\\.(?:qcow2|vmlinuz|initrd)\\b`, 'g');
+
+/** The uploads an XML text (a domain's, a volume's) names by path: a backing file, a kernel, an initrd. */
+export function uploadsNamedIn(xml: string): string[] {
+  return [...xml.matchAll(NAMED_UPLOAD)].map((m) => m[1] ?? '');
+}
 
 /**
  * Template base images on the hosts: each host gets a template's files as volumes of its pool,

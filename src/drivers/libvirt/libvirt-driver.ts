@@ -32,7 +32,7 @@ import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf 
 import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
 import { domainXml } from './domain-xml.ts';
 import { createGuestFreeze } from './guest-freeze.ts';
-import { createHostImages, type HostTemplate } from './host-images.ts';
+import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from './host-images.ts';
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
@@ -342,7 +342,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (isNoPool(err)) return new Set<string>();
         throw err;
       }),
-    named: (uri) => uploadsNamedOnHost(commands, uri),
+    named: (uri) => uploadsNamedOnHost({ virsh, list: (u) => pool.list(u) }, uri),
     remove: (uri, volume) => pool.remove(uri, volume),
   });
   const volPath = (name: string) => join(o.storage, name);
@@ -1450,17 +1450,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * (the VM's host, the source's room) is one transaction, then the source's volumes go.
    */
   function createMigration() {
-    /** The template upload a domain uses on its host: from its kernel path or its disk's backing. */
+    /**
+     * The template upload a domain uses on its host: the one its next-boot definition names (its
+     * kernel), else its disk's backing file.
+     */
     async function templateOf(vm: LibvirtVmTable, uri: string, xml: string) {
-      const kernel = /<kernel>[^<]*\/(template-[^<]*)\.vmlinuz<\/kernel>/.exec(xml)?.[1];
-      let prefix = kernel;
+      let prefix = uploadsNamedIn(xml)[0];
       if (!prefix) {
         const { stdout } = await virsh(
           uri,
           ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
           'Could not read the VM disk',
         );
-        prefix = /<backingStore>\s*<path>[^<]*\/(template-[^<]*)\.qcow2<\/path>/.exec(stdout)?.[1];
+        prefix = uploadsNamedIn(stdout)[0];
       }
       if (!prefix) return undefined;
       return db
@@ -1474,8 +1476,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     /** The paths of the source's template volumes replaced by the destination's. */
     function retarget(xml: string, from: string | undefined, to: HostTemplate | undefined): string {
       if (!from || !to) return xml;
-      const fromPrefix = from.replace(/\.qcow2$/, '');
-      const toPrefix = to.disk.replace(/\.qcow2$/, '');
+      const fromPrefix = uploadOf(from);
+      const toPrefix = uploadOf(to.disk);
       return xml.split(volPath(fromPrefix)).join(volPath(toPrefix));
     }
 

@@ -3,8 +3,8 @@ import { messageOf } from '../../domain/errors.ts';
 import type { Database } from '../../store/schema.ts';
 import { DriverError, type TemplateSweep } from '../driver.ts';
 import { type Commands, isNoDomain } from './commands.ts';
-import { isTemplateVolume, UPLOAD_NAME } from './host-images.ts';
-import { isNoVolume, POOL, parseVolumeList } from './storage.ts';
+import { isTemplateVolume, uploadOf, uploadsNamedIn } from './host-images.ts';
+import { isNoVolume, POOL, type PoolStorage } from './storage.ts';
 
 /**
  * The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default, and 14 h
@@ -22,16 +22,6 @@ export const TEMPLATE_GRACE_MS = 16 * 3_600_000;
 
 /** Uploads removed per host per sweep: a host with many old copies is emptied over several passes. */
 const PER_SWEEP = 10;
-
-/** An upload's name prefix (`template-<id>-<sha12>-<upload8>`), from any of its volumes' names. */
-const uploadOf = (volume: string) => volume.replace(/\.\w+$/, '');
-
-const NAMED_UPLOAD = new RegExp(`/(${UPLOAD_NAME})\\.(?:qcow2|vmlinuz|initrd)\\b`, 'g');
-
-/** The uploads an XML text (a domain's, a volume's) names by path: a backing file, a kernel, an initrd. */
-export function uploadsNamedIn(xml: string): string[] {
-  return [...xml.matchAll(NAMED_UPLOAD)].map((m) => m[1] ?? '');
-}
 
 export interface TemplateSweepDeps {
   readonly db: Kysely<Database>;
@@ -131,9 +121,9 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
         continue;
       }
       // The disk last: an upload's parts without it are still recognised as its leftovers.
-      const parts = (uploads.get(u) ?? [])
-        .sort()
-        .sort((a, b) => Number(a.endsWith('.qcow2')) - Number(b.endsWith('.qcow2')));
+      const parts = (uploads.get(u) ?? []).sort(
+        (a, b) => Number(a.endsWith('.qcow2')) - Number(b.endsWith('.qcow2')) || a.localeCompare(b),
+      );
       for (const v of parts) {
         try {
           await d.remove(uri, v);
@@ -157,7 +147,7 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
  * removes nothing.
  */
 export async function uploadsNamedOnHost(
-  commands: Pick<Commands, 'virsh'>,
+  host: Pick<Commands, 'virsh'> & Pick<PoolStorage, 'list'>,
   uri: string,
 ): Promise<Set<string>> {
   const named = new Set<string>();
@@ -165,14 +155,11 @@ export async function uploadsNamedOnHost(
     for (const u of uploadsNamedIn(xml)) named.add(u);
   };
   const domains = async () =>
-    (await commands.virsh(uri, ['list', '--all', '--name'], 'Could not list the VMs of the host')).stdout
+    (await host.virsh(uri, ['list', '--all', '--name'], 'Could not list the VMs of the host')).stdout
       .split('\n')
       .map((l) => l.trim())
       .filter(Boolean);
-  const volumes = async () =>
-    parseVolumeList(
-      (await commands.virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes')).stdout,
-    );
+  const volumes = async () => [...(await host.list(uri))];
   /** Reads each item, its failures of the kind `gone` kept aside; throws if one of those is still listed. */
   async function readAll(
     items: string[],
@@ -203,7 +190,7 @@ export async function uploadsNamedOnHost(
     await domains(),
     async (name) => {
       for (const flags of [[], ['--inactive']])
-        take((await commands.virsh(uri, ['dumpxml', ...flags, name], 'Could not read a VM')).stdout);
+        take((await host.virsh(uri, ['dumpxml', ...flags, name], 'Could not read a VM')).stdout);
     },
     isNoDomain,
     domains,
@@ -212,8 +199,7 @@ export async function uploadsNamedOnHost(
     (await volumes()).filter((v) => !isTemplateVolume(v) && v.endsWith('.qcow2')),
     async (v) =>
       take(
-        (await commands.virsh(uri, ['vol-dumpxml', '--pool', POOL, v], 'Could not read a storage volume'))
-          .stdout,
+        (await host.virsh(uri, ['vol-dumpxml', '--pool', POOL, v], 'Could not read a storage volume')).stdout,
       ),
     isNoVolume,
     volumes,
