@@ -5,7 +5,8 @@
  * incremental carries the guest's writes only, a stopped VM stays stopped, an import brings an
  * earlier point back (and a failing source or upload changes nothing; a failure past the power-off
  * is repaired by the re-run), what a backup's dead attempts left is cleared once it is given up
- * (a frozen guest thawed), and after a live migration the
+ * (a frozen guest thawed), an export waits for another volume's copy in the pool to end (libvirt
+ * refuses to read the pool meanwhile), and after a live migration the
  * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
@@ -275,6 +276,72 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     await dropped.close();
     assert.deepEqual(checkpoints(), ['b1', 'b2']);
   });
+
+  await t.test(
+    "an export while the host copies another volume in the pool (another VM's restore or migration) waits for the copy, then goes on",
+    async () => {
+      // A volume of 1 GiB of random bytes (its copy takes a while), copied as a restore copies.
+      virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '1G', '--format', 'raw');
+      // The host's pool directory as this machine sees it (the host sees it at /var/lib/vrp/pool).
+      const source = join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'busy-source.raw');
+      execFileSync('dd', [
+        'if=/dev/urandom',
+        `of=${source}`,
+        'bs=1M',
+        'count=1024',
+        'conv=notrunc',
+        'status=none',
+      ]);
+      const xml = join(work, 'busy-copy.xml');
+      writeFileSync(
+        xml,
+        "<volume><name>busy-copy.qcow2</name><capacity>0</capacity><target><format type='qcow2'/></target></volume>\n",
+      );
+      let copied = false;
+      const copy = execFileAsync('virsh', [
+        '-c',
+        uri,
+        'vol-create-from',
+        'vrp',
+        xml,
+        '--inputpool',
+        'vrp',
+        'busy-source.raw',
+      ]).then(() => {
+        copied = true;
+      });
+      try {
+        // libvirt refuses to read the pool again while the copy runs.
+        await waitUntil(
+          'the copy under way',
+          () => {
+            try {
+              virshOut(uri, 'pool-refresh', 'vrp');
+              return undefined;
+            } catch (err) {
+              return (
+                /has asynchronous jobs running/.test(String((err as { stderr?: unknown }).stderr)) ||
+                undefined
+              );
+            }
+          },
+          { everyMs: 20 },
+        );
+        assert.equal(copied, false, 'the copy still runs as the export begins');
+        const e = await d.exportDisk(vmId, 'b-busy', 'b2');
+        assert.equal(copied, true, 'the export read the pool once the copy had ended');
+        assert.equal(e.kind, 'incremental');
+        await e.close();
+        assert.deepEqual(checkpoints(), ['b1', 'b2'], 'not committed: no checkpoint');
+      } finally {
+        await copy.catch(() => {});
+        for (const v of ['busy-copy.qcow2', 'busy-source.raw'])
+          try {
+            virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
+          } catch {}
+      }
+    },
+  );
 
   await t.test(
     'a backup given up after its attempts died: the guest left frozen is thawed, its volume and checkpoint go',

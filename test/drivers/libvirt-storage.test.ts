@@ -1,12 +1,13 @@
 /** The libvirt driver's readings of virsh's storage answers and of host URIs (no libvirt needed). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { DriverError } from '../../src/drivers/driver.ts';
 import {
   migrationAddress,
   migrationAddressArgs,
   parseJobInfo,
 } from '../../src/drivers/libvirt/libvirt-driver.ts';
-import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import { createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
   assert.equal(migrationAddress('qemu+ssh://root@kvm2.internal/system'), 'kvm2.internal');
@@ -62,4 +63,46 @@ Downtime w/o network: 93           ms
 `;
   assert.deepEqual(parseJobInfo(out), { downtime_ms: 95, elapsed_ms: 9035 });
   assert.deepEqual(parseJobInfo('Job type:         None\n'), {});
+});
+
+test('a pool refresh refused while the host builds a volume is tried again; past its wait it fails as transient', async () => {
+  const busy =
+    "error: Failed to refresh pool vrp\nerror: internal error: pool 'vrp' has asynchronous jobs running.";
+  /** A host whose pool-refresh answers each of `answers` in turn (a stderr fails it), then succeeds. */
+  const host = (answers: (string | null)[]) => {
+    const asked: string[] = [];
+    const virsh = async (_uri: string, args: readonly string[]) => {
+      asked.push(args.join(' '));
+      const stderr = answers.shift();
+      if (stderr)
+        throw new DriverError('Could not read the storage pool', {
+          transient: false,
+          details: { command: `virsh ${args.join(' ')}`, exitCode: 1, signal: null, stderr },
+        });
+      return { stdout: '', stderr: '' };
+    };
+    const never = async (): Promise<never> => {
+      throw new Error('not used');
+    };
+    return {
+      asked,
+      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+    };
+  };
+  // Another VM's copy in the pool ends after two tries: the refresh then reads the pool.
+  const copying = host([busy, busy, null]);
+  await copying.pool.refresh('u');
+  assert.deepEqual(copying.asked, ['pool-refresh vrp', 'pool-refresh vrp', 'pool-refresh vrp']);
+  // Any other refusal is not waited out.
+  const lost = host(['error: Cannot recv data: Connection reset by peer']);
+  await assert.rejects(lost.pool.refresh('u'), /Could not read the storage pool/);
+  assert.equal(lost.asked.length, 1);
+  // With no wait (the template sweep's), one try, and a transient failure that says why.
+  const once = host([busy, null]);
+  await assert.rejects(once.pool.refresh('u', 0), (err: unknown) => {
+    assert.ok(err instanceof DriverError && err.transient);
+    assert.match(err.message, /busy with a copy.*asynchronous jobs running/s);
+    return true;
+  });
+  assert.equal(once.asked.length, 1);
 });

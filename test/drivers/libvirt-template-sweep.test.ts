@@ -7,7 +7,8 @@
  * names the upload then), and goes once that VM is gone; an upload no record names and nothing
  * uses (a worker died mid-upload) goes;
  * a host whose domains cannot all be read has nothing removed, one without a pool has nothing to
- * sweep, one whose listing fails gives no answer; the VM on the new upload runs on.
+ * sweep, one whose listing fails gives no answer; the VM on the new upload runs on; a volume whose
+ * file went behind libvirt's back does not stop the sweep.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the test template.
  */
 import assert from 'node:assert/strict';
@@ -76,7 +77,11 @@ test('template copies no VM uses are removed from the host; those in use and the
   const commands = createCommands();
   // cloneFlat, remove and list name volumes of the pool, not paths.
   const pool = createPoolStorage(commands, '/var/lib/vrp/pool');
-  const named = () => uploadsNamedOnHost({ virsh: commands.virsh, list: (u) => pool.list(u) }, host.uri);
+  const named = () =>
+    uploadsNamedOnHost(
+      { virsh: commands.virsh, list: (u) => pool.list(u), refresh: (u, w) => pool.refresh(u, w) },
+      host.uri,
+    );
   const vms: string[] = [];
   try {
     // A host whose pool is not made yet (libvirt's words for it) has nothing to sweep; a listing
@@ -163,6 +168,19 @@ test('template copies no VM uses are removed from the host; those in use and the
     // The VM on the new upload runs on; later looks remove nothing more.
     assert.equal((await driver.inspect(second.vmId))?.power, 'running');
     assert.deepEqual(await sweep(), { removed: [], failed: [] });
+    assert.deepEqual(templates().sort(), [...parts(current), ...parts(rescue)].sort());
+
+    // A volume whose file was removed behind libvirt's back stays in the pool's listing and cannot
+    // be read; the look reads the pool again, and it names nothing: another stray upload goes.
+    const virsh = (...args: string[]) =>
+      execFileSync('virsh', ['-c', host.uri, ...args], { stdio: 'ignore' });
+    virsh('vol-create-as', 'vrp', 'stale.qcow2', '1M', '--format', 'qcow2');
+    rmSync(join(host.dir, 'storage', 'stale.qcow2'));
+    assert.ok(poolVolumes(host.uri).includes('stale.qcow2'), 'still listed');
+    const another = 'template-tiny-000000000000-feedface.qcow2';
+    virsh('vol-create-as', 'vrp', another, '1M', '--format', 'qcow2');
+    assert.deepEqual(await sweep(), { removed: [another], failed: [] });
+    assert.ok(!poolVolumes(host.uri).includes('stale.qcow2'), 'gone from the listing');
     assert.deepEqual(templates().sort(), [...parts(current), ...parts(rescue)].sort());
   } finally {
     await commands.close();

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { uploadsNamedIn } from '../../src/drivers/libvirt/host-images.ts';
-import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { createTemplateSweep, uploadsNamedOnHost } from '../../src/drivers/libvirt/template-sweep.ts';
 import { openStore } from '../../src/store/database.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
@@ -40,11 +40,23 @@ test('the uploads an XML text names: backing files, kernels and initrds, by path
  */
 function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
   const asked: string[] = [];
-  const commands = {
-    async list(uri: string) {
-      return new Set(parseVolumeList((await commands.virsh(uri, ['vol-list', 'vrp'])).stdout));
+  const notScripted = async (): Promise<never> => {
+    throw new Error('not scripted');
+  };
+  // The driver's own pool storage over the scripted virsh (as `commands.virsh` is when called).
+  const pool = createPoolStorage(
+    {
+      run: notScripted,
+      virshShell: notScripted,
+      close: async () => {},
+      virsh: (...a) => commands.virsh(...a),
     },
-    async virsh(_uri: string, args: readonly string[]) {
+    '/pool',
+  );
+  const commands = {
+    list: (uri: string) => pool.list(uri),
+    refresh: (uri: string, waitMs?: number) => pool.refresh(uri, waitMs),
+    async virsh(_uri: string, args: readonly string[], _what?: string, _timeoutMs?: number) {
       const line = args.join(' ');
       asked.push(line);
       const r = script.get(line);
@@ -96,6 +108,7 @@ test('what a host names: a read that fails is no answer, unless what it read is 
       ['dumpxml --inactive vrp-a', kernelOf(OLD)],
       ['vol-list vrp', volList('a.qcow2')],
       ['vol-dumpxml --pool vrp a.qcow2', backedBy(OLD)],
+      ['pool-refresh vrp', ''],
     ]);
   // A connection that dropped: thrown as it came.
   const dropped = base().set('dumpxml --inactive vrp-a', {
@@ -114,6 +127,38 @@ test('what a host names: a read that fails is no answer, unless what it read is 
     uploadsNamedOnHost(scriptedVirsh(volume).commands, 'u'),
     /Could not read a.qcow2 on the host, though it is there/,
   );
+  // A volume whose file was removed outside libvirt: listed until the pool is read again, which
+  // the look does before it lists the volumes again; then gone, and the rest is read.
+  const stale = scriptedVirsh(
+    base().set('vol-list vrp', volList('a.qcow2', 'b.qcow2')).set('vol-dumpxml --pool vrp b.qcow2', {
+      stderr: "error: Storage volume not found: no storage vol with matching path '/pool/b.qcow2'",
+    }),
+  );
+  const listBeforeRefresh = stale.commands.virsh;
+  let refreshed = false;
+  stale.commands.virsh = async (uri, args) => {
+    if (args[0] === 'pool-refresh') refreshed = true;
+    if (args[0] === 'vol-list' && refreshed) return { stdout: volList('a.qcow2'), stderr: '' };
+    return listBeforeRefresh(uri, args);
+  };
+  assert.deepEqual([...(await uploadsNamedOnHost(stale.commands, 'u'))], [OLD]);
+  assert.ok(stale.asked.includes('pool-refresh vrp'));
+  // The pool cannot be read again while the host builds a volume in it (another VM's restore or
+  // migration copying): no answer at this pass, without waiting for the copy.
+  const copying = scriptedVirsh(
+    base()
+      .set('vol-dumpxml --pool vrp a.qcow2', { stderr: 'error: Storage volume not found' })
+      .set('pool-refresh vrp', {
+        stderr:
+          "error: Failed to refresh pool vrp\nerror: internal error: pool 'vrp' has asynchronous jobs running.",
+      }),
+  );
+  await assert.rejects(uploadsNamedOnHost(copying.commands, 'u'), (err: unknown) => {
+    assert.ok(err instanceof DriverError && err.transient);
+    assert.match(err.message, /busy with a copy/);
+    return true;
+  });
+  assert.equal(copying.asked.filter((l) => l === 'pool-refresh vrp').length, 1, 'tried once');
   // Gone while it was read (a VM removed meanwhile): it names nothing, the rest is read.
   const gone = scriptedVirsh(base().set('dumpxml vrp-a', { stderr: "error: failed to get domain 'vrp-a'" }));
   let lists = 0;
@@ -396,6 +441,30 @@ for (const kind of testStores()) {
         assert.deepEqual(
           (await w.quarters(3)).map((r) => r.length),
           [10, 10, 5],
+        );
+        assert.equal(w.volumes.size, 0);
+      }),
+    );
+
+    test(
+      'uploads whose removal keeps failing go after the others: they do not hold up the rest',
+      inWorld(async (w) => {
+        const upload = (i: number) => `template-deb-0123456789ab-${String(i).padStart(8, '0')}.qcow2`;
+        for (let i = 0; i < 12; i++) w.volumes.add(upload(i));
+        // The first ten by name cannot be deleted (a file the host will not let go).
+        for (let i = 0; i < 10; i++) w.refused.add(upload(i));
+        await w.sweep();
+        await w.quarters(3);
+        const [first] = await w.quarters(1);
+        assert.deepEqual(first, [], 'a pass tries the first ten, all refused');
+        // The next pass tries the two it has not tried before ahead of the ten that failed.
+        const [second] = await w.quarters(1);
+        assert.deepEqual(second, [upload(10), upload(11)]);
+        // Once the host lets them go, they go too.
+        w.refused.clear();
+        assert.deepEqual(
+          (await w.quarters(1)).map((r) => r.length),
+          [10],
         );
         assert.equal(w.volumes.size, 0);
       }),

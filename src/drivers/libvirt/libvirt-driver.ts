@@ -342,7 +342,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (isNoPool(err)) return new Set<string>();
         throw err;
       }),
-    named: (uri) => uploadsNamedOnHost({ virsh, list: (u) => pool.list(u) }, uri),
+    named: (uri) =>
+      uploadsNamedOnHost({ virsh, list: (u) => pool.list(u), refresh: (u, w) => pool.refresh(u, w) }, uri),
     remove: (uri, volume) => pool.remove(uri, volume),
   });
   const volPath = (name: string) => join(o.storage, name);

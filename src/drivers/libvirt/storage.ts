@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
 import { unfenced } from '../fence.ts';
 import { type Commands, stderrOf } from './commands.ts';
@@ -16,6 +17,15 @@ const COPY_TIMEOUT_MS = 30 * 60_000;
 /** libvirt's words for "there is no such volume". */
 export function isNoVolume(err: unknown): boolean {
   return /Storage volume not found|no storage vol with matching/i.test(stderrOf(err));
+}
+
+/**
+ * libvirt's words for a pool refresh refused while a volume is being built in the pool (a
+ * vol-create-from's copy, a vol-create's allocation): another VM's restore or migration on the
+ * same host, which can take minutes.
+ */
+export function isPoolBusy(err: unknown): boolean {
+  return /has asynchronous jobs running/i.test(stderrOf(err));
 }
 
 /** libvirt's words for "there is no such pool" (a host the driver has not prepared yet). */
@@ -91,8 +101,13 @@ export interface PoolStorage {
   cloneFlat(uri: string, from: string, name: string): Promise<void>;
   /** Copies a volume from one host to another through this machine (a private temp file). */
   copyBetween(fromUri: string, name: string, toUri: string, toName?: string): Promise<void>;
-  /** Rereads the pool directory (files QEMU created become volumes). */
-  refresh(uri: string): Promise<void>;
+  /**
+   * Rereads the pool directory (files QEMU created become volumes; a volume whose file is gone
+   * leaves the listing). libvirt refuses while a volume is being built in the pool: the refresh
+   * tries again until `waitMs` has passed (default: as long as a copy may take), then fails as
+   * transient; with 0 it tries once.
+   */
+  refresh(uri: string, waitMs?: number): Promise<void>;
 }
 
 export function createPoolStorage(commands: Commands, poolPath: string): PoolStorage {
@@ -257,8 +272,22 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       });
     },
 
-    async refresh(uri) {
-      await virsh(uri, ['pool-refresh', POOL], 'Could not read the storage pool');
+    async refresh(uri, waitMs = COPY_TIMEOUT_MS) {
+      const until = performance.now() + waitMs;
+      for (let pause = 250; ; pause = Math.min(pause * 2, 5000)) {
+        try {
+          await virsh(uri, ['pool-refresh', POOL], 'Could not read the storage pool');
+          return;
+        } catch (err) {
+          if (!isPoolBusy(err)) throw err;
+          if (performance.now() + pause > until)
+            throw new DriverError(`The host's storage pool is busy with a copy: ${stderrOf(err).trim()}`, {
+              transient: true,
+              cause: err,
+            });
+          await sleep(pause);
+        }
+      }
     },
   };
   return storage;

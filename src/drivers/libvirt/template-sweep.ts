@@ -47,6 +47,8 @@ interface Sighting {
   lastSeen: number;
   /** Not looked at again before (found named). */
   notBefore: number;
+  /** Removals of it that failed: it is tried after the uploads due that failed less often. */
+  failures: number;
 }
 
 /**
@@ -95,16 +97,16 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
     const mine = seen.get(hostId) ?? new Map<string, Sighting>();
     seen.set(hostId, mine);
     for (const u of mine.keys()) if (!uploads.has(u) || recorded.has(u)) mine.delete(u);
-    const due: string[] = [];
+    const due: [string, Sighting][] = [];
     for (const u of uploads.keys()) {
       if (recorded.has(u)) continue;
       let s = mine.get(u);
       if (!s || t - s.lastSeen > d.graceMs / 2) {
-        s = { since: t, lastSeen: t, notBefore: 0 };
+        s = { since: t, lastSeen: t, notBefore: 0, failures: 0 };
         mine.set(u, s);
       }
       s.lastSeen = t;
-      if (t - s.since >= d.graceMs && t >= s.notBefore) due.push(u);
+      if (t - s.since >= d.graceMs && t >= s.notBefore) due.push([u, s]);
     }
     if (due.length === 0) return { removed: [], failed: [] };
 
@@ -113,11 +115,13 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
     recorded = await recordedUploads();
     const removed: string[] = [];
     const failed: { volume: string; error: string }[] = [];
-    for (const u of due.sort().slice(0, PER_SWEEP)) {
+    // Those whose removal keeps failing (a file the host will not let go) last: they do not hold
+    // up the others' removal pass after pass.
+    due.sort(([a, s], [b, z]) => s.failures - z.failures || a.localeCompare(b));
+    for (const [u, s] of due.slice(0, PER_SWEEP)) {
       if (recorded.has(u)) continue;
       if (named.has(u)) {
-        const s = mine.get(u);
-        if (s) s.notBefore = t + d.graceMs;
+        s.notBefore = t + d.graceMs;
         continue;
       }
       // The disk last: an upload's parts without it are still recognised as its leftovers.
@@ -130,6 +134,7 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
           removed.push(v);
         } catch (err) {
           failed.push({ volume: v, error: messageOf(err) });
+          s.failures += 1;
           break;
         }
       }
@@ -143,11 +148,11 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
  * next-boot definitions (a kernel, an initrd, a running disk's backing chain; a rescue system's
  * live one), then each other qcow2 volume's backing file, the volumes listed after the domains
  * were (a disk made meanwhile is read). Fails closed: a domain or volume whose read failed counts
- * as gone only if a new listing no longer has it; any other failure throws, and the sweep
- * removes nothing.
+ * as gone only if a new listing no longer has it (the pool read again first: a volume whose file
+ * was removed outside libvirt leaves it); any other failure throws, and the sweep removes nothing.
  */
 export async function uploadsNamedOnHost(
-  host: Pick<Commands, 'virsh'> & Pick<PoolStorage, 'list'>,
+  host: Pick<Commands, 'virsh'> & Pick<PoolStorage, 'list' | 'refresh'>,
   uri: string,
 ): Promise<Set<string>> {
   const named = new Set<string>();
@@ -202,7 +207,12 @@ export async function uploadsNamedOnHost(
         (await host.virsh(uri, ['vol-dumpxml', '--pool', POOL, v], 'Could not read a storage volume')).stdout,
       ),
     isNoVolume,
-    volumes,
+    // A volume whose file went behind libvirt's back stays listed until the pool is read again
+    // (not waiting: a host busy with a copy is swept at a later pass).
+    async () => {
+      await host.refresh(uri, 0);
+      return volumes();
+    },
   );
   return named;
 }
