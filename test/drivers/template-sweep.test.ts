@@ -39,7 +39,10 @@ test('the uploads an XML text names: backing files, kernels and initrds, by path
  * listing read from the scripted `vol-list vrp`, as the pool storage reads it.
  */
 function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
+  /** Each virsh command run, those of a call of several commands one by one. */
   const asked: string[] = [];
+  /** Each virsh call (a process, one connection to the host). */
+  const calls: string[] = [];
   const notScripted = async (): Promise<never> => {
     throw new Error('not scripted');
   };
@@ -57,7 +60,28 @@ function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
     list: (uri: string) => pool.list(uri),
     refresh: (uri: string, waitMs?: number) => pool.refresh(uri, waitMs),
     async virsh(_uri: string, args: readonly string[], _what?: string, _timeoutMs?: number) {
+      // `-q 'a; b; ...'`: several commands in one call, as virsh runs them: each one's output in
+      // turn (nothing for one that fails), the exit status the last one's.
+      if (args[0] === '-q' && args.length === 2) {
+        calls.push(args.join(' '));
+        let stdout = '';
+        let ok = true;
+        for (const command of (args[1] ?? '').split('; ')) {
+          if (command.startsWith('echo ')) {
+            stdout += command.slice(5);
+            ok = true;
+            continue;
+          }
+          asked.push(command);
+          const r = script.get(command);
+          ok = typeof r === 'string';
+          if (typeof r === 'string') stdout += r;
+        }
+        if (!ok) throw new DriverError('Could not read', { transient: false });
+        return { stdout, stderr: '' };
+      }
       const line = args.join(' ');
+      calls.push(line);
       asked.push(line);
       const r = script.get(line);
       if (r === undefined) throw new Error(`not scripted: ${line}`);
@@ -69,7 +93,7 @@ function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
       return { stdout: r, stderr: '' };
     },
   };
-  return { asked, commands };
+  return { asked, calls, commands };
 }
 const volList = (...names: string[]) =>
   ` Name   Path\n-------------\n${names.map((n) => ` ${n}   /pool/${n}`).join('\n')}\n`;
@@ -97,6 +121,55 @@ test("what a host names: each domain's live and next-boot definitions, then each
   assert.deepEqual(
     v.asked.filter((l) => l.startsWith('vol-dumpxml')),
     ['vol-dumpxml --pool vrp a.qcow2'],
+  );
+  // The domains' definitions in one call, the volumes' in another: four connections in all.
+  assert.deepEqual(
+    v.calls.map((c) => c.replace(/@@vrp-[0-9a-f-]+@@/g, 'M')),
+    [
+      'list --all --name',
+      '-q echo M; dumpxml vrp-a; echo M; dumpxml --inactive vrp-a; echo M; dumpxml vrp-b; echo M; dumpxml --inactive vrp-b; echo M',
+      'vol-list vrp',
+      '-q echo M; vol-dumpxml --pool vrp a.qcow2; echo M',
+    ],
+  );
+});
+
+test('what a host names: a read that failed among many is read again alone; names virsh would parse are read alone', async () => {
+  const many = Array.from({ length: 150 }, (_, i) => `vrp-${String(i).padStart(3, '0')}`);
+  const script = new Map<string, string | { stderr: string }>([
+    ['list --all --name', `${many.join('\n')}\n`],
+    ['vol-list vrp', volList("it's.qcow2")],
+    ["vol-dumpxml --pool vrp it's.qcow2", backedBy(NEW)],
+  ]);
+  for (const d of many) {
+    script.set(`dumpxml ${d}`, '<domain/>');
+    script.set(`dumpxml --inactive ${d}`, '<domain/>');
+  }
+  script.set('dumpxml --inactive vrp-007', kernelOf(KERNEL));
+  // Refused in the batch (a lookup that failed, the daemon busy), read alone then.
+  script.set('dumpxml vrp-149', { stderr: 'error: Timed out during operation' });
+  const v = scriptedVirsh(script);
+  const listing = v.commands.virsh;
+  let alone = 0;
+  v.commands.virsh = async (uri, args) => {
+    if (args[0] === 'dumpxml' && args[1] === 'vrp-149' && alone++ === 0) {
+      v.calls.push(args.join(' '));
+      return { stdout: kernelOf(OLD), stderr: '' };
+    }
+    return listing(uri, args);
+  };
+  assert.deepEqual([...(await uploadsNamedOnHost(v.commands, 'u'))].sort(), [KERNEL, NEW, OLD].sort());
+  const batches = v.calls.filter((c) => c.startsWith('-q '));
+  assert.equal(batches.length, 3, '300 reads in calls of at most 100');
+  assert.deepEqual(
+    v.calls.filter((c) => !c.startsWith('-q ')),
+    [
+      'list --all --name',
+      'dumpxml vrp-149',
+      'dumpxml --inactive vrp-149',
+      'vol-list vrp',
+      "vol-dumpxml --pool vrp it's.qcow2",
+    ],
   );
 });
 

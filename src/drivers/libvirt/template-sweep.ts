@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { messageOf } from '../../domain/errors.ts';
 import type { Database } from '../../store/schema.ts';
@@ -143,13 +144,48 @@ export function createTemplateSweep(d: TemplateSweepDeps) {
   };
 }
 
+/** virsh commands given to one virsh call, at most (its one argument stays far below the kernel's 128 KiB). */
+const PER_CALL = 100;
+/** Names given to virsh's own command line as they are: nothing its parser would read as quoting or a separator. */
+const PLAIN = /^[A-Za-z0-9._:+@-]+$/;
+
+/**
+ * Each command's output, the commands given to as few virsh calls as can be (`;` between them, as
+ * virsh's command line takes them): one connection to the host instead of one per command, which
+ * over SSH is most of what a read costs. A marker echoed before each command tells the outputs
+ * apart; a command that failed printed nothing (its error is not told apart, and its item is read
+ * again alone). A call that fails as a whole leaves its commands' outputs undefined too.
+ */
+async function virshEach(
+  host: Pick<Commands, 'virsh'>,
+  uri: string,
+  lines: readonly string[][],
+  what: string,
+): Promise<(string | undefined)[]> {
+  const out: (string | undefined)[] = [];
+  for (let i = 0; i < lines.length; i += PER_CALL) {
+    const chunk = lines.slice(i, i + PER_CALL);
+    const mark = `@@vrp-${randomUUID()}@@`;
+    // The last echo keeps virsh's exit status that of the connection, not of the last command.
+    const script = [...chunk.map((l) => `echo ${mark}; ${l.join(' ')}`), `echo ${mark}`].join('; ');
+    const parts = await host
+      .virsh(uri, ['-q', script], what)
+      .then((r) => r.stdout.split(mark).slice(1, chunk.length + 1))
+      .catch(() => []);
+    for (let j = 0; j < chunk.length; j++) out.push(parts[j]?.trim() || undefined);
+  }
+  return out;
+}
+
 /**
  * What a libvirt host's domains and volumes name of the template uploads: each domain's live and
  * next-boot definitions (a kernel, an initrd, a running disk's backing chain; a rescue system's
  * live one), then each other qcow2 volume's backing file, the volumes listed after the domains
- * were (a disk made meanwhile is read). Fails closed: a domain or volume whose read failed counts
- * as gone only if a new listing no longer has it (the pool read again first: a volume whose file
- * was removed outside libvirt leaves it); any other failure throws, and the sweep removes nothing.
+ * were (a disk made meanwhile is read). The reads go to the host in calls of many commands each
+ * (a host with hundreds of VMs is read in a few connections); an item whose read failed there is
+ * read again alone. Fails closed: a domain or volume whose read failed counts as gone only if a
+ * new listing no longer has it (the pool read again first: a volume whose file was removed
+ * outside libvirt leaves it); any other failure throws, and the sweep removes nothing.
  */
 export async function uploadsNamedOnHost(
   host: Pick<Commands, 'virsh'> & Pick<PoolStorage, 'list' | 'refresh'>,
@@ -165,17 +201,31 @@ export async function uploadsNamedOnHost(
       .map((l) => l.trim())
       .filter(Boolean);
   const volumes = async () => [...(await host.list(uri))];
-  /** Reads each item, its failures of the kind `gone` kept aside; throws if one of those is still listed. */
+  /**
+   * Reads each item (`lines`: its virsh commands), in batches, then alone where that failed, its
+   * failures of the kind `gone` kept aside; throws if one of those is still listed.
+   */
   async function readAll(
     items: string[],
-    read: (item: string) => Promise<void>,
+    lines: (item: string) => string[][],
+    what: string,
     gone: (err: unknown) => boolean,
     again: () => Promise<string[]>,
   ) {
+    const batched = items.filter((item) => PLAIN.test(item));
+    const outputs = await virshEach(host, uri, batched.flatMap(lines), what);
+    const alone = items.filter((item) => !PLAIN.test(item));
+    let at = 0;
+    for (const item of batched) {
+      const mine = outputs.slice(at, at + lines(item).length);
+      at += lines(item).length;
+      if (mine.every((x) => x !== undefined)) for (const xml of mine) take(xml);
+      else alone.push(item);
+    }
     const failed = new Map<string, unknown>();
-    for (const item of items) {
+    for (const item of alone) {
       try {
-        await read(item);
+        for (const args of lines(item)) take((await host.virsh(uri, args, what)).stdout);
       } catch (err) {
         if (!gone(err)) throw err;
         failed.set(item, err);
@@ -193,19 +243,18 @@ export async function uploadsNamedOnHost(
   }
   await readAll(
     await domains(),
-    async (name) => {
-      for (const flags of [[], ['--inactive']])
-        take((await host.virsh(uri, ['dumpxml', ...flags, name], 'Could not read a VM')).stdout);
-    },
+    (name) => [
+      ['dumpxml', name],
+      ['dumpxml', '--inactive', name],
+    ],
+    'Could not read a VM',
     isNoDomain,
     domains,
   );
   await readAll(
     (await volumes()).filter((v) => !isTemplateVolume(v) && v.endsWith('.qcow2')),
-    async (v) =>
-      take(
-        (await host.virsh(uri, ['vol-dumpxml', '--pool', POOL, v], 'Could not read a storage volume')).stdout,
-      ),
+    (v) => [['vol-dumpxml', '--pool', POOL, v]],
+    'Could not read a storage volume',
     isNoVolume,
     // A volume whose file went behind libvirt's back stays listed until the pool is read again
     // (not waiting: a host busy with a copy is swept at a later pass).
