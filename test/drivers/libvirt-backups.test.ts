@@ -6,7 +6,7 @@
  * earlier point back (and a failing source or upload changes nothing; a failure past the power-off
  * is repaired by the re-run), what a backup's dead attempts left is cleared once it is given up
  * (a frozen guest thawed), an export waits for another volume's copy in the pool to end (libvirt
- * refuses to read the pool meanwhile), and after a live migration the
+ * refuses to read the pool meanwhile) and a qcow2 uploaded then is known as one, and after a live migration the
  * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
@@ -28,6 +28,8 @@ import {
   type HypervisorDriver,
 } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
+import { createCommands } from '../../src/drivers/libvirt/commands.ts';
+import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { openStore } from '../../src/store/database.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
@@ -126,6 +128,8 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     .values({ id: 'tiny', name: 'tiny', image: libvirtTemplate ?? '', created_at: 0, updated_at: 0 })
     .execute();
   const commands: string[] = [];
+  /** Each command the driver ran, with whether it succeeded. */
+  const outcomes: { command: string; ok: boolean }[] = [];
   const config = loadConfig({
     VRP_DATA_DIR: work,
     VRP_DRIVER: 'libvirt',
@@ -136,6 +140,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     info() {},
     debug(obj) {
       commands.push((obj as { command: string }).command);
+      outcomes.push(obj as { command: string; ok: boolean });
     },
     warn() {},
     error() {},
@@ -278,7 +283,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   });
 
   await t.test(
-    "an export while the host copies another volume in the pool (another VM's restore or migration) waits for the copy, then goes on",
+    "an export while the host copies another volume in the pool (another VM's restore or migration) waits for the copy, then goes on; a qcow2 uploaded meanwhile is known as one",
     async () => {
       // A volume of 1 GiB of random bytes (its copy takes a while), copied as a restore copies.
       virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '1G', '--format', 'raw');
@@ -328,14 +333,36 @@ test('live and incremental disk exports, imports and a migration, on one real VM
           { everyMs: 20 },
         );
         assert.equal(copied, false, 'the copy still runs as the export begins');
+        // Meanwhile a qcow2 (5 GiB virtual, a few hundred KiB of file) is uploaded, as a
+        // template's disk or a migrated disk is: libvirt skips its own reading of the upload
+        // while the copy runs, and the volume would stay raw, of the file's size.
+        const small = join(work, 'busy-upload.qcow2');
+        execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', small, '5G']);
+        const uploads = createCommands();
+        const pool = createPoolStorage(uploads, '/var/lib/vrp/pool');
+        const uploaded = pool
+          .uploadNew(uri, 'busy-upload.qcow2', small)
+          .then(() => virshOut(uri, 'vol-dumpxml', '--pool', 'vrp', 'busy-upload.qcow2'))
+          .finally(() => uploads.close());
+        const from = outcomes.length;
         const e = await d.exportDisk(vmId, 'b-busy', 'b2');
-        assert.equal(copied, true, 'the export read the pool once the copy had ended');
-        assert.equal(e.kind, 'incremental');
         await e.close();
         assert.deepEqual(checkpoints(), ['b1', 'b2'], 'not committed: no checkpoint');
+        assert.equal(e.kind, 'incremental');
+        const volume = await uploaded;
+        assert.match(volume, /<format type='qcow2'\/>/, 'known as a qcow2 once uploaded');
+        assert.match(volume, /<capacity unit='bytes'>5368709120<\/capacity>/, 'of its virtual size');
+        assert.equal(copied, true, 'the export read the pool once the copy had ended');
+        // Its first read of the pool was refused (the copy ran), a later one went through.
+        const refreshes = outcomes
+          .slice(from)
+          .filter((o) => o.command === 'virsh pool-refresh')
+          .map((o) => o.ok);
+        assert.equal(refreshes[0], false, `refused first (${refreshes.join(', ')})`);
+        assert.ok(refreshes.includes(true));
       } finally {
         await copy.catch(() => {});
-        for (const v of ['busy-copy.qcow2', 'busy-source.raw'])
+        for (const v of ['busy-copy.qcow2', 'busy-source.raw', 'busy-upload.qcow2'])
           try {
             virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
           } catch {}
@@ -352,7 +379,16 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await dead.commit();
       await dead.close();
       assert.deepEqual(checkpoints(), ['b-dead', 'b1', 'b2']);
-      virshOut(uri, 'vol-create-as', 'vrp', 'export-b-dead.qcow2', '1M', '--format', 'qcow2');
+      // The export's file as QEMU makes it: in the pool's directory, not yet a volume libvirt knows.
+      execFileSync('qemu-img', [
+        'create',
+        '-q',
+        '-f',
+        'qcow2',
+        join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'export-b-dead.qcow2'),
+        '1M',
+      ]);
+      assert.ok(!poolVolumes(uri).includes('export-b-dead.qcow2'), 'not known to libvirt yet');
       const freezeStatus = () =>
         virshOut(uri, 'qemu-agent-command', domain, '{"execute":"guest-fsfreeze-status"}').trim();
       virshOut(uri, 'domfsfreeze', domain);
@@ -366,6 +402,10 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       );
       assert.deepEqual(checkpoints(), ['b1', 'b2']);
       assert.ok(!poolVolumes(uri).includes('export-b-dead.qcow2'), "the export's volume is gone");
+      assert.ok(
+        !existsSync(join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'export-b-dead.qcow2')),
+        'and its file, which libvirt did not know of, with it',
+      );
       assert.equal(domstate(), 'running');
       // Nothing left: nothing to do.
       await d.abandonExport(vmId, 'b-dead');

@@ -31,6 +31,8 @@ test('lost connections, held locks and timeouts are transient (retried)', async 
     'error: End of file while reading data: Input/output error',
     // A copy that libvirtd goes on with after its command was ended at its time limit.
     "error: Failed to delete vol x.migrating.qcow2\nerror: Requested operation is not valid: volume 'x.migrating.qcow2' is still being allocated.",
+    // Its source, as libvirt says while it copies from it (libvirt 9.0).
+    "error: Failed to delete vol x.restore-1.qcow2\nerror: Requested operation is not valid: volume 'x.restore-1.qcow2' is still in use.",
   ]) {
     const err = await fail(stderr).catch((e: unknown) => e);
     assert.ok(err instanceof DriverError);

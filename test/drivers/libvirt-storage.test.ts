@@ -2,12 +2,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
+import { FenceDown, fenced } from '../../src/drivers/fence.ts';
 import {
   migrationAddress,
   migrationAddressArgs,
   parseJobInfo,
 } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import { waitUntil } from '../helpers/budget.ts';
 
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
   assert.equal(migrationAddress('qemu+ssh://root@kvm2.internal/system'), 'kvm2.internal');
@@ -101,8 +103,65 @@ test('a pool refresh refused while the host builds a volume is tried again; past
   const once = host([busy, null]);
   await assert.rejects(once.pool.refresh('u', 0), (err: unknown) => {
     assert.ok(err instanceof DriverError && err.transient);
-    assert.match(err.message, /busy with a copy.*asynchronous jobs running/s);
+    assert.match(err.message, /busy with a copy/);
+    assert.match(err.details?.stderr ?? '', /asynchronous jobs running/);
     return true;
   });
   assert.equal(once.asked.length, 1);
+  // An attempt whose fence goes down (its lease lost: fence.ts) while it waits stops at once.
+  const abort = new AbortController();
+  const fence = { signal: abort.signal, check: () => abort.signal.throwIfAborted() };
+  const leaseLost = host([busy, busy, busy, busy, busy, busy, null]);
+  const waiting = fenced(fence, () => leaseLost.pool.refresh('u')).catch((e: unknown) => e);
+  await waitUntil('a first try', () => leaseLost.asked.length > 0 || undefined, { everyMs: 5 });
+  abort.abort(new FenceDown());
+  assert.ok((await waiting) instanceof FenceDown);
+  assert.equal(leaseLost.asked.length, 1, 'not tried again');
+});
+
+test('a pool whose refresh failed is checked again by the next ready() (libvirt may have stopped it)', async () => {
+  const asked: string[] = [];
+  let refreshFails = true;
+  const virsh = async (_uri: string, args: readonly string[]) => {
+    const line = args.join(' ');
+    asked.push(line);
+    if (line === 'pool-refresh vrp' && refreshFails)
+      throw new DriverError('Could not read the storage pool', {
+        transient: false,
+        details: {
+          command: `virsh ${line}`,
+          exitCode: 1,
+          signal: null,
+          stderr: 'error: cannot open directory',
+        },
+      });
+    const answers: Record<string, string> = {
+      'pool-list --all --name': 'vrp\n',
+      'pool-dumpxml vrp': '<pool><target><path>/p</path></target></pool>',
+      'pool-info vrp': 'State:          running\nAutostart:      yes\n',
+    };
+    return { stdout: answers[line] ?? '', stderr: '' };
+  };
+  const never = async (): Promise<never> => {
+    throw new Error('not used');
+  };
+  const pool = createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p');
+  await pool.ready('u');
+  await pool.ready('u');
+  assert.equal(asked.filter((l) => l.startsWith('pool-list')).length, 1, 'checked once, then known');
+  await assert.rejects(pool.refresh('u'), /Could not read the storage pool/);
+  refreshFails = false;
+  await pool.ready('u');
+  assert.equal(
+    asked.filter((l) => l.startsWith('pool-list')).length,
+    2,
+    'checked again after the failed refresh',
+  );
+  await pool.refresh('u');
+  await pool.ready('u');
+  assert.equal(
+    asked.filter((l) => l.startsWith('pool-list')).length,
+    2,
+    'a refresh that went through changes nothing',
+  );
 });

@@ -10,10 +10,11 @@ export interface CommandResult {
 /**
  * Messages of libvirt and QEMU that mean "try again later", not "this cannot work". A volume
  * "still being allocated" is one whose copy (`vol-create-from`) libvirtd goes on with after the
- * command that asked for it was ended at its time limit: it can be deleted once that ends.
+ * command that asked for it was ended at its time limit: it can be deleted once that ends. One
+ * "still in use" is the source of such a copy (an earlier attempt's): likewise.
  */
 const TRANSIENT =
-  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated/i;
+  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated|is still in use/i;
 
 /** How long ended commands get to exit on SIGTERM before they are killed. */
 const END_GRACE_MS = 5000;
@@ -50,6 +51,8 @@ export interface CommandTiming {
 function shortName(command: string, args: readonly string[]): string {
   if (command === 'virsh' && args[0] === '-q') return 'virsh shell';
   const rest = command === 'virsh' && args[0] === '-c' ? args.slice(2) : args;
+  // Several commands in one argument (`-q 'a; b; ...'`: template-sweep.ts).
+  if (command === 'virsh' && rest[0] === '-q') return 'virsh batch';
   return rest[0] ? `${command} ${rest[0]}` : command;
 }
 

@@ -1262,8 +1262,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await waitBackupJob(uri, name, true);
       };
       try {
-        if (s === 'stopped') await held(vm, take);
-        else await take();
+        if (s === 'stopped') {
+          // Any wait for the pool (another VM's copy: storage.ts) before the domain is held
+          // paused, a QEMU with the VM's memory, not while it is.
+          await pool.refresh(uri);
+          await held(vm, take);
+        } else await take();
         await pool.refresh(uri);
         await pool.download(uri, target, file);
         await pool.remove(uri, target);
@@ -1333,6 +1337,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (s === 'running' || s === 'paused') await abortBackupJob(uri, name);
       if (s === 'running' && (await guest.thawIfFrozen(uri, name))) o.onGuestThawed?.(name, backupId);
       if (s === 'paused' && (await heldPaused(uri, name))) await powerOffDomain(vm);
+      // QEMU made the export's file: libvirt knows it as a volume once the pool is read again
+      // (an attempt may have died before it did). Waits 5 minutes at most for another VM's copy
+      // (the job gives up past that, with a warning).
+      await pool.refresh(uri, 5 * 60_000);
       await removeVolume(uri, exportVolume(backupId));
       await dropCheckpoint(vmId, backupId);
     }
@@ -1386,8 +1394,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const staged = `${prefix}${randomUUID().slice(0, 8)}.qcow2`;
         await pool.uploadNew(uri, staged, qcow2);
         try {
-          // The pool reads the uploaded file again: a qcow2 of the disk's size, not a raw volume.
-          await pool.refresh(uri);
+          // uploadNew read the pool again: a qcow2 of the disk's size, not a raw volume.
           await replaceDisk(vm, uri, staged);
         } finally {
           // Whatever happened: the restore is done, or fails for its own reason. One left (the
@@ -1920,9 +1927,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const other = await hostHolding(name, vm.host_id);
         if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
         source = `restore-${backupId}.qcow2`;
+        // Read again by the pool once uploaded (uploadNew): a qcow2, not the raw volume it was made as.
         await pool.copyBetween(other, name, uri, source);
-        // The pool reads the uploaded file again: a qcow2, not the raw volume it was made as.
-        await pool.refresh(uri);
       }
       await disks.replaceDisk(vm, uri, source, vm.disk_gb);
       if (source !== name) await pool.remove(uri, source);

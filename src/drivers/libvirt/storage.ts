@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
-import { unfenced } from '../fence.ts';
+import { checkFence, fenceSignal, unfenced } from '../fence.ts';
 import { type Commands, stderrOf } from './commands.ts';
 
 /** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
@@ -42,6 +42,19 @@ export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promi
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/** Whether a local file is a qcow2 image (its magic number, `QFI\xfb`). */
+export async function isQcow2File(path: string): Promise<boolean> {
+  const fh = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    const { bytesRead } = await fh.read(head, 0, 4, 0);
+    return bytesRead === 4 && head.equals(QCOW2_MAGIC);
+  } finally {
+    await fh.close();
+  }
+}
+const QCOW2_MAGIC = Buffer.from([0x51, 0x46, 0x49, 0xfb]);
 
 export async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -92,7 +105,11 @@ export interface PoolStorage {
     format: 'raw' | 'qcow2',
     backing?: { readonly volume: string; readonly format: 'qcow2' },
   ): Promise<void>;
-  /** A new raw volume with the local file's bytes (vol-create-as the file's size, vol-upload). */
+  /**
+   * A new volume with the local file's bytes (vol-create-as raw of the file's size, vol-upload);
+   * a qcow2 file's volume is read again by the pool (refresh, waiting for another volume's copy),
+   * so libvirt knows it as the qcow2 of its virtual size.
+   */
   uploadNew(uri: string, name: string, file: string): Promise<void>;
   download(uri: string, name: string, file: string): Promise<void>;
   /** Deletes the volume; one that does not exist is already deleted. */
@@ -224,6 +241,12 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           'Could not upload a storage volume',
           COPY_TIMEOUT_MS,
         );
+        // The volume was made raw, of the file's size. libvirt reads an upload's format and
+        // size again after it, by reading the whole pool again, which it skips (silently) while
+        // another volume is being built in the pool: a qcow2 would stay a raw volume of the
+        // wrong size (a resize that grows nothing, a copy that takes the qcow2's bytes for a
+        // disk's). So the pool is read again here, waiting for such a copy (refresh).
+        if (await isQcow2File(file)) await storage.refresh(uri);
       } catch (err) {
         await storage.remove(uri, name).catch(() => {});
         throw err;
@@ -279,13 +302,21 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           await virsh(uri, ['pool-refresh', POOL], 'Could not read the storage pool');
           return;
         } catch (err) {
-          if (!isPoolBusy(err)) throw err;
+          if (!isPoolBusy(err)) {
+            // libvirt marks a pool whose refresh failed inactive: the next ready() checks it
+            // again (and starts it) instead of trusting this process's earlier check.
+            readyPools.delete(uri);
+            throw err;
+          }
           if (performance.now() + pause > until)
-            throw new DriverError(`The host's storage pool is busy with a copy: ${stderrOf(err).trim()}`, {
+            throw new DriverError("The host's storage pool is busy with a copy", {
               transient: true,
               cause: err,
+              details: err instanceof DriverError ? err.details : undefined,
             });
-          await sleep(pause);
+          // A run whose fence went down (fence.ts) stops waiting at once.
+          await sleep(pause, undefined, { signal: fenceSignal() }).catch(() => {});
+          checkFence();
         }
       }
     },
