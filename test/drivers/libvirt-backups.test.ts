@@ -6,7 +6,8 @@
  * earlier point back (and a failing source or upload changes nothing; a failure past the power-off
  * is repaired by the re-run), what a backup's dead attempts left is cleared once it is given up
  * (a frozen guest thawed), an export waits for another volume's copy in the pool to end (libvirt
- * refuses to read the pool meanwhile) and a qcow2 uploaded then is known as one, and after a live migration the
+ * refuses to read the pool meanwhile) and a qcow2 uploaded then is known as one, a copy of a qcow2
+ * libvirt knows as raw is a copy of its disk, and after a live migration the
  * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
@@ -363,6 +364,37 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       } finally {
         await copy.catch(() => {});
         for (const v of ['busy-copy.qcow2', 'busy-source.raw', 'busy-upload.qcow2'])
+          try {
+            virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
+          } catch {}
+      }
+    },
+  );
+
+  await t.test(
+    'a copy of a qcow2 that libvirt knows as raw reads the pool again first: not its bytes as a disk',
+    async () => {
+      // As an upload that libvirt did not read again leaves it: a raw volume whose file is a qcow2.
+      virshOut(uri, 'vol-create-as', 'vrp', 'stale-raw.qcow2', '1M', '--format', 'raw');
+      const file = join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'stale-raw.qcow2');
+      execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', file, '3G']);
+      assert.match(virshOut(uri, 'vol-dumpxml', '--pool', 'vrp', 'stale-raw.qcow2'), /<format type='raw'\/>/);
+      const commands = createCommands();
+      try {
+        await createPoolStorage(commands, '/var/lib/vrp/pool').cloneFlat(
+          uri,
+          'stale-raw.qcow2',
+          'stale-copy.qcow2',
+        );
+        const copy = virshOut(uri, 'vol-dumpxml', '--pool', 'vrp', 'stale-copy.qcow2');
+        assert.match(
+          copy,
+          /<capacity unit='bytes'>3221225472<\/capacity>/,
+          "the copy is the image's 3 GiB disk",
+        );
+      } finally {
+        await commands.close();
+        for (const v of ['stale-raw.qcow2', 'stale-copy.qcow2'])
           try {
             virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
           } catch {}

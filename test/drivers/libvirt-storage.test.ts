@@ -165,3 +165,38 @@ test('a pool whose refresh failed is checked again by the next ready() (libvirt 
     'a refresh that went through changes nothing',
   );
 });
+
+test('a copy of a .qcow2 volume libvirt knows by another format: the pool read again first, and refused if still so', async () => {
+  /** A host whose `vol-dumpxml` of the source says each of `formats` in turn. */
+  const host = (formats: string[]) => {
+    const asked: string[] = [];
+    const virsh = async (_uri: string, args: readonly string[]) => {
+      asked.push(args[0] ?? '');
+      const stdout =
+        args[0] === 'vol-dumpxml'
+          ? `<volume><target><format type='${formats.shift()}'/></target></volume>`
+          : '';
+      return { stdout, stderr: '' };
+    };
+    const never = async (): Promise<never> => {
+      throw new Error('not used');
+    };
+    return {
+      asked,
+      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+    };
+  };
+  const known = host(['qcow2']);
+  await known.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
+  assert.deepEqual(known.asked, ['vol-dumpxml', 'vol-create-from']);
+  const stale = host(['raw', 'qcow2']);
+  await stale.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
+  assert.deepEqual(stale.asked, ['vol-dumpxml', 'pool-refresh', 'vol-dumpxml', 'vol-create-from']);
+  const raw = host(['raw', 'raw']);
+  await assert.rejects(raw.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2'), (err: unknown) => {
+    assert.ok(err instanceof DriverError && !err.transient);
+    assert.match(err.message, /a\.qcow2 is not a qcow2 image \(libvirt reads it as raw\)/);
+    return true;
+  });
+  assert.ok(!raw.asked.includes('vol-create-from'), 'nothing copied');
+});

@@ -271,6 +271,27 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
     },
 
     async cloneFlat(uri, from, name) {
+      // The copy reads `from` as the format libvirt knows it by: a qcow2 known as raw (an upload
+      // libvirt did not read again: uploadNew) would be copied as a disk holding the qcow2's
+      // bytes. Every `.qcow2` volume of the driver is a qcow2: one known otherwise is read again.
+      if (from.endsWith('.qcow2')) {
+        const formatOf = async () =>
+          /<format type='([^']+)'/.exec(
+            (await virsh(uri, ['vol-dumpxml', '--pool', POOL, from], 'Could not read a storage volume'))
+              .stdout,
+          )?.[1];
+        if ((await formatOf()) !== 'qcow2') {
+          await storage.refresh(uri);
+          const format = await formatOf();
+          if (format !== 'qcow2')
+            throw new DriverError(
+              `The volume ${from} is not a qcow2 image (libvirt reads it as ${format ?? 'nothing'})`,
+              {
+                transient: false,
+              },
+            );
+        }
+      }
       await withPrivateDir(async (dir) => {
         const xml = join(dir, 'volume.xml');
         await writeFile(
