@@ -151,7 +151,11 @@ test('template copies no VM uses are removed from the host; those in use and the
     // domain of the host cannot be read (libvirt's words for a lookup that failed, though the
     // domain is there): the look fails and removes nothing.
     await driver.destroy(first.vmId);
-    wrapper.refuse(['dumpxml', `vrp-${second.vmId}`], `error: failed to get domain 'vrp-${second.vmId}'`);
+    // (The look reads domains by UUID.)
+    const uuid = execFileSync('virsh', ['-c', host.uri, 'domuuid', `vrp-${second.vmId}`], {
+      encoding: 'utf8',
+    }).trim();
+    wrapper.refuse(['dumpxml', uuid], `error: failed to get domain '${uuid}'`);
     await assert.rejects(sweep(), (err: unknown) => {
       assert.ok(err instanceof DriverError && err.transient, String(err));
       assert.match(err.message, /though it is there/);

@@ -103,7 +103,7 @@ const backedBy = (u: string) => `<volume><backingStore><path>/pool/${u}.qcow2</p
 test("what a host names: each domain's live and next-boot definitions, then each other qcow2 volume's backing file", async () => {
   const v = scriptedVirsh(
     new Map<string, string | { stderr: string }>([
-      ['list --all --name', 'vrp-a\nvrp-b\n\n'],
+      ['list --all --uuid', 'vrp-a\nvrp-b\n\n'],
       // vrp-a runs a rescue system: its live definition boots another upload than its next boot.
       ['dumpxml vrp-a', kernelOf(KERNEL)],
       ['dumpxml --inactive vrp-a', kernelOf(OLD)],
@@ -126,7 +126,7 @@ test("what a host names: each domain's live and next-boot definitions, then each
   assert.deepEqual(
     v.calls.map((c) => c.replace(/@@vrp-[0-9a-f-]+@@/g, 'M')),
     [
-      'list --all --name',
+      'list --all --uuid',
       '-q echo M; dumpxml vrp-a; echo M; dumpxml --inactive vrp-a; echo M; dumpxml vrp-b; echo M; dumpxml --inactive vrp-b; echo M',
       'vol-list vrp',
       '-q echo M; vol-dumpxml --pool vrp a.qcow2; echo M',
@@ -137,7 +137,7 @@ test("what a host names: each domain's live and next-boot definitions, then each
 test('what a host names: a read that failed among many is read again alone; names virsh would parse are read alone', async () => {
   const many = Array.from({ length: 150 }, (_, i) => `vrp-${String(i).padStart(3, '0')}`);
   const script = new Map<string, string | { stderr: string }>([
-    ['list --all --name', `${many.join('\n')}\n`],
+    ['list --all --uuid', `${many.join('\n')}\n`],
     ['vol-list vrp', volList("it's.qcow2")],
     ["vol-dumpxml --pool vrp it's.qcow2", backedBy(NEW)],
   ]);
@@ -164,7 +164,7 @@ test('what a host names: a read that failed among many is read again alone; name
   assert.deepEqual(
     v.calls.filter((c) => !c.startsWith('-q ')),
     [
-      'list --all --name',
+      'list --all --uuid',
       'dumpxml vrp-149',
       'dumpxml --inactive vrp-149',
       'vol-list vrp',
@@ -176,7 +176,7 @@ test('what a host names: a read that failed among many is read again alone; name
 test('what a host names: a read that fails is no answer, unless what it read is gone', async () => {
   const base = () =>
     new Map<string, string | { stderr: string }>([
-      ['list --all --name', 'vrp-a\n'],
+      ['list --all --uuid', 'vrp-a\n'],
       ['dumpxml vrp-a', kernelOf(OLD)],
       ['dumpxml --inactive vrp-a', kernelOf(OLD)],
       ['vol-list vrp', volList('a.qcow2')],
@@ -237,7 +237,7 @@ test('what a host names: a read that fails is no answer, unless what it read is 
   let lists = 0;
   const listing = gone.commands.virsh;
   gone.commands.virsh = async (uri, args) => {
-    if (args.join(' ') === 'list --all --name' && lists++ > 0) return { stdout: '\n', stderr: '' };
+    if (args.join(' ') === 'list --all --uuid' && lists++ > 0) return { stdout: '\n', stderr: '' };
     return listing(uri, args);
   };
   assert.deepEqual([...(await uploadsNamedOnHost(gone.commands, 'u'))], [OLD], 'still named by the disk');

@@ -14,7 +14,7 @@ export interface CommandResult {
  * "still in use" is the source of such a copy (an earlier attempt's): likewise.
  */
 const TRANSIENT =
-  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated|is still in use/i;
+  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated|volume '[^']*' is still in use/i;
 
 /** How long ended commands get to exit on SIGTERM before they are killed. */
 const END_GRACE_MS = 5000;

@@ -1222,10 +1222,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       let checkpointed = false;
       let kind = 'full' as 'full' | 'incremental';
       const take = async () => {
-        // What a dead attempt left: its job, its checkpoint, its target volume.
+        // What a dead attempt left: its job, its checkpoint, its target volume (a stopped VM's
+        // pool was read before its domain was held: no wait while it is).
         await abortBackupJob(uri, name);
         await deleteCheckpoint(uri, name, backupId);
-        await pool.refresh(uri);
+        if (s !== 'stopped') await pool.refresh(uri);
         await pool.remove(uri, target);
         kind = since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
         await writeFile(
@@ -1421,6 +1422,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           });
       };
       await stillThere();
+      // Known as a qcow2 (storage.ts, cloneFlat) before the VM is touched: a refusal or a wait
+      // for the pool then leaves the VM as it was, not without a disk.
+      await pool.checkQcow2(uri, from);
       const s = await state(vm);
       const wasRunning = s === 'running' || s === 'paused';
       await powerOffDomain(vm);

@@ -107,14 +107,22 @@ export interface PoolStorage {
   ): Promise<void>;
   /**
    * A new volume with the local file's bytes (vol-create-as raw of the file's size, vol-upload);
-   * a qcow2 file's volume is read again by the pool (refresh, waiting for another volume's copy),
-   * so libvirt knows it as the qcow2 of its virtual size.
+   * a `.qcow2` volume whose file is a qcow2 is read again by the pool (refresh, waiting for
+   * another volume's copy), so libvirt knows it as the qcow2 of its virtual size.
    */
   uploadNew(uri: string, name: string, file: string): Promise<void>;
   download(uri: string, name: string, file: string): Promise<void>;
   /** Deletes the volume; one that does not exist is already deleted. */
   remove(uri: string, name: string): Promise<void>;
-  /** A standalone copy of `from` (its backing chain folded in) as the new volume `name`, on the same host. */
+  /**
+   * Throws (not transient) unless libvirt knows the volume as a qcow2, after reading the pool
+   * again if it first says otherwise (an upload it did not read again: uploadNew).
+   */
+  checkQcow2(uri: string, name: string): Promise<void>;
+  /**
+   * A standalone copy of `from` (its backing chain folded in) as the new volume `name`, on the
+   * same host; a `.qcow2` source is checked first (checkQcow2).
+   */
   cloneFlat(uri: string, from: string, name: string): Promise<void>;
   /** Copies a volume from one host to another through this machine (a private temp file). */
   copyBetween(fromUri: string, name: string, toUri: string, toName?: string): Promise<void>;
@@ -246,7 +254,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
         // another volume is being built in the pool: a qcow2 would stay a raw volume of the
         // wrong size (a resize that grows nothing, a copy that takes the qcow2's bytes for a
         // disk's). So the pool is read again here, waiting for such a copy (refresh).
-        if (await isQcow2File(file)) await storage.refresh(uri);
+        if (name.endsWith('.qcow2') && (await isQcow2File(file))) await storage.refresh(uri);
       } catch (err) {
         await storage.remove(uri, name).catch(() => {});
         throw err;
@@ -270,28 +278,28 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       );
     },
 
+    async checkQcow2(uri, name) {
+      const formatOf = async () =>
+        /<format type='([^']+)'/.exec(
+          (await virsh(uri, ['vol-dumpxml', '--pool', POOL, name], 'Could not read a storage volume')).stdout,
+        )?.[1];
+      if ((await formatOf()) === 'qcow2') return;
+      await storage.refresh(uri);
+      const format = await formatOf();
+      if (format !== 'qcow2')
+        throw new DriverError(
+          `The volume ${name} is not a qcow2 image (libvirt reads it as ${format ?? 'nothing'})`,
+          {
+            transient: false,
+          },
+        );
+    },
+
     async cloneFlat(uri, from, name) {
       // The copy reads `from` as the format libvirt knows it by: a qcow2 known as raw (an upload
       // libvirt did not read again: uploadNew) would be copied as a disk holding the qcow2's
-      // bytes. Every `.qcow2` volume of the driver is a qcow2: one known otherwise is read again.
-      if (from.endsWith('.qcow2')) {
-        const formatOf = async () =>
-          /<format type='([^']+)'/.exec(
-            (await virsh(uri, ['vol-dumpxml', '--pool', POOL, from], 'Could not read a storage volume'))
-              .stdout,
-          )?.[1];
-        if ((await formatOf()) !== 'qcow2') {
-          await storage.refresh(uri);
-          const format = await formatOf();
-          if (format !== 'qcow2')
-            throw new DriverError(
-              `The volume ${from} is not a qcow2 image (libvirt reads it as ${format ?? 'nothing'})`,
-              {
-                transient: false,
-              },
-            );
-        }
-      }
+      // bytes. Every `.qcow2` volume of the driver is a qcow2.
+      if (from.endsWith('.qcow2')) await storage.checkQcow2(uri, from);
       await withPrivateDir(async (dir) => {
         const xml = join(dir, 'volume.xml');
         await writeFile(

@@ -196,7 +196,8 @@ export async function uploadsNamedOnHost(
     for (const u of uploadsNamedIn(xml)) named.add(u);
   };
   const domains = async () =>
-    (await host.virsh(uri, ['list', '--all', '--name'], 'Could not list the VMs of the host')).stdout
+    // By UUID: `dumpxml NAME` takes a name that is a number for a domain's ID (another domain).
+    (await host.virsh(uri, ['list', '--all', '--uuid'], 'Could not list the VMs of the host')).stdout
       .split('\n')
       .map((l) => l.trim())
       .filter(Boolean);
