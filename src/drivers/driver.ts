@@ -258,8 +258,13 @@ export interface HypervisorDriver {
    * guest agent answers: says which of the two it achieved.
    */
   setPassword(vmId: string, username: string, password: string): Promise<PasswordApplies>;
-  /** Removes the VM, its disks and its addresses. A VM that does not exist is already destroyed. */
-  destroy(vmId: string): Promise<void>;
+  /**
+   * Removes the VM, its disks and its addresses. A VM that does not exist is already destroyed.
+   * A host that does not answer fails it (transient), and the VM keeps everything, except with
+   * `createGivingUp` (a create's last attempt giving back what its attempts took), where a host
+   * this process never reached for the VM counts as holding nothing of it.
+   */
+  destroy(vmId: string, opts?: { readonly createGivingUp?: boolean }): Promise<void>;
   /** The VM as the hypervisor sees it, or undefined if there is none. */
   inspect(vmId: string): Promise<VmInfo | undefined>;
   /**

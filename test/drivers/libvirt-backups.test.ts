@@ -648,8 +648,10 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await next.close();
       assert.deepEqual(checkpoints(), ['b6']);
       // A terminate whose lease runs out while it removes the VM (fence.ts): the command under
-      // way is ended, and the VM keeps its record and addresses for the job's next run; a host
-      // that merely did not answer would have let them go.
+      // way is ended, and the VM keeps its record and addresses for the job's next run; so does
+      // one whose host does not answer (before, a process that had not reached the host for this
+      // VM took that for a host with nothing of it, and gave the addresses of a VM that still ran
+      // to the next one).
       const addresses = (await d.inspect(vmId))?.ips;
       const lease = new AbortController();
       const fence = { signal: lease.signal, check: () => lease.signal.throwIfAborted() };
@@ -662,6 +664,14 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         await waitUntil('the removal to reach the domain', () => wrapper.holding());
         lease.abort(new FenceDown());
         assert.ok((await late) instanceof FenceDown, String(await late));
+        wrapper.allow();
+        wrapper.refuse(['destroy', domain]);
+        await assert.rejects(restarted.destroy(vmId), (err: unknown) => {
+          assert.ok(err instanceof DriverError && err.transient, String(err));
+          return true;
+        });
+        // Its domain is still there (off: the fenced attempt had powered it off), still its own.
+        assert.match(virshOut(uri, 'domstate', domain), /shut off/);
       } finally {
         wrapper.remove();
         await restarted.close();

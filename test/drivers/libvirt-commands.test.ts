@@ -33,6 +33,8 @@ test('lost connections, held locks and timeouts are transient (retried)', async 
     "error: Failed to delete vol x.migrating.qcow2\nerror: Requested operation is not valid: volume 'x.migrating.qcow2' is still being allocated.",
     // Its source, as libvirt says while it copies from it (libvirt 9.0).
     "error: Failed to delete vol x.restore-1.qcow2\nerror: Requested operation is not valid: volume 'x.restore-1.qcow2' is still in use.",
+    // A destination whose migration ports are all taken by other moves (libvirt's words).
+    "error: internal error: Unable to find an unused port in range 'migration' (49152-49215)",
   ]) {
     const err = await fail(stderr).catch((e: unknown) => e);
     assert.ok(err instanceof DriverError);

@@ -11,10 +11,12 @@ export interface CommandResult {
  * Messages of libvirt and QEMU that mean "try again later", not "this cannot work". A volume
  * "still being allocated" is one whose copy (`vol-create-from`) libvirtd goes on with after the
  * command that asked for it was ended at its time limit: it can be deleted once that ends. One
- * "still in use" is the source of such a copy (an earlier attempt's): likewise.
+ * "still in use" is the source of such a copy (an earlier attempt's): likewise. A host out of
+ * migration ports (two per live move with its disks, 64 in libvirt's default range) has them
+ * again once other moves to it end.
  */
 const TRANSIENT =
-  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated|volume '[^']*' is still in use/i;
+  /failed to connect|Cannot recv data|End of file while reading|Timed out during operation|cannot acquire state change lock|Connection reset|Broken pipe|is not running.*daemon|Failed to get "write" lock|is still being allocated|volume '[^']*' is still in use|Unable to find an unused port/i;
 
 /** How long ended commands get to exit on SIGTERM before they are killed. */
 const END_GRACE_MS = 5000;

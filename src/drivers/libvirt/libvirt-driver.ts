@@ -701,18 +701,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
   }
 
-  /** Gives back everything the VM holds: the domain, its volumes, its addresses, its row and host room. */
-  async function remove(vmId: string): Promise<void> {
+  /**
+   * Gives back everything the VM holds: the domain, its volumes, its addresses, its row and host
+   * room. Nothing is given back while the host holds any of it: a host that does not answer fails
+   * the removal (transient), and the VM keeps its addresses and room (they would go to another VM
+   * while its domain may still run with them). Only a create giving up (`createGivingUp`: its own
+   * failure for good, or its job's last attempt) that never reached the host in this process (its
+   * first command there, `domstate`, failed) takes a silent host for one with nothing of the VM.
+   */
+  async function remove(vmId: string, createGivingUp = false): Promise<void> {
     const vm = await row(vmId);
     if (vm) {
       try {
         await removeFrom(vm.host_id, vmId);
       } catch (err) {
-        // libvirt out of reach: if this process never reached the host for this VM (its first
-        // command there, `domstate`, failed), there is nothing there to remove. A run whose lease
-        // ran out (fence.ts) did not find the host silent: it stops, and keeps the VM's records.
-        if (err instanceof FenceDown || !(err instanceof DriverError && err.transient && !reached.has(vmId)))
-          throw err;
+        // A run whose lease ran out (fence.ts) did not find the host silent: it stops, and keeps
+        // the VM's records.
+        const silent = err instanceof DriverError && err.transient && !(err instanceof FenceDown);
+        if (!(createGivingUp && silent && !reached.has(vmId))) throw err;
       }
       // Half-way through a migration: the destination's copy and reservation go too.
       if (vm.migrating_to) await removeFrom(vm.migrating_to, vmId);
@@ -1812,7 +1818,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // the work for the retry to finish.
         if (err instanceof DriverError && err.transient) throw err;
         try {
-          await remove(spec.vmId);
+          await remove(spec.vmId, true);
         } catch (cleanup) {
           // Left half-cleaned: retry, and the retry fails and cleans up again.
           throw new DriverError(`${messageOf(err)} (cleaning up failed; retrying)`, {
@@ -1908,8 +1914,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return (await agentSetsPassword(vm, username, password)) ? 'now' : 'next_boot';
     },
 
-    async destroy(vmId) {
-      await remove(vmId);
+    async destroy(vmId, opts) {
+      await remove(vmId, opts?.createGivingUp === true);
     },
 
     async inspect(vmId) {

@@ -38,7 +38,7 @@ const createVm: Task<'create'> = async (tc) => {
     try {
       // A PTR set meanwhile goes before the addresses do.
       await beforeRelease(() => removeServicePtrs(tc, service.id, tc.signal));
-      await driver.destroy(service.id);
+      await driver.destroy(service.id, { createGivingUp: true });
     } catch (cleanup) {
       throw new DriverError(
         `${gaveUp}; the VM could not be removed yet: terminate the service to remove it`,
