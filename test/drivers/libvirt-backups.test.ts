@@ -162,6 +162,15 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   });
   const uriOf = (hostId: string) => (hostId === 'a' ? hostA.uri : hostB.uri);
   let uri = uriOf(created.hostId);
+  /** A volume's file in the pool of the VM's current host, as this machine sees it (the host: /var/lib/vrp/pool). */
+  const poolFile = (name: string) => join((uri === hostA.uri ? hostA : hostB).dir, 'storage', name);
+  /** Removes test volumes from the VM's current host, those already gone too. */
+  const removeVolumes = (...names: string[]) => {
+    for (const v of names)
+      try {
+        virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
+      } catch {}
+  };
   await guestReport(vmId, 1, uri, slowWaitMs(240_000));
   // The agent answers once the guest's init has started it.
   await waitUntil(
@@ -289,7 +298,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       // A volume of 1 GiB of random bytes (its copy takes a while), copied as a restore copies.
       virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '1G', '--format', 'raw');
       // The host's pool directory as this machine sees it (the host sees it at /var/lib/vrp/pool).
-      const source = join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'busy-source.raw');
+      const source = poolFile('busy-source.raw');
       execFileSync('dd', [
         'if=/dev/urandom',
         `of=${source}`,
@@ -363,10 +372,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         assert.ok(refreshes.includes(true));
       } finally {
         await copy.catch(() => {});
-        for (const v of ['busy-copy.qcow2', 'busy-source.raw', 'busy-upload.qcow2'])
-          try {
-            virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
-          } catch {}
+        removeVolumes('busy-copy.qcow2', 'busy-source.raw', 'busy-upload.qcow2');
       }
     },
   );
@@ -376,7 +382,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     async () => {
       // As an upload that libvirt did not read again leaves it: a raw volume whose file is a qcow2.
       virshOut(uri, 'vol-create-as', 'vrp', 'stale-raw.qcow2', '1M', '--format', 'raw');
-      const file = join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'stale-raw.qcow2');
+      const file = poolFile('stale-raw.qcow2');
       execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', file, '3G']);
       assert.match(virshOut(uri, 'vol-dumpxml', '--pool', 'vrp', 'stale-raw.qcow2'), /<format type='raw'\/>/);
       const commands = createCommands();
@@ -394,10 +400,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         );
       } finally {
         await commands.close();
-        for (const v of ['stale-raw.qcow2', 'stale-copy.qcow2'])
-          try {
-            virshOut(uri, 'vol-delete', '--pool', 'vrp', v);
-          } catch {}
+        removeVolumes('stale-raw.qcow2', 'stale-copy.qcow2');
       }
     },
   );
@@ -412,14 +415,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await dead.close();
       assert.deepEqual(checkpoints(), ['b-dead', 'b1', 'b2']);
       // The export's file as QEMU makes it: in the pool's directory, not yet a volume libvirt knows.
-      execFileSync('qemu-img', [
-        'create',
-        '-q',
-        '-f',
-        'qcow2',
-        join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'export-b-dead.qcow2'),
-        '1M',
-      ]);
+      execFileSync('qemu-img', ['create', '-q', '-f', 'qcow2', poolFile('export-b-dead.qcow2'), '1M']);
       assert.ok(!poolVolumes(uri).includes('export-b-dead.qcow2'), 'not known to libvirt yet');
       const freezeStatus = () =>
         virshOut(uri, 'qemu-agent-command', domain, '{"execute":"guest-fsfreeze-status"}').trim();
@@ -435,7 +431,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       assert.deepEqual(checkpoints(), ['b1', 'b2']);
       assert.ok(!poolVolumes(uri).includes('export-b-dead.qcow2'), "the export's volume is gone");
       assert.ok(
-        !existsSync(join((uri === hostA.uri ? hostA : hostB).dir, 'storage', 'export-b-dead.qcow2')),
+        !existsSync(poolFile('export-b-dead.qcow2')),
         'and its file, which libvirt did not know of, with it',
       );
       assert.equal(domstate(), 'running');
