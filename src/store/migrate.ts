@@ -36,6 +36,7 @@ import * as m032 from './migrations/032-event-locks-in-order.ts';
 import * as m033 from './migrations/033-vms-migrating-to.ts';
 import * as m034 from './migrations/034-libvirt-leftovers.ts';
 import * as m035 from './migrations/035-console-session-ends.ts';
+import * as m036 from './migrations/036-libvirt-vm-macs.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -75,6 +76,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '033-vms-migrating-to': m033,
   '034-libvirt-leftovers': m034,
   '035-console-session-ends': m035,
+  '036-libvirt-vm-macs': m036,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -461,6 +461,8 @@ export interface LibvirtVmTable {
   created_at: number;
   /** The host a migration reserved room on, until it ends (migration 018). */
   migrating_to: string | null;
+  /** The interface's MAC address, no other VM's; NULL until first written for a VM stored before migration 036. */
+  mac: string | null;
 }
 
 /** A VM's copy a host holds though the VM is elsewhere, until removed (migration 034). */

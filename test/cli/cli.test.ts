@@ -46,6 +46,7 @@ const MIGRATIONS = [
   '033-vms-migrating-to',
   '034-libvirt-leftovers',
   '035-console-session-ends',
+  '036-libvirt-vm-macs',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

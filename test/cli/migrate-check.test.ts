@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '034-libvirt-leftovers';
-const LAST = '035-console-session-ends';
+const PREVIOUS = '035-console-session-ends';
+const LAST = '036-libvirt-vm-macs';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

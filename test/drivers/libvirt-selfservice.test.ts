@@ -1,8 +1,10 @@
 /**
  * The customers' self-service on real VMs (libvirt/QEMU, the tiny test template): root's SSH keys
- * and the IPv6 address in the seed, reinstall, rescue and back, and the serial and VNC consoles.
- * One VM goes through every step (each `virsh define` is slow on some machines). Runs where
- * VRP_TEST_LIBVIRT_TEMPLATE names a template built by scripts/libvirt/build-test-template.sh and libvirtd runs.
+ * and the IPv6 address in the seed, reinstall, rescue and back, and the serial and VNC consoles;
+ * the VM's interface (on a bridge made here, removed after) keeps the MAC the store gave it
+ * through all of them. One VM goes through every step (each `virsh define` is slow on some
+ * machines). Runs where VRP_TEST_LIBVIRT_TEMPLATE names a template built by
+ * scripts/libvirt/build-test-template.sh, libvirtd runs and this process may add a bridge (root).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,6 +17,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
+import { parseInterfaceMacs } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import type { Store } from '../../src/store/database.ts';
 import { systemAudit } from '../../src/store/repos/audit.ts';
 import { createPool } from '../../src/store/repos/ip-pools.ts';
@@ -87,6 +90,20 @@ function reader(stream: Duplex) {
   };
 }
 
+const BRIDGE = 'vrpself0';
+
+/** The MACs of the domain's interfaces: of the running system, or (`inactive`) of its own definition. */
+const domainMacs = (inactive = false) =>
+  parseInterfaceMacs(
+    execFileSync(
+      'virsh',
+      ['-c', 'qemu:///system', 'domiflist', ...(inactive ? ['--inactive'] : []), domain],
+      {
+        encoding: 'utf8',
+      },
+    ),
+  );
+
 /** Checkpoints (backup ids) of the exports around a reinstall. */
 const CHECKPOINT = '0d0d0d0d-0000-4000-8000-0000000000c1';
 const NEXT_CHECKPOINT = '0d0d0d0d-0000-4000-8000-0000000000c2';
@@ -99,9 +116,21 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
   const password = 'First-password-1';
   let boots = 0;
   let ips = '';
+  let madeBridge = false;
+  /** The VM's MAC as the store has it. */
+  const storedMac = async () =>
+    (await store.db.selectFrom('libvirt_vms').select('mac').where('id', '=', vmId).executeTakeFirstOrThrow())
+      .mac;
 
   before(async () => {
-    ({ store, driver } = await libvirtDriverOnStore(dataDir));
+    try {
+      execFileSync('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
+      madeBridge = true;
+    } catch {
+      // Already there (an earlier run that did not finish): used as it is.
+    }
+    execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
+    ({ store, driver } = await libvirtDriverOnStore(dataDir, { VRP_LIBVIRT_BRIDGE: BRIDGE }));
     // An IPv6 pool serving every host: the VM gets a /64 of it, its seed the address.
     await createPool(
       store.db,
@@ -111,7 +140,10 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     );
   });
 
-  after(() => closeLibvirtDriverOnStore({ store, driver }, dataDir, [vmId]));
+  after(async () => {
+    await closeLibvirtDriverOnStore({ store, driver }, dataDir, [vmId]);
+    if (madeBridge) execFileSync('ip', ['link', 'del', BRIDGE]);
+  });
 
   test('create installs the SSH keys for root', async () => {
     await driver.create({
@@ -136,6 +168,10 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     ips = first['ips'] ?? '';
     const keys = await inGuest('cat /root/.ssh/authorized_keys');
     assert.equal(keys.out, `${key.line}\n`);
+    // Its interface has the MAC the store gave it, outside libvirt's own random range.
+    const mac = await storedMac();
+    assert.match(mac ?? '', /^52:54:(?!00)[0-9a-f]{2}(:[0-9a-f]{2}){3}$/);
+    assert.deepEqual(domainMacs(), [mac]);
   });
 
   test('consoles: serial and VNC; the serial one logs in and runs a command', async () => {
@@ -190,6 +226,23 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     for await (const _ of taken.runs);
     await taken.commit();
     await taken.close();
+    // As if the VM were stored before MACs were, and another VM had the MAC its domain has: the
+    // reinstall gives it a new one, in its definition too.
+    const old = await storedMac();
+    await store.db.updateTable('libvirt_vms').set({ mac: null }).where('id', '=', vmId).execute();
+    await store.db
+      .insertInto('libvirt_vms')
+      .values({
+        id: 'mac-holder',
+        host_id: 'x',
+        hostname: 'x',
+        cpu: 1,
+        ram_gb: 1,
+        disk_gb: 1,
+        created_at: 0,
+        mac: old,
+      })
+      .execute();
     const info = await driver.reinstall(vmId, {
       templateId: 'tiny',
       hostname,
@@ -206,6 +259,11 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     assert.equal(r['ssh_key_sha256'], '', 'the keys were removed');
     const marker = await inGuest('cat /data/marker 2>/dev/null || echo none');
     assert.equal(marker.out.trim(), 'none');
+    const mac = await storedMac();
+    await store.db.deleteFrom('libvirt_vms').where('id', '=', 'mac-holder').execute();
+    assert.match(mac ?? '', /^52:54:(?!00)/);
+    assert.notEqual(mac, old);
+    assert.deepEqual([domainMacs(), domainMacs(true)], [[mac], [mac]]);
     const next = await driver.exportDisk(vmId, NEXT_CHECKPOINT, CHECKPOINT);
     try {
       assert.deepEqual([next.kind, next.since], ['full', null], 'the next backup after a reinstall is full');
@@ -278,8 +336,17 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
   test('rescue boots the rescue system with the server disk as vdb; a re-run changes nothing', async () => {
     // The host's own rescue image.
     await store.db.updateTable('hypervisor_hosts').set({ rescue_image: template }).execute();
+    // As if the VM were stored before MACs were: it keeps the one its domain has (no other VM has it).
+    const mac = await storedMac();
+    await store.db.updateTable('libvirt_vms').set({ mac: null }).where('id', '=', vmId).execute();
     const info = await driver.rescue(vmId, { username: 'root', password: 'Rescue-password-1' });
     assert.equal(info.power, 'running');
+    assert.equal(await storedMac(), mac);
+    assert.deepEqual(
+      [domainMacs(), domainMacs(true)],
+      [[mac], [mac]],
+      'the rescue system answers to the same MAC',
+    );
     const r = await report(++boots);
     assert.equal(r['hostname'], `rescue-${hostname}`);
     assert.equal(r['vdb_boots'], '2', "the server's disk, with its boot counter");
@@ -303,6 +370,7 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     const r = await report(++boots);
     assert.equal(r['hostname'], hostname);
     assert.equal(r['boot'], '3');
+    assert.deepEqual(domainMacs(), [await storedMac()]);
     assert.equal(r['password_sha256'], sha256('Third-password-3'));
     assert.deepEqual(
       poolVolumes().filter((n) => n.startsWith(`${vmId}.rescue`)),

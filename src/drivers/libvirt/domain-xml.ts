@@ -14,6 +14,8 @@ export interface DomainSpec {
   /** Direct kernel boot (the tiny test template); otherwise the disk's own boot loader. */
   readonly kernel?: { readonly kernel: string; readonly initrd: string; readonly cmdline: string };
   readonly bridge?: string;
+  /** The interface's MAC address (with `bridge`); libvirt makes a random one if none. */
+  readonly mac?: string;
   /** XML put in the domain's `<metadata>` (elements in a namespace of their own). */
   readonly metadata?: string;
 }
@@ -30,7 +32,7 @@ export function domainXml(d: DomainSpec): string {
     ? `<kernel>${esc(d.kernel.kernel)}</kernel><initrd>${esc(d.kernel.initrd)}</initrd><cmdline>${esc(d.kernel.cmdline)}</cmdline>`
     : `<boot dev='hd'/>`;
   const nic = d.bridge
-    ? `<interface type='bridge'><source bridge='${esc(d.bridge)}'/><model type='virtio'/></interface>`
+    ? `<interface type='bridge'>${d.mac ? `<mac address='${esc(d.mac)}'/>` : ''}<source bridge='${esc(d.bridge)}'/><model type='virtio'/></interface>`
     : '';
   const qcow2 = (file: string, dev: string) =>
     `<disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='${esc(file)}'/><target dev='${dev}' bus='virtio'/></disk>`;

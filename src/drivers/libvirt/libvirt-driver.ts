@@ -35,6 +35,7 @@ import { createGuestFreeze } from './guest-freeze.ts';
 import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from './host-images.ts';
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
+import { macOf } from './macs.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import { createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
 import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
@@ -182,6 +183,9 @@ export function parseInterfaceStats(stdout: string): Map<string, InterfaceCounte
   flush();
   return out;
 }
+
+/** A domain XML's (first) interface MAC address. */
+const MAC_TAG = /<mac address=(['"])([0-9a-fA-F:]+)\1\s*\/>/;
 
 /** The MAC addresses of a domain's interfaces in `virsh domiflist` output (running or not). */
 export function parseInterfaceMacs(stdout: string): string[] {
@@ -521,8 +525,32 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             },
           }
         : {}),
-      bridge: o.bridge,
+      ...(await nicOf(vm)),
     });
+  }
+
+  /**
+   * The domain's interface, on the provider's bridge if there is one, with the VM's own MAC
+   * (macs.ts). A VM with none in its row yet (a new one, or one stored before MACs were) gets
+   * `current`, the one its domain's own definition has, if no other VM has it.
+   */
+  async function nicOf(vm: LibvirtVmTable, current?: string) {
+    if (!o.bridge) return {};
+    return { bridge: o.bridge, mac: vm.mac ?? (await macOf(db, vm.id, current)) };
+  }
+
+  /**
+   * The VM with its MAC in its row (nicOf), and its own definition `xml` rewritten with that MAC
+   * where it has another (a VM stored before MACs were, whose MAC another VM has, or whose
+   * rewrite an earlier attempt did not reach); `xml` undefined: nothing to rewrite.
+   */
+  async function withOwnMac(vm: LibvirtVmTable, xml: string): Promise<{ vm: LibvirtVmTable; xml?: string }> {
+    const tag = MAC_TAG.exec(xml);
+    const { mac } = await nicOf(vm, tag?.[2]);
+    if (mac === undefined) return { vm };
+    const own = { ...vm, mac };
+    if (tag === null || tag[2]?.toLowerCase() === mac) return { vm: own };
+    return { vm: own, xml: xml.replace(tag[0], `<mac address='${mac}'/>`) };
   }
 
   /** `virsh define` of an XML text (through a private file); one defined already is accepted. */
@@ -843,12 +871,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const kernel = /<kernel>([^<]*)<\/kernel>/.exec(xml)?.[1];
       const initrd = /<initrd>([^<]*)<\/initrd>/.exec(xml)?.[1];
       const wanted = onHost.kernel;
+      const own = await withOwnMac(vm, xml);
       if (
         kernel !== (wanted ? volPath(wanted.kernel) : undefined) ||
         initrd !== (wanted ? volPath(wanted.initrd) : undefined)
       ) {
-        await define(vm, onHost, await uuidOf(uri, vmId));
-      }
+        await define(own.vm, onHost, await uuidOf(uri, vmId));
+      } else if (own.xml !== undefined) await defineXml(uri, own.xml);
       if (wasRunning) await startDomain(vm);
       return info(vm);
     }
@@ -880,6 +909,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         throw new DriverError(`VM ${vmId} does not exist on its host`, { transient: false });
       await stopDomain(vm, o.stopTimeoutMs);
       await powerOffDomain(vm);
+      // The rescue system answers to the VM's own MAC, which its own definition has too.
+      const own = await withOwnMac(
+        vm,
+        (await virsh(uri, ['dumpxml', '--inactive', domainName(vmId)], 'Could not read the VM')).stdout,
+      );
+      if (own.xml !== undefined) await defineXml(uri, own.xml);
       // A fresh rescue system: a throwaway overlay over the image, a seed with the rescue login.
       const r = rescueVolumes(vmId);
       await pool.remove(uri, r.disk);
@@ -920,7 +955,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
               },
             }
           : {}),
-        bridge: o.bridge,
+        ...(await nicOf(own.vm)),
         metadata: `<vrp:rescue xmlns:vrp='${VRP_NS}/rescue'/>`,
       });
       await withPrivateDir(async (dir) => {
