@@ -463,6 +463,8 @@ export interface LibvirtVmTable {
   migrating_to: string | null;
   /** The interface's MAC address, no other VM's; NULL until first written for a VM stored before migration 036. */
   mac: string | null;
+  /** When a create first had an answer from the VM's host about it (ms); NULL: none has (migration 037). */
+  reached_at: number | null;
 }
 
 /** A VM's copy a host holds though the VM is elsewhere, until removed (migration 034). */

@@ -47,6 +47,7 @@ const MIGRATIONS = [
   '034-libvirt-leftovers',
   '035-console-session-ends',
   '036-libvirt-vm-macs',
+  '037-libvirt-vm-reached',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -2,7 +2,8 @@
  * Two libvirt hosts that share nothing but their connections (scripts/libvirt/test-host.sh: a
  * second and third libvirtd on this machine, each with its own state and its own pool
  * directory), with one real VM: its volumes are in its host's pool only, it moves live and
- * keeps running the same boot, moves back cold with its disk, a disk exported before it moved
+ * keeps running the same boot, moves back cold with its disk (refused first, for good and before
+ * any copy, while this process's temporary directory cannot hold the disk), a disk exported before it moved
  * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move, and
  * stopped while libvirt's migration job runs) leave it running where it was.
  */
@@ -15,7 +16,7 @@ import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import type { VmSpec } from '../../src/drivers/driver.ts';
+import { DriverError, type VmSpec } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
 import { reserveDestination } from '../../src/drivers/hosts.ts';
 import { openStore } from '../../src/store/database.ts';
@@ -212,9 +213,44 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     await onB.close();
     await driver.dropCheckpoint(vm1, 'backup-on-a');
 
-    // (c) Cold back to A: it starts there with its disk (the guest's boot counter goes on).
+    // (c, refused) A stopped VM's move passes its disk through this process's temporary
+    // directory: where that cannot hold it (here a full 1 MiB tmpfs), the move is refused for
+    // good before anything is copied, saying where, and the VM stays on B as it was.
     await driver.stop(vm1, { timeoutMs: 3000 });
     const uploadsBefore = uploads();
+    const smallTmp = mkdtempSync(join(tmpdir(), 'vrp-small-tmp-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-small-tmp', smallTmp]);
+    // Filled (dd stops where the tmpfs is full).
+    execFileSync('sh', [
+      '-c',
+      'dd if=/dev/zero of="$1/filler" bs=64k count=32 2>/dev/null; true',
+      '_',
+      smallTmp,
+    ]);
+    const usualTmp = process.env['TMPDIR'];
+    process.env['TMPDIR'] = smallTmp;
+    try {
+      await assert.rejects(driver.migrate(vm1, 'a'), (err: unknown) => {
+        assert.ok(err instanceof DriverError && !err.transient, String(err));
+        assert.match(
+          err.message,
+          /^The temporary directory of the vrp process that copies \(TMPDIR\) has 0\.0 MiB free; the copy needs about (\d+\.\d) MiB and \1 MiB kept free; the migration under way was undone, the server stays on its host$/,
+        );
+        return true;
+      });
+    } finally {
+      if (usualTmp === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = usualTmp;
+      execFileSync('umount', [smallTmp]);
+      rmSync(smallTmp, { recursive: true, force: true });
+    }
+    assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
+    assert.deepEqual([await used('a'), await used('b')], [0, 1], "A's reservation was given back");
+    assert.equal(uploads(), uploadsBefore, 'nothing was copied');
+    assert.ok(!poolVolumes(uriB).includes(`${vm1}.migrating.qcow2`), 'no copy of the disk was made on B');
+    assert.equal((await driver.inspect(vm1))?.power, 'stopped');
+
+    // (c) Cold back to A: it starts there with its disk (the guest's boot counter goes on).
     const back = await driver.migrate(vm1, 'a');
     assert.deepEqual([back.hostId, back.power], ['a', 'stopped']);
     assert.deepEqual(back.ips, first.ips);

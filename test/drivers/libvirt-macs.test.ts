@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
-import { macOf, randomMac } from '../../src/drivers/libvirt/macs.ts';
+import { definitionMac, macOf, randomMac, withDefinitionMac } from '../../src/drivers/libvirt/macs.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import { insertLibvirtVm } from '../helpers/libvirt.ts';
 import { createPgDatabase, testStores } from '../helpers/stores.ts';
@@ -24,6 +24,50 @@ test('a new MAC is 52:54 and 32 random bits, never in libvirt’s own 52:54:00 r
   }
   // 20,000 draws of 32 bits: a repeat has a chance of about 5%; more than two, almost none.
   assert.ok(seen.size >= 19_998, `${20_000 - seen.size} repeats`);
+});
+
+test("a definition's MAC: its first interface's, whatever else the element says; changed there only", () => {
+  const xml = (mac: string) => `<domain type='qemu'>
+  <name>vrp-x</name>
+  <devices>
+    <disk type='file' device='disk'><source file='/p/x.qcow2'/></disk>
+    <interface type='bridge'>
+      ${mac}
+      <source bridge='br0'/>
+      <model type='virtio'/>
+    </interface>
+    <interface type='bridge'>
+      <mac address='52:54:00:99:99:99'/>
+      <source bridge='br1'/>
+    </interface>
+  </devices>
+</domain>
+`;
+  for (const element of [
+    "<mac address='52:54:00:AB:cd:ef'/>",
+    '<mac address="52:54:00:ab:cd:ef"/>',
+    "<mac address='52:54:00:ab:cd:ef' type='static'/>",
+    "<mac type='generated' address='52:54:00:ab:cd:ef' check='yes'/>",
+  ]) {
+    assert.equal(definitionMac(xml(element)), '52:54:00:ab:cd:ef', element);
+    const changed = withDefinitionMac(xml(element), '52:54:0a:0b:0c:0d');
+    assert.equal(definitionMac(changed), '52:54:0a:0b:0c:0d', element);
+    assert.equal(
+      changed,
+      xml(element.replace(/52:54:00:ab:cd:ef/i, '52:54:0a:0b:0c:0d')),
+      'nothing else changed',
+    );
+  }
+  const none = "<domain><devices><disk type='file'/></devices></domain>";
+  assert.equal(definitionMac(none), undefined);
+  assert.equal(withDefinitionMac(none, '52:54:0a:0b:0c:0d'), none);
+  assert.throws(
+    () =>
+      definitionMac(
+        "<domain><devices><interface type='bridge'><source bridge='br0'/></interface></devices></domain>",
+      ),
+    (err: unknown) => err instanceof DriverError && !err.transient,
+  );
 });
 
 /** A store of `kind` for one test, and a second process's connection to it (`another`); removed after. */

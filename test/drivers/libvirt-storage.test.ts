@@ -8,7 +8,7 @@ import {
   migrationAddressArgs,
   parseJobInfo,
 } from '../../src/drivers/libvirt/libvirt-driver.ts';
-import { createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import { checkRoom, createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import { waitUntil } from '../helpers/budget.ts';
 
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
@@ -199,4 +199,71 @@ test('a copy of a .qcow2 volume libvirt knows by another format: the pool read a
     return true;
   });
   assert.ok(!raw.asked.includes('vol-create-from'), 'nothing copied');
+});
+
+test("a pool's free bytes: read again first, the last figure while a copy holds the pool; a copy refused where it cannot fit", async () => {
+  const busy =
+    "error: Failed to refresh pool vrp\nerror: internal error: pool 'vrp' has asynchronous jobs running.";
+  /** A host whose pool-refresh fails with `refresh` (a stderr) or succeeds, and whose pool-info says `info`. */
+  const host = (refresh: string | null, info: string) => {
+    const asked: string[] = [];
+    const virsh = async (_uri: string, args: readonly string[]) => {
+      const line = args.join(' ');
+      asked.push(line);
+      if (line === 'pool-refresh vrp' && refresh)
+        throw new DriverError('Could not read the storage pool', {
+          transient: false,
+          details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: refresh },
+        });
+      return { stdout: line === 'pool-info --bytes vrp' ? info : '', stderr: '' };
+    };
+    const never = async (): Promise<never> => {
+      throw new Error('not used');
+    };
+    return {
+      asked,
+      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+    };
+  };
+  const info =
+    'Name:           vrp\nState:          running\nCapacity:       105089261568\nAllocation:     42241024000\nAvailable:      62848237568\n';
+  // Available less 5% of Capacity (ext4 keeps that for root by default; QEMU's user cannot write it).
+  const free = 62_848_237_568 - 5_254_463_079;
+  const fresh = host(null, info);
+  assert.equal(await fresh.pool.free('u'), free);
+  assert.deepEqual(fresh.asked, ['pool-refresh vrp', 'pool-info --bytes vrp']);
+  const copying = host(busy, info);
+  assert.equal(await copying.pool.free('u'), free, 'the last figure');
+  assert.deepEqual(copying.asked, ['pool-refresh vrp', 'pool-info --bytes vrp'], 'not waited out');
+  await assert.rejects(
+    host('error: cannot open directory', info).pool.free('u'),
+    /Could not read the storage pool/,
+  );
+  assert.equal(await host(null, 'Capacity:       1000\nAvailable:      10\n').pool.free('u'), 0);
+  await assert.rejects(host(null, 'State: running\n').pool.free('u'), (err: unknown) => {
+    assert.ok(err instanceof DriverError && err.transient);
+    assert.match(err.message, /did not say how much room it has/);
+    return true;
+  });
+
+  // Kept free beyond the copy: as much as the copy, up to 1 GiB.
+  const GiB = 2 ** 30;
+  const MiB = 2 ** 20;
+  checkRoom(3 * GiB, 2 * GiB, 'here');
+  assert.throws(
+    () => checkRoom(3 * GiB - 1, 2 * GiB, "Host b's storage pool"),
+    (err: unknown) => {
+      assert.ok(err instanceof DriverError && !err.transient, 'a full disk is not waited out');
+      assert.equal(
+        err.message,
+        "Host b's storage pool has 3.0 GiB free; the copy needs about 2.0 GiB and 1.0 GiB kept free",
+      );
+      return true;
+    },
+  );
+  checkRoom(2 * MiB, MiB, 'here');
+  checkRoom(0, 0, 'a copy of nothing');
+  assert.throws(() => checkRoom(2 * MiB - 1, MiB, 'There'), {
+    message: 'There has 2.0 MiB free; the copy needs about 1.0 MiB and 1.0 MiB kept free',
+  });
 });

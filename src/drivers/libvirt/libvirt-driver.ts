@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
 import { messageOf } from '../../domain/errors.ts';
@@ -35,9 +35,9 @@ import { createGuestFreeze } from './guest-freeze.ts';
 import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from './host-images.ts';
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
-import { macOf } from './macs.ts';
+import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
-import { createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
+import { checkLocalRoom, checkRoom, createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
 import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
 import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
@@ -183,9 +183,6 @@ export function parseInterfaceStats(stdout: string): Map<string, InterfaceCounte
   flush();
   return out;
 }
-
-/** A domain XML's (first) interface MAC address. */
-const MAC_TAG = /<mac address=(['"])([0-9a-fA-F:]+)\1\s*\/>/;
 
 /** The MAC addresses of a domain's interfaces in `virsh domiflist` output (running or not). */
 export function parseInterfaceMacs(stdout: string): string[] {
@@ -351,11 +348,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     remove: (uri, volume) => pool.remove(uri, volume),
   });
   const volPath = (name: string) => join(o.storage, name);
-  /**
-   * The VMs this process has reached a host for (its pool, volumes, domain). A VM whose host
-   * never answered this process and that cannot be reached to clean up may go without it.
-   */
-  const reached = new Set<string>();
   const need = (vm: LibvirtVmTable) => ({ cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
 
   const row = (vmId: string) =>
@@ -545,12 +537,29 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * rewrite an earlier attempt did not reach); `xml` undefined: nothing to rewrite.
    */
   async function withOwnMac(vm: LibvirtVmTable, xml: string): Promise<{ vm: LibvirtVmTable; xml?: string }> {
-    const tag = MAC_TAG.exec(xml);
-    const { mac } = await nicOf(vm, tag?.[2]);
+    if (!o.bridge) return { vm };
+    const current = definitionMac(xml);
+    const { mac } = await nicOf(vm, current);
     if (mac === undefined) return { vm };
     const own = { ...vm, mac };
-    if (tag === null || tag[2]?.toLowerCase() === mac) return { vm: own };
-    return { vm: own, xml: xml.replace(tag[0], `<mac address='${mac}'/>`) };
+    if (current === undefined || current === mac) return { vm: own };
+    return { vm: own, xml: withDefinitionMac(xml, mac) };
+  }
+
+  /**
+   * The VM's own definition made to have the VM's MAC where it has another (withOwnMac): read, and
+   * written again if so; the VM with its MAC.
+   */
+  async function ownMacDefined(vm: LibvirtVmTable, uri: string): Promise<LibvirtVmTable> {
+    if (!o.bridge) return vm;
+    const { stdout } = await virsh(
+      uri,
+      ['dumpxml', '--inactive', domainName(vm.id)],
+      'Could not read the VM',
+    );
+    const own = await withOwnMac(vm, stdout);
+    if (own.xml !== undefined) await defineXml(uri, own.xml);
+    return own.vm;
   }
 
   /** `virsh define` of an XML text (through a private file); one defined already is accepted. */
@@ -572,6 +581,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return;
     }
     const uri = await uriOf(vm.host_id);
+    // It boots its own definition: with the VM's MAC, whatever wrote it last (macs.ts).
+    await ownMacDefined(vm, uri);
     try {
       await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
     } catch (err) {
@@ -653,7 +664,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const template = await resolveTemplate(db, spec.templateId);
     // The domain first: defined by an earlier attempt, its volumes are there too.
     const s = await state(vm);
-    reached.add(vm.id);
+    // The host answered: from now on it may hold something of the VM, whichever process asks
+    // (remove). Written before anything is put there.
+    if (vm.reached_at === null)
+      await db.updateTable('libvirt_vms').set({ reached_at: now() }).where('id', '=', vm.id).execute();
     if (s === 'missing') {
       const uri = await uriOf(vm.host_id);
       await pool.ready(uri);
@@ -734,8 +748,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * room. Nothing is given back while the host holds any of it: a host that does not answer fails
    * the removal (transient), and the VM keeps its addresses and room (they would go to another VM
    * while its domain may still run with them). Only a create giving up (`createGivingUp`: its own
-   * failure for good, or its job's last attempt) that never reached the host in this process (its
-   * first command there, `domstate`, failed) takes a silent host for one with nothing of the VM.
+   * failure for good, or its job's last attempt) of a VM whose host never answered any attempt
+   * (`reached_at`, in the store: the attempt may have been another process's) takes a silent
+   * host for one with nothing of the VM.
    */
   async function remove(vmId: string, createGivingUp = false): Promise<void> {
     const vm = await row(vmId);
@@ -746,7 +761,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // A run whose lease ran out (fence.ts) did not find the host silent: it stops, and keeps
         // the VM's records.
         const silent = err instanceof DriverError && err.transient && !(err instanceof FenceDown);
-        if (!(createGivingUp && silent && !reached.has(vmId))) throw err;
+        if (!(createGivingUp && silent && vm.reached_at === null)) throw err;
       }
       // Half-way through a migration: the destination's copy and reservation go too.
       if (vm.migrating_to) await removeFrom(vm.migrating_to, vmId);
@@ -762,7 +777,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         }
       });
     }
-    reached.delete(vmId);
   }
 
   /**
@@ -910,11 +924,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await stopDomain(vm, o.stopTimeoutMs);
       await powerOffDomain(vm);
       // The rescue system answers to the VM's own MAC, which its own definition has too.
-      const own = await withOwnMac(
-        vm,
-        (await virsh(uri, ['dumpxml', '--inactive', domainName(vmId)], 'Could not read the VM')).stdout,
-      );
-      if (own.xml !== undefined) await defineXml(uri, own.xml);
+      const own = await ownMacDefined(vm, uri);
       // A fresh rescue system: a throwaway overlay over the image, a seed with the rescue login.
       const r = rescueVolumes(vmId);
       await pool.remove(uri, r.disk);
@@ -955,7 +965,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
               },
             }
           : {}),
-        ...(await nicOf(own.vm)),
+        ...(await nicOf(own)),
         metadata: `<vrp:rescue xmlns:vrp='${VRP_NS}/rescue'/>`,
       });
       await withPrivateDir(async (dir) => {
@@ -1535,6 +1545,39 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
 
     /**
+     * Refuses a stopped VM's move, before its disk is copied, where the copies cannot fit: folded
+     * into one file in the source's pool, passed through this machine's temporary directory,
+     * written into the destination's pool (its template there already: counted in what is free).
+     * Their size is at most the disk's own bytes and its backing file's (the template's, read
+     * from the disk's volume), the disk's own alone if it has none, and never more than the
+     * disk's size. A check, not a reservation: copies started together each see the room the
+     * others will take. A refusal undoes the migration (its caller), for good.
+     */
+    async function checkColdRoom(vm: LibvirtVmTable, to: string, srcUri: string, dstUri: string) {
+      const disk = await pool.info(srcUri, vmVolumes(vm.id).disk);
+      if (!disk) return;
+      const { stdout } = await virsh(
+        srcUri,
+        ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
+        'Could not read the VM disk',
+      );
+      const backing = /<backingStore>[\s\S]*?<path>([^<]+)<\/path>/.exec(stdout)?.[1];
+      const below = backing === undefined ? { allocation: 0 } : await pool.info(srcUri, basename(backing));
+      const need = Math.min(disk.capacity, disk.allocation + (below?.allocation ?? disk.capacity));
+      try {
+        checkRoom(
+          await pool.free(srcUri),
+          need,
+          `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
+        );
+        await checkLocalRoom(need);
+        checkRoom(await pool.free(dstUri), need, `Host ${to}'s storage pool`);
+      } catch (err) {
+        throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+      }
+    }
+
+    /**
      * Moves the VM's domain and volumes from its host to `to`; a live move's figures: `virsh
      * migrate`'s time and the guest's pause, read from the destination's completed job.
      */
@@ -1557,8 +1600,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const template = await resolveTemplate(db, used.template_id);
         onDest = await images.ensure(to, dstUri, used.template_id, template);
       }
-      // Leftovers of an earlier attempt on the destination go first.
+      // Leftovers of an earlier attempt on the destination go first, and its copy of the disk on
+      // the source (a stopped VM's): the room they hold is counted free.
       for (const n of [v.disk, v.seed, stagedSeed(v.seed), v.console]) await pool.remove(dstUri, n);
+      const flat = `${vm.id}.migrating.qcow2`;
+      if (!live) {
+        await pool.remove(srcUri, flat);
+        await checkColdRoom(vm, to, srcUri, dstUri);
+      }
       await pool.copyBetween(srcUri, v.seed, dstUri);
       await pool.copyBetween(srcUri, v.console, dstUri);
       if (live) {
@@ -1599,8 +1648,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         };
       } else {
         // The disk folded into a standalone qcow2 on the source, copied, defined on the destination.
-        const flat = `${vm.id}.migrating.qcow2`;
-        await pool.remove(srcUri, flat);
         await pool.cloneFlat(srcUri, v.disk, flat);
         try {
           await pool.copyBetween(srcUri, flat, dstUri, v.disk);

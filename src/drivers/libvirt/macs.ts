@@ -54,3 +54,32 @@ export async function macOf(
   }
   throw new DriverError(`No MAC address free for VM ${vmId} after ${TRIES} tries`, { transient: true });
 }
+
+/** A `<mac>` element and its address (any other attributes, either quote). */
+const MAC_TAG = /<mac\b[^>]*?\baddress=(['"])([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})\1[^>]*\/>/;
+
+/** Where a domain XML's first interface begins, and its `<mac>` element; null: no interface. */
+function firstInterfaceMac(xml: string): { at: number; tag: string; mac: string } | null {
+  const at = xml.indexOf('<interface');
+  if (at < 0) return null;
+  const found = MAC_TAG.exec(xml.slice(at));
+  // libvirt writes every interface's MAC in a definition it gives.
+  if (found === null || found[2] === undefined)
+    throw new DriverError("The MAC address of the VM's interface could not be read from its definition", {
+      transient: false,
+    });
+  return { at, tag: found[0], mac: found[2] };
+}
+
+/** The MAC of a domain XML's first interface (lower case); undefined if it has no interface. */
+export function definitionMac(xml: string): string | undefined {
+  return firstInterfaceMac(xml)?.mac.toLowerCase();
+}
+
+/** The domain XML with its first interface's MAC changed to `mac` (one without an interface as it is). */
+export function withDefinitionMac(xml: string, mac: string): string {
+  const first = firstInterfaceMac(xml);
+  if (first === null) return xml;
+  const rest = xml.slice(first.at);
+  return xml.slice(0, first.at) + rest.replace(first.tag, first.tag.replace(first.mac, mac));
+}

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,6 +31,48 @@ export function isPoolBusy(err: unknown): boolean {
 /** libvirt's words for "there is no such pool" (a host the driver has not prepared yet). */
 export function isNoPool(err: unknown): boolean {
   return /Storage pool not found|no storage pool with matching/i.test(stderrOf(err));
+}
+
+/**
+ * What a copy leaves free where it writes, on top of its own size: as much as the copy, up to
+ * 1 GiB. A pool also holds the running VMs' disks, which grow into what is free (a full pool
+ * pauses them on their next write), and this machine's temporary directory may share its disk
+ * with the store.
+ */
+export const COPY_MARGIN_BYTES = 2 ** 30;
+
+/**
+ * The share of a pool's capacity not counted free: libvirt's "Available" for a dir pool is the
+ * filesystem's free blocks, those kept for root included (5% on ext4 by default), which QEMU's
+ * own user cannot write.
+ */
+const POOL_RESERVE = 0.05;
+
+/** A size as people read it: `12.3 GiB`, `45.6 MiB` below 1 GiB. */
+const sized = (bytes: number) =>
+  bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+
+/**
+ * Refuses, for good and before anything is written, a copy of about `need` bytes where only
+ * `free` are left: `where` names the place and what to do (a full disk is not a failure the
+ * next attempt gets past).
+ */
+export function checkRoom(free: number, need: number, where: string): void {
+  const margin = Math.min(need, COPY_MARGIN_BYTES);
+  if (free >= need + margin) return;
+  throw new DriverError(
+    `${where} has ${sized(free)} free; the copy needs about ${sized(need)} and ${sized(margin)} kept free`,
+    { transient: false },
+  );
+}
+
+/**
+ * checkRoom for a copy of about `need` bytes through this machine's temporary directory (where
+ * copies between hosts pass): what is free to this process there.
+ */
+export async function checkLocalRoom(need: number): Promise<void> {
+  const s = await statfs(tmpdir());
+  checkRoom(s.bavail * s.bsize, need, 'The temporary directory of the vrp process that copies (TMPDIR)');
 }
 
 /** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
@@ -133,6 +175,13 @@ export interface PoolStorage {
    * transient; with 0 it tries once.
    */
   refresh(uri: string, waitMs?: number): Promise<void>;
+  /**
+   * Bytes free in the pool to QEMU's user: `pool-info --bytes`' Available less 5% of its
+   * Capacity (POOL_RESERVE), read again from the host's filesystem first (a refresh; libvirt's
+   * figure is otherwise that of the last one) unless a copy into the pool holds it (then the
+   * last figure).
+   */
+  free(uri: string): Promise<number>;
 }
 
 export function createPoolStorage(commands: Commands, poolPath: string): PoolStorage {
@@ -315,7 +364,26 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       });
     },
 
+    async free(uri) {
+      await storage.refresh(uri, 0).catch((err: unknown) => {
+        if (!isPoolBusy(err)) throw err;
+      });
+      const { stdout } = await virsh(uri, ['pool-info', '--bytes', POOL], 'Could not read the storage pool');
+      const figure = (label: string) => {
+        const found = new RegExp(`^${label}:\\s+(\\d+)`, 'm').exec(stdout)?.[1];
+        if (found === undefined)
+          throw new DriverError(`The host's storage pool ${POOL} did not say how much room it has`, {
+            transient: true,
+          });
+        return Number(found);
+      };
+      return Math.max(0, figure('Available') - Math.ceil(figure('Capacity') * POOL_RESERVE));
+    },
+
     async copyBetween(fromUri, name, toUri, toName = name) {
+      // Through a file here: refused at once if it cannot fit (the volume's allocated bytes:
+      // downloaded sparse).
+      await checkLocalRoom((await storage.info(fromUri, name))?.allocation ?? 0);
       await withPrivateDir(async (dir) => {
         const file = join(dir, 'volume');
         await storage.download(fromUri, name, file);
