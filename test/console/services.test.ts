@@ -16,6 +16,7 @@ import {
   type TestBrowser,
 } from '../helpers/browser.ts';
 import { smallOrder } from '../helpers/e2e.ts';
+import { withLibvirtMac } from '../helpers/libvirt.ts';
 import { openTogether } from '../helpers/open-together.ts';
 import { createTestOperator, operatorToken, opsCall } from '../helpers/operator.ts';
 import { sshKeyPair } from '../helpers/ssh-key-pair.ts';
@@ -105,7 +106,16 @@ describe('console: services', { skip: noBrowser }, () => {
     assert.match(facts, /Status\s+running/);
     assert.match(facts, /Reseller\s+acme/);
     assert.match(facts, /Host\s+sim-host-\d/);
+    assert.doesNotMatch(facts, /MAC address/, 'the simulated hypervisor gives none');
     assert.match(facts, /1 vCores|\d+ vCores/);
+    // A libvirt server's MAC address (its driver's row) is among the facts.
+    await withLibvirtMac(t.ctx.store.db, beta, '52:54:0a:0b:0c:0d', async () => {
+      await page.reload();
+      assert.match(
+        await page.locator('dl.facts').innerText(),
+        /Host\s+sim-host-\d+ active\s+MAC address\s+52:54:0a:0b:0c:0d/,
+      );
+    });
     // The timeline: the create job, done.
     const timeline = page.getByRole('table', { name: 'Jobs, newest first' });
     assert.match(await timeline.innerText(), /create\s+succeeded/);

@@ -154,6 +154,25 @@ export async function insertLibvirtVm(db: Kysely<Database>, vmId: string, hostId
 }
 
 /**
+ * Runs `body` while the store has a libvirt record of `vmId` whose interface has `mac` (as the
+ * libvirt driver keeps it), on a host `lv`; the record is removed after.
+ */
+export async function withLibvirtMac(
+  db: Kysely<Database>,
+  vmId: string,
+  mac: string,
+  body: () => Promise<void>,
+): Promise<void> {
+  await insertLibvirtVm(db, vmId, 'lv');
+  await db.updateTable('libvirt_vms').set({ mac }).where('id', '=', vmId).execute();
+  try {
+    await body();
+  } finally {
+    await db.deleteFrom('libvirt_vms').where('id', '=', vmId).execute();
+  }
+}
+
+/**
  * A server process with the libvirt driver on a prepared store (prepareLibvirtE2e), whose demo
  * OS template is mapped to the test template's image, as an operator's catalogue would; with an
  * API client as the store's application and an order body for `domainName`. `env` adds or

@@ -10,7 +10,7 @@ import { projectedState } from '../../jobs/queue.ts';
 import type { Catalog } from '../../store/catalog-cache.ts';
 import { recordAudit } from '../../store/repos/audit.ts';
 import { listBackups } from '../../store/repos/backups.ts';
-import { findHostState } from '../../store/repos/hosts.ts';
+import { findHostState, findVmMac } from '../../store/repos/hosts.ts';
 import { listServiceJobs } from '../../store/repos/jobs.ts';
 import {
   DOMAIN_MATCHES,
@@ -271,10 +271,11 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         await recordAudit(db, audit, subject, ctx.clock.now());
       }
 
-      const [jobs, backups, host, catalog, ipv6, traffic, suspensions] = await Promise.all([
+      const [jobs, backups, host, mac, catalog, ipv6, traffic, suspensions] = await Promise.all([
         listServiceJobs(db, service.id, 50),
         listBackups(db, service.id),
         service.hostId === null ? undefined : findHostState(db, service.hostId),
+        findVmMac(db, service.id),
         ctx.catalog.get(),
         ipv6Of(db, service.id),
         serviceMonthTraffic(ctx.store.reads, service.id, ctx.clock.now()),
@@ -295,7 +296,7 @@ export function registerOperatorServiceRoutes(app: App, ctx: AppContext, options
         client_id: service.clientId,
         projected_status: projectedState(service).status,
         pending_jobs: service.pendingJobs,
-        host: service.hostId !== null && host ? { host_id: service.hostId, state: host } : null,
+        host: service.hostId !== null && host ? { host_id: service.hostId, state: host, mac } : null,
         updated_at: new Date(service.updatedAt).toISOString(),
         jobs: jobs.map(operatorJobView),
         backups: backups.map(operatorBackupView),

@@ -132,7 +132,14 @@ export const ServiceDetailsPayload = Type.Object(
     projected_status: StringEnum(STATUSES),
     pending_jobs: Type.Integer(),
     host: Nullable(
-      Type.Object({ host_id: Type.String(), state: StringEnum(['active', 'draining', 'evacuating']) }),
+      Type.Object({
+        host_id: Type.String(),
+        state: StringEnum(['active', 'draining', 'evacuating']),
+        mac: Nullable(Type.String({ pattern: '^[0-9a-f]{2}(:[0-9a-f]{2}){5}$' }), {
+          description:
+            "The MAC address of the server's interface on the provider's network: given once and kept for the server's life, no other server's (libvirt; docs/libvirt.md, *MAC addresses*). null where there is none: the simulated hypervisor, or a libvirt server made before this version that has not started since",
+        }),
+      }),
       {
         description: 'The host its server is on; null before it is created',
       },

@@ -203,6 +203,16 @@ export async function findHostState(db: Kysely<Database>, id: string): Promise<H
   return row?.state;
 }
 
+/**
+ * The MAC address of a service's server's interface: the libvirt driver's (given once, unique
+ * across the provider's VMs: src/drivers/libvirt/macs.ts); null where there is none (the
+ * simulated hypervisor, a libvirt VM made before MACs were stored and not started since).
+ */
+export async function findVmMac(db: Kysely<Database>, vmId: string): Promise<string | null> {
+  const row = await db.selectFrom('libvirt_vms').select('mac').where('id', '=', vmId).executeTakeFirst();
+  return row?.mac ?? null;
+}
+
 const nameTaken = (name: string) =>
   new ApiError('host_name_taken', `A host named ${JSON.stringify(name)} exists already`);
 

@@ -4,6 +4,7 @@ import { listAuditEntries } from '../../../src/store/repos/audit.ts';
 import { findResellerByName } from '../../../src/store/repos/resellers.ts';
 import { call, createTestApp, type TestApp, waitForStatus } from '../../helpers/app.ts';
 import { smallOrder } from '../../helpers/e2e.ts';
+import { withLibvirtMac } from '../../helpers/libvirt.ts';
 import { operatorToken, opsCall } from '../../helpers/operator.ts';
 import { testStores } from '../../helpers/stores.ts';
 
@@ -163,6 +164,12 @@ for (const store of testStores()) {
       assert.ok(revealed.body.data.password.length >= 12);
       assert.match(d.host.host_id, /^sim-host-/);
       assert.equal(d.host.state, 'active');
+      assert.equal(d.host.mac, null, 'the simulated hypervisor gives none');
+      // A libvirt server's MAC address (its driver's row) is shown as stored.
+      await withLibvirtMac(t.ctx.store.db, id, '52:54:0a:0b:0c:0d', async () => {
+        const shown = await opsCall(t, ops, 'GET', `services/${id}`);
+        assert.equal(shown.body.data.host.mac, '52:54:0a:0b:0c:0d');
+      });
       assert.deepEqual(
         d.jobs.map((j: any) => [j.action, j.status]),
         [

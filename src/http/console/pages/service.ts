@@ -68,7 +68,7 @@ ${s.error ? html`<dt>Failed because</dt><dd class="service-error">${s.error.mess
 <dt>Service id</dt><dd class="mono">${s.service_id}</dd>
 <dt>Reseller</dt><dd><a href="${CONSOLE}/services?reseller_id=${s.reseller_id}">${reseller}</a></dd>
 <dt>Product</dt><dd class="mono">${s.product_id}</dd>
-<dt>Host</dt><dd>${s.host ? html`${s.host.host_id} ${badge(s.host.state)}` : html`<span class="none">none yet</span>`}</dd>
+<dt>Host</dt><dd>${s.host ? html`${s.host.host_id} ${badge(s.host.state)}` : html`<span class="none">none yet</span>`}</dd>${s.host?.mac ? html`<dt>MAC address</dt><dd><code>${s.host.mac}</code></dd>` : ''}
 <dt>IP addresses</dt><dd class="mono">${s.ips.length > 0 ? s.ips.join(', ') : html`<span class="none">none yet</span>`}</dd>
 <dt>IPv6</dt><dd class="mono service-ipv6">${s.ipv6 ? `${s.ipv6.address} in ${s.ipv6.prefix}, gateway ${s.ipv6.gateway}` : html`<span class="none">none</span>`}</dd>
 <dt>Traffic this month</dt><dd class="service-traffic">${s.traffic_in_gb} GB in, ${s.traffic_out_gb} GB out${s.traffic_gb !== null ? ` (quota ${s.traffic_gb} GB, then ${s.traffic_over})` : ''}</dd>
