@@ -1549,8 +1549,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * into one file in the source's pool, passed through this machine's temporary directory,
      * written into the destination's pool (its template there already: counted in what is free).
      * Their size is at most the disk's own bytes and its backing file's (the template's, read
-     * from the disk's volume), the disk's own alone if it has none, and never more than the
-     * disk's size. A check, not a reservation: copies started together each see the room the
+     * from the disk's volume), the disk's own alone if it has none, the disk's size if that file
+     * is not a volume of the pool, and never more than the disk's size. A check, not a reservation: copies started together each see the room the
      * others will take. A refusal undoes the migration (its caller), for good.
      */
     async function checkColdRoom(vm: LibvirtVmTable, to: string, srcUri: string, dstUri: string) {
