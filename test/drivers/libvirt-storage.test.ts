@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
+import type { Commands } from '../../src/drivers/libvirt/commands.ts';
 import {
   migrationAddress,
   migrationAddressArgs,
@@ -10,6 +11,14 @@ import {
 } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { checkRoom, createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import { waitUntil } from '../helpers/budget.ts';
+
+/** The pool storage over a scripted `virsh` (the driver's other commands are not used). */
+function scriptedPool(virsh: Commands['virsh']) {
+  const never = async (): Promise<never> => {
+    throw new Error('not used');
+  };
+  return createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p');
+}
 
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
   assert.equal(migrationAddress('qemu+ssh://root@kvm2.internal/system'), 'kvm2.internal');
@@ -83,12 +92,9 @@ test('a pool refresh refused while the host builds a volume is tried again; past
         });
       return { stdout: '', stderr: '' };
     };
-    const never = async (): Promise<never> => {
-      throw new Error('not used');
-    };
     return {
       asked,
-      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+      pool: scriptedPool(virsh),
     };
   };
   // Another VM's copy in the pool ends after two tries: the refresh then reads the pool.
@@ -142,10 +148,7 @@ test('a pool whose refresh failed is checked again by the next ready() (libvirt 
     };
     return { stdout: answers[line] ?? '', stderr: '' };
   };
-  const never = async (): Promise<never> => {
-    throw new Error('not used');
-  };
-  const pool = createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p');
+  const pool = scriptedPool(virsh);
   await pool.ready('u');
   await pool.ready('u');
   assert.equal(asked.filter((l) => l.startsWith('pool-list')).length, 1, 'checked once, then known');
@@ -178,12 +181,9 @@ test('a copy of a .qcow2 volume libvirt knows by another format: the pool read a
           : '';
       return { stdout, stderr: '' };
     };
-    const never = async (): Promise<never> => {
-      throw new Error('not used');
-    };
     return {
       asked,
-      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+      pool: scriptedPool(virsh),
     };
   };
   const known = host(['qcow2']);
@@ -217,12 +217,9 @@ test("a pool's free bytes: read again first, the last figure while a copy holds 
         });
       return { stdout: line === 'pool-info --bytes vrp' ? info : '', stderr: '' };
     };
-    const never = async (): Promise<never> => {
-      throw new Error('not used');
-    };
     return {
       asked,
-      pool: createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p'),
+      pool: scriptedPool(virsh),
     };
   };
   const info =

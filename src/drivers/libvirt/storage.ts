@@ -48,6 +48,12 @@ export const COPY_MARGIN_BYTES = 2 ** 30;
  */
 const POOL_RESERVE = 0.05;
 
+/** The number virsh prints after `label:` on a line of its own (`vol-info --bytes`, `pool-info --bytes`). */
+const figureIn = (stdout: string, label: string): number | undefined => {
+  const found = new RegExp(`^${label}:\\s+(\\d+)`, 'm').exec(stdout)?.[1];
+  return found === undefined ? undefined : Number(found);
+};
+
 /** A size as people read it: `12.3 GiB`, `45.6 MiB` below 1 GiB. */
 const sized = (bytes: number) =>
   bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
@@ -246,8 +252,10 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           ['vol-info', '--bytes', '--pool', POOL, name],
           'Could not read a storage volume',
         );
-        const num = (label: string) => Number(new RegExp(`^${label}:\\s+(\\d+)`, 'm').exec(stdout)?.[1] ?? 0);
-        return { capacity: num('Capacity'), allocation: num('Allocation') };
+        return {
+          capacity: figureIn(stdout, 'Capacity') ?? 0,
+          allocation: figureIn(stdout, 'Allocation') ?? 0,
+        };
       } catch (err) {
         if (isNoVolume(err)) return undefined;
         throw err;
@@ -369,15 +377,13 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
         if (!isPoolBusy(err)) throw err;
       });
       const { stdout } = await virsh(uri, ['pool-info', '--bytes', POOL], 'Could not read the storage pool');
-      const figure = (label: string) => {
-        const found = new RegExp(`^${label}:\\s+(\\d+)`, 'm').exec(stdout)?.[1];
-        if (found === undefined)
-          throw new DriverError(`The host's storage pool ${POOL} did not say how much room it has`, {
-            transient: true,
-          });
-        return Number(found);
-      };
-      return Math.max(0, figure('Available') - Math.ceil(figure('Capacity') * POOL_RESERVE));
+      const available = figureIn(stdout, 'Available');
+      const capacity = figureIn(stdout, 'Capacity');
+      if (available === undefined || capacity === undefined)
+        throw new DriverError(`The host's storage pool ${POOL} did not say how much room it has`, {
+          transient: true,
+        });
+      return Math.max(0, available - Math.ceil(capacity * POOL_RESERVE));
     },
 
     async copyBetween(fromUri, name, toUri, toName = name) {
