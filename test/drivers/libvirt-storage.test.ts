@@ -9,7 +9,12 @@ import {
   migrationAddressArgs,
   parseJobInfo,
 } from '../../src/drivers/libvirt/libvirt-driver.ts';
-import { checkRoom, createPoolStorage, parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
+import {
+  checkRoom,
+  createPoolStorage,
+  parseVolumeList,
+  parseVolumeXml,
+} from '../../src/drivers/libvirt/storage.ts';
 import { waitUntil } from '../helpers/budget.ts';
 
 /** The pool storage over a scripted `virsh` (the driver's other commands are not used). */
@@ -263,4 +268,31 @@ test("a pool's free bytes: read again first, the last figure while a copy holds 
   assert.throws(() => checkRoom(2 * MiB - 1, MiB, 'There'), {
     message: 'There has 2.0 MiB free; the copy needs about 1.0 MiB and 1.0 MiB kept free',
   });
+});
+
+test("a volume's size, allocation and backing file from `vol-dumpxml`", () => {
+  const xml = (backing: string) => `<volume type='file'>
+  <name>top.qcow2</name>
+  <key>/var/lib/vrp/pool/top.qcow2</key>
+  <capacity unit='bytes'>1073741824</capacity>
+  <allocation unit='bytes'>200704</allocation>
+  <physical unit='bytes'>196624</physical>
+  <target>
+    <path>/var/lib/vrp/pool/top.qcow2</path>
+    <format type='qcow2'/>
+  </target>${backing}
+</volume>
+`;
+  assert.deepEqual(
+    parseVolumeXml(
+      xml(`
+  <backingStore>
+    <path>/var/lib/vrp/pool/template-tiny-d00f.qcow2</path>
+    <format type='qcow2'/>
+  </backingStore>`),
+    ),
+    { capacity: 1073741824, allocation: 200704, backing: '/var/lib/vrp/pool/template-tiny-d00f.qcow2' },
+  );
+  // A flat disk (restored, or moved cold before): no backing file.
+  assert.deepEqual(parseVolumeXml(xml('')), { capacity: 1073741824, allocation: 200704 });
 });

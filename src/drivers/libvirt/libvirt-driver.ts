@@ -37,7 +37,16 @@ import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
-import { checkLocalRoom, checkRoom, createPoolStorage, isNoPool, POOL, withPrivateDir } from './storage.ts';
+import {
+  checkLocalRoom,
+  checkRoom,
+  createPoolStorage,
+  isNoPool,
+  isNoVolume,
+  POOL,
+  parseVolumeXml,
+  withPrivateDir,
+} from './storage.ts';
 import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
 import { resolveImage, resolveTemplate } from './templates.ts';
 import { detectVirtType, isKvmRefused, kvmRefusedChoice, type VirtChoice } from './virt-type.ts';
@@ -885,13 +894,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const kernel = /<kernel>([^<]*)<\/kernel>/.exec(xml)?.[1];
       const initrd = /<initrd>([^<]*)<\/initrd>/.exec(xml)?.[1];
       const wanted = onHost.kernel;
-      const own = await withOwnMac(vm, xml);
+      // Written whole again: with the VM's MAC (for a VM stored before MACs were, the one this
+      // definition has). A definition kept as it is gets the VM's MAC, if it has another, at the
+      // VM's next start (startDomain).
       if (
         kernel !== (wanted ? volPath(wanted.kernel) : undefined) ||
         initrd !== (wanted ? volPath(wanted.initrd) : undefined)
       ) {
-        await define(own.vm, onHost, await uuidOf(uri, vmId));
-      } else if (own.xml !== undefined) await defineXml(uri, own.xml);
+        await define((await withOwnMac(vm, xml)).vm, onHost, await uuidOf(uri, vmId));
+      }
       if (wasRunning) await startDomain(vm);
       return info(vm);
     }
@@ -1554,15 +1565,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * others will take. A refusal undoes the migration (its caller), for good.
      */
     async function checkColdRoom(vm: LibvirtVmTable, to: string, srcUri: string, dstUri: string) {
-      const disk = await pool.info(srcUri, vmVolumes(vm.id).disk);
-      if (!disk) return;
-      const { stdout } = await virsh(
+      const xml = await virsh(
         srcUri,
         ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
         'Could not read the VM disk',
+      ).then(
+        (r) => r.stdout,
+        (err: unknown) => {
+          if (isNoVolume(err)) return undefined;
+          throw err;
+        },
       );
-      const backing = /<backingStore>[\s\S]*?<path>([^<]+)<\/path>/.exec(stdout)?.[1];
-      const below = backing === undefined ? { allocation: 0 } : await pool.info(srcUri, basename(backing));
+      if (xml === undefined) return;
+      const disk = parseVolumeXml(xml);
+      const below =
+        disk.backing === undefined ? { allocation: 0 } : await pool.info(srcUri, basename(disk.backing));
       const need = Math.min(disk.capacity, disk.allocation + (below?.allocation ?? disk.capacity));
       try {
         checkRoom(

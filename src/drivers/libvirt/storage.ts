@@ -54,6 +54,18 @@ const figureIn = (stdout: string, label: string): number | undefined => {
   return found === undefined ? undefined : Number(found);
 };
 
+/**
+ * A volume's size, its allocated bytes and its backing file's path (none: it has no backing
+ * file), from `vol-dumpxml` (the volume's own `<capacity>` and `<allocation>` come before its
+ * `<backingStore>`).
+ */
+export function parseVolumeXml(xml: string): { capacity: number; allocation: number; backing?: string } {
+  const bytes = (element: string) =>
+    Number(new RegExp(`<${element}[^>]*>(\\d+)</${element}>`).exec(xml)?.[1] ?? 0);
+  const backing = /<backingStore>[\s\S]*?<path>([^<]+)<\/path>/.exec(xml)?.[1];
+  return { capacity: bytes('capacity'), allocation: bytes('allocation'), ...(backing ? { backing } : {}) };
+}
+
 /** A size as people read it: `12.3 GiB`, `45.6 MiB` below 1 GiB. */
 const sized = (bytes: number) =>
   bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;

@@ -137,7 +137,7 @@ export const ServiceDetailsPayload = Type.Object(
         state: StringEnum(['active', 'draining', 'evacuating']),
         mac: Nullable(Type.String({ pattern: '^[0-9a-f]{2}(:[0-9a-f]{2}){5}$' }), {
           description:
-            "The MAC address of the server's interface on the provider's network: given once and kept for the server's life, no other server's (libvirt; docs/libvirt.md, *MAC addresses*). null where there is none: the simulated hypervisor, libvirt without a bridge (no interface), or a libvirt server made before this version until its next start from stopped, reinstall or rescue",
+            "The MAC address of the server's interface on the provider's network: given once and kept for the server's life, no other server's (libvirt; docs/libvirt.md, *MAC addresses*). null where there is none: the simulated hypervisor, libvirt without a bridge (no interface), or a libvirt server made before this version until it next starts from stopped (a restart or a reinstall also starts it) or goes into rescue",
         }),
       }),
       {

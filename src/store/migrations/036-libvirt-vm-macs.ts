@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely';
  * about one chance in two), and then both lose packets. A new VM's MAC is given once, from a
  * range libvirt's own never fall in, and written into every definition of the domain (its own,
  * its rescue system's), so it also stays the same across a reinstall and a rescue. A VM stored
- * before this has NULL until its next start from stopped, reinstall or rescue (with a bridge
+ * before this has NULL until its next start from stopped or rescue (with a bridge
  * configured): it then keeps the MAC it has, libvirt's, if no other VM has it
  * (src/drivers/libvirt/macs.ts).
  */
