@@ -30,6 +30,8 @@ import {
   guestReports,
   libvirtDriverOnStore,
   poolVolumes,
+  testBridge,
+  withLibvirtMac,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
@@ -116,20 +118,14 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
   const password = 'First-password-1';
   let boots = 0;
   let ips = '';
-  let madeBridge = false;
+  let removeBridge = () => {};
   /** The VM's MAC as the store has it. */
   const storedMac = async () =>
     (await store.db.selectFrom('libvirt_vms').select('mac').where('id', '=', vmId).executeTakeFirstOrThrow())
       .mac;
 
   before(async () => {
-    try {
-      execFileSync('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
-      madeBridge = true;
-    } catch {
-      // Already there (an earlier run that did not finish): used as it is.
-    }
-    execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
+    removeBridge = testBridge(BRIDGE);
     ({ store, driver } = await libvirtDriverOnStore(dataDir, { VRP_LIBVIRT_BRIDGE: BRIDGE }));
     // An IPv6 pool serving every host: the VM gets a /64 of it, its seed the address.
     await createPool(
@@ -142,7 +138,7 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
 
   after(async () => {
     await closeLibvirtDriverOnStore({ store, driver }, dataDir, [vmId]);
-    if (madeBridge) execFileSync('ip', ['link', 'del', BRIDGE]);
+    removeBridge();
   });
 
   test('create installs the SSH keys for root', async () => {
@@ -230,26 +226,15 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     // reinstall gives it a new one, in its definition too.
     const old = await storedMac();
     await store.db.updateTable('libvirt_vms').set({ mac: null }).where('id', '=', vmId).execute();
-    await store.db
-      .insertInto('libvirt_vms')
-      .values({
-        id: 'mac-holder',
-        host_id: 'x',
-        hostname: 'x',
-        cpu: 1,
-        ram_gb: 1,
-        disk_gb: 1,
-        created_at: 0,
-        mac: old,
-      })
-      .execute();
-    const info = await driver.reinstall(vmId, {
-      templateId: 'tiny',
-      hostname,
-      username: 'root',
-      password: 'Second-password-2',
-      sshKeys: [],
-    });
+    const info = await withLibvirtMac(store.db, 'mac-holder', old ?? '', () =>
+      driver.reinstall(vmId, {
+        templateId: 'tiny',
+        hostname,
+        username: 'root',
+        password: 'Second-password-2',
+        sshKeys: [],
+      }),
+    );
     assert.equal(info.power, 'running');
     const r = await report(++boots);
     assert.equal(r['boot'], '1', 'the boot counter of a new disk');
@@ -260,7 +245,6 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     const marker = await inGuest('cat /data/marker 2>/dev/null || echo none');
     assert.equal(marker.out.trim(), 'none');
     const mac = await storedMac();
-    await store.db.deleteFrom('libvirt_vms').where('id', '=', 'mac-holder').execute();
     assert.match(mac ?? '', /^52:54:(?!00)/);
     assert.notEqual(mac, old);
     assert.deepEqual([domainMacs(), domainMacs(true)], [[mac], [mac]]);

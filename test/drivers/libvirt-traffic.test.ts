@@ -19,7 +19,7 @@ import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { stderrOf } from '../../src/drivers/libvirt/commands.ts';
 import { parseInterfaceMacs } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
-import { removeTemplateVolumes } from '../helpers/libvirt.ts';
+import { removeTemplateVolumes, testBridge } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 
 const template = libvirtTemplate ?? '';
@@ -41,16 +41,10 @@ describe('libvirt traffic: counters in one reading per host, domiftune', { skip:
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-libvirt-traffic-'));
   let store: Store;
   let driver: HypervisorDriver;
-  let madeBridge = false;
+  let removeBridge = () => {};
 
   before(async () => {
-    try {
-      execFileSync('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
-      madeBridge = true;
-    } catch {
-      // Already there (an earlier run that did not finish): used as it is.
-    }
-    execFileSync('ip', ['link', 'set', BRIDGE, 'up']);
+    removeBridge = testBridge(BRIDGE);
     store = await openStore({ databaseUrl: undefined, dataDir });
     await store.db
       .insertInto('os_templates')
@@ -74,7 +68,7 @@ describe('libvirt traffic: counters in one reading per host, domiftune', { skip:
       await removeTemplateVolumes(store.db);
       await store.close();
     }
-    if (madeBridge) execFileSync('ip', ['link', 'del', BRIDGE]);
+    removeBridge();
     rmSync(dataDir, { recursive: true, force: true });
   });
 

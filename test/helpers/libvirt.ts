@@ -91,6 +91,25 @@ export const logLines = (text: string): Record<string, unknown>[] =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
+/**
+ * A Linux bridge named `name` for the VMs' interfaces (VRP_LIBVIRT_BRIDGE), up; made here unless
+ * an earlier run that did not finish left it. The returned function removes it if it was made
+ * here.
+ */
+export function testBridge(name: string): () => void {
+  let made = false;
+  try {
+    execFileSync('ip', ['link', 'add', name, 'type', 'bridge']);
+    made = true;
+  } catch {
+    // Already there: used as it is.
+  }
+  execFileSync('ip', ['link', 'set', name, 'up']);
+  return () => {
+    if (made) execFileSync('ip', ['link', 'del', name]);
+  };
+}
+
 /** Whether `command` can be run here (`--version` answers). */
 export function hasCommand(command: string): boolean {
   try {
@@ -157,16 +176,16 @@ export async function insertLibvirtVm(db: Kysely<Database>, vmId: string, hostId
  * Runs `body` while the store has a libvirt record of `vmId` whose interface has `mac` (as the
  * libvirt driver keeps it), on a host `lv`; the record is removed after.
  */
-export async function withLibvirtMac(
+export async function withLibvirtMac<T>(
   db: Kysely<Database>,
   vmId: string,
   mac: string,
-  body: () => Promise<void>,
-): Promise<void> {
+  body: () => Promise<T>,
+): Promise<T> {
   await insertLibvirtVm(db, vmId, 'lv');
   await db.updateTable('libvirt_vms').set({ mac }).where('id', '=', vmId).execute();
   try {
-    await body();
+    return await body();
   } finally {
     await db.deleteFrom('libvirt_vms').where('id', '=', vmId).execute();
   }
