@@ -40,6 +40,14 @@ export interface ServiceFixture {
       hostWaitMs?: number;
     },
   ): Worker;
+  /**
+   * A worker with `tasks` over the usual ones that plays a process dying in the middle of a job
+   * (its task never ends, so it is not waited for). Its lease is long, so that a loaded machine's
+   * pause cannot take the job from it while the task does what the test lets it do before it
+   * dies; `die()` stops it and ends its lease at once, as a dead process's runs out, so the next
+   * worker recovers the job without waiting.
+   */
+  dyingWorker(tasks: Partial<TaskTable>): { die(): Promise<void> };
   /** The service's jobs as the API lists them, oldest first. */
   jobs(): Promise<any[]>;
   /** The stored row of the service's (first) job of `action`. */
@@ -61,7 +69,7 @@ export async function withRunningService(
     await call(t, token, 'POST', `service/${id}/create`);
     await waitForStatus(t, token, id, 'running');
     await t.background?.stop(1000);
-    await body({
+    const fixture: ServiceFixture = {
       t,
       token,
       id,
@@ -88,6 +96,20 @@ export async function withRunningService(
         w.start();
         return w;
       },
+      dyingWorker(tasks) {
+        const w = fixture.worker(tasks, { abortWaitMs: 0, leaseMs: 600_000 });
+        return {
+          async die() {
+            await w.stop(0);
+            await t.ctx.store.db
+              .updateTable('jobs')
+              .set({ locked_until: 0 })
+              .where('service_id', '=', id)
+              .where('status', '=', 'running')
+              .execute();
+          },
+        };
+      },
       jobRow(action) {
         return t.ctx.store.db
           .selectFrom('jobs')
@@ -108,7 +130,8 @@ export async function withRunningService(
           .executeTakeFirstOrThrow();
         return vm.boot_count;
       },
-    });
+    };
+    await body(fixture);
   } finally {
     for (const w of workers) await w.stop(0);
     await t.close();

@@ -91,9 +91,9 @@ for (const store of testStores()) {
           return never;
         };
         for (let attempt = 1; attempt <= 3; attempt++) {
-          const dying = s.worker({ restart: dies }, { abortWaitMs: 0 });
+          const dying = s.dyingWorker({ restart: dies });
           await until(() => claims === attempt, `attempt ${attempt}`);
-          await dying.stop(0);
+          await dying.die();
         }
         s.worker();
         await waitForStatus(s.t, s.token, s.id, 'stopped');
@@ -118,9 +118,9 @@ for (const store of testStores()) {
           return never;
         };
         for (let attempt = 1; attempt <= 3; attempt++) {
-          const dying = s.worker({ backup_create: dies }, { abortWaitMs: 0 });
+          const dying = s.dyingWorker({ backup_create: dies });
           await until(() => claims === attempt, `attempt ${attempt}`);
-          await dying.stop(0);
+          await dying.die();
         }
         s.worker();
         await waitForStatus(s.t, s.token, s.id, 'stopped');
@@ -514,6 +514,7 @@ async function creationDiesEveryAttempt(s: ServiceFixture): Promise<string> {
   const [{ backup_id: backupId }] = await resellerBackups(s);
   let claims = 0;
   let stored = false;
+  let firstEnded: unknown;
   const dies: Task<'backup_create'> = async (tc) => {
     claims++;
     if (claims > 1) return never;
@@ -528,19 +529,26 @@ async function creationDiesEveryAttempt(s: ServiceFixture): Promise<string> {
         },
       };
     };
-    return TASKS.backup_create({ ...tc, driver: { ...tc.driver, exportDisk } });
+    // The first attempt's end other than by dying is the reason it stored nothing: said at once.
+    return TASKS.backup_create({ ...tc, driver: { ...tc.driver, exportDisk } }).catch((err) => {
+      firstEnded = err;
+      throw err;
+    });
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const dying = s.worker({ backup_create: dies }, { abortWaitMs: 0 });
+    const dying = s.dyingWorker({ backup_create: dies });
     await until(() => claims === attempt, `attempt ${attempt}`);
     if (attempt === 1) {
-      await until(() => stored, 'the backup stored');
+      await until(() => {
+        if (firstEnded) throw new Error(`the first attempt ended before it stored the backup: ${firstEnded}`);
+        return stored;
+      }, 'the backup stored');
       assert.ok(
         (await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`)).includes(`${s.id}/${backupId}/manifest`),
       );
       assert.deepEqual(await checkpointsOf(s, backupId), [backupId]);
     }
-    await dying.stop(0);
+    await dying.die();
   }
   return backupId;
 }
@@ -574,13 +582,13 @@ async function diesEveryAttempt(s: ServiceFixture, backupId: string, firstRemove
     return TASKS.backup_delete({ ...tc, driver: { ...tc.driver, dropCheckpoint: dyingDrop } });
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const dying = s.worker({ backup_delete: dies }, { abortWaitMs: 0 });
+    const dying = s.dyingWorker({ backup_delete: dies });
     await until(() => claims === attempt, `attempt ${attempt}`);
     if (attempt === 1 && firstRemoves) {
       await until(() => dropping, 'the objects removed');
       assert.deepEqual(await s.t.ctx.backupStore.list(`${s.id}/${backupId}/`), []);
     }
-    await dying.stop(0);
+    await dying.die();
   }
 }
 
@@ -616,12 +624,12 @@ async function restoreDiesEveryAttempt(s: ServiceFixture, during?: () => Promise
     return TASKS.backup_restore({ ...tc, driver: { ...tc.driver, importDisk: dyingImport } });
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const dying = s.worker({ backup_restore: dies }, { abortWaitMs: 0 });
+    const dying = s.dyingWorker({ backup_restore: dies });
     await until(() => importing === attempt, `attempt ${attempt}`);
     if (attempt === 1) {
       assert.equal((await resellerBackups(s))[0].status, 'restoring');
       await during?.();
     }
-    await dying.stop(0);
+    await dying.die();
   }
 }
