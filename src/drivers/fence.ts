@@ -20,6 +20,8 @@ export interface Fence {
   check(): void;
   /** Aborted, with a FenceDown, once the fence is down. */
   readonly signal: AbortSignal;
+  /** The job whose attempt this is: what a hold the attempt takes in the store is made for (room-claims.ts). */
+  readonly jobId?: string;
 }
 
 /** What a step of an attempt whose fence is down throws: transient, the job's next run does the work. */
@@ -47,6 +49,11 @@ export function unfenced<R>(work: () => Promise<R>): Promise<R> {
 /** The calling attempt's fence's signal, for a step that waits: none outside a fence. */
 export function fenceSignal(): AbortSignal | undefined {
   return current.getStore()?.signal;
+}
+
+/** The calling attempt's job: none outside a fence. */
+export function fenceJob(): string | undefined {
+  return current.getStore()?.jobId;
 }
 
 /** Throws FenceDown if the calling attempt's fence is down; nothing outside a fence. */

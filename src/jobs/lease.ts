@@ -15,6 +15,7 @@ import { type Fence, FenceDown } from '../drivers/fence.ts';
  * (a timer each cost order -> running ~6 %, bench/FINDINGS.md).
  */
 export class JobLease implements Fence {
+  readonly jobId: string;
   readonly #fence = new AbortController();
   readonly #stop = new AbortController();
   readonly #worker: AbortSignal;
@@ -25,6 +26,7 @@ export class JobLease implements Fence {
   readonly #workerStops = () => this.#stop.abort(this.#worker.reason);
 
   /**
+   * @param jobId the job the lease is on
    * @param until the lease's end as stored (real time, Date.now())
    * @param worker the worker's signal: aborted when it stops and the run is past its grace period
    * @param marginMs how long before the lease's end the fence goes down: the run has stopped, its
@@ -32,7 +34,8 @@ export class JobLease implements Fence {
    *   lease in the worker, 3 s by default; between machines, their clocks' difference must stay
    *   well below it; the job's next run begins a retry's backoff after the recovery besides)
    */
-  constructor(until: number, worker: AbortSignal, marginMs = 0) {
+  constructor(jobId: string, until: number, worker: AbortSignal, marginMs = 0) {
+    this.jobId = jobId;
     this.#worker = worker;
     this.#marginMs = marginMs;
     if (worker.aborted) this.#workerStops();

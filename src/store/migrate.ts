@@ -38,6 +38,7 @@ import * as m034 from './migrations/034-libvirt-leftovers.ts';
 import * as m035 from './migrations/035-console-session-ends.ts';
 import * as m036 from './migrations/036-libvirt-vm-macs.ts';
 import * as m037 from './migrations/037-libvirt-vm-reached.ts';
+import * as m038 from './migrations/038-room-claims.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -79,6 +80,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '035-console-session-ends': m035,
   '036-libvirt-vm-macs': m036,
   '037-libvirt-vm-reached': m037,
+  '038-room-claims': m038,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -478,6 +478,16 @@ export interface LibvirtLeftoverTable {
   claimed_by: string | null;
 }
 
+/** The room a copy under way holds on a place it writes to, while its job's lease lasts (migration 038). */
+export interface RoomClaimTable {
+  id: string;
+  /** `pool:<host id>`: a host's storage pool; `tmpdir:<machine>:<path>`: a worker machine's temporary directory. */
+  place: string;
+  bytes: number;
+  job_id: string;
+  created_at: number;
+}
+
 export interface SimVmTable {
   id: string;
   host_id: string;
@@ -768,6 +778,7 @@ export interface Database {
   sim_vms: SimVmTable;
   libvirt_vms: LibvirtVmTable;
   libvirt_leftovers: LibvirtLeftoverTable;
+  room_claims: RoomClaimTable;
   sim_backups: SimBackupTable;
   sim_checkpoints: SimCheckpointTable;
   meta: MetaTable;

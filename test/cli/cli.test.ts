@@ -48,6 +48,7 @@ const MIGRATIONS = [
   '035-console-session-ends',
   '036-libvirt-vm-macs',
   '037-libvirt-vm-reached',
+  '038-room-claims',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

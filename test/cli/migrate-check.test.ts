@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '036-libvirt-vm-macs';
-const LAST = '037-libvirt-vm-reached';
+const PREVIOUS = '037-libvirt-vm-reached';
+const LAST = '038-room-claims';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

@@ -36,13 +36,14 @@ import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from '.
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
+import { holdRoom, localPlace } from './room-claims.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import {
-  checkLocalRoom,
-  checkRoom,
   createPoolStorage,
   isNoPool,
   isNoVolume,
+  LOCAL_ROOM,
+  localFree,
   POOL,
   parseVolumeXml,
   withPrivateDir,
@@ -1561,10 +1562,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * written into the destination's pool (its template there already: counted in what is free).
      * Their size is at most the disk's own bytes and its backing file's (the template's, read
      * from the disk's volume), the disk's own alone if it has none, the disk's size if that file
-     * is not a volume of the pool, and never more than the disk's size. A check, not a reservation: copies started together each see the room the
-     * others will take. A refusal undoes the migration (its caller), for good.
+     * is not a volume of the pool, and never more than the disk's size. The room is held for the
+     * move until its copies end (the release it resolves to; room-claims.ts): another copy to one
+     * of those places counts it as taken, and waits for it where the rest is too little. A
+     * refusal undoes the migration (its caller), for good.
      */
-    async function checkColdRoom(vm: LibvirtVmTable, to: string, srcUri: string, dstUri: string) {
+    async function checkColdRoom(
+      vm: LibvirtVmTable,
+      to: string,
+      srcUri: string,
+      dstUri: string,
+    ): Promise<() => Promise<void>> {
       const xml = await virsh(
         srcUri,
         ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
@@ -1576,19 +1584,22 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           throw err;
         },
       );
-      if (xml === undefined) return;
+      if (xml === undefined) return async () => {};
       const disk = parseVolumeXml(xml);
       const below =
         disk.backing === undefined ? { allocation: 0 } : await pool.info(srcUri, basename(disk.backing));
       const need = Math.min(disk.capacity, disk.allocation + (below?.allocation ?? disk.capacity));
       try {
-        checkRoom(
-          await pool.free(srcUri),
-          need,
-          `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
-        );
-        await checkLocalRoom(need);
-        checkRoom(await pool.free(dstUri), need, `Host ${to}'s storage pool`);
+        return await holdRoom(db, [
+          {
+            place: `pool:${vm.host_id}`,
+            where: `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
+            need,
+            free: () => pool.free(srcUri),
+          },
+          { place: localPlace(tmpdir()), where: LOCAL_ROOM, need, free: localFree },
+          { place: `pool:${to}`, where: `Host ${to}'s storage pool`, need, free: () => pool.free(dstUri) },
+        ]);
       } catch (err) {
         throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
       }
@@ -1621,10 +1632,35 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       // the source (a stopped VM's): the room they hold is counted free.
       for (const n of [v.disk, v.seed, stagedSeed(v.seed), v.console]) await pool.remove(dstUri, n);
       const flat = `${vm.id}.migrating.qcow2`;
+      let release = async () => {};
       if (!live) {
         await pool.remove(srcUri, flat);
-        await checkColdRoom(vm, to, srcUri, dstUri);
+        release = await checkColdRoom(vm, to, srcUri, dstUri);
       }
+      try {
+        return await copyAndDefine(vm, to, live, { srcUri, dstUri, inactive, used, onDest, flat });
+      } finally {
+        await release();
+      }
+    }
+
+    /** move()'s copies and the domain's definition on `to`, once their room is held. */
+    async function copyAndDefine(
+      vm: LibvirtVmTable,
+      to: string,
+      live: boolean,
+      m: {
+        srcUri: string;
+        dstUri: string;
+        inactive: string;
+        used: Awaited<ReturnType<typeof templateOf>>;
+        onDest: HostTemplate | undefined;
+        flat: string;
+      },
+    ): Promise<{ migrate_ms?: number; downtime_ms?: number }> {
+      const { srcUri, dstUri, inactive, used, onDest, flat } = m;
+      const name = domainName(vm.id);
+      const v = vmVolumes(vm.id);
       await pool.copyBetween(srcUri, v.seed, dstUri);
       await pool.copyBetween(srcUri, v.console, dstUri);
       if (live) {

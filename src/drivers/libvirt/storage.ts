@@ -70,14 +70,18 @@ export function parseVolumeXml(xml: string): { capacity: number; allocation: num
 const sized = (bytes: number) =>
   bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GiB` : `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
+/** Whether a copy of about `need` bytes fits in `free` with what is kept free beside it (as much as the copy, up to COPY_MARGIN_BYTES). */
+export const roomLeft = (free: number, need: number): boolean =>
+  free >= need + Math.min(need, COPY_MARGIN_BYTES);
+
 /**
  * Refuses, for good and before anything is written, a copy of about `need` bytes where only
  * `free` are left: `where` names the place and what to do (a full disk is not a failure the
  * next attempt gets past).
  */
 export function checkRoom(free: number, need: number, where: string): void {
+  if (roomLeft(free, need)) return;
   const margin = Math.min(need, COPY_MARGIN_BYTES);
-  if (free >= need + margin) return;
   throw new DriverError(
     `${where} has ${sized(free)} free; the copy needs about ${sized(need)} and ${sized(margin)} kept free`,
     { transient: false },
@@ -89,8 +93,16 @@ export function checkRoom(free: number, need: number, where: string): void {
  * copies between hosts pass): what is free to this process there.
  */
 export async function checkLocalRoom(need: number): Promise<void> {
+  checkRoom(await localFree(), need, LOCAL_ROOM);
+}
+
+/** This machine's temporary directory as a refusal names it. */
+export const LOCAL_ROOM = 'The temporary directory of the vrp process that copies (TMPDIR)';
+
+/** What is free to this process in this machine's temporary directory (bytes). */
+export async function localFree(): Promise<number> {
   const s = await statfs(tmpdir());
-  checkRoom(s.bavail * s.bsize, need, 'The temporary directory of the vrp process that copies (TMPDIR)');
+  return s.bavail * s.bsize;
 }
 
 /** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
