@@ -3,14 +3,20 @@
  * check counts what other jobs' copies hold on the place and waits for them where the rest is too
  * little; a place too small alone is refused for good; a claim stops counting when its job's run
  * or lease ends, or when its holder releases it; two copies claiming at once (from two processes
- * on PostgreSQL) do not both get the last room.
+ * on PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
+ * good where the host's pool cannot hold it, and holds its room while it is written.
  */
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
+import { createHostImages } from '../../src/drivers/libvirt/host-images.ts';
 import { holdRoom, type RoomWant } from '../../src/drivers/libvirt/room-claims.ts';
+import type { PoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call, createTestApp } from '../helpers/app.ts';
@@ -106,9 +112,13 @@ const pool = (need: number, free: number): RoomWant => ({
 });
 
 const claims = async (db: Kysely<Database>) =>
-  (await db.selectFrom('room_claims').select(['job_id', 'place', 'bytes']).orderBy('job_id').execute()).map(
-    (r) => [r.job_id, r.place, Number(r.bytes)],
-  );
+  (
+    await db
+      .selectFrom('room_claims')
+      .select(['job_id', 'place', 'bytes'])
+      .orderBy(['job_id', 'place'])
+      .execute()
+  ).map((r) => [r.job_id, r.place, Number(r.bytes)]);
 
 /** Settles with 'held' once `p` resolves; 'waiting' if it has not within a few of its waits. */
 async function settlesWithin(p: Promise<unknown>, ms = 300): Promise<'held' | 'waiting'> {
@@ -237,5 +247,81 @@ for (const kind of testStores()) {
         await store.db.updateTable('jobs').set({ status: 'succeeded' }).where('id', 'in', [a, b]).execute();
       }
     });
+  });
+}
+
+/**
+ * A host's pool as the template copy sees it: `free` bytes free; uploads and read-backs are
+ * local copies, and each upload records the claims the store holds at that moment.
+ */
+function poolWith(free: number, db: Kysely<Database>) {
+  const volumes = new Map<string, string>();
+  const claimsAtUpload: unknown[][][] = [];
+  const storage = {
+    async free() {
+      return free;
+    },
+    async list() {
+      return new Set(volumes.keys());
+    },
+    async uploadNew(_uri: string, name: string, file: string) {
+      claimsAtUpload.push(await claims(db));
+      volumes.set(name, file);
+    },
+    async download(_uri: string, name: string, file: string) {
+      copyFileSync(volumes.get(name) ?? assert.fail(`no volume ${name}`), file);
+    },
+    async remove(_uri: string, name: string) {
+      volumes.delete(name);
+    },
+  } as Partial<PoolStorage> as PoolStorage;
+  return { storage, volumes, claimsAtUpload };
+}
+
+for (const kind of testStores()) {
+  test(`a template's first copy to a host is refused for good where the pool cannot hold it, and holds its room while written (${kind})`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vrp-room-template-'));
+    try {
+      await withStore(kind, async (store) => {
+        const db = store.db;
+        const MiB = 2 ** 20;
+        const disk = join(dir, 'disk.qcow2');
+        writeFileSync(disk, Buffer.alloc(3 * MiB, 7));
+        // 3 MiB and as much kept free: not in 6 MiB less a byte. Nothing is written, nothing recorded.
+        const small = poolWith(6 * MiB - 1, db);
+        await assert.rejects(
+          createHostImages(db, small.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
+          (err: unknown) => {
+            assert.ok(err instanceof DriverError && !err.transient, String(err));
+            assert.equal(
+              err.message,
+              "Host h1's storage pool (a template's first copy there) has 6.0 MiB free; the copy needs about 3.0 MiB and 3.0 MiB kept free",
+            );
+            return true;
+          },
+        );
+        assert.deepEqual([...small.volumes.keys()], [], 'nothing uploaded');
+        assert.equal(
+          await db.selectFrom('host_images').select('volume').where('host_id', '=', 'h1').executeTakeFirst(),
+          undefined,
+        );
+        // Where it fits, a job's copy holds its 3 MiB on the pool while it is written, and lets go after.
+        await runningJob(db, 'job-t');
+        const roomy = poolWith(6 * MiB, db);
+        const onHost = await asJob('job-t', () =>
+          createHostImages(db, roomy.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
+        );
+        assert.match(onHost.disk, /^template-tpl-1-[0-9a-f]{12}-[0-9a-f]{8}\.qcow2$/);
+        assert.deepEqual(roomy.claimsAtUpload, [
+          [
+            ['job-t', 'pool:h1', 3 * MiB],
+            ['job-t', `tmpdir:${hostname()}:${tmpdir()}`, 3 * MiB],
+          ],
+        ]);
+        assert.deepEqual(await claims(db), [], 'released');
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 }

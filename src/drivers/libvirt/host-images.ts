@@ -1,10 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { DriverError } from '../driver.ts';
-import { type PoolStorage, sha256File, withPrivateDir } from './storage.ts';
+import { holdRoom, localPlace } from './room-claims.ts';
+import { LOCAL_ROOM, localFree, type PoolStorage, sha256File, withPrivateDir } from './storage.ts';
 import type { Template } from './templates.ts';
 
 /** A template's image as volumes of one host's pool. */
@@ -121,6 +123,23 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
       const dropMine = async () => {
         for (const name of uploaded) await storage.remove(uri, name).catch(() => {});
       };
+      // The files go whole into the host's pool, and each is read back through this machine's
+      // temporary directory: refused for good, before anything is written, where either cannot
+      // fit; held while they are written (room-claims.ts).
+      const release = await holdRoom(db, [
+        {
+          place: `pool:${hostId}`,
+          where: `Host ${hostId}'s storage pool (a template's first copy there)`,
+          need: parts.reduce((n, p) => n + p.size, 0),
+          free: () => storage.free(uri),
+        },
+        {
+          place: localPlace(tmpdir()),
+          where: LOCAL_ROOM,
+          need: Math.max(...parts.map((p) => p.size)),
+          free: localFree,
+        },
+      ]);
       try {
         await withPrivateDir(async (dir) => {
           for (const p of parts) {
@@ -156,6 +175,8 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
       } catch (err) {
         await dropMine();
         throw err;
+      } finally {
+        await release();
       }
       const recorded = await rowOf(hostId, templateId);
       if (recorded?.volume !== `${prefix}.qcow2`) {
