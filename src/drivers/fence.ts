@@ -20,8 +20,16 @@ export interface Fence {
   check(): void;
   /** Aborted, with a FenceDown, once the fence is down. */
   readonly signal: AbortSignal;
-  /** The job whose attempt this is: what a hold the attempt takes in the store is made for (room-claims.ts). */
-  readonly jobId?: string;
+  /** The job run this is (its job and attempt number): what a hold the attempt takes in the store is made for (room-claims.ts). */
+  readonly run?: JobRun;
+  /** Aborted once the attempt must stop: its fence went down, or its worker stops past its grace period. */
+  readonly stop?: AbortSignal;
+}
+
+/** One attempt of a job: the job's id and the attempt's number (`jobs.attempts` as its claim set it). */
+export interface JobRun {
+  readonly jobId: string;
+  readonly attempt: number;
 }
 
 /** What a step of an attempt whose fence is down throws: transient, the job's next run does the work. */
@@ -51,9 +59,15 @@ export function fenceSignal(): AbortSignal | undefined {
   return current.getStore()?.signal;
 }
 
-/** The calling attempt's job: none outside a fence. */
-export function fenceJob(): string | undefined {
-  return current.getStore()?.jobId;
+/** The calling attempt's job run: none outside a fence. */
+export function fenceRun(): JobRun | undefined {
+  return current.getStore()?.run;
+}
+
+/** The calling attempt's signal to stop (its fence's, or its worker's stop): none outside a fence. */
+export function fenceStop(): AbortSignal | undefined {
+  const fence = current.getStore();
+  return fence?.stop ?? fence?.signal;
 }
 
 /** Throws FenceDown if the calling attempt's fence is down; nothing outside a fence. */

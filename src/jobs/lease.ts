@@ -1,4 +1,4 @@
-import { type Fence, FenceDown } from '../drivers/fence.ts';
+import { type Fence, FenceDown, type JobRun } from '../drivers/fence.ts';
 
 /**
  * The lease a worker holds on a job it runs, as far as the worker knows it: until when the
@@ -15,7 +15,7 @@ import { type Fence, FenceDown } from '../drivers/fence.ts';
  * (a timer each cost order -> running ~6 %, bench/FINDINGS.md).
  */
 export class JobLease implements Fence {
-  readonly jobId: string;
+  readonly run: JobRun;
   readonly #fence = new AbortController();
   readonly #stop = new AbortController();
   readonly #worker: AbortSignal;
@@ -26,7 +26,7 @@ export class JobLease implements Fence {
   readonly #workerStops = () => this.#stop.abort(this.#worker.reason);
 
   /**
-   * @param jobId the job the lease is on
+   * @param run the job run the lease is on (the job, and the attempt its claim began)
    * @param until the lease's end as stored (real time, Date.now())
    * @param worker the worker's signal: aborted when it stops and the run is past its grace period
    * @param marginMs how long before the lease's end the fence goes down: the run has stopped, its
@@ -34,8 +34,8 @@ export class JobLease implements Fence {
    *   lease in the worker, 3 s by default; between machines, their clocks' difference must stay
    *   well below it; the job's next run begins a retry's backoff after the recovery besides)
    */
-  constructor(jobId: string, until: number, worker: AbortSignal, marginMs = 0) {
-    this.jobId = jobId;
+  constructor(run: JobRun, until: number, worker: AbortSignal, marginMs = 0) {
+    this.run = run;
     this.#worker = worker;
     this.#marginMs = marginMs;
     if (worker.aborted) this.#workerStops();

@@ -132,7 +132,12 @@ export function createWorker(o: WorkerOptions): Worker {
       // Claimed again while an earlier run of it goes on here (its lease ran out, and recovery
       // queued it): that run is stale, and stops.
       leases.get(job.id)?.takeDown();
-      const lease = new JobLease(job.id, until, loop.workSignal, o.leaseMs / 10);
+      const lease = new JobLease(
+        { jobId: job.id, attempt: job.attempts },
+        until,
+        loop.workSignal,
+        o.leaseMs / 10,
+      );
       leases.set(job.id, lease);
       // A run that throws has no outcome: its lease expires and it is retried.
       let ended: JobRunStatus = 'error';

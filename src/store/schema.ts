@@ -478,14 +478,18 @@ export interface LibvirtLeftoverTable {
   claimed_by: string | null;
 }
 
-/** The room a copy under way holds on a place it writes to, while its job's lease lasts (migration 038). */
+/** The room a copy under way holds on a place it writes to, while its job attempt's lease lasts (migration 038). */
 export interface RoomClaimTable {
   id: string;
-  /** `pool:<host id>`: a host's storage pool; `tmpdir:<machine>:<path>`: a worker machine's temporary directory. */
+  /** `pool:<host id>`: a host's storage pool; `tmpdir:<machine>:<device>`: a worker machine's temporary directory's filesystem. */
   place: string;
   bytes: number;
   job_id: string;
+  /** The attempt of the job that holds it (`jobs.attempts` as that attempt's claim set it). */
+  attempt: number;
   created_at: number;
+  /** When its copy ended (ms); NULL while it runs. */
+  released_at: number | null;
 }
 
 export interface SimVmTable {

@@ -1,22 +1,25 @@
 /**
  * Room held for copies under way (src/drivers/libvirt/room-claims.ts), on both stores: a copy's
- * check counts what other jobs' copies hold on the place and waits for them where the rest is too
- * little; a place too small alone is refused for good; a claim stops counting when its job's run
- * or lease ends, or when its holder releases it; two copies claiming at once (from two processes
- * on PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
+ * check counts what other job attempts' copies hold on the place and waits for them where the
+ * rest is too little (also while their bytes already show in the place's free figure); a place
+ * too small with nothing else held there is refused for good; a released claim still counts for
+ * a figure read before its release or not read afresh; a claim stops counting when its attempt's
+ * lease or run ends or the job's next attempt begins, and an attempt taken over claims nothing;
+ * a wait ends when its attempt must stop; two copies claiming at once (from two processes on
+ * PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
  * good where the host's pool cannot hold it, and holds its room while it is written.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { DriverError } from '../../src/drivers/driver.ts';
-import { FenceDown, fenced } from '../../src/drivers/fence.ts';
+import { FenceDown, fenced, type JobRun } from '../../src/drivers/fence.ts';
 import { createHostImages } from '../../src/drivers/libvirt/host-images.ts';
 import { holdRoom, type RoomWant } from '../../src/drivers/libvirt/room-claims.ts';
-import type { PoolStorage } from '../../src/drivers/libvirt/storage.ts';
+import { localPlace, type PoolStorage, type Room } from '../../src/drivers/libvirt/storage.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call, createTestApp } from '../helpers/app.ts';
@@ -63,11 +66,12 @@ async function withStore(
   }
 }
 
+let seq = 0;
 let serviceId = '';
 let resellerId = '';
-let seq = 0;
-/** A migrate job as a worker runs it: `running`, its lease ending in a minute (or as given). */
-async function runningJob(db: Kysely<Database>, id: string, lockedUntil = Date.now() + 60_000) {
+
+/** A migrate job as a worker runs it: `running` in its attempt `attempt`, its lease ending in a minute (or as given). */
+async function runningJob(db: Kysely<Database>, id: string, attempt = 1, lockedUntil = Date.now() + 60_000) {
   const now = Date.now();
   await db
     .insertInto('jobs')
@@ -78,7 +82,7 @@ async function runningJob(db: Kysely<Database>, id: string, lockedUntil = Date.n
       action: 'migrate',
       params: '{}',
       status: 'running',
-      attempts: 1,
+      attempts: attempt,
       seq: ++seq,
       run_at: now,
       created_at: now,
@@ -89,13 +93,33 @@ async function runningJob(db: Kysely<Database>, id: string, lockedUntil = Date.n
     .execute();
 }
 
-/** Runs `work` as an attempt of job `jobId` (its fence; `down` takes it down). */
-function asJob<R>(jobId: string, work: () => Promise<R>, down?: AbortController): Promise<R> {
-  const signal = (down ?? new AbortController()).signal;
+/** The job's next attempt began (another worker recovered and claimed it). */
+const nextAttempt = (db: Kysely<Database>, id: string, attempt: number) =>
+  db
+    .updateTable('jobs')
+    .set({ attempts: attempt, locked_by: 'worker-2', locked_until: Date.now() + 60_000 })
+    .where('id', '=', id)
+    .execute();
+
+const ended = (db: Kysely<Database>, id: string) =>
+  db.updateTable('jobs').set({ status: 'succeeded', locked_until: null }).where('id', '=', id).execute();
+
+/**
+ * Runs `work` as attempt `attempt` (1 unless given) of job `jobId`: its fence (`down` takes it
+ * down) and its stop signal (`stop`: its worker stops).
+ */
+function asJob<R>(
+  jobId: string,
+  work: () => Promise<R>,
+  o: { attempt?: number; down?: AbortController; stop?: AbortController } = {},
+): Promise<R> {
+  const signal = (o.down ?? new AbortController()).signal;
+  const run: JobRun = { jobId, attempt: o.attempt ?? 1 };
   return fenced(
     {
-      jobId,
+      run,
       signal,
+      stop: o.stop ? AbortSignal.any([signal, o.stop.signal]) : signal,
       check() {
         signal.throwIfAborted();
       },
@@ -104,23 +128,25 @@ function asJob<R>(jobId: string, work: () => Promise<R>, down?: AbortController)
   );
 }
 
-const pool = (need: number, free: number): RoomWant => ({
+/** Host b's pool wanted for `need` bytes, its room as `room` says (fresh unless said). */
+const pool = (need: number, room: number | (() => Room)): RoomWant => ({
   place: 'pool:b',
   where: "Host b's storage pool",
   need,
-  free: async () => free,
+  room: async () => (typeof room === 'number' ? { bytes: room, fresh: true } : room()),
 });
 
+/** The claims as [job, attempt, place, bytes, released]. */
 const claims = async (db: Kysely<Database>) =>
   (
     await db
       .selectFrom('room_claims')
-      .select(['job_id', 'place', 'bytes'])
-      .orderBy(['job_id', 'place'])
+      .select(['job_id', 'attempt', 'place', 'bytes', 'released_at'])
+      .orderBy(['job_id', 'attempt', 'place'])
       .execute()
-  ).map((r) => [r.job_id, r.place, Number(r.bytes)]);
+  ).map((r) => [r.job_id, r.attempt, r.place, Number(r.bytes), r.released_at !== null]);
 
-/** Settles with 'held' once `p` resolves; 'waiting' if it has not within a few of its waits. */
+/** 'held' once `p` resolves; 'waiting' if it has not within `ms` (many of the tests' 10 ms waits). */
 async function settlesWithin(p: Promise<unknown>, ms = 300): Promise<'held' | 'waiting'> {
   return Promise.race([
     p.then(() => 'held' as const),
@@ -128,63 +154,132 @@ async function settlesWithin(p: Promise<unknown>, ms = 300): Promise<'held' | 'w
   ]);
 }
 
+const refusal = (free: string, need: string, kept: string) => (err: unknown) => {
+  assert.ok(err instanceof DriverError && !err.transient, String(err));
+  assert.equal(
+    err.message,
+    `Host b's storage pool has ${free} free; the copy needs about ${need} and ${kept} kept free`,
+  );
+  return true;
+};
+
 for (const kind of testStores()) {
-  test(`a copy waits for the room other jobs' copies hold, and gets it once they release it (${kind})`, async () => {
+  test(`a copy waits for the room other attempts' copies hold, and gets it once they are over (${kind})`, async () => {
     await withStore(kind, async (store) => {
       const db = store.db;
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
       // 10 GiB free: 5 GiB and its 1 GiB margin fit, alone.
       const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-a', 'pool:b', 5 * GiB]]);
+      assert.deepEqual(await claims(db), [['job-a', 1, 'pool:b', 5 * GiB, false]]);
       const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
       assert.equal(await settlesWithin(b), 'waiting', "A's 5 GiB leave too little");
-      assert.deepEqual(await claims(db), [['job-a', 'pool:b', 5 * GiB]], 'B holds nothing while it waits');
+      assert.deepEqual(
+        await claims(db),
+        [['job-a', 1, 'pool:b', 5 * GiB, false]],
+        'B holds nothing while it waits',
+      );
+      // A's copy is over (its bytes went elsewhere: the place has its 10 GiB free, read after).
       await releaseA();
       const releaseB = await b;
-      assert.deepEqual(await claims(db), [['job-b', 'pool:b', 5 * GiB]]);
+      assert.deepEqual(await claims(db), [
+        ['job-a', 1, 'pool:b', 5 * GiB, true],
+        ['job-b', 1, 'pool:b', 5 * GiB, false],
+      ]);
       await releaseB();
-      assert.deepEqual(await claims(db), []);
     });
   });
 
-  test(`a place too small with no other copy is refused for good; one copy's two wants on a place hold their sum (${kind})`, async () => {
+  test(`a copy is refused for good only where the place is too small with nothing else held there (${kind})`, async () => {
     await withStore(kind, async (store) => {
       const db = store.db;
       await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
       await assert.rejects(
         asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], 10)),
-        (err: unknown) => {
-          assert.ok(err instanceof DriverError && !err.transient, String(err));
-          assert.equal(
-            err.message,
-            "Host b's storage pool has 6.0 GiB free; the copy needs about 5.0 GiB and 1.0 GiB kept free",
-          );
-          return true;
-        },
+        refusal('6.0 GiB', '5.0 GiB', '1.0 GiB'),
       );
       assert.deepEqual(await claims(db), []);
       // 3 + 3 GiB (and 1 GiB kept free) do not fit in 6 GiB though each does: refused, not waited for.
       await assert.rejects(
         asJob('job-a', () => holdRoom(db, [pool(3 * GiB, 6 * GiB), pool(3 * GiB, 6 * GiB)], 10)),
-        {
-          message:
-            "Host b's storage pool has 6.0 GiB free; the copy needs about 6.0 GiB and 1.0 GiB kept free",
-        },
+        refusal('6.0 GiB', '6.0 GiB', '1.0 GiB'),
       );
-      assert.deepEqual(await claims(db), []);
-      // With 7 GiB free they are held together, as one claim of their sum.
-      await asJob('job-a', () => holdRoom(db, [pool(3 * GiB, 7 * GiB), pool(3 * GiB, 7 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-a', 'pool:b', 6 * GiB]]);
+      // 30 GiB free; A holds 20 GiB and writes them (a move's folded copy on its source, which goes
+      // when it ends): the free figure drops to 10 GiB. B's 10 GiB wait, never refused for good.
+      let free = 30 * GiB;
+      const releaseA = await asJob('job-a', () =>
+        holdRoom(db, [pool(20 * GiB, () => ({ bytes: free, fresh: true }))], 10),
+      );
+      const b = asJob('job-b', () =>
+        holdRoom(db, [pool(10 * GiB, () => ({ bytes: free, fresh: true }))], 10),
+      );
+      assert.equal(await settlesWithin(b), 'waiting');
+      free = 10 * GiB;
+      assert.equal(await settlesWithin(b), 'waiting', 'not refused while A holds the place');
+      // A's copy is over and its file gone: B gets the room.
+      free = 30 * GiB;
+      await releaseA();
+      await b;
+      assert.deepEqual(await claims(db), [
+        ['job-a', 1, 'pool:b', 20 * GiB, true],
+        ['job-b', 1, 'pool:b', 10 * GiB, false],
+      ]);
     });
   });
 
-  test(`a claim stops counting when its job's lease or run ends; a job's next attempt replaces its own; outside a job nothing is held (${kind})`, async () => {
+  test(`a released claim counts for a figure read before its release, or not read afresh (${kind})`, async () => {
     await withStore(kind, async (store) => {
       const db = store.db;
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
       await runningJob(db, 'job-c');
+      // A holds 5 of 10 GiB; B's read of the pool begins before A's bytes show in it, and A's
+      // copy ends (released) while B reads. After it, the pool has 5 GiB free: B must not take
+      // the 10 GiB it read, nor wait for ever: too small, with nothing else held, for good.
+      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      let reads = 0;
+      const b = asJob('job-b', () =>
+        holdRoom(
+          db,
+          [
+            pool(5 * GiB, () => {
+              reads++;
+              return { bytes: reads === 1 ? 10 * GiB : 5 * GiB, fresh: true };
+            }),
+          ],
+          10,
+        ),
+      );
+      // Released between B's first read and its claim (the read resolves after the release).
+      await releaseA();
+      await assert.rejects(b, refusal('5.0 GiB', '5.0 GiB', '1.0 GiB'));
+      assert.ok(reads >= 2, 'B read the pool again');
+      // The pool's last figure (a copy holds it: not read afresh) may predate A's bytes: A's
+      // released claim counts, and C waits; a fresh read, after A's release, decides.
+      let fresh = false;
+      const c = asJob('job-c', () => holdRoom(db, [pool(4.5 * GiB, () => ({ bytes: 10 * GiB, fresh }))], 10));
+      assert.equal(
+        await settlesWithin(c),
+        'waiting',
+        '10 GiB less A’s 5 leave too little for 4.5 and 1 kept',
+      );
+      fresh = true;
+      await c;
+      assert.deepEqual(await claims(db), [
+        ['job-a', 1, 'pool:b', 5 * GiB, true],
+        ['job-c', 1, 'pool:b', 4.5 * GiB, false],
+      ]);
+    });
+  });
+
+  test(`a claim stops counting when its attempt's lease or run ends or the job's next attempt begins; an attempt taken over claims nothing (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
+      await runningJob(db, 'job-c');
+      await runningJob(db, 'job-d');
       await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
       // A's process died: its lease ran out un-renewed. B gets the room without A's release.
       await db
@@ -193,33 +288,62 @@ for (const kind of testStores()) {
         .where('id', '=', 'job-a')
         .execute();
       await asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-b', 'pool:b', 5 * GiB]], "A's claim went");
-      // B's job ended (failed) without its release: C gets the room.
-      await db.updateTable('jobs').set({ status: 'failed' }).where('id', '=', 'job-b').execute();
+      assert.deepEqual(await claims(db), [['job-b', 1, 'pool:b', 5 * GiB, false]], "A's claim went");
+      // B's job ended without its release: C gets the room.
+      await ended(db, 'job-b');
       await asJob('job-c', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      // C's next attempt (the first died, its lease taken over) holds what C needs once, not twice.
-      await asJob('job-c', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-c', 'pool:b', 5 * GiB]]);
+      // C's first attempt died and another worker runs its second, which moves the VM live (it
+      // holds nothing): the first attempt's claim no longer counts, and D gets the room.
+      await nextAttempt(db, 'job-c', 2);
+      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      assert.deepEqual(await claims(db), [['job-d', 1, 'pool:b', 5 * GiB, false]]);
+      // D's first attempt, still going after its job went on to a second attempt that holds the
+      // room again, claims nothing and leaves the second attempt's claim alone.
+      await nextAttempt(db, 'job-d', 2);
+      const releaseD2 = await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10), {
+        attempt: 2,
+      });
+      await assert.rejects(
+        asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 10 * GiB)], 10)),
+        FenceDown,
+      );
+      assert.deepEqual(await claims(db), [['job-d', 2, 'pool:b', 5 * GiB, false]]);
+      // An attempt's own claim (a release that did not reach the store) never counts against it.
+      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10), { attempt: 2 });
+      await releaseD2();
       // Outside a job: checked (refused alone if too small), nothing held.
       const release = await holdRoom(db, [pool(5 * GiB, 6 * GiB)], 10);
       await release();
       await assert.rejects(holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], 10), /kept free/);
-      assert.deepEqual(await claims(db), [['job-c', 'pool:b', 5 * GiB]]);
+      assert.equal(
+        (await claims(db)).filter((c) => c[4] === false).length,
+        1,
+        "only D's second attempt's newest",
+      );
     });
   });
 
-  test(`a copy waiting for room stops when its attempt's fence goes down (${kind})`, async () => {
+  test(`a copy waiting for room stops when its attempt's fence goes down or its worker stops (${kind})`, async () => {
     await withStore(kind, async (store) => {
       const db = store.db;
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
       await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
       const down = new AbortController();
-      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 60_000), down);
+      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 60_000), { down });
       assert.equal(await settlesWithin(b), 'waiting');
       down.abort(new FenceDown());
       await assert.rejects(b, FenceDown);
-      assert.deepEqual(await claims(db), [['job-a', 'pool:b', 5 * GiB]]);
+      const stop = new AbortController();
+      const stopping = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 60_000), { stop });
+      assert.equal(await settlesWithin(stopping), 'waiting');
+      stop.abort(new Error('The worker is stopping'));
+      await assert.rejects(stopping, (err: unknown) => {
+        assert.ok(err instanceof DriverError && err.transient, String(err));
+        assert.match(err.message, /worker is stopping/);
+        return true;
+      });
+      assert.deepEqual(await claims(db), [['job-a', 1, 'pool:b', 5 * GiB, false]]);
     });
   });
 
@@ -239,12 +363,16 @@ for (const kind of testStores()) {
         ];
         const settled = await Promise.all([settlesWithin(first), settlesWithin(second)]);
         assert.deepEqual(settled.toSorted(), ['held', 'waiting'], `round ${round}`);
-        assert.equal((await claims(store.db)).length, 1, `round ${round}: one claim`);
+        assert.equal(
+          (await claims(store.db)).filter((c) => c[4] === false).length,
+          1,
+          `round ${round}: one claim`,
+        );
         // The holder's job ends: the other gets the room.
-        const holder = settled[0] === 'held' ? a : b;
-        await store.db.updateTable('jobs').set({ status: 'succeeded' }).where('id', '=', holder).execute();
+        await ended(store.db, settled[0] === 'held' ? a : b);
         await Promise.all([first, second]);
-        await store.db.updateTable('jobs').set({ status: 'succeeded' }).where('id', 'in', [a, b]).execute();
+        await ended(store.db, a);
+        await ended(store.db, b);
       }
     });
   });
@@ -258,8 +386,8 @@ function poolWith(free: number, db: Kysely<Database>) {
   const volumes = new Map<string, string>();
   const claimsAtUpload: unknown[][][] = [];
   const storage = {
-    async free() {
-      return free;
+    async room() {
+      return { bytes: free, fresh: true };
     },
     async list() {
       return new Set(volumes.keys());
@@ -312,13 +440,22 @@ for (const kind of testStores()) {
           createHostImages(db, roomy.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
         );
         assert.match(onHost.disk, /^template-tpl-1-[0-9a-f]{12}-[0-9a-f]{8}\.qcow2$/);
+        const here = await localPlace();
+        assert.match(here, /^tmpdir:.+:\d+$/);
         assert.deepEqual(roomy.claimsAtUpload, [
           [
-            ['job-t', 'pool:h1', 3 * MiB],
-            ['job-t', `tmpdir:${hostname()}:${tmpdir()}`, 3 * MiB],
+            ['job-t', 1, 'pool:h1', 3 * MiB, false],
+            ['job-t', 1, here, 3 * MiB, false],
           ],
         ]);
-        assert.deepEqual(await claims(db), [], 'released');
+        assert.deepEqual(
+          await claims(db),
+          [
+            ['job-t', 1, 'pool:h1', 3 * MiB, true],
+            ['job-t', 1, here, 3 * MiB, true],
+          ],
+          'released',
+        );
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -232,17 +232,20 @@ test("a pool's free bytes: read again first, the last figure while a copy holds 
   // Available less 5% of Capacity (ext4 keeps that for root by default; QEMU's user cannot write it).
   const free = 62_848_237_568 - 5_254_463_079;
   const fresh = host(null, info);
-  assert.equal(await fresh.pool.free('u'), free);
+  assert.deepEqual(await fresh.pool.room('u'), { bytes: free, fresh: true });
   assert.deepEqual(fresh.asked, ['pool-refresh vrp', 'pool-info --bytes vrp']);
   const copying = host(busy, info);
-  assert.equal(await copying.pool.free('u'), free, 'the last figure');
+  assert.deepEqual(await copying.pool.room('u'), { bytes: free, fresh: false }, 'the last figure, said so');
   assert.deepEqual(copying.asked, ['pool-refresh vrp', 'pool-info --bytes vrp'], 'not waited out');
   await assert.rejects(
-    host('error: cannot open directory', info).pool.free('u'),
+    host('error: cannot open directory', info).pool.room('u'),
     /Could not read the storage pool/,
   );
-  assert.equal(await host(null, 'Capacity:       1000\nAvailable:      10\n').pool.free('u'), 0);
-  await assert.rejects(host(null, 'State: running\n').pool.free('u'), (err: unknown) => {
+  assert.deepEqual(await host(null, 'Capacity:       1000\nAvailable:      10\n').pool.room('u'), {
+    bytes: 0,
+    fresh: true,
+  });
+  await assert.rejects(host(null, 'State: running\n').pool.room('u'), (err: unknown) => {
     assert.ok(err instanceof DriverError && err.transient);
     assert.match(err.message, /did not say how much room it has/);
     return true;

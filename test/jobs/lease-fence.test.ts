@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
-import { FenceDown } from '../../src/drivers/fence.ts';
+import { FenceDown, fenceRun, fenceStop, type JobRun } from '../../src/drivers/fence.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
@@ -27,6 +27,29 @@ const vmOf = (db: Kysely<Database>, id: string) =>
   db.selectFrom('sim_vms').select(['power', 'boot_count']).where('id', '=', id).executeTakeFirstOrThrow();
 
 for (const store of testStores()) {
+  test(`a job's run knows itself in its fence: its job, the attempt its claim began, its stop signal (${store})`, () =>
+    withRunningService(store, async (s) => {
+      const seen: { run?: JobRun; stop?: AbortSignal }[] = [];
+      const knows: Task<'stop'> = async (tc) => {
+        seen.push({ run: fenceRun(), stop: fenceStop() });
+        if (seen.length === 1) throw new DriverError('the host is busy', { transient: true });
+        return TASKS.stop(tc);
+      };
+      const w = s.worker({ stop: knows });
+      assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/stop`)).status, 200);
+      await until(async () => (await s.jobRow('stop')).status === 'succeeded', 'the stop done');
+      await w.stop(1000);
+      const job = await s.jobRow('stop');
+      assert.deepEqual(
+        seen.map((x) => x.run),
+        [
+          { jobId: job.id, attempt: 1 },
+          { jobId: job.id, attempt: 2 },
+        ],
+      );
+      assert.ok(seen.every((x) => x.stop instanceof AbortSignal && !x.stop.aborted));
+    }));
+
   describe(`a run whose lease ran out (${store})`, () => {
     test('starts no driver call once its lease has run out un-renewed, and writes nothing of the job', () =>
       withRunningService(store, async (s) => {
@@ -226,7 +249,7 @@ for (const store of testStores()) {
 test('a lease’s fence goes down its margin before the lease’s end, keeps the later of two renewals, and stays down', () => {
   const worker = new AbortController();
   const now = Date.now();
-  const lease = new JobLease('job-1', now + 60_000, worker.signal, 6_000);
+  const lease = new JobLease({ jobId: 'job-1', attempt: 1 }, now + 60_000, worker.signal, 6_000);
   lease.check();
   assert.equal(lease.expired(), false);
   // Two renewals whose answers crossed: the earlier end does not shorten the lease.
@@ -234,7 +257,7 @@ test('a lease’s fence goes down its margin before the lease’s end, keeps the
   lease.renewed(now + 70_000);
   assert.equal(lease.expired(), false);
   // Down once its end less the margin has passed (no timer: the look at the clock takes it down).
-  const ended = new JobLease('job-2', now + 5_000, worker.signal, 6_000);
+  const ended = new JobLease({ jobId: 'job-2', attempt: 1 }, now + 5_000, worker.signal, 6_000);
   assert.equal(ended.expired(), true);
   assert.ok(ended.signal.reason instanceof FenceDown);
   assert.ok(ended.stop.aborted, 'the task is told to stop');

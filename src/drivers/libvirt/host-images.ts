@@ -1,12 +1,18 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { DriverError } from '../driver.ts';
-import { holdRoom, localPlace } from './room-claims.ts';
-import { LOCAL_ROOM, localFree, type PoolStorage, sha256File, withPrivateDir } from './storage.ts';
+import { holdRoom } from './room-claims.ts';
+import {
+  LOCAL_ROOM,
+  localPlace,
+  localRoom,
+  type PoolStorage,
+  sha256File,
+  withPrivateDir,
+} from './storage.ts';
 import type { Template } from './templates.ts';
 
 /** A template's image as volumes of one host's pool. */
@@ -131,13 +137,13 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
           place: `pool:${hostId}`,
           where: `Host ${hostId}'s storage pool (a template's first copy there)`,
           need: parts.reduce((n, p) => n + p.size, 0),
-          free: () => storage.free(uri),
+          room: () => storage.room(uri),
         },
         {
-          place: localPlace(tmpdir()),
+          place: await localPlace(),
           where: LOCAL_ROOM,
           need: Math.max(...parts.map((p) => p.size)),
-          free: localFree,
+          room: localRoom,
         },
       ]);
       try {

@@ -36,14 +36,15 @@ import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from '.
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
-import { holdRoom, localPlace } from './room-claims.ts';
+import { holdRoom } from './room-claims.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import {
   createPoolStorage,
   isNoPool,
   isNoVolume,
   LOCAL_ROOM,
-  localFree,
+  localPlace,
+  localRoom,
   POOL,
   parseVolumeXml,
   withPrivateDir,
@@ -1595,10 +1596,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             place: `pool:${vm.host_id}`,
             where: `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
             need,
-            free: () => pool.free(srcUri),
+            room: () => pool.room(srcUri),
           },
-          { place: localPlace(tmpdir()), where: LOCAL_ROOM, need, free: localFree },
-          { place: `pool:${to}`, where: `Host ${to}'s storage pool`, need, free: () => pool.free(dstUri) },
+          { place: await localPlace(), where: LOCAL_ROOM, need, room: localRoom },
+          { place: `pool:${to}`, where: `Host ${to}'s storage pool`, need, room: () => pool.room(dstUri) },
         ]);
       } catch (err) {
         throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;

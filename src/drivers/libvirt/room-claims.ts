@@ -6,23 +6,31 @@
  * time, to the one host the placement picks, from any worker process. So the check and a claim
  * of the room are one step in the store (`room_claims`, migration 038): a copy's check counts as
  * taken what the other copies under way hold on the place, and where they leave too little, it
- * waits for them to end, then looks at the place again (what they wrote is then in its free
- * figure). Where the place is too small even with no other copy, it is refused for good, as
- * before.
+ * waits for them to end, then looks at the place again. Only where the place is too small with no
+ * other copy held there is a copy refused for good, as before.
  *
- * A claim is the job's whose attempt takes it (the attempt's fence, fence.ts) and counts only
- * while that job runs under a lease not yet ended: one whose process died stops counting when its
- * lease runs out (the job's next attempt then claims again), so nothing is held for ever. A copy
- * made outside a job (none in the server; tools, tests) is checked and holds nothing.
+ * What counts, for a check whose free figure was read at time T:
+ * - a claim under way, while the job attempt that made it runs under a lease not yet ended (its
+ *   job `running`, `locked_until` ahead, `attempts` its attempt): one whose process died stops
+ *   counting when its lease runs out or the job's next attempt begins (so nothing is held for
+ *   ever), and the attempt's own claims never count against it;
+ * - a claim released (its copy over) unless the figure was read from the place after the release
+ *   (`fresh`, T after `released_at`, in a later millisecond): a figure read before, or libvirt's last figure of a
+ *   pool a copy holds, may not show the copy's bytes yet. Released claims go after an hour.
+ * A claim counts its copy's whole size while the copy has written part of it: a check may wait
+ * longer than it must, never fill a place. Copies wait in no order: a large one may wait while
+ * smaller ones keep taking what frees up.
+ *
+ * A copy made outside a job (none in the server; tools, tests) is checked and holds nothing.
  */
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../../store/dialect-of.ts';
 import type { Database } from '../../store/schema.ts';
-import { checkFence, fenceJob, fenceSignal } from '../fence.ts';
-import { checkRoom, roomLeft } from './storage.ts';
+import { DriverError } from '../driver.ts';
+import { checkFence, FenceDown, fenceRun, fenceStop, type JobRun } from '../fence.ts';
+import { checkRoom, type Room, roomLeft } from './storage.ts';
 
 /** A place a copy is about to write to, and how much. */
 export interface RoomWant {
@@ -31,122 +39,155 @@ export interface RoomWant {
   /** The place as the refusal names it (with what to do). */
   readonly where: string;
   readonly need: number;
-  /** Its free bytes now (read again after each wait). */
-  free(): Promise<number>;
+  /** Its free room now (read again after each wait). */
+  room(): Promise<Room>;
 }
 
-/** A place's free room as last read, and what the copy needs there. */
-interface PlaceRoom {
+/** A place's free room as last read (from `readAt`), and what the copy needs there. */
+interface PlaceRoom extends Room {
   readonly place: string;
+  readonly where: string;
   readonly need: number;
-  readonly free: number;
+  readonly readAt: number;
 }
 
 /** How long a copy waits for other copies' room before it looks again (ms). */
 export const ROOM_WAIT_MS = 5_000;
 
-/** The key of a worker machine's temporary directory `dir`. */
-export const localPlace = (dir: string) => `tmpdir:${hostname()}:${dir}`;
+/** How long a released claim is kept for checks whose figure is older than its release (ms). */
+const RELEASED_KEPT_MS = 60 * 60_000;
 
 /** One key for every claim's transaction on PostgreSQL (pg_advisory_xact_lock): claims are few. */
 const CLAIMS_LOCK = 0x76_72_70_72; // 'vrpr'
 
 /**
- * Holds `wants` for the calling job's attempt, waiting (every `waitMs`) while other copies' claims
- * leave too little; refuses for good (checkRoom's error) a place too small with none. Resolves
- * to the claims' release, which the caller runs once its copies are over, whatever happened;
- * a release that does not reach the store leaves claims that end with the job's run.
+ * Holds `wants` for the calling job attempt, waiting (every `waitMs`) while other copies' claims
+ * leave too little; refuses for good (checkRoom's error) a place too small with no other claim
+ * there. Resolves to the claims' release, which the caller runs once its copies are over,
+ * whatever happened; a release that does not reach the store leaves claims that end with the
+ * attempt's run.
  */
 export async function holdRoom(
   db: Kysely<Database>,
   wants: readonly RoomWant[],
   waitMs = ROOM_WAIT_MS,
 ): Promise<() => Promise<void>> {
-  const jobId = fenceJob();
+  const run = fenceRun();
   // Two wants on one place (a pool both source and destination) need their sum there.
-  const places = new Map<string, RoomWant & { need: number }>();
+  const places = new Map<string, RoomWant>();
   for (const w of wants) {
     const same = places.get(w.place);
     places.set(w.place, { ...w, need: (same?.need ?? 0) + w.need });
   }
   for (;;) {
-    checkFence();
+    checkStop();
     const room: PlaceRoom[] = [];
     for (const want of places.values()) {
-      const free = await want.free();
-      checkRoom(free, want.need, want.where);
-      room.push({ place: want.place, need: want.need, free });
+      const readAt = Date.now();
+      room.push({ ...want, ...(await want.room()), readAt });
     }
-    if (jobId === undefined) return async () => {};
-    const ids = await claim(db, jobId, room);
+    if (run === undefined) {
+      for (const r of room) checkRoom(r.bytes, r.need, r.where);
+      return async () => {};
+    }
+    const ids = await claim(db, run, room);
     if (ids) {
       return async () => {
         await db
-          .deleteFrom('room_claims')
+          .updateTable('room_claims')
+          .set({ released_at: Date.now() })
           .where('id', 'in', ids)
           .execute()
           .catch(() => undefined);
       };
     }
-    // A run whose fence went down (fence.ts) stops waiting at once.
-    await sleep(waitMs, undefined, { signal: fenceSignal() }).catch(() => {});
+    // A run that must stop (fence.ts) stops waiting at once.
+    await sleep(waitMs, undefined, { signal: fenceStop() }).catch(() => {});
   }
 }
 
+/** Throws if the calling attempt must stop: its fence is down (FenceDown), or its worker stops. */
+function checkStop(): void {
+  checkFence();
+  if (fenceStop()?.aborted)
+    throw new DriverError('The worker is stopping: this attempt stopped before its copy', {
+      transient: true,
+    });
+}
+
 /**
- * In one transaction: drops the claims that no longer count (their job's run ended, or its lease
- * did, and this job's own from an earlier attempt), and inserts one per place if each place's
- * free room less what the others hold there fits what the copy needs; undefined (nothing
- * inserted) if one does not.
+ * In one transaction: drops the claims that no longer count for anyone (of an attempt no longer
+ * running; released over an hour ago), and inserts one per place if each place's free room less
+ * what the others hold there (see the top) fits what the copy needs; undefined (nothing
+ * inserted) if one does not. Throws checkRoom's refusal for a place too small with nothing else
+ * held there, and FenceDown if the attempt is no longer the job's running one.
  */
 async function claim(
   db: Kysely<Database>,
-  jobId: string,
+  run: JobRun,
   room: readonly PlaceRoom[],
 ): Promise<string[] | undefined> {
   return db.transaction().execute(async (tx) => {
     if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(${CLAIMS_LOCK})`.execute(tx);
     const now = Date.now();
+    const current = await tx
+      .selectFrom('jobs')
+      .select('id')
+      .where('id', '=', run.jobId)
+      .where('status', '=', 'running')
+      .where('attempts', '=', run.attempt)
+      .where('locked_until', '>=', now)
+      .executeTakeFirst();
+    if (!current) throw new FenceDown();
     await tx
       .deleteFrom('room_claims')
       .where((eb) =>
         eb.or([
-          eb('job_id', '=', jobId),
-          eb.not(
-            eb.exists(
-              eb
-                .selectFrom('jobs')
-                .select('jobs.id')
-                .whereRef('jobs.id', '=', 'room_claims.job_id')
-                .where('jobs.status', '=', 'running')
-                .where('jobs.locked_until', '>=', now),
+          eb('released_at', '<', now - RELEASED_KEPT_MS),
+          eb.and([
+            eb('released_at', 'is', null),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom('jobs')
+                  .select('jobs.id')
+                  .whereRef('jobs.id', '=', 'room_claims.job_id')
+                  .whereRef('jobs.attempts', '=', 'room_claims.attempt')
+                  .where('jobs.status', '=', 'running')
+                  .where('jobs.locked_until', '>=', now),
+              ),
             ),
-          ),
+          ]),
         ]),
       )
       .execute();
-    const held = new Map(
-      (
-        await tx
-          .selectFrom('room_claims')
-          .select(['place', (eb) => eb.fn.sum<number | string>('bytes').as('bytes')])
-          .where(
-            'place',
-            'in',
-            room.map((r) => r.place),
-          )
-          .groupBy('place')
-          .execute()
-      ).map((r) => [r.place, Number(r.bytes)]),
-    );
-    for (const { place, free, need } of room)
-      if (!roomLeft(free - (held.get(place) ?? 0), need)) return undefined;
+    const claims = await tx
+      .selectFrom('room_claims')
+      .select(['place', 'bytes', 'job_id', 'attempt', 'released_at'])
+      .where(
+        'place',
+        'in',
+        room.map((r) => r.place),
+      )
+      .execute();
+    for (const r of room) {
+      let held = 0;
+      for (const c of claims) {
+        if (c.place !== r.place || (c.job_id === run.jobId && c.attempt === run.attempt)) continue;
+        const released = c.released_at === null ? undefined : Number(c.released_at);
+        if (released === undefined || !r.fresh || r.readAt <= released) held += Number(c.bytes);
+      }
+      if (held === 0) checkRoom(r.bytes, r.need, r.where);
+      else if (!roomLeft(r.bytes - held, r.need)) return undefined;
+    }
     const rows = room.map((r) => ({
       id: randomUUID(),
       place: r.place,
       bytes: r.need,
-      job_id: jobId,
+      job_id: run.jobId,
+      attempt: run.attempt,
       created_at: now,
+      released_at: null,
     }));
     await tx.insertInto('room_claims').values(rows).execute();
     return rows.map((r) => r.id);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, open, rm, stat, statfs, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
@@ -93,16 +93,24 @@ export function checkRoom(free: number, need: number, where: string): void {
  * copies between hosts pass): what is free to this process there.
  */
 export async function checkLocalRoom(need: number): Promise<void> {
-  checkRoom(await localFree(), need, LOCAL_ROOM);
+  checkRoom((await localRoom()).bytes, need, LOCAL_ROOM);
 }
 
 /** This machine's temporary directory as a refusal names it. */
 export const LOCAL_ROOM = 'The temporary directory of the vrp process that copies (TMPDIR)';
 
-/** What is free to this process in this machine's temporary directory (bytes). */
-export async function localFree(): Promise<number> {
+/** What is free to this process in this machine's temporary directory (read now). */
+export async function localRoom(): Promise<Room> {
   const s = await statfs(tmpdir());
-  return s.bavail * s.bsize;
+  return { bytes: s.bavail * s.bsize, fresh: true };
+}
+
+/**
+ * The key of this machine's temporary directory as a place copies hold room on: its machine and
+ * filesystem (two processes whose TMPDIR are two directories of one disk share its room).
+ */
+export async function localPlace(): Promise<string> {
+  return `tmpdir:${hostname()}:${(await stat(tmpdir())).dev}`;
 }
 
 /** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
@@ -209,9 +217,15 @@ export interface PoolStorage {
    * Bytes free in the pool to QEMU's user: `pool-info --bytes`' Available less 5% of its
    * Capacity (POOL_RESERVE), read again from the host's filesystem first (a refresh; libvirt's
    * figure is otherwise that of the last one) unless a copy into the pool holds it (then the
-   * last figure).
+   * last figure: `fresh` false).
    */
-  free(uri: string): Promise<number>;
+  room(uri: string): Promise<Room>;
+}
+
+/** A place's free bytes as read, and whether read from the place now (`fresh`) or a figure from before. */
+export interface Room {
+  readonly bytes: number;
+  readonly fresh: boolean;
 }
 
 export function createPoolStorage(commands: Commands, poolPath: string): PoolStorage {
@@ -396,10 +410,14 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       });
     },
 
-    async free(uri) {
-      await storage.refresh(uri, 0).catch((err: unknown) => {
-        if (!isPoolBusy(err)) throw err;
-      });
+    async room(uri) {
+      const fresh = await storage.refresh(uri, 0).then(
+        () => true,
+        (err: unknown) => {
+          if (!isPoolBusy(err)) throw err;
+          return false;
+        },
+      );
       const { stdout } = await virsh(uri, ['pool-info', '--bytes', POOL], 'Could not read the storage pool');
       const available = figureIn(stdout, 'Available');
       const capacity = figureIn(stdout, 'Capacity');
@@ -407,7 +425,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
         throw new DriverError(`The host's storage pool ${POOL} did not say how much room it has`, {
           transient: true,
         });
-      return Math.max(0, available - Math.ceil(capacity * POOL_RESERVE));
+      return { bytes: Math.max(0, available - Math.ceil(capacity * POOL_RESERVE)), fresh };
     },
 
     async copyBetween(fromUri, name, toUri, toName = name) {

@@ -4,12 +4,15 @@ import type { Kysely } from 'kysely';
 
 /**
  * `room_claims`: the room a copy under way holds on a place it writes to (a host's storage pool,
- * a worker machine's temporary directory), for the job whose attempt makes it. A copy's check of
+ * a worker machine's temporary directory), for the job attempt that makes it. A copy's check of
  * a place's free room counts what the other copies there hold, so copies started together (an
  * evacuation's moves to one host, run by several worker processes) no longer each see the room
- * the others will take. A claim counts only while its job runs under a lease not yet ended
- * (`jobs.locked_until`): one whose process died stops counting when its lease runs out, with
- * nothing to clear (src/drivers/room-claims.ts).
+ * the others will take. A claim is one attempt's of its job (`attempt`: `jobs.attempts` as that
+ * attempt's claim set it) and counts only while that attempt runs under a lease not yet ended
+ * (`jobs.locked_until`): one whose process died stops counting when its lease runs out, or when
+ * the job's next attempt begins, with nothing to clear. A released claim (`released_at`) still
+ * counts for a check whose free figure may have been read before the copy's bytes showed in it
+ * (src/drivers/libvirt/room-claims.ts).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -18,8 +21,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('place', 'text', (c) => c.notNull())
     .addColumn('bytes', 'bigint', (c) => c.notNull())
     .addColumn('job_id', 'text', (c) => c.notNull())
+    .addColumn('attempt', 'integer', (c) => c.notNull())
     .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('released_at', 'bigint')
     .execute();
   await db.schema.createIndex('room_claims_place').on('room_claims').column('place').execute();
-  await db.schema.createIndex('room_claims_job').on('room_claims').column('job_id').execute();
 }
