@@ -487,8 +487,10 @@ export interface RoomClaimTable {
   job_id: string;
   /** The attempt of the job that holds it (`jobs.attempts` as that attempt's claim set it). */
   attempt: number;
+  /** The run that holds it (JobRun.runId). */
+  run_id: string;
   created_at: number;
-  /** When its copy ended (ms); NULL while it runs. */
+  /** When its copy ended, or its run was found over (ms); NULL while under way. */
   released_at: number | null;
 }
 

@@ -7,7 +7,8 @@
  * lease or run ends or the job's next attempt begins, and an attempt taken over claims nothing;
  * a wait ends when its attempt must stop; two copies claiming at once (from two processes on
  * PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
- * good where the host's pool cannot hold it, and holds its room while it is written.
+ * good where the host's pool cannot hold it, holds its room while it is written, and one that
+ * waited for another job's copy of it uses that copy.
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { localPlace, type PoolStorage, type Room } from '../../src/drivers/libvi
 import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call, createTestApp } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { smallOrder } from '../helpers/e2e.ts';
 import { type StoreKind, testStores } from '../helpers/stores.ts';
 
@@ -111,10 +113,10 @@ const ended = (db: Kysely<Database>, id: string) =>
 function asJob<R>(
   jobId: string,
   work: () => Promise<R>,
-  o: { attempt?: number; down?: AbortController; stop?: AbortController } = {},
+  o: { attempt?: number; runId?: string; down?: AbortController; stop?: AbortController } = {},
 ): Promise<R> {
   const signal = (o.down ?? new AbortController()).signal;
-  const run: JobRun = { jobId, attempt: o.attempt ?? 1 };
+  const run: JobRun = { jobId, attempt: o.attempt ?? 1, runId: o.runId ?? `${jobId}:${o.attempt ?? 1}` };
   return fenced(
     {
       run,
@@ -129,7 +131,7 @@ function asJob<R>(
 }
 
 /** Host b's pool wanted for `need` bytes, its room as `room` says (fresh unless said). */
-const pool = (need: number, room: number | (() => Room)): RoomWant => ({
+const pool = (need: number, room: number | (() => Room | Promise<Room>)): RoomWant => ({
   place: 'pool:b',
   where: "Host b's storage pool",
   need,
@@ -145,6 +147,10 @@ const claims = async (db: Kysely<Database>) =>
       .orderBy(['job_id', 'attempt', 'place'])
       .execute()
   ).map((r) => [r.job_id, r.attempt, r.place, Number(r.bytes), r.released_at !== null]);
+
+/** The claims under way, as [job, attempt, place, bytes]. */
+const underWay = async (db: Kysely<Database>) =>
+  (await claims(db)).filter((c) => c[4] === false).map((c) => c.slice(0, 4));
 
 /** 'held' once `p` resolves; 'waiting' if it has not within `ms` (many of the tests' 10 ms waits). */
 async function settlesWithin(p: Promise<unknown>, ms = 300): Promise<'held' | 'waiting'> {
@@ -170,9 +176,9 @@ for (const kind of testStores()) {
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
       // 10 GiB free: 5 GiB and its 1 GiB margin fit, alone.
-      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       assert.deepEqual(await claims(db), [['job-a', 1, 'pool:b', 5 * GiB, false]]);
-      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       assert.equal(await settlesWithin(b), 'waiting', "A's 5 GiB leave too little");
       assert.deepEqual(
         await claims(db),
@@ -196,23 +202,23 @@ for (const kind of testStores()) {
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
       await assert.rejects(
-        asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], 10)),
+        asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], { waitMs: 10 })),
         refusal('6.0 GiB', '5.0 GiB', '1.0 GiB'),
       );
       assert.deepEqual(await claims(db), []);
       // 3 + 3 GiB (and 1 GiB kept free) do not fit in 6 GiB though each does: refused, not waited for.
       await assert.rejects(
-        asJob('job-a', () => holdRoom(db, [pool(3 * GiB, 6 * GiB), pool(3 * GiB, 6 * GiB)], 10)),
+        asJob('job-a', () => holdRoom(db, [pool(3 * GiB, 6 * GiB), pool(3 * GiB, 6 * GiB)], { waitMs: 10 })),
         refusal('6.0 GiB', '6.0 GiB', '1.0 GiB'),
       );
       // 30 GiB free; A holds 20 GiB and writes them (a move's folded copy on its source, which goes
       // when it ends): the free figure drops to 10 GiB. B's 10 GiB wait, never refused for good.
       let free = 30 * GiB;
       const releaseA = await asJob('job-a', () =>
-        holdRoom(db, [pool(20 * GiB, () => ({ bytes: free, fresh: true }))], 10),
+        holdRoom(db, [pool(20 * GiB, () => ({ bytes: free, fresh: true }))], { waitMs: 10 }),
       );
       const b = asJob('job-b', () =>
-        holdRoom(db, [pool(10 * GiB, () => ({ bytes: free, fresh: true }))], 10),
+        holdRoom(db, [pool(10 * GiB, () => ({ bytes: free, fresh: true }))], { waitMs: 10 }),
       );
       assert.equal(await settlesWithin(b), 'waiting');
       free = 10 * GiB;
@@ -237,28 +243,38 @@ for (const kind of testStores()) {
       // A holds 5 of 10 GiB; B's read of the pool begins before A's bytes show in it, and A's
       // copy ends (released) while B reads. After it, the pool has 5 GiB free: B must not take
       // the 10 GiB it read, nor wait for ever: too small, with nothing else held, for good.
-      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       let reads = 0;
+      let readDone = () => {};
+      const released = new Promise<void>((r) => {
+        readDone = r;
+      });
+      // B's first read begins now and ends after A's release: it does not show A's bytes.
       const b = asJob('job-b', () =>
         holdRoom(
           db,
           [
-            pool(5 * GiB, () => {
+            pool(5 * GiB, async () => {
               reads++;
-              return { bytes: reads === 1 ? 10 * GiB : 5 * GiB, fresh: true };
+              if (reads > 1) return { bytes: 5 * GiB, fresh: true };
+              await released;
+              return { bytes: 10 * GiB, fresh: true };
             }),
           ],
-          10,
+          { waitMs: 10 },
         ),
       );
-      // Released between B's first read and its claim (the read resolves after the release).
+      assert.equal(reads, 1, 'B is reading');
       await releaseA();
+      readDone();
       await assert.rejects(b, refusal('5.0 GiB', '5.0 GiB', '1.0 GiB'));
       assert.ok(reads >= 2, 'B read the pool again');
       // The pool's last figure (a copy holds it: not read afresh) may predate A's bytes: A's
       // released claim counts, and C waits; a fresh read, after A's release, decides.
       let fresh = false;
-      const c = asJob('job-c', () => holdRoom(db, [pool(4.5 * GiB, () => ({ bytes: 10 * GiB, fresh }))], 10));
+      const c = asJob('job-c', () =>
+        holdRoom(db, [pool(4.5 * GiB, () => ({ bytes: 10 * GiB, fresh }))], { waitMs: 10 }),
+      );
       assert.equal(
         await settlesWithin(c),
         'waiting',
@@ -273,53 +289,94 @@ for (const kind of testStores()) {
     });
   });
 
-  test(`a claim stops counting when its attempt's lease or run ends or the job's next attempt begins; an attempt taken over claims nothing (${kind})`, async () => {
+  test(`a claim is over when its run is: its lease or job ended, the job's next attempt or run began; a run taken over claims nothing (${kind})`, async () => {
     await withStore(kind, async (store) => {
       const db = store.db;
-      await runningJob(db, 'job-a');
-      await runningJob(db, 'job-b');
-      await runningJob(db, 'job-c');
-      await runningJob(db, 'job-d');
-      await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      // A's process died: its lease ran out un-renewed. B gets the room without A's release.
+      for (const id of ['job-a', 'job-b', 'job-c', 'job-d', 'job-e']) await runningJob(db, id);
+      await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
+      // A's process died: its lease ran out un-renewed. B gets the room without A's release, and
+      // A's claim is over (released: it still counts for a figure that may not show its bytes).
       await db
         .updateTable('jobs')
         .set({ locked_until: Date.now() - 1 })
         .where('id', '=', 'job-a')
         .execute();
-      await asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-b', 1, 'pool:b', 5 * GiB, false]], "A's claim went");
+      await asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
+      assert.deepEqual(await claims(db), [
+        ['job-a', 1, 'pool:b', 5 * GiB, true],
+        ['job-b', 1, 'pool:b', 5 * GiB, false],
+      ]);
       // B's job ended without its release: C gets the room.
       await ended(db, 'job-b');
-      await asJob('job-c', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      await asJob('job-c', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       // C's first attempt died and another worker runs its second, which moves the VM live (it
-      // holds nothing): the first attempt's claim no longer counts, and D gets the room.
+      // holds nothing): the first attempt's claim is over, and D gets the room.
       await nextAttempt(db, 'job-c', 2);
-      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
-      assert.deepEqual(await claims(db), [['job-d', 1, 'pool:b', 5 * GiB, false]]);
+      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
+      assert.deepEqual(await underWay(db), [['job-d', 1, 'pool:b', 5 * GiB]]);
       // D's first attempt, still going after its job went on to a second attempt that holds the
       // room again, claims nothing and leaves the second attempt's claim alone.
       await nextAttempt(db, 'job-d', 2);
-      const releaseD2 = await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10), {
+      const releaseD2 = await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }), {
         attempt: 2,
       });
       await assert.rejects(
-        asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 10 * GiB)], 10)),
+        asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 10 * GiB)], { waitMs: 10 })),
         FenceDown,
       );
-      assert.deepEqual(await claims(db), [['job-d', 2, 'pool:b', 5 * GiB, false]]);
-      // An attempt's own claim (a release that did not reach the store) never counts against it.
-      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10), { attempt: 2 });
+      assert.deepEqual(await underWay(db), [['job-d', 2, 'pool:b', 5 * GiB]]);
+      // A run's own claim under way (a release that did not reach the store) never counts against it.
+      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }), { attempt: 2 });
+      // A run given back (its host out of reach) leaves its attempt's number to the next run: that
+      // run's hold ends the earlier run's claims, which no longer count as under way.
+      await asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 20 * GiB)], { waitMs: 10 }), {
+        attempt: 2,
+        runId: 'job-d:2:again',
+      });
+      assert.deepEqual(await underWay(db), [['job-d', 2, 'pool:b', 1 * GiB]]);
       await releaseD2();
+      // E holds 5 GiB of 10 once D's last claim is over (D's job ended), with figures read afresh.
+      await ended(db, 'job-d');
+      await asJob('job-e', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       // Outside a job: checked (refused alone if too small), nothing held.
-      const release = await holdRoom(db, [pool(5 * GiB, 6 * GiB)], 10);
+      const release = await holdRoom(db, [pool(5 * GiB, 6 * GiB)], { waitMs: 10 });
       await release();
-      await assert.rejects(holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], 10), /kept free/);
-      assert.equal(
-        (await claims(db)).filter((c) => c[4] === false).length,
-        1,
-        "only D's second attempt's newest",
-      );
+      await assert.rejects(holdRoom(db, [pool(5 * GiB, 6 * GiB - 1)], { waitMs: 10 }), /kept free/);
+      assert.deepEqual(await underWay(db), [['job-e', 1, 'pool:b', 5 * GiB]]);
+    });
+  });
+
+  test(`a claim over (released, or its run dead) and the run's own released ones count for a figure not read afresh (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
+      // B's run copies a template (3 GiB, released), then its move's disk (6.5 GiB) to the same
+      // pool, whose figure is libvirt's last (a copy holds the pool): it may not show the
+      // template. 10 GiB less its 3 leave too little for 6.5 and 1 kept free: it waits.
+      let fresh = true;
+      const figure = () => ({ bytes: 10 * GiB, fresh });
+      const template = await asJob('job-b', () => holdRoom(db, [pool(3 * GiB, figure)], { waitMs: 10 }));
+      await template();
+      fresh = false;
+      const disk = asJob('job-b', () => holdRoom(db, [pool(6.5 * GiB, figure)], { waitMs: 10 }));
+      assert.equal(await settlesWithin(disk), 'waiting', 'its own template counts');
+      fresh = true;
+      await (await disk)();
+      // On another pool, A holds 2 GiB and dies (its lease ends): its claim is over, but a figure
+      // not read afresh may not show what it wrote, so it still counts there.
+      const poolC = (need: number): RoomWant => ({ ...pool(need, figure), place: 'pool:c' });
+      await asJob('job-a', () => holdRoom(db, [poolC(2 * GiB)], { waitMs: 10 }));
+      await db
+        .updateTable('jobs')
+        .set({ locked_until: Date.now() - 1 })
+        .where('id', '=', 'job-a')
+        .execute();
+      fresh = false;
+      const after = asJob('job-b', () => holdRoom(db, [poolC(7.5 * GiB)], { waitMs: 10 }));
+      assert.equal(await settlesWithin(after), 'waiting', "A's 2 GiB count against a figure not read afresh");
+      fresh = true;
+      await after;
     });
   });
 
@@ -328,14 +385,16 @@ for (const kind of testStores()) {
       const db = store.db;
       await runningJob(db, 'job-a');
       await runningJob(db, 'job-b');
-      await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 10));
+      await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       const down = new AbortController();
-      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 60_000), { down });
+      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 60_000 }), { down });
       assert.equal(await settlesWithin(b), 'waiting');
       down.abort(new FenceDown());
       await assert.rejects(b, FenceDown);
       const stop = new AbortController();
-      const stopping = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], 60_000), { stop });
+      const stopping = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 60_000 }), {
+        stop,
+      });
       assert.equal(await settlesWithin(stopping), 'waiting');
       stop.abort(new Error('The worker is stopping'));
       await assert.rejects(stopping, (err: unknown) => {
@@ -358,8 +417,8 @@ for (const kind of testStores()) {
         await runningJob(store.db, a);
         await runningJob(store.db, b);
         const [first, second] = [
-          asJob(a, () => holdRoom(store.db, [pool(5 * GiB, 10 * GiB)], 10)),
-          asJob(b, () => holdRoom(other.db, [pool(5 * GiB, 10 * GiB)], 10)),
+          asJob(a, () => holdRoom(store.db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 })),
+          asJob(b, () => holdRoom(other.db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 })),
         ];
         const settled = await Promise.all([settlesWithin(first), settlesWithin(second)]);
         assert.deepEqual(settled.toSorted(), ['held', 'waiting'], `round ${round}`);
@@ -380,11 +439,17 @@ for (const kind of testStores()) {
 
 /**
  * A host's pool as the template copy sees it: `free` bytes free; uploads and read-backs are
- * local copies, and each upload records the claims the store holds at that moment.
+ * local copies into `volumes` (shared between pools given the same), each upload waits for
+ * `gate` if given, and records the claims under way at that moment.
  */
-function poolWith(free: number, db: Kysely<Database>) {
-  const volumes = new Map<string, string>();
+function poolWith(
+  free: number,
+  db: Kysely<Database>,
+  o: { volumes?: Map<string, string>; gate?: Promise<void> } = {},
+) {
+  const volumes = o.volumes ?? new Map<string, string>();
   const claimsAtUpload: unknown[][][] = [];
+  let uploads = 0;
   const storage = {
     async room() {
       return { bytes: free, fresh: true };
@@ -393,7 +458,9 @@ function poolWith(free: number, db: Kysely<Database>) {
       return new Set(volumes.keys());
     },
     async uploadNew(_uri: string, name: string, file: string) {
-      claimsAtUpload.push(await claims(db));
+      uploads++;
+      claimsAtUpload.push(await underWay(db));
+      await o.gate;
       volumes.set(name, file);
     },
     async download(_uri: string, name: string, file: string) {
@@ -403,62 +470,90 @@ function poolWith(free: number, db: Kysely<Database>) {
       volumes.delete(name);
     },
   } as Partial<PoolStorage> as PoolStorage;
-  return { storage, volumes, claimsAtUpload };
+  return { storage, volumes, claimsAtUpload, uploads: () => uploads };
+}
+
+const MiB = 2 ** 20;
+
+/** A store of `kind` (withStore) and a template's disk of 3 MiB, for one test. */
+async function withTemplate(kind: StoreKind, body: (db: Kysely<Database>, disk: string) => Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-room-template-'));
+  try {
+    await withStore(kind, async (store) => {
+      const disk = join(dir, 'disk.qcow2');
+      writeFileSync(disk, Buffer.alloc(3 * MiB, 7));
+      await body(store.db, disk);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 for (const kind of testStores()) {
-  test(`a template's first copy to a host is refused for good where the pool cannot hold it, and holds its room while written (${kind})`, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'vrp-room-template-'));
-    try {
-      await withStore(kind, async (store) => {
-        const db = store.db;
-        const MiB = 2 ** 20;
-        const disk = join(dir, 'disk.qcow2');
-        writeFileSync(disk, Buffer.alloc(3 * MiB, 7));
-        // 3 MiB and as much kept free: not in 6 MiB less a byte. Nothing is written, nothing recorded.
-        const small = poolWith(6 * MiB - 1, db);
-        await assert.rejects(
+  test(`a template's first copy to a host is refused for good where the pool cannot hold it, and holds its room while written (${kind})`, () =>
+    withTemplate(kind, async (db, disk) => {
+      await runningJob(db, 'job-s');
+      await runningJob(db, 'job-t');
+      // 3 MiB and as much kept free: not in 6 MiB less a byte. Nothing is written, nothing recorded.
+      const small = poolWith(6 * MiB - 1, db);
+      await assert.rejects(
+        asJob('job-s', () =>
           createHostImages(db, small.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
-          (err: unknown) => {
-            assert.ok(err instanceof DriverError && !err.transient, String(err));
-            assert.equal(
-              err.message,
-              "Host h1's storage pool (a template's first copy there) has 6.0 MiB free; the copy needs about 3.0 MiB and 3.0 MiB kept free",
-            );
-            return true;
-          },
-        );
-        assert.deepEqual([...small.volumes.keys()], [], 'nothing uploaded');
-        assert.equal(
-          await db.selectFrom('host_images').select('volume').where('host_id', '=', 'h1').executeTakeFirst(),
-          undefined,
-        );
-        // Where it fits, a job's copy holds its 3 MiB on the pool while it is written, and lets go after.
-        await runningJob(db, 'job-t');
-        const roomy = poolWith(6 * MiB, db);
-        const onHost = await asJob('job-t', () =>
-          createHostImages(db, roomy.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
-        );
-        assert.match(onHost.disk, /^template-tpl-1-[0-9a-f]{12}-[0-9a-f]{8}\.qcow2$/);
-        const here = await localPlace();
-        assert.match(here, /^tmpdir:.+:\d+$/);
-        assert.deepEqual(roomy.claimsAtUpload, [
-          [
-            ['job-t', 1, 'pool:h1', 3 * MiB, false],
-            ['job-t', 1, here, 3 * MiB, false],
-          ],
-        ]);
-        assert.deepEqual(
-          await claims(db),
-          [
-            ['job-t', 1, 'pool:h1', 3 * MiB, true],
-            ['job-t', 1, here, 3 * MiB, true],
-          ],
-          'released',
-        );
+        ),
+        (err: unknown) => {
+          assert.ok(err instanceof DriverError && !err.transient, String(err));
+          assert.equal(
+            err.message,
+            "Host h1's storage pool (a template's first copy there) has 6.0 MiB free; the copy needs about 3.0 MiB and 3.0 MiB kept free",
+          );
+          return true;
+        },
+      );
+      assert.deepEqual([...small.volumes.keys()], [], 'nothing uploaded');
+      assert.equal(
+        await db.selectFrom('host_images').select('volume').where('host_id', '=', 'h1').executeTakeFirst(),
+        undefined,
+      );
+      assert.deepEqual(await claims(db), []);
+      // Where it fits, a job's copy holds its 3 MiB on the pool, and here (where it is read
+      // back), while it is written, and lets go after.
+      const roomy = poolWith(6 * MiB, db);
+      const onHost = await asJob('job-t', () =>
+        createHostImages(db, roomy.storage, Date.now).ensure('h1', 'uri-h1', 'tpl-1', { disk }),
+      );
+      assert.match(onHost.disk, /^template-tpl-1-[0-9a-f]{12}-[0-9a-f]{8}\.qcow2$/);
+      const here = await localPlace();
+      assert.match(here, /^tmpdir:.+:\d+$/);
+      assert.deepEqual(roomy.claimsAtUpload, [
+        [
+          ['job-t', 1, 'pool:h1', 3 * MiB],
+          ['job-t', 1, here, 3 * MiB],
+        ],
+      ]);
+      assert.deepEqual(await underWay(db), [], 'released');
+    }));
+
+  test(`a template copy waiting for another job's copy of it to the same host uses that one (${kind})`, () =>
+    withTemplate(kind, async (db, disk) => {
+      await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
+      // 8 MiB free: one copy of 3 MiB (and 3 kept free) fits, not two.
+      let open = () => {};
+      const gate = new Promise<void>((r) => {
+        open = r;
       });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+      const volumes = new Map<string, string>();
+      const a = poolWith(8 * MiB, db, { volumes, gate });
+      const b = poolWith(8 * MiB, db, { volumes });
+      const images = (p: ReturnType<typeof poolWith>) => createHostImages(db, p.storage, Date.now);
+      const first = asJob('job-a', () => images(a).ensure('h1', 'uri-h1', 'tpl-1', { disk }));
+      await waitUntil('A uploading', () => a.uploads() === 1, { everyMs: 5 });
+      const second = asJob('job-b', () => images(b).ensure('h1', 'uri-h1', 'tpl-1', { disk }));
+      assert.equal(await settlesWithin(second), 'waiting', 'B waits for the room A holds');
+      open();
+      const [fromA, fromB] = await Promise.all([first, second]);
+      assert.deepEqual(fromB, fromA, "B uses A's copy");
+      assert.equal(b.uploads(), 0, 'B copied nothing');
+      assert.deepEqual(await underWay(db), []);
+    }));
 }

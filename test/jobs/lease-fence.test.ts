@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { BackupStoreError } from '../../src/drivers/backup-store/store.ts';
 import { DriverError, type HypervisorDriver } from '../../src/drivers/driver.ts';
-import { FenceDown, fenceRun, fenceStop, type JobRun } from '../../src/drivers/fence.ts';
+import { FenceDown, fenceRun, fenceSignal, fenceStop, type JobRun } from '../../src/drivers/fence.ts';
 import { createIpPool } from '../../src/drivers/ip-pool.ts';
 import { createSimulatedDriver } from '../../src/drivers/simulated/simulated-driver.ts';
 import { type BackupDeps, backupDeps } from '../../src/jobs/backup-chain.ts';
@@ -29,9 +29,9 @@ const vmOf = (db: Kysely<Database>, id: string) =>
 for (const store of testStores()) {
   test(`a job's run knows itself in its fence: its job, the attempt its claim began, its stop signal (${store})`, () =>
     withRunningService(store, async (s) => {
-      const seen: { run?: JobRun; stop?: AbortSignal }[] = [];
+      const seen: { run?: JobRun; stop?: AbortSignal; fence?: AbortSignal }[] = [];
       const knows: Task<'stop'> = async (tc) => {
-        seen.push({ run: fenceRun(), stop: fenceStop() });
+        seen.push({ run: fenceRun(), stop: fenceStop(), fence: fenceSignal() });
         if (seen.length === 1) throw new DriverError('the host is busy', { transient: true });
         return TASKS.stop(tc);
       };
@@ -41,13 +41,16 @@ for (const store of testStores()) {
       await w.stop(1000);
       const job = await s.jobRow('stop');
       assert.deepEqual(
-        seen.map((x) => x.run),
+        seen.map((x) => [x.run?.jobId, x.run?.attempt]),
         [
-          { jobId: job.id, attempt: 1 },
-          { jobId: job.id, attempt: 2 },
+          [job.id, 1],
+          [job.id, 2],
         ],
       );
-      assert.ok(seen.every((x) => x.stop instanceof AbortSignal && !x.stop.aborted));
+      const [first, second] = seen.map((x) => x.run?.runId);
+      assert.ok(first && second && first !== second, 'each run its own id');
+      // Its stop signal is the lease's own (also aborted when the worker stops), not the fence's.
+      assert.ok(seen.every((x) => x.stop instanceof AbortSignal && x.stop !== x.fence && !x.stop.aborted));
     }));
 
   describe(`a run whose lease ran out (${store})`, () => {
@@ -249,7 +252,12 @@ for (const store of testStores()) {
 test('a lease’s fence goes down its margin before the lease’s end, keeps the later of two renewals, and stays down', () => {
   const worker = new AbortController();
   const now = Date.now();
-  const lease = new JobLease({ jobId: 'job-1', attempt: 1 }, now + 60_000, worker.signal, 6_000);
+  const lease = new JobLease(
+    { jobId: 'job-1', attempt: 1, runId: 'run-1' },
+    now + 60_000,
+    worker.signal,
+    6_000,
+  );
   lease.check();
   assert.equal(lease.expired(), false);
   // Two renewals whose answers crossed: the earlier end does not shorten the lease.
@@ -257,7 +265,12 @@ test('a lease’s fence goes down its margin before the lease’s end, keeps the
   lease.renewed(now + 70_000);
   assert.equal(lease.expired(), false);
   // Down once its end less the margin has passed (no timer: the look at the clock takes it down).
-  const ended = new JobLease({ jobId: 'job-2', attempt: 1 }, now + 5_000, worker.signal, 6_000);
+  const ended = new JobLease(
+    { jobId: 'job-2', attempt: 1, runId: 'run-2' },
+    now + 5_000,
+    worker.signal,
+    6_000,
+  );
   assert.equal(ended.expired(), true);
   assert.ok(ended.signal.reason instanceof FenceDown);
   assert.ok(ended.stop.aborted, 'the task is told to stop');

@@ -116,36 +116,48 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
           : createHash('sha256')
               .update(parts.map((p) => `${p.ext}:${p.sha}`).join('\n'))
               .digest('hex');
-      const row = await rowOf(hostId, templateId);
-      if (row?.sha256 === sha) {
+      /** The host's recorded upload, and its volumes if it is of this content and they are all there. */
+      const onHost = async () => {
+        const recorded = await rowOf(hostId, templateId);
+        if (recorded?.sha256 !== sha) return { row: recorded };
         const have = await storage.list(uri);
-        const mine = hostTemplate(t, row.volume);
+        const mine = hostTemplate(t, recorded.volume);
         const names = [mine.disk, ...(mine.kernel ? [mine.kernel.kernel, mine.kernel.initrd] : [])];
-        if (names.every((n) => have.has(n))) return mine;
-      }
+        return { row: recorded, there: names.every((n) => have.has(n)) ? mine : undefined };
+      };
+      const { row, there } = await onHost();
+      if (there) return there;
 
       const prefix = `template-${templateId}-${sha.slice(0, 12)}-${randomUUID().slice(0, 8)}`;
       const uploaded: string[] = [];
       const dropMine = async () => {
         for (const name of uploaded) await storage.remove(uri, name).catch(() => {});
       };
-      // The files go whole into the host's pool, and each is read back through this machine's
-      // temporary directory: refused for good, before anything is written, where either cannot
-      // fit; held while they are written (room-claims.ts).
-      const release = await holdRoom(db, [
+      // The files go whole into the host's pool, and each is read back into this machine's
+      // temporary directory (all kept there until the end): refused for good, before anything is
+      // written, where they cannot fit; held while they are written (room-claims.ts). Another
+      // job's upload of the same content, recorded while this one waited, is used instead.
+      const size = parts.reduce((n, p) => n + p.size, 0);
+      const meanwhile: { there?: HostTemplate } = {};
+      const release = await holdRoom(
+        db,
+        [
+          {
+            place: `pool:${hostId}`,
+            where: `Host ${hostId}'s storage pool (a template's first copy there)`,
+            need: size,
+            room: () => storage.room(uri),
+          },
+          { place: await localPlace(), where: LOCAL_ROOM, need: size, room: localRoom },
+        ],
         {
-          place: `pool:${hostId}`,
-          where: `Host ${hostId}'s storage pool (a template's first copy there)`,
-          need: parts.reduce((n, p) => n + p.size, 0),
-          room: () => storage.room(uri),
+          done: async () => {
+            meanwhile.there = (await onHost()).there;
+            return meanwhile.there !== undefined;
+          },
         },
-        {
-          place: await localPlace(),
-          where: LOCAL_ROOM,
-          need: Math.max(...parts.map((p) => p.size)),
-          room: localRoom,
-        },
-      ]);
+      );
+      if (meanwhile.there) return meanwhile.there;
       try {
         await withPrivateDir(async (dir) => {
           for (const p of parts) {
@@ -159,7 +171,6 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
               throw new DriverError('The template image reached the host damaged', { transient: true });
           }
         });
-        const size = parts.reduce((n, p) => n + p.size, 0);
         const values = { volume: `${prefix}.qcow2`, sha256: sha, size_bytes: size, created_at: now() };
         // Recorded if no upload was recorded meanwhile, or over the row read above (an older
         // content, or volumes gone): conditional, so one of two concurrent uploads wins.

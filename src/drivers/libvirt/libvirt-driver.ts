@@ -1627,7 +1627,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       let onDest: HostTemplate | undefined;
       if (used) {
         const template = await resolveTemplate(db, used.template_id);
-        onDest = await images.ensure(to, dstUri, used.template_id, template);
+        // A refusal (no room for the template there) undoes the migration (its caller), for good.
+        onDest = await images.ensure(to, dstUri, used.template_id, template).catch((err: unknown) => {
+          throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+        });
       }
       // Leftovers of an earlier attempt on the destination go first, and its copy of the disk on
       // the source (a stopped VM's): the room they hold is counted free.

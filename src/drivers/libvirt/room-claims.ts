@@ -10,13 +10,16 @@
  * other copy held there is a copy refused for good, as before.
  *
  * What counts, for a check whose free figure was read at time T:
- * - a claim under way, while the job attempt that made it runs under a lease not yet ended (its
- *   job `running`, `locked_until` ahead, `attempts` its attempt): one whose process died stops
- *   counting when its lease runs out or the job's next attempt begins (so nothing is held for
- *   ever), and the attempt's own claims never count against it;
- * - a claim released (its copy over) unless the figure was read from the place after the release
- *   (`fresh`, T after `released_at`, in a later millisecond): a figure read before, or libvirt's last figure of a
- *   pool a copy holds, may not show the copy's bytes yet. Released claims go after an hour.
+ * - a claim under way, while the job run that made it goes on: its job `running` in that attempt
+ *   (`attempts`) under a lease not yet ended (`locked_until` ahead). Once its run is found over
+ *   (the process died and its lease ran out, the job's next attempt began, or the same job's
+ *   next run holds room) it is marked released, so nothing is held for ever; the run's own
+ *   claims under way never count against it;
+ * - a claim released (its copy over, or its run) unless the figure was read from the place after
+ *   the release (`fresh`, T after `released_at`, in a later millisecond): a figure read before,
+ *   or libvirt's last figure of a pool a copy holds, may not show the copy's bytes yet. The run's
+ *   own released claims count too (a move's template copy, then its disk's). Released claims go
+ *   after an hour.
  * A claim counts its copy's whole size while the copy has written part of it: a check may wait
  * longer than it must, never fill a place. Copies wait in no order: a large one may wait while
  * smaller ones keep taking what frees up.
@@ -60,17 +63,28 @@ const RELEASED_KEPT_MS = 60 * 60_000;
 /** One key for every claim's transaction on PostgreSQL (pg_advisory_xact_lock): claims are few. */
 const CLAIMS_LOCK = 0x76_72_70_72; // 'vrpr'
 
+/** What a hold waits with. */
+export interface HoldOptions {
+  /** How long it waits before it looks again (ROOM_WAIT_MS unless given). */
+  readonly waitMs?: number;
+  /**
+   * Asked before each look after a wait: true if what the copy was for is there now (another
+   * job made it meanwhile); the hold then ends holding nothing.
+   */
+  readonly done?: () => Promise<boolean>;
+}
+
 /**
- * Holds `wants` for the calling job attempt, waiting (every `waitMs`) while other copies' claims
- * leave too little; refuses for good (checkRoom's error) a place too small with no other claim
- * there. Resolves to the claims' release, which the caller runs once its copies are over,
- * whatever happened; a release that does not reach the store leaves claims that end with the
- * attempt's run.
+ * Holds `wants` for the calling job run, waiting while other copies' claims leave too little;
+ * refuses for good (checkRoom's error) a place too small with no other claim there. Resolves to
+ * the claims' release, which the caller runs once its copies are over, whatever happened (a
+ * no-op where nothing is held); a release that does not reach the store leaves claims that end
+ * with the run.
  */
 export async function holdRoom(
   db: Kysely<Database>,
   wants: readonly RoomWant[],
-  waitMs = ROOM_WAIT_MS,
+  options: HoldOptions = {},
 ): Promise<() => Promise<void>> {
   const run = fenceRun();
   // Two wants on one place (a pool both source and destination) need their sum there.
@@ -79,8 +93,9 @@ export async function holdRoom(
     const same = places.get(w.place);
     places.set(w.place, { ...w, need: (same?.need ?? 0) + w.need });
   }
-  for (;;) {
+  for (let waited = false; ; waited = true) {
     checkStop();
+    if (waited && (await options.done?.())) return async () => {};
     const room: PlaceRoom[] = [];
     for (const want of places.values()) {
       const readAt = Date.now();
@@ -102,7 +117,7 @@ export async function holdRoom(
       };
     }
     // A run that must stop (fence.ts) stops waiting at once.
-    await sleep(waitMs, undefined, { signal: fenceStop() }).catch(() => {});
+    await sleep(options.waitMs ?? ROOM_WAIT_MS, undefined, { signal: fenceStop() }).catch(() => {});
   }
 }
 
@@ -116,11 +131,12 @@ function checkStop(): void {
 }
 
 /**
- * In one transaction: drops the claims that no longer count for anyone (of an attempt no longer
- * running; released over an hour ago), and inserts one per place if each place's free room less
- * what the others hold there (see the top) fits what the copy needs; undefined (nothing
- * inserted) if one does not. Throws checkRoom's refusal for a place too small with nothing else
- * held there, and FenceDown if the attempt is no longer the job's running one.
+ * In one transaction: ends the claims whose run is over (of an attempt no longer running under
+ * its lease, or an earlier run of this job: marked released, so that they count as released
+ * ones do), drops those released over an hour ago, and inserts one per place if each place's
+ * free room less what the others hold there (see the top) fits what the copy needs; undefined
+ * (nothing inserted) if one does not. Throws checkRoom's refusal for a place too small with
+ * nothing else held there, and FenceDown if the run's attempt is no longer the job's running one.
  */
 async function claim(
   db: Kysely<Database>,
@@ -140,30 +156,33 @@ async function claim(
       .executeTakeFirst();
     if (!current) throw new FenceDown();
     await tx
-      .deleteFrom('room_claims')
+      .updateTable('room_claims')
+      .set({ released_at: now })
+      .where('released_at', 'is', null)
       .where((eb) =>
         eb.or([
-          eb('released_at', '<', now - RELEASED_KEPT_MS),
-          eb.and([
-            eb('released_at', 'is', null),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom('jobs')
-                  .select('jobs.id')
-                  .whereRef('jobs.id', '=', 'room_claims.job_id')
-                  .whereRef('jobs.attempts', '=', 'room_claims.attempt')
-                  .where('jobs.status', '=', 'running')
-                  .where('jobs.locked_until', '>=', now),
-              ),
+          eb.and([eb('job_id', '=', run.jobId), eb('run_id', '!=', run.runId)]),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('jobs')
+                .select('jobs.id')
+                .whereRef('jobs.id', '=', 'room_claims.job_id')
+                .whereRef('jobs.attempts', '=', 'room_claims.attempt')
+                .where('jobs.status', '=', 'running')
+                .where('jobs.locked_until', '>=', now),
             ),
-          ]),
+          ),
         ]),
       )
       .execute();
+    await tx
+      .deleteFrom('room_claims')
+      .where('released_at', '<', now - RELEASED_KEPT_MS)
+      .execute();
     const claims = await tx
       .selectFrom('room_claims')
-      .select(['place', 'bytes', 'job_id', 'attempt', 'released_at'])
+      .select(['place', 'bytes', 'run_id', 'released_at'])
       .where(
         'place',
         'in',
@@ -173,8 +192,11 @@ async function claim(
     for (const r of room) {
       let held = 0;
       for (const c of claims) {
-        if (c.place !== r.place || (c.job_id === run.jobId && c.attempt === run.attempt)) continue;
+        if (c.place !== r.place) continue;
         const released = c.released_at === null ? undefined : Number(c.released_at);
+        // The run's own claims under way (a hold's release that did not reach the store) never
+        // count against it; its released ones count as anyone's (its template's copy, then its move's).
+        if (released === undefined && c.run_id === run.runId) continue;
         if (released === undefined || !r.fresh || r.readAt <= released) held += Number(c.bytes);
       }
       if (held === 0) checkRoom(r.bytes, r.need, r.where);
@@ -186,6 +208,7 @@ async function claim(
       bytes: r.need,
       job_id: run.jobId,
       attempt: run.attempt,
+      run_id: run.runId,
       created_at: now,
       released_at: null,
     }));
