@@ -27,13 +27,12 @@ export interface Fence {
 }
 
 /**
- * One run of a job: the job's id, the attempt's number (`jobs.attempts` as its claim set it; a run
- * given back, its host out of reach, leaves the number to the next), and an id no other run has.
+ * One run of a job: the job's id and the attempt's number (`jobs.attempts` as its claim set it; a
+ * run given back, its host out of reach, leaves the number to the next).
  */
 export interface JobRun {
   readonly jobId: string;
   readonly attempt: number;
-  readonly runId: string;
 }
 
 /** What a step of an attempt whose fence is down throws: transient, the job's next run does the work. */

@@ -66,8 +66,6 @@ export interface Worker {
  */
 export function createWorker(o: WorkerOptions): Worker {
   const id = `worker-${randomUUID()}`;
-  /** The runs this worker began: each run's id is the worker's and this count (JobRun.runId). */
-  let runs = 0;
   let lastMaintenance = 0;
   const deps = {
     workerId: id,
@@ -135,7 +133,7 @@ export function createWorker(o: WorkerOptions): Worker {
       // queued it): that run is stale, and stops.
       leases.get(job.id)?.takeDown();
       const lease = new JobLease(
-        { jobId: job.id, attempt: job.attempts, runId: `${id}:${++runs}` },
+        { jobId: job.id, attempt: job.attempts },
         until,
         loop.workSignal,
         o.leaseMs / 10,

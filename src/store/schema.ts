@@ -487,11 +487,16 @@ export interface RoomClaimTable {
   job_id: string;
   /** The attempt of the job that holds it (`jobs.attempts` as that attempt's claim set it). */
   attempt: number;
-  /** The run that holds it (JobRun.runId). */
-  run_id: string;
   created_at: number;
   /** When its copy ended, or its run was found over (ms); NULL while under way. */
   released_at: number | null;
+}
+
+/** A place's last free figure read afresh (migration 038): claims released well before it show in every figure of it since. */
+export interface RoomPlaceTable {
+  place: string;
+  /** When that read began (ms). */
+  fresh_at: number;
 }
 
 export interface SimVmTable {
@@ -785,6 +790,7 @@ export interface Database {
   libvirt_vms: LibvirtVmTable;
   libvirt_leftovers: LibvirtLeftoverTable;
   room_claims: RoomClaimTable;
+  room_places: RoomPlaceTable;
   sim_backups: SimBackupTable;
   sim_checkpoints: SimCheckpointTable;
   meta: MetaTable;

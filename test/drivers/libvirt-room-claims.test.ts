@@ -5,7 +5,8 @@
  * too small with nothing else held there is refused for good; a released claim still counts for
  * a figure read before its release or not read afresh; a claim stops counting when its attempt's
  * lease or run ends or the job's next attempt begins, and an attempt taken over claims nothing;
- * a wait ends when its attempt must stop; two copies claiming at once (from two processes on
+ * a claim released long ago counts for a figure not read afresh since; a job's new hold ends its
+ * earlier claims; a wait ends when its attempt must stop; two copies claiming at once (from two processes on
  * PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
  * good where the host's pool cannot hold it, holds its room while it is written, and one that
  * waited for another job's copy of it uses that copy.
@@ -113,10 +114,10 @@ const ended = (db: Kysely<Database>, id: string) =>
 function asJob<R>(
   jobId: string,
   work: () => Promise<R>,
-  o: { attempt?: number; runId?: string; down?: AbortController; stop?: AbortController } = {},
+  o: { attempt?: number; down?: AbortController; stop?: AbortController } = {},
 ): Promise<R> {
   const signal = (o.down ?? new AbortController()).signal;
-  const run: JobRun = { jobId, attempt: o.attempt ?? 1, runId: o.runId ?? `${jobId}:${o.attempt ?? 1}` };
+  const run: JobRun = { jobId, attempt: o.attempt ?? 1 };
   return fenced(
     {
       run,
@@ -325,14 +326,9 @@ for (const kind of testStores()) {
         FenceDown,
       );
       assert.deepEqual(await underWay(db), [['job-d', 2, 'pool:b', 5 * GiB]]);
-      // A run's own claim under way (a release that did not reach the store) never counts against it.
-      await asJob('job-d', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }), { attempt: 2 });
-      // A run given back (its host out of reach) leaves its attempt's number to the next run: that
-      // run's hold ends the earlier run's claims, which no longer count as under way.
-      await asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 20 * GiB)], { waitMs: 10 }), {
-        attempt: 2,
-        runId: 'job-d:2:again',
-      });
+      // A job's claim under way at its next hold (a release that did not reach the store, or a run
+      // given back with its attempt's number) is over: the new hold replaces it.
+      await asJob('job-d', () => holdRoom(db, [pool(1 * GiB, 20 * GiB)], { waitMs: 10 }), { attempt: 2 });
       assert.deepEqual(await underWay(db), [['job-d', 2, 'pool:b', 1 * GiB]]);
       await releaseD2();
       // E holds 5 GiB of 10 once D's last claim is over (D's job ended), with figures read afresh.
@@ -377,6 +373,58 @@ for (const kind of testStores()) {
       assert.equal(await settlesWithin(after), 'waiting', "A's 2 GiB count against a figure not read afresh");
       fresh = true;
       await after;
+    });
+  });
+
+  test(`a released claim counts for a figure not read afresh however long ago it ended, and goes once a fresh read shows it (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
+      await (await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 })))();
+      // A's copy ended two hours ago, and the pool's last fresh read was before that: every
+      // figure libvirt kept since (a copy holding the pool) may not show A's bytes.
+      const hour = 60 * 60_000;
+      await db
+        .updateTable('room_claims')
+        .set({ released_at: Date.now() - 2 * hour })
+        .execute();
+      await db
+        .updateTable('room_places')
+        .set({ fresh_at: Date.now() - 3 * hour })
+        .where('place', '=', 'pool:b')
+        .execute();
+      let fresh = false;
+      const b = asJob('job-b', () =>
+        holdRoom(db, [pool(5 * GiB, () => ({ bytes: 10 * GiB, fresh }))], { waitMs: 10 }),
+      );
+      assert.equal(await settlesWithin(b), 'waiting', "A's 5 GiB still count");
+      // A fresh read, long after A's release, shows its bytes: A's claim goes, B holds the room.
+      fresh = true;
+      await b;
+      assert.deepEqual(await claims(db), [['job-b', 1, 'pool:b', 5 * GiB, false]]);
+    });
+  });
+
+  test(`two jobs whose releases did not reach the store do not wait on each other for ever (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-r');
+      await runningJob(db, 'job-s');
+      const at = (place: string) => ({ ...pool(5 * GiB, 10 * GiB), place });
+      // R holds X and S holds Y, and neither release reaches the store (never called here).
+      await asJob('job-r', () => holdRoom(db, [at('pool:x')], { waitMs: 10 }));
+      await asJob('job-s', () => holdRoom(db, [at('pool:y')], { waitMs: 10 }));
+      // Then R wants Y and S wants X: each new hold ends its own job's earlier claim.
+      const both = Promise.all([
+        asJob('job-r', () => holdRoom(db, [at('pool:y')], { waitMs: 10 })),
+        asJob('job-s', () => holdRoom(db, [at('pool:x')], { waitMs: 10 })),
+      ]);
+      assert.equal(await settlesWithin(both, 2_000), 'held');
+      assert.deepEqual(await underWay(db), [
+        ['job-r', 1, 'pool:y', 5 * GiB],
+        ['job-s', 1, 'pool:x', 5 * GiB],
+      ]);
     });
   });
 

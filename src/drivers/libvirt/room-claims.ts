@@ -10,16 +10,19 @@
  * other copy held there is a copy refused for good, as before.
  *
  * What counts, for a check whose free figure was read at time T:
- * - a claim under way, while the job run that made it goes on: its job `running` in that attempt
- *   (`attempts`) under a lease not yet ended (`locked_until` ahead). Once its run is found over
- *   (the process died and its lease ran out, the job's next attempt began, or the same job's
- *   next run holds room) it is marked released, so nothing is held for ever; the run's own
- *   claims under way never count against it;
- * - a claim released (its copy over, or its run) unless the figure was read from the place after
- *   the release (`fresh`, T after `released_at`, in a later millisecond): a figure read before,
- *   or libvirt's last figure of a pool a copy holds, may not show the copy's bytes yet. The run's
- *   own released claims count too (a move's template copy, then its disk's). Released claims go
- *   after an hour.
+ * - a claim under way, while the job attempt that made it runs under a lease not yet ended (its
+ *   job `running` in that attempt, `attempts`, with `locked_until` ahead). Once it is found over
+ *   (the process died and its lease ran out, the job's next attempt began, the job ended) it is
+ *   marked released, so nothing is held for ever. A job's new hold marks all its earlier claims
+ *   released: holds are never nested, so those are over (a release that did not reach the store);
+ * - a claim released (its copy over, or its run) unless the figure shows its bytes: read afresh
+ *   from the place (`fresh`) after the release, in a later millisecond. libvirt's last figure of
+ *   a pool a copy holds (not fresh) is at least as new as the place's last fresh read recorded
+ *   (`room_places`), so for it the claims released since that read count. A released claim goes
+ *   once the place's last fresh read began READ_MAX_AGE_MS after its release: no check counts it
+ *   any more, since a read older than that is read again before it is used.
+ * Times are each worker's clock: their differences must stay well below the margin kept free and
+ * the lease's (as the lease already needs).
  * A claim counts its copy's whole size while the copy has written part of it: a check may wait
  * longer than it must, never fill a place. Copies wait in no order: a large one may wait while
  * smaller ones keep taking what frees up.
@@ -57,8 +60,11 @@ interface PlaceRoom extends Room {
 /** How long a copy waits for other copies' room before it looks again (ms). */
 export const ROOM_WAIT_MS = 5_000;
 
-/** How long a released claim is kept for checks whose figure is older than its release (ms). */
-const RELEASED_KEPT_MS = 60 * 60_000;
+/**
+ * How old a free figure may be when its claim is made (ms): one older is read again. A released
+ * claim goes once a fresh read of its place began this long after its release.
+ */
+const READ_MAX_AGE_MS = 5 * 60_000;
 
 /** One key for every claim's transaction on PostgreSQL (pg_advisory_xact_lock): claims are few. */
 const CLAIMS_LOCK = 0x76_72_70_72; // 'vrpr'
@@ -87,6 +93,7 @@ export async function holdRoom(
   options: HoldOptions = {},
 ): Promise<() => Promise<void>> {
   const run = fenceRun();
+  if (wants.length === 0) return async () => {};
   // Two wants on one place (a pool both source and destination) need their sum there.
   const places = new Map<string, RoomWant>();
   for (const w of wants) {
@@ -109,16 +116,28 @@ export async function holdRoom(
     if (ids) {
       return async () => {
         await db
-          .updateTable('room_claims')
-          .set({ released_at: Date.now() })
-          .where('id', 'in', ids)
-          .execute()
+          .transaction()
+          .execute(async (tx) => {
+            // Under the claims' lock: a claim marking these released too would otherwise lock
+            // them in another order (PostgreSQL).
+            await lockClaims(tx);
+            await tx
+              .updateTable('room_claims')
+              .set({ released_at: Date.now() })
+              .where('id', 'in', ids)
+              .execute();
+          })
           .catch(() => undefined);
       };
     }
     // A run that must stop (fence.ts) stops waiting at once.
     await sleep(options.waitMs ?? ROOM_WAIT_MS, undefined, { signal: fenceStop() }).catch(() => {});
   }
+}
+
+/** Takes the claims' lock for the rest of the transaction (PostgreSQL; SQLite's transactions take turns). */
+async function lockClaims(tx: Kysely<Database>): Promise<void> {
+  if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(${CLAIMS_LOCK})`.execute(tx);
 }
 
 /** Throws if the calling attempt must stop: its fence is down (FenceDown), or its worker stops. */
@@ -131,12 +150,13 @@ function checkStop(): void {
 }
 
 /**
- * In one transaction: ends the claims whose run is over (of an attempt no longer running under
- * its lease, or an earlier run of this job: marked released, so that they count as released
- * ones do), drops those released over an hour ago, and inserts one per place if each place's
- * free room less what the others hold there (see the top) fits what the copy needs; undefined
- * (nothing inserted) if one does not. Throws checkRoom's refusal for a place too small with
- * nothing else held there, and FenceDown if the run's attempt is no longer the job's running one.
+ * In one transaction: marks released the claims that are over (of an attempt no longer running
+ * under its lease, and this job's earlier ones), records the places read afresh, drops the
+ * released claims every figure shows, and inserts one claim per place if each place's free room
+ * less what the others hold there (see the top) fits what the copy needs; undefined (nothing
+ * inserted: wait, and look again) if one does not, or a figure is too old. Throws checkRoom's
+ * refusal for a place too small with nothing else held there, and FenceDown if the run's attempt
+ * is no longer the job's running one.
  */
 async function claim(
   db: Kysely<Database>,
@@ -144,8 +164,10 @@ async function claim(
   room: readonly PlaceRoom[],
 ): Promise<string[] | undefined> {
   return db.transaction().execute(async (tx) => {
-    if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(${CLAIMS_LOCK})`.execute(tx);
+    await lockClaims(tx);
     const now = Date.now();
+    // A figure read long ago: read again (the claims it must count may be gone).
+    if (room.some((r) => now - r.readAt > READ_MAX_AGE_MS)) return undefined;
     const current = await tx
       .selectFrom('jobs')
       .select('id')
@@ -161,7 +183,7 @@ async function claim(
       .where('released_at', 'is', null)
       .where((eb) =>
         eb.or([
-          eb.and([eb('job_id', '=', run.jobId), eb('run_id', '!=', run.runId)]),
+          eb('job_id', '=', run.jobId),
           eb.not(
             eb.exists(
               eb
@@ -176,28 +198,49 @@ async function claim(
         ]),
       )
       .execute();
+    for (const r of room.filter((x) => x.fresh)) {
+      await tx
+        .insertInto('room_places')
+        .values({ place: r.place, fresh_at: r.readAt })
+        .onConflict((oc) =>
+          oc.column('place').doUpdateSet({
+            fresh_at: sql<number>`case when excluded.fresh_at > room_places.fresh_at then excluded.fresh_at else room_places.fresh_at end`,
+          }),
+        )
+        .execute();
+    }
     await tx
       .deleteFrom('room_claims')
-      .where('released_at', '<', now - RELEASED_KEPT_MS)
-      .execute();
-    const claims = await tx
-      .selectFrom('room_claims')
-      .select(['place', 'bytes', 'run_id', 'released_at'])
-      .where(
-        'place',
-        'in',
-        room.map((r) => r.place),
+      .where('released_at', 'is not', null)
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('room_places')
+            .select('room_places.place')
+            .whereRef('room_places.place', '=', 'room_claims.place')
+            .where(sql<boolean>`room_claims.released_at < room_places.fresh_at - ${READ_MAX_AGE_MS}`),
+        ),
       )
       .execute();
+    const places = room.map((r) => r.place);
+    const freshAt = new Map(
+      (await tx.selectFrom('room_places').selectAll().where('place', 'in', places).execute()).map((p) => [
+        p.place,
+        Number(p.fresh_at),
+      ]),
+    );
+    const claims = await tx
+      .selectFrom('room_claims')
+      .select(['place', 'bytes', 'released_at'])
+      .where('place', 'in', places)
+      .execute();
     for (const r of room) {
+      // A released claim counts for this figure if it may not show its bytes (see the top).
+      const shownBefore = r.fresh ? r.readAt : (freshAt.get(r.place) ?? Number.NEGATIVE_INFINITY);
       let held = 0;
       for (const c of claims) {
         if (c.place !== r.place) continue;
-        const released = c.released_at === null ? undefined : Number(c.released_at);
-        // The run's own claims under way (a hold's release that did not reach the store) never
-        // count against it; its released ones count as anyone's (its template's copy, then its move's).
-        if (released === undefined && c.run_id === run.runId) continue;
-        if (released === undefined || !r.fresh || r.readAt <= released) held += Number(c.bytes);
+        if (c.released_at === null || Number(c.released_at) >= shownBefore) held += Number(c.bytes);
       }
       if (held === 0) checkRoom(r.bytes, r.need, r.where);
       else if (!roomLeft(r.bytes - held, r.need)) return undefined;
@@ -208,7 +251,6 @@ async function claim(
       bytes: r.need,
       job_id: run.jobId,
       attempt: run.attempt,
-      run_id: run.runId,
       created_at: now,
       released_at: null,
     }));
