@@ -375,3 +375,8 @@ export function migrationUndone(reason: DriverError): DriverError {
     },
   );
 }
+
+/** What a migration that its caller undoes throws for `err`: migrationUndone of a failure for good, anything else as it is. */
+export function undoneIfFinal(err: unknown): unknown {
+  return err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+}

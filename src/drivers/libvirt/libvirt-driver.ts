@@ -18,10 +18,10 @@ import {
   DriverError,
   type HypervisorDriver,
   type InterfaceCounters,
-  migrationUndone,
   type PowerState,
   type ReinstallSpec,
   type RescueLogin,
+  undoneIfFinal,
   type VmInfo,
   type VmSpec,
 } from '../driver.ts';
@@ -36,7 +36,7 @@ import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from '.
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
-import { holdRoom } from './room-claims.ts';
+import { holdRoom, poolPlace } from './room-claims.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import {
   createPoolStorage,
@@ -1593,16 +1593,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       try {
         return await holdRoom(db, [
           {
-            place: `pool:${vm.host_id}`,
+            place: poolPlace(vm.host_id),
             where: `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
             need,
             room: () => pool.room(srcUri),
           },
           { place: await localPlace(), where: LOCAL_ROOM, need, room: localRoom },
-          { place: `pool:${to}`, where: `Host ${to}'s storage pool`, need, room: () => pool.room(dstUri) },
+          { place: poolPlace(to), where: `Host ${to}'s storage pool`, need, room: () => pool.room(dstUri) },
         ]);
       } catch (err) {
-        throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+        throw undoneIfFinal(err);
       }
     }
 
@@ -1629,7 +1629,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         const template = await resolveTemplate(db, used.template_id);
         // A refusal (no room for the template there) undoes the migration (its caller), for good.
         onDest = await images.ensure(to, dstUri, used.template_id, template).catch((err: unknown) => {
-          throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+          throw undoneIfFinal(err);
         });
       }
       // Leftovers of an earlier attempt on the destination go first, and its copy of the disk on
@@ -1642,91 +1642,71 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         release = await checkColdRoom(vm, to, srcUri, dstUri);
       }
       try {
-        return await copyAndDefine(vm, to, live, { srcUri, dstUri, inactive, used, onDest, flat });
-      } finally {
-        await release();
-      }
-    }
-
-    /** move()'s copies and the domain's definition on `to`, once their room is held. */
-    async function copyAndDefine(
-      vm: LibvirtVmTable,
-      to: string,
-      live: boolean,
-      m: {
-        srcUri: string;
-        dstUri: string;
-        inactive: string;
-        used: Awaited<ReturnType<typeof templateOf>>;
-        onDest: HostTemplate | undefined;
-        flat: string;
-      },
-    ): Promise<{ migrate_ms?: number; downtime_ms?: number }> {
-      const { srcUri, dstUri, inactive, used, onDest, flat } = m;
-      const name = domainName(vm.id);
-      const v = vmVolumes(vm.id);
-      await pool.copyBetween(srcUri, v.seed, dstUri);
-      await pool.copyBetween(srcUri, v.console, dstUri);
-      if (live) {
-        const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
-          .stdout;
-        const started = performance.now();
-        await withPrivateDir(async (dir) => {
-          await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
-          await writeFile(join(dir, 'persistent.xml'), retarget(inactive, used?.volume, onDest));
+        await pool.copyBetween(srcUri, v.seed, dstUri);
+        await pool.copyBetween(srcUri, v.console, dstUri);
+        if (live) {
+          const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
+            .stdout;
+          const started = performance.now();
+          await withPrivateDir(async (dir) => {
+            await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
+            await writeFile(join(dir, 'persistent.xml'), retarget(inactive, used?.volume, onDest));
+            await virsh(
+              srcUri,
+              [
+                'migrate',
+                '--live',
+                '--persistent',
+                '--undefinesource',
+                '--copy-storage-all',
+                ...migrationAddressArgs(dstUri),
+                '--xml',
+                join(dir, 'live.xml'),
+                '--persistent-xml',
+                join(dir, 'persistent.xml'),
+                name,
+                dstUri,
+              ],
+              'Could not migrate the VM',
+              60 * 60_000,
+            );
+          });
+          const migrateMs = Math.round(performance.now() - started);
+          // The figures are a report: a destination that cannot give them does not fail the move.
+          const job = await virsh(dstUri, ['domjobinfo', '--completed', name], 'Could not read the migration')
+            .then((r) => parseJobInfo(r.stdout))
+            .catch(() => ({ downtime_ms: undefined }));
+          return {
+            migrate_ms: migrateMs,
+            ...(job.downtime_ms !== undefined ? { downtime_ms: job.downtime_ms } : {}),
+          };
+        } else {
+          // The disk folded into a standalone qcow2 on the source, copied, defined on the destination.
+          await pool.cloneFlat(srcUri, v.disk, flat);
+          try {
+            await pool.copyBetween(srcUri, flat, dstUri, v.disk);
+          } finally {
+            await pool.remove(srcUri, flat);
+          }
+          const type = await virtTypeOf(to);
+          await defineXml(
+            dstUri,
+            retarget(inactive, used?.volume, onDest).replace(
+              /<domain type=(['"])\w+\1/,
+              `<domain type='${type}'`,
+            ),
+          );
           await virsh(
             srcUri,
-            [
-              'migrate',
-              '--live',
-              '--persistent',
-              '--undefinesource',
-              '--copy-storage-all',
-              ...migrationAddressArgs(dstUri),
-              '--xml',
-              join(dir, 'live.xml'),
-              '--persistent-xml',
-              join(dir, 'persistent.xml'),
-              name,
-              dstUri,
-            ],
-            'Could not migrate the VM',
-            60 * 60_000,
-          );
-        });
-        const migrateMs = Math.round(performance.now() - started);
-        // The figures are a report: a destination that cannot give them does not fail the move.
-        const job = await virsh(dstUri, ['domjobinfo', '--completed', name], 'Could not read the migration')
-          .then((r) => parseJobInfo(r.stdout))
-          .catch(() => ({ downtime_ms: undefined }));
-        return {
-          migrate_ms: migrateMs,
-          ...(job.downtime_ms !== undefined ? { downtime_ms: job.downtime_ms } : {}),
-        };
-      } else {
-        // The disk folded into a standalone qcow2 on the source, copied, defined on the destination.
-        await pool.cloneFlat(srcUri, v.disk, flat);
-        try {
-          await pool.copyBetween(srcUri, flat, dstUri, v.disk);
-        } finally {
-          await pool.remove(srcUri, flat);
+            ['undefine', '--checkpoints-metadata', name],
+            'Could not remove the VM from its old host',
+          ).catch((err) => {
+            if (!isNoDomain(err)) throw err;
+          });
+          return {};
         }
-        const type = await virtTypeOf(to);
-        await defineXml(
-          dstUri,
-          retarget(inactive, used?.volume, onDest).replace(
-            /<domain type=(['"])\w+\1/,
-            `<domain type='${type}'`,
-          ),
-        );
-        await virsh(
-          srcUri,
-          ['undefine', '--checkpoints-metadata', name],
-          'Could not remove the VM from its old host',
-        ).catch((err) => {
-          if (!isNoDomain(err)) throw err;
-        });
-        return {};
+      } finally {
+        await release();
       }
     }
 
@@ -1867,7 +1847,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (held) {
         const again = await stillTakes(vm, to, toHostId).catch(async (err: unknown) => {
           await undo(vm, to, live);
-          throw err instanceof DriverError && !err.transient ? migrationUndone(err) : err;
+          throw undoneIfFinal(err);
         });
         if (!again) {
           await undo(vm, to, live);

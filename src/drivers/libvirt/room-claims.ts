@@ -40,7 +40,7 @@ import { checkRoom, type Room, roomLeft } from './storage.ts';
 
 /** A place a copy is about to write to, and how much. */
 export interface RoomWant {
-  /** The place's key: `pool:<host id>`, or localPlace() for this machine's temporary directory. */
+  /** The place's key: poolPlace() of a host, or localPlace() for this machine's temporary directory. */
   readonly place: string;
   /** The place as the refusal names it (with what to do). */
   readonly where: string;
@@ -48,6 +48,9 @@ export interface RoomWant {
   /** Its free room now (read again after each wait). */
   room(): Promise<Room>;
 }
+
+/** The key of host `hostId`'s storage pool as a place copies hold room on. */
+export const poolPlace = (hostId: string) => `pool:${hostId}`;
 
 /** A place's free room as last read (from `readAt`), and what the copy needs there. */
 interface PlaceRoom extends Room {
