@@ -281,9 +281,15 @@ export interface HypervisorDriver {
    * `diskBytes` bytes, grown to the VM's disk size; leaves the power state as it found it. The
    * VM's checkpoints are dropped: the next export is full. Nothing is changed until every run
    * has been received and the image is on the VM's host (a failing source or upload leaves the
-   * old disk).
+   * old disk). `dataBytes`: how many of the runs' bytes may be other than zeros, at most (the
+   * room the image's copies take on the way; `diskBytes` unless given).
    */
-  importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void>;
+  importDisk(
+    vmId: string,
+    diskBytes: number,
+    runs: AsyncIterable<DiskRun>,
+    dataBytes?: number,
+  ): Promise<void>;
   /** Forgets the VM's checkpoint `backupId` (its backup was deleted); a missing one is already gone. */
   dropCheckpoint(vmId: string, backupId: string): Promise<void>;
   /**

@@ -481,7 +481,10 @@ export interface LibvirtLeftoverTable {
 /** The room a copy under way holds on a place it writes to, while its job attempt's lease lasts (migration 038). */
 export interface RoomClaimTable {
   id: string;
-  /** `pool:<host id>`: a host's storage pool; `tmpdir:<machine>:<device>`: a worker machine's temporary directory's filesystem. */
+  /**
+   * `pool:<host id>`: a host's storage pool; `fs:<machine>:<device>`: a filesystem of a worker
+   * machine (its temporary directory's, and a pool's on that machine: PoolStorage.place).
+   */
   place: string;
   bytes: number;
   job_id: string;

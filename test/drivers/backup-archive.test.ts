@@ -116,6 +116,18 @@ test('each backup of an incremental chain restores its own point, zeroed ranges 
   assert.equal(sha(await assemble(archive.restoreRuns([full]))), sha(d1));
   assert.equal(sha(await assemble(archive.restoreRuns([full, inc1]))), sha(d2));
   assert.equal(sha(await assemble(archive.restoreRuns([full, inc1, inc2]))), sha(d3));
+  // What a restore writes other than zeros, from the manifests, in the stored segments' units
+  // (a full backup's: 4 MiB): the full one's data; less the MiB the first incremental zeroed (its
+  // change over data is no more); the second's changes fall in segments stored already; a third
+  // one's 64 KiB in a segment the full one left out (all zeros) adds them.
+  assert.equal(archive.restoreDataBytes([full]), full.dataBytes);
+  assert.equal(archive.restoreDataBytes([full, inc1]), full.dataBytes - MiB);
+  assert.equal(archive.restoreDataBytes([full, inc1, inc2]), full.dataBytes - MiB);
+  const d4 = Buffer.from(d3);
+  randomBytes(64 * 1024).copy(d4, 17 * MiB);
+  const inc3 = await archive.write(meta('b4', 'b3'), runsOf(d4, [[17 * MiB, 17 * MiB + 64 * 1024]]));
+  assert.equal(sha(await assemble(archive.restoreRuns([full, inc1, inc2, inc3]))), sha(d4));
+  assert.equal(archive.restoreDataBytes([full, inc1, inc2, inc3]), full.dataBytes - MiB + 64 * 1024);
   assert.throws(() => archive.restoreRuns([inc1, inc2]), BackupCorruptError);
   await assert.rejects(assemble(archive.restoreRuns([full, inc2])), /not one chain/);
 });

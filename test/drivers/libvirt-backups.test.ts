@@ -39,6 +39,7 @@ import {
   poolVolumes,
   removeTemplateVolumes,
   startTestHost,
+  withFullTmpdir,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
@@ -497,6 +498,56 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await d.dropCheckpoint(vmId, 'b4');
       assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
       assert.equal(domstate(), 'shut off');
+    },
+  );
+
+  await t.test(
+    "an export and an import are refused for good where this machine's temporary directory cannot hold their copies, before anything changes",
+    async () => {
+      const before = await sha256(await diskImage('disk-before-refusals'));
+      const tmpRefusal = (need: string) => (err: unknown) => {
+        assert.ok(err instanceof DriverError && !err.transient, String(err));
+        assert.match(
+          err.message,
+          new RegExp(
+            `^The temporary directory of the vrp process that copies \\(TMPDIR\\) has 0\\.0 MiB free; the copy needs about ${need} and \\d+\\.\\d [MG]iB kept free$`,
+          ),
+        );
+        return true;
+      };
+      // An incremental export passes at most the disk's own bytes (what it holds over the
+      // template; a full one would add the template's).
+      const own = Number(
+        /^Allocation:\s+(\d+)/m.exec(
+          virshOut(uri, 'vol-info', '--bytes', '--pool', 'vrp', `${vmId}.qcow2`),
+        )?.[1],
+      );
+      assert.ok(own > 0);
+      const commandsBefore = commands.length;
+      await withFullTmpdir(async () => {
+        await assert.rejects(
+          d.exportDisk(vmId, 'b-no-room', 'b3'),
+          tmpRefusal(`${(own / 2 ** 20).toFixed(1).replace('.', '\\.')} MiB`),
+        );
+        assert.ok(
+          !commands.slice(commandsBefore).some((c) => c === 'virsh start' || c === 'virsh backup-begin'),
+          'refused before the domain is started or a backup begun',
+        );
+        // An import's raw file and its qcow2 lie side by side here: twice the data it is given.
+        await assert.rejects(
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')), 64 * 2 ** 20),
+          tmpRefusal('128\\.0 MiB'),
+        );
+      });
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3'], 'no checkpoint made, none dropped');
+      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
+      assert.deepEqual(
+        poolVolumes(uri).filter((v) => v.startsWith(vmId)),
+        [`${vmId}.console.log`, `${vmId}.qcow2`, `${vmId}.seed.iso`],
+        'no staged image on the host',
+      );
+      assert.equal(domstate(), 'shut off');
+      assert.equal(await sha256(await diskImage('disk-after-refusals')), before, 'the disk is untouched');
     },
   );
 

@@ -22,7 +22,13 @@ import { reserveDestination } from '../../src/drivers/hosts.ts';
 import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { diskImage } from '../helpers/disk-image.ts';
-import { guestReports, guestWait, poolVolumes, removeTemplateVolumes } from '../helpers/libvirt.ts';
+import {
+  guestReports,
+  guestWait,
+  poolVolumes,
+  removeTemplateVolumes,
+  withFullTmpdir,
+} from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
 
@@ -218,32 +224,16 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     // good before anything is copied, saying where, and the VM stays on B as it was.
     await driver.stop(vm1, { timeoutMs: 3000 });
     const uploadsBefore = uploads();
-    const smallTmp = mkdtempSync(join(tmpdir(), 'vrp-small-tmp-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-small-tmp', smallTmp]);
-    // Filled (dd stops where the tmpfs is full).
-    execFileSync('sh', [
-      '-c',
-      'dd if=/dev/zero of="$1/filler" bs=64k count=32 2>/dev/null; true',
-      '_',
-      smallTmp,
-    ]);
-    const usualTmp = process.env['TMPDIR'];
-    process.env['TMPDIR'] = smallTmp;
-    try {
-      await assert.rejects(driver.migrate(vm1, 'a'), (err: unknown) => {
+    await withFullTmpdir(() =>
+      assert.rejects(driver.migrate(vm1, 'a'), (err: unknown) => {
         assert.ok(err instanceof DriverError && !err.transient, String(err));
         assert.match(
           err.message,
           /^The temporary directory of the vrp process that copies \(TMPDIR\) has 0\.0 MiB free; the copy needs about (\d+\.\d) MiB and \1 MiB kept free; the migration under way was undone, the server stays on its host$/,
         );
         return true;
-      });
-    } finally {
-      if (usualTmp === undefined) delete process.env['TMPDIR'];
-      else process.env['TMPDIR'] = usualTmp;
-      execFileSync('umount', [smallTmp]);
-      rmSync(smallTmp, { recursive: true, force: true });
-    }
+      }),
+    );
     assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
     assert.deepEqual([await used('a'), await used('b')], [0, 1], "A's reservation was given back");
     assert.equal(uploads(), uploadsBefore, 'nothing was copied');

@@ -19,9 +19,15 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced, type JobRun } from '../../src/drivers/fence.ts';
+import { createCommands } from '../../src/drivers/libvirt/commands.ts';
 import { createHostImages } from '../../src/drivers/libvirt/host-images.ts';
 import { holdRoom, type RoomWant } from '../../src/drivers/libvirt/room-claims.ts';
-import { localPlace, type PoolStorage, type Room } from '../../src/drivers/libvirt/storage.ts';
+import {
+  createPoolStorage,
+  localPlace,
+  type PoolStorage,
+  type Room,
+} from '../../src/drivers/libvirt/storage.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call, createTestApp } from '../helpers/app.ts';
@@ -194,6 +200,105 @@ for (const kind of testStores()) {
         ['job-b', 1, 'pool:b', 5 * GiB, false],
       ]);
       await releaseB();
+    });
+  });
+
+  test(`a hold lets go of one place while it keeps the other, then of the rest; a release twice changes nothing (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-e');
+      const tmp: RoomWant = { ...pool(2 * GiB, 10 * GiB), place: 'fs:m:1', where: 'TMPDIR' };
+      const release = await asJob('job-e', () => holdRoom(db, [pool(2 * GiB, 10 * GiB), tmp]));
+      assert.deepEqual(await underWay(db), [
+        ['job-e', 1, 'fs:m:1', 2 * GiB],
+        ['job-e', 1, 'pool:b', 2 * GiB],
+      ]);
+      // An export's volume read out of the pool: its room there goes, the file here stays held.
+      await release(['pool:b']);
+      assert.deepEqual(await underWay(db), [['job-e', 1, 'fs:m:1', 2 * GiB]]);
+      const poolReleasedAt = await db
+        .selectFrom('room_claims')
+        .select('released_at')
+        .where('place', '=', 'pool:b')
+        .executeTakeFirstOrThrow();
+      // A later millisecond than the first release.
+      await new Promise((r) => setTimeout(r, 5));
+      await release();
+      assert.deepEqual(await underWay(db), []);
+      assert.deepEqual(
+        await db
+          .selectFrom('room_claims')
+          .select('released_at')
+          .where('place', '=', 'pool:b')
+          .executeTakeFirstOrThrow(),
+        poolReleasedAt,
+        'a claim released already keeps its time',
+      );
+    });
+  });
+
+  test(`wants given as a function are asked again at each look; a pool on this machine's temporary directory's disk is one place with it (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-a');
+      await runningJob(db, 'job-b');
+      const releaseA = await asJob('job-a', () => holdRoom(db, [pool(7 * GiB, 10 * GiB)], { waitMs: 10 }));
+      // B's copy grows while it waits (a running guest writes): 3 GiB, then 4 GiB once A is over.
+      const asked: number[] = [];
+      const b = asJob('job-b', () =>
+        holdRoom(
+          db,
+          async () => {
+            const need = (asked.length === 0 ? 3 : 4) * GiB;
+            asked.push(need);
+            return [pool(need, 10 * GiB)];
+          },
+          { waitMs: 10 },
+        ),
+      );
+      assert.equal(await settlesWithin(b), 'waiting', "A's 7 GiB leave too little for 3 GiB and 1 kept free");
+      await releaseA();
+      await (await b)();
+      assert.deepEqual(asked.slice(0, 2), [3 * GiB, 4 * GiB]);
+      assert.deepEqual(
+        (await claims(db)).filter((c) => c[0] === 'job-b').map((c) => c[3]),
+        [4 * GiB],
+        'the claim holds what was asked last',
+      );
+      // A pool whose place is this machine's temporary directory's (its keys as PoolStorage.place
+      // gives them): one claim of the sum, the refusal naming both.
+      const pools = createPoolStorage(createCommands(), tmpdir());
+      const here = await localPlace();
+      assert.equal(await pools.place('a', 'qemu:///system'), here);
+      assert.equal(await pools.place('b', 'qemu+ssh://b.example/system'), 'pool:b');
+      assert.equal(
+        await createPoolStorage(createCommands(), join(tmpdir(), 'no-such-pool-dir')).place(
+          'c',
+          'qemu:///system',
+        ),
+        'pool:c',
+      );
+      const both = (free: number) => [
+        { ...pool(3 * GiB, free), place: here, where: "Host a's storage pool" },
+        { ...pool(3 * GiB, free), place: here, where: 'The temporary directory' },
+      ];
+      await assert.rejects(
+        asJob('job-a', () => holdRoom(db, both(6.5 * GiB))),
+        (err: unknown) => {
+          assert.ok(err instanceof DriverError && !err.transient, String(err));
+          assert.equal(
+            err.message,
+            "Host a's storage pool and the temporary directory, one filesystem, has 6.5 GiB free; the copy needs about 6.0 GiB and 1.0 GiB kept free",
+          );
+          return true;
+        },
+      );
+      const release = await asJob('job-a', () => holdRoom(db, both(7 * GiB)));
+      assert.deepEqual(
+        (await underWay(db)).filter((c) => c[0] === 'job-a'),
+        [['job-a', 1, here, 6 * GiB]],
+      );
+      await release();
     });
   });
 
@@ -502,6 +607,9 @@ function poolWith(
     async room() {
       return { bytes: free, fresh: true };
     },
+    async place(hostId: string) {
+      return `pool:${hostId}`;
+    },
     async list() {
       return new Set(volumes.keys());
     },
@@ -571,11 +679,11 @@ for (const kind of testStores()) {
       );
       assert.match(onHost.disk, /^template-tpl-1-[0-9a-f]{12}-[0-9a-f]{8}\.qcow2$/);
       const here = await localPlace();
-      assert.match(here, /^tmpdir:.+:\d+$/);
+      assert.match(here, /^fs:.+:\d+$/);
       assert.deepEqual(roomy.claimsAtUpload, [
         [
-          ['job-t', 1, 'pool:h1', 3 * MiB],
           ['job-t', 1, here, 3 * MiB],
+          ['job-t', 1, 'pool:h1', 3 * MiB],
         ],
       ]);
       assert.deepEqual(await underWay(db), [], 'released');

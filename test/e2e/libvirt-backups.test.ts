@@ -142,9 +142,63 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     return { b: taken, ms, polls };
   };
 
+  /**
+   * The room the service's last `action` job held while it copied (room-claims.ts): per place
+   * (the host's pool, this machine's temporary directory), its bytes, all released at its end.
+   */
+  const roomHeldBy = async (action: 'backup_create' | 'backup_restore') => {
+    const job = await store.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('service_id', '=', id)
+      .where('action', '=', action)
+      .orderBy('seq', 'desc')
+      .executeTakeFirstOrThrow();
+    const claims = await store.db
+      .selectFrom('room_claims')
+      .select(['place', 'bytes', 'released_at'])
+      .where('job_id', '=', job.id)
+      .orderBy('place')
+      .execute();
+    assert.ok(
+      claims.every((c) => c.released_at !== null),
+      `${action}'s room released at its end: ${JSON.stringify(claims)}`,
+    );
+    return claims.map((c) => [c.place.replace(/^(pool|fs):.*$/, '$1'), Number(c.bytes)] as const);
+  };
+  /**
+   * [pool bytes, temporary directory bytes] of a job that held room on both, each more than none
+   * (the test host's pool is not this machine's filesystem: two places).
+   */
+  const heldOnBoth = (held: readonly (readonly [string, number])[]) => {
+    assert.deepEqual(
+      held.map(([place]) => place),
+      ['fs', 'pool'],
+    );
+    const [[, tmp = 0] = [], [, pool = 0] = []] = held;
+    assert.ok(pool > 0 && tmp > 0, JSON.stringify(held));
+    return [pool, tmp] as const;
+  };
+  /** The VM's disk volume's allocated bytes on its host. */
+  const diskAllocation = () =>
+    Number(
+      /^Allocation:\s+(\d+)/m.exec(
+        execFileSync('virsh', ['-c', uri, 'vol-info', '--bytes', '--pool', 'vrp', `${id}.qcow2`], {
+          encoding: 'utf8',
+        }),
+      )?.[1],
+    );
+
   const windowStart = uptimeOf(await guestOk(vm, 'cat /proc/uptime'));
   const one = await backup();
   assert.ok(one.b.size_gb > 0, `backup 1 has a size (${one.b.size_gb} GB)`);
+  // The export's volume in the host's pool and its file here: the disk's data (24 MiB written in
+  // the guest at least), never more than its 20 GB.
+  const [exportPool, exportTmp] = heldOnBoth(await roomHeldBy('backup_create'));
+  assert.ok(
+    exportPool === exportTmp && exportPool >= 24 * 2 ** 20 && exportPool <= 20 * 1024 ** 3,
+    `backup 1's export held ${exportPool} bytes in the pool, ${exportTmp} here`,
+  );
 
   const markerB = (
     await guestOk(vm, 'dd if=/dev/urandom of=/data/b bs=1M count=4 2>/dev/null && sync && sha256sum /data/b')
@@ -191,7 +245,18 @@ test('live, incremental backups of a real VM through the API: never paused, rest
     await agentUp(vm);
     return Math.round(performance.now() - started);
   };
+  const allocationBefore = diskAllocation();
   const restoreOneMs = await restore(one.b.backup_id);
+  // Here, the image's raw file and its qcow2 side by side: twice the backup's data (from its
+  // manifest), which the export's figure bounds; on the host, the staged image, and the disk's
+  // copy of it less what the old disk (deleted first) held.
+  const [restorePool, restoreTmp] = heldOnBoth(await roomHeldBy('backup_restore'));
+  const data = restoreTmp / 2;
+  assert.ok(
+    data >= 24 * 2 ** 20 && data <= exportTmp,
+    `restore held ${restoreTmp} bytes here; the export ${exportTmp}`,
+  );
+  assert.equal(restorePool, data + Math.max(0, data - allocationBefore));
   assert.equal((await guestOk(vm, 'sha256sum /data/a')).split(' ')[0], markerA, 'marker A is back');
   const noB = await guest(vm, 'ls /data/b');
   assert.notEqual(noB.code, 0, `/data/b is not in backup 1 (${noB.out})`);
@@ -199,7 +264,9 @@ test('live, incremental backups of a real VM through the API: never paused, rest
   const restoreTwoMs = await restore(two.b.backup_id);
   assert.equal((await guestOk(vm, 'sha256sum /data/b')).split(' ')[0], markerB, 'marker B is back');
   assert.equal((await guestOk(vm, 'sha256sum /data/a')).split(' ')[0], markerA);
-  const restores = `restore of backup 1: ${restoreOneMs} ms, of backup 2: ${restoreTwoMs} ms (request to running, agent up)`;
+  const restores =
+    `restore of backup 1: ${restoreOneMs} ms, of backup 2: ${restoreTwoMs} ms (request to running, agent up); ` +
+    `room held: backup 1's export ${exportPool} bytes in the pool and here, its restore ${restorePool} in the pool and ${restoreTmp} here`;
   t.diagnostic(restores);
   console.log(restores);
 

@@ -110,6 +110,32 @@ export function testBridge(name: string): () => void {
   };
 }
 
+/**
+ * Runs `use` with this process's TMPDIR a full 1 MiB tmpfs (0.0 MiB free: where copies between
+ * hosts, exports and imports pass), then as it was.
+ */
+export async function withFullTmpdir<T>(use: () => Promise<T>): Promise<T> {
+  const small = mkdtempSync(join(tmpdir(), 'vrp-small-tmp-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-small-tmp', small]);
+  const usual = process.env['TMPDIR'];
+  try {
+    // Filled (dd stops where the tmpfs is full).
+    execFileSync('sh', [
+      '-c',
+      'dd if=/dev/zero of="$1/filler" bs=64k count=32 2>/dev/null; true',
+      '_',
+      small,
+    ]);
+    process.env['TMPDIR'] = small;
+    return await use();
+  } finally {
+    if (usual === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = usual;
+    execFileSync('umount', [small]);
+    rmSync(small, { recursive: true, force: true });
+  }
+}
+
 /** Whether `command` can be run here (`--version` answers). */
 export function hasCommand(command: string): boolean {
   try {

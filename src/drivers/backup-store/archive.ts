@@ -125,6 +125,8 @@ export interface BackupArchive {
   manifest(serviceId: string, backupId: string): Promise<BackupManifest | undefined>;
   /** The whole disk at the chain's last backup (`chain`: the full one first, each the next's parent). */
   restoreRuns(chain: readonly BackupManifest[]): AsyncIterable<DiskRun>;
+  /** How many of restoreRuns' bytes come from segments that are not all zeros (from the manifests alone). */
+  restoreDataBytes(chain: readonly BackupManifest[]): number;
   /** Reads the backup back and checks every segment: checksum, seal, length. */
   verify(serviceId: string, backupId: string): Promise<VerifyReport>;
   /** Rewrites `child` so that it stands without `parent` (its parent's parent becomes its own). */
@@ -465,6 +467,13 @@ export function createArchive(given: BackupStore, key: Buffer): BackupArchive {
       if (chain[0]?.kind !== 'full')
         throw new BackupCorruptError('A restore needs its chain from a full backup');
       return chainRuns(chain);
+    },
+
+    restoreDataBytes(chain) {
+      let bytes = 0;
+      for (const piece of plan(chain))
+        if (!item(item(chain, piece.member).segments, piece.segment).zero) bytes += piece.to - piece.from;
+      return bytes;
     },
 
     async verify(serviceId, backupId) {

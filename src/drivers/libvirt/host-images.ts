@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { DriverError } from '../driver.ts';
-import { holdRoom, poolPlace } from './room-claims.ts';
+import { holdRoom } from './room-claims.ts';
 import {
   LOCAL_ROOM,
   localPlace,
@@ -143,7 +143,7 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
         db,
         [
           {
-            place: poolPlace(hostId),
+            place: await storage.place(hostId, uri),
             where: `Host ${hostId}'s storage pool (a template's first copy there)`,
             need: size,
             room: () => storage.room(uri),

@@ -36,7 +36,7 @@ import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from '.
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
-import { holdRoom, poolPlace } from './room-claims.ts';
+import { holdRoom } from './room-claims.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import {
   createPoolStorage,
@@ -747,6 +747,38 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return [...all].filter((name) => name.startsWith(prefix));
   }
 
+  /**
+   * What a copy of the VM's disk volume on `uri` writes, at most: `own`, the volume's own bytes
+   * (an incremental export's at most: every write since its checkpoint is in them); `folded`, its
+   * backing file's (the template's, read from the disk's volume) added, the disk's own alone if
+   * it has none, the disk's size if that file is not a volume of the pool (a full export's, a
+   * stopped VM's move's). Neither is more than the disk's size. Undefined: the disk has no volume.
+   */
+  async function diskCopyBytes(
+    uri: string,
+    vmId: string,
+  ): Promise<{ own: number; folded: number } | undefined> {
+    const xml = await virsh(
+      uri,
+      ['vol-dumpxml', '--pool', POOL, vmVolumes(vmId).disk],
+      'Could not read the VM disk',
+    ).then(
+      (r) => r.stdout,
+      (err: unknown) => {
+        if (isNoVolume(err)) return undefined;
+        throw err;
+      },
+    );
+    if (xml === undefined) return undefined;
+    const disk = parseVolumeXml(xml);
+    const below =
+      disk.backing === undefined ? { allocation: 0 } : await pool.info(uri, basename(disk.backing));
+    return {
+      own: Math.min(disk.capacity, disk.allocation),
+      folded: Math.min(disk.capacity, disk.allocation + (below?.allocation ?? disk.capacity)),
+    };
+  }
+
   /** vol-delete, where a host without the pool yet has no volume either. */
   async function removeVolume(uri: string, name: string): Promise<void> {
     await pool.remove(uri, name).catch((err) => {
@@ -1281,18 +1313,36 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await powerOffDomain(vm);
         s = 'stopped';
       }
-      const dir = await mkdtemp(join(tmpdir(), 'vrp-lv-export-'));
+      // What a dead attempt left that takes room goes before the room is read: its backup job
+      // (an active domain's) and its target volume. (Its checkpoint goes in take(): libvirt
+      // deletes one only from an active domain.) A stopped VM's pool is read before its domain
+      // is held paused: no wait for the pool while it is.
+      if (s !== 'stopped') await abortBackupJob(uri, name);
+      await pool.refresh(uri);
+      await pool.remove(uri, target);
+      // Incremental where the checkpoint it is relative to is there (libvirt lists an inactive
+      // domain's checkpoints too).
+      const kind: 'full' | 'incremental' =
+        since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
+      const hold = await holdExportRoom(vm, uri, kind);
+      let dir: string;
+      try {
+        // The hold may have waited: a server whose power changed meanwhile is exported by the
+        // next attempt, as it is then.
+        if ((await state(vm)) !== s)
+          throw new DriverError("The server's power state changed while its backup waited for room", {
+            transient: true,
+          });
+        dir = await mkdtemp(join(tmpdir(), 'vrp-lv-export-'));
+      } catch (err) {
+        await hold.release();
+        throw err;
+      }
       const file = join(dir, 'export.qcow2');
       let checkpointed = false;
-      let kind = 'full' as 'full' | 'incremental';
       const take = async () => {
-        // What a dead attempt left: its job, its checkpoint, its target volume (a stopped VM's
-        // pool was read before its domain was held: no wait while it is).
-        await abortBackupJob(uri, name);
+        // A dead attempt's checkpoint of this backup goes first.
         await deleteCheckpoint(uri, name, backupId);
-        if (s !== 'stopped') await pool.refresh(uri);
-        await pool.remove(uri, target);
-        kind = since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
         await writeFile(
           join(dir, 'backup.xml'),
           backupXml(join(poolPath, target), kind === 'full' ? null : since),
@@ -1327,15 +1377,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await waitBackupJob(uri, name, true);
       };
       try {
-        if (s === 'stopped') {
-          // Any wait for the pool (another VM's copy: storage.ts) before the domain is held
-          // paused, a QEMU with the VM's memory, not while it is.
-          await pool.refresh(uri);
-          await held(vm, take);
-        } else await take();
+        if (s === 'stopped') await held(vm, take);
+        else await take();
         await pool.refresh(uri);
         await pool.download(uri, target, file);
         await pool.remove(uri, target);
+        await hold.poolCopyGone();
         const image = JSON.stringify({
           driver: 'qcow2',
           backing: null,
@@ -1368,15 +1415,49 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             } finally {
               await rm(dir, { recursive: true, force: true });
               await pool.remove(uri, target).catch(() => {});
+              await hold.release();
             }
           },
         };
       } catch (err) {
         await rm(dir, { recursive: true, force: true });
         await pool.remove(uri, target).catch(() => {});
+        await hold.release();
         if (checkpointed) await dropCheckpoint(vmId, backupId).catch(() => {});
         throw err;
       }
+    }
+
+    /**
+     * Refuses an export, before anything is written, where its copies cannot fit, and holds their
+     * room until they are gone (room-claims.ts): the export's volume in the host's pool until it
+     * is read here (poolCopyGone), its file in this machine's temporary directory until the
+     * export is closed (release). Each is at most the disk's own bytes for an incremental export,
+     * the disk folded for a full one (diskCopyBytes), measured again at each look (a running
+     * guest writes while the export waits).
+     */
+    async function holdExportRoom(vm: LibvirtVmTable, uri: string, kind: 'full' | 'incremental') {
+      const onPool = await pool.place(vm.host_id, uri);
+      const here = await localPlace();
+      const release = await holdRoom(db, async () => {
+        const bytes = await diskCopyBytes(uri, vm.id);
+        if (!bytes) throw new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false });
+        const need = kind === 'full' ? bytes.folded : bytes.own;
+        return [
+          {
+            place: onPool,
+            where: `Host ${vm.host_id}'s storage pool (a backup is written there first, then read out)`,
+            need,
+            room: () => pool.room(uri),
+          },
+          { place: here, where: LOCAL_ROOM, need, room: localRoom },
+        ];
+      });
+      return {
+        release: () => release(),
+        // A pool on this machine's temporary directory's disk is one claim with the file here.
+        poolCopyGone: () => (onPool === here ? Promise.resolve() : release([onPool])),
+      };
     }
 
     async function dropCheckpoint(vmId: string, backupId: string): Promise<void> {
@@ -1415,13 +1496,48 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       for (const c of await checkpoints(uri, name)) await deleteCheckpoint(uri, name, c, true);
     }
 
-    async function importDisk(vmId: string, diskBytes: number, runs: AsyncIterable<DiskRun>): Promise<void> {
+    async function importDisk(
+      vmId: string,
+      diskBytes: number,
+      runs: AsyncIterable<DiskRun>,
+      dataBytes = diskBytes,
+    ): Promise<void> {
       const vm = await get(vmId);
       const uri = await uriOf(vm.host_id);
       await pool.ready(uri);
       const disk = vmVolumes(vmId).disk;
       const current = await pool.info(uri, disk);
       const size = Math.max(diskBytes, current?.capacity ?? 0, vm.disk_gb * GB);
+      const data = Math.min(dataBytes, size);
+      // Images earlier attempts left on the host go first (theirs died, or was given up), before
+      // the pool's room is read. An attempt still going after its lease was lost then finds its
+      // image gone before it touches the disk (replaceDisk), or, past that, is followed by this
+      // one's copy. Best effort: one libvirt still copies from (a copy whose virsh was ended) is
+      // left for later.
+      const prefix = vmVolumes(vmId).restorePrefix;
+      for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left).catch(() => {});
+      // Refused before anything is written where the copies cannot fit, their room held until
+      // they are gone (room-claims.ts): here, the runs' raw file and its qcow2 beside it; on the
+      // host, the qcow2 staged beside the disk, then the disk's copy of it once the old disk has
+      // gone (what that one frees counted).
+      const release = await holdRoom(db, [
+        { place: await localPlace(), where: LOCAL_ROOM, need: 2 * data, room: localRoom },
+        {
+          place: await pool.place(vm.host_id, uri),
+          where: `Host ${vm.host_id}'s storage pool (a restore stages the backup's disk there beside the server's)`,
+          need: data + Math.max(0, data - (current?.allocation ?? 0)),
+          room: () => pool.room(uri),
+        },
+      ]);
+      try {
+        await writeImage(vm, uri, size, runs);
+      } finally {
+        await release();
+      }
+    }
+
+    /** importDisk's image: the runs made a qcow2 here, staged on the host, made the VM's disk. */
+    async function writeImage(vm: LibvirtVmTable, uri: string, size: number, runs: AsyncIterable<DiskRun>) {
       await withPrivateDir(async (dir) => {
         // Every run lands in a local sparse file first: nothing on the host changes before the last.
         const raw = join(dir, 'disk.raw');
@@ -1448,15 +1564,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           30 * 60_000,
         );
         await rm(raw, { force: true });
-        // Images earlier attempts left on the host go first (theirs died, or was given up). An
-        // attempt still going after its lease was lost then finds its image gone before it
-        // touches the disk (replaceDisk), or, past that, is followed by this one's copy. Best
-        // effort: one libvirt still copies from (a copy whose virsh was ended) is left for later.
-        const prefix = vmVolumes(vmId).restorePrefix;
-        for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left).catch(() => {});
         // The image reaches the host beside the disk, with the VM still as it was: an upload
         // that fails leaves its disk untouched (the staged copy is removed).
-        const staged = `${prefix}${randomUUID().slice(0, 8)}.qcow2`;
+        const staged = `${vmVolumes(vm.id).restorePrefix}${randomUUID().slice(0, 8)}.qcow2`;
         await pool.uploadNew(uri, staged, qcow2);
         try {
           // uploadNew read the pool again: a qcow2 of the disk's size, not a raw volume.
@@ -1561,9 +1671,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * Refuses a stopped VM's move, before its disk is copied, where the copies cannot fit: folded
      * into one file in the source's pool, passed through this machine's temporary directory,
      * written into the destination's pool (its template there already: counted in what is free).
-     * Their size is at most the disk's own bytes and its backing file's (the template's, read
-     * from the disk's volume), the disk's own alone if it has none, the disk's size if that file
-     * is not a volume of the pool, and never more than the disk's size. The room is held for the
+     * Their size is at most the disk folded (diskCopyBytes). The room is held for the
      * move until its copies end (the release it resolves to; room-claims.ts): another copy to one
      * of those places counts it as taken, and waits for it where the rest is too little. A
      * refusal undoes the migration (its caller), for good.
@@ -1574,32 +1682,23 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       srcUri: string,
       dstUri: string,
     ): Promise<() => Promise<void>> {
-      const xml = await virsh(
-        srcUri,
-        ['vol-dumpxml', '--pool', POOL, vmVolumes(vm.id).disk],
-        'Could not read the VM disk',
-      ).then(
-        (r) => r.stdout,
-        (err: unknown) => {
-          if (isNoVolume(err)) return undefined;
-          throw err;
-        },
-      );
-      if (xml === undefined) return async () => {};
-      const disk = parseVolumeXml(xml);
-      const below =
-        disk.backing === undefined ? { allocation: 0 } : await pool.info(srcUri, basename(disk.backing));
-      const need = Math.min(disk.capacity, disk.allocation + (below?.allocation ?? disk.capacity));
+      const need = (await diskCopyBytes(srcUri, vm.id))?.folded;
+      if (need === undefined) return async () => {};
       try {
         return await holdRoom(db, [
           {
-            place: poolPlace(vm.host_id),
+            place: await pool.place(vm.host_id, srcUri),
             where: `Host ${vm.host_id}'s storage pool (a stopped VM's move folds its disk into one file there first; a running one moves without)`,
             need,
             room: () => pool.room(srcUri),
           },
           { place: await localPlace(), where: LOCAL_ROOM, need, room: localRoom },
-          { place: poolPlace(to), where: `Host ${to}'s storage pool`, need, room: () => pool.room(dstUri) },
+          {
+            place: await pool.place(to, dstUri),
+            where: `Host ${to}'s storage pool`,
+            need,
+            room: () => pool.room(dstUri),
+          },
         ]);
       } catch (err) {
         throw undoneIfFinal(err);
@@ -2064,7 +2163,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     },
 
     exportDisk: (vmId, backupId, since) => disks.exportDisk(vmId, backupId, since),
-    importDisk: (vmId, diskBytes, runs) => disks.importDisk(vmId, diskBytes, runs),
+    importDisk: (vmId, diskBytes, runs, dataBytes) => disks.importDisk(vmId, diskBytes, runs, dataBytes),
     dropCheckpoint: (vmId, backupId) => disks.dropCheckpoint(vmId, backupId),
     abandonExport: (vmId, backupId) => disks.abandonExport(vmId, backupId),
 

@@ -7,7 +7,8 @@
  * of the room are one step in the store (`room_claims`, migration 038): a copy's check counts as
  * taken what the other copies under way hold on the place, and where they leave too little, it
  * waits for them to end, then looks at the place again. Only where the place is too small with no
- * other copy held there is a copy refused for good, as before.
+ * other copy held there is a copy refused for good, as before. The copies that hold room: a
+ * stopped VM's move, a template's first copy to a host, a backup's export, a restore's image.
  *
  * What counts, for a check whose free figure was read at time T:
  * - a claim under way, while the job attempt that made it runs under a lease not yet ended (its
@@ -40,7 +41,7 @@ import { checkRoom, type Room, roomLeft } from './storage.ts';
 
 /** A place a copy is about to write to, and how much. */
 export interface RoomWant {
-  /** The place's key: poolPlace() of a host, or localPlace() for this machine's temporary directory. */
+  /** The place's key: a host's pool's (PoolStorage.place), or localPlace() for this machine's temporary directory. */
   readonly place: string;
   /** The place as the refusal names it (with what to do). */
   readonly where: string;
@@ -48,9 +49,6 @@ export interface RoomWant {
   /** Its free room now (read again after each wait). */
   room(): Promise<Room>;
 }
-
-/** The key of host `hostId`'s storage pool as a place copies hold room on. */
-export const poolPlace = (hostId: string) => `pool:${hostId}`;
 
 /** A place's free room as last read (from `readAt`), and what the copy needs there. */
 interface PlaceRoom extends Room {
@@ -84,30 +82,32 @@ export interface HoldOptions {
 }
 
 /**
+ * Lets go of a hold's room: on the places given (a copy done with one of them while another goes
+ * on), or on all of them.
+ */
+export type RoomRelease = (places?: readonly string[]) => Promise<void>;
+
+/**
  * Holds `wants` for the calling job run, waiting while other copies' claims leave too little;
- * refuses for good (checkRoom's error) a place too small with no other claim there. Resolves to
- * the claims' release, which the caller runs once its copies are over, whatever happened (a
- * no-op where nothing is held); a release that does not reach the store leaves claims that end
- * with the run.
+ * refuses for good (checkRoom's error) a place too small with no other claim there. `wants` as a
+ * function is asked again at each look (sizes that grow while the copy waits: a running VM's
+ * disk). Resolves to the claims' release, which the caller runs once its copies are over,
+ * whatever happened (a no-op where nothing is held); a release that does not reach the store
+ * leaves claims that end with the run.
  */
 export async function holdRoom(
   db: Kysely<Database>,
-  wants: readonly RoomWant[],
+  wants: readonly RoomWant[] | (() => Promise<readonly RoomWant[]>),
   options: HoldOptions = {},
-): Promise<() => Promise<void>> {
+): Promise<RoomRelease> {
   const run = fenceRun();
-  if (wants.length === 0) return async () => {};
-  // Two wants on one place (a pool both source and destination) need their sum there.
-  const places = new Map<string, RoomWant>();
-  for (const w of wants) {
-    const same = places.get(w.place);
-    places.set(w.place, { ...w, need: (same?.need ?? 0) + w.need });
-  }
   for (let waited = false; ; waited = true) {
     checkStop();
     if (waited && (await options.done?.())) return async () => {};
+    const places = byPlace(typeof wants === 'function' ? await wants() : wants);
+    if (places.length === 0) return async () => {};
     const room: PlaceRoom[] = [];
-    for (const want of places.values()) {
+    for (const want of places) {
       const readAt = Date.now();
       room.push({ ...want, ...(await want.room()), readAt });
     }
@@ -115,9 +115,11 @@ export async function holdRoom(
       for (const r of room) checkRoom(r.bytes, r.need, r.where);
       return async () => {};
     }
-    const ids = await claim(db, run, room);
-    if (ids) {
-      return async () => {
+    const claimed = await claim(db, run, room);
+    if (claimed) {
+      return async (only) => {
+        const which = claimed.filter((c) => only === undefined || only.includes(c.place)).map((c) => c.id);
+        if (which.length === 0) return;
         await db
           .transaction()
           .execute(async (tx) => {
@@ -127,7 +129,8 @@ export async function holdRoom(
             await tx
               .updateTable('room_claims')
               .set({ released_at: Date.now() })
-              .where('id', 'in', ids)
+              .where('id', 'in', which)
+              .where('released_at', 'is', null)
               .execute();
           })
           .catch(() => undefined);
@@ -137,6 +140,31 @@ export async function holdRoom(
     await sleep(options.waitMs ?? ROOM_WAIT_MS, undefined, { signal: fenceStop() }).catch(() => {});
   }
 }
+
+/**
+ * One want per place: two on one place (a pool on the disk of this machine's temporary
+ * directory) need their sum there.
+ */
+function byPlace(wants: readonly RoomWant[]): RoomWant[] {
+  const places = new Map<string, RoomWant>();
+  for (const w of wants) {
+    const same = places.get(w.place);
+    places.set(
+      w.place,
+      same
+        ? {
+            ...w,
+            need: same.need + w.need,
+            where:
+              same.where === w.where ? w.where : `${same.where} and ${lowerFirst(w.where)}, one filesystem,`,
+          }
+        : w,
+    );
+  }
+  return [...places.values()];
+}
+
+const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1);
 
 /** Takes the claims' lock for the rest of the transaction (PostgreSQL; SQLite's transactions take turns). */
 async function lockClaims(tx: Kysely<Database>): Promise<void> {
@@ -156,8 +184,8 @@ function checkStop(): void {
  * In one transaction: marks released the claims that are over (of an attempt no longer running
  * under its lease, and this job's earlier ones), records the places read afresh, drops the
  * released claims every figure shows, and inserts one claim per place if each place's free room
- * less what the others hold there (see the top) fits what the copy needs; undefined (nothing
- * inserted: wait, and look again) if one does not, or a figure is too old. Throws checkRoom's
+ * less what the others hold there (see the top) fits what the copy needs, and resolves to them;
+ * undefined (nothing inserted: wait, and look again) if one does not, or a figure is too old. Throws checkRoom's
  * refusal for a place too small with nothing else held there, and FenceDown if the run's attempt
  * is no longer the job's running one.
  */
@@ -165,7 +193,7 @@ async function claim(
   db: Kysely<Database>,
   run: JobRun,
   room: readonly PlaceRoom[],
-): Promise<string[] | undefined> {
+): Promise<{ id: string; place: string }[] | undefined> {
   return db.transaction().execute(async (tx) => {
     await lockClaims(tx);
     const now = Date.now();
@@ -258,6 +286,6 @@ async function claim(
       released_at: null,
     }));
     await tx.insertInto('room_claims').values(rows).execute();
-    return rows.map((r) => r.id);
+    return rows.map((r) => ({ id: r.id, place: r.place }));
   });
 }

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
 import { checkFence, fenceSignal, unfenced } from '../fence.ts';
 import { type Commands, stderrOf } from './commands.ts';
+import { isLocalSystem } from './local-system.ts';
 
 /** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
 export const POOL = 'vrp';
@@ -106,12 +107,18 @@ export async function localRoom(): Promise<Room> {
 }
 
 /**
- * The key of this machine's temporary directory as a place copies hold room on: its machine and
- * filesystem (two processes whose TMPDIR are two directories of one disk share its room).
+ * The key of the filesystem holding `path` on this machine as a place copies hold room on: the
+ * machine's name and the filesystem's device (two directories of one disk share its room).
  */
-export async function localPlace(): Promise<string> {
-  return `tmpdir:${hostname()}:${(await stat(tmpdir())).dev}`;
+async function machinePlace(path: string): Promise<string> {
+  return `fs:${hostname()}:${(await stat(path)).dev}`;
 }
+
+/**
+ * The key of this machine's temporary directory as a place copies hold room on (two processes
+ * whose TMPDIR are two directories of one disk share its room, as does a pool there: place()).
+ */
+export const localPlace = (): Promise<string> => machinePlace(tmpdir());
 
 /** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
 export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
@@ -220,6 +227,13 @@ export interface PoolStorage {
    * last figure: `fresh` false).
    */
   room(uri: string): Promise<Room>;
+  /**
+   * The key of host `hostId`'s pool (at `uri`) as a place copies hold room on: for this
+   * machine's system libvirt (qemu:///system), the filesystem of the pool's directory here, one
+   * place with this machine's temporary directory where they share a disk (their copies counted
+   * together); elsewhere (or where the directory cannot be read) `pool:<host id>`.
+   */
+  place(hostId: string, uri: string): Promise<string>;
 }
 
 /** A place's free bytes as read, and whether read from the place now (`fresh`) or a figure from before. */
@@ -426,6 +440,11 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           transient: true,
         });
       return { bytes: Math.max(0, available - Math.ceil(capacity * POOL_RESERVE)), fresh };
+    },
+
+    async place(hostId, uri) {
+      const here = isLocalSystem(uri) ? await machinePlace(poolPath).catch(() => undefined) : undefined;
+      return here ?? `pool:${hostId}`;
     },
 
     async copyBetween(fromUri, name, toUri, toName = name) {

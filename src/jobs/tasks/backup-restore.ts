@@ -30,7 +30,12 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
       const chain = await chainOf(backups.archive, service.id, backupId);
       const target = chain[chain.length - 1];
       if (!target) throw new DriverError(`Backup ${backupId} has no chain`, { transient: false });
-      await driver.importDisk(service.id, target.diskBytes, backups.archive.restoreRuns(chain));
+      await driver.importDisk(
+        service.id,
+        target.diskBytes,
+        backups.archive.restoreRuns(chain),
+        backups.archive.restoreDataBytes(chain),
+      );
     }
   } finally {
     await setBackupStatus(db, backupId, 'available', clock.now(), undefined, { status: 'restoring' });
