@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from '../store/schema.ts';
@@ -5,6 +6,7 @@ import type { HypervisorDriver } from './driver.ts';
 import { seedHosts } from './hosts.ts';
 import { createIpPool } from './ip-pool.ts';
 import { createLibvirtDriver } from './libvirt/libvirt-driver.ts';
+import { sweepPrivateDirs } from './libvirt/storage.ts';
 import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 
 /** Where the driver reports its choices (the server's logger, or a test's). */
@@ -24,6 +26,16 @@ export async function createDriver(
   const ipPool = await createIpPool(db, config.simulatedIpPool, Date.now);
   if (config.driver === 'libvirt') {
     await seedHosts(db, 'libvirt', config.libvirtHosts, Date.now());
+    // What copies of this machine's processes that ended left in its temporary directory.
+    const swept = await sweepPrivateDirs().catch((err: unknown) => {
+      log?.warn({ err }, 'libvirt: could not look for temporary directories left by ended processes');
+      return 0;
+    });
+    if (swept > 0)
+      log?.info(
+        { removed: swept, dir: tmpdir() },
+        'libvirt: removed temporary directories of processes that ended',
+      );
     return createLibvirtDriver({
       db,
       ipPool,

@@ -1,8 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Duplex } from 'node:stream';
 import type { Kysely } from 'kysely';
@@ -45,6 +44,7 @@ import {
   LOCAL_ROOM,
   localPlace,
   localRoom,
+  makePrivateDir,
   POOL,
   parseVolumeXml,
   withPrivateDir,
@@ -1333,7 +1333,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           throw new DriverError("The server's power state changed while its backup waited for room", {
             transient: true,
           });
-        dir = await mkdtemp(join(tmpdir(), 'vrp-lv-export-'));
+        dir = await makePrivateDir();
       } catch (err) {
         await hold.release();
         throw err;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readdir, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -120,9 +120,63 @@ async function machinePlace(path: string): Promise<string> {
  */
 export const localPlace = (): Promise<string> => machinePlace(tmpdir());
 
-/** A private directory on this machine (mode 0700), removed after `use` whatever happens. */
+/** This machine's name as private directories carry it (no path separators). */
+const machineName = () => hostname().replace(/[^A-Za-z0-9.]/g, '_');
+
+/**
+ * A new private directory on this machine (mode 0700) in its temporary directory, named after
+ * the machine and this process (`vrp-lv-<machine>-<pid>-XXXXXX`), so that a process started
+ * later can tell a dead process's files from a live one's (sweepPrivateDirs).
+ */
+export function makePrivateDir(): Promise<string> {
+  return mkdtemp(join(tmpdir(), `vrp-lv-${machineName()}-${process.pid}-`));
+}
+
+/** How long a private directory named without its process (before 2026-12-07) is kept after its last change. */
+const UNNAMED_PRIVATE_DIR_MS = 24 * 60 * 60_000;
+
+/**
+ * Removes from this machine's temporary directory the private directories of its processes that
+ * have ended (one killed during a copy leaves its files, which would take that disk's room for
+ * good), and those named without their process (by versions before 2026-12-07) a day after
+ * their last change. A directory of another machine's name (a shared directory), or of a process
+ * that still runs, stays. Resolves to how many were removed.
+ */
+export async function sweepPrivateDirs(): Promise<number> {
+  const ours = machineName();
+  let removed = 0;
+  for (const name of await readdir(tmpdir())) {
+    const named = /^vrp-lv-(.+)-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    const path = join(tmpdir(), name);
+    if (named) {
+      if (named[1] !== ours || processRuns(Number(named[2]))) continue;
+    } else if (/^vrp-lv-(export-)?[A-Za-z0-9]{6}$/.test(name)) {
+      const changed = await stat(path).then(
+        (s) => s.mtimeMs,
+        () => Date.now(),
+      );
+      if (Date.now() - changed < UNNAMED_PRIVATE_DIR_MS) continue;
+    } else continue;
+    await rm(path, { recursive: true, force: true });
+    removed++;
+  }
+  return removed;
+}
+
+/** Whether process `pid` of this machine runs (one of another user's answers EPERM: it runs). */
+function processRuns(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err instanceof Error && 'code' in err && err.code === 'EPERM';
+  }
+}
+
+/** A private directory on this machine (makePrivateDir), removed after `use` whatever happens. */
 export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'vrp-lv-'));
+  const dir = await makePrivateDir();
   try {
     return await use(dir);
   } finally {
