@@ -29,11 +29,11 @@ export async function createDriver(
     // What copies of this machine's processes that ended left in its temporary directory.
     const swept = await sweepPrivateDirs().catch((err: unknown) => {
       log?.warn({ err }, 'libvirt: could not look for temporary directories left by ended processes');
-      return 0;
+      return { removed: 0, failed: 0 };
     });
-    if (swept > 0)
+    if (swept.removed > 0 || swept.failed > 0)
       log?.info(
-        { removed: swept, dir: tmpdir() },
+        { ...swept, dir: tmpdir() },
         'libvirt: removed temporary directories of processes that ended',
       );
     return createLibvirtDriver({

@@ -21,6 +21,7 @@ import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced, type JobRun } from '../../src/drivers/fence.ts';
 import { createCommands } from '../../src/drivers/libvirt/commands.ts';
 import { createHostImages } from '../../src/drivers/libvirt/host-images.ts';
+import { restoreWants } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { holdRoom, type RoomWant } from '../../src/drivers/libvirt/room-claims.ts';
 import {
   createPoolStorage,
@@ -298,6 +299,68 @@ for (const kind of testStores()) {
         (await underWay(db)).filter((c) => c[0] === 'job-a'),
         [['job-a', 1, here, 6 * GiB]],
       );
+      await release();
+    });
+  });
+
+  test(`a restore's wants: twice its data here, the staged image and the disk's copy less the old disk on the host; twice its data where they are one filesystem (${kind})`, async () => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      await runningJob(db, 'job-r');
+      const poolRoom = async () => ({ bytes: 100 * GiB, fresh: true });
+      const apart = restoreWants({
+        here: 'fs:m:1',
+        onPool: 'pool:h1',
+        hostId: 'h1',
+        data: 3 * GiB,
+        oldDisk: 2 * GiB,
+        poolRoom,
+      });
+      assert.deepEqual(
+        apart.map((w) => [w.place, w.need]),
+        [
+          ['fs:m:1', 6 * GiB],
+          ['pool:h1', 4 * GiB],
+        ],
+      );
+      // An old disk as large as the image frees the copy's room before it is made.
+      assert.deepEqual(
+        restoreWants({
+          here: 'fs:m:1',
+          onPool: 'pool:h1',
+          hostId: 'h1',
+          data: 3 * GiB,
+          oldDisk: 5 * GiB,
+          poolRoom,
+        }).map((w) => w.need),
+        [6 * GiB, 3 * GiB],
+      );
+      const one = restoreWants({
+        here: 'fs:m:1',
+        onPool: 'fs:m:1',
+        hostId: 'h1',
+        data: 3 * GiB,
+        oldDisk: 0,
+        poolRoom,
+      });
+      assert.deepEqual(
+        one.map((w) => [w.place, w.need, w.where]),
+        [
+          [
+            'fs:m:1',
+            6 * GiB,
+            "Host h1's storage pool (a restore stages the backup's disk there beside the server's) and the temporary directory of the vrp process that copies (TMPDIR), one filesystem,",
+          ],
+        ],
+      );
+      // Held as one claim of twice the data, not the 10 GiB the two wants would sum to.
+      const release = await asJob('job-r', () =>
+        holdRoom(
+          db,
+          one.map((w) => ({ ...w, room: poolRoom })),
+        ),
+      );
+      assert.deepEqual(await underWay(db), [['job-r', 1, 'fs:m:1', 6 * GiB]]);
       await release();
     });
   });

@@ -1,5 +1,8 @@
 /** The libvirt driver's readings of virsh's storage answers and of host URIs (no libvirt needed). */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
@@ -250,6 +253,44 @@ test("a pool's free bytes: read again first, the last figure while a copy holds 
     assert.match(err.message, /did not say how much room it has/);
     return true;
   });
+
+  // A pool whose directory is on this machine (this machine's system libvirt): its filesystem's
+  // free bytes to users other than root, read now, without libvirt (one place with TMPDIR there).
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-local-pool-'));
+  try {
+    const asked: string[] = [];
+    const local = createPoolStorage(
+      {
+        virsh: async (_uri, args) => {
+          asked.push(args.join(' '));
+          return { stdout: info, stderr: '' };
+        },
+        run: async () => assert.fail('not used'),
+        virshShell: async () => assert.fail('not used'),
+        close: async () => {},
+      },
+      dir,
+    );
+    const fsFree = () => {
+      const s = statfsSync(dir);
+      return s.bavail * s.bsize;
+    };
+    // Read until the filesystem did not change around the read (other processes write to it).
+    for (let tries = 1; ; tries++) {
+      const before = fsFree();
+      const room = await local.room('qemu:///system');
+      if (before === fsFree()) {
+        assert.deepEqual(room, { bytes: before, fresh: true });
+        break;
+      }
+      assert.ok(tries < 100, 'the filesystem changed around every read');
+    }
+    assert.deepEqual(asked, [], 'libvirt not asked');
+    // Another host (or this one through another URI): libvirt's figure, as above.
+    assert.deepEqual(await local.room('qemu+ssh://h2.example/system'), { bytes: free, fresh: true });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 
   // Kept free beyond the copy: as much as the copy, up to 1 GiB.
   const GiB = 2 ** 30;

@@ -1,13 +1,25 @@
 /**
  * This machine's private directories of copies (src/drivers/libvirt/storage.ts): named after the
- * machine and the process; a process started later removes those of this machine's processes
- * that ended and those named without their process a day after their last change, and leaves a
- * live process's, another machine's and anything else.
+ * machine, the PID namespace and the process (pid and start time); a process started later
+ * removes those of this machine's processes that ended (or whose pid is another process's now)
+ * and those named without their process a day after their last change, and leaves a live
+ * process's, another machine's or namespace's and anything else; one it cannot remove is
+ * counted and does not stop the rest.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -20,19 +32,30 @@ async function endedPid(): Promise<number> {
   return child.pid ?? assert.fail('no pid');
 }
 
-test('a process removes the private directories of ended processes of its machine, and only those', async () => {
+/** The start time of process `pid` (field 22 of /proc/<pid>/stat). */
+const startOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? assert.fail('no start time');
+};
+
+test('a process removes the private directories of ended processes of its machine and PID namespace, and only those; one it cannot remove does not stop it', async () => {
   const usual = process.env['TMPDIR'];
   const dir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-'));
   process.env['TMPDIR'] = dir;
   const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)']);
+  let mounted: string | undefined;
   try {
     const machine = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+    const ns = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? assert.fail('no PID namespace');
+    const me = `${machine}-${ns}-${process.pid}-${startOf(process.pid)}`;
     const mine = await makePrivateDir();
-    assert.match(mine, new RegExp(`/vrp-lv-${machine.replace(/\./g, '\\.')}-${process.pid}-[A-Za-z0-9]{6}$`));
+    assert.ok(mine.startsWith(join(dir, `vrp-lv-${me}-`)), mine);
+    assert.match(mine, /-[A-Za-z0-9]{6}$/);
     await withPrivateDir(async (used) => {
-      assert.ok(used.startsWith(join(dir, `vrp-lv-${machine}-${process.pid}-`)));
+      assert.ok(used.startsWith(join(dir, `vrp-lv-${me}-`)), used);
     });
     const dead = await endedPid();
+    const livePid = live.pid ?? assert.fail('no pid');
     const make = (name: string, ageMs = 0) => {
       const path = join(dir, name);
       mkdirSync(path);
@@ -44,27 +67,43 @@ test('a process removes the private directories of ended processes of its machin
     };
     const day = 24 * 60 * 60_000;
     const gone = [
-      make(`vrp-lv-${machine}-${dead}-aB3dE9`),
+      make(`vrp-lv-${machine}-${ns}-${dead}-123-aB3dE9`),
+      // The pid runs, but it is another process (a pid used again; a container's PID 1 restarted).
+      make(`vrp-lv-${machine}-${ns}-${livePid}-1-cD4eF5`),
       make('vrp-lv-export-Qx7Lm2', day + 60_000),
       make('vrp-lv-Zz9Yy8', day + 60_000),
     ];
     const kept = [
       mine.slice(dir.length + 1),
-      make(`vrp-lv-${machine}-${live.pid}-Kp4Rt6`),
-      make(`vrp-lv-other-machine-${dead}-Mn5Op7`),
+      make(`vrp-lv-${machine}-${ns}-${livePid}-${startOf(livePid)}-Kp4Rt6`),
+      make(`vrp-lv-other.machine-${ns}-${dead}-123-Mn5Op7`),
+      make(`vrp-lv-${machine}-4026531000-${dead}-123-Gh6Ij7`),
+      make(`vrp-lv-${machine}-x-${dead}-0-Lm8No9`),
       make('vrp-lv-export-Fr3sh1', day - 60_000),
       make('vrp-lv-notes'),
       make('something-else'),
     ];
-    assert.equal(await sweepPrivateDirs(), gone.length);
-    assert.deepEqual(readdirSync(dir).sort(), [...kept].sort());
-    for (const name of gone) assert.ok(!existsSync(join(dir, name)));
+    // A dead process's directory that cannot be removed: a mount point (as root), or holding a
+    // directory its files cannot leave (as another user).
+    const stuck = make(`vrp-lv-${machine}-${ns}-${dead}-123-St1ck2`);
+    if (process.getuid?.() === 0) {
+      mounted = join(dir, stuck);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-stuck', mounted]);
+    } else {
+      mkdirSync(join(dir, stuck, 'locked'));
+      writeFileSync(join(dir, stuck, 'locked', 'part'), 'x');
+      chmodSync(join(dir, stuck, 'locked'), 0o500);
+    }
+    assert.deepEqual(await sweepPrivateDirs(), { removed: gone.length, failed: 1 });
+    assert.deepEqual(readdirSync(dir).sort(), [...kept, stuck].sort());
     // Nothing more to remove.
-    assert.equal(await sweepPrivateDirs(), 0);
+    assert.deepEqual(await sweepPrivateDirs(), { removed: 0, failed: 1 });
   } finally {
     live.kill();
+    if (mounted) execFileSync('umount', [mounted]);
     if (usual === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = usual;
+    execFileSync('chmod', ['-R', 'u+w', dir]);
     rmSync(dir, { recursive: true, force: true });
   }
 });

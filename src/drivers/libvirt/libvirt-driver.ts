@@ -35,7 +35,7 @@ import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from '.
 import { createLeftovers } from './leftovers.ts';
 import { isLocalSystem } from './local-system.ts';
 import { definitionMac, macOf, withDefinitionMac } from './macs.ts';
-import { holdRoom } from './room-claims.ts';
+import { holdRoom, oneFilesystem, type RoomWant } from './room-claims.ts';
 import { readSeedUserData, seedNetwork, userDataSshKeys, writeSeed } from './seed.ts';
 import {
   createPoolStorage,
@@ -47,6 +47,7 @@ import {
   makePrivateDir,
   POOL,
   parseVolumeXml,
+  type Room,
   withPrivateDir,
 } from './storage.ts';
 import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
@@ -236,6 +237,33 @@ const VRP_NS = 'https://vrp.invalid/libvirt';
  */
 export function isLocalUri(uri: string): boolean {
   return isLocalSystem(uri) || /^qemu\+unix:\/\/\/(system|session)\b/i.test(uri);
+}
+
+/**
+ * The room a restore's copies take (importDisk), its image's data `data` bytes: here, the runs'
+ * raw file and its qcow2 beside it (the qcow2 alone once the raw file goes, until it is
+ * uploaded); on the host, the qcow2 staged beside the disk, then the disk's copy of it once the
+ * old disk (`oldDisk` bytes of its own) has gone. A pool on the disk of this machine's temporary
+ * directory (one place) never holds more than twice the data at once: the two files here, then
+ * the qcow2 and its upload, then the upload and the disk's copy less the old disk.
+ */
+export function restoreWants(o: {
+  readonly here: string;
+  readonly onPool: string;
+  readonly hostId: string;
+  readonly data: number;
+  readonly oldDisk: number;
+  readonly poolRoom: () => Promise<Room>;
+}): RoomWant[] {
+  const poolWhere = `Host ${o.hostId}'s storage pool (a restore stages the backup's disk there beside the server's)`;
+  if (o.onPool === o.here)
+    return [
+      { place: o.here, where: oneFilesystem(poolWhere, LOCAL_ROOM), need: 2 * o.data, room: localRoom },
+    ];
+  return [
+    { place: o.here, where: LOCAL_ROOM, need: 2 * o.data, room: localRoom },
+    { place: o.onPool, where: poolWhere, need: o.data + Math.max(0, o.data - o.oldDisk), room: o.poolRoom },
+  ];
 }
 
 /** The UNIX socket of a running domain's VNC console in its live XML, if it has one. */
@@ -1517,18 +1545,18 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const prefix = vmVolumes(vmId).restorePrefix;
       for (const left of await volumesNamed(uri, prefix)) await pool.remove(uri, left).catch(() => {});
       // Refused before anything is written where the copies cannot fit, their room held until
-      // they are gone (room-claims.ts): here, the runs' raw file and its qcow2 beside it; on the
-      // host, the qcow2 staged beside the disk, then the disk's copy of it once the old disk has
-      // gone (what that one frees counted).
-      const release = await holdRoom(db, [
-        { place: await localPlace(), where: LOCAL_ROOM, need: 2 * data, room: localRoom },
-        {
-          place: await pool.place(vm.host_id, uri),
-          where: `Host ${vm.host_id}'s storage pool (a restore stages the backup's disk there beside the server's)`,
-          need: data + Math.max(0, data - (current?.allocation ?? 0)),
-          room: () => pool.room(uri),
-        },
-      ]);
+      // they are gone (room-claims.ts; restoreWants).
+      const release = await holdRoom(
+        db,
+        restoreWants({
+          here: await localPlace(),
+          onPool: await pool.place(vm.host_id, uri),
+          hostId: vm.host_id,
+          data,
+          oldDisk: current?.allocation ?? 0,
+          poolRoom: () => pool.room(uri),
+        }),
+      );
       try {
         await writeImage(vm, uri, size, runs);
       } finally {
@@ -1568,6 +1596,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // that fails leaves its disk untouched (the staged copy is removed).
         const staged = `${vmVolumes(vm.id).restorePrefix}${randomUUID().slice(0, 8)}.qcow2`;
         await pool.uploadNew(uri, staged, qcow2);
+        await rm(qcow2, { force: true });
         try {
           // uploadNew read the pool again: a qcow2 of the disk's size, not a raw volume.
           await replaceDisk(vm, uri, staged);

@@ -155,8 +155,7 @@ function byPlace(wants: readonly RoomWant[]): RoomWant[] {
         ? {
             ...w,
             need: same.need + w.need,
-            where:
-              same.where === w.where ? w.where : `${same.where} and ${lowerFirst(w.where)}, one filesystem,`,
+            where: oneFilesystem(same.where, w.where),
           }
         : w,
     );
@@ -164,7 +163,11 @@ function byPlace(wants: readonly RoomWant[]): RoomWant[] {
   return [...places.values()];
 }
 
-const lowerFirst = (text: string) => text.charAt(0).toLowerCase() + text.slice(1);
+/** Two places a refusal names that are one filesystem, as it names them (one if they are the same). */
+export const oneFilesystem = (first: string, second: string): string =>
+  first === second
+    ? first
+    : `${first} and ${second.charAt(0).toLowerCase()}${second.slice(1)}, one filesystem,`;
 
 /** Takes the claims' lock for the rest of the transaction (PostgreSQL; SQLite's transactions take turns). */
 async function lockClaims(tx: Kysely<Database>): Promise<void> {

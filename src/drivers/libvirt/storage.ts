@@ -1,6 +1,17 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, readdir, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import {
+  lstat,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  statfs,
+  writeFile,
+} from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -120,16 +131,48 @@ async function machinePlace(path: string): Promise<string> {
  */
 export const localPlace = (): Promise<string> => machinePlace(tmpdir());
 
-/** This machine's name as private directories carry it (no path separators). */
+/** This machine's name as private directories carry it (no dashes, no path separators). */
 const machineName = () => hostname().replace(/[^A-Za-z0-9.]/g, '_');
 
 /**
- * A new private directory on this machine (mode 0700) in its temporary directory, named after
- * the machine and this process (`vrp-lv-<machine>-<pid>-XXXXXX`), so that a process started
- * later can tell a dead process's files from a live one's (sweepPrivateDirs).
+ * A process of this machine as its private directories name it: its PID namespace (the inode
+ * of /proc/self/ns/pid: containers sharing a directory may share a machine name and PIDs), its
+ * pid and its start time (field 22 of /proc/<pid>/stat: a pid used again, or a container's
+ * PID 1 after a restart, is another process). `x` for the namespace where /proc says nothing:
+ * such directories are never swept.
  */
-export function makePrivateDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), `vrp-lv-${machineName()}-${process.pid}-`));
+interface ProcessMark {
+  readonly ns: string;
+  readonly pid: number;
+  readonly start: string;
+}
+
+/** The start time of process `pid` as /proc gives it; undefined where it does not run (or /proc says nothing). */
+async function processStart(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // Fields after the command (in parentheses, which may hold anything) begin with field 3.
+  return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+}
+
+let ownMark: Promise<ProcessMark> | undefined;
+function thisProcess(): Promise<ProcessMark> {
+  ownMark ??= (async () => {
+    const ns = /\[(\d+)\]/.exec(await readlink('/proc/self/ns/pid').catch(() => ''))?.[1];
+    const start = await processStart(process.pid);
+    return ns && start ? { ns, pid: process.pid, start } : { ns: 'x', pid: process.pid, start: '0' };
+  })();
+  return ownMark;
+}
+
+/**
+ * A new private directory on this machine (mode 0700) in its temporary directory, named after
+ * the machine and this process (`vrp-lv-<machine>-<pid namespace>-<pid>-<start>-XXXXXX`), so
+ * that a process started later can tell a dead process's files from a live one's
+ * (sweepPrivateDirs).
+ */
+export async function makePrivateDir(): Promise<string> {
+  const p = await thisProcess();
+  return mkdtemp(join(tmpdir(), `vrp-lv-${machineName()}-${p.ns}-${p.pid}-${p.start}-`));
 }
 
 /** How long a private directory named without its process (before 2026-12-07) is kept after its last change. */
@@ -139,39 +182,33 @@ const UNNAMED_PRIVATE_DIR_MS = 24 * 60 * 60_000;
  * Removes from this machine's temporary directory the private directories of its processes that
  * have ended (one killed during a copy leaves its files, which would take that disk's room for
  * good), and those named without their process (by versions before 2026-12-07) a day after
- * their last change. A directory of another machine's name (a shared directory), or of a process
- * that still runs, stays. Resolves to how many were removed.
+ * their last change. A directory of another machine's name or PID namespace (a shared
+ * directory), or of a process that still runs, stays; one that cannot be removed (another
+ * user's) is counted in `failed`, and the others are still looked at.
  */
-export async function sweepPrivateDirs(): Promise<number> {
+export async function sweepPrivateDirs(): Promise<{ removed: number; failed: number }> {
   const ours = machineName();
+  const me = await thisProcess();
   let removed = 0;
+  let failed = 0;
   for (const name of await readdir(tmpdir())) {
-    const named = /^vrp-lv-(.+)-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
     const path = join(tmpdir(), name);
-    if (named) {
-      if (named[1] !== ours || processRuns(Number(named[2]))) continue;
-    } else if (/^vrp-lv-(export-)?[A-Za-z0-9]{6}$/.test(name)) {
-      const changed = await stat(path).then(
-        (s) => s.mtimeMs,
-        () => Date.now(),
-      );
-      if (Date.now() - changed < UNNAMED_PRIVATE_DIR_MS) continue;
-    } else continue;
-    await rm(path, { recursive: true, force: true });
-    removed++;
+    try {
+      const named = /^vrp-lv-([^-]+)-(\d+|x)-(\d+)-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+      if (named) {
+        const [, machine, ns, pid, start] = named;
+        if (machine !== ours || ns !== me.ns || ns === 'x') continue;
+        if ((await processStart(Number(pid))) === start) continue;
+      } else if (/^vrp-lv-(export-)?[A-Za-z0-9]{6}$/.test(name)) {
+        if (Date.now() - (await lstat(path)).mtimeMs < UNNAMED_PRIVATE_DIR_MS) continue;
+      } else continue;
+      await rm(path, { recursive: true, force: true });
+      removed++;
+    } catch {
+      failed++;
+    }
   }
-  return removed;
-}
-
-/** Whether process `pid` of this machine runs (one of another user's answers EPERM: it runs). */
-function processRuns(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err instanceof Error && 'code' in err && err.code === 'EPERM';
-  }
+  return { removed, failed };
 }
 
 /** A private directory on this machine (makePrivateDir), removed after `use` whatever happens. */
@@ -278,7 +315,8 @@ export interface PoolStorage {
    * Bytes free in the pool to QEMU's user: `pool-info --bytes`' Available less 5% of its
    * Capacity (POOL_RESERVE), read again from the host's filesystem first (a refresh; libvirt's
    * figure is otherwise that of the last one) unless a copy into the pool holds it (then the
-   * last figure: `fresh` false).
+   * last figure: `fresh` false). A pool whose directory is on this machine (place() keys it by
+   * its filesystem): what its filesystem has free to users other than root, read now.
    */
   room(uri: string): Promise<Room>;
   /**
@@ -479,6 +517,12 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
     },
 
     async room(uri) {
+      // A pool on this machine's filesystem (place()) is read as this machine's temporary
+      // directory is, now: one place, one kind of figure (libvirt's may be one from before).
+      if (isLocalSystem(uri)) {
+        const here = await statfs(poolPath).catch(() => undefined);
+        if (here) return { bytes: here.bavail * here.bsize, fresh: true };
+      }
       const fresh = await storage.refresh(uri, 0).then(
         () => true,
         (err: unknown) => {
