@@ -1355,9 +1355,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const hold = await holdExportRoom(vm, uri, kind);
       let dir: string;
       try {
-        // The hold may have waited: a server whose power changed meanwhile is exported by the
-        // next attempt, as it is then.
-        if ((await state(vm)) !== s)
+        // A server whose power changed while the hold waited is exported by the next attempt,
+        // as it is then.
+        if (hold.waited && (await state(vm)) !== s)
           throw new DriverError("The server's power state changed while its backup waited for room", {
             transient: true,
           });
@@ -1467,21 +1467,33 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     async function holdExportRoom(vm: LibvirtVmTable, uri: string, kind: 'full' | 'incremental') {
       const onPool = await pool.place(vm.host_id, uri);
       const here = await localPlace();
-      const release = await holdRoom(db, async () => {
-        const bytes = await diskCopyBytes(uri, vm.id);
-        if (!bytes) throw new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false });
-        const need = kind === 'full' ? bytes.folded : bytes.own;
-        return [
-          {
-            place: onPool,
-            where: `Host ${vm.host_id}'s storage pool (a backup is written there first, then read out)`,
-            need,
-            room: () => pool.room(uri),
+      let waited = false;
+      const release = await holdRoom(
+        db,
+        async () => {
+          const bytes = await diskCopyBytes(uri, vm.id);
+          if (!bytes) throw new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false });
+          const need = kind === 'full' ? bytes.folded : bytes.own;
+          return [
+            {
+              place: onPool,
+              where: `Host ${vm.host_id}'s storage pool (a backup is written there first, then read out)`,
+              need,
+              room: () => pool.room(uri),
+            },
+            { place: here, where: LOCAL_ROOM, need, room: localRoom },
+          ];
+        },
+        {
+          // Asked after each wait only: the export then knows it waited.
+          done: async () => {
+            waited = true;
+            return false;
           },
-          { place: here, where: LOCAL_ROOM, need, room: localRoom },
-        ];
-      });
+        },
+      );
       return {
+        waited,
         release: () => release(),
         // A pool on this machine's temporary directory's disk is one claim with the file here.
         poolCopyGone: () => (onPool === here ? Promise.resolve() : release([onPool])),
