@@ -31,10 +31,15 @@ export async function createDriver(
       log?.warn({ err }, 'libvirt: could not look for temporary directories left by ended processes');
       return { removed: 0, failed: 0 };
     });
-    if (swept.removed > 0 || swept.failed > 0)
+    if (swept.removed > 0)
       log?.info(
-        { ...swept, dir: tmpdir() },
+        { removed: swept.removed, dir: tmpdir() },
         'libvirt: removed temporary directories of processes that ended',
+      );
+    if (swept.failed > 0)
+      log?.warn(
+        { failed: swept.failed, dir: tmpdir() },
+        'libvirt: could not remove temporary directories of processes that ended (remove them by hand)',
       );
     return createLibvirtDriver({
       db,
