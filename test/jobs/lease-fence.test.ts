@@ -35,7 +35,10 @@ for (const store of testStores()) {
         if (seen.length === 1) throw new DriverError('the host is busy', { transient: true });
         return TASKS.stop(tc);
       };
-      const w = s.worker({ stop: knows });
+      // A long lease: a loaded machine's pause past the usual 300 ms would take the first run's
+      // fence down (and its stop signal with it) before its failure is written, which is another
+      // test's subject (below), not this one's.
+      const w = s.worker({ stop: knows }, { leaseMs: 600_000 });
       assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/stop`)).status, 200);
       await until(async () => (await s.jobRow('stop')).status === 'succeeded', 'the stop done');
       await w.stop(1000);
