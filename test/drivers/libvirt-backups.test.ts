@@ -13,10 +13,11 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
@@ -40,6 +41,7 @@ import {
   removeTemplateVolumes,
   startTestHost,
   withFullTmpdir,
+  withReadOnlyTmpdir,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
@@ -148,6 +150,31 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     error() {},
   });
   const d = driver;
+  /**
+   * A running job `jobId` in its first attempt, its lease ten minutes on, as a worker's claim
+   * leaves it: what a copy's room is held for (room-claims.ts). Its row is written on a
+   * connection of its own without foreign keys: this store has no service for it.
+   */
+  const runningJobRow = (jobId: string) => {
+    const raw = new DatabaseSync(join(work, 'vrp.sqlite'), { enableForeignKeyConstraints: false });
+    try {
+      raw.exec('pragma busy_timeout = 5000');
+      raw
+        .prepare(
+          `insert into jobs (id, service_id, reseller_id, action, params, status, attempts, seq, run_at, created_at, started_at, locked_by, locked_until)
+           values (?, ?, 'r', 'backup', '{}', 'running', 1, 1, ?, ?, ?, 'worker-1', ?)`,
+        )
+        .run(jobId, `service-of-${jobId}`, Date.now(), Date.now(), Date.now(), Date.now() + 600_000);
+    } finally {
+      raw.close();
+    }
+  };
+  /** Runs `body` as such a job's attempt (its fence never goes down). */
+  const asRunningJob = <R>(jobId: string, body: () => Promise<R>): Promise<R> => {
+    runningJobRow(jobId);
+    const signal = new AbortController().signal;
+    return fenced({ run: { jobId, attempt: 1 }, signal, check: () => signal.throwIfAborted() }, body);
+  };
   const vmId = `0193bk00-0000-7000-8000-${suffix.padStart(12, '0').slice(-12)}`;
   const domain = `vrp-${vmId}`;
   const created = await d.create({
@@ -548,6 +575,116 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       );
       assert.equal(domstate(), 'shut off');
       assert.equal(await sha256(await diskImage('disk-after-refusals')), before, 'the disk is untouched');
+    },
+  );
+
+  await t.test(
+    'an export that fails once its room is held (its backup cannot begin; its temporary directory cannot be made) lets the room go and leaves nothing behind',
+    async () => {
+      /** The room claims of job `jobId`'s run as [place kind, released]. */
+      const claimsOf = async (jobId: string) =>
+        (await store.db.selectFrom('room_claims').selectAll().where('job_id', '=', jobId).execute())
+          .map((c) => [c.place.replace(/^(pool|fs):.*$/, '$1'), c.released_at !== null])
+          .sort();
+      const ourDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('vrp-lv-'));
+      const dirsBefore = ourDirs();
+      const commandsBefore = commands.length;
+      const wrapper = installVirshWrapper();
+      try {
+        wrapper.refuse(['backup-begin', domain]);
+        await assert.rejects(
+          asRunningJob('job-begin-fails', () => d.exportDisk(vmId, 'b-begin-fails', 'b3')),
+          /Could not start the backup/,
+        );
+      } finally {
+        wrapper.remove();
+      }
+      assert.ok(commands.slice(commandsBefore).includes('virsh backup-begin'), 'the backup was asked for');
+      assert.deepEqual(
+        await claimsOf('job-begin-fails'),
+        [
+          ['fs', true],
+          ['pool', true],
+        ],
+        'the room was held, and is let go',
+      );
+      assert.deepEqual(ourDirs(), dirsBefore, 'no private directory left');
+      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+      assert.equal(domstate(), 'shut off');
+      // Room to read, none to write: the directory cannot be made after the hold.
+      await withReadOnlyTmpdir(async () => {
+        await assert.rejects(
+          asRunningJob('job-no-dir', () => d.exportDisk(vmId, 'b-no-dir', 'b3')),
+          (err: unknown) => {
+            assert.ok(err instanceof DriverError && err.transient, String(err));
+            assert.equal(
+              err.message,
+              'The temporary directory of the vrp process that copies (TMPDIR) cannot be used: it is read-only',
+            );
+            return true;
+          },
+        );
+      });
+      assert.deepEqual(
+        await claimsOf('job-no-dir'),
+        [
+          ['fs', true],
+          ['pool', true],
+        ],
+        'the room was held, and is let go',
+      );
+      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+      assert.equal(domstate(), 'shut off');
+    },
+  );
+
+  await t.test(
+    "an export that waited for another copy's room while its server was started fails for now, holding nothing, and the server runs on",
+    async () => {
+      // Another job's copy holds more than the host's pool has: the export waits for it.
+      runningJobRow('job-copying');
+      await store.db
+        .insertInto('room_claims')
+        .values({
+          id: 'claim-of-another-copy',
+          place: 'pool:a',
+          bytes: 2 ** 50,
+          job_id: 'job-copying',
+          attempt: 1,
+          created_at: Date.now(),
+          released_at: null,
+        })
+        .execute();
+      const startedAt = Date.now();
+      const waiting = asRunningJob('job-waits', () => d.exportDisk(vmId, 'b-waits', 'b3')).then(
+        () => assert.fail('the export went on'),
+        (err: unknown) => err,
+      );
+      // Its first look at the room is made (and found too little).
+      await waitUntil('the export to look at the room', async () => {
+        const places = await store.db.selectFrom('room_places').selectAll().execute();
+        return places.some((p) => p.place === 'pool:a' && Number(p.fresh_at) >= startedAt) || undefined;
+      });
+      await d.start(vmId);
+      assert.equal(domstate(), 'running');
+      await store.db.deleteFrom('room_claims').where('id', '=', 'claim-of-another-copy').execute();
+      const err = await waiting;
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.equal(err.message, "The server's power state changed while its backup waited for room");
+      assert.deepEqual(
+        (
+          await store.db.selectFrom('room_claims').selectAll().where('job_id', '=', 'job-waits').execute()
+        ).map((c) => c.released_at !== null),
+        [true, true],
+        'the room it held is let go',
+      );
+      assert.equal(domstate(), 'running', 'the server runs on');
+      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
+      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
+      await d.stop(vmId, { timeoutMs: 3000 });
+      assert.equal(domstate(), 'shut off');
     },
   );
 

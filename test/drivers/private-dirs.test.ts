@@ -4,7 +4,8 @@
  * removes those of this machine's processes that ended (or whose pid is another process's now)
  * and those named without their process a day after their last change, and leaves a live
  * process's, another machine's or namespace's and anything else; one it cannot remove is
- * counted and does not stop the rest.
+ * counted and does not stop the rest. The libvirt driver sweeps as it starts, and says what it
+ * removed and what it could not.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,7 +24,15 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { makePrivateDir, sweepPrivateDirs, withPrivateDir } from '../../src/drivers/libvirt/storage.ts';
+import { DriverError } from '../../src/drivers/driver.ts';
+import {
+  localPlace,
+  localRoom,
+  makePrivateDir,
+  sweepPrivateDirs,
+  withPrivateDir,
+} from '../../src/drivers/libvirt/storage.ts';
+import { closeLibvirtDriverOnStore, libvirtDriverOnStore } from '../helpers/libvirt.ts';
 
 /** A process of this machine that has ended: its pid. */
 async function endedPid(): Promise<number> {
@@ -103,6 +112,86 @@ test('a process removes the private directories of ended processes of its machin
     if (mounted) execFileSync('umount', [mounted]);
     if (usual === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = usual;
+    execFileSync('chmod', ['-R', 'u+w', dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the libvirt driver's start-up sweeps: what it removed at info, what it could not at warn; where the temporary directory cannot be read, a warning and the driver still starts", async () => {
+  const usual = process.env['TMPDIR'];
+  const dataDir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-store-'));
+  const dir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-'));
+  const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
+  const at =
+    (level: string) =>
+    (obj: object, msg: string): void => {
+      lines.push({ level, msg, obj: obj as Record<string, unknown> });
+    };
+  const log = { info: at('info'), warn: at('warn'), error: at('error'), debug: () => {} };
+  const sweepLines = () => lines.filter((l) => / temporary directories/.test(l.msg));
+  let mounted: string | undefined;
+  let s: Awaited<ReturnType<typeof libvirtDriverOnStore>> | undefined;
+  try {
+    process.env['TMPDIR'] = dir;
+    const machine = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+    const ns = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? assert.fail('no PID namespace');
+    const dead = await endedPid();
+    mkdirSync(join(dir, `vrp-lv-${machine}-${ns}-${dead}-123-aB3dE9`));
+    const stuck = join(dir, `vrp-lv-${machine}-${ns}-${dead}-123-St1ck2`);
+    mkdirSync(stuck);
+    if (process.getuid?.() === 0) {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-stuck', stuck]);
+      mounted = stuck;
+    } else {
+      mkdirSync(join(stuck, 'locked'));
+      writeFileSync(join(stuck, 'locked', 'part'), 'x');
+      chmodSync(join(stuck, 'locked'), 0o500);
+    }
+    s = await libvirtDriverOnStore(dataDir, {}, log);
+    assert.deepEqual(
+      sweepLines().map((l) => [l.level, l.msg, l.obj['removed'] ?? l.obj['failed'], l.obj['dir']]),
+      [
+        ['info', 'libvirt: removed temporary directories of processes that ended', 1, dir],
+        [
+          'warn',
+          'libvirt: could not remove temporary directories of processes that ended (remove them by hand)',
+          1,
+          dir,
+        ],
+      ],
+    );
+    assert.deepEqual(readdirSync(dir), [stuck.slice(dir.length + 1)]);
+    await closeLibvirtDriverOnStore(s, dataDir);
+    s = undefined;
+
+    // A temporary directory that is not there: the sweep cannot look, the driver starts all the same.
+    lines.length = 0;
+    mkdirSync(dataDir);
+    process.env['TMPDIR'] = join(dir, 'not-there');
+    s = await libvirtDriverOnStore(dataDir, {}, log);
+    assert.deepEqual(
+      sweepLines().map((l) => [l.level, l.msg, (l.obj['err'] as NodeJS.ErrnoException | undefined)?.code]),
+      [['warn', 'libvirt: could not look for temporary directories left by ended processes', 'ENOENT']],
+    );
+    // It works: it reaches its host. A copy that needs the directory fails for now, saying why.
+    await s.driver.probe('libvirt-1');
+    const unusable = (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.equal(
+        err.message,
+        'The temporary directory of the vrp process that copies (TMPDIR) cannot be used: it does not exist',
+      );
+      return true;
+    };
+    await assert.rejects(makePrivateDir(), unusable);
+    await assert.rejects(localRoom(), unusable);
+    await assert.rejects(localPlace(), unusable);
+  } finally {
+    if (usual === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = usual;
+    if (s) await closeLibvirtDriverOnStore(s, dataDir);
+    rmSync(dataDir, { recursive: true, force: true });
+    if (mounted) execFileSync('umount', [mounted]);
     execFileSync('chmod', ['-R', 'u+w', dir]);
     rmSync(dir, { recursive: true, force: true });
   }

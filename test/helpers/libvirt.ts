@@ -114,18 +114,39 @@ export function testBridge(name: string): () => void {
  * Runs `use` with this process's TMPDIR a full 1 MiB tmpfs (0.0 MiB free: where copies between
  * hosts, exports and imports pass), then as it was.
  */
-export async function withFullTmpdir<T>(use: () => Promise<T>): Promise<T> {
+export function withFullTmpdir<T>(use: () => Promise<T>): Promise<T> {
+  return withTestTmpdir('full', use);
+}
+
+/**
+ * Runs `use` with this process's TMPDIR a 2 GiB tmpfs mounted read-only: its room can be read,
+ * but nothing made in it (not even by root), then as it was.
+ */
+export function withReadOnlyTmpdir<T>(use: () => Promise<T>): Promise<T> {
+  return withTestTmpdir('read-only', use);
+}
+
+async function withTestTmpdir<T>(kind: 'full' | 'read-only', use: () => Promise<T>): Promise<T> {
   const small = mkdtempSync(join(tmpdir(), 'vrp-small-tmp-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-small-tmp', small]);
+  execFileSync('mount', [
+    '-t',
+    'tmpfs',
+    '-o',
+    kind === 'full' ? 'size=1m' : 'size=2g',
+    'vrp-small-tmp',
+    small,
+  ]);
   const usual = process.env['TMPDIR'];
   try {
     // Filled (dd stops where the tmpfs is full).
-    execFileSync('sh', [
-      '-c',
-      'dd if=/dev/zero of="$1/filler" bs=64k count=32 2>/dev/null; true',
-      '_',
-      small,
-    ]);
+    if (kind === 'full')
+      execFileSync('sh', [
+        '-c',
+        'dd if=/dev/zero of="$1/filler" bs=64k count=32 2>/dev/null; true',
+        '_',
+        small,
+      ]);
+    else execFileSync('mount', ['-o', 'remount,ro', small]);
     process.env['TMPDIR'] = small;
     return await use();
   } finally {

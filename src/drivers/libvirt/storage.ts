@@ -113,8 +113,30 @@ export const LOCAL_ROOM = 'The temporary directory of the vrp process that copie
 
 /** What is free to this process in this machine's temporary directory (read now). */
 export async function localRoom(): Promise<Room> {
-  const s = await statfs(tmpdir());
+  const s = await statfs(tmpdir()).catch(tmpdirUnusable);
   return { bytes: s.bavail * s.bsize, fresh: true };
+}
+
+/**
+ * Throws, for a failure of this machine's temporary directory itself (missing, read-only, not
+ * this process's to write in), a transient DriverError that says so: the copy's job is tried
+ * again (the operator may mend it meanwhile, or another worker's machine do the copy), and its
+ * error names the cause rather than an internal error. Not its path: a job's error is the
+ * reseller's to read (the operator knows their TMPDIR).
+ */
+function tmpdirUnusable(err: unknown): never {
+  const code = err instanceof Error && 'code' in err ? String(err.code) : undefined;
+  const why =
+    code === 'ENOENT' || code === 'ENOTDIR'
+      ? 'it does not exist'
+      : code === 'EROFS'
+        ? 'it is read-only'
+        : code === 'ENOSPC'
+          ? 'it is full'
+          : code === 'EACCES' || code === 'EPERM'
+            ? 'this process may not write in it'
+            : `${code ?? 'an error'}`;
+  throw new DriverError(`${LOCAL_ROOM} cannot be used: ${why}`, { transient: true, cause: err });
 }
 
 /**
@@ -129,7 +151,7 @@ async function machinePlace(path: string): Promise<string> {
  * The key of this machine's temporary directory as a place copies hold room on (two processes
  * whose TMPDIR are two directories of one disk share its room, as does a pool there: place()).
  */
-export const localPlace = (): Promise<string> => machinePlace(tmpdir());
+export const localPlace = (): Promise<string> => machinePlace(tmpdir()).catch(tmpdirUnusable);
 
 /** This machine's name as private directories carry it (no dashes, no path separators). */
 const machineName = () => hostname().replace(/[^A-Za-z0-9.]/g, '_');
@@ -172,7 +194,9 @@ function thisProcess(): Promise<ProcessMark> {
  */
 export async function makePrivateDir(): Promise<string> {
   const p = await thisProcess();
-  return mkdtemp(join(tmpdir(), `vrp-lv-${machineName()}-${p.ns}-${p.pid}-${p.start}-`));
+  return mkdtemp(join(tmpdir(), `vrp-lv-${machineName()}-${p.ns}-${p.pid}-${p.start}-`)).catch(
+    tmpdirUnusable,
+  );
 }
 
 /** How long a private directory named without its process (before 2026-12-07) is kept after its last change. */
