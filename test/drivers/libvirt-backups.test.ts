@@ -586,7 +586,9 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         (await store.db.selectFrom('room_claims').selectAll().where('job_id', '=', jobId).execute())
           .map((c) => [c.place.replace(/^(pool|fs):.*$/, '$1'), c.released_at !== null])
           .sort();
-      const ourDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('vrp-lv-'));
+      // This process's (other test files make and remove theirs in the same directory meanwhile).
+      const ourDirs = () =>
+        readdirSync(tmpdir()).filter((n) => new RegExp(`^vrp-lv-[^-]+-[^-]+-${process.pid}-`).test(n));
       const dirsBefore = ourDirs();
       const commandsBefore = commands.length;
       const wrapper = installVirshWrapper();
@@ -644,12 +646,13 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     "an export that waited for another copy's room while its server was started fails for now, holding nothing, and the server runs on",
     async () => {
       // Another job's copy holds more than the host's pool has: the export waits for it.
+      const place = `pool:${created.hostId}`;
       runningJobRow('job-copying');
       await store.db
         .insertInto('room_claims')
         .values({
           id: 'claim-of-another-copy',
-          place: 'pool:a',
+          place,
           bytes: 2 ** 50,
           job_id: 'job-copying',
           attempt: 1,
@@ -659,17 +662,24 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         .execute();
       const startedAt = Date.now();
       const waiting = asRunningJob('job-waits', () => d.exportDisk(vmId, 'b-waits', 'b3')).then(
-        () => assert.fail('the export went on'),
+        async (e) => {
+          await e.close();
+          return new Error('the export went on');
+        },
         (err: unknown) => err,
       );
-      // Its first look at the room is made (and found too little).
-      await waitUntil('the export to look at the room', async () => {
-        const places = await store.db.selectFrom('room_places').selectAll().execute();
-        return places.some((p) => p.place === 'pool:a' && Number(p.fresh_at) >= startedAt) || undefined;
-      });
-      await d.start(vmId);
-      assert.equal(domstate(), 'running');
-      await store.db.deleteFrom('room_claims').where('id', '=', 'claim-of-another-copy').execute();
+      try {
+        // Its first look at the room is made (and found too little).
+        await waitUntil('the export to look at the room', async () => {
+          const places = await store.db.selectFrom('room_places').selectAll().execute();
+          return places.some((p) => p.place === place && Number(p.fresh_at) >= startedAt) || undefined;
+        });
+        await d.start(vmId);
+        assert.equal(domstate(), 'running');
+      } finally {
+        // Whatever failed above, the export does not wait on.
+        await store.db.deleteFrom('room_claims').where('id', '=', 'claim-of-another-copy').execute();
+      }
       const err = await waiting;
       assert.ok(err instanceof DriverError && err.transient, String(err));
       assert.equal(err.message, "The server's power state changed while its backup waited for room");

@@ -5,7 +5,8 @@
  * keeps running the same boot, moves back cold with its disk (refused first, for good and before
  * any copy, while this process's temporary directory cannot hold the disk), a disk exported before it moved
  * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move, and
- * stopped while libvirt's migration job runs) leave it running where it was.
+ * stopped while libvirt's migration job runs) leave it running where it was; a stopped VM whose
+ * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
@@ -366,6 +367,28 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       guestReports(vm1, uriA).map((r) => r['boot']),
       ['1', '2', '2', '3'],
       "the guest's console: no boot since",
+    );
+
+    // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
+    // refused for good before anything is copied, and it stays on A.
+    startHost(names.b);
+    await driver.stop(vm1, { timeoutMs: 3000 });
+    virshOut(uriA, 'vol-delete', '--pool', 'vrp', `${vm1}.qcow2`);
+    await assert.rejects(driver.migrate(vm1, 'b'), (err: unknown) => {
+      assert.ok(err instanceof DriverError && !err.transient, String(err));
+      assert.equal(
+        err.message,
+        `VM ${vm1} has no disk on its host; the migration under way was undone, the server stays on its host`,
+      );
+      return true;
+    });
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.ok(!domains(uriB).includes(dom), 'nothing of it on B');
+    assert.deepEqual(
+      poolVolumes(uriB).filter((n) => n.startsWith(vm1)),
+      [],
+      "nothing of it in B's pool",
     );
 
     for (const m of migrations) t.diagnostic(`libvirt migration ${JSON.stringify(m)}`);

@@ -5,7 +5,8 @@
  * too small with nothing else held there is refused for good; a released claim still counts for
  * a figure read before its release or not read afresh; a claim stops counting when its attempt's
  * lease or run ends or the job's next attempt begins, and an attempt taken over claims nothing;
- * a claim released long ago counts for a figure not read afresh since; a job's new hold ends its
+ * a claim released long ago counts for a figure not read afresh since; a figure read more than 5
+ * minutes before its claim is read again; a job's new hold ends its
  * earlier claims; a wait ends when its attempt must stop; two copies claiming at once (from two processes on
  * PostgreSQL) do not both get the last room. A template's first copy to a host is refused for
  * good where the host's pool cannot hold it, holds its room while it is written, and one that
@@ -201,6 +202,35 @@ for (const kind of testStores()) {
         ['job-b', 1, 'pool:b', 5 * GiB, false],
       ]);
       await releaseB();
+    });
+  });
+
+  test(`a figure read more than 5 minutes before its claim (a look that took that long) is read again before anything is claimed (${kind})`, async (t) => {
+    await withStore(kind, async (store) => {
+      const db = store.db;
+      // A lease long enough for the clock moved on below.
+      await runningJob(db, 'job-a', 1, Date.now() + 3_600_000);
+      const realNow = Date.now.bind(Date);
+      let later = 0;
+      t.mock.method(Date, 'now', () => realNow() + later);
+      const reads: number[] = [];
+      const release = await asJob('job-a', () =>
+        holdRoom(
+          db,
+          [
+            pool(2 * GiB, () => {
+              reads.push(Date.now());
+              // The first read's answer comes six minutes after it was asked for.
+              if (reads.length === 1) later += 6 * 60_000;
+              return { bytes: 10 * GiB, fresh: true };
+            }),
+          ],
+          { waitMs: 10 },
+        ),
+      );
+      assert.equal(reads.length, 2, 'the room was read again');
+      assert.deepEqual(await underWay(db), [['job-a', 1, 'pool:b', 2 * GiB]]);
+      await release();
     });
   });
 

@@ -17,6 +17,7 @@ import {
   DriverError,
   type HypervisorDriver,
   type InterfaceCounters,
+  migrationUndone,
   type PowerState,
   type ReinstallSpec,
   type RescueLogin,
@@ -1715,7 +1716,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * Their size is at most the disk folded (diskCopyBytes). The room is held for the
      * move until its copies end (the release it resolves to; room-claims.ts): another copy to one
      * of those places counts it as taken, and waits for it where the rest is too little. A
-     * refusal undoes the migration (its caller), for good.
+     * refusal undoes the migration (its caller), for good; so does a disk with no volume on the
+     * source (the server lost it: a restore, not a move, mends that).
      */
     async function checkColdRoom(
       vm: LibvirtVmTable,
@@ -1724,7 +1726,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       dstUri: string,
     ): Promise<() => Promise<void>> {
       const need = (await diskCopyBytes(srcUri, vm.id))?.folded;
-      if (need === undefined) return async () => {};
+      // Nothing to move: only a restore gives the server a disk again.
+      if (need === undefined)
+        throw migrationUndone(new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false }));
       try {
         return await holdRoom(db, [
           {

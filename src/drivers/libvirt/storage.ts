@@ -117,25 +117,28 @@ export async function localRoom(): Promise<Room> {
   return { bytes: s.bavail * s.bsize, fresh: true };
 }
 
+/** What each failure of a directory itself says of it. */
+const DIRECTORY_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'it does not exist',
+  ENOTDIR: 'it does not exist',
+  EROFS: 'it is read-only',
+  ENOSPC: 'it is full',
+  EDQUOT: 'it is full',
+  EACCES: 'this process may not write in it',
+  EPERM: 'this process may not write in it',
+};
+
 /**
- * Throws, for a failure of this machine's temporary directory itself (missing, read-only, not
- * this process's to write in), a transient DriverError that says so: the copy's job is tried
- * again (the operator may mend it meanwhile, or another worker's machine do the copy), and its
- * error names the cause rather than an internal error. Not its path: a job's error is the
- * reseller's to read (the operator knows their TMPDIR).
+ * Throws, for a failure of this machine's temporary directory itself (missing, read-only, full,
+ * not this process's to write in), a transient DriverError that says so: the copy's job is
+ * tried again (the operator may mend it meanwhile, or another worker's machine do the copy),
+ * and its error names the cause rather than an internal error. Not its path: a job's error is
+ * the reseller's to read, and the operator knows their TMPDIR. Any other failure (too many open
+ * files) is thrown as it is.
  */
 function tmpdirUnusable(err: unknown): never {
-  const code = err instanceof Error && 'code' in err ? String(err.code) : undefined;
-  const why =
-    code === 'ENOENT' || code === 'ENOTDIR'
-      ? 'it does not exist'
-      : code === 'EROFS'
-        ? 'it is read-only'
-        : code === 'ENOSPC'
-          ? 'it is full'
-          : code === 'EACCES' || code === 'EPERM'
-            ? 'this process may not write in it'
-            : `${code ?? 'an error'}`;
+  const why = err instanceof Error && 'code' in err ? DIRECTORY_FAILURES[String(err.code)] : undefined;
+  if (why === undefined) throw err;
   throw new DriverError(`${LOCAL_ROOM} cannot be used: ${why}`, { transient: true, cause: err });
 }
 
