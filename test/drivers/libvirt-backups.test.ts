@@ -17,7 +17,6 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { promisify } from 'node:util';
 import { loadConfig } from '../../src/config.ts';
@@ -35,10 +34,13 @@ import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { openStore } from '../../src/store/database.ts';
 import { pause, slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
+  asJobOnStore,
+  claimsOfJob,
   guestExec,
   guestReport,
   poolVolumes,
   removeTemplateVolumes,
+  runningJobOnStore,
   startTestHost,
   withFullTmpdir,
   withReadOnlyTmpdir,
@@ -150,31 +152,10 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     error() {},
   });
   const d = driver;
-  /**
-   * A running job `jobId` in its first attempt, its lease ten minutes on, as a worker's claim
-   * leaves it: what a copy's room is held for (room-claims.ts). Its row is written on a
-   * connection of its own without foreign keys: this store has no service for it.
-   */
-  const runningJobRow = (jobId: string) => {
-    const raw = new DatabaseSync(join(work, 'vrp.sqlite'), { enableForeignKeyConstraints: false });
-    try {
-      raw.exec('pragma busy_timeout = 5000');
-      raw
-        .prepare(
-          `insert into jobs (id, service_id, reseller_id, action, params, status, attempts, seq, run_at, created_at, started_at, locked_by, locked_until)
-           values (?, ?, 'r', 'backup', '{}', 'running', 1, 1, ?, ?, ?, 'worker-1', ?)`,
-        )
-        .run(jobId, `service-of-${jobId}`, Date.now(), Date.now(), Date.now(), Date.now() + 600_000);
-    } finally {
-      raw.close();
-    }
-  };
-  /** Runs `body` as such a job's attempt (its fence never goes down). */
-  const asRunningJob = <R>(jobId: string, body: () => Promise<R>): Promise<R> => {
-    runningJobRow(jobId);
-    const signal = new AbortController().signal;
-    return fenced({ run: { jobId, attempt: 1 }, signal, check: () => signal.throwIfAborted() }, body);
-  };
+  const asRunningJob = <R>(jobId: string, body: () => Promise<R>) => asJobOnStore(work, jobId, body);
+  /** The room claims of job `jobId`'s run as [place kind, released], by place. */
+  const claimsOf = async (jobId: string) =>
+    (await claimsOfJob(store.db, jobId)).map(([kind, , released]) => [kind, released]);
   const vmId = `0193bk00-0000-7000-8000-${suffix.padStart(12, '0').slice(-12)}`;
   const domain = `vrp-${vmId}`;
   const created = await d.create({
@@ -581,11 +562,6 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   await t.test(
     'an export that fails once its room is held (its backup cannot begin; its temporary directory cannot be made) lets the room go and leaves nothing behind',
     async () => {
-      /** The room claims of job `jobId`'s run as [place kind, released]. */
-      const claimsOf = async (jobId: string) =>
-        (await store.db.selectFrom('room_claims').selectAll().where('job_id', '=', jobId).execute())
-          .map((c) => [c.place.replace(/^(pool|fs):.*$/, '$1'), c.released_at !== null])
-          .sort();
       // This process's (other test files make and remove theirs in the same directory meanwhile).
       const ourDirs = () =>
         readdirSync(tmpdir()).filter((n) => new RegExp(`^vrp-lv-[^-]+-[^-]+-${process.pid}-`).test(n));
@@ -647,7 +623,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     async () => {
       // Another job's copy holds more than the host's pool has: the export waits for it.
       const place = `pool:${created.hostId}`;
-      runningJobRow('job-copying');
+      runningJobOnStore(work, 'job-copying');
       await store.db
         .insertInto('room_claims')
         .values({
@@ -677,17 +653,19 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         await d.start(vmId);
         assert.equal(domstate(), 'running');
       } finally {
-        // Whatever failed above, the export does not wait on.
+        // Whatever failed above, the export does not wait on, nor go on into the next steps.
         await store.db.deleteFrom('room_claims').where('id', '=', 'claim-of-another-copy').execute();
+        await waiting;
       }
       const err = await waiting;
       assert.ok(err instanceof DriverError && err.transient, String(err));
       assert.equal(err.message, "The server's power state changed while its backup waited for room");
       assert.deepEqual(
-        (
-          await store.db.selectFrom('room_claims').selectAll().where('job_id', '=', 'job-waits').execute()
-        ).map((c) => c.released_at !== null),
-        [true, true],
+        await claimsOf('job-waits'),
+        [
+          ['fs', true],
+          ['pool', true],
+        ],
         'the room it held is let go',
       );
       assert.equal(domstate(), 'running', 'the server runs on');

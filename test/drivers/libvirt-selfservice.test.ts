@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -24,6 +24,8 @@ import { createPool } from '../../src/store/repos/ip-pools.ts';
 import { networkOf } from '../../src/store/repos/service-network.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import {
+  asJobOnStore,
+  claimsOfJob,
   closeLibvirtDriverOnStore,
   guestExec,
   guestReport,
@@ -363,6 +365,53 @@ describe('libvirt self-service: SSH keys, reinstall, rescue, consoles', { skip: 
     const id = domid();
     await driver.unrescue(vmId, 'running');
     assert.equal(domid(), id);
+  });
+
+  test("a backup's export and a restore on the system libvirt, whose pool shares this machine's temporary directory's disk, hold one claim there with both copies' room", async (t) => {
+    // The pool's directory and TMPDIR on one filesystem: one place (key `fs:<machine>:<device>`).
+    const poolPath = /<path>([^<]+)<\/path>/.exec(
+      execFileSync('virsh', ['-c', 'qemu:///system', 'pool-dumpxml', 'vrp'], { encoding: 'utf8' }),
+    )?.[1];
+    const merged = statSync(poolPath ?? assert.fail('no pool path')).dev === statSync(tmpdir()).dev;
+    t.diagnostic(`the pool (${poolPath}) and TMPDIR (${tmpdir()}) on one filesystem: ${merged}`);
+    const e = await asJobOnStore(dataDir, 'job-export-merged', () =>
+      driver.exportDisk(vmId, 'merged-1', null),
+    );
+    let exportClaims: [string, number, boolean][];
+    try {
+      exportClaims = await claimsOfJob(store.db, 'job-export-merged');
+      assert.deepEqual(
+        exportClaims.map(([kind, , released]) => [kind, released]),
+        merged
+          ? [['fs', false]]
+          : [
+              ['fs', false],
+              ['fs', false],
+            ],
+        "the export's room held while it is open",
+      );
+      // Restored from the export's own runs; 64 MiB of data: twice that in one place (the raw
+      // file and its qcow2 here, the qcow2 on the pool, never all three at once).
+      await asJobOnStore(dataDir, 'job-import-merged', () =>
+        driver.importDisk(vmId, e.diskBytes, e.runs, 64 * 2 ** 20),
+      );
+    } finally {
+      await e.close();
+    }
+    const importClaims = await claimsOfJob(store.db, 'job-import-merged');
+    if (merged) assert.deepEqual(importClaims, [['fs', 128 * 2 ** 20, true]]);
+    else {
+      assert.equal(importClaims.length, 2);
+      assert.ok(importClaims.every(([kind, , released]) => kind === 'fs' && released));
+    }
+    assert.deepEqual(
+      await claimsOfJob(store.db, 'job-export-merged'),
+      exportClaims.map(([kind, bytes]) => [kind, bytes, true]),
+      "the export's room let go once it is closed",
+    );
+    // It ran when the restore began: it runs on its restored disk.
+    assert.equal((await driver.inspect(vmId))?.power, 'running');
+    assert.equal((await report(++boots))['hostname'], hostname);
   });
 
   test('destroy of a VM in rescue removes the rescue volumes too', async () => {

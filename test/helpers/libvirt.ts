@@ -3,6 +3,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after } from 'node:test';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
@@ -10,6 +11,7 @@ import type { RegisteredApplication } from '../../src/auth/applications.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { createDriver, type DriverLog } from '../../src/drivers/create-driver.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
+import { fenced } from '../../src/drivers/fence.ts';
 import { parseVolumeList } from '../../src/drivers/libvirt/storage.ts';
 import { openStore, type Store } from '../../src/store/database.ts';
 import type { Database } from '../../src/store/schema.ts';
@@ -52,6 +54,42 @@ export async function libvirtDriverOnStore(
     log,
   );
   return { store, driver };
+}
+
+/**
+ * A running job `jobId` in its first attempt, its lease ten minutes on, as a worker's claim
+ * leaves it, in the SQLite store of `dataDir`: what a copy's room is held for (room-claims.ts).
+ * Its row is written on a connection of its own without foreign keys: a driver's test store has
+ * no service for it.
+ */
+export function runningJobOnStore(dataDir: string, jobId: string): void {
+  const raw = new DatabaseSync(join(dataDir, 'vrp.sqlite'), { enableForeignKeyConstraints: false });
+  try {
+    raw.exec('pragma busy_timeout = 5000');
+    const now = Date.now();
+    raw
+      .prepare(
+        `insert into jobs (id, service_id, reseller_id, action, params, status, attempts, seq, run_at, created_at, started_at, locked_by, locked_until)
+         values (?, ?, 'r', 'backup', '{}', 'running', 1, 1, ?, ?, ?, 'worker-1', ?)`,
+      )
+      .run(jobId, `service-of-${jobId}`, now, now, now, now + 600_000);
+  } finally {
+    raw.close();
+  }
+}
+
+/** Runs `body` as the attempt of such a job (runningJobOnStore), its fence never going down. */
+export function asJobOnStore<R>(dataDir: string, jobId: string, body: () => Promise<R>): Promise<R> {
+  runningJobOnStore(dataDir, jobId);
+  const signal = new AbortController().signal;
+  return fenced({ run: { jobId, attempt: 1 }, signal, check: () => signal.throwIfAborted() }, body);
+}
+
+/** The room claims of job `jobId` as [place kind (`pool`, `fs`), bytes, released], by place. */
+export async function claimsOfJob(db: Kysely<Database>, jobId: string): Promise<[string, number, boolean][]> {
+  return (
+    await db.selectFrom('room_claims').selectAll().where('job_id', '=', jobId).orderBy('place').execute()
+  ).map((c) => [c.place.replace(/^(pool|fs):.*$/, '$1'), Number(c.bytes), c.released_at !== null]);
 }
 
 /**

@@ -1710,6 +1710,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
 
     /**
+     * A stopped VM's move whose disk has no volume on the source (deleted with `virsh
+     * vol-delete`, or by a restore that could not copy its image): nothing to move, for good, and
+     * the migration undone (its caller). A restore, not a move, gives the server a disk again.
+     */
+    const noDiskToMove = (vmId: string) =>
+      migrationUndone(new DriverError(`VM ${vmId} has no disk on its host`, { transient: false }));
+
+    /**
      * Refuses a stopped VM's move, before its disk is copied, where the copies cannot fit: folded
      * into one file in the source's pool, passed through this machine's temporary directory,
      * written into the destination's pool (its template there already: counted in what is free).
@@ -1717,7 +1725,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
      * move until its copies end (the release it resolves to; room-claims.ts): another copy to one
      * of those places counts it as taken, and waits for it where the rest is too little. A
      * refusal undoes the migration (its caller), for good; so does a disk with no volume on the
-     * source (the server lost it: a restore, not a move, mends that).
+     * source (noDiskToMove).
      */
     async function checkColdRoom(
       vm: LibvirtVmTable,
@@ -1726,9 +1734,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       dstUri: string,
     ): Promise<() => Promise<void>> {
       const need = (await diskCopyBytes(srcUri, vm.id))?.folded;
-      // Nothing to move: only a restore gives the server a disk again.
-      if (need === undefined)
-        throw migrationUndone(new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false }));
+      if (need === undefined) throw noDiskToMove(vm.id);
       try {
         return await holdRoom(db, [
           {
@@ -1767,6 +1773,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const inactive = (
         await virsh(srcUri, ['dumpxml', '--inactive', '--migratable', name], 'Could not read the VM')
       ).stdout;
+      // Before its template is read from the disk or copied to the destination.
+      if (!live && (await pool.info(srcUri, v.disk)) === undefined) throw noDiskToMove(vm.id);
       const used = await templateOf(vm, srcUri, inactive);
       let onDest: HostTemplate | undefined;
       if (used) {

@@ -120,17 +120,17 @@ export async function localRoom(): Promise<Room> {
 /** What each failure of a directory itself says of it. */
 const DIRECTORY_FAILURES: Readonly<Record<string, string>> = {
   ENOENT: 'it does not exist',
-  ENOTDIR: 'it does not exist',
+  ENOTDIR: 'it is not a directory',
   EROFS: 'it is read-only',
   ENOSPC: 'it is full',
   EDQUOT: 'it is full',
-  EACCES: 'this process may not write in it',
-  EPERM: 'this process may not write in it',
+  EACCES: 'this process may not use it',
+  EPERM: 'this process may not use it',
 };
 
 /**
  * Throws, for a failure of this machine's temporary directory itself (missing, read-only, full,
- * not this process's to write in), a transient DriverError that says so: the copy's job is
+ * not a directory, not this process's to use), a transient DriverError that says so: the copy's job is
  * tried again (the operator may mend it meanwhile, or another worker's machine do the copy),
  * and its error names the cause rather than an internal error. Not its path: a job's error is
  * the reseller's to read, and the operator knows their TMPDIR. Any other failure (too many open
