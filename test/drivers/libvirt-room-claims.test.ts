@@ -187,8 +187,17 @@ for (const kind of testStores()) {
       // 10 GiB free: 5 GiB and its 1 GiB margin fit, alone.
       const releaseA = await asJob('job-a', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
       assert.deepEqual(await claims(db), [['job-a', 1, 'pool:b', 5 * GiB, false]]);
-      const b = asJob('job-b', () => holdRoom(db, [pool(5 * GiB, 10 * GiB)], { waitMs: 10 }));
+      let waits = 0;
+      const b = asJob('job-b', () =>
+        holdRoom(db, [pool(5 * GiB, 10 * GiB)], {
+          waitMs: 10,
+          onWait: () => {
+            waits++;
+          },
+        }),
+      );
       assert.equal(await settlesWithin(b), 'waiting', "A's 5 GiB leave too little");
+      assert.ok(waits > 0, 'the hold says it waits');
       assert.deepEqual(
         await claims(db),
         [['job-a', 1, 'pool:b', 5 * GiB, false]],

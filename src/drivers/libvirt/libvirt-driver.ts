@@ -808,6 +808,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     };
   }
 
+  /** A VM whose disk has no volume on its host (diskCopyBytes undefined): for good, only a restore gives it one. */
+  const noDisk = (vmId: string) =>
+    new DriverError(`VM ${vmId} has no disk on its host`, { transient: false });
+
   /** vol-delete, where a host without the pool yet has no volume either. */
   async function removeVolume(uri: string, name: string): Promise<void> {
     await pool.remove(uri, name).catch((err) => {
@@ -1473,7 +1477,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         db,
         async () => {
           const bytes = await diskCopyBytes(uri, vm.id);
-          if (!bytes) throw new DriverError(`VM ${vm.id} has no disk on its host`, { transient: false });
+          if (!bytes) throw noDisk(vm.id);
           const need = kind === 'full' ? bytes.folded : bytes.own;
           return [
             {
@@ -1486,10 +1490,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           ];
         },
         {
-          // Asked after each wait only: the export then knows it waited.
-          done: async () => {
+          onWait: () => {
             waited = true;
-            return false;
           },
         },
       );
@@ -1710,31 +1712,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
 
     /**
-     * A stopped VM's move whose disk has no volume on the source (deleted with `virsh
-     * vol-delete`, or by a restore that could not copy its image): nothing to move, for good, and
-     * the migration undone (its caller). A restore, not a move, gives the server a disk again.
-     */
-    const noDiskToMove = (vmId: string) =>
-      migrationUndone(new DriverError(`VM ${vmId} has no disk on its host`, { transient: false }));
-
-    /**
      * Refuses a stopped VM's move, before its disk is copied, where the copies cannot fit: folded
      * into one file in the source's pool, passed through this machine's temporary directory,
      * written into the destination's pool (its template there already: counted in what is free).
-     * Their size is at most the disk folded (diskCopyBytes). The room is held for the
+     * Their size is at most the disk folded (`need`: diskCopyBytes, read by move). The room is held for the
      * move until its copies end (the release it resolves to; room-claims.ts): another copy to one
      * of those places counts it as taken, and waits for it where the rest is too little. A
-     * refusal undoes the migration (its caller), for good; so does a disk with no volume on the
-     * source (noDiskToMove).
+     * refusal undoes the migration (its caller), for good.
      */
     async function checkColdRoom(
       vm: LibvirtVmTable,
       to: string,
       srcUri: string,
       dstUri: string,
+      need: number,
     ): Promise<() => Promise<void>> {
-      const need = (await diskCopyBytes(srcUri, vm.id))?.folded;
-      if (need === undefined) throw noDiskToMove(vm.id);
       try {
         return await holdRoom(db, [
           {
@@ -1773,8 +1765,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const inactive = (
         await virsh(srcUri, ['dumpxml', '--inactive', '--migratable', name], 'Could not read the VM')
       ).stdout;
-      // Before its template is read from the disk or copied to the destination.
-      if (!live && (await pool.info(srcUri, v.disk)) === undefined) throw noDiskToMove(vm.id);
+      // A stopped VM's disk, read before its template is read from it or copied to the
+      // destination: what its copies will take (checkColdRoom). None (deleted with `virsh
+      // vol-delete`, or by a restore that could not copy its image): nothing to move, for good,
+      // and the migration undone (the caller); a restore, not a move, gives it a disk again.
+      let coldNeed = 0;
+      if (!live) {
+        const bytes = await diskCopyBytes(srcUri, vm.id);
+        if (!bytes) throw migrationUndone(noDisk(vm.id));
+        coldNeed = bytes.folded;
+      }
       const used = await templateOf(vm, srcUri, inactive);
       let onDest: HostTemplate | undefined;
       if (used) {
@@ -1791,7 +1791,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       let release = async () => {};
       if (!live) {
         await pool.remove(srcUri, flat);
-        release = await checkColdRoom(vm, to, srcUri, dstUri);
+        release = await checkColdRoom(vm, to, srcUri, dstUri, coldNeed);
       }
       try {
         await pool.copyBetween(srcUri, v.seed, dstUri);

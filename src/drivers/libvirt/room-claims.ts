@@ -79,6 +79,8 @@ export interface HoldOptions {
    * job made it meanwhile); the hold then ends holding nothing.
    */
   readonly done?: () => Promise<boolean>;
+  /** Told each time the hold waits for other copies' room (a caller whose world may change meanwhile). */
+  readonly onWait?: () => void;
 }
 
 /**
@@ -136,6 +138,7 @@ export async function holdRoom(
           .catch(() => undefined);
       };
     }
+    options.onWait?.();
     // A run that must stop (fence.ts) stops waiting at once.
     await sleep(options.waitMs ?? ROOM_WAIT_MS, undefined, { signal: fenceStop() }).catch(() => {});
   }
