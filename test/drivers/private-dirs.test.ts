@@ -47,15 +47,35 @@ const startOf = (pid: number) => {
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? assert.fail('no start time');
 };
 
+/** This machine's name as private directories carry it, and this process's PID namespace. */
+const machine = hostname().replace(/[^A-Za-z0-9.]/g, '_');
+const nsOf = () =>
+  /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? assert.fail('no PID namespace');
+
+/**
+ * Makes `path` a directory the sweep cannot remove: a mount point (as root), or holding a
+ * directory its files cannot leave (as another user). Returns its undoing.
+ */
+function stuckDir(path: string): () => void {
+  mkdirSync(path);
+  if (process.getuid?.() === 0) {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-stuck', path]);
+    return () => execFileSync('umount', [path]);
+  }
+  mkdirSync(join(path, 'locked'));
+  writeFileSync(join(path, 'locked', 'part'), 'x');
+  chmodSync(join(path, 'locked'), 0o500);
+  return () => execFileSync('chmod', ['-R', 'u+w', path]);
+}
+
 test('a process removes the private directories of ended processes of its machine and PID namespace, and only those; one it cannot remove does not stop it', async () => {
   const usual = process.env['TMPDIR'];
   const dir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-'));
   process.env['TMPDIR'] = dir;
   const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)']);
-  let mounted: string | undefined;
+  let unstick = () => {};
   try {
-    const machine = hostname().replace(/[^A-Za-z0-9.]/g, '_');
-    const ns = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? assert.fail('no PID namespace');
+    const ns = nsOf();
     const me = `${machine}-${ns}-${process.pid}-${startOf(process.pid)}`;
     const mine = await makePrivateDir();
     assert.ok(mine.startsWith(join(dir, `vrp-lv-${me}-`)), mine);
@@ -92,24 +112,16 @@ test('a process removes the private directories of ended processes of its machin
       make('vrp-lv-notes'),
       make('something-else'),
     ];
-    // A dead process's directory that cannot be removed: a mount point (as root), or holding a
-    // directory its files cannot leave (as another user).
-    const stuck = make(`vrp-lv-${machine}-${ns}-${dead}-123-St1ck2`);
-    if (process.getuid?.() === 0) {
-      mounted = join(dir, stuck);
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-stuck', mounted]);
-    } else {
-      mkdirSync(join(dir, stuck, 'locked'));
-      writeFileSync(join(dir, stuck, 'locked', 'part'), 'x');
-      chmodSync(join(dir, stuck, 'locked'), 0o500);
-    }
+    // A dead process's directory that cannot be removed.
+    const stuck = `vrp-lv-${machine}-${ns}-${dead}-123-St1ck2`;
+    unstick = stuckDir(join(dir, stuck));
     assert.deepEqual(await sweepPrivateDirs(), { removed: gone.length, failed: 1 });
     assert.deepEqual(readdirSync(dir).sort(), [...kept, stuck].sort());
     // Nothing more to remove.
     assert.deepEqual(await sweepPrivateDirs(), { removed: 0, failed: 1 });
   } finally {
     live.kill();
-    if (mounted) execFileSync('umount', [mounted]);
+    unstick();
     if (usual === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = usual;
     execFileSync('chmod', ['-R', 'u+w', dir]);
@@ -117,7 +129,7 @@ test('a process removes the private directories of ended processes of its machin
   }
 });
 
-test("the libvirt driver's start-up sweeps: what it removed at info, what it could not at warn; where the temporary directory cannot be read, a warning and the driver still starts", async () => {
+test("the libvirt driver's start-up sweeps: what it removed at info, what it could not at warn; where the temporary directory cannot be read, a warning and the driver still starts; copies then fail for now, saying why", async () => {
   const usual = process.env['TMPDIR'];
   const dataDir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-store-'));
   const dir = mkdtempSync(join(tmpdir(), 'vrp-private-dirs-'));
@@ -129,24 +141,14 @@ test("the libvirt driver's start-up sweeps: what it removed at info, what it cou
     };
   const log = { info: at('info'), warn: at('warn'), error: at('error'), debug: () => {} };
   const sweepLines = () => lines.filter((l) => / temporary directories/.test(l.msg));
-  let mounted: string | undefined;
+  let unstick = () => {};
   let s: Awaited<ReturnType<typeof libvirtDriverOnStore>> | undefined;
   try {
     process.env['TMPDIR'] = dir;
-    const machine = hostname().replace(/[^A-Za-z0-9.]/g, '_');
-    const ns = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? assert.fail('no PID namespace');
     const dead = await endedPid();
-    mkdirSync(join(dir, `vrp-lv-${machine}-${ns}-${dead}-123-aB3dE9`));
-    const stuck = join(dir, `vrp-lv-${machine}-${ns}-${dead}-123-St1ck2`);
-    mkdirSync(stuck);
-    if (process.getuid?.() === 0) {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'vrp-stuck', stuck]);
-      mounted = stuck;
-    } else {
-      mkdirSync(join(stuck, 'locked'));
-      writeFileSync(join(stuck, 'locked', 'part'), 'x');
-      chmodSync(join(stuck, 'locked'), 0o500);
-    }
+    mkdirSync(join(dir, `vrp-lv-${machine}-${nsOf()}-${dead}-123-aB3dE9`));
+    const stuck = join(dir, `vrp-lv-${machine}-${nsOf()}-${dead}-123-St1ck2`);
+    unstick = stuckDir(stuck);
     s = await libvirtDriverOnStore(dataDir, {}, log);
     assert.deepEqual(
       sweepLines().map((l) => [l.level, l.msg, l.obj['removed'] ?? l.obj['failed'], l.obj['dir']]),
@@ -185,12 +187,29 @@ test("the libvirt driver's start-up sweeps: what it removed at info, what it cou
     await assert.rejects(makePrivateDir(), unusable);
     await assert.rejects(localRoom(), unusable);
     await assert.rejects(localPlace(), unusable);
+    // A file where the directory should be: its room can be read, nothing made in it.
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    process.env['TMPDIR'] = file;
+    await assert.rejects(makePrivateDir(), (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.match(err.message, /\(TMPDIR\) cannot be used: it is not a directory$/);
+      return true;
+    });
+    // A failure that says nothing of the directory itself (a name too long for the system):
+    // thrown as it is.
+    process.env['TMPDIR'] = join(dir, 'x'.repeat(300));
+    await assert.rejects(localRoom(), (err: NodeJS.ErrnoException) => {
+      assert.ok(!(err instanceof DriverError), String(err));
+      assert.equal(err.code, 'ENAMETOOLONG');
+      return true;
+    });
   } finally {
     if (usual === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = usual;
     if (s) await closeLibvirtDriverOnStore(s, dataDir);
     rmSync(dataDir, { recursive: true, force: true });
-    if (mounted) execFileSync('umount', [mounted]);
+    unstick();
     execFileSync('chmod', ['-R', 'u+w', dir]);
     rmSync(dir, { recursive: true, force: true });
   }
