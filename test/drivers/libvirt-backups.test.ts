@@ -304,15 +304,16 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   await t.test(
     "an export while the host copies another volume in the pool (another VM's restore or migration) waits for the copy, then goes on; a qcow2 uploaded meanwhile is known as one",
     async () => {
-      // A volume of 1 GiB of random bytes (its copy takes a while), copied as a restore copies.
-      virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '1G', '--format', 'raw');
+      // A volume of 3 GiB of random bytes, copied as a restore copies: its copy outlasts the
+      // export's first steps on a loaded machine (1 GiB ended before them on CI without KVM).
+      virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '3G', '--format', 'raw');
       // The host's pool directory as this machine sees it (the host sees it at /var/lib/vrp/pool).
       const source = poolFile('busy-source.raw');
       execFileSync('dd', [
         'if=/dev/urandom',
         `of=${source}`,
         'bs=1M',
-        'count=1024',
+        'count=3072',
         'conv=notrunc',
         'status=none',
       ]);
