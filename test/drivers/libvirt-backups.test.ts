@@ -39,6 +39,7 @@ import {
   guestExec,
   guestReport,
   poolVolumes,
+  processesWhere,
   removeTemplateVolumes,
   runningJobOnStore,
   startTestHost,
@@ -304,16 +305,18 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   await t.test(
     "an export while the host copies another volume in the pool (another VM's restore or migration) waits for the copy, then goes on; a qcow2 uploaded meanwhile is known as one",
     async () => {
-      // A volume of 3 GiB of random bytes, copied as a restore copies: its copy outlasts the
-      // export's first steps on a loaded machine (1 GiB ended before them on CI without KVM).
-      virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '3G', '--format', 'raw');
+      // A volume of 1 GiB of random bytes, copied to a qcow2 as a restore copies: libvirt runs
+      // qemu-img for it, which the test holds (SIGSTOP) as soon as it starts, and lets go on once
+      // the export has been refused its first read of the pool. So the copy runs as the export
+      // begins however slow or fast the machine is.
+      virshOut(uri, 'vol-create-as', 'vrp', 'busy-source.raw', '1G', '--format', 'raw');
       // The host's pool directory as this machine sees it (the host sees it at /var/lib/vrp/pool).
       const source = poolFile('busy-source.raw');
       execFileSync('dd', [
         'if=/dev/urandom',
         `of=${source}`,
         'bs=1M',
-        'count=3072',
+        'count=1024',
         'conv=notrunc',
         'status=none',
       ]);
@@ -335,7 +338,24 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       ]).then(() => {
         copied = true;
       });
+      let held: number | undefined;
+      const letGo = () => {
+        if (held !== undefined) process.kill(held, 'SIGCONT');
+        held = undefined;
+      };
       try {
+        held = await waitUntil(
+          "the copy's qemu-img",
+          () => {
+            assert.equal(copied, false, 'the copy ended before the test could hold it');
+            const [pid] = processesWhere(
+              (argv) => /qemu-img$/.test(argv[0] ?? '') && argv.at(-1)?.endsWith('/busy-copy.qcow2') === true,
+            );
+            if (pid !== undefined) process.kill(pid, 'SIGSTOP');
+            return pid;
+          },
+          { everyMs: 5 },
+        );
         // libvirt refuses to read the pool again while the copy runs.
         await waitUntil(
           'the copy under way',
@@ -365,7 +385,17 @@ test('live and incremental disk exports, imports and a migration, on one real VM
           .then(() => virshOut(uri, 'vol-dumpxml', '--pool', 'vrp', 'busy-upload.qcow2'))
           .finally(() => uploads.close());
         const from = outcomes.length;
-        const e = await d.exportDisk(vmId, 'b-busy', 'b2');
+        const exporting = d.exportDisk(vmId, 'b-busy', 'b2');
+        const refreshes = () =>
+          outcomes
+            .slice(from)
+            .filter((o) => o.command === 'virsh pool-refresh')
+            .map((o) => o.ok);
+        await waitUntil('the export to read the pool', () => refreshes().length > 0 || undefined, {
+          everyMs: 20,
+        });
+        letGo();
+        const e = await exporting;
         await e.close();
         assert.deepEqual(checkpoints(), ['b1', 'b2'], 'not committed: no checkpoint');
         assert.equal(e.kind, 'incremental');
@@ -374,13 +404,10 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         assert.match(volume, /<capacity unit='bytes'>5368709120<\/capacity>/, 'of its virtual size');
         assert.equal(copied, true, 'the export read the pool once the copy had ended');
         // Its first read of the pool was refused (the copy ran), a later one went through.
-        const refreshes = outcomes
-          .slice(from)
-          .filter((o) => o.command === 'virsh pool-refresh')
-          .map((o) => o.ok);
-        assert.equal(refreshes[0], false, `refused first (${refreshes.join(', ')})`);
-        assert.ok(refreshes.includes(true));
+        assert.equal(refreshes()[0], false, `refused first (${refreshes().join(', ')})`);
+        assert.ok(refreshes().includes(true));
       } finally {
+        letGo();
         await copy.catch(() => {});
         removeVolumes('busy-copy.qcow2', 'busy-source.raw', 'busy-upload.qcow2');
       }

@@ -1,6 +1,6 @@
 /**
  * Jobs run by workers of the test's choosing: a task table that fails, or whose task hangs as
- * if its process had died, with short leases and backoff so recoveries happen within a test.
+ * if its process had died, with short backoff so recoveries happen within a test.
  */
 import type { Kysely, Selectable } from 'kysely';
 import type { JobAction } from '../../src/domain/status-machine.ts';
@@ -34,7 +34,11 @@ export interface ServiceFixture {
       abortWaitMs?: number;
       driver?: HypervisorDriver;
       backups?: BackupDeps;
-      /** Its claims' lease (300 ms unless given: short, so that a dead worker's jobs come back within a test). */
+      /**
+       * Its claims' lease: 10 minutes unless given, which no pause of a loaded machine outlasts,
+       * so a job's attempts are those the test makes. A test about leases running out gives a
+       * short one (and a worker that plays a dead process is `dyingWorker`).
+       */
       leaseMs?: number;
       /** How long a job whose host is unreachable waits before it looks again (the worker's default, 10 s, unless given). */
       hostWaitMs?: number;
@@ -84,7 +88,7 @@ export async function withRunningService(
           signal: t.ctx.jobSignal,
           tasks: { ...TASKS, ...tasks },
           concurrency: 4,
-          leaseMs: options.leaseMs ?? 300,
+          leaseMs: options.leaseMs ?? 600_000,
           retryBaseMs: 10,
           maxAttempts: options.maxAttempts ?? 3,
           stopTimeoutMs: 1000,

@@ -1,6 +1,6 @@
 /** Set-up shared by the tests that use real libvirt commands (virsh, qemu-img) and VMs. */
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -193,6 +193,22 @@ async function withTestTmpdir<T>(kind: 'full' | 'read-only', use: () => Promise<
     execFileSync('umount', [small]);
     rmSync(small, { recursive: true, force: true });
   }
+}
+
+/** The processes on this machine whose arguments (`/proc/<pid>/cmdline`) `match`. */
+export function processesWhere(match: (argv: string[]) => boolean): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').slice(0, -1);
+    } catch {
+      continue; // ended meanwhile
+    }
+    if (match(argv)) pids.push(Number(name));
+  }
+  return pids;
 }
 
 /** Whether `command` can be run here (`--version` answers). */

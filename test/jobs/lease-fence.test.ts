@@ -20,6 +20,7 @@ import type { Task } from '../../src/jobs/task.ts';
 import { TASKS } from '../../src/jobs/tasks/index.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { call } from '../helpers/app.ts';
+import { waitUntil } from '../helpers/budget.ts';
 import { giveToAnotherWorker, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
 
@@ -35,10 +36,10 @@ for (const store of testStores()) {
         if (seen.length === 1) throw new DriverError('the host is busy', { transient: true });
         return TASKS.stop(tc);
       };
-      // A long lease: a loaded machine's pause past the usual 300 ms would take the first run's
-      // fence down (and its stop signal with it) before its failure is written, which is another
-      // test's subject (below), not this one's.
-      const w = s.worker({ stop: knows }, { leaseMs: 600_000 });
+      // The fixture's long lease: a loaded machine's pause past a short one would take the first
+      // run's fence down (and its stop signal with it) before its failure is written, which is
+      // another test's subject (below), not this one's.
+      const w = s.worker({ stop: knows });
       assert.equal((await call(s.t, s.token, 'POST', `service/${s.id}/stop`)).status, 200);
       await until(async () => (await s.jobRow('stop')).status === 'succeeded', 'the stop done');
       await w.stop(1000);
@@ -229,13 +230,20 @@ for (const store of testStores()) {
     test('a worker that renews its lease runs a job for many leases, to its end', () =>
       withRunningService(store, async (s) => {
         let waited = false;
-        // A lease long enough that a loaded machine's pauses between renewals (a fifth of a second
-        // and more under coverage on two busy cores) stay well inside it: the fence goes down at 0.9
-        // of a lease un-renewed, and the worker renews every third of one.
-        const leaseMs = 1000;
-        // A restart that takes three and a half of its leases before it asks the hypervisor to reboot.
+        // Short enough to be renewed several times within the test; long enough that a loaded
+        // machine's pauses between renewals (every third of a lease; the fence goes down at 0.9 of
+        // one un-renewed) stay well inside it.
+        const leaseMs = 3000;
+        // A restart that asks the hypervisor to reboot only once its job's row shows the lease
+        // renewed two leases past the end its claim gave it: by then it has run for two leases.
         const restart: Task<'restart'> = async (tc) => {
-          await new Promise((r) => setTimeout(r, leaseMs * 3.5));
+          const lockedUntil = async () => (await s.jobRow('restart')).locked_until ?? 0;
+          const claimed = await lockedUntil();
+          await waitUntil(
+            'the lease renewed two leases past its claim',
+            async () => (await lockedUntil()) >= claimed + 2 * leaseMs || undefined,
+            { everyMs: 100 },
+          );
           waited = true;
           return TASKS.restart(tc);
         };

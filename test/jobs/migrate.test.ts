@@ -68,7 +68,9 @@ async function firstAttemptDies(s: ServiceFixture) {
   const first = s.worker({}, { driver: dying, abortWaitMs: 0 });
   await until(() => copied, 'the first attempt to copy the VM');
   const to = (await placement(st, s.id)).vm.migrating_to;
-  // Nothing it would still write counts.
+  // Nothing it would still write counts (its stop aborts the run, whose failure would be written).
+  // Its lease is the fixture's long one, so its upkeep does not look for ended leases again (and
+  // recover this job) before it stops.
   await st.db
     .updateTable('jobs')
     .set({ locked_by: 'a-dead-process', locked_until: Date.now() - 1 })

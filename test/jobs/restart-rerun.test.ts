@@ -23,13 +23,10 @@ for (const store of testStores()) {
             return never;
           };
           await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
-          const dying = s.worker({ restart: dies }, { abortWaitMs: 0 });
+          const dying = s.dyingWorker({ restart: dies });
           await until(() => died, 'the first attempt');
-          await dying.stop(0);
-
-          // The re-run's own lease roomy: a machine busy enough to hold its renewal up past a
-          // short lease would count a third attempt, which is not what this test is about.
-          s.worker({}, { leaseMs: 3000 });
+          await dying.die();
+          s.worker();
           await waitForStatus(s.t, s.token, s.id, 'running');
           const [, restarted] = await s.jobs();
           assert.equal(restarted.status, 'succeeded');
