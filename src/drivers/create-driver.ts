@@ -6,7 +6,7 @@ import type { HypervisorDriver } from './driver.ts';
 import { seedHosts } from './hosts.ts';
 import { createIpPool } from './ip-pool.ts';
 import { createLibvirtDriver } from './libvirt/libvirt-driver.ts';
-import { sweepPrivateDirs } from './libvirt/storage.ts';
+import { reportStuckPrivateDirs, sweepPrivateDirs } from './libvirt/storage.ts';
 import { createSimulatedDriver } from './simulated/simulated-driver.ts';
 
 /** Where the driver reports its choices (the server's logger, or a test's). */
@@ -35,6 +35,13 @@ export async function createDriver(
       log?.info(
         { removed: swept.removed, dir: tmpdir() },
         'libvirt: removed temporary directories of processes that ended',
+      );
+    if (log)
+      reportStuckPrivateDirs((dir, err) =>
+        log.warn(
+          { dir, error: String(err) },
+          'libvirt: could not remove the temporary directory of a copy (the next start of the process removes it)',
+        ),
       );
     if (swept.failed > 0)
       log?.warn(

@@ -130,6 +130,9 @@ export interface StepMarker {
   record(value: string): Promise<void>;
 }
 
+/** The step marker a restore (importDisk, restoreLegacyBackup) records once the VM's disk is the backup's. */
+export const DISK_RESTORED = 'disk-restored';
+
 export interface StopOptions {
   /** How long to wait for a graceful (ACPI) shutdown before forcing the power off. */
   readonly timeoutMs: number;
@@ -282,13 +285,17 @@ export interface HypervisorDriver {
    * VM's checkpoints are dropped: the next export is full. Nothing is changed until every run
    * has been received and the image is on the VM's host (a failing source or upload leaves the
    * old disk). `dataBytes`: how many of the runs' bytes may be other than zeros, at most (the
-   * room the image's copies take on the way; `diskBytes` unless given).
+   * room the image's copies take on the way; `diskBytes` unless given). `step`: the restore job's
+   * marker, recorded (DISK_RESTORED) once the disk is the backup's, before the VM is started
+   * again: a re-run of the job that finds it recorded does not restore again (the restored disk,
+   * and what the server has written on it since, stay; the job powers the server as it was).
    */
   importDisk(
     vmId: string,
     diskBytes: number,
     runs: AsyncIterable<DiskRun>,
     dataBytes?: number,
+    step?: StepMarker,
   ): Promise<void>;
   /** Forgets the VM's checkpoint `backupId` (its backup was deleted); a missing one is already gone. */
   dropCheckpoint(vmId: string, backupId: string): Promise<void>;
@@ -303,9 +310,9 @@ export interface HypervisorDriver {
   /**
    * Brings the disk back to a legacy backup's content (format 'legacy': a full copy taken on the
    * host before the backup store, which the driver still holds); leaves the power state as it
-   * found it. Backups in the backup store are restored with importDisk.
+   * found it. Backups in the backup store are restored with importDisk. `step`: as importDisk's.
    */
-  restoreLegacyBackup(vmId: string, backupId: string): Promise<void>;
+  restoreLegacyBackup(vmId: string, backupId: string, step?: StepMarker): Promise<void>;
   /**
    * Frees a legacy backup's storage on its host (format 'legacy': taken before the backup store).
    * A backup that does not exist is already deleted.

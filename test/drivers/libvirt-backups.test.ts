@@ -7,8 +7,11 @@
  * is repaired by the re-run), what a backup's dead attempts left is cleared once it is given up
  * (a frozen guest thawed), an export waits for another volume's copy in the pool to end (libvirt
  * refuses to read the pool meanwhile) and a qcow2 uploaded then is known as one, a copy of a qcow2
- * libvirt knows as raw is a copy of its disk, and after a live migration the
- * next export is full. The figures (times, sizes, polls) are printed as diagnostics.
+ * libvirt knows as raw is a copy of its disk, an export whose temporary directory turns
+ * read-only mid-download fails for now, an import records its job's step marker once the disk is
+ * the image (and one that fails before the disk's removal starts the VM again), a legacy backup is
+ * restored on the host its VM moved to, and after a live migration the next export is full. The
+ * figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
@@ -45,6 +48,7 @@ import {
   startTestHost,
   withFullTmpdir,
   withReadOnlyTmpdir,
+  withSmallTmpdir,
 } from '../helpers/libvirt.ts';
 import { libvirtTemplate, noLibvirtTemplate } from '../helpers/libvirt-template.ts';
 import { installVirshWrapper } from '../helpers/virsh-wrapper.ts';
@@ -588,12 +592,34 @@ test('live and incremental disk exports, imports and a migration, on one real VM
   );
 
   await t.test(
-    'an export that fails once its room is held (its backup cannot begin; its temporary directory cannot be made) lets the room go and leaves nothing behind',
+    'an export that fails once its room is held (its backup cannot begin; its temporary directory cannot be made, or turns read-only during its download) lets the room go and leaves nothing behind',
     async () => {
       // This process's (other test files make and remove theirs in the same directory meanwhile).
       const ourDirs = () =>
         readdirSync(tmpdir()).filter((n) => new RegExp(`^vrp-lv-[^-]+-[^-]+-${process.pid}-`).test(n));
       const dirsBefore = ourDirs();
+      /** What an export of job `jobId` that failed leaves: its room let go, nothing on the host, the VM as it was. */
+      const leftNothing = async (jobId: string) => {
+        assert.deepEqual(
+          await claimsOf(jobId),
+          [
+            ['fs', true],
+            ['pool', true],
+          ],
+          'the room was held, and is let go',
+        );
+        assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
+        assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3'], 'no checkpoint of its own left');
+        assert.equal(domstate(), 'shut off');
+      };
+      const readOnly = (err: unknown) => {
+        assert.ok(err instanceof DriverError && err.transient, String(err));
+        assert.equal(
+          err.message,
+          'The temporary directory of the vrp process that copies (TMPDIR) cannot be used: it is read-only',
+        );
+        return true;
+      };
       const commandsBefore = commands.length;
       const wrapper = installVirshWrapper();
       try {
@@ -606,43 +632,40 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         wrapper.remove();
       }
       assert.ok(commands.slice(commandsBefore).includes('virsh backup-begin'), 'the backup was asked for');
-      assert.deepEqual(
-        await claimsOf('job-begin-fails'),
-        [
-          ['fs', true],
-          ['pool', true],
-        ],
-        'the room was held, and is let go',
-      );
+      await leftNothing('job-begin-fails');
       assert.deepEqual(ourDirs(), dirsBefore, 'no private directory left');
-      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
-      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
-      assert.equal(domstate(), 'shut off');
       // Room to read, none to write: the directory cannot be made after the hold.
       await withReadOnlyTmpdir(async () => {
         await assert.rejects(
           asRunningJob('job-no-dir', () => d.exportDisk(vmId, 'b-no-dir', 'b3')),
-          (err: unknown) => {
-            assert.ok(err instanceof DriverError && err.transient, String(err));
-            assert.equal(
-              err.message,
-              'The temporary directory of the vrp process that copies (TMPDIR) cannot be used: it is read-only',
-            );
-            return true;
-          },
+          readOnly,
         );
       });
-      assert.deepEqual(
-        await claimsOf('job-no-dir'),
-        [
-          ['fs', true],
-          ['pool', true],
-        ],
-        'the room was held, and is let go',
-      );
-      assert.ok(!poolVolumes(uri).some((v) => v.startsWith('export-')), 'no export volume on the host');
-      assert.deepEqual(checkpoints(), ['b1', 'b2', 'b3']);
-      assert.equal(domstate(), 'shut off');
+      await leftNothing('job-no-dir');
+
+      // The directory turns read-only while the export's volume is downloaded into it (held
+      // until then): the download fails, and so does the export, for now, saying why. (The
+      // wrapper's files are out of the directory that turns read-only.)
+      const held = installVirshWrapper();
+      try {
+        await withSmallTmpdir(async (small) => {
+          held.hold(['vol-download', 'export-']);
+          const exporting = asRunningJob('job-turned-ro', () => d.exportDisk(vmId, 'b-turned-ro', 'b3'));
+          // Its outcome is awaited below, whatever happens first.
+          exporting.catch(() => {});
+          await waitUntil('the download to be held', () => held.holding() || undefined);
+          execFileSync('mount', ['-o', 'remount,ro', small]);
+          held.allow();
+          await assert.rejects(exporting, (err: unknown) => {
+            readOnly(err);
+            assert.match(String((err as DriverError).cause), /Could not download a storage volume/);
+            return true;
+          });
+        });
+      } finally {
+        held.remove();
+      }
+      await leftNothing('job-turned-ro');
     },
   );
 
@@ -774,6 +797,23 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         });
         wrapper.allow();
         assert.equal(virshOut(uri, 'domid', domain).trim(), domId, 'the same run of the domain');
+        // A running VM whose import fails for good after its power-off but before its disk is
+        // removed: it runs again, on its own disk; the restore is not recorded as done.
+        const recorded: string[] = [];
+        const marker = { recorded: null, record: async (v: string) => void recorded.push(v) };
+        wrapper.refuse(['vol-delete', `${vmId}.qcow2`], 'error: Requested operation is not valid: refused');
+        await assert.rejects(
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')), undefined, marker),
+          (err) => {
+            assert.ok(err instanceof DriverError && !err.transient, String(err));
+            return true;
+          },
+        );
+        wrapper.allow();
+        assert.equal(domstate(), 'running', 'started again');
+        assert.notEqual(virshOut(uri, 'domid', domain).trim(), domId, 'after its power-off');
+        assert.ok(poolVolumes(uri).includes(`${vmId}.qcow2`), 'its disk is there');
+        assert.deepEqual(recorded, []);
         // A running VM whose import fails past its power-off (the copy into place on the host
         // refused): it is off, the failure is tried again (the VM has no disk), and the re-run
         // brings the image in (the restore job then starts it, as it ran when the job began).
@@ -781,16 +821,20 @@ test('live and incremental disk exports, imports and a migration, on one real VM
           ['vol-create-from', `${vmId}.restore-`],
           'error: internal error: no space left on device',
         );
-        await assert.rejects(d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw'))), (err) => {
-          assert.ok(err instanceof DriverError && err.transient, String(err));
-          assert.match(
-            err.message,
-            /^The disk was removed and its replacement could not be copied .*: the server has no disk until a restore succeeds/,
-          );
-          return true;
-        });
+        await assert.rejects(
+          d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')), undefined, marker),
+          (err) => {
+            assert.ok(err instanceof DriverError && err.transient, String(err));
+            assert.match(
+              err.message,
+              /^The disk was removed and its replacement could not be copied .*: the server has no disk until a restore succeeds/,
+            );
+            return true;
+          },
+        );
         wrapper.allow();
         assert.equal(domstate(), 'shut off');
+        assert.deepEqual(recorded, [], 'not restored');
         assert.deepEqual(
           poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
           [],
@@ -803,8 +847,9 @@ test('live and incremental disk exports, imports and a migration, on one real VM
           ['vol-delete', `${vmId}.restore-deadbeef`],
           "error: Requested operation is not valid: volume 'x' is still in use.",
         );
-        await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')));
+        await d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')), undefined, marker);
         wrapper.allow();
+        assert.deepEqual(recorded, ['disk-restored'], 'recorded once the disk is the image');
         assert.deepEqual(
           poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
           [`${vmId}.restore-deadbeef.qcow2`],
@@ -837,11 +882,43 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     'after a live migration the next export is full; a VM with checkpoints is destroyed',
     async () => {
       const from = created.hostId;
+      // A legacy backup (a standalone qcow2 on the host, taken before the backup store) of the
+      // first point, on the host the VM is on now.
+      const legacyId = '0193bk00-1e9a-7000-8000-000000000001';
+      const legacy = join(work, 'legacy.qcow2');
+      execFileSync('qemu-img', ['convert', '-f', 'raw', '-O', 'qcow2', join(work, 'point-b1.raw'), legacy]);
+      virshOut(uri, 'vol-create-as', 'vrp', `backup-${legacyId}.qcow2`, '1G', '--format', 'qcow2');
+      virshOut(uri, 'vol-upload', '--pool', 'vrp', `backup-${legacyId}.qcow2`, legacy);
       const moved = await d.migrate(vmId, null);
       assert.notEqual(moved.hostId, from);
       assert.equal(moved.power, 'running');
       uri = uriOf(moved.hostId);
       t.diagnostic(`checkpoints on the destination after the move: [${checkpoints().join(', ')}]`);
+      // Restored on the host the VM moved to: streamed there as a restore image of the VM's, which
+      // goes once the disk is the backup's; the restore recorded as done; the backup stays where
+      // it was taken.
+      await d.powerOff(vmId);
+      const recorded: string[] = [];
+      await d.restoreLegacyBackup(vmId, legacyId, {
+        recorded: null,
+        record: async (v) => void recorded.push(v),
+      });
+      assert.deepEqual(recorded, ['disk-restored']);
+      assert.equal(domstate(), 'shut off', 'a stopped VM stays stopped');
+      assert.equal(
+        await sha256(await diskImage('disk-legacy')),
+        await sha256(join(work, 'point-b1.raw')),
+        "the legacy backup's disk",
+      );
+      assert.deepEqual(
+        poolVolumes(uri).filter((v) => v.startsWith(`${vmId}.restore-`)),
+        [],
+        'no restore image left',
+      );
+      assert.ok(poolVolumes(uriOf(from)).includes(`backup-${legacyId}.qcow2`));
+      await d.deleteLegacyBackup(vmId, legacyId);
+      assert.ok(!poolVolumes(uriOf(from)).includes(`backup-${legacyId}.qcow2`), 'deleted where it was');
+      await d.start(vmId);
       const next = await d.exportDisk(vmId, 'b6', 'b5');
       assert.equal(next.kind, 'full');
       await next.commit();

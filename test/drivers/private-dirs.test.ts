@@ -5,7 +5,8 @@
  * and those named without their process a day after their last change, and leaves a live
  * process's, another machine's or namespace's and anything else; one it cannot remove is
  * counted and does not stop the rest. The libvirt driver sweeps as it starts, and says what it
- * removed and what it could not.
+ * removed and what it could not. A copy that fails because its directory turned full or
+ * read-only fails for now, saying so (as root: a small tmpfs).
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -21,6 +22,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -32,7 +34,7 @@ import {
   sweepPrivateDirs,
   withPrivateDir,
 } from '../../src/drivers/libvirt/storage.ts';
-import { closeLibvirtDriverOnStore, libvirtDriverOnStore } from '../helpers/libvirt.ts';
+import { closeLibvirtDriverOnStore, libvirtDriverOnStore, withSmallTmpdir } from '../helpers/libvirt.ts';
 
 /** A process of this machine that has ended: its pid. */
 async function endedPid(): Promise<number> {
@@ -213,4 +215,98 @@ test("the libvirt driver's start-up sweeps: what it removed at info, what it cou
     execFileSync('chmod', ['-R', 'u+w', dir]);
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a copy that fails because its private directory turned full or read-only fails for now, saying so; other failures are thrown as they were; the directory goes, or stays where it cannot be removed', {
+  skip: process.getuid?.() !== 0 && 'needs root, to mount a small tmpfs as TMPDIR',
+}, async () => {
+  await withSmallTmpdir(async (small) => {
+    const ours = () => readdirSync(small).filter((n) => n.startsWith('vrp-lv-'));
+    // As a command fails: `virsh vol-download` into the directory unless said otherwise.
+    const commandFailed = (
+      command = `virsh -c qemu:///system vol-download --sparse --pool vrp v.qcow2 ${small}/v.qcow2`,
+    ) =>
+      new DriverError('Could not download a storage volume', {
+        transient: false,
+        details: { command, exitCode: 1, signal: null, stderr: 'error: failed' },
+      });
+    const fill = () =>
+      execFileSync('sh', ['-c', 'dd if=/dev/zero of="$1/filler" bs=1M 2>/dev/null; true', '_', small]);
+    const unusable = (why: string, cause: (c: unknown) => void) => (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.equal(
+        err.message,
+        `The temporary directory of the vrp process that copies (TMPDIR) cannot be used: ${why}`,
+      );
+      cause(err.cause);
+      return true;
+    };
+
+    // This process's own write runs out of room.
+    await assert.rejects(
+      withPrivateDir((dir) => writeFile(join(dir, 'disk.raw'), Buffer.alloc(80 * 2 ** 20, 1))),
+      unusable('it is full', (c) => assert.equal((c as NodeJS.ErrnoException).code, 'ENOSPC')),
+    );
+    assert.deepEqual(ours(), [], 'the directory removed');
+
+    // A command fails, and another program has filled the directory's disk meanwhile.
+    const failed = commandFailed();
+    await assert.rejects(
+      withPrivateDir(async () => {
+        fill();
+        throw failed;
+      }),
+      unusable('it is full', (c) => assert.equal(c, failed)),
+    );
+    // Full, but the command that failed does not write here (an upload to a host whose pool is
+    // full): as it was.
+    const upload = commandFailed(
+      `virsh -c qemu+ssh://h/system vol-upload --pool vrp v.qcow2 ${small}/v.qcow2`,
+    );
+    await assert.rejects(
+      withPrivateDir(async () => {
+        throw upload;
+      }),
+      (err) => err === upload,
+    );
+    // Full, but the failure is a refusal (no command's details): as it was.
+    const refusal = new DriverError('The pool has 1.0 MiB free; the copy needs about 2.0 GiB', {
+      transient: false,
+    });
+    await assert.rejects(
+      withPrivateDir(async () => {
+        throw refusal;
+      }),
+      (err) => err === refusal,
+    );
+    rmSync(join(small, 'filler'));
+
+    // A command fails, the directory is fine: as it was.
+    const other = commandFailed();
+    await assert.rejects(
+      withPrivateDir(async () => {
+        throw other;
+      }),
+      (err) => err === other,
+    );
+    // A file of the copy's own that is missing is not the directory missing.
+    await assert.rejects(
+      withPrivateDir((dir) => readFile(join(dir, 'never-written'))),
+      (err: NodeJS.ErrnoException) => !(err instanceof DriverError) && err.code === 'ENOENT',
+    );
+    assert.deepEqual(ours(), []);
+
+    // The directory's disk turns read-only during the copy: the copy fails for now, and the
+    // directory, which cannot be removed now, stays (a later start sweeps it).
+    const readOnly = commandFailed();
+    await assert.rejects(
+      withPrivateDir(async (dir) => {
+        await writeFile(join(dir, 'part'), 'x');
+        execFileSync('mount', ['-o', 'remount,ro', small]);
+        throw readOnly;
+      }),
+      unusable('it is read-only', (c) => assert.equal(c, readOnly)),
+    );
+    assert.equal(ours().length, 1, 'the directory stays');
+  });
 });

@@ -157,6 +157,14 @@ export function withFullTmpdir<T>(use: () => Promise<T>): Promise<T> {
 }
 
 /**
+ * Runs `use` with this process's TMPDIR a 64 MiB tmpfs (`dir`), writable, that the test may
+ * fill or turn read-only (`mount -o remount,ro`), then as it was.
+ */
+export function withSmallTmpdir<T>(use: (dir: string) => Promise<T>): Promise<T> {
+  return withTestTmpdir('small', use);
+}
+
+/**
  * Runs `use` with this process's TMPDIR a 2 GiB tmpfs mounted read-only: its room can be read,
  * but nothing made in it (not even by root), then as it was.
  */
@@ -164,13 +172,16 @@ export function withReadOnlyTmpdir<T>(use: () => Promise<T>): Promise<T> {
   return withTestTmpdir('read-only', use);
 }
 
-async function withTestTmpdir<T>(kind: 'full' | 'read-only', use: () => Promise<T>): Promise<T> {
+async function withTestTmpdir<T>(
+  kind: 'full' | 'read-only' | 'small',
+  use: (dir: string) => Promise<T>,
+): Promise<T> {
   const small = mkdtempSync(join(tmpdir(), 'vrp-small-tmp-'));
   execFileSync('mount', [
     '-t',
     'tmpfs',
     '-o',
-    kind === 'full' ? 'size=1m' : 'size=2g',
+    { full: 'size=1m', 'read-only': 'size=2g', small: 'size=64m' }[kind],
     'vrp-small-tmp',
     small,
   ]);
@@ -184,9 +195,9 @@ async function withTestTmpdir<T>(kind: 'full' | 'read-only', use: () => Promise<
         '_',
         small,
       ]);
-    else execFileSync('mount', ['-o', 'remount,ro', small]);
+    else if (kind === 'read-only') execFileSync('mount', ['-o', 'remount,ro', small]);
     process.env['TMPDIR'] = small;
-    return await use();
+    return await use(small);
   } finally {
     if (usual === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = usual;

@@ -11,6 +11,7 @@ import type { Database, LibvirtVmTable } from '../../store/schema.ts';
 import {
   type ConsoleKind,
   type ConsoleStream,
+  DISK_RESTORED,
   DISK_RUN_MAX,
   type DiskExport,
   type DiskRun,
@@ -21,6 +22,7 @@ import {
   type PowerState,
   type ReinstallSpec,
   type RescueLogin,
+  type StepMarker,
   undoneIfFinal,
   type VmInfo,
   type VmSpec,
@@ -48,7 +50,9 @@ import {
   makePrivateDir,
   POOL,
   parseVolumeXml,
+  privateDirFailure,
   type Room,
+  removePrivateDir,
   withPrivateDir,
 } from './storage.ts';
 import { createTemplateSweep, TEMPLATE_GRACE_MS, uploadsNamedOnHost } from './template-sweep.ts';
@@ -1446,18 +1450,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             try {
               if (!committed && checkpointed) await dropCheckpoint(vmId, backupId);
             } finally {
-              await rm(dir, { recursive: true, force: true });
+              await removePrivateDir(dir);
               await pool.remove(uri, target).catch(() => {});
               await hold.release();
             }
           },
         };
       } catch (err) {
-        await rm(dir, { recursive: true, force: true });
+        const failure = await privateDirFailure(dir, err);
+        await removePrivateDir(dir);
         await pool.remove(uri, target).catch(() => {});
         await hold.release();
         if (checkpointed) await dropCheckpoint(vmId, backupId).catch(() => {});
-        throw err;
+        throw failure;
       }
     }
 
@@ -1544,6 +1549,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       diskBytes: number,
       runs: AsyncIterable<DiskRun>,
       dataBytes = diskBytes,
+      step?: StepMarker,
     ): Promise<void> {
       const vm = await get(vmId);
       const uri = await uriOf(vm.host_id);
@@ -1573,15 +1579,31 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         }),
       );
       try {
-        await writeImage(vm, uri, size, runs);
+        const staged = await stageImage(vm, uri, size, runs);
+        try {
+          // uploadNew read the pool again: a qcow2 of the disk's size, not a raw volume.
+          await replaceDisk(vm, uri, staged, undefined, step);
+        } finally {
+          // Whatever happened: the restore is done, or fails for its own reason. One left (the
+          // host did not answer) goes with the next restore or the VM's removal.
+          await pool.remove(uri, staged).catch(() => {});
+        }
       } finally {
         await release();
       }
     }
 
-    /** importDisk's image: the runs made a qcow2 here, staged on the host, made the VM's disk. */
-    async function writeImage(vm: LibvirtVmTable, uri: string, size: number, runs: AsyncIterable<DiskRun>) {
-      await withPrivateDir(async (dir) => {
+    /**
+     * importDisk's image: the runs made a qcow2 here (in a private directory, gone before the
+     * disk is touched), uploaded beside the VM's disk; its volume's name.
+     */
+    async function stageImage(
+      vm: LibvirtVmTable,
+      uri: string,
+      size: number,
+      runs: AsyncIterable<DiskRun>,
+    ): Promise<string> {
+      return withPrivateDir(async (dir) => {
         // Every run lands in a local sparse file first: nothing on the host changes before the last.
         const raw = join(dir, 'disk.raw');
         const fh = await open(raw, 'w', 0o600);
@@ -1611,25 +1633,25 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // that fails leaves its disk untouched (the staged copy is removed).
         const staged = `${vmVolumes(vm.id).restorePrefix}${randomUUID().slice(0, 8)}.qcow2`;
         await pool.uploadNew(uri, staged, qcow2);
-        await rm(qcow2, { force: true });
-        try {
-          // uploadNew read the pool again: a qcow2 of the disk's size, not a raw volume.
-          await replaceDisk(vm, uri, staged);
-        } finally {
-          // Whatever happened: the restore is done, or fails for its own reason. One left (the
-          // host did not answer) goes with the next restore or the VM's removal.
-          await pool.remove(uri, staged).catch(() => {});
-        }
+        return staged;
       });
     }
 
     /**
      * The VM's disk replaced by a copy of `from`, a qcow2 volume on its host (then grown to
-     * `sizeGb`, if given), and the VM started again if it ran. Only that copy, on the host
-     * itself, stands between the disk's removal and its replacement. (A re-run after a failure
-     * past the power-off finds the VM off: the restore job starts it, as it ran when it began.)
+     * `sizeGb`, if given), `step` recorded (DISK_RESTORED), and the VM started again if it ran.
+     * Only that copy, on the host itself, stands between the disk's removal and its replacement.
+     * A failure before the disk's removal starts the VM again if it ran (its disk is its own
+     * still). (A re-run after a failure past the removal finds the VM off: the restore job starts
+     * it, as it ran when it began.)
      */
-    async function replaceDisk(vm: LibvirtVmTable, uri: string, from: string, sizeGb?: number) {
+    async function replaceDisk(
+      vm: LibvirtVmTable,
+      uri: string,
+      from: string,
+      sizeGb?: number,
+      step?: StepMarker,
+    ) {
       // The image must be there before anything of the VM changes, and still be just before the
       // disk goes: another attempt of the restore that began since removed it (that attempt
       // copies its own afterwards).
@@ -1646,11 +1668,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const s = await state(vm);
       const wasRunning = s === 'running' || s === 'paused';
       await powerOffDomain(vm);
-      // The disk is replaced: the checkpoints' bitmaps go with the old one (the next backup is full).
-      await forgetCheckpoints(uri, domainName(vm.id));
       const disk = vmVolumes(vm.id).disk;
-      await stillThere();
-      await pool.remove(uri, disk);
+      try {
+        // The disk is replaced: the checkpoints' bitmaps go with the old one (the next backup is full).
+        await forgetCheckpoints(uri, domainName(vm.id));
+        await stillThere();
+        await pool.remove(uri, disk);
+      } catch (err) {
+        // The old disk is still the VM's: it runs on it, as it did, whatever the job does next.
+        if (wasRunning) await startDomain(vm).catch(() => {});
+        throw err;
+      }
       try {
         await pool.cloneFlat(uri, from, disk);
         if (sizeGb !== undefined)
@@ -1666,6 +1694,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           { transient: true, cause: err, details: err instanceof DriverError ? err.details : undefined },
         );
       }
+      // From here a re-run of the job does not restore again (what the server writes stays).
+      await step?.record(DISK_RESTORED);
       if (wasRunning) await startDomain(vm);
     }
 
@@ -2197,26 +2227,31 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return info(vm);
     },
 
-    async restoreLegacyBackup(vmId, backupId) {
+    async restoreLegacyBackup(vmId, backupId, step) {
       const vm = await get(vmId);
       const uri = await uriOf(vm.host_id);
       await pool.ready(uri);
       const name = backupVolume(backupId);
       // On the VM's host, or on the host it was taken on before the VM moved: streamed here.
-      let source = name;
-      if (!(await pool.info(uri, name))) {
-        const other = await hostHolding(name, vm.host_id);
-        if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
-        source = `restore-${backupId}.qcow2`;
+      if (await pool.info(uri, name)) return disks.replaceDisk(vm, uri, name, vm.disk_gb, step);
+      const other = await hostHolding(name, vm.host_id);
+      if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
+      // Named as the VM's restore images are: one left (the host did not answer) goes with the
+      // next restore or the VM's removal, or here first (an attempt that died left it).
+      const source = `${vmVolumes(vmId).restorePrefix}legacy-${backupId}.qcow2`;
+      await pool.remove(uri, source).catch(() => {});
+      try {
         // Read again by the pool once uploaded (uploadNew): a qcow2, not the raw volume it was made as.
         await pool.copyBetween(other, name, uri, source);
+        await disks.replaceDisk(vm, uri, source, vm.disk_gb, step);
+      } finally {
+        await pool.remove(uri, source).catch(() => {});
       }
-      await disks.replaceDisk(vm, uri, source, vm.disk_gb);
-      if (source !== name) await pool.remove(uri, source);
     },
 
     exportDisk: (vmId, backupId, since) => disks.exportDisk(vmId, backupId, since),
-    importDisk: (vmId, diskBytes, runs, dataBytes) => disks.importDisk(vmId, diskBytes, runs, dataBytes),
+    importDisk: (vmId, diskBytes, runs, dataBytes, step) =>
+      disks.importDisk(vmId, diskBytes, runs, dataBytes, step),
     dropCheckpoint: (vmId, backupId) => disks.dropCheckpoint(vmId, backupId),
     abandonExport: (vmId, backupId) => disks.abandonExport(vmId, backupId),
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { constants, createReadStream } from 'node:fs';
 import {
+  access,
   lstat,
   mkdtemp,
   open,
@@ -137,9 +138,72 @@ const DIRECTORY_FAILURES: Readonly<Record<string, string>> = {
  * files) is thrown as it is.
  */
 function tmpdirUnusable(err: unknown): never {
-  const why = err instanceof Error && 'code' in err ? DIRECTORY_FAILURES[String(err.code)] : undefined;
-  if (why === undefined) throw err;
-  throw new DriverError(`${LOCAL_ROOM} cannot be used: ${why}`, { transient: true, cause: err });
+  const why = directoryWords(err);
+  throw why === undefined ? err : tmpdirError(why, err);
+}
+
+/** What DIRECTORY_FAILURES says of `err`, if it is a failure of a directory itself. */
+const directoryWords = (err: unknown): string | undefined =>
+  err instanceof Error && 'code' in err ? DIRECTORY_FAILURES[String(err.code)] : undefined;
+
+/** The transient failure of this machine's temporary directory, saying `why`; a command's details (what it said) kept for the job's log. */
+const tmpdirError = (why: string, cause: unknown) =>
+  new DriverError(`${LOCAL_ROOM} cannot be used: ${why}`, {
+    transient: true,
+    cause,
+    details: cause instanceof DriverError ? cause.details : undefined,
+  });
+
+/** Under this much free, a private directory whose copy failed counts as full (a copy writes in chunks of up to a few MiB). */
+const FULL_BELOW_BYTES = 4 * 2 ** 20;
+
+/** This process's own writes that fail where their disk is full or read-only. */
+const DISK_WRITE_FAILURES = new Set(['ENOSPC', 'EDQUOT', 'EROFS']);
+
+/** The commands that write into a private directory: a volume downloaded, an image converted, a seed made. */
+const WRITES_HERE = /^(?:virsh (?:-c \S+ )?vol-download |qemu-img convert |genisoimage )/;
+
+/**
+ * `err`, the failure of a copy writing into private directory `dir`, as the failure of this
+ * machine's temporary directory (transient, saying what is wrong, as at a copy's start) where
+ * that is why it failed: a write of this process's own failed on a full or read-only disk
+ * (ENOSPC, EDQUOT, EROFS), or a command that writes into the directory failed (WRITES_HERE) and
+ * the directory is now read-only, gone, or has under FULL_BELOW_BYTES free (turned so during the
+ * copy, or filled by another program). Anything else (a command on a host, a refusal) is `err`
+ * itself. Never throws.
+ */
+export async function privateDirFailure(dir: string, err: unknown): Promise<unknown> {
+  if (!(err instanceof DriverError)) {
+    const own = err instanceof Error && 'code' in err && DISK_WRITE_FAILURES.has(String(err.code));
+    const why = own ? directoryWords(err) : undefined;
+    return why === undefined ? err : tmpdirError(why, err);
+  }
+  if (err.transient || !WRITES_HERE.test(err.details?.command ?? '')) return err;
+  const why = await access(dir, constants.W_OK)
+    .then(async () => {
+      const s = await statfs(dir);
+      return s.bavail * s.bsize < FULL_BELOW_BYTES ? DIRECTORY_FAILURES['ENOSPC'] : undefined;
+    })
+    .catch(directoryWords);
+  return why === undefined ? err : tmpdirError(why, err);
+}
+
+/** Told of each private directory that could not be removed (set by the driver's maker, which logs it). */
+let onStuckDir: ((dir: string, err: unknown) => void) | undefined;
+
+/** Who is told of a private directory that could not be removed (the process's log). */
+export function reportStuckPrivateDirs(report: (dir: string, err: unknown) => void): void {
+  onStuckDir = report;
+}
+
+/**
+ * Removes a private directory and what is in it, and never throws: one that cannot be removed
+ * (its disk turned read-only) is reported (reportStuckPrivateDirs) and stays until a later
+ * process's start sweeps it (sweepPrivateDirs); the copy's outcome, or its failure, is what its
+ * caller gets all the same.
+ */
+export async function removePrivateDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true }).catch((err: unknown) => onStuckDir?.(dir, err));
 }
 
 /**
@@ -238,13 +302,18 @@ export async function sweepPrivateDirs(): Promise<{ removed: number; failed: num
   return { removed, failed };
 }
 
-/** A private directory on this machine (makePrivateDir), removed after `use` whatever happens. */
+/**
+ * A private directory on this machine (makePrivateDir), removed after `use` whatever happens
+ * (removePrivateDir); a failure of `use` because of the directory is privateDirFailure's.
+ */
 export async function withPrivateDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
   const dir = await makePrivateDir();
   try {
     return await use(dir);
+  } catch (err) {
+    throw await privateDirFailure(dir, err);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removePrivateDir(dir);
   }
 }
 

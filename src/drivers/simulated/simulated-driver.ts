@@ -6,6 +6,7 @@ import type { Database, SimVmTable } from '../../store/schema.ts';
 import { readTogether, updateTogether } from '../../store/statement-batch.ts';
 import { inGroupTransaction } from '../../store/transaction-group.ts';
 import {
+  DISK_RESTORED,
   type DiskExport,
   DriverError,
   type HypervisorDriver,
@@ -486,7 +487,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       return vm && info(vm);
     },
 
-    async restoreLegacyBackup(vmId, backupId) {
+    async restoreLegacyBackup(vmId, backupId, step) {
       const vm = await entry(vmId, 'restore');
       const backup = await db
         .selectFrom('sim_backups')
@@ -502,6 +503,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         { content_generation: backup.content_generation, used_disk_gb: backup.size_gb },
         false,
       );
+      await step?.record(DISK_RESTORED);
     },
 
     async exportDisk(vmId, backupId, since): Promise<DiskExport> {
@@ -551,7 +553,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       };
     },
 
-    async importDisk(vmId, _diskBytes, runs) {
+    async importDisk(vmId, _diskBytes, runs, _dataBytes, step) {
       const vm = await entry(vmId, 'restore');
       // Every byte first: a source that fails (or a disk that is not this VM's) changes nothing.
       const header = await readDisk(vmId, runs);
@@ -570,6 +572,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         // A replaced disk has no checkpoints: the next export is full.
         await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
       });
+      await step?.record(DISK_RESTORED);
     },
 
     // A simulated migration switches over in one transaction: one under way has not.

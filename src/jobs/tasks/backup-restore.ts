@@ -1,4 +1,4 @@
-import { DriverError } from '../../drivers/driver.ts';
+import { DISK_RESTORED, DriverError } from '../../drivers/driver.ts';
 import { findBackup, setBackupStatus } from '../../store/repos/backups.ts';
 import { chainOf } from '../backup-chain.ts';
 import { runningAsBefore, type Task, vmChange } from '../task.ts';
@@ -14,9 +14,13 @@ import { runningAsBefore, type Task, vmChange } from '../task.ts';
  * whose deletion was accepted after this restore (it shows `deleting`, the deletion queued
  * behind) is restored all the same, as asked first, and goes on showing `deleting`, as does one
  * whose deletion is accepted while it runs.
+ *
+ * The driver records the job's step marker once the disk is the backup's: a re-run after that
+ * (the worker died, the host stopped answering, the store could not take the job's end) leaves
+ * the disk, and what the server wrote on it since, as it is, and only powers the server as it was.
  */
 export const backupRestore: Task<'backup_restore'> = async (tc) => {
-  const { service, driver, db, clock, job, backups } = tc;
+  const { service, driver, db, clock, job, backups, stepMarker } = tc;
   const backupId = job.params.backup_id;
   const backup = await findBackup(db, service.id, backupId);
   if (!backup || backup.status === 'failed') {
@@ -24,7 +28,11 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
   }
   await setBackupStatus(db, backupId, 'restoring', clock.now(), undefined, { status: 'available' });
   try {
-    if (backup.format === 'legacy') await driver.restoreLegacyBackup(service.id, backupId);
+    // Not again where an earlier attempt restored the disk (the driver recorded it before it
+    // started the server again).
+    if (stepMarker.recorded === DISK_RESTORED) {
+      // The server as it was when the job began, below.
+    } else if (backup.format === 'legacy') await driver.restoreLegacyBackup(service.id, backupId, stepMarker);
     else {
       // Every manifest first: a wrong key or a missing link fails here, before the disk is touched.
       const chain = await chainOf(backups.archive, service.id, backupId);
@@ -35,6 +43,7 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
         target.diskBytes,
         backups.archive.restoreRuns(chain),
         backups.archive.restoreDataBytes(chain),
+        stepMarker,
       );
     }
   } finally {
