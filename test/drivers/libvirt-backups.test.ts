@@ -883,12 +883,22 @@ test('live and incremental disk exports, imports and a migration, on one real VM
     async () => {
       const from = created.hostId;
       // A legacy backup (a standalone qcow2 on the host, taken before the backup store) of the
-      // first point, on the host the VM is on now.
+      // first point, on the host the VM is on now (running).
       const legacyId = '0193bk00-1e9a-7000-8000-000000000001';
       const legacy = join(work, 'legacy.qcow2');
       execFileSync('qemu-img', ['convert', '-f', 'raw', '-O', 'qcow2', join(work, 'point-b1.raw'), legacy]);
       virshOut(uri, 'vol-create-as', 'vrp', `backup-${legacyId}.qcow2`, '1G', '--format', 'qcow2');
       virshOut(uri, 'vol-upload', '--pool', 'vrp', `backup-${legacyId}.qcow2`, legacy);
+      // Restored there (copied into the disk's place from the backup, which stays), the running
+      // VM started again.
+      const sameHost: string[] = [];
+      await d.restoreLegacyBackup(vmId, legacyId, {
+        recorded: null,
+        record: async (v) => void sameHost.push(v),
+      });
+      assert.deepEqual(sameHost, ['disk-restored']);
+      assert.equal(domstate(), 'running', 'a running VM runs again');
+      assert.ok(poolVolumes(uri).includes(`backup-${legacyId}.qcow2`), 'the backup stays');
       const moved = await d.migrate(vmId, null);
       assert.notEqual(moved.hostId, from);
       assert.equal(moved.power, 'running');

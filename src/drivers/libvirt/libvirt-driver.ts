@@ -1676,6 +1676,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await pool.remove(uri, disk);
       } catch (err) {
         // The old disk is still the VM's: it runs on it, as it did, whatever the job does next.
+        // (Its checkpoints may be forgotten by now: its next backup is full, and the bitmaps left
+        // in the disk track nothing that is read.) A start that fails (the disk was removed after
+        // all) leaves it off for the re-run.
         if (wasRunning) await startDomain(vm).catch(() => {});
         throw err;
       }
@@ -2237,9 +2240,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const other = await hostHolding(name, vm.host_id);
       if (!other) throw new DriverError(`Backup ${backupId} does not exist`, { transient: false });
       // Named as the VM's restore images are: one left (the host did not answer) goes with the
-      // next restore or the VM's removal, or here first (an attempt that died left it).
+      // next restore or the VM's removal (or with the next copy of it: copyBetween replaces it).
       const source = `${vmVolumes(vmId).restorePrefix}legacy-${backupId}.qcow2`;
-      await pool.remove(uri, source).catch(() => {});
       try {
         // Read again by the pool once uploaded (uploadNew): a qcow2, not the raw volume it was made as.
         await pool.copyBetween(other, name, uri, source);
