@@ -244,6 +244,9 @@ export function isLocalUri(uri: string): boolean {
   return isLocalSystem(uri) || /^qemu\+unix:\/\/\/(system|session)\b/i.test(uri);
 }
 
+/** A VM's domain on a host as the driver reads it (`virsh domstate`); missing: not defined there. */
+type DomainState = 'running' | 'stopped' | 'paused' | 'missing';
+
 /**
  * The room a restore's copies take (importDisk), its image's data `data` bytes: here, the runs'
  * raw file and its qcow2 beside it (the qcow2 alone once the raw file goes, until it is
@@ -405,7 +408,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   async function state(
     vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
     hostId = vm.host_id,
-  ): Promise<'running' | 'stopped' | 'paused' | 'missing'> {
+  ): Promise<DomainState> {
     try {
       const { stdout } = await virsh(
         await uriOf(hostId),
@@ -1975,8 +1978,53 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await finish(vm, to);
         return { moved: true } as const;
       }
+      // Gone from here and the destination silent: it may run there (moved, its end not yet
+      // recorded); only the destination can say.
+      if (src === 'missing' && dst === 'unreachable')
+        throw new DriverError(
+          `VM ${vm.id} is not on its host, and the host it was moving to does not answer: its move is settled once that host answers`,
+          { transient: true },
+        );
       if (src === 'missing') throw new DriverError(`VM ${vm.id} is on neither host`, { transient: false });
       return { moved: false, src, dst } as const;
+    }
+
+    /**
+     * Paused here with the destination silent: libvirt pauses the source for the switch-over and
+     * may have resumed the guest there (an attempt that died before the source was told). Undoing
+     * would resume it here too, two copies writing; so nothing is undone until the destination
+     * answers (the reservation and the mark stay for the next run, or the job's give-up).
+     */
+    function mayHaveSwitched(where: { src: DomainState; dst: DomainState | 'unreachable' }): boolean {
+      return where.src === 'paused' && where.dst === 'unreachable';
+    }
+
+    const switchedOutOfSight = (vm: LibvirtVmTable) =>
+      new DriverError(
+        `VM ${vm.id} is paused on its host and the host it was moving to does not answer: its move may have switched over there, so it is left as it is until that host answers`,
+        { transient: true },
+      );
+
+    /**
+     * After a move that failed: what the hosts say decides, not the error (a `virsh migrate` whose
+     * connection dropped after the switch-over fails, while the VM runs on the destination).
+     * Returns if the move happened after all (then recorded: finish). Undoes it and throws `err`
+     * where the VM is still here; throws without undoing where the switch-over may have happened
+     * out of sight (mayHaveSwitched) or the hosts cannot be read now (the next run, or the job's
+     * give-up, settles it).
+     */
+    async function afterFailedMove(
+      vm: LibvirtVmTable,
+      to: string,
+      live: boolean,
+      err: unknown,
+    ): Promise<void> {
+      const now = await look(vm, to).catch(() => undefined);
+      if (now?.moved) return;
+      if (now === undefined) throw err;
+      if (mayHaveSwitched(now)) throw switchedOutOfSight(vm);
+      await undo(vm, to, live);
+      throw err;
     }
 
     /**
@@ -1997,7 +2045,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const to = vm?.migrating_to;
       if (!vm || !to) return;
       const where = await look(vm, to);
-      if (!where.moved) await undo(vm, to, false);
+      if (where.moved) return;
+      if (mayHaveSwitched(where)) throw switchedOutOfSight(vm);
+      await undo(vm, to, false);
     }
 
     async function migrate(vmId: string, toHostId: string | null): Promise<VmInfo> {
@@ -2028,6 +2078,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         return info({ ...vm, host_id: to, migrating_to: null });
       }
       const { src, dst } = where;
+      if (mayHaveSwitched(where)) throw switchedOutOfSight(vm);
       const live = src === 'running' || src === 'paused';
       if (held) {
         const again = await stillTakes(vm, to, toHostId).catch(async (err: unknown) => {
@@ -2039,15 +2090,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           return migrate(vmId, toHostId);
         }
       }
-      let figures: { migrate_ms?: number; downtime_ms?: number };
+      let figures: { migrate_ms?: number; downtime_ms?: number } = {};
       try {
         if (dst === 'unreachable')
           throw new DriverError('The destination host does not answer', { transient: true });
-        if (dst === 'paused') await removeFrom(to, vmId);
+        // What an earlier attempt defined there (paused by a switch-over that failed, or stopped),
+        // the domain first: one left defined while its disk is deleted below would pass, on a
+        // later look, for a finished cold copy (stopped on both hosts).
+        if (dst !== 'missing') await removeFrom(to, vmId);
         figures = await move(vm, to, live);
       } catch (err) {
-        await undo(vm, to, live);
-        throw err;
+        if (dst === 'unreachable') {
+          await undo(vm, to, live);
+          throw err;
+        }
+        await afterFailedMove(vm, to, live, err);
       }
       await finish(vm, to);
       o.onMigration?.({
