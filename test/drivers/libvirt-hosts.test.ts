@@ -418,6 +418,25 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
     assert.equal(await used('b'), 0, "B's reservation was given back");
 
+    // (l) A live move whose `virsh migrate` fails after the switch-over (its connection dropped
+    // at the end): the VM runs on B, and the move is recorded, not undone (undoing it would
+    // destroy the running copy on B, and its disk with it). Then back to A, stopped.
+    await driver.start(vm1);
+    const endsBadly = installVirshWrapper();
+    try {
+      endsBadly.failAfter(['migrate', dom]);
+      const moved = await driver.migrate(vm1, 'b');
+      assert.deepEqual([moved.hostId, moved.power], ['b', 'running']);
+    } finally {
+      endsBadly.remove();
+    }
+    assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
+    assert.match(virshOut(uriB, 'domstate', dom), /running/, 'running on B');
+    assert.ok(!domains(uriA).includes(dom), 'gone from A');
+    assert.ok(poolVolumes(uriB).includes(`${vm1}.qcow2`), 'its disk on B');
+    await driver.migrate(vm1, 'a');
+    await driver.stop(vm1, { timeoutMs: 3000 });
+
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.
     virshOut(uriA, 'vol-delete', '--pool', 'vrp', `${vm1}.qcow2`);
