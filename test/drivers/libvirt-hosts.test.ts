@@ -395,6 +395,17 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.equal(await used('b'), 0, "B's reservation was given back");
     assert.match(virshOut(uriA, 'domstate', dom), /running/);
     assert.equal(virshOut(uriA, 'domid', dom).trim(), domId, 'resumed: the same run of the domain');
+    // A first attempt that finds it paused (by anything else) with B silent: nothing of it can
+    // have reached B, so it is undone as before (resumed on A, B's room given back; what it
+    // holds on B recorded, and cleared once B answers).
+    stopHost(names.b);
+    virshOut(uriA, 'suspend', dom);
+    await assert.rejects(driver.migrate(vm1, 'b'), /The destination host does not answer/);
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.equal(await used('b'), 0);
+    assert.match(virshOut(uriA, 'domstate', dom), /running/, 'resumed');
+    startHost(names.b);
+    await driver.clearLeftovers?.('b');
 
     // (k) Gone from A with a move to B under way and B silent, as when a move switched over and
     // its attempt died before recording it: the re-run fails for now (not for good: the VM may

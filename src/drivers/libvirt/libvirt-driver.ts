@@ -1999,10 +1999,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       return where.src === 'paused' && where.dst === 'unreachable';
     }
 
-    const switchedOutOfSight = (vm: LibvirtVmTable) =>
+    const switchedOutOfSight = (vm: LibvirtVmTable, cause?: unknown) =>
       new DriverError(
         `VM ${vm.id} is paused on its host and the host it was moving to does not answer: its move may have switched over there, so it is left as it is until that host answers`,
-        { transient: true },
+        { transient: true, cause },
       );
 
     /**
@@ -2021,8 +2021,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     ): Promise<void> {
       const now = await look(vm, to).catch(() => undefined);
       if (now?.moved) return;
-      if (now === undefined) throw err;
-      if (mayHaveSwitched(now)) throw switchedOutOfSight(vm);
+      // Not undone: a failure for good would say it was (migrationUndone); the next attempt, or
+      // the job's give-up, looks again.
+      if (now === undefined)
+        throw err instanceof DriverError && !err.transient
+          ? new DriverError(
+              `${err.message} (the hosts could not be read after it: the move is settled by the next attempt)`,
+              { transient: true, cause: err, details: err.details },
+            )
+          : err;
+      if (mayHaveSwitched(now)) throw switchedOutOfSight(vm, err);
       await undo(vm, to, live);
       throw err;
     }
@@ -2078,7 +2086,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         return info({ ...vm, host_id: to, migrating_to: null });
       }
       const { src, dst } = where;
-      if (mayHaveSwitched(where)) throw switchedOutOfSight(vm);
+      // Only a move an earlier run began can have switched over (this run has just reserved).
+      if (held && mayHaveSwitched(where)) throw switchedOutOfSight(vm);
       const live = src === 'running' || src === 'paused';
       if (held) {
         const again = await stillTakes(vm, to, toHostId).catch(async (err: unknown) => {
