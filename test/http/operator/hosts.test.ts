@@ -751,6 +751,16 @@ for (const store of testStores()) {
       assert.ok(
         entries.some((e) => e.action === 'service.migrate' && e.serviceId === id && e.outcome === 'ok'),
       );
+      // That move ends here, not during the next test (it would land on the host that test adds).
+      await until(async () => {
+        const open = await db
+          .selectFrom('jobs')
+          .select('id')
+          .where('service_id', '=', id)
+          .where('status', 'in', ['queued', 'running'])
+          .execute();
+        return open.length === 0;
+      }, 'the second move to end');
     });
 
     test('placement and capacity work on a host added at run time: with the seeded hosts drained, a new order lands there', async () => {
