@@ -30,6 +30,7 @@ import {
   type DiskRun,
   DriverError,
   type HypervisorDriver,
+  type StepMarker,
 } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
 import { createCommands } from '../../src/drivers/libvirt/commands.ts';
@@ -58,6 +59,12 @@ const skip = noLibvirtTemplate || (!existsSync(script) && 'needs scripts/libvirt
 const execFileAsync = promisify(execFile);
 const virshOut = (uri: string, ...args: string[]) =>
   execFileSync('virsh', ['-c', uri, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** A job's step marker with nothing recorded yet, and what the driver records in it. */
+function recordingMarker(): { marker: StepMarker; recorded: string[] } {
+  const recorded: string[] = [];
+  return { marker: { recorded: null, record: async (v) => void recorded.push(v) }, recorded };
+}
 
 /** A command run in the guest through its agent; resolves with its exit code. */
 const guestRun = async (uri: string, domain: string, shell: string) =>
@@ -799,8 +806,7 @@ test('live and incremental disk exports, imports and a migration, on one real VM
         assert.equal(virshOut(uri, 'domid', domain).trim(), domId, 'the same run of the domain');
         // A running VM whose import fails for good after its power-off but before its disk is
         // removed: it runs again, on its own disk; the restore is not recorded as done.
-        const recorded: string[] = [];
-        const marker = { recorded: null, record: async (v: string) => void recorded.push(v) };
+        const { marker, recorded } = recordingMarker();
         wrapper.refuse(['vol-delete', `${vmId}.qcow2`], 'error: Requested operation is not valid: refused');
         await assert.rejects(
           d.importDisk(vmId, 1024 ** 3, imageRuns(join(work, 'point-b1.raw')), undefined, marker),
@@ -891,12 +897,9 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       virshOut(uri, 'vol-upload', '--pool', 'vrp', `backup-${legacyId}.qcow2`, legacy);
       // Restored there (copied into the disk's place from the backup, which stays), the running
       // VM started again.
-      const sameHost: string[] = [];
-      await d.restoreLegacyBackup(vmId, legacyId, {
-        recorded: null,
-        record: async (v) => void sameHost.push(v),
-      });
-      assert.deepEqual(sameHost, ['disk-restored']);
+      const sameHost = recordingMarker();
+      await d.restoreLegacyBackup(vmId, legacyId, sameHost.marker);
+      assert.deepEqual(sameHost.recorded, ['disk-restored']);
       assert.equal(domstate(), 'running', 'a running VM runs again');
       assert.ok(poolVolumes(uri).includes(`backup-${legacyId}.qcow2`), 'the backup stays');
       const moved = await d.migrate(vmId, null);
@@ -908,12 +911,9 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       // goes once the disk is the backup's; the restore recorded as done; the backup stays where
       // it was taken.
       await d.powerOff(vmId);
-      const recorded: string[] = [];
-      await d.restoreLegacyBackup(vmId, legacyId, {
-        recorded: null,
-        record: async (v) => void recorded.push(v),
-      });
-      assert.deepEqual(recorded, ['disk-restored']);
+      const otherHost = recordingMarker();
+      await d.restoreLegacyBackup(vmId, legacyId, otherHost.marker);
+      assert.deepEqual(otherHost.recorded, ['disk-restored']);
       assert.equal(domstate(), 'shut off', 'a stopped VM stays stopped');
       assert.equal(
         await sha256(await diskImage('disk-legacy')),

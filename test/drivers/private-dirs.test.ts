@@ -31,6 +31,7 @@ import {
   localPlace,
   localRoom,
   makePrivateDir,
+  reportStuckPrivateDirs,
   sweepPrivateDirs,
   withPrivateDir,
 } from '../../src/drivers/libvirt/storage.ts';
@@ -297,7 +298,9 @@ test('a copy that fails because its private directory turned full or read-only f
     assert.deepEqual(ours(), []);
 
     // The directory's disk turns read-only during the copy: the copy fails for now, and the
-    // directory, which cannot be removed now, stays (a later start sweeps it).
+    // directory, which cannot be removed now, stays (a later start sweeps it), reported.
+    const stuck: [string, string][] = [];
+    reportStuckPrivateDirs((dir, err) => stuck.push([dir, String((err as NodeJS.ErrnoException).code)]));
     const readOnly = commandFailed();
     await assert.rejects(
       withPrivateDir(async (dir) => {
@@ -308,5 +311,6 @@ test('a copy that fails because its private directory turned full or read-only f
       unusable('it is read-only', (c) => assert.equal(c, readOnly)),
     );
     assert.equal(ours().length, 1, 'the directory stays');
+    assert.deepEqual(stuck, [[join(small, ours()[0] ?? ''), 'EROFS']], 'and is reported');
   });
 });

@@ -20,7 +20,7 @@ import { runningAsBefore, type Task, vmChange } from '../task.ts';
  * the disk, and what the server wrote on it since, as it is, and only powers the server as it was.
  */
 export const backupRestore: Task<'backup_restore'> = async (tc) => {
-  const { service, driver, db, clock, job, backups, stepMarker } = tc;
+  const { service, driver, db, clock, job, stepMarker } = tc;
   const backupId = job.params.backup_id;
   const backup = await findBackup(db, service.id, backupId);
   if (!backup || backup.status === 'failed') {
@@ -29,26 +29,29 @@ export const backupRestore: Task<'backup_restore'> = async (tc) => {
   await setBackupStatus(db, backupId, 'restoring', clock.now(), undefined, { status: 'available' });
   try {
     // Not again where an earlier attempt restored the disk (the driver recorded it before it
-    // started the server again).
-    if (stepMarker.recorded === DISK_RESTORED) {
-      // The server as it was when the job began, below.
-    } else if (backup.format === 'legacy') await driver.restoreLegacyBackup(service.id, backupId, stepMarker);
-    else {
-      // Every manifest first: a wrong key or a missing link fails here, before the disk is touched.
-      const chain = await chainOf(backups.archive, service.id, backupId);
-      const target = chain[chain.length - 1];
-      if (!target) throw new DriverError(`Backup ${backupId} has no chain`, { transient: false });
-      await driver.importDisk(
-        service.id,
-        target.diskBytes,
-        backups.archive.restoreRuns(chain),
-        backups.archive.restoreDataBytes(chain),
-        stepMarker,
-      );
-    }
+    // started the server again): the server is only powered as it was, below.
+    if (stepMarker.recorded !== DISK_RESTORED) await restoreDisk(tc, backup.format);
   } finally {
     await setBackupStatus(db, backupId, 'available', clock.now(), undefined, { status: 'restoring' });
   }
   const vm = await driver.inspect(service.id);
   return vm ? vmChange(await runningAsBefore(tc, vm)) : {};
 };
+
+/** The backup's disk put back on the service's VM by the driver (which records the job's step marker once it is). */
+async function restoreDisk(tc: Parameters<Task<'backup_restore'>>[0], format: string): Promise<void> {
+  const { service, driver, job, backups, stepMarker } = tc;
+  const backupId = job.params.backup_id;
+  if (format === 'legacy') return driver.restoreLegacyBackup(service.id, backupId, stepMarker);
+  // Every manifest first: a wrong key or a missing link fails here, before the disk is touched.
+  const chain = await chainOf(backups.archive, service.id, backupId);
+  const target = chain[chain.length - 1];
+  if (!target) throw new DriverError(`Backup ${backupId} has no chain`, { transient: false });
+  await driver.importDisk(
+    service.id,
+    target.diskBytes,
+    backups.archive.restoreRuns(chain),
+    backups.archive.restoreDataBytes(chain),
+    stepMarker,
+  );
+}
