@@ -209,6 +209,12 @@ export interface Config {
   readonly stopTimeoutMs: number;
   /** How long a template copy no VM uses and no record names stays on a libvirt host before it is removed (ms). */
   readonly templateSweepGraceMs: number;
+  /**
+   * libvirt copies (volumes between hosts, backups, restores, live migrations):
+   * VRP_COPY_STALL, how long one may move no data before it is ended (ms), and
+   * VRP_COPY_MIN_RATE, the slowest rate one is given time for (bytes per second; set in MiB/s).
+   */
+  readonly copyPace: { readonly stallMs: number; readonly minBytesPerSecond: number };
   /** Steady requests per second per application; 0 turns rate limiting off. */
   readonly rateLimit: number;
   readonly rateBurst: number;
@@ -867,9 +873,14 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
     jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),
     stopTimeoutMs: readDurationMs(env, 'VRP_STOP_TIMEOUT', 120_000, 0),
-    // At least 14 h: a removal comes half a grace less 3 h or more after the row moved on, and a
-    // cold migration names its destination's upload within 3.5 h of reading the row (template-sweep.ts).
+    // At least 14 h: a removal comes half a grace less 3 h or more after the row moved on (4 h),
+    // and a step that read the row names the upload within minutes (a cold migration looks at it
+    // again before it does; template-sweep.ts).
     templateSweepGraceMs: readDurationMs(env, 'VRP_TEMPLATE_SWEEP_GRACE', 16 * 3_600_000, 14 * 3_600_000),
+    copyPace: {
+      stallMs: readDurationMs(env, 'VRP_COPY_STALL', 5 * 60_000, 1000),
+      minBytesPerSecond: readInt(env, 'VRP_COPY_MIN_RATE', 10, 1, 100_000) * 1024 * 1024,
+    },
     rateLimit: readInt(env, 'VRP_RATE_LIMIT', 50, 0, 1_000_000),
     rateBurst: readInt(env, 'VRP_RATE_BURST', 100, 1, 1_000_000),
     schedulerGraceMs: readDurationMs(env, 'VRP_SCHEDULER_GRACE', 6 * 3_600_000, 0),

@@ -89,6 +89,8 @@ describe('loadConfig', () => {
       VRP_JOB_MAX_ATTEMPTS: '3',
       VRP_STOP_TIMEOUT: '90s',
       VRP_TEMPLATE_SWEEP_GRACE: '1d',
+      VRP_COPY_STALL: '90s',
+      VRP_COPY_MIN_RATE: '50',
       VRP_RATE_LIMIT: '7',
       VRP_RATE_BURST: '9',
       VRP_SCHEDULER_GRACE: '1h',
@@ -123,6 +125,7 @@ describe('loadConfig', () => {
     assert.equal(c.jobMaxAttempts, 3);
     assert.equal(c.stopTimeoutMs, 90_000);
     assert.equal(c.templateSweepGraceMs, 86_400_000);
+    assert.deepEqual(c.copyPace, { stallMs: 90_000, minBytesPerSecond: 50 * 1024 * 1024 });
     assert.equal(c.rateLimit, 7);
     assert.equal(c.rateBurst, 9);
     assert.equal(c.schedulerGraceMs, 3_600_000);
@@ -191,6 +194,8 @@ describe('loadConfig', () => {
       'VRP_JOB_MAX_ATTEMPTS',
       'VRP_STOP_TIMEOUT',
       'VRP_TEMPLATE_SWEEP_GRACE',
+      'VRP_COPY_STALL',
+      'VRP_COPY_MIN_RATE',
       'VRP_RATE_LIMIT',
       'VRP_RATE_BURST',
       'VRP_SCHEDULER_GRACE',
@@ -254,6 +259,10 @@ describe('loadConfig', () => {
       // Shorter than an upload or a migration may take to name its copy (template-sweep.ts).
       ['VRP_TEMPLATE_SWEEP_GRACE', '13h'],
       ['VRP_TEMPLATE_SWEEP_GRACE', 'soon'],
+      ['VRP_COPY_STALL', '500ms'],
+      ['VRP_COPY_STALL', 'never'],
+      ['VRP_COPY_MIN_RATE', '0'],
+      ['VRP_COPY_MIN_RATE', '2.5'],
       ['VRP_RATE_LIMIT', '-1'],
       ['VRP_RATE_BURST', '0'],
       ['VRP_SCHEDULER_INTERVAL', '5ms'],

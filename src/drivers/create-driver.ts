@@ -70,6 +70,7 @@ export async function createDriver(
       stopTimeoutMs: config.stopTimeoutMs,
       rescueImage: config.rescueImage,
       templateGraceMs: config.templateSweepGraceMs,
+      copyPace: config.copyPace,
     });
   }
   await seedHosts(db, 'simulated', config.simulatedHosts, Date.now());

@@ -10,13 +10,14 @@
  * libvirt knows as raw is a copy of its disk, an export whose temporary directory turns
  * read-only mid-download fails for now, an import records its job's step marker once the disk is
  * the image (and one that fails before the disk's removal starts the VM again), a legacy backup is
- * restored on the host its VM moved to, and after a live migration the next export is full. The
+ * restored on the host its VM moved to, a copy from a host that stops answering is ended once it
+ * moves no data, and after a live migration the next export is full. The
  * figures (times, sizes, polls) are printed as diagnostics.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -881,6 +882,48 @@ test('live and incremental disk exports, imports and a migration, on one real VM
       await next.commit();
       await next.close();
       assert.deepEqual(checkpoints(), ['b5']);
+    },
+  );
+
+  await t.test(
+    'a copy from a host that stops answering is ended once it moves no data for the stall window (transient), and goes through once the host answers',
+    async () => {
+      const host = uri === hostA.uri ? hostA : hostB;
+      virshOut(uri, 'vol-create-as', 'vrp', 'stall-source.raw', '64M', '--format', 'raw');
+      execFileSync('dd', [
+        'if=/dev/urandom',
+        `of=${poolFile('stall-source.raw')}`,
+        'bs=1M',
+        'count=64',
+        'conv=notrunc',
+        'status=none',
+      ]);
+      const copies = createCommands(undefined, { stallMs: 2000, minBytesPerSecond: 10 * 1024 * 1024 });
+      const pool = createPoolStorage(copies, '/var/lib/vrp/pool');
+      const file = join(work, 'stall.raw');
+      // The host's libvirtd stopped, as a host that hangs: connections are taken, nothing answers.
+      const daemon = Number(readFileSync(join(host.dir, 'libvirtd.pid'), 'utf8'));
+      try {
+        process.kill(daemon, 'SIGSTOP');
+        let err: unknown;
+        try {
+          err = await pool
+            .download(uri, 'stall-source.raw', file, { bytes: 64 << 20 })
+            .catch((e: unknown) => e);
+        } finally {
+          process.kill(daemon, 'SIGCONT');
+        }
+        assert.ok(err instanceof DriverError, String(err));
+        assert.equal(err.transient, true);
+        assert.equal(err.message, 'Could not download a storage volume (the copy moved no data for 2 s)');
+        // Its own size read from the host, and its bytes watched as they move: all of them.
+        await pool.download(uri, 'stall-source.raw', file);
+        assert.equal(await sha256(file), await sha256(poolFile('stall-source.raw')));
+      } finally {
+        await copies.close();
+        rmSync(file, { force: true });
+        removeVolumes('stall-source.raw');
+      }
     },
   );
 

@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { checkFence, FenceDown, fenced } from '../../src/drivers/fence.ts';
-import { type Commands, createCommands, isNoDomain } from '../../src/drivers/libvirt/commands.ts';
+import {
+  type Commands,
+  copyTimeMs,
+  createCommands,
+  isNoDomain,
+  processIoBytes,
+  STALL_BYTES,
+  watchProgress,
+} from '../../src/drivers/libvirt/commands.ts';
 import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { waitUntil } from '../helpers/budget.ts';
 
@@ -169,4 +178,114 @@ test('a command under way when its attempt’s fence goes down is ended, and the
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+describe('copies: given the time their bytes take, ended when they stop moving data', () => {
+  /** Reads that grow by a stall window's worth each time, or stay where they are once `stuck`. */
+  const counter = () => {
+    const c = { reads: 0, stuck: false, moved: 0 };
+    const progress = async () => {
+      c.reads += 1;
+      if (!c.stuck) c.moved += STALL_BYTES;
+      return c.moved;
+    };
+    return { c, progress };
+  };
+
+  test('a copy whose bytes keep moving runs past many stall windows', async () => {
+    const copies = createCommands(undefined, { stallMs: 60, minBytesPerSecond: 1 });
+    const { c, progress } = counter();
+    let settled = false;
+    const copy = copies
+      .run('sleep', ['600'], 'Could not copy a volume', { bytes: 0, progress })
+      .finally(() => {
+        settled = true;
+      });
+    // A read every 50 ms: ten reads are eight stall windows or more.
+    await waitUntil('ten reads of the copy’s progress', () => c.reads >= 10 || undefined, { everyMs: 10 });
+    assert.equal(settled, false, 'not ended while its bytes moved');
+    // Ended as a shutdown ends it, not for a stall.
+    await copies.close();
+    const err = await copy.catch((e: unknown) => e);
+    assert.ok(err instanceof DriverError, String(err));
+    assert.equal(err.message, 'Could not copy a volume (the provider is shutting down)');
+  });
+
+  test('a copy that stops moving data is ended, as transient, and says so', async () => {
+    // A whole time of a minute: a stall not seen fails the test by the message, not a hang.
+    const copies = createCommands(undefined, { stallMs: 200, minBytesPerSecond: 1, baseMs: 60_000 });
+    const { c, progress } = counter();
+    const copy = copies.run('sleep', ['600'], 'Could not download a storage volume', { bytes: 0, progress });
+    await waitUntil('the copy to move', () => c.reads >= 3 || undefined, { everyMs: 10 });
+    c.stuck = true;
+    const err = await copy.catch((e: unknown) => e);
+    assert.ok(err instanceof DriverError, String(err));
+    assert.equal(err.transient, true);
+    assert.equal(err.message, 'Could not download a storage volume (the copy moved no data for 200 ms)');
+    assert.equal(err.details?.signal, 'SIGTERM');
+  });
+
+  test('a copy whose progress cannot be read is not ended for it; its whole time still bounds it', async () => {
+    // No stall counted (every read says nothing), and a whole time of 300 ms for 0 bytes.
+    const copies = createCommands(undefined, { stallMs: 50, minBytesPerSecond: 1, baseMs: 300 });
+    let reads = 0;
+    const unseen = async () => {
+      reads += 1;
+      return undefined;
+    };
+    const ok = await copies.run('sh', ['-c', 'echo copied'], 'Could not copy', {
+      bytes: 0,
+      progress: unseen,
+    });
+    assert.equal(ok.stdout, 'copied\n');
+    const err = await copies
+      .run('sleep', ['600'], 'Could not copy a storage volume', { bytes: 0, progress: unseen })
+      .catch((e: unknown) => e);
+    assert.ok(err instanceof DriverError, String(err));
+    assert.equal(err.transient, true);
+    assert.equal(err.message, 'Could not copy a storage volume (the copy took longer than its 300 ms)');
+    assert.ok(reads > 0, 'its progress was asked for');
+  });
+
+  test('a copy’s whole time: the base and its bytes at the slowest rate accepted', () => {
+    const pace = { stallMs: 1000, minBytesPerSecond: 10 * 1024 * 1024 };
+    assert.equal(copyTimeMs(0, pace), 30 * 60_000);
+    // 500 GiB at 10 MiB/s: 51,200 s more.
+    assert.equal(copyTimeMs(500 * 1024 ** 3, pace), 30 * 60_000 + 51_200_000);
+    assert.equal(copyTimeMs(1024, { ...pace, baseMs: 0, minBytesPerSecond: 1024 }), 1000);
+  });
+
+  test('by default a copy’s progress is its own reads and writes (/proc/<pid>/io)', async () => {
+    // A child that writes 8 MiB, then waits for its input to end.
+    const child = spawn(process.execPath, [
+      '-e',
+      "require('fs').writeFileSync('/dev/null', Buffer.alloc(8 << 20)); process.stdout.write('written\\n'); process.stdin.resume()",
+    ]);
+    try {
+      await new Promise((r) => child.stdout.once('data', r));
+      const moved = await processIoBytes(child.pid!);
+      assert.ok(moved !== undefined && moved >= 8 << 20, `read ${moved}`);
+    } finally {
+      child.stdin.end();
+      await new Promise((r) => child.once('exit', r));
+    }
+    assert.equal(await processIoBytes(child.pid!), undefined, 'a process gone: cannot tell');
+  });
+
+  test('a watch stops when told: no reads after its stop', async () => {
+    let reads = 0;
+    const stop = watchProgress(
+      async () => {
+        reads += 1;
+        return reads * STALL_BYTES;
+      },
+      50,
+      () => assert.fail('not stalled'),
+    );
+    await waitUntil('a read', () => reads > 0 || undefined, { everyMs: 5 });
+    stop();
+    const after = reads;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(reads <= after + 1, `${reads} reads after ${after}`);
+  });
 });

@@ -4,8 +4,9 @@
  * directory), with one real VM: its volumes are in its host's pool only, it moves live and
  * keeps running the same boot, moves back cold with its disk (refused first, for good and before
  * any copy, while this process's temporary directory cannot hold the disk), a disk exported before it moved
- * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move, and
- * stopped while libvirt's migration job runs) leave it running where it was; a stopped VM whose
+ * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move,
+ * stopped while libvirt's migration job runs, and its QEMU taking no more data: ended once nothing
+ * moves for the stall window) leave it running where it was; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -27,6 +28,7 @@ import {
   guestReports,
   guestWait,
   poolVolumes,
+  processesWhere,
   removeTemplateVolumes,
   withFullTmpdir,
 } from '../helpers/libvirt.ts';
@@ -84,25 +86,23 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     .execute();
   const commands: string[] = [];
   const migrations: Record<string, unknown>[] = [];
-  const driver = await createDriver(
-    loadConfig({
-      VRP_DATA_DIR: dataDir,
-      VRP_DRIVER: 'libvirt',
-      VRP_LIBVIRT_HOSTS: `a,${uriA},4,8,100;b,${uriB},4,8,100`,
-      VRP_STOP_TIMEOUT: '3s',
-    }),
-    store.db,
-    {
-      info(obj, msg) {
-        if (msg === 'libvirt migration') migrations.push({ ...obj });
-      },
-      debug(obj) {
-        commands.push((obj as { command: string }).command);
-      },
-      warn() {},
-      error() {},
+  /** The settings of this test's drivers: both hosts, a short graceful stop. */
+  const env = {
+    VRP_DATA_DIR: dataDir,
+    VRP_DRIVER: 'libvirt',
+    VRP_LIBVIRT_HOSTS: `a,${uriA},4,8,100;b,${uriB},4,8,100`,
+    VRP_STOP_TIMEOUT: '3s',
+  };
+  const driver = await createDriver(loadConfig(env), store.db, {
+    info(obj, msg) {
+      if (msg === 'libvirt migration') migrations.push({ ...obj });
     },
-  );
+    debug(obj) {
+      commands.push((obj as { command: string }).command);
+    },
+    warn() {},
+    error() {},
+  });
   const uploads = () => commands.filter((c) => c === 'virsh vol-upload').length;
   const setState = (id: string, state: 'active' | 'draining') =>
     store.db.updateTable('hypervisor_hosts').set({ state }).where('id', '=', id).execute();
@@ -446,6 +446,82 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.ok(!domains(uriA).includes(dom), 'gone from A');
     assert.ok(poolVolumes(uriB).includes(`${vm1}.qcow2`), 'its disk on B');
     await driver.migrate(vm1, 'a');
+
+    // (m) B's QEMU stops taking the move's data (SIGSTOP once the guest's memory is moving, as a
+    // destination that hangs): the move is ended once A's migration job has sent nothing for
+    // the stall window (a driver whose VRP_COPY_STALL is 4 s), and undone: the VM runs on A, the
+    // same run, nothing of it on B. (A's speed for the move is 16 MiB/s, so that the guest's
+    // memory takes long enough to be caught moving; libvirt counts the disk's copy in steps of
+    // 16 MiB, one a second at that speed, well inside the window.)
+    const speed = virshOut(uriA, 'migrate-getspeed', dom).trim();
+    virshOut(uriA, 'migrate-setspeed', dom, '16');
+    const frozen: number[] = [];
+    const thaw = () => {
+      for (const pid of frozen.splice(0))
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {}
+    };
+    const stalling = await createDriver(loadConfig({ ...env, VRP_COPY_STALL: '4s' }), store.db, {
+      info() {},
+      // B's QEMU goes on once the migrate command has been ended (else B's libvirtd takes
+      // 10 s or more to kill a stopped process).
+      debug(obj) {
+        const c = obj as { command: string; ok: boolean };
+        if (c.command === 'virsh migrate' && !c.ok) thaw();
+      },
+      warn() {},
+      error() {},
+    });
+    const domIdOnA = virshOut(uriA, 'domid', dom).trim();
+    /** The QEMUs of the VM on this machine, whichever host runs them. */
+    const qemusOf = () => processesWhere((argv) => argv.some((a) => a.startsWith(`guest=${dom},`)));
+    const qemuOnA = qemusOf();
+    try {
+      const moving = stalling.migrate(vm1, 'b').then(
+        () => 'migrated',
+        (err: unknown) => err,
+      );
+      const sent = await waitUntil(
+        "the guest's memory moving to B",
+        async () => {
+          const settled = await Promise.race([moving, Promise.resolve('pending')]);
+          if (settled !== 'pending')
+            assert.fail(`the move ended before the memory moved: ${String(settled)}`);
+          const { stdout } = await execFileAsync('virsh', [
+            '-c',
+            uriA,
+            'domjobinfo',
+            '--rawstats',
+            dom,
+          ]).catch(() => ({ stdout: '' }));
+          const memory = Number(/^memory_processed:\s*(\d+)/m.exec(stdout)?.[1] ?? 0);
+          return memory > 0 ? memory : undefined;
+        },
+        { everyMs: 50, budgetMs: slowWaitMs(600_000) },
+      );
+      // B's (A's own QEMU, which came back by a move in (l), has `-incoming` too).
+      const incoming = qemusOf().filter((pid) => !qemuOnA.includes(pid));
+      assert.equal(incoming.length, 1, "B's incoming QEMU");
+      for (const pid of incoming) {
+        process.kill(pid, 'SIGSTOP');
+        frozen.push(pid);
+      }
+      t.diagnostic(`(m) B's QEMU stopped after ${sent} bytes of memory were sent`);
+      const err = await moving;
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.match(err.message, /Could not migrate the VM \(the copy moved no data for 4 s\)/);
+    } finally {
+      thaw();
+      await stalling.close();
+      virshOut(uriA, 'migrate-setspeed', dom, speed);
+    }
+    const afterStall = await driver.inspect(vm1);
+    assert.deepEqual([afterStall?.hostId, afterStall?.power], ['a', 'running']);
+    assert.equal(virshOut(uriA, 'domid', dom).trim(), domIdOnA, 'the same run of the domain');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.equal(await used('b'), 0, "B's reservation was given back");
+    assert.ok(!domains(uriB).includes(dom), 'nothing of it on B');
     await driver.stop(vm1, { timeoutMs: 3000 });
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is

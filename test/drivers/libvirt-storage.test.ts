@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
-import type { Commands } from '../../src/drivers/libvirt/commands.ts';
+import type { Commands, CopyLimit } from '../../src/drivers/libvirt/commands.ts';
 import {
+  jobBytesProcessed,
   migrationAddress,
   migrationAddressArgs,
   parseJobInfo,
@@ -82,6 +83,20 @@ Downtime w/o network: 93           ms
 `;
   assert.deepEqual(parseJobInfo(out), { downtime_ms: 95, elapsed_ms: 9035 });
   assert.deepEqual(parseJobInfo('Job type:         None\n'), {});
+});
+
+test("a domain job's bytes moved so far, from `virsh domjobinfo --rawstats` (libvirt 9.0's words)", () => {
+  // A push backup under way, as libvirt 9.0 reported one.
+  const backup =
+    'Job type: 2\n\noperation: 9\ntime_elapsed: 4923\ndisk_total: 2147483648\ndisk_processed: 1013972992\ndisk_remaining: 1133510656\n';
+  assert.equal(jobBytesProcessed(backup), 1013972992);
+  // A migration: its data, memory and disk together.
+  const migration =
+    'Job type: 2\n\noperation: 3\ndata_total: 3221225472\ndata_processed: 734003200\nmemory_processed: 100000\ndisk_processed: 733903200\n';
+  assert.equal(jobBytesProcessed(migration), 734003200);
+  assert.equal(jobBytesProcessed('Job type: 2\n\nmemory_processed: 5\n'), 5);
+  // No job: nothing to tell.
+  assert.equal(jobBytesProcessed('Job type: 0\n\n'), undefined);
 });
 
 test('a pool refresh refused while the host builds a volume is tried again; past its wait it fails as transient', async () => {
@@ -181,25 +196,46 @@ test('a copy of a .qcow2 volume libvirt knows by another format: the pool read a
   /** A host whose `vol-dumpxml` of the source says each of `formats` in turn. */
   const host = (formats: string[]) => {
     const asked: string[] = [];
-    const virsh = async (_uri: string, args: readonly string[]) => {
+    const limits: unknown[] = [];
+    const virsh = async (
+      _uri: string,
+      args: readonly string[],
+      _what: string,
+      limit?: number | CopyLimit,
+    ) => {
       asked.push(args[0] ?? '');
+      if (args[0] === 'vol-create-from') limits.push(limit);
       const stdout =
         args[0] === 'vol-dumpxml'
           ? `<volume><target><format type='${formats.shift()}'/></target></volume>`
-          : '';
+          : args[0] === 'vol-info'
+            ? 'Name:           a.qcow2\nType:           file\nCapacity:       21474836480 bytes\nAllocation:     1073741824 bytes\n'
+            : '';
       return { stdout, stderr: '' };
     };
     return {
       asked,
+      limits,
       pool: scriptedPool(virsh),
     };
   };
   const known = host(['qcow2']);
   await known.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
-  assert.deepEqual(known.asked, ['vol-dumpxml', 'vol-create-from']);
+  // Its size read for its time limit: the virtual size (20 GiB), the larger; libvirtd copies
+  // and tells nothing of its progress.
+  assert.deepEqual(known.asked, ['vol-dumpxml', 'vol-info', 'vol-create-from']);
+  const [limit] = known.limits as CopyLimit[];
+  assert.equal(limit?.bytes, 21474836480);
+  assert.equal(await limit?.progress?.(1), undefined);
   const stale = host(['raw', 'qcow2']);
   await stale.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
-  assert.deepEqual(stale.asked, ['vol-dumpxml', 'pool-refresh', 'vol-dumpxml', 'vol-create-from']);
+  assert.deepEqual(stale.asked, [
+    'vol-dumpxml',
+    'pool-refresh',
+    'vol-dumpxml',
+    'vol-info',
+    'vol-create-from',
+  ]);
   const raw = host(['raw', 'raw']);
   await assert.rejects(raw.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2'), (err: unknown) => {
     assert.ok(err instanceof DriverError && !err.transient);

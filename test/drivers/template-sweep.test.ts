@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
+import type { CopyLimit } from '../../src/drivers/libvirt/commands.ts';
 import { uploadsNamedIn } from '../../src/drivers/libvirt/host-images.ts';
 import { createPoolStorage } from '../../src/drivers/libvirt/storage.ts';
 import { createTemplateSweep, uploadsNamedOnHost } from '../../src/drivers/libvirt/template-sweep.ts';
@@ -59,7 +60,7 @@ function scriptedVirsh(script: Map<string, string | { stderr: string }>) {
   const commands = {
     list: (uri: string) => pool.list(uri),
     refresh: (uri: string, waitMs?: number) => pool.refresh(uri, waitMs),
-    async virsh(_uri: string, args: readonly string[], _what?: string, _timeoutMs?: number) {
+    async virsh(_uri: string, args: readonly string[], _what?: string, _limit?: number | CopyLimit) {
       // `-q 'a; b; ...'`: several commands in one call, as virsh runs them: each one's output in
       // turn (nothing for one that fails), the exit status the last one's.
       if (args[0] === '-q' && args.length === 2) {

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { type CommandDetails, DriverError } from '../driver.ts';
 import { checkFence, fenceSignal } from '../fence.ts';
 
@@ -22,15 +23,115 @@ const TRANSIENT =
 const END_GRACE_MS = 5000;
 
 /**
+ * A copy's time limit, instead of a fixed one: the time its bytes take at the slowest rate
+ * accepted (CopyPace) plus `COPY_BASE_MS`, and it is ended sooner once it moves less than
+ * `STALL_BYTES` in `stallMs`. A disk of any size is copied, and one that hangs is not waited for
+ * by the hour.
+ */
+export interface CopyLimit {
+  /** The bytes the copy moves at most (a disk's virtual size, a file's length). */
+  readonly bytes: number;
+  /**
+   * The bytes it has moved so far, read every few seconds: by default the command's own reads
+   * and writes (`rchar` + `wchar` of `/proc/<pid>/io`: virsh's vol-upload and vol-download pass
+   * every byte through themselves, qemu-img reads and writes them); a copy done by another
+   * process (libvirtd's, QEMU's) reads its own figure. `undefined`: cannot tell now (no stall
+   * is counted for it).
+   */
+  readonly progress?: (pid: number) => Promise<number | undefined>;
+}
+
+/** How copies are limited (VRP_COPY_STALL, VRP_COPY_MIN_RATE). */
+export interface CopyPace {
+  /** A copy that moves less than STALL_BYTES in this long is ended (transient). */
+  readonly stallMs: number;
+  /** The slowest rate a copy is given time for, in bytes per second. */
+  readonly minBytesPerSecond: number;
+  /** What every copy is given besides its bytes' time (default COPY_BASE_MS). */
+  readonly baseMs?: number;
+}
+
+/** What every copy is given besides its bytes' time: the fixed limit copies had before. */
+export const COPY_BASE_MS = 30 * 60_000;
+/** Less than this moved in a stall window is no progress (libvirt's keepalives are a few bytes). */
+export const STALL_BYTES = 1024 * 1024;
+export const DEFAULT_COPY_PACE: CopyPace = { stallMs: 5 * 60_000, minBytesPerSecond: 10 * 1024 * 1024 };
+
+/** A copy's whole time limit at `pace`. */
+export function copyTimeMs(bytes: number, pace: CopyPace): number {
+  return (pace.baseMs ?? COPY_BASE_MS) + Math.ceil((Math.max(0, bytes) / pace.minBytesPerSecond) * 1000);
+}
+
+/** A process's bytes read and written so far (Linux's `/proc/<pid>/io`); undefined where it cannot be read. */
+export async function processIoBytes(pid: number): Promise<number | undefined> {
+  const text = await readFile(`/proc/${pid}/io`, 'utf8').catch(() => undefined);
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text ?? '')?.[1]);
+  const bytes = field('rchar') + field('wchar');
+  return Number.isFinite(bytes) ? bytes : undefined;
+}
+
+/** A duration for messages: minutes, seconds under a minute, ms under a second. */
+export function spellMs(ms: number): string {
+  if (ms >= 60_000) return `${Math.round(ms / 60_000)} min`;
+  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms)} ms`;
+}
+
+/**
+ * Reads `progress` every fifth of `stallMs` (50 ms to 10 s) and calls `stalled` once it has
+ * grown by less than STALL_BYTES for `stallMs`. A read that cannot tell counts neither way.
+ * Returns its stop.
+ */
+export function watchProgress(
+  progress: () => Promise<number | undefined>,
+  stallMs: number,
+  stalled: () => void,
+): () => void {
+  const every = Math.min(10_000, Math.max(50, Math.floor(stallMs / 5)));
+  let stopped = false;
+  let mark: number | undefined;
+  let since = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const tick = async () => {
+    const moved = await progress().catch(() => undefined);
+    if (stopped) return;
+    if (moved !== undefined && (mark === undefined || moved - mark >= STALL_BYTES)) {
+      mark = moved;
+      since = performance.now();
+    } else if (moved !== undefined && performance.now() - since >= stallMs) {
+      stopped = true;
+      stalled();
+      return;
+    }
+    timer = setTimeout(tick, every);
+  };
+  timer = setTimeout(tick, every);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+/**
  * The commands one driver runs (virsh; genisoimage and isoinfo for seeds). Failures become DriverErrors
  * with a readable message for the reseller (`what`) and the command, its exit status and its
  * stderr as `details`, for the logs only. The running ones are tracked, so that shutting the
  * driver down ends them rather than leaving them behind the process.
  */
 export interface Commands {
-  run(command: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
+  /** `limit`: a time limit in ms (default 2 minutes), or a copy's (CopyLimit, at the commands' pace). */
+  run(
+    command: string,
+    args: readonly string[],
+    what: string,
+    limit?: number | CopyLimit,
+  ): Promise<CommandResult>;
   /** A virsh call on one host's connection. */
-  virsh(uri: string, args: readonly string[], what: string, timeoutMs?: number): Promise<CommandResult>;
+  virsh(
+    uri: string,
+    args: readonly string[],
+    what: string,
+    limit?: number | CopyLimit,
+  ): Promise<CommandResult>;
   /**
    * virsh commands given on its standard input (its shell), for those whose arguments must not
    * show in the process table or in error details (a password). virsh's shell exits 0 whatever
@@ -58,8 +159,14 @@ function shortName(command: string, args: readonly string[]): string {
   return rest[0] ? `${command} ${rest[0]}` : command;
 }
 
-/** @param onTiming told of every command once it has ended (succeeded or failed). */
-export function createCommands(onTiming?: (t: CommandTiming) => void): Commands {
+/**
+ * @param onTiming told of every command once it has ended (succeeded or failed).
+ * @param pace how copies are limited (CopyLimit).
+ */
+export function createCommands(
+  onTiming?: (t: CommandTiming) => void,
+  pace: CopyPace = DEFAULT_COPY_PACE,
+): Commands {
   /** Each running child, with a promise settled once it has exited. */
   const running = new Map<ChildProcess, Promise<void>>();
   let closed = false;
@@ -68,9 +175,11 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
     command: string,
     args: readonly string[],
     what: string,
-    timeoutMs = 120_000,
+    limit: number | CopyLimit = 120_000,
     input?: string,
   ): Promise<CommandResult> {
+    const copy = typeof limit === 'number' ? undefined : limit;
+    const timeoutMs = typeof limit === 'number' ? limit : copyTimeMs(limit.bytes, pace);
     const line = `${command} ${args.join(' ')}`;
     // A job attempt whose lease ran out takes no further step on a host (fence.ts), and the
     // command under way when it does is ended (as the process's death would end it).
@@ -96,6 +205,8 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
     const started = performance.now();
     return new Promise((resolve, reject) => {
       let exited!: () => void;
+      let stalled = false;
+      let unwatch = () => {};
       const child = execFile(
         command,
         [...args],
@@ -110,6 +221,7 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
         },
         (err, stdout, stderr) => {
           running.delete(child);
+          unwatch();
           exited();
           onTiming?.({ command: shortName(command, args), ms: performance.now() - started, ok: !err });
           if (!err) return resolve({ stdout, stderr });
@@ -121,13 +233,17 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
             signal: e.signal ?? null,
             stderr: (stderr || err.message).trim(),
           };
-          const transient = e.killed === true || closed || TRANSIENT.test(stderr);
+          const transient = e.killed === true || stalled || closed || TRANSIENT.test(stderr);
           // Whether it is tried again is the job's decision, so the message does not promise it.
           const why = closed
             ? ' (the provider is shutting down)'
-            : transient
-              ? ' (the host did not answer)'
-              : '';
+            : stalled
+              ? ` (the copy moved no data for ${spellMs(pace.stallMs)})`
+              : copy && e.killed === true
+                ? ` (the copy took longer than its ${spellMs(timeoutMs)})`
+                : transient
+                  ? ' (the host did not answer)'
+                  : '';
           reject(
             new DriverError(`${what}${why}`, {
               transient,
@@ -138,6 +254,16 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
         },
       );
       if (input !== undefined) child.stdin?.end(input);
+      const pid = child.pid;
+      if (copy && pid !== undefined)
+        unwatch = watchProgress(
+          () => (copy.progress ?? processIoBytes)(pid),
+          pace.stallMs,
+          () => {
+            stalled = true;
+            child.kill('SIGTERM');
+          },
+        );
       running.set(
         child,
         new Promise<void>((r) => {
@@ -149,7 +275,7 @@ export function createCommands(onTiming?: (t: CommandTiming) => void): Commands 
 
   return {
     run,
-    virsh: (uri, args, what, timeoutMs) => run('virsh', ['-c', uri, ...args], what, timeoutMs),
+    virsh: (uri, args, what, limit) => run('virsh', ['-c', uri, ...args], what, limit),
     virshShell: (uri, script, what, timeoutMs) => run('virsh', ['-q', '-c', uri], what, timeoutMs, script),
     async close() {
       closed = true;

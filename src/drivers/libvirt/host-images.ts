@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { DriverError } from '../driver.ts';
+import type { CopyLimit } from './commands.ts';
 import { holdRoom } from './room-claims.ts';
 import {
   LOCAL_ROOM,
@@ -59,6 +60,13 @@ export const isTemplateVolume = (name: string) => TEMPLATE_VOLUME.test(name);
 
 /** An upload's name (`template-<id>-<sha12>-<upload8>`), from any of its volumes' names. */
 export const uploadOf = (volume: string) => volume.replace(/\.\w+$/, '');
+
+/**
+ * A template part's copy to a host and its read back: bounded by COPY_BASE_MS (30 minutes)
+ * whatever its size, as template-sweep.ts counts on (its grace covers an upload under way), and
+ * ended sooner if it stalls (CopyLimit).
+ */
+const TEMPLATE_COPY: CopyLimit = { bytes: 0 };
 
 const NAMED_UPLOAD = new RegExp(`/(${UPLOAD_NAME})\\.(?:qcow2|vmlinuz|initrd)\\b`, 'g');
 
@@ -163,10 +171,10 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
           for (const p of parts) {
             const name = `${prefix}.${p.ext}`;
             uploaded.push(name);
-            await storage.uploadNew(uri, name, p.file);
+            await storage.uploadNew(uri, name, p.file, TEMPLATE_COPY);
             // Read back and compared with the local file's checksum: a broken copy is never used.
             const back = join(dir, p.ext);
-            await storage.download(uri, name, back);
+            await storage.download(uri, name, back, TEMPLATE_COPY);
             if ((await sha256File(back)) !== p.sha)
               throw new DriverError('The template image reached the host damaged', { transient: true });
           }

@@ -30,7 +30,18 @@ import {
 import { checkFence, FenceDown, unfenced } from '../fence.ts';
 import { free, placeVm, reserveDestination, resizeVm, retakeDestination } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
-import { type CommandTiming, createCommands, isNoDomain, isNotRunning, stderrOf } from './commands.ts';
+import {
+  type CommandTiming,
+  type CopyPace,
+  copyTimeMs,
+  createCommands,
+  DEFAULT_COPY_PACE,
+  isNoDomain,
+  isNotRunning,
+  spellMs,
+  stderrOf,
+  watchProgress,
+} from './commands.ts';
 import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
 import { domainXml } from './domain-xml.ts';
 import { createGuestFreeze } from './guest-freeze.ts';
@@ -94,6 +105,11 @@ export interface LibvirtDriverOptions {
    * reconciler's pass removes it (VRP_TEMPLATE_SWEEP_GRACE; template-sweep.ts).
    */
   readonly templateGraceMs?: number;
+  /**
+   * How long copies (volumes, backups, live migrations) may take (VRP_COPY_STALL,
+   * VRP_COPY_MIN_RATE; commands.ts, CopyLimit); default DEFAULT_COPY_PACE.
+   */
+  readonly copyPace?: CopyPace;
   readonly now?: () => number;
 }
 
@@ -109,6 +125,23 @@ export interface MigrationReport {
   readonly migrate_ms?: number;
   /** The guest's pause at the switch-over, libvirt's `Total downtime` on the destination (live only). */
   readonly downtime_ms?: number;
+}
+
+/**
+ * The bytes a domain's job (a backup, a migration) has moved so far, from `virsh domjobinfo
+ * --rawstats`: `data_processed`, else its disk's and memory's together; undefined when it says
+ * neither (no job, or one that counts nothing yet).
+ */
+export function jobBytesProcessed(stdout: string): number | undefined {
+  const field = (name: string) => {
+    const m = new RegExp(`^${name}:\\s*(\\d+)\\s*$`, 'm').exec(stdout);
+    return m ? Number(m[1]) : undefined;
+  };
+  const data = field('data_processed');
+  if (data !== undefined) return data;
+  const disk = field('disk_processed');
+  const memory = field('memory_processed');
+  return disk === undefined && memory === undefined ? undefined : (disk ?? 0) + (memory ?? 0);
 }
 
 /** The figures of `virsh domjobinfo --completed` a migration report takes (absent ones left out). */
@@ -327,7 +360,8 @@ export function migrationAddressArgs(uri: string): string[] {
 export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   const { db, ipPool } = o;
   const now = o.now ?? Date.now;
-  const commands = createCommands(o.onCommand);
+  const pace = o.copyPace ?? DEFAULT_COPY_PACE;
+  const commands = createCommands(o.onCommand, pace);
   const { virsh } = commands;
   /** Each host's connection, from its record (the operator may change it: read each time). */
   const uriOf = async (hostId: string): Promise<string> => {
@@ -1310,14 +1344,44 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await waitBackupJob(uri, name, false);
     }
 
-    /** Waits for the domain's backup job to end; with `check`, fails unless it completed. */
-    async function waitBackupJob(uri: string, name: string, check: boolean) {
-      const until = Date.now() + 60 * 60_000;
-      for (;;) {
-        const { stdout } = await virsh(uri, ['domjobinfo', name], 'Could not read the backup job');
-        if (!/^Operation:\s+Backup/m.test(stdout) || /^Job type:\s+None/m.test(stdout)) break;
-        if (Date.now() > until) throw new DriverError('The backup did not end in time', { transient: true });
-        await sleep(200);
+    /**
+     * Waits for the domain's backup job to end; with `check`, fails unless it completed. It has
+     * the time of `bytes` (the disk's size) at the copies' pace, and is given up (transient)
+     * sooner if it moves no data for the pace's stall window (CopyLimit, commands.ts); a job
+     * given up is aborted by the export's caller (abortBackupJob) or the next attempt.
+     */
+    async function waitBackupJob(uri: string, name: string, check: boolean, bytes = 0) {
+      const until = performance.now() + copyTimeMs(bytes, pace);
+      let processed: number | undefined;
+      let stalled = false;
+      const unwatch = watchProgress(
+        async () => processed,
+        pace.stallMs,
+        () => {
+          stalled = true;
+        },
+      );
+      try {
+        for (;;) {
+          const { stdout } = await virsh(
+            uri,
+            ['domjobinfo', '--rawstats', name],
+            'Could not read the backup job',
+          );
+          // `virsh domjobinfo --rawstats`: `Job type: 0` is none; operation 9 a backup (libvirt's
+          // virDomainJobOperation).
+          if (/^Job type:\s*0\s*$/m.test(stdout) || /^operation:\s*(\d+)/m.exec(stdout)?.[1] !== '9') break;
+          processed = jobBytesProcessed(stdout) ?? processed;
+          if (stalled)
+            throw new DriverError(`The backup moved no data for ${spellMs(pace.stallMs)}`, {
+              transient: true,
+            });
+          if (performance.now() > until)
+            throw new DriverError('The backup did not end in time', { transient: true });
+          await sleep(200);
+        }
+      } finally {
+        unwatch();
       }
       if (!check) return;
       const { stdout } = await virsh(
@@ -1414,7 +1478,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           if (begun) await abortBackupJob(uri, name).catch(() => {});
           throw err;
         }
-        await waitBackupJob(uri, name, true);
+        // One that stalled or outlasted its time is aborted here (else by the next attempt).
+        await waitBackupJob(uri, name, true, vm.disk_gb * 1024 ** 3).catch(async (err: unknown) => {
+          await abortBackupJob(uri, name).catch(() => {});
+          throw err;
+        });
       };
       try {
         if (s === 'stopped') await held(vm, take);
@@ -1629,7 +1697,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           'qemu-img',
           ['convert', '-f', 'raw', '-O', 'qcow2', '-o', 'compat=1.1', raw, qcow2],
           'Could not prepare the disk',
-          30 * 60_000,
+          { bytes: size },
         );
         await rm(raw, { force: true });
         // The image reaches the host beside the disk, with the VM still as it was: an upload
@@ -1856,7 +1924,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
                 dstUri,
               ],
               'Could not migrate the VM',
-              60 * 60_000,
+              {
+                // Its disk, and its memory about twice (pages the guest writes again are sent again).
+                bytes: (vm.disk_gb + 2 * vm.ram_gb) * 1024 ** 3,
+                // QEMU moves the bytes, host to host: what the source's migration job has sent.
+                progress: () =>
+                  virsh(srcUri, ['domjobinfo', '--rawstats', name], 'Could not read the migration').then(
+                    (r) => jobBytesProcessed(r.stdout),
+                    () => undefined,
+                  ),
+              },
             );
           });
           const migrateMs = Math.round(performance.now() - started);
@@ -1876,6 +1953,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           } finally {
             await pool.remove(srcUri, flat);
           }
+          // The template copy the definition names (a kernel and initrd) is looked at again: a
+          // disk's copies take as long as its size needs, which may outlast the template sweep's
+          // grace, and a copy whose template image was replaced meanwhile may be gone
+          // (template-sweep.ts). This attempt then fails; the next copies the template again.
+          for (const part of onDest?.kernel ? [onDest.kernel.kernel, onDest.kernel.initrd] : [])
+            if (!(await pool.info(dstUri, part)))
+              throw new DriverError(
+                `The template's copy on host ${to} was removed while the disk was copied`,
+                { transient: true },
+              );
           const type = await virtTypeOf(to);
           await defineXml(
             dstUri,

@@ -18,14 +18,20 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
 import { checkFence, fenceSignal, unfenced } from '../fence.ts';
-import { type Commands, stderrOf } from './commands.ts';
+import { COPY_BASE_MS, type Commands, type CopyLimit, stderrOf } from './commands.ts';
 import { isLocalSystem } from './local-system.ts';
 
 /** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
 export const POOL = 'vrp';
 
-/** How long one upload or download of a volume may take (a template or a disk: big). */
-const COPY_TIMEOUT_MS = 30 * 60_000;
+/**
+ * The most bytes a volume's download moves: its virtual size (a qcow2's data is at most that
+ * plus its metadata, counted in its allocation) or its allocation, whichever is larger.
+ */
+const bytesOf = (v: VolumeInfo | undefined) => Math.max(v?.capacity ?? 0, v?.allocation ?? 0);
+
+/** The volume copies libvirtd makes itself (vol-create-from): virsh only waits, and libvirt tells nothing of their progress. */
+const UNSEEN = async () => undefined;
 
 /** libvirt's words for "there is no such volume". */
 export function isNoVolume(err: unknown): boolean {
@@ -382,10 +388,12 @@ export interface PoolStorage {
   /**
    * A new volume with the local file's bytes (vol-create-as raw of the file's size, vol-upload);
    * a `.qcow2` volume whose file is a qcow2 is read again by the pool (refresh, waiting for
-   * another volume's copy), so libvirt knows it as the qcow2 of its virtual size.
+   * another volume's copy), so libvirt knows it as the qcow2 of its virtual size. `limit`: by
+   * default the file's size at the commands' pace (CopyLimit).
    */
-  uploadNew(uri: string, name: string, file: string): Promise<void>;
-  download(uri: string, name: string, file: string): Promise<void>;
+  uploadNew(uri: string, name: string, file: string, limit?: CopyLimit): Promise<void>;
+  /** `limit`: by default the volume's size (bytesOf) at the commands' pace. */
+  download(uri: string, name: string, file: string, limit?: CopyLimit): Promise<void>;
   /** Deletes the volume; one that does not exist is already deleted. */
   remove(uri: string, name: string): Promise<void>;
   /**
@@ -395,7 +403,8 @@ export interface PoolStorage {
   checkQcow2(uri: string, name: string): Promise<void>;
   /**
    * A standalone copy of `from` (its backing chain folded in) as the new volume `name`, on the
-   * same host; a `.qcow2` source is checked first (checkQcow2).
+   * same host; a `.qcow2` source is checked first (checkQcow2). libvirtd copies and tells
+   * nothing of its progress: the copy has its size's time (CopyLimit), with no stall check.
    */
   cloneFlat(uri: string, from: string, name: string): Promise<void>;
   /** Copies a volume from one host to another through this machine (a private temp file). */
@@ -403,7 +412,7 @@ export interface PoolStorage {
   /**
    * Rereads the pool directory (files QEMU created become volumes; a volume whose file is gone
    * leaves the listing). libvirt refuses while a volume is being built in the pool: the refresh
-   * tries again until `waitMs` has passed (default: as long as a copy may take), then fails as
+   * tries again until `waitMs` has passed (default: COPY_BASE_MS, 30 minutes), then fails as
    * transient; with 0 it tries once.
    */
   refresh(uri: string, waitMs?: number): Promise<void>;
@@ -536,7 +545,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       );
     },
 
-    async uploadNew(uri, name, file) {
+    async uploadNew(uri, name, file, limit) {
       const size = (await stat(file)).size;
       await storage.createAs(uri, name, String(Math.max(size, 1)), 'raw');
       try {
@@ -544,7 +553,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           uri,
           ['vol-upload', '--sparse', '--pool', POOL, name, file],
           'Could not upload a storage volume',
-          COPY_TIMEOUT_MS,
+          limit ?? { bytes: size },
         );
         // The volume was made raw, of the file's size. libvirt reads an upload's format and
         // size again after it, by reading the whole pool again, which it skips (silently) while
@@ -558,12 +567,12 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       }
     },
 
-    async download(uri, name, file) {
+    async download(uri, name, file, limit) {
       await virsh(
         uri,
         ['vol-download', '--sparse', '--pool', POOL, name, file],
         'Could not download a storage volume',
-        COPY_TIMEOUT_MS,
+        limit ?? { bytes: bytesOf(await storage.info(uri, name)) },
       );
     },
 
@@ -597,6 +606,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       // libvirt did not read again: uploadNew) would be copied as a disk holding the qcow2's
       // bytes. Every `.qcow2` volume of the driver is a qcow2.
       if (from.endsWith('.qcow2')) await storage.checkQcow2(uri, from);
+      const bytes = bytesOf(await storage.info(uri, from));
       await withPrivateDir(async (dir) => {
         const xml = join(dir, 'volume.xml');
         await writeFile(
@@ -607,7 +617,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
           uri,
           ['vol-create-from', POOL, xml, '--inputpool', POOL, from],
           'Could not copy a storage volume',
-          COPY_TIMEOUT_MS,
+          { bytes, progress: UNSEEN },
         );
       });
     },
@@ -644,16 +654,17 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
     async copyBetween(fromUri, name, toUri, toName = name) {
       // Through a file here: refused at once if it cannot fit (the volume's allocated bytes:
       // downloaded sparse).
-      await checkLocalRoom((await storage.info(fromUri, name))?.allocation ?? 0);
+      const info = await storage.info(fromUri, name);
+      await checkLocalRoom(info?.allocation ?? 0);
       await withPrivateDir(async (dir) => {
         const file = join(dir, 'volume');
-        await storage.download(fromUri, name, file);
+        await storage.download(fromUri, name, file, { bytes: bytesOf(info) });
         await storage.remove(toUri, toName);
         await storage.uploadNew(toUri, toName, file);
       });
     },
 
-    async refresh(uri, waitMs = COPY_TIMEOUT_MS) {
+    async refresh(uri, waitMs = COPY_BASE_MS) {
       const until = performance.now() + waitMs;
       for (let pause = 250; ; pause = Math.min(pause * 2, 5000)) {
         try {
