@@ -873,7 +873,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetryBaseMs: readDurationMs(env, 'VRP_JOB_RETRY_BASE', 2000, 1),
     jobMaxAttempts: readInt(env, 'VRP_JOB_MAX_ATTEMPTS', 6, 1, 100),
     stopTimeoutMs: readDurationMs(env, 'VRP_STOP_TIMEOUT', 120_000, 0),
-    // At least 14 h: a removal comes half a grace less 3 h or more after the row moved on (4 h),
+    // At least 14 h: a removal comes half a grace less 3.5 h or more after the row moved on (3.5 h),
     // and a step that read the row names the upload within minutes (a cold migration looks at it
     // again before it does; template-sweep.ts).
     templateSweepGraceMs: readDurationMs(env, 'VRP_TEMPLATE_SWEEP_GRACE', 16 * 3_600_000, 14 * 3_600_000),

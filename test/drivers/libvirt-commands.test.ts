@@ -253,6 +253,8 @@ describe('copies: given the time their bytes take, ended when they stop moving d
     // 500 GiB at 10 MiB/s: 51,200 s more.
     assert.equal(copyTimeMs(500 * 1024 ** 3, pace), 30 * 60_000 + 51_200_000);
     assert.equal(copyTimeMs(1024, { ...pace, baseMs: 0, minBytesPerSecond: 1024 }), 1000);
+    // At most the longest a timer waits (2^31 - 1 ms, about 24.8 days): a longer one would fire at once.
+    assert.equal(copyTimeMs(4 * 1024 ** 4, { ...pace, minBytesPerSecond: 1024 * 1024 }), 2 ** 31 - 1);
   });
 
   test('by default a copy’s progress is its own reads and writes (/proc/<pid>/io)', async () => {

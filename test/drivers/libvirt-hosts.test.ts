@@ -456,6 +456,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     const speed = virshOut(uriA, 'migrate-getspeed', dom).trim();
     virshOut(uriA, 'migrate-setspeed', dom, '16');
     const frozen: number[] = [];
+    const stallCommands: string[] = [];
     const thaw = () => {
       for (const pid of frozen.splice(0))
         try {
@@ -468,6 +469,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       // 10 s or more to kill a stopped process).
       debug(obj) {
         const c = obj as { command: string; ok: boolean };
+        stallCommands.push(c.command);
         if (c.command === 'virsh migrate' && !c.ok) thaw();
       },
       warn() {},
@@ -511,6 +513,9 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       const err = await moving;
       assert.ok(err instanceof DriverError && err.transient, String(err));
       assert.match(err.message, /Could not migrate the VM \(the copy moved no data for 4 s\)/);
+      // A's migration job aborted after the command was ended (libvirt would go on with it).
+      const ended = stallCommands.indexOf('virsh migrate');
+      assert.ok(stallCommands.indexOf('virsh domjobabort', ended) > ended, stallCommands.join(', '));
     } finally {
       thaw();
       await stalling.close();

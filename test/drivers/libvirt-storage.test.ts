@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DriverError } from '../../src/drivers/driver.ts';
 import { FenceDown, fenced } from '../../src/drivers/fence.ts';
-import type { Commands, CopyLimit } from '../../src/drivers/libvirt/commands.ts';
+import type { Commands, CopyLimit, CopyPace } from '../../src/drivers/libvirt/commands.ts';
 import {
   jobBytesProcessed,
   migrationAddress,
@@ -16,17 +16,18 @@ import {
 import {
   checkRoom,
   createPoolStorage,
+  largestVolumeIn,
   parseVolumeList,
   parseVolumeXml,
 } from '../../src/drivers/libvirt/storage.ts';
 import { waitUntil } from '../helpers/budget.ts';
 
 /** The pool storage over a scripted `virsh` (the driver's other commands are not used). */
-function scriptedPool(virsh: Commands['virsh']) {
+function scriptedPool(virsh: Commands['virsh'], pace?: CopyPace) {
   const never = async (): Promise<never> => {
     throw new Error('not used');
   };
-  return createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p');
+  return createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p', pace);
 }
 
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
@@ -85,6 +86,17 @@ Downtime w/o network: 93           ms
   assert.deepEqual(parseJobInfo('Job type:         None\n'), {});
 });
 
+test("a pool's largest volume from `virsh vol-list --details` (libvirt 9.0's words and units)", () => {
+  const listing = ` Name            Path                              Type   Capacity    Allocation
+----------------------------------------------------------------------------------
+ probe-a.qcow2   /var/lib/vrp/pool/probe-a.qcow2   file   20.00 GiB   196.00 KiB
+ probe-b.raw     /var/lib/vrp/pool/probe-b.raw     file   1.50 GiB    1.50 GiB
+`;
+  assert.equal(largestVolumeIn(listing), 20 * 1024 ** 3);
+  assert.equal(largestVolumeIn(' a   /p/a   file   1.00 TiB   2.50 TiB\n'), 2.5 * 1024 ** 4);
+  assert.equal(largestVolumeIn(' Name   Path   Type   Capacity   Allocation\n-----\n'), 0, 'an empty pool');
+});
+
 test("a domain job's bytes moved so far, from `virsh domjobinfo --rawstats` (libvirt 9.0's words)", () => {
   // A push backup under way, as libvirt 9.0 reported one.
   const backup =
@@ -102,11 +114,19 @@ test("a domain job's bytes moved so far, from `virsh domjobinfo --rawstats` (lib
 test('a pool refresh refused while the host builds a volume is tried again; past its wait it fails as transient', async () => {
   const busy =
     "error: Failed to refresh pool vrp\nerror: internal error: pool 'vrp' has asynchronous jobs running.";
-  /** A host whose pool-refresh answers each of `answers` in turn (a stderr fails it), then succeeds. */
-  const host = (answers: (string | null)[]) => {
+  /**
+   * A host whose pool-refresh answers each of `answers` in turn (a stderr fails it), then
+   * succeeds; its pool's largest volume is `largest` (vol-list --details, as virsh prints it).
+   */
+  const host = (answers: (string | null)[], pace?: CopyPace, largest = '20.00 GiB') => {
     const asked: string[] = [];
     const virsh = async (_uri: string, args: readonly string[]) => {
       asked.push(args.join(' '));
+      if (args[0] === 'vol-list')
+        return {
+          stdout: ` Name   Path   Type   Capacity   Allocation\n---\n a.qcow2   /p/a.qcow2   file   ${largest}   1.00 B\n`,
+          stderr: '',
+        };
       const stderr = answers.shift();
       if (stderr)
         throw new DriverError('Could not read the storage pool', {
@@ -117,13 +137,33 @@ test('a pool refresh refused while the host builds a volume is tried again; past
     };
     return {
       asked,
-      pool: scriptedPool(virsh),
+      pool: scriptedPool(virsh, pace),
     };
   };
-  // Another VM's copy in the pool ends after two tries: the refresh then reads the pool.
+  // Another VM's copy in the pool ends after two tries: the refresh then reads the pool. Its
+  // wait, once first refused, is as long as a copy of the pool's largest volume may take.
   const copying = host([busy, busy, null]);
   await copying.pool.refresh('u');
-  assert.deepEqual(copying.asked, ['pool-refresh vrp', 'pool-refresh vrp', 'pool-refresh vrp']);
+  assert.deepEqual(copying.asked, [
+    'pool-refresh vrp',
+    'vol-list --details vrp',
+    'pool-refresh vrp',
+    'pool-refresh vrp',
+  ]);
+  // That wait, at a pace where a copy of the largest volume takes a second: tries until the next
+  // pause would pass it (one to three of them), then a transient failure.
+  const outlasting = host(
+    Array(20).fill(busy),
+    { stallMs: 1000, minBytesPerSecond: 1024, baseMs: 0 },
+    '1.00 KiB',
+  );
+  await assert.rejects(outlasting.pool.refresh('u'), (err: unknown) => {
+    assert.ok(err instanceof DriverError && err.transient);
+    assert.match(err.message, /busy with a copy/);
+    return true;
+  });
+  assert.equal(outlasting.asked.filter((a) => a === 'vol-list --details vrp').length, 1, 'read once');
+  assert.ok(outlasting.asked.filter((a) => a === 'pool-refresh vrp').length < 20, 'not waited out');
   // Any other refusal is not waited out.
   const lost = host(['error: Cannot recv data: Connection reset by peer']);
   await assert.rejects(lost.pool.refresh('u'), /Could not read the storage pool/);
@@ -145,7 +185,7 @@ test('a pool refresh refused while the host builds a volume is tried again; past
   await waitUntil('a first try', () => leaseLost.asked.length > 0 || undefined, { everyMs: 5 });
   abort.abort(new FenceDown());
   assert.ok((await waiting) instanceof FenceDown);
-  assert.equal(leaseLost.asked.length, 1, 'not tried again');
+  assert.equal(leaseLost.asked.filter((a) => a === 'pool-refresh vrp').length, 1, 'not tried again');
 });
 
 test('a pool whose refresh failed is checked again by the next ready() (libvirt may have stopped it)', async () => {

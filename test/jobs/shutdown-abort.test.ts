@@ -80,14 +80,23 @@ for (const store of testStores()) {
           return {};
         };
         await call(s.t, s.token, 'POST', `service/${s.id}/restart`);
-        const leaseMs = 1200;
+        // Long enough that a loaded machine's pauses between renewals (every third of a lease)
+        // stay well inside it (1.2 s leases let a pause of 0.8 s hand the job to the other
+        // worker in a CI rehearsal).
+        const leaseMs = 3000;
         const stopping = s.worker({ restart }, { leaseMs });
         await until(() => runs === 1, 'the restart to start');
+        const lockedUntil = async () => (await s.jobRow('restart')).locked_until ?? 0;
+        const claimed = await lockedUntil();
         const stopped = stopping.stop(60_000);
         // Another process's worker, which recovers the jobs of leases that ran out.
         s.worker({ restart }, { leaseMs });
-        // Three leases long: the stopping worker's lease would have run out, had it not renewed it.
-        await new Promise((resolve) => setTimeout(resolve, leaseMs * 3));
+        // Until the stopping worker has renewed its lease two leases past the end its claim gave
+        // it: that lease would have run out by then, had the worker not renewed it while it stopped.
+        await until(
+          async () => (await lockedUntil()) >= claimed + 2 * leaseMs,
+          'the lease renewed while stopping',
+        );
         assert.equal(runs, 1, 'run once, by the worker that is stopping');
         release();
         await stopped;

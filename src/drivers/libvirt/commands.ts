@@ -57,9 +57,13 @@ export const COPY_BASE_MS = 30 * 60_000;
 export const STALL_BYTES = 1024 * 1024;
 export const DEFAULT_COPY_PACE: CopyPace = { stallMs: 5 * 60_000, minBytesPerSecond: 10 * 1024 * 1024 };
 
-/** A copy's whole time limit at `pace`. */
+/** The longest a Node timer waits (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A copy's whole time limit at `pace` (at most MAX_TIMER_MS). */
 export function copyTimeMs(bytes: number, pace: CopyPace): number {
-  return (pace.baseMs ?? COPY_BASE_MS) + Math.ceil((Math.max(0, bytes) / pace.minBytesPerSecond) * 1000);
+  const ms = (pace.baseMs ?? COPY_BASE_MS) + Math.ceil((Math.max(0, bytes) / pace.minBytesPerSecond) * 1000);
+  return Math.min(ms, MAX_TIMER_MS);
 }
 
 /** A process's bytes read and written so far (Linux's `/proc/<pid>/io`); undefined where it cannot be read. */
@@ -215,7 +219,9 @@ export function createCommands(
         // VM read as stopped.
         {
           timeout: timeoutMs,
-          maxBuffer: 16 * 1024 * 1024,
+          // A large disk's export map (`qemu-img map`, ~100 bytes per extent) may hold millions
+          // of extents; virsh's answers are small.
+          maxBuffer: 256 * 1024 * 1024,
           env: { ...process.env, LC_ALL: 'C' },
           ...(fence && { signal: fence }),
         },

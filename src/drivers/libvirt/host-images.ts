@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { DriverError } from '../driver.ts';
-import type { CopyLimit } from './commands.ts';
+import { COPY_BASE_MS, type CopyLimit } from './commands.ts';
 import { holdRoom } from './room-claims.ts';
 import {
   LOCAL_ROOM,
@@ -64,7 +64,8 @@ export const uploadOf = (volume: string) => volume.replace(/\.\w+$/, '');
 /**
  * A template part's copy to a host and its read back: bounded by COPY_BASE_MS (30 minutes)
  * whatever its size, as template-sweep.ts counts on (its grace covers an upload under way), and
- * ended sooner if it stalls (CopyLimit).
+ * ended sooner if it stalls (CopyLimit); so is the pool's read after the disk part's upload
+ * (uploadNew's refresh, which otherwise waits as long as any copy in the pool may take).
  */
 const TEMPLATE_COPY: CopyLimit = { bytes: 0 };
 
@@ -171,7 +172,7 @@ export function createHostImages(db: Kysely<Database>, storage: PoolStorage, now
           for (const p of parts) {
             const name = `${prefix}.${p.ext}`;
             uploaded.push(name);
-            await storage.uploadNew(uri, name, p.file, TEMPLATE_COPY);
+            await storage.uploadNew(uri, name, p.file, TEMPLATE_COPY, COPY_BASE_MS);
             // Read back and compared with the local file's checksum: a broken copy is never used.
             const back = join(dir, p.ext);
             await storage.download(uri, name, back, TEMPLATE_COPY);

@@ -4,6 +4,7 @@ import { open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { basename, join } from 'node:path';
 import { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { messageOf } from '../../domain/errors.ts';
 import { networkOf } from '../../store/repos/service-network.ts';
@@ -404,7 +405,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       for (const h of hosts) virtTypeOf(h.id).catch(() => {});
     })
     .catch(() => {});
-  const pool = createPoolStorage(commands, o.storage);
+  const pool = createPoolStorage(commands, o.storage, pace);
   const images = createHostImages(db, pool, now);
   const leftovers = createLeftovers({
     db,
@@ -1276,7 +1277,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     /** Live metadata of a domain this driver started paused for a stopped VM's backup (gone with the domain). */
     const HELD_URI = 'https://vrp.invalid/held-paused';
     const exportVolume = (backupId: string) => `export-${backupId}.qcow2`;
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     const guest = createGuestFreeze({ virsh, onThawFailed: o.onGuestThawFailed });
 
     async function checkpoints(uri: string, name: string): Promise<Set<string>> {
@@ -1429,6 +1429,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const kind: 'full' | 'incremental' =
         since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
       const hold = await holdExportRoom(vm, uri, kind);
+      // The disk's size as its host has it (a restore may have grown it past the record's): the
+      // backup job's and the export map's time.
+      const diskSize = Math.max(
+        vm.disk_gb * 1024 ** 3,
+        (await pool.info(uri, vmVolumes(vmId).disk))?.capacity ?? 0,
+      );
       let dir: string;
       try {
         // A server whose power changed while the hold waited is exported by the next attempt,
@@ -1479,7 +1485,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           throw err;
         }
         // One that stalled or outlasted its time is aborted here (else by the next attempt).
-        await waitBackupJob(uri, name, true, vm.disk_gb * 1024 ** 3).catch(async (err: unknown) => {
+        await waitBackupJob(uri, name, true, diskSize).catch(async (err: unknown) => {
           await abortBackupJob(uri, name).catch(() => {});
           throw err;
         });
@@ -1500,6 +1506,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           'qemu-img',
           ['map', '--output=json', `json:${image}`],
           'Could not read the backup',
+          // A large disk's map reads every one of its tables: its size's time (CopyLimit).
+          { bytes: diskSize },
         );
         const extents = parseMap(stdout);
         const last = extents.at(-1);
@@ -1785,6 +1793,25 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    */
   function createMigration() {
     /**
+     * The domain's migration job on `uri` aborted (`domjobabort`, QEMU's migrate_cancel: the
+     * guest runs on where it was), and waited for to end, a minute at most; nothing to abort,
+     * or a host that does not answer, is left as it is.
+     */
+    async function abortMigrationJob(uri: string, name: string) {
+      await virsh(uri, ['domjobabort', name], 'Could not abort the migration').catch(() => {});
+      const until = performance.now() + 60_000;
+      while (performance.now() < until) {
+        const { stdout } = await virsh(
+          uri,
+          ['domjobinfo', '--rawstats', name],
+          'Could not read the VM jobs',
+        ).catch(() => ({ stdout: '' }));
+        if (!stdout || /^Job type:\s*0\s*$/m.test(stdout)) return;
+        await sleep(200);
+      }
+    }
+
+    /**
      * The template upload a domain uses on its host: the one its next-boot definition names (its
      * kernel), else its disk's backing file.
      */
@@ -1903,6 +1930,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (live) {
           const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
             .stdout;
+          // Its disk as the source has it (a restore may have grown it past the record's).
+          const diskBytes = Math.max(
+            vm.disk_gb * 1024 ** 3,
+            (await pool.info(srcUri, v.disk))?.capacity ?? 0,
+          );
           const started = performance.now();
           await withPrivateDir(async (dir) => {
             await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
@@ -1915,6 +1947,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
                 '--persistent',
                 '--undefinesource',
                 '--copy-storage-all',
+                // A guest that writes its memory faster than the link carries it is slowed
+                // (QEMU throttles its vCPUs, more each round) until the move can end, rather
+                // than sent again and again for the move's whole time.
+                '--auto-converge',
                 ...migrationAddressArgs(dstUri),
                 '--xml',
                 join(dir, 'live.xml'),
@@ -1926,7 +1962,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
               'Could not migrate the VM',
               {
                 // Its disk, and its memory about twice (pages the guest writes again are sent again).
-                bytes: (vm.disk_gb + 2 * vm.ram_gb) * 1024 ** 3,
+                bytes: diskBytes + 2 * vm.ram_gb * 1024 ** 3,
                 // QEMU moves the bytes, host to host: what the source's migration job has sent.
                 progress: () =>
                   virsh(srcUri, ['domjobinfo', '--rawstats', name], 'Could not read the migration').then(
@@ -1934,7 +1970,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
                     () => undefined,
                   ),
               },
-            );
+            ).catch(async (err: unknown) => {
+              // Ended here (it stalled or ran out of time): the source's migration job may go on
+              // after the command that drove it is gone, until the destination notices the closed
+              // connection or the link gives up. Aborted, so that the undo and the next attempt
+              // find the domain free (not "cannot acquire state change lock" for minutes). (A
+              // driver that is closing runs no more commands: the next run's look settles it.)
+              if (err instanceof DriverError && err.details?.signal) await abortMigrationJob(srcUri, name);
+              throw err;
+            });
           });
           const migrateMs = Math.round(performance.now() - started);
           // The figures are a report: a destination that cannot give them does not fail the move.

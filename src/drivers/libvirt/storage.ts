@@ -18,7 +18,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DriverError } from '../driver.ts';
 import { checkFence, fenceSignal, unfenced } from '../fence.ts';
-import { COPY_BASE_MS, type Commands, type CopyLimit, stderrOf } from './commands.ts';
+import {
+  type Commands,
+  type CopyLimit,
+  type CopyPace,
+  copyTimeMs,
+  DEFAULT_COPY_PACE,
+  stderrOf,
+} from './commands.ts';
 import { isLocalSystem } from './local-system.ts';
 
 /** The storage pool the driver keeps every VM file in, on each host: a `dir` pool of that name. */
@@ -352,6 +359,29 @@ export function parseVolumeList(stdout: string): string[] {
     .filter(Boolean);
 }
 
+const SIZE_UNITS: Record<string, number> = {
+  B: 1,
+  KiB: 2 ** 10,
+  MiB: 2 ** 20,
+  GiB: 2 ** 30,
+  TiB: 2 ** 40,
+  PiB: 2 ** 50,
+  EiB: 2 ** 60,
+};
+
+/**
+ * The largest volume of a `virsh vol-list --details` listing, in bytes: the larger of its
+ * capacity and allocation, which virsh prints rounded (`20.00 GiB`); 0 for none.
+ */
+export function largestVolumeIn(stdout: string): number {
+  let largest = 0;
+  for (const m of stdout.matchAll(/([\d.]+) (B|[KMGTPE]iB)\s+([\d.]+) (B|[KMGTPE]iB)\s*$/gm)) {
+    const size = (n?: string, unit?: string) => Number(n) * (SIZE_UNITS[unit ?? ''] ?? 0);
+    largest = Math.max(largest, size(m[1], m[2]), size(m[3], m[4]));
+  }
+  return Math.ceil(largest);
+}
+
 /** A capacity as vol-create-as takes it (`10G`, `512M`, bytes) in bytes. */
 export function capacityBytes(capacity: string): number {
   const m = /^(\d+)([KMGT]?)$/i.exec(capacity.trim());
@@ -389,9 +419,16 @@ export interface PoolStorage {
    * A new volume with the local file's bytes (vol-create-as raw of the file's size, vol-upload);
    * a `.qcow2` volume whose file is a qcow2 is read again by the pool (refresh, waiting for
    * another volume's copy), so libvirt knows it as the qcow2 of its virtual size. `limit`: by
-   * default the file's size at the commands' pace (CopyLimit).
+   * default the file's size at the commands' pace (CopyLimit); `refreshWaitMs`: that read's
+   * wait (refresh).
    */
-  uploadNew(uri: string, name: string, file: string, limit?: CopyLimit): Promise<void>;
+  uploadNew(
+    uri: string,
+    name: string,
+    file: string,
+    limit?: CopyLimit,
+    refreshWaitMs?: number,
+  ): Promise<void>;
   /** `limit`: by default the volume's size (bytesOf) at the commands' pace. */
   download(uri: string, name: string, file: string, limit?: CopyLimit): Promise<void>;
   /** Deletes the volume; one that does not exist is already deleted. */
@@ -412,7 +449,8 @@ export interface PoolStorage {
   /**
    * Rereads the pool directory (files QEMU created become volumes; a volume whose file is gone
    * leaves the listing). libvirt refuses while a volume is being built in the pool: the refresh
-   * tries again until `waitMs` has passed (default: COPY_BASE_MS, 30 minutes), then fails as
+   * tries again until `waitMs` has passed (default: as long as a copy of the pool's largest
+   * volume may take at the commands' pace, CopyLimit, read when first refused), then fails as
    * transient; with 0 it tries once.
    */
   refresh(uri: string, waitMs?: number): Promise<void>;
@@ -439,10 +477,24 @@ export interface Room {
   readonly fresh: boolean;
 }
 
-export function createPoolStorage(commands: Commands, poolPath: string): PoolStorage {
+/** @param pace how copies are limited (commands.ts): a refused refresh waits as long as one may take. */
+export function createPoolStorage(
+  commands: Commands,
+  poolPath: string,
+  pace: CopyPace = DEFAULT_COPY_PACE,
+): PoolStorage {
   const { virsh } = commands;
   /** Each connection's pool, checked once per process (a failed check is tried again). */
   const readyPools = new Map<string, Promise<string>>();
+  /**
+   * The pool's largest volume in bytes (`vol-list --details`, which libvirt answers while a copy
+   * runs): no copy within the pool reads more (cloneFlat's limit is its source's size); 0 if unread.
+   */
+  const largestVolume = (uri: string) =>
+    virsh(uri, ['vol-list', '--details', POOL], 'Could not list the storage volumes').then(
+      (r) => largestVolumeIn(r.stdout),
+      () => 0,
+    );
   /** Errors that mean another job (or process) did the same step first: the step is done. */
   const alreadyDone = (err: unknown) =>
     /already exists|already active|is already|already in use/i.test(stderrOf(err));
@@ -545,7 +597,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       );
     },
 
-    async uploadNew(uri, name, file, limit) {
+    async uploadNew(uri, name, file, limit, refreshWaitMs) {
       const size = (await stat(file)).size;
       await storage.createAs(uri, name, String(Math.max(size, 1)), 'raw');
       try {
@@ -560,7 +612,7 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
         // another volume is being built in the pool: a qcow2 would stay a raw volume of the
         // wrong size (a resize that grows nothing, a copy that takes the qcow2's bytes for a
         // disk's). So the pool is read again here, waiting for such a copy (refresh).
-        if (name.endsWith('.qcow2') && (await isQcow2File(file))) await storage.refresh(uri);
+        if (name.endsWith('.qcow2') && (await isQcow2File(file))) await storage.refresh(uri, refreshWaitMs);
       } catch (err) {
         await storage.remove(uri, name).catch(() => {});
         throw err;
@@ -664,8 +716,9 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
       });
     },
 
-    async refresh(uri, waitMs = COPY_BASE_MS) {
-      const until = performance.now() + waitMs;
+    async refresh(uri, waitMs) {
+      const started = performance.now();
+      let until = waitMs === undefined ? undefined : started + waitMs;
       for (let pause = 250; ; pause = Math.min(pause * 2, 5000)) {
         try {
           await virsh(uri, ['pool-refresh', POOL], 'Could not read the storage pool');
@@ -677,6 +730,9 @@ export function createPoolStorage(commands: Commands, poolPath: string): PoolSto
             readyPools.delete(uri);
             throw err;
           }
+          // By default as long as the copy that holds the pool may take: one of the pool's
+          // largest volume (read once, when first refused), whichever copy it is.
+          until ??= started + copyTimeMs(await largestVolume(uri), pace);
           if (performance.now() + pause > until)
             throw new DriverError("The host's storage pool is busy with a copy", {
               transient: true,

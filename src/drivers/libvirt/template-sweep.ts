@@ -11,15 +11,16 @@ import { isNoVolume, POOL, type PoolStorage } from './storage.ts';
  * The grace when none is given (config's VRP_TEMPLATE_SWEEP_GRACE has the same default, and 14 h
  * at least). What it must cover:
  * - an upload under way: three parts each copied up and read back, each copy bounded by 30
- *   minutes (3 h; it has no row until then). Its sighting begins after it did: due 14 h later.
+ *   minutes, and the pool's read after the disk part by 30 minutes (3.5 h; it has no row until
+ *   then). Its sighting begins after it did: due 14 h later.
  * - a step that read the row just before it moved on and names the upload on the host later (a
  *   create, reinstall or rescue within minutes). A cold migration copies the disk for as long as
  *   its size needs (commands.ts, CopyLimit) before it names the upload: it looks at the upload
  *   again first and fails the attempt if it is gone (libvirt-driver.ts, move). A sighting survives
  *   a gap of up to half a grace in this process's looks, so one begun while the upload was under
- *   way (up to 3 h before its row) can outlast the row's whole life if this process never looked
- *   while the row named it: the removal then comes at least half a grace less 3 h after the row
- *   moved on, 4 h at the minimum.
+ *   way (up to 3.5 h before its row) can outlast the row's whole life if this process never
+ *   looked while the row named it: the removal then comes at least half a grace less 3.5 h after
+ *   the row moved on, 3.5 h at the minimum.
  */
 export const TEMPLATE_GRACE_MS = 16 * 3_600_000;
 
