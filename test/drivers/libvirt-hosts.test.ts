@@ -6,7 +6,8 @@
  * any copy, while this process's temporary directory cannot hold the disk), a disk exported before it moved
  * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move,
  * stopped while libvirt's migration job runs, and its QEMU taking no more data: ended once nothing
- * moves for the stall window) leave it running where it was; a stopped VM whose
+ * moves for the stall window) leave it running where it was; a domain of it stopped on the
+ * destination without its disk is not taken for a finished cold copy; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -528,6 +529,25 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.equal(await used('b'), 0, "B's reservation was given back");
     assert.ok(!domains(uriB).includes(dom), 'nothing of it on B');
     await driver.stop(vm1, { timeoutMs: 3000 });
+
+    // (n) A domain of the VM stopped on B without its disk (defined there by hand, as one whose
+    // disk was deleted since), with the VM stopped on A: not taken for a finished cold copy
+    // (which would delete A's disk, the only one, and record the VM on B without one); it is
+    // removed, and the VM moves cold with its disk. Then back to A.
+    const staleXml = join(dataDir, 'vm1-stale.xml');
+    writeFileSync(staleXml, virshOut(uriA, 'dumpxml', '--inactive', dom));
+    virshOut(uriB, 'define', staleXml);
+    assert.match(virshOut(uriB, 'domstate', dom), /shut off/);
+    assert.ok(!poolVolumes(uriB).includes(`${vm1}.qcow2`), 'no disk of it on B');
+    const capacity = (uri: string) =>
+      /^Capacity:\s+(\d+)/m.exec(virshOut(uri, 'vol-info', '--bytes', '--pool', 'vrp', `${vm1}.qcow2`))?.[1];
+    const diskOnA = capacity(uriA);
+    const movedCold = await driver.migrate(vm1, 'b');
+    assert.deepEqual([movedCold.hostId, movedCold.power], ['b', 'stopped']);
+    assert.equal(capacity(uriB), diskOnA, 'its disk moved with it');
+    assert.ok(!domains(uriA).includes(dom), 'gone from A');
+    await driver.migrate(vm1, 'a');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.

@@ -2100,11 +2100,15 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         throw err;
       });
       // Running there, or defined there and gone from here, or (a cold move: defined there after
-      // its disk was copied) defined on both: done but the source's clean-up.
+      // its disk was copied) defined on both with its disk there: done but the source's clean-up.
+      // A domain stopped there without its disk (defined by anything else, or its disk deleted
+      // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
+      // finish, and the stale domain goes before the move (migrate).
+      const coldCopy = async () => (await pool.info(await uriOf(to), vmVolumes(vm.id).disk)) !== undefined;
       if (
         dst === 'running' ||
         (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||
-        (dst === 'stopped' && src === 'stopped')
+        (dst === 'stopped' && src === 'stopped' && (await coldCopy()))
       ) {
         await finish(vm, to);
         return { moved: true } as const;
