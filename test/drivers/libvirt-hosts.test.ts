@@ -7,7 +7,8 @@
  * imports after (the VM runs on the other host with it), and migrations whose destination does not answer (before the move,
  * stopped while libvirt's migration job runs, and its QEMU taking no more data: ended once nothing
  * moves for the stall window) leave it running where it was; a domain of it stopped on the
- * destination without its disk is not taken for a finished cold copy; a stopped VM whose
+ * destination without its disk is not taken for a finished cold copy, and a cold move whose
+ * template copy there is removed meanwhile fails before defining it; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -548,6 +549,42 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.ok(!domains(uriA).includes(dom), 'gone from A');
     await driver.migrate(vm1, 'a');
     assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+
+    // (o) A cold move whose destination's template copy (its kernel) is removed while the disk
+    // is copied, as the sweep removes a copy whose template's image was replaced: the move fails
+    // for now before the domain is defined there, and is undone; the next move copies the
+    // template again and goes through. Then back to A.
+    const holdUpload = installVirshWrapper();
+    try {
+      holdUpload.hold(['vol-upload', `${vm1}.qcow2`]);
+      const cold = driver.migrate(vm1, 'b').then(
+        () => 'moved',
+        (err: unknown) => err,
+      );
+      await waitUntil("the disk's upload to B", () => holdUpload.holding(), {
+        budgetMs: slowWaitMs(600_000),
+      });
+      const kernels = poolVolumes(uriB).filter(
+        (n) => n.startsWith('template-tiny-') && n.endsWith('.vmlinuz'),
+      );
+      assert.ok(kernels.length > 0, "the template's kernel on B");
+      for (const k of kernels) virshOut(uriB, 'vol-delete', '--pool', 'vrp', k);
+      holdUpload.allow();
+      const failed = await cold;
+      assert.ok(failed instanceof DriverError && failed.transient, String(failed));
+      assert.match(failed.message, /The template's copy on host b was removed while the disk was copied/);
+    } finally {
+      holdUpload.remove();
+    }
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+    assert.ok(!domains(uriB).includes(dom), 'not defined on B');
+    const again = await driver.migrate(vm1, 'b');
+    assert.deepEqual([again.hostId, again.power], ['b', 'stopped']);
+    assert.ok(
+      poolVolumes(uriB).some((n) => n.startsWith('template-tiny-') && n.endsWith('.vmlinuz')),
+      "the template's kernel copied to B again",
+    );
+    await driver.migrate(vm1, 'a');
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.

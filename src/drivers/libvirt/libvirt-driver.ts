@@ -145,6 +145,9 @@ export function jobBytesProcessed(stdout: string): number | undefined {
   return disk === undefined && memory === undefined ? undefined : (disk ?? 0) + (memory ?? 0);
 }
 
+/** Whether `virsh domjobinfo --rawstats` says the domain has no job (`Job type: 0`). */
+const noJob = (stdout: string) => /^Job type:\s*0\s*$/m.test(stdout);
+
 /** The figures of `virsh domjobinfo --completed` a migration report takes (absent ones left out). */
 export function parseJobInfo(stdout: string): { downtime_ms?: number; elapsed_ms?: number } {
   const num = (label: string) => {
@@ -825,6 +828,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * it has none, the disk's size if that file is not a volume of the pool (a full export's, a
    * stopped VM's move's). Neither is more than the disk's size. Undefined: the disk has no volume.
    */
+  /**
+   * The VM's disk size as its host has it, in bytes: the larger of the record's and its volume's
+   * capacity (a restore may have grown the disk past the record's). A copy's time is counted from it.
+   */
+  async function diskSizeOn(uri: string, vm: Pick<LibvirtVmTable, 'id' | 'disk_gb'>): Promise<number> {
+    return Math.max(vm.disk_gb * 1024 ** 3, (await pool.info(uri, vmVolumes(vm.id).disk))?.capacity ?? 0);
+  }
+
   async function diskCopyBytes(
     uri: string,
     vmId: string,
@@ -1370,7 +1381,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           );
           // `virsh domjobinfo --rawstats`: `Job type: 0` is none; operation 9 a backup (libvirt's
           // virDomainJobOperation).
-          if (/^Job type:\s*0\s*$/m.test(stdout) || /^operation:\s*(\d+)/m.exec(stdout)?.[1] !== '9') break;
+          if (noJob(stdout) || /^operation:\s*(\d+)/m.exec(stdout)?.[1] !== '9') break;
           processed = jobBytesProcessed(stdout) ?? processed;
           if (stalled)
             throw new DriverError(`The backup moved no data for ${spellMs(pace.stallMs)}`, {
@@ -1429,12 +1440,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const kind: 'full' | 'incremental' =
         since !== null && (await checkpoints(uri, name)).has(since) ? 'incremental' : 'full';
       const hold = await holdExportRoom(vm, uri, kind);
-      // The disk's size as its host has it (a restore may have grown it past the record's): the
-      // backup job's and the export map's time.
-      const diskSize = Math.max(
-        vm.disk_gb * 1024 ** 3,
-        (await pool.info(uri, vmVolumes(vmId).disk))?.capacity ?? 0,
-      );
+      // The backup job's and the export map's time.
+      const diskSize = await diskSizeOn(uri, vm);
       let dir: string;
       try {
         // A server whose power changed while the hold waited is exported by the next attempt,
@@ -1494,7 +1501,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (s === 'stopped') await held(vm, take);
         else await take();
         await pool.refresh(uri);
-        await pool.download(uri, target, file);
+        // The export holds the disk's bytes at most: its size's time, without reading the volume again.
+        await pool.download(uri, target, file, { bytes: diskSize });
         await pool.remove(uri, target);
         await hold.poolCopyGone();
         const image = JSON.stringify({
@@ -1806,7 +1814,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           ['domjobinfo', '--rawstats', name],
           'Could not read the VM jobs',
         ).catch(() => ({ stdout: '' }));
-        if (!stdout || /^Job type:\s*0\s*$/m.test(stdout)) return;
+        if (!stdout || noJob(stdout)) return;
         await sleep(200);
       }
     }
@@ -1930,11 +1938,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (live) {
           const active = (await virsh(srcUri, ['dumpxml', '--migratable', name], 'Could not read the VM'))
             .stdout;
-          // Its disk as the source has it (a restore may have grown it past the record's).
-          const diskBytes = Math.max(
-            vm.disk_gb * 1024 ** 3,
-            (await pool.info(srcUri, v.disk))?.capacity ?? 0,
-          );
+          const diskBytes = await diskSizeOn(srcUri, vm);
           const started = performance.now();
           await withPrivateDir(async (dir) => {
             await writeFile(join(dir, 'live.xml'), retarget(active, used?.volume, onDest));
