@@ -133,6 +133,17 @@ export interface StepMarker {
 /** The step marker a restore (importDisk, restoreLegacyBackup) records once the VM's disk is the backup's. */
 export const DISK_RESTORED = 'disk-restored';
 
+/**
+ * What a job's recorded step marker means to the reseller reading the job's failure, where it
+ * means something done that the failure does not undo (a restore whose disk was put back, then
+ * its server could not be started): undefined for the others (a reboot's boot id).
+ */
+export function markerDone(marker: string | null): string | undefined {
+  return marker === DISK_RESTORED
+    ? "the server's disk had been restored from the backup; the server may be stopped"
+    : undefined;
+}
+
 export interface StopOptions {
   /** How long to wait for a graceful (ACPI) shutdown before forcing the power off. */
   readonly timeoutMs: number;

@@ -10,7 +10,7 @@ import {
   statusAfterFailure,
   transitionalStatus,
 } from '../domain/status-machine.ts';
-import { DriverError, type StepMarker } from '../drivers/driver.ts';
+import { DriverError, markerDone, type StepMarker } from '../drivers/driver.ts';
 import { type Fence, fenced } from '../drivers/fence.ts';
 import type { PowerMetrics } from '../metrics.ts';
 import type { DialectFeatures } from '../store/database.ts';
@@ -198,7 +198,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     const used = job.attempts - 1;
     return finish(deps, job, from, {
       status: 'failed',
-      error: gaveUpError(used, job.error),
+      error: withMarkerDone(gaveUpError(used, job.error), job.stepMarker),
       attempts: used,
       ...unfinishedBackup(job),
     });
@@ -225,6 +225,8 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
   if (!owned) return 'lost';
 
   let change: ServiceChange;
+  /** The job's step marker as this attempt leaves it (recorded by an earlier one, or by this one). */
+  let marked = job.stepMarker;
   const stop = stopOf(deps);
   const context = {
     ...deps,
@@ -232,7 +234,9 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
     driver: abortableDriver(deps.driver, stop, deps.lease),
     service,
     from,
-    stepMarker: stepMarker(deps, job),
+    stepMarker: stepMarker(deps, job, (value) => {
+      marked = value;
+    }),
   };
   try {
     // The whole task inside the run's fence: its driver steps and its writes to the backup store.
@@ -285,7 +289,7 @@ export async function runJob(deps: RunDeps, claimed: ClaimedJob): Promise<RunOut
         delayMs: retryDelayMs(deps.retryBaseMs, job.attempts),
       });
     const message = driverError ? driverError.message : `Internal error while running ${words(job)}`;
-    return finish(deps, job, from, failed(message));
+    return finish(deps, job, from, failed(withMarkerDone(message, marked)));
   }
   const next = decision.next;
   return finish(deps, job, from, {
@@ -330,13 +334,25 @@ async function guarded(
   });
 }
 
-/** The job's step marker, written only while this worker owns the job. */
-function stepMarker(deps: RunDeps, job: RunnableJob): StepMarker {
+/** The job's step marker, written only while this worker owns the job; `recorded` hears each value stored. */
+function stepMarker(deps: RunDeps, job: RunnableJob, recorded: (value: string) => void): StepMarker {
   return {
     recorded: job.stepMarker,
-    record: (value) => guarded(deps.db, job, deps.workerId, { step_marker: value }),
+    record: async (value) => {
+      await guarded(deps.db, job, deps.workerId, { step_marker: value });
+      recorded(value);
+    },
   };
 }
+
+/**
+ * A failed job's error, with what its recorded step marker says was done before it failed
+ * (markerDone): a restore that put the disk back and then could not start the server says so.
+ */
+const withMarkerDone = (error: string, marker: string | null) => {
+  const done = markerDone(marker);
+  return done ? `${error} (${done})` : error;
+};
 
 /** This worker's claim of the job, which its writes to the job's row are guarded by. */
 const claimOf = (deps: Pick<RunDeps, 'workerId'>, job: Pick<Job, 'id' | 'attempts'>): JobClaim => ({

@@ -8,7 +8,8 @@
  * stopped while libvirt's migration job runs, and its QEMU taking no more data: ended once nothing
  * moves for the stall window) leave it running where it was; a domain of it stopped on the
  * destination without its disk is not taken for a finished cold copy, and a cold move whose
- * template copy there is removed meanwhile fails before defining it; a stopped VM whose
+ * template copy there is removed meanwhile fails before defining it (as one whose pool there was
+ * undefined by hand fails for now, and goes through once the pool is prepared again); a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -585,6 +586,32 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       "the template's kernel copied to B again",
     );
     await driver.migrate(vm1, 'a');
+
+    // (p) B's pool undefined by hand (its directory and volumes stay), with a stale domain of the
+    // VM stopped there: the look for a finished cold copy finds no pool where this process had
+    // prepared one, and the move fails for now with the reservation kept; the next attempt
+    // prepares the pool again (as on a host never prepared), finds no disk of the VM, removes
+    // the stale domain and moves the VM cold. Then back to A.
+    virshOut(uriB, 'pool-destroy', 'vrp');
+    virshOut(uriB, 'pool-undefine', 'vrp');
+    virshOut(uriB, 'define', staleXml);
+    await assert.rejects(driver.migrate(vm1, 'b'), (err: unknown) => {
+      assert.ok(err instanceof DriverError && err.transient, String(err));
+      assert.match(
+        err.message,
+        /storage pool is missing or stopped, and is prepared again by the next attempt/,
+      );
+      return true;
+    });
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: 'b' }, 'the reservation kept');
+    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`), "A's disk untouched");
+    const afterPool = await driver.migrate(vm1, 'b');
+    assert.deepEqual([afterPool.hostId, afterPool.power], ['b', 'stopped']);
+    assert.match(virshOut(uriB, 'pool-info', 'vrp'), /^State:\s+running/m, "B's pool prepared again");
+    assert.equal(capacity(uriB), diskOnA, 'its disk moved with it');
+    assert.ok(!domains(uriA).includes(dom), 'gone from A');
+    await driver.migrate(vm1, 'a');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.

@@ -232,6 +232,71 @@ test('a pool whose refresh failed is checked again by the next ready() (libvirt 
   );
 });
 
+test("a pool gone or stopped since it was prepared: its reads fail for now (libvirt's words kept), and the next ready() prepares it again", async () => {
+  const asked: string[] = [];
+  /** What the host says to a read of its pool: as virsh 9.0 says each. */
+  let gone: string | undefined;
+  const virsh = async (_uri: string, args: readonly string[]) => {
+    const line = args.join(' ');
+    asked.push(line);
+    if (gone && (line.startsWith('vol-info') || line.startsWith('vol-list')))
+      throw new DriverError('Could not read a storage volume', {
+        transient: false,
+        details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: gone },
+      });
+    if (line === 'vol-info --bytes --pool vrp y.qcow2')
+      throw new DriverError('Could not read a storage volume', {
+        transient: false,
+        details: {
+          command: `virsh ${line}`,
+          exitCode: 1,
+          signal: null,
+          stderr:
+            "error: failed to get vol 'y.qcow2'\nerror: Storage volume not found: no storage vol with matching path 'y.qcow2'",
+        },
+      });
+    const answers: Record<string, string> = {
+      'pool-list --all --name': 'vrp\n',
+      'pool-dumpxml vrp': '<pool><target><path>/p</path></target></pool>',
+      'pool-info vrp': 'State:          running\nAutostart:      yes\n',
+      'vol-info --bytes --pool vrp x.qcow2': 'Capacity:       1024 bytes\nAllocation:     512 bytes\n',
+    };
+    return { stdout: answers[line] ?? '', stderr: '' };
+  };
+  const pool = scriptedPool(virsh);
+  const checks = () => asked.filter((l) => l.startsWith('pool-list')).length;
+  await pool.ready('u');
+  for (const [said, read] of [
+    [
+      "error: failed to get pool 'vrp'\nerror: Storage pool not found: no storage pool with matching name 'vrp'",
+      () => pool.info('u', 'x.qcow2'),
+    ],
+    ["error: pool 'vrp' is not active", () => pool.info('u', 'x.qcow2')],
+    [
+      "error: Failed to list volumes\nerror: Requested operation is not valid: storage pool 'vrp' is not active",
+      () => pool.list('u'),
+    ],
+  ] as const) {
+    gone = said;
+    const before = checks();
+    const err = await read().then(
+      () => assert.fail('read a pool that is not there'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof DriverError && err.transient, `${said}: for now`);
+    assert.match(err.message, /storage pool is missing or stopped/);
+    assert.equal(err.details?.stderr, said, "libvirt's words kept");
+    gone = undefined;
+    await pool.ready('u');
+    assert.equal(checks(), before + 1, `${said}: checked again by the next ready()`);
+  }
+  assert.deepEqual(await pool.info('u', 'x.qcow2'), { capacity: 1024, allocation: 512 });
+  await pool.ready('u');
+  assert.equal(checks(), 4, 'a read that went through changes nothing');
+  // A missing volume is no missing pool: no error, and the pool stays known.
+  assert.equal(await pool.info('u', 'y.qcow2'), undefined);
+});
+
 test('a copy of a .qcow2 volume libvirt knows by another format: the pool read again first, and refused if still so', async () => {
   /** A host whose `vol-dumpxml` of the source says each of `formats` in turn. */
   const host = (formats: string[]) => {
@@ -247,10 +312,8 @@ test('a copy of a .qcow2 volume libvirt knows by another format: the pool read a
       if (args[0] === 'vol-create-from') limits.push(limit);
       const stdout =
         args[0] === 'vol-dumpxml'
-          ? `<volume><target><format type='${formats.shift()}'/></target></volume>`
-          : args[0] === 'vol-info'
-            ? 'Name:           a.qcow2\nType:           file\nCapacity:       21474836480 bytes\nAllocation:     1073741824 bytes\n'
-            : '';
+          ? `<volume><capacity unit='bytes'>21474836480</capacity><allocation unit='bytes'>1073741824</allocation><target><format type='${formats.shift()}'/></target></volume>`
+          : '';
       return { stdout, stderr: '' };
     };
     return {
@@ -261,21 +324,20 @@ test('a copy of a .qcow2 volume libvirt knows by another format: the pool read a
   };
   const known = host(['qcow2']);
   await known.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
-  // Its size read for its time limit: the virtual size (20 GiB), the larger; libvirtd copies
-  // and tells nothing of its progress.
-  assert.deepEqual(known.asked, ['vol-dumpxml', 'vol-info', 'vol-create-from']);
+  // Its size for its time limit read with its format, once: the virtual size (20 GiB), the
+  // larger; libvirtd copies and tells nothing of its progress.
+  assert.deepEqual(known.asked, ['vol-dumpxml', 'vol-create-from']);
   const [limit] = known.limits as CopyLimit[];
   assert.equal(limit?.bytes, 21474836480);
   assert.equal(await limit?.progress?.(1), undefined);
   const stale = host(['raw', 'qcow2']);
   await stale.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2');
-  assert.deepEqual(stale.asked, [
-    'vol-dumpxml',
-    'pool-refresh',
-    'vol-dumpxml',
-    'vol-info',
-    'vol-create-from',
-  ]);
+  assert.deepEqual(stale.asked, ['vol-dumpxml', 'pool-refresh', 'vol-dumpxml', 'vol-create-from']);
+  assert.equal(
+    (stale.limits as CopyLimit[])[0]?.bytes,
+    21474836480,
+    'the size of the read after the refresh',
+  );
   const raw = host(['raw', 'raw']);
   await assert.rejects(raw.pool.cloneFlat('u', 'a.qcow2', 'b.qcow2'), (err: unknown) => {
     assert.ok(err instanceof DriverError && !err.transient);

@@ -121,5 +121,64 @@ for (const store of testStores()) {
         assert.equal(job.attempts, 2);
         assert.equal(await generation(s), written, 'what the server wrote on its restored disk stays');
       }));
+
+    test('its server cannot be started after the disk was restored: the job fails, and says the disk is the backup', () =>
+      withRunningService(store, async (s) => {
+        const driver = s.t.driver;
+        assert.ok(driver);
+        const { backupId, backedUp } = await backupThenWrites(s);
+        const cannotStart: HypervisorDriver = interceptDriver(driver, {
+          importDisk: async (...args) => {
+            await driver.importDisk(...args);
+            throw new DriverError('Could not start the VM', { transient: false });
+          },
+        });
+        const res = await call(s.t, s.token, 'POST', `service/${s.id}/backup/restore/${backupId}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        s.worker({}, { driver: cannotStart });
+        await until(
+          async () => (await s.jobRow('backup_restore')).status === 'failed',
+          'the restore to fail',
+        );
+        const [, , restored] = await s.jobs();
+        assert.equal(restored.action, 'backup_restore');
+        assert.equal(
+          restored.error,
+          "Could not start the VM (the server's disk had been restored from the backup; the server may be stopped)",
+        );
+        assert.equal(await generation(s), backedUp, 'the disk is the backup');
+        const [backup] = (await call(s.t, s.token, 'GET', `service/${s.id}/backups`)).body.data;
+        assert.equal(backup.status, 'available');
+      }));
+
+    test('its workers keep dying, the first after the disk was restored: the job is given up, and says the disk is the backup', () =>
+      withRunningService(store, async (s) => {
+        const { backupId, backedUp } = await backupThenWrites(s);
+        let claims = 0;
+        let diskBack = false;
+        const dies: Task<'backup_restore'> = async (tc) => {
+          if (++claims === 1) {
+            await TASKS.backup_restore(tc);
+            diskBack = true;
+          }
+          return never;
+        };
+        const res = await call(s.t, s.token, 'POST', `service/${s.id}/backup/restore/${backupId}`);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const dying = s.dyingWorker({ backup_restore: dies });
+          await until(() => claims === attempt && (attempt > 1 || diskBack), `attempt ${attempt}`);
+          if (attempt === 1) assert.equal(await generation(s), backedUp, 'the disk is the backup');
+          await dying.die();
+        }
+        s.worker();
+        await until(async () => (await s.jobRow('backup_restore')).status === 'failed', 'the give-up');
+        const [, , restored] = await s.jobs();
+        assert.equal(
+          restored.error,
+          "Gave up after 3 attempts: the worker running it stopped (the server's disk had been restored from the backup; the server may be stopped)",
+        );
+        assert.equal(claims, 3, 'not run a fourth time');
+      }));
   });
 }

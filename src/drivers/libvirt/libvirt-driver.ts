@@ -148,6 +148,12 @@ export function jobBytesProcessed(stdout: string): number | undefined {
 /** Whether `virsh domjobinfo --rawstats` says the domain has no job (`Job type: 0`). */
 const noJob = (stdout: string) => /^Job type:\s*0\s*$/m.test(stdout);
 
+/**
+ * Whether `virsh domjobinfo --rawstats` says the domain runs a backup job: a job (noJob) whose
+ * operation is 9, a backup (libvirt's virDomainJobOperation).
+ */
+const backupJob = (stdout: string) => !noJob(stdout) && /^operation:\s*(\d+)/m.exec(stdout)?.[1] === '9';
+
 /** The figures of `virsh domjobinfo --completed` a migration report takes (absent ones left out). */
 export function parseJobInfo(stdout: string): { downtime_ms?: number; elapsed_ms?: number } {
   const num = (label: string) => {
@@ -1347,8 +1353,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
     /** A dead attempt's backup job on the domain is aborted (none: nothing to do). */
     async function abortBackupJob(uri: string, name: string) {
-      const { stdout } = await virsh(uri, ['domjobinfo', name], 'Could not read the VM jobs');
-      if (!/^Operation:\s+Backup/m.test(stdout) || /^Job type:\s+None/m.test(stdout)) return;
+      const { stdout } = await virsh(uri, ['domjobinfo', '--rawstats', name], 'Could not read the VM jobs');
+      if (!backupJob(stdout)) return;
       await virsh(uri, ['domjobabort', name], 'Could not abort an earlier backup').catch((err) => {
         if (!/no job is active/i.test(stderrOf(err))) throw err;
       });
@@ -1379,9 +1385,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
             ['domjobinfo', '--rawstats', name],
             'Could not read the backup job',
           );
-          // `virsh domjobinfo --rawstats`: `Job type: 0` is none; operation 9 a backup (libvirt's
-          // virDomainJobOperation).
-          if (noJob(stdout) || /^operation:\s*(\d+)/m.exec(stdout)?.[1] !== '9') break;
+          if (!backupJob(stdout)) break;
           processed = jobBytesProcessed(stdout) ?? processed;
           if (stalled)
             throw new DriverError(`The backup moved no data for ${spellMs(pace.stallMs)}`, {
@@ -2107,8 +2111,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       // its disk was copied) defined on both with its disk there: done but the source's clean-up.
       // A domain stopped there without its disk (defined by anything else, or its disk deleted
       // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
-      // finish, and the stale domain goes before the move (migrate).
-      const coldCopy = async () => (await pool.info(await uriOf(to), vmVolumes(vm.id).disk)) !== undefined;
+      // finish, and the stale domain goes before the move (migrate). The pool is made ready
+      // first: a host never prepared (its domain defined there by hand) has none yet.
+      const coldCopy = async () => {
+        const uri = await uriOf(to);
+        await pool.ready(uri);
+        return (await pool.info(uri, vmVolumes(vm.id).disk)) !== undefined;
+      };
       if (
         dst === 'running' ||
         (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||

@@ -59,6 +59,9 @@ export function isNoPool(err: unknown): boolean {
   return /Storage pool not found|no storage pool with matching/i.test(stderrOf(err));
 }
 
+/** virsh's and libvirt's words for a pool defined but stopped (`pool-destroy`, a failed refresh). */
+const isPoolStopped = (err: unknown) => /pool '[^']*' is not active/i.test(stderrOf(err));
+
 /**
  * What a copy leaves free where it writes, on top of its own size: as much as the copy, up to
  * 1 GiB. A pool also holds the running VMs' disks, which grow into what is free (a full pool
@@ -435,9 +438,10 @@ export interface PoolStorage {
   remove(uri: string, name: string): Promise<void>;
   /**
    * Throws (not transient) unless libvirt knows the volume as a qcow2, after reading the pool
-   * again if it first says otherwise (an upload it did not read again: uploadNew).
+   * again if it first says otherwise (an upload it did not read again: uploadNew). Returns the
+   * volume's size and allocation from the same read.
    */
-  checkQcow2(uri: string, name: string): Promise<void>;
+  checkQcow2(uri: string, name: string): Promise<VolumeInfo>;
   /**
    * A standalone copy of `from` (its backing chain folded in) as the new volume `name`, on the
    * same host; a `.qcow2` source is checked first (checkQcow2). libvirtd copies and tells
@@ -495,6 +499,20 @@ export function createPoolStorage(
       (r) => largestVolumeIn(r.stdout),
       () => 0,
     );
+  /**
+   * A read that found the pool gone or stopped since this process prepared it (undefined or
+   * `pool-destroy`ed by hand, stopped by libvirt after a failed refresh): the next ready() checks
+   * and prepares it again, so the error is transient (libvirt's words kept: isNoPool still reads
+   * them). Other errors are returned as they are.
+   */
+  function poolGone(uri: string, err: unknown): unknown {
+    if (!(err instanceof DriverError) || !(isNoPool(err) || isPoolStopped(err))) return err;
+    readyPools.delete(uri);
+    return new DriverError(
+      `${err.message}: the host's storage pool is missing or stopped, and is prepared again by the next attempt`,
+      { transient: true, cause: err, details: err.details },
+    );
+  }
   /** Errors that mean another job (or process) did the same step first: the step is done. */
   const alreadyDone = (err: unknown) =>
     /already exists|already active|is already|already in use/i.test(stderrOf(err));
@@ -542,7 +560,11 @@ export function createPoolStorage(
     },
 
     async list(uri) {
-      const { stdout } = await virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes');
+      const { stdout } = await virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes').catch(
+        (err: unknown) => {
+          throw poolGone(uri, err);
+        },
+      );
       return new Set(parseVolumeList(stdout));
     },
 
@@ -559,7 +581,7 @@ export function createPoolStorage(
         };
       } catch (err) {
         if (isNoVolume(err)) return undefined;
-        throw err;
+        throw poolGone(uri, err);
       }
     },
 
@@ -637,28 +659,35 @@ export function createPoolStorage(
     },
 
     async checkQcow2(uri, name) {
-      const formatOf = async () =>
-        /<format type='([^']+)'/.exec(
-          (await virsh(uri, ['vol-dumpxml', '--pool', POOL, name], 'Could not read a storage volume')).stdout,
-        )?.[1];
-      if ((await formatOf()) === 'qcow2') return;
-      await storage.refresh(uri);
-      const format = await formatOf();
-      if (format !== 'qcow2')
-        throw new DriverError(
-          `The volume ${name} is not a qcow2 image (libvirt reads it as ${format ?? 'nothing'})`,
-          {
-            transient: false,
-          },
+      const read = async () => {
+        const { stdout } = await virsh(
+          uri,
+          ['vol-dumpxml', '--pool', POOL, name],
+          'Could not read a storage volume',
         );
+        const { capacity, allocation } = parseVolumeXml(stdout);
+        return { format: /<format type='([^']+)'/.exec(stdout)?.[1], size: { capacity, allocation } };
+      };
+      const first = await read();
+      if (first.format === 'qcow2') return first.size;
+      await storage.refresh(uri);
+      const { format, size } = await read();
+      if (format === 'qcow2') return size;
+      throw new DriverError(
+        `The volume ${name} is not a qcow2 image (libvirt reads it as ${format ?? 'nothing'})`,
+        {
+          transient: false,
+        },
+      );
     },
 
     async cloneFlat(uri, from, name) {
       // The copy reads `from` as the format libvirt knows it by: a qcow2 known as raw (an upload
       // libvirt did not read again: uploadNew) would be copied as a disk holding the qcow2's
       // bytes. Every `.qcow2` volume of the driver is a qcow2.
-      if (from.endsWith('.qcow2')) await storage.checkQcow2(uri, from);
-      const bytes = bytesOf(await storage.info(uri, from));
+      const bytes = bytesOf(
+        from.endsWith('.qcow2') ? await storage.checkQcow2(uri, from) : await storage.info(uri, from),
+      );
       await withPrivateDir(async (dir) => {
         const xml = join(dir, 'volume.xml');
         await writeFile(
