@@ -9,7 +9,9 @@
  * moves for the stall window) leave it running where it was; a domain of it stopped on the
  * destination without its disk is not taken for a finished cold copy, and a cold move whose
  * template copy there is removed meanwhile fails before defining it (as one whose pool there was
- * undefined by hand fails for now, and goes through once the pool is prepared again); a stopped VM whose
+ * undefined by hand fails for now, and goes through once the pool is prepared again); a live move
+ * that switched over, with its source left paused and its guest stopped on the destination since,
+ * is taken for moved, not made again; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -612,6 +614,67 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.ok(!domains(uriA).includes(dom), 'gone from A');
     await driver.migrate(vm1, 'a');
     assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
+
+    // (q) A live move that switched over, whose source was never told (its client lost before
+    // the Confirm step: libvirt leaves the source paused), and whose guest then stopped on B (a
+    // crash, or a Finish that failed before resuming it: libvirt defines the domain there in
+    // Finish, before it resumes the guest). Made here from a real move: A's volumes kept (their
+    // deletion refused), A's domain defined again and started paused, B's stopped, and the store
+    // put back as the move's first attempt left it (the VM on A, moving to B, A's room taken).
+    // The next attempt takes it for moved, as it is: nothing is moved again (that would replace
+    // B's disk, which holds the guest's newest writes, with A's older one); A's copy goes, and
+    // the VM is started on B, as it ran.
+    await driver.start(vm1);
+    const roomOf = (id: string) =>
+      store.db
+        .selectFrom('hypervisor_hosts')
+        .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow();
+    const roomOnA = await roomOf('a');
+    const definedOnA = join(dataDir, 'vm1-on-a.xml');
+    writeFileSync(definedOnA, virshOut(uriA, 'dumpxml', '--inactive', dom));
+    const keepOnA = installVirshWrapper();
+    try {
+      keepOnA.refuse([uriA, 'vol-delete', vm1]);
+      const switched = await driver.migrate(vm1, 'b');
+      assert.deepEqual([switched.hostId, switched.power], ['b', 'running']);
+    } finally {
+      keepOnA.remove();
+    }
+    const roomAfterMove = await roomOf('a');
+    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`), "A's disk kept");
+    virshOut(uriA, 'define', definedOnA);
+    virshOut(uriA, 'start', '--paused', dom);
+    virshOut(uriB, 'destroy', dom);
+    assert.match(virshOut(uriA, 'domstate', dom), /paused/);
+    assert.match(virshOut(uriB, 'domstate', dom), /shut off/);
+    await store.db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('libvirt_vms')
+        .set({ host_id: 'a', migrating_to: 'b' })
+        .where('id', '=', vm1)
+        .execute();
+      await tx.deleteFrom('libvirt_leftovers').where('host_id', '=', 'a').where('vm_id', '=', vm1).execute();
+      await tx.updateTable('hypervisor_hosts').set(roomOnA).where('id', '=', 'a').execute();
+    });
+    const commandsBefore = commands.length;
+    const migrationsBefore = migrations.length;
+    const settled = await driver.migrate(vm1, 'b');
+    assert.deepEqual([settled.hostId, settled.power], ['b', 'running']);
+    assert.ok(!commands.slice(commandsBefore).includes('virsh migrate'), 'not moved again');
+    assert.equal(migrations.length, migrationsBefore, 'no move reported');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
+    assert.match(virshOut(uriB, 'domstate', dom), /running/, 'started on B');
+    assert.ok(!domains(uriA).includes(dom), "A's paused copy gone");
+    assert.deepEqual(
+      poolVolumes(uriA).filter((n) => n.startsWith(vm1)),
+      [],
+      "nothing of it in A's pool",
+    );
+    assert.deepEqual(await roomOf('a'), roomAfterMove, "A's room given back, as by the move");
+    await driver.stop(vm1, { timeoutMs: 3000 });
+    await driver.migrate(vm1, 'a');
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.

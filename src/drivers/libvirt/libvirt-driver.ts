@@ -2037,8 +2037,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       }
     }
 
-    /** The VM is on the destination: the store says so, in one transaction; the source is cleaned. */
-    async function finish(vm: LibvirtVmTable, to: string): Promise<void> {
+    /**
+     * The VM is on the destination: the store says so, in one transaction; the source is cleaned.
+     * False where another run ended the move first (undone or finished): nothing done.
+     */
+    async function finish(vm: LibvirtVmTable, to: string): Promise<boolean> {
       const switched = await db.transaction().execute(async (tx) => {
         const r = await tx
           .updateTable('libvirt_vms')
@@ -2052,10 +2055,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         return true;
       });
       // Ended by another run meanwhile (it undid the move, or finished it): nothing of this one's.
-      if (!switched) return;
+      if (!switched) return false;
       // The move is done whatever happens next: an old copy that cannot be removed now stays
       // recorded, and the reconciler's passes over its host remove it.
       await leftovers.remove(vm.host_id, vm.id);
+      return true;
     }
 
     /**
@@ -2107,23 +2111,34 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (err instanceof DriverError && err.transient) return 'unreachable' as const;
         throw err;
       });
-      // Running there, or defined there and gone from here, or (a cold move: defined there after
-      // its disk was copied) defined on both with its disk there: done but the source's clean-up.
+      // Running there, or defined there and gone from here: done but the source's clean-up.
+      // Stopped there with its disk there, and here either
+      // - stopped: a cold move defines the domain there after its disk was copied;
+      // - or paused: libvirt makes a live move's domain persistent on the destination only in
+      //   the move's Finish, once the disk's copy has ended and the source is paused for the
+      //   switch-over (qemuMigrationDstFinish: persist, then resume). The guest then ran there
+      //   (its newest writes are on that disk) and stopped, or Finish failed before it resumed
+      //   (both disks alike); the source was never told (its client lost before the Confirm
+      //   step), and libvirt leaves it paused. Moved, and started there, as it ran.
       // A domain stopped there without its disk (defined by anything else, or its disk deleted
       // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
       // finish, and the stale domain goes before the move (migrate). The pool is made ready
       // first: a host never prepared (its domain defined there by hand) has none yet.
-      const coldCopy = async () => {
+      const diskThere = async () => {
         const uri = await uriOf(to);
         await pool.ready(uri);
         return (await pool.info(uri, vmVolumes(vm.id).disk)) !== undefined;
       };
+      const stoppedThere =
+        dst === 'stopped' && (src === 'stopped' || src === 'paused') && (await diskThere());
       if (
         dst === 'running' ||
         (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||
-        (dst === 'stopped' && src === 'stopped' && (await coldCopy()))
+        stoppedThere
       ) {
-        await finish(vm, to);
+        const recorded = await finish(vm, to);
+        if (recorded && stoppedThere && src === 'paused')
+          await startDomain({ ...vm, host_id: to, migrating_to: null });
         return { moved: true } as const;
       }
       // Gone from here and the destination silent: it may run there (moved, its end not yet
