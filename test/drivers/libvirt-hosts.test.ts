@@ -8,15 +8,15 @@
  * stopped while libvirt's migration job runs, and its QEMU taking no more data: ended once nothing
  * moves for the stall window) leave it running where it was; a domain of it stopped on the
  * destination without its disk is not taken for a finished cold copy, and a cold move whose
- * template copy there is removed meanwhile fails before defining it (as one whose pool there was
- * undefined by hand fails for now, and goes through once the pool is prepared again); a live move
+ * template copy there is removed meanwhile fails before defining it (one whose pool there was
+ * undefined by hand goes through, the pool prepared again); a live move
  * that switched over, with its source left paused and its guest stopped on the destination since,
  * is taken for moved, not made again; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -141,6 +141,24 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
   const domains = (uri: string) => virshOut(uri, 'list', '--all', '--name').split('\n').filter(Boolean);
   const vm1 = '0d0d0d0d-0000-4000-8000-000000000001';
   const dom = `vrp-${vm1}`;
+  /**
+   * Once A's migration job of the VM is sending its memory to B (the disk copied): the bytes of
+   * memory sent so far. Fails if `moving` (the move) ends first.
+   */
+  const memoryMoving = (moving: Promise<unknown>) =>
+    waitUntil(
+      "the guest's memory moving to B",
+      async () => {
+        const settled = await Promise.race([moving, Promise.resolve('pending')]);
+        if (settled !== 'pending') assert.fail(`the move ended before the memory moved: ${String(settled)}`);
+        const { stdout } = await execFileAsync('virsh', ['-c', uriA, 'domjobinfo', '--rawstats', dom]).catch(
+          () => ({ stdout: '' }),
+        );
+        const memory = Number(/^memory_processed:\s*(\d+)/m.exec(stdout)?.[1] ?? 0);
+        return memory > 0 ? memory : undefined;
+      },
+      { everyMs: 50, budgetMs: slowWaitMs(600_000) },
+    );
   try {
     // (a) Created on A (B takes none while draining): its volumes are in A's pool only.
     await setState('b', 'draining');
@@ -489,24 +507,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
         () => 'migrated',
         (err: unknown) => err,
       );
-      const sent = await waitUntil(
-        "the guest's memory moving to B",
-        async () => {
-          const settled = await Promise.race([moving, Promise.resolve('pending')]);
-          if (settled !== 'pending')
-            assert.fail(`the move ended before the memory moved: ${String(settled)}`);
-          const { stdout } = await execFileAsync('virsh', [
-            '-c',
-            uriA,
-            'domjobinfo',
-            '--rawstats',
-            dom,
-          ]).catch(() => ({ stdout: '' }));
-          const memory = Number(/^memory_processed:\s*(\d+)/m.exec(stdout)?.[1] ?? 0);
-          return memory > 0 ? memory : undefined;
-        },
-        { everyMs: 50, budgetMs: slowWaitMs(600_000) },
-      );
+      const sent = await memoryMoving(moving);
       // B's (A's own QEMU, which came back by a move in (l), has `-incoming` too).
       const incoming = qemusOf().filter((pid) => !qemuOnA.includes(pid));
       assert.equal(incoming.length, 1, "B's incoming QEMU");
@@ -591,22 +592,11 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
 
     // (p) B's pool undefined by hand (its directory and volumes stay), with a stale domain of the
     // VM stopped there: the look for a finished cold copy finds no pool where this process had
-    // prepared one, and the move fails for now with the reservation kept; the next attempt
-    // prepares the pool again (as on a host never prepared), finds no disk of the VM, removes
-    // the stale domain and moves the VM cold. Then back to A.
+    // prepared one; it prepares the pool again (as on a host never prepared), finds no disk of
+    // the VM there, and the stale domain is removed and the VM moved cold. Then back to A.
     virshOut(uriB, 'pool-destroy', 'vrp');
     virshOut(uriB, 'pool-undefine', 'vrp');
     virshOut(uriB, 'define', staleXml);
-    await assert.rejects(driver.migrate(vm1, 'b'), (err: unknown) => {
-      assert.ok(err instanceof DriverError && err.transient, String(err));
-      assert.match(
-        err.message,
-        /storage pool is missing or stopped, and is prepared again by the next attempt/,
-      );
-      return true;
-    });
-    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: 'b' }, 'the reservation kept');
-    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`), "A's disk untouched");
     const afterPool = await driver.migrate(vm1, 'b');
     assert.deepEqual([afterPool.hostId, afterPool.power], ['b', 'stopped']);
     assert.match(virshOut(uriB, 'pool-info', 'vrp'), /^State:\s+running/m, "B's pool prepared again");
@@ -615,55 +605,72 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     await driver.migrate(vm1, 'a');
     assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
 
-    // (q) A live move that switched over, whose source was never told (its client lost before
-    // the Confirm step: libvirt leaves the source paused), and whose guest then stopped on B (a
-    // crash, or a Finish that failed before resuming it: libvirt defines the domain there in
-    // Finish, before it resumes the guest). Made here from a real move: A's volumes kept (their
-    // deletion refused), A's domain defined again and started paused, B's stopped, and the store
-    // put back as the move's first attempt left it (the VM on A, moving to B, A's room taken).
-    // The next attempt takes it for moved, as it is: nothing is moved again (that would replace
-    // B's disk, which holds the guest's newest writes, with A's older one); A's copy goes, and
-    // the VM is started on B, as it ran.
+    // (q) A live move that switched over, whose source was never told, and whose guest then
+    // stopped on B; made as it happens: B's libvirtd is stopped (SIGSTOP) while the guest's memory
+    // moves, so that once A has paused the guest for the switch-over the move's client (`virsh
+    // migrate`) waits on B for the Finish step; the client is stopped, B goes on and finishes
+    // (the guest runs there, its domain defined there), B's domain is destroyed, and the client
+    // is killed before the Confirm step (libvirt leaves A's domain paused, `paused (migrating)`).
+    // The driver's look after the failed command takes it for moved: nothing is moved again
+    // (that would replace B's disk, which the guest wrote on last, with A's older one), A's copy
+    // goes, and the VM is started on B, as it ran.
     await driver.start(vm1);
-    const roomOf = (id: string) =>
-      store.db
-        .selectFrom('hypervisor_hosts')
-        .select(['used_cpu', 'used_ram_gb', 'used_disk_gb'])
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow();
-    const roomOnA = await roomOf('a');
-    const definedOnA = join(dataDir, 'vm1-on-a.xml');
-    writeFileSync(definedOnA, virshOut(uriA, 'dumpxml', '--inactive', dom));
-    const keepOnA = installVirshWrapper();
+    // Slow enough that the guest's memory is caught moving (as in (m)); A's domain goes with the move.
+    virshOut(uriA, 'migrate-setspeed', dom, '16');
+    const daemonB = Number(readFileSync(join('/tmp/vrp-test-hosts', names.b, 'libvirtd.pid'), 'utf8'));
+    const clients = () =>
+      processesWhere(
+        (argv) => (argv[0] ?? '').endsWith('virsh') && argv.includes('migrate') && argv.includes(dom),
+      );
+    const stopped: number[] = [];
+    const resume = (pid: number) => {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {}
+    };
+    const migrateCommands = () => commands.filter((c) => c === 'virsh migrate').length;
+    const migrateCommandsBefore = migrateCommands();
     try {
-      keepOnA.refuse([uriA, 'vol-delete', vm1]);
-      const switched = await driver.migrate(vm1, 'b');
-      assert.deepEqual([switched.hostId, switched.power], ['b', 'running']);
+      const moving = driver.migrate(vm1, 'b').then(
+        (v) => v,
+        (err: unknown) => err,
+      );
+      await memoryMoving(moving);
+      process.kill(daemonB, 'SIGSTOP');
+      stopped.push(daemonB);
+      await waitUntil(
+        'A to pause the guest for the switch-over',
+        () => /paused \(migrating\)/.test(virshOut(uriA, 'domstate', '--reason', dom)) || undefined,
+        { everyMs: 100, budgetMs: slowWaitMs(60_000) },
+      );
+      // The client asks B for the Finish step as soon as A's step returns.
+      await new Promise((r) => setTimeout(r, 1500));
+      const [client, ...more] = clients();
+      assert.ok(client !== undefined && more.length === 0, 'one virsh migrate');
+      process.kill(client, 'SIGSTOP');
+      stopped.push(client);
+      resume(daemonB);
+      await waitUntil(
+        'B to finish the move',
+        () => /running/.test(virshOut(uriB, 'domstate', dom)) || undefined,
+        {
+          everyMs: 200,
+          budgetMs: slowWaitMs(60_000),
+        },
+      );
+      assert.match(virshOut(uriB, 'dominfo', dom), /^Persistent:\s+yes/m, 'defined on B');
+      virshOut(uriB, 'destroy', dom);
+      process.kill(client, 'SIGKILL');
+      const settled = await moving;
+      assert.ok(!(settled instanceof Error), String(settled));
+      assert.deepEqual(
+        [(settled as { hostId: string }).hostId, (settled as { power: string }).power],
+        ['b', 'running'],
+      );
     } finally {
-      keepOnA.remove();
+      for (const pid of stopped.splice(0)) resume(pid);
     }
-    const roomAfterMove = await roomOf('a');
-    assert.ok(poolVolumes(uriA).includes(`${vm1}.qcow2`), "A's disk kept");
-    virshOut(uriA, 'define', definedOnA);
-    virshOut(uriA, 'start', '--paused', dom);
-    virshOut(uriB, 'destroy', dom);
-    assert.match(virshOut(uriA, 'domstate', dom), /paused/);
-    assert.match(virshOut(uriB, 'domstate', dom), /shut off/);
-    await store.db.transaction().execute(async (tx) => {
-      await tx
-        .updateTable('libvirt_vms')
-        .set({ host_id: 'a', migrating_to: 'b' })
-        .where('id', '=', vm1)
-        .execute();
-      await tx.deleteFrom('libvirt_leftovers').where('host_id', '=', 'a').where('vm_id', '=', vm1).execute();
-      await tx.updateTable('hypervisor_hosts').set(roomOnA).where('id', '=', 'a').execute();
-    });
-    const commandsBefore = commands.length;
-    const migrationsBefore = migrations.length;
-    const settled = await driver.migrate(vm1, 'b');
-    assert.deepEqual([settled.hostId, settled.power], ['b', 'running']);
-    assert.ok(!commands.slice(commandsBefore).includes('virsh migrate'), 'not moved again');
-    assert.equal(migrations.length, migrationsBefore, 'no move reported');
+    assert.equal(migrateCommands(), migrateCommandsBefore + 1, 'not moved again');
     assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
     assert.match(virshOut(uriB, 'domstate', dom), /running/, 'started on B');
     assert.ok(!domains(uriA).includes(dom), "A's paused copy gone");
@@ -672,7 +679,6 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       [],
       "nothing of it in A's pool",
     );
-    assert.deepEqual(await roomOf('a'), roomAfterMove, "A's room given back, as by the move");
     await driver.stop(vm1, { timeoutMs: 3000 });
     await driver.migrate(vm1, 'a');
 

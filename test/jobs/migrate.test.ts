@@ -293,6 +293,39 @@ for (const store of testStores()) {
           assert.equal(after.serviceHost, to, 'the service records where its VM is');
         }));
 
+    test('an attempt that recorded the move and could not start the server there: the re-run starts it, as it ran, and moves nothing', () =>
+      withRunningService(store, async (s) => {
+        const st = s.t.ctx.store;
+        const to = other((await placement(st, s.id)).vm.host_id);
+        const driver = s.t.driver;
+        assert.ok(driver);
+        let moves = 0;
+        const stoppedThere = interceptDriver(driver, {
+          async migrate(id, toHost) {
+            moves++;
+            await driver.migrate(id, toHost);
+            // As the libvirt driver's look that finds a switch-over whose guest stopped there
+            // since: the move recorded, then its start there refused.
+            await driver.stop(id, { timeoutMs: 0 });
+            throw new DriverError('Could not start the VM', { transient: true });
+          },
+        });
+        await requestMigration(st.db, 'simulated', s.id, to, undefined, Date.now());
+        s.worker({}, { driver: stoppedThere });
+        await until(
+          async () => ['succeeded', 'failed'].includes((await s.jobRow('migrate')).status),
+          'the re-run to end',
+        );
+        const row = await s.jobRow('migrate');
+        assert.equal(row.status, 'succeeded', row.error ?? '');
+        assert.equal(row.attempts, 2);
+        assert.equal(moves, 1, 'moved once');
+        assert.equal((await placement(st, s.id)).vm.host_id, to);
+        assert.equal((await driver.inspect(s.id))?.power, 'running', 'started on its new host');
+        const status = await call(s.t, s.token, 'GET', `service/${s.id}/status`);
+        assert.equal(status.body.data.status, 'running');
+      }));
+
     test('a migrate queued again after an attempt that began cannot be cancelled; its re-run ends it on one host', () =>
       withRunningService(store, async (s) => {
         const st = s.t.ctx.store;

@@ -469,6 +469,22 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     }
   }
 
+  /**
+   * Why the domain is in its state, in virsh's words (`virsh domstate --reason`: `paused
+   * (migrating)` says `migrating`, `shut off (failed)` `failed`); '' where it says none.
+   */
+  async function stateReason(
+    vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
+    hostId = vm.host_id,
+  ): Promise<string> {
+    const { stdout } = await virsh(
+      await uriOf(hostId),
+      ['domstate', '--reason', domainName(vm.id)],
+      'Could not read the VM state',
+    );
+    return /\(([^)]*)\)/.exec(stdout)?.[1] ?? '';
+  }
+
   async function info(vm: LibvirtVmTable): Promise<VmInfo> {
     const s = await state(vm);
     return {
@@ -1904,6 +1920,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       const dstUri = await uriOf(to);
       const name = domainName(vm.id);
       const v = vmVolumes(vm.id);
+      await pool.ready(srcUri);
       await pool.ready(dstUri);
       const inactive = (
         await virsh(srcUri, ['dumpxml', '--inactive', '--migratable', name], 'Could not read the VM')
@@ -2114,12 +2131,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       // Running there, or defined there and gone from here: done but the source's clean-up.
       // Stopped there with its disk there, and here either
       // - stopped: a cold move defines the domain there after its disk was copied;
-      // - or paused: libvirt makes a live move's domain persistent on the destination only in
-      //   the move's Finish, once the disk's copy has ended and the source is paused for the
-      //   switch-over (qemuMigrationDstFinish: persist, then resume). The guest then ran there
-      //   (its newest writes are on that disk) and stopped, or Finish failed before it resumed
-      //   (both disks alike); the source was never told (its client lost before the Confirm
-      //   step), and libvirt leaves it paused. Moved, and started there, as it ran.
+      // - or paused for the move (`paused (migrating)`): libvirt makes a live move's domain
+      //   persistent on the destination only in the move's Finish step, once the disk's copy has
+      //   ended and the source is paused for the switch-over (qemuMigrationDstFinish: persist,
+      //   then resume), and leaves the source paused when its client is lost before the Confirm
+      //   step. The guest then ran there and stopped (its newest writes are on that disk): moved,
+      //   and started there (a boot: its memory is gone), as it ran. Unless Finish failed there
+      //   before it resumed the guest (`shut off (failed)`): the guest never ran there, and the
+      //   source, paused with its memory, is resumed instead (migrate and undo resume it).
       // A domain stopped there without its disk (defined by anything else, or its disk deleted
       // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
       // finish, and the stale domain goes before the move (migrate). The pool is made ready
@@ -2129,16 +2148,21 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await pool.ready(uri);
         return (await pool.info(uri, vmVolumes(vm.id).disk)) !== undefined;
       };
+      const switchedThenStopped =
+        dst === 'stopped' &&
+        src === 'paused' &&
+        (await stateReason(vm)) === 'migrating' &&
+        (await stateReason(vm, to)) !== 'failed' &&
+        (await diskThere());
       const stoppedThere =
-        dst === 'stopped' && (src === 'stopped' || src === 'paused') && (await diskThere());
+        switchedThenStopped || (dst === 'stopped' && src === 'stopped' && (await diskThere()));
       if (
         dst === 'running' ||
         (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||
         stoppedThere
       ) {
         const recorded = await finish(vm, to);
-        if (recorded && stoppedThere && src === 'paused')
-          await startDomain({ ...vm, host_id: to, migrating_to: null });
+        if (recorded && switchedThenStopped) await startDomain({ ...vm, host_id: to, migrating_to: null });
         return { moved: true } as const;
       }
       // Gone from here and the destination silent: it may run there (moved, its end not yet
@@ -2270,6 +2294,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // the domain first: one left defined while its disk is deleted below would pass, on a
         // later look, for a finished cold copy (stopped on both hosts).
         if (dst !== 'missing') await removeFrom(to, vmId);
+        // Paused here for a switch-over that did not happen there (the look found no copy of it
+        // that ran the guest, and that host's copy is gone now): resumed, so that the guest runs
+        // while it moves again, and arrives running.
+        if (src === 'paused' && (await stateReason(vm)) === 'migrating') await startDomain(vm);
         figures = await move(vm, to, live);
       } catch (err) {
         if (dst === 'unreachable') {

@@ -500,18 +500,21 @@ export function createPoolStorage(
       () => 0,
     );
   /**
-   * A read that found the pool gone or stopped since this process prepared it (undefined or
-   * `pool-destroy`ed by hand, stopped by libvirt after a failed refresh): the next ready() checks
-   * and prepares it again, so the error is transient (libvirt's words kept: isNoPool still reads
-   * them). Other errors are returned as they are.
+   * A read of the pool (`read`); one that finds the pool gone or stopped since this process
+   * prepared it (undefined or `pool-destroy`ed by hand, stopped by libvirt after a failed
+   * refresh) prepares it again (ready: defined, started, its volumes read again) and reads once
+   * more. A pool this process has not prepared is left as it is: the error says so (isNoPool),
+   * and a host never prepared has no volumes for the callers that read it so.
    */
-  function poolGone(uri: string, err: unknown): unknown {
-    if (!(err instanceof DriverError) || !(isNoPool(err) || isPoolStopped(err))) return err;
-    readyPools.delete(uri);
-    return new DriverError(
-      `${err.message}: the host's storage pool is missing or stopped, and is prepared again by the next attempt`,
-      { transient: true, cause: err, details: err.details },
-    );
+  async function readPool<T>(uri: string, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (!readyPools.has(uri) || !(isNoPool(err) || isPoolStopped(err))) throw err;
+      readyPools.delete(uri);
+      await storage.ready(uri);
+      return read();
+    }
   }
   /** Errors that mean another job (or process) did the same step first: the step is done. */
   const alreadyDone = (err: unknown) =>
@@ -559,30 +562,30 @@ export function createPoolStorage(
       return known;
     },
 
-    async list(uri) {
-      const { stdout } = await virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes').catch(
-        (err: unknown) => {
-          throw poolGone(uri, err);
-        },
-      );
-      return new Set(parseVolumeList(stdout));
+    list(uri) {
+      return readPool(uri, async () => {
+        const { stdout } = await virsh(uri, ['vol-list', POOL], 'Could not list the storage volumes');
+        return new Set(parseVolumeList(stdout));
+      });
     },
 
-    async info(uri, name) {
-      try {
-        const { stdout } = await virsh(
-          uri,
-          ['vol-info', '--bytes', '--pool', POOL, name],
-          'Could not read a storage volume',
-        );
-        return {
-          capacity: figureIn(stdout, 'Capacity') ?? 0,
-          allocation: figureIn(stdout, 'Allocation') ?? 0,
-        };
-      } catch (err) {
-        if (isNoVolume(err)) return undefined;
-        throw poolGone(uri, err);
-      }
+    info(uri, name) {
+      return readPool(uri, async () => {
+        try {
+          const { stdout } = await virsh(
+            uri,
+            ['vol-info', '--bytes', '--pool', POOL, name],
+            'Could not read a storage volume',
+          );
+          return {
+            capacity: figureIn(stdout, 'Capacity') ?? 0,
+            allocation: figureIn(stdout, 'Allocation') ?? 0,
+          };
+        } catch (err) {
+          if (isNoVolume(err)) return undefined;
+          throw err;
+        }
+      });
     },
 
     async createAs(uri, name, capacity, format, backing) {
@@ -660,10 +663,8 @@ export function createPoolStorage(
 
     async checkQcow2(uri, name) {
       const read = async () => {
-        const { stdout } = await virsh(
-          uri,
-          ['vol-dumpxml', '--pool', POOL, name],
-          'Could not read a storage volume',
+        const { stdout } = await readPool(uri, () =>
+          virsh(uri, ['vol-dumpxml', '--pool', POOL, name], 'Could not read a storage volume'),
         );
         const { capacity, allocation } = parseVolumeXml(stdout);
         return { format: /<format type='([^']+)'/.exec(stdout)?.[1], size: { capacity, allocation } };

@@ -1,4 +1,4 @@
-import { type Task, vmChange } from '../task.ts';
+import { runningAsBefore, type Task, vmChange } from '../task.ts';
 
 /**
  * Moves the service's VM to another host (the operator's `migrate`): live when it runs, cold when
@@ -13,9 +13,14 @@ import { type Task, vmChange } from '../task.ts';
  * that host". The attempt count cannot tell: an attempt that failed while its host was
  * unreachable is given back.
  */
-export const migrate: Task<'migrate'> = async ({ service, driver, job }) => {
+export const migrate: Task<'migrate'> = async (tc) => {
+  const { service, driver, job } = tc;
   const { host_id: to, from_host_id: from } = job.params;
   const vm = await driver.inspect(service.id);
-  if (vm && (to === null ? from !== null && vm.hostId !== from : vm.hostId === to)) return vmChange(vm);
+  // Found moved, it is powered as it was when the job began: an attempt that recorded the move
+  // and then could not start it there (a live move found switched over with its guest stopped
+  // since) leaves it stopped.
+  if (vm && (to === null ? from !== null && vm.hostId !== from : vm.hostId === to))
+    return vmChange(await runningAsBefore(tc, vm));
   return vmChange(await driver.migrate(service.id, to));
 };
