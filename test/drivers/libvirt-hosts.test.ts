@@ -615,8 +615,12 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     // (that would replace B's disk, which the guest wrote on last, with A's older one), A's copy
     // goes, and the VM is started on B, as it ran.
     await driver.start(vm1);
-    // Slow enough that the guest's memory is caught moving (as in (m)); A's domain goes with the move.
+    // Slow enough that the guest's memory is caught moving (as in (m)); back to its speed once
+    // B is held, so that the rest of the move is quick (the client drops a host that has not
+    // answered its keepalives for 30 s).
+    const speedOnA = virshOut(uriA, 'migrate-getspeed', dom).trim();
     virshOut(uriA, 'migrate-setspeed', dom, '16');
+    const ramOnA = await used('a');
     const daemonB = Number(readFileSync(join('/tmp/vrp-test-hosts', names.b, 'libvirtd.pid'), 'utf8'));
     const clients = () =>
       processesWhere(
@@ -638,13 +642,14 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       await memoryMoving(moving);
       process.kill(daemonB, 'SIGSTOP');
       stopped.push(daemonB);
+      virshOut(uriA, 'migrate-setspeed', dom, speedOnA);
       await waitUntil(
         'A to pause the guest for the switch-over',
         () => /paused \(migrating\)/.test(virshOut(uriA, 'domstate', '--reason', dom)) || undefined,
         { everyMs: 100, budgetMs: slowWaitMs(60_000) },
       );
       // The client asks B for the Finish step as soon as A's step returns.
-      await new Promise((r) => setTimeout(r, 1500));
+      await new Promise((r) => setTimeout(r, 3000));
       const [client, ...more] = clients();
       assert.ok(client !== undefined && more.length === 0, 'one virsh migrate');
       process.kill(client, 'SIGSTOP');
@@ -674,6 +679,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     assert.deepEqual(await vmRow(vm1), { host_id: 'b', migrating_to: null });
     assert.match(virshOut(uriB, 'domstate', dom), /running/, 'started on B');
     assert.ok(!domains(uriA).includes(dom), "A's paused copy gone");
+    assert.equal(await used('a'), ramOnA - 1, "A's room given back");
     assert.deepEqual(
       poolVolumes(uriA).filter((n) => n.startsWith(vm1)),
       [],

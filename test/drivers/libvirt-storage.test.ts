@@ -31,6 +31,13 @@ function scriptedPool(virsh: Commands['virsh'], pace?: CopyPace) {
   return createPoolStorage({ virsh, run: never, virshShell: never, close: async () => {} }, '/p', pace);
 }
 
+/** virsh's failure of `line` as the driver's commands report it (exit 1, libvirt's `stderr`). */
+const virshFailure = (what: string, line: string, stderr: string) =>
+  new DriverError(what, {
+    transient: false,
+    details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr },
+  });
+
 test("a live migration's data goes to the destination's host name, or to loopback for a local libvirtd", () => {
   assert.equal(migrationAddress('qemu+ssh://root@kvm2.internal/system'), 'kvm2.internal');
   assert.equal(migrationAddress('qemu+tcp://10.0.0.7:16509/system'), '10.0.0.7');
@@ -196,15 +203,7 @@ test('a pool whose refresh failed is checked again by the next ready() (libvirt 
     const line = args.join(' ');
     asked.push(line);
     if (line === 'pool-refresh vrp' && refreshFails)
-      throw new DriverError('Could not read the storage pool', {
-        transient: false,
-        details: {
-          command: `virsh ${line}`,
-          exitCode: 1,
-          signal: null,
-          stderr: 'error: cannot open directory',
-        },
-      });
+      throw virshFailure('Could not read the storage pool', line, 'error: cannot open directory');
     const answers: Record<string, string> = {
       'pool-list --all --name': 'vrp\n',
       'pool-dumpxml vrp': '<pool><target><path>/p</path></target></pool>',
@@ -237,16 +236,18 @@ test('a pool gone or stopped since it was prepared is prepared again and read on
   const asked: string[] = [];
   /** What the host says to the next read of its pool (as virsh 9.0 says each), once. */
   let gone: string | undefined;
+  /** The pool reads as stopped, and its pool-start is refused. */
+  let startRefused = false;
   const virsh = async (_uri: string, args: readonly string[]) => {
     const line = args.join(' ');
     asked.push(line);
+    if (startRefused && line === 'pool-info vrp') return { stdout: 'State:          inactive\n', stderr: '' };
+    if (startRefused && /^pool-(build|start)/.test(line))
+      throw virshFailure('Could not prepare the storage pool', line, 'error: cannot open directory');
     const said = gone;
     if (said && /^vol-(info|list|dumpxml)/.test(line)) {
       gone = undefined;
-      throw new DriverError('Could not read a storage volume', {
-        transient: false,
-        details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: said },
-      });
+      throw virshFailure('Could not read a storage volume', line, said);
     }
     if (line === 'vol-info --bytes --pool vrp y.qcow2')
       throw new DriverError('Could not read a storage volume', {
@@ -304,6 +305,29 @@ test('a pool gone or stopped since it was prepared is prepared again and read on
   // A missing volume is no missing pool: no error, and the pool is not prepared again.
   assert.equal(await pool.info('u', 'y.qcow2'), undefined);
   assert.equal(checks(), 5);
+  // Gone, and cannot be prepared again now (its pool-start refused): the read fails for now,
+  // and the next one tries again.
+  startRefused = true;
+  gone = noPool;
+  const refused = await pool.info('u', 'x.qcow2').then(
+    () => assert.fail('read a pool that could not be prepared'),
+    (e: unknown) => e,
+  );
+  assert.ok(refused instanceof DriverError && refused.transient, String(refused));
+  assert.match(
+    refused.message,
+    /The host's storage pool was gone or stopped, and could not be prepared again/,
+  );
+  startRefused = false;
+  assert.deepEqual(await pool.info('u', 'x.qcow2'), { capacity: 1024, allocation: 512 });
+  // A read that finds no pool while this process's first preparation is under way waits for
+  // it, and reads again: one preparation.
+  const fresh = scriptedPool(virsh);
+  const before = checks();
+  gone = noPool;
+  const [, read] = await Promise.all([fresh.ready('u'), fresh.info('u', 'x.qcow2')]);
+  assert.deepEqual(read, { capacity: 1024, allocation: 512 });
+  assert.equal(checks(), before + 1, 'prepared once');
 });
 
 test('a copy of a .qcow2 volume libvirt knows by another format: the pool read again first, and refused if still so', async () => {
@@ -366,10 +390,7 @@ test("a pool's free bytes: read again first, the last figure while a copy holds 
       const line = args.join(' ');
       asked.push(line);
       if (line === 'pool-refresh vrp' && refresh)
-        throw new DriverError('Could not read the storage pool', {
-          transient: false,
-          details: { command: `virsh ${line}`, exitCode: 1, signal: null, stderr: refresh },
-        });
+        throw virshFailure('Could not read the storage pool', line, refresh);
       return { stdout: line === 'pool-info --bytes vrp' ? info : '', stderr: '' };
     };
     return {

@@ -2138,7 +2138,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       //   step. The guest then ran there and stopped (its newest writes are on that disk): moved,
       //   and started there (a boot: its memory is gone), as it ran. Unless Finish failed there
       //   before it resumed the guest (`shut off (failed)`): the guest never ran there, and the
-      //   source, paused with its memory, is resumed instead (migrate and undo resume it).
+      //   source, paused with its memory, is resumed instead (migrate and undo resume it). (A
+      //   restart of that host's libvirtd forgets the reason, `shut off (unknown)`: the guest is
+      //   then booted there, from a disk the same as the source's.)
+      // Likewise paused there, but not for an incoming move (its I/O error, by hand): it ran there.
       // A domain stopped there without its disk (defined by anything else, or its disk deleted
       // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
       // finish, and the stale domain goes before the move (migrate). The pool is made ready
@@ -2148,18 +2151,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await pool.ready(uri);
         return (await pool.info(uri, vmVolumes(vm.id).disk)) !== undefined;
       };
+      const pausedForMove = src === 'paused' && (await stateReason(vm)) === 'migrating';
+      // Paused there for another reason than an incoming move's (an I/O error, by hand): the
+      // guest ran there after the switch-over. Left as it is (resuming an I/O error pauses it again).
+      const pausedThere = pausedForMove && dst === 'paused' && (await stateReason(vm, to)) !== 'migrating';
       const switchedThenStopped =
-        dst === 'stopped' &&
-        src === 'paused' &&
-        (await stateReason(vm)) === 'migrating' &&
-        (await stateReason(vm, to)) !== 'failed' &&
-        (await diskThere());
+        pausedForMove && dst === 'stopped' && (await stateReason(vm, to)) !== 'failed' && (await diskThere());
       const stoppedThere =
         switchedThenStopped || (dst === 'stopped' && src === 'stopped' && (await diskThere()));
       if (
         dst === 'running' ||
         (src === 'missing' && (dst === 'stopped' || dst === 'paused')) ||
-        stoppedThere
+        stoppedThere ||
+        pausedThere
       ) {
         const recorded = await finish(vm, to);
         if (recorded && switchedThenStopped) await startDomain({ ...vm, host_id: to, migrating_to: null });

@@ -16,6 +16,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { messageOf } from '../../domain/errors.ts';
 import { DriverError } from '../driver.ts';
 import { checkFence, fenceSignal, unfenced } from '../fence.ts';
 import {
@@ -490,6 +491,13 @@ export function createPoolStorage(
   const { virsh } = commands;
   /** Each connection's pool, checked once per process (a failed check is tried again). */
   const readyPools = new Map<string, Promise<string>>();
+  /** The connections whose pool this process has prepared (a ready() that went through), until a read finds it gone. */
+  const prepared = new Set<string>();
+  /** Forgets the connection's pool: the next ready() checks and prepares it again. */
+  const forget = (uri: string) => {
+    readyPools.delete(uri);
+    prepared.delete(uri);
+  };
   /**
    * The pool's largest volume in bytes (`vol-list --details`, which libvirt answers while a copy
    * runs): no copy within the pool reads more (cloneFlat's limit is its source's size); 0 if unread.
@@ -503,19 +511,28 @@ export function createPoolStorage(
    * A read of the pool (`read`); one that finds the pool gone or stopped since this process
    * prepared it (undefined or `pool-destroy`ed by hand, stopped by libvirt after a failed
    * refresh) prepares it again (ready: defined, started, its volumes read again) and reads once
-   * more. A pool this process has not prepared is left as it is: the error says so (isNoPool),
-   * and a host never prepared has no volumes for the callers that read it so.
+   * more (as a restarted process's first ready() would); a preparation that fails then fails
+   * the read for now (transient). A read during this process's first preparation waits for it
+   * and reads again. A pool this process has not begun to prepare is left as it is: the error
+   * says so (isNoPool), and a host never prepared has no volumes for the callers that read it so.
    */
   async function readPool<T>(uri: string, read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (err) {
-      if (!readyPools.has(uri) || !(isNoPool(err) || isPoolStopped(err))) throw err;
-      readyPools.delete(uri);
-      await storage.ready(uri);
+      if (!(isNoPool(err) || isPoolStopped(err)) || !readyPools.has(uri)) throw err;
+      // Gone since it was prepared: prepared again. A preparation under way: waited for.
+      if (prepared.has(uri)) forget(uri);
+      await storage.ready(uri).catch((cause: unknown) => {
+        throw new DriverError(
+          `The host's storage pool was gone or stopped, and could not be prepared again: ${messageOf(cause)}`,
+          { transient: true, cause, details: cause instanceof DriverError ? cause.details : undefined },
+        );
+      });
       return read();
     }
   }
+
   /** Errors that mean another job (or process) did the same step first: the step is done. */
   const alreadyDone = (err: unknown) =>
     /already exists|already active|is already|already in use/i.test(stderrOf(err));
@@ -555,8 +572,16 @@ export function createPoolStorage(
       let known = readyPools.get(uri);
       if (!known) {
         // Shared by the jobs that wait on it: no one attempt's fence stops it (fence.ts).
-        known = unfenced(() => makeReady(uri));
-        known.catch(() => readyPools.delete(uri));
+        const making = unfenced(() => makeReady(uri));
+        known = making;
+        making.then(
+          () => {
+            if (readyPools.get(uri) === making) prepared.add(uri);
+          },
+          () => {
+            if (readyPools.get(uri) === making) readyPools.delete(uri);
+          },
+        );
         readyPools.set(uri, known);
       }
       return known;
@@ -757,7 +782,7 @@ export function createPoolStorage(
           if (!isPoolBusy(err)) {
             // libvirt marks a pool whose refresh failed inactive: the next ready() checks it
             // again (and starts it) instead of trusting this process's earlier check.
-            readyPools.delete(uri);
+            forget(uri);
             throw err;
           }
           // By default as long as the copy that holds the pool may take: one of the pool's
