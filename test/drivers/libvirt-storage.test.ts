@@ -238,9 +238,12 @@ test('a pool gone or stopped since it was prepared is prepared again and read on
   let gone: string | undefined;
   /** The pool reads as stopped, and its pool-start is refused. */
   let startRefused = false;
+  let refreshFails = false;
   const virsh = async (_uri: string, args: readonly string[]) => {
     const line = args.join(' ');
     asked.push(line);
+    if (refreshFails && line === 'pool-refresh vrp')
+      throw virshFailure('Could not read the storage pool', line, 'error: cannot open directory');
     if (startRefused && line === 'pool-info vrp') return { stdout: 'State:          inactive\n', stderr: '' };
     if (startRefused && /^pool-(build|start)/.test(line))
       throw virshFailure('Could not prepare the storage pool', line, 'error: cannot open directory');
@@ -305,21 +308,33 @@ test('a pool gone or stopped since it was prepared is prepared again and read on
   // A missing volume is no missing pool: no error, and the pool is not prepared again.
   assert.equal(await pool.info('u', 'y.qcow2'), undefined);
   assert.equal(checks(), 5);
-  // Gone, and cannot be prepared again now (its pool-start refused): the read fails for now,
-  // and the next one tries again.
+  // Gone, and cannot be prepared again now (its directory cannot be made): the read fails with
+  // the preparation's error; the next read that finds it gone prepares it again.
   startRefused = true;
   gone = noPool;
   const refused = await pool.info('u', 'x.qcow2').then(
     () => assert.fail('read a pool that could not be prepared'),
     (e: unknown) => e,
   );
-  assert.ok(refused instanceof DriverError && refused.transient, String(refused));
+  assert.ok(refused instanceof DriverError && !refused.transient, String(refused));
   assert.match(
     refused.message,
-    /The host's storage pool was gone or stopped, and could not be prepared again/,
+    /The host's storage pool was gone or stopped, and could not be prepared again: Could not prepare the storage pool/,
   );
   startRefused = false;
+  let last = checks();
+  gone = noPool;
   assert.deepEqual(await pool.info('u', 'x.qcow2'), { capacity: 1024, allocation: 512 });
+  assert.equal(checks(), last + 1, 'prepared again after the failed preparation');
+  // A refresh that failed (libvirt stops the pool then): forgotten, and the next read that finds
+  // it stopped prepares it again.
+  refreshFails = true;
+  await assert.rejects(pool.refresh('u'), /Could not read the storage pool/);
+  refreshFails = false;
+  last = checks();
+  gone = "error: pool 'vrp' is not active";
+  assert.deepEqual(await pool.info('u', 'x.qcow2'), { capacity: 1024, allocation: 512 });
+  assert.equal(checks(), last + 1, 'prepared again after the failed refresh');
   // A read that finds no pool while this process's first preparation is under way waits for
   // it, and reads again: one preparation.
   const fresh = scriptedPool(virsh);

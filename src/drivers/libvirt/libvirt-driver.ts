@@ -485,6 +485,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return /\(([^)]*)\)/.exec(stdout)?.[1] ?? '';
   }
 
+  /** Whether the domain is defined on the host (`virsh dominfo`: `Persistent: yes`), not only running there. */
+  async function definedOn(
+    vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
+    hostId = vm.host_id,
+  ): Promise<boolean> {
+    const { stdout } = await virsh(
+      await uriOf(hostId),
+      ['dominfo', domainName(vm.id)],
+      'Could not read the VM',
+    );
+    return /^Persistent:\s+yes/m.test(stdout);
+  }
+
   async function info(vm: LibvirtVmTable): Promise<VmInfo> {
     const s = await state(vm);
     return {
@@ -2141,7 +2154,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       //   source, paused with its memory, is resumed instead (migrate and undo resume it). (A
       //   restart of that host's libvirtd forgets the reason, `shut off (unknown)`: the guest is
       //   then booted there, from a disk the same as the source's.)
-      // Likewise paused there, but not for an incoming move (its I/O error, by hand): it ran there.
+      // Likewise paused there and defined there (paused since Finish resumed it): it ran there.
       // A domain stopped there without its disk (defined by anything else, or its disk deleted
       // since) is no copy of the VM: the source's disk is the VM's, not to be deleted by a
       // finish, and the stale domain goes before the move (migrate). The pool is made ready
@@ -2152,9 +2165,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         return (await pool.info(uri, vmVolumes(vm.id).disk)) !== undefined;
       };
       const pausedForMove = src === 'paused' && (await stateReason(vm)) === 'migrating';
-      // Paused there for another reason than an incoming move's (an I/O error, by hand): the
-      // guest ran there after the switch-over. Left as it is (resuming an I/O error pauses it again).
-      const pausedThere = pausedForMove && dst === 'paused' && (await stateReason(vm, to)) !== 'migrating';
+      // Paused there and defined there: libvirt defines an incoming domain (paused until then)
+      // only in Finish, which then resumes the guest; one paused since (an I/O error, by hand)
+      // ran it after the switch-over. Left as it is (resuming an I/O error pauses it again). An
+      // incoming domain that never finished is not defined (`Persistent: no`).
+      const pausedThere = pausedForMove && dst === 'paused' && (await definedOn(vm, to));
       const switchedThenStopped =
         pausedForMove && dst === 'stopped' && (await stateReason(vm, to)) !== 'failed' && (await diskThere());
       const stoppedThere =

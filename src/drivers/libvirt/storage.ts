@@ -491,12 +491,14 @@ export function createPoolStorage(
   const { virsh } = commands;
   /** Each connection's pool, checked once per process (a failed check is tried again). */
   const readyPools = new Map<string, Promise<string>>();
-  /** The connections whose pool this process has prepared (a ready() that went through), until a read finds it gone. */
-  const prepared = new Set<string>();
+  /** The connections whose current ready() went through (until forgotten). */
+  const readyNow = new Set<string>();
+  /** The connections whose pool this process has prepared at least once (never forgotten). */
+  const preparedOnce = new Set<string>();
   /** Forgets the connection's pool: the next ready() checks and prepares it again. */
   const forget = (uri: string) => {
     readyPools.delete(uri);
-    prepared.delete(uri);
+    readyNow.delete(uri);
   };
   /**
    * The pool's largest volume in bytes (`vol-list --details`, which libvirt answers while a copy
@@ -511,22 +513,29 @@ export function createPoolStorage(
    * A read of the pool (`read`); one that finds the pool gone or stopped since this process
    * prepared it (undefined or `pool-destroy`ed by hand, stopped by libvirt after a failed
    * refresh) prepares it again (ready: defined, started, its volumes read again) and reads once
-   * more (as a restarted process's first ready() would); a preparation that fails then fails
-   * the read for now (transient). A read during this process's first preparation waits for it
-   * and reads again. A pool this process has not begun to prepare is left as it is: the error
+   * more (as a restarted process's first ready() would), also after this process forgot it (a
+   * failed refresh, a failed preparation); a preparation that fails then fails the read with its
+   * error (for now, or for good where it says so: a pool at another path). A read during a
+   * preparation under way waits for it and reads again. A pool this process has not begun to prepare is left as it is: the error
    * says so (isNoPool), and a host never prepared has no volumes for the callers that read it so.
    */
   async function readPool<T>(uri: string, read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (err) {
-      if (!(isNoPool(err) || isPoolStopped(err)) || !readyPools.has(uri)) throw err;
-      // Gone since it was prepared: prepared again. A preparation under way: waited for.
-      if (prepared.has(uri)) forget(uri);
+      if (!(isNoPool(err) || isPoolStopped(err)) || !(readyPools.has(uri) || preparedOnce.has(uri)))
+        throw err;
+      // Gone since it was prepared (or forgotten since: a failed refresh, a failed preparation):
+      // prepared again. A preparation under way: waited for.
+      if (readyNow.has(uri)) forget(uri);
       await storage.ready(uri).catch((cause: unknown) => {
         throw new DriverError(
           `The host's storage pool was gone or stopped, and could not be prepared again: ${messageOf(cause)}`,
-          { transient: true, cause, details: cause instanceof DriverError ? cause.details : undefined },
+          {
+            transient: cause instanceof DriverError ? cause.transient : true,
+            cause,
+            details: cause instanceof DriverError ? cause.details : undefined,
+          },
         );
       });
       return read();
@@ -576,7 +585,9 @@ export function createPoolStorage(
         known = making;
         making.then(
           () => {
-            if (readyPools.get(uri) === making) prepared.add(uri);
+            if (readyPools.get(uri) !== making) return;
+            readyNow.add(uri);
+            preparedOnce.add(uri);
           },
           () => {
             if (readyPools.get(uri) === making) readyPools.delete(uri);
