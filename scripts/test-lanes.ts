@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
  * 120 s timeout.
  */
 export const ONE_AT_A_TIME =
-  /^test\/(drivers\/libvirt(-hosts|-backups|-contract|-selfservice|-traffic|-seed-replace|-leftovers|-template-sweep)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice))\.test\.ts$/;
+  /^test\/(drivers\/libvirt(-hosts|-backups|-contract|-selfservice|-traffic|-seed-replace|-leftovers|-template-sweep|-guest-suspend)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice))\.test\.ts$/;
 
 /**
  * Real-VM files whose VMs live on test hosts of their own (scripts/libvirt/test-host.sh), each

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { domainXml } from '../../src/drivers/libvirt/domain-xml.ts';
+import { domainXml, withGuestSuspendOff } from '../../src/drivers/libvirt/domain-xml.ts';
 import { isLocalUri, vncSocketOf } from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { seedNetwork, userData, userDataSshKeys, writeSeed } from '../../src/drivers/libvirt/seed.ts';
 
@@ -76,6 +76,39 @@ test('domain XML: VNC on a socket libvirt makes (no TCP port); a second disk mov
   assert.match(rescue, /x\.qcow2'\/><target dev='vdb'/);
   assert.match(rescue, /x\.rescue-seed\.iso'\/><target dev='vdc'/);
   assert.match(rescue, /<uuid>6a3c7c4e-1111-4222-8333-944455556666<\/uuid>/);
+});
+
+test("domain XML: the guest's suspend off; an older definition gets it, one that has it is kept as it is", () => {
+  const own = domainXml({
+    name: 'vrp-x',
+    virtType: 'qemu',
+    cpu: 1,
+    ramGb: 1,
+    disk: '/p/x.qcow2',
+    seed: '/p/x.seed.iso',
+    consoleLog: '/p/x.console.log',
+  });
+  const off = "<pm><suspend-to-mem enabled='no'/><suspend-to-disk enabled='no'/></pm>";
+  assert.ok(own.includes(off));
+  assert.equal(withGuestSuspendOff(own), own);
+  // As libvirt writes it back (dumpxml --inactive): kept, so no define follows.
+  const kept = `<domain type='qemu'>\n  <on_crash>destroy</on_crash>\n  <pm>\n    <suspend-to-mem enabled="no"/>\n    <suspend-to-disk enabled='no'/>\n  </pm>\n  <devices>\n  </devices>\n</domain>`;
+  assert.equal(withGuestSuspendOff(kept), kept);
+  // Defined before the rule: none, added before the devices.
+  const older = `<domain type='qemu'>\n  <on_crash>destroy</on_crash>\n  <devices>\n    <disk/>\n  </devices>\n</domain>`;
+  assert.equal(
+    withGuestSuspendOff(older),
+    `<domain type='qemu'>\n  <on_crash>destroy</on_crash>\n  ${off}\n  <devices>\n    <disk/>\n  </devices>\n</domain>`,
+  );
+  // One that allows either (set by hand), or says nothing of one: replaced whole.
+  for (const pm of [
+    "<pm>\n    <suspend-to-mem enabled='yes'/>\n    <suspend-to-disk enabled='no'/>\n  </pm>",
+    "<pm>\n    <suspend-to-mem enabled='no'/>\n  </pm>",
+    '<pm/>',
+  ]) {
+    const xml = `<domain>\n  ${pm}\n  <devices/>\n</domain>`;
+    assert.equal(withGuestSuspendOff(xml), `<domain>\n  ${off}\n  <devices/>\n</domain>`);
+  }
 });
 
 test('the VNC socket of a live domain XML, and which hosts are local', () => {

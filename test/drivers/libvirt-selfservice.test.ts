@@ -27,7 +27,7 @@ import {
   asJobOnStore,
   claimsOfJob,
   closeLibvirtDriverOnStore,
-  guestExec,
+  guestExecWhenUp,
   guestReport,
   guestReports,
   libvirtDriverOnStore,
@@ -64,18 +64,8 @@ function report(n: number): Promise<Record<string, string>> {
   return guestReport(vmId, n);
 }
 
-/** A shell command in the guest through its agent, once the agent answers (it starts after the report). */
-function inGuest(shell: string): Promise<{ code: number; out: string }> {
-  return waitUntil(
-    `the guest agent to run ${shell}`,
-    () =>
-      guestExec(domain, shell).catch((err: unknown) => {
-        if (/guest agent is not (connected|responding)/i.test(String(err))) return undefined;
-        throw err;
-      }),
-    { everyMs: 500, budgetMs: slowWaitMs(120_000) },
-  );
-}
+/** A shell command in the guest through its agent, once the agent answers. */
+const inGuest = (shell: string) => guestExecWhenUp(domain, shell);
 
 /** libvirt's id of the running domain: a new one at each start. */
 const domid = () =>

@@ -540,6 +540,19 @@ export async function guestExec(
   );
 }
 
+/** A shell command in the guest through its agent (guestExec), once the agent answers (it starts after the boot report). */
+export function guestExecWhenUp(domain: string, shell: string): Promise<{ code: number; out: string }> {
+  return waitUntil(
+    `the guest agent to run ${shell}`,
+    () =>
+      guestExec(domain, shell).catch((err: unknown) => {
+        if (/guest agent is not (connected|responding)/i.test(String(err))) return undefined;
+        throw err;
+      }),
+    { everyMs: 500, budgetMs: slowWaitMs(120_000) },
+  );
+}
+
 /** Starts a shell command in the guest without waiting for it (a loop left running). */
 export async function guestSpawn(domain: string, shell: string, uri = 'qemu:///system'): Promise<void> {
   await guestAgent(

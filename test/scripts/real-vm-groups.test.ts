@@ -13,6 +13,7 @@ test('real-VM files: the system libvirtd’s in one group, the test hosts’ in 
     'test/drivers/libvirt-selfservice.test.ts',
     'test/drivers/libvirt-traffic.test.ts',
     'test/drivers/libvirt-seed-replace.test.ts',
+    'test/drivers/libvirt-guest-suspend.test.ts',
   ])
     assert.equal(realVmGroup(f), 'system-libvirtd', f);
   for (const f of [

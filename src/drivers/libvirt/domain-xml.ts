@@ -20,6 +20,28 @@ export interface DomainSpec {
   readonly metadata?: string;
 }
 
+/**
+ * The guest may not suspend itself to memory or to disk (ACPI S3 and S4 off, as Proxmox sets its
+ * guests): a guest's own `systemctl suspend` would leave its domain `pmsuspended` (holding its
+ * memory, answering no ACPI shutdown, refusing a start), woken only by `virsh dompmwakeup`.
+ */
+const GUEST_SUSPEND_OFF = "<pm><suspend-to-mem enabled='no'/><suspend-to-disk enabled='no'/></pm>";
+
+/**
+ * A domain XML (its own definition, as `virsh dumpxml --inactive` gives it) with the guest's
+ * suspend off (GUEST_SUSPEND_OFF): the same text where it is so already, its `<pm>` replaced where
+ * it allows either, or one added (a domain defined before this rule was).
+ */
+export function withGuestSuspendOff(xml: string): string {
+  const pm = /<pm\b[^>]*\/>|<pm\b[^>]*>[\s\S]*?<\/pm>/.exec(xml);
+  const off = (kind: string) => new RegExp(`<suspend-to-${kind}\\s+enabled=(['"])no\\1`).test(pm?.[0] ?? '');
+  if (pm && off('mem') && off('disk')) return xml;
+  if (pm) return xml.replace(pm[0], GUEST_SUSPEND_OFF);
+  const devices = xml.indexOf('<devices>');
+  if (devices < 0) return xml;
+  return `${xml.slice(0, devices)}${GUEST_SUSPEND_OFF}\n  ${xml.slice(devices)}`;
+}
+
 const esc = (s: string) => s.replace(/[<>&'"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /**
@@ -43,6 +65,7 @@ export function domainXml(d: DomainSpec): string {
   <os><type arch='x86_64' machine='pc'>hvm</type>${boot}</os>
   <features><acpi/><apic/></features>
   <on_poweroff>destroy</on_poweroff><on_reboot>restart</on_reboot><on_crash>destroy</on_crash>
+  ${GUEST_SUSPEND_OFF}
   <devices>
     ${qcow2(d.disk, 'vda')}${d.secondDisk ? `\n    ${qcow2(d.secondDisk, 'vdb')}` : ''}
     <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='${esc(d.seed)}'/><target dev='${d.secondDisk ? 'vdc' : 'vdb'}' bus='virtio'/><readonly/></disk>

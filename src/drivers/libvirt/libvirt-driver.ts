@@ -44,7 +44,7 @@ import {
   watchProgress,
 } from './commands.ts';
 import { backupXml, checkName, checkpointXml, parseMap, planRuns, readRuns } from './disk-export.ts';
-import { domainXml } from './domain-xml.ts';
+import { domainXml, withGuestSuspendOff } from './domain-xml.ts';
 import { createGuestFreeze } from './guest-freeze.ts';
 import { createHostImages, type HostTemplate, uploadOf, uploadsNamedIn } from './host-images.ts';
 import { createLeftovers } from './leftovers.ts';
@@ -449,24 +449,43 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return r;
   }
 
-  async function state(
-    vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
-    hostId = vm.host_id,
-  ): Promise<DomainState> {
+  /** The domain's state in virsh's words (`virsh domstate`: "running", "shut off", "pmsuspended"), or `missing`. */
+  async function domstate(vm: Pick<LibvirtVmTable, 'id' | 'host_id'>, hostId = vm.host_id): Promise<string> {
     try {
       const { stdout } = await virsh(
         await uriOf(hostId),
         ['domstate', domainName(vm.id)],
         'Could not read the VM state',
       );
-      const s = stdout.trim();
-      if (s === 'running' || s === 'in shutdown') return 'running';
-      if (s === 'paused') return 'paused';
-      return 'stopped';
+      return stdout.trim();
     } catch (err) {
       if (isNoDomain(err)) return 'missing';
       throw err;
     }
+  }
+
+  /**
+   * The domain's state as the driver acts on it. A guest that suspended itself (`pmsuspended`:
+   * a domain defined before its suspend was turned off, domain-xml.ts) holds its resources and
+   * is `running`, as in parseDomainList; the power commands wake it first (startDomain, stopDomain).
+   */
+  async function state(
+    vm: Pick<LibvirtVmTable, 'id' | 'host_id'>,
+    hostId = vm.host_id,
+  ): Promise<DomainState> {
+    return stateOf(await domstate(vm, hostId));
+  }
+
+  function stateOf(s: string): DomainState {
+    if (s === 'running' || s === 'in shutdown' || s === 'pmsuspended') return 'running';
+    if (s === 'paused') return 'paused';
+    if (s === 'missing') return 'missing';
+    return 'stopped';
+  }
+
+  /** Wakes a guest that suspended itself (`virsh dompmwakeup`: the guest's own resume, no agent needed). */
+  async function wake(vm: LibvirtVmTable) {
+    await virsh(await uriOf(vm.host_id), ['dompmwakeup', domainName(vm.id)], 'Could not wake the VM');
   }
 
   /**
@@ -667,18 +686,19 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   /**
-   * The VM's own definition made to have the VM's MAC where it has another (withOwnMac): read, and
-   * written again if so; the VM with its MAC.
+   * The VM's own definition made to have the VM's MAC where it has another (withOwnMac) and the
+   * guest's suspend off (withGuestSuspendOff): read, and written again if either changes it; the
+   * VM with its MAC.
    */
-  async function ownMacDefined(vm: LibvirtVmTable, uri: string): Promise<LibvirtVmTable> {
-    if (!o.bridge) return vm;
+  async function ownDefinition(vm: LibvirtVmTable, uri: string): Promise<LibvirtVmTable> {
     const { stdout } = await virsh(
       uri,
       ['dumpxml', '--inactive', domainName(vm.id)],
       'Could not read the VM',
     );
     const own = await withOwnMac(vm, stdout);
-    if (own.xml !== undefined) await defineXml(uri, own.xml);
+    const xml = withGuestSuspendOff(own.xml ?? stdout);
+    if (xml !== stdout) await defineXml(uri, xml);
     return own.vm;
   }
 
@@ -694,15 +714,18 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   async function startDomain(vm: LibvirtVmTable) {
-    const s = await state(vm);
+    const now = await domstate(vm);
+    if (now === 'pmsuspended') return wake(vm);
+    const s = stateOf(now);
     if (s === 'running') return;
     if (s === 'paused') {
       await virsh(await uriOf(vm.host_id), ['resume', domainName(vm.id)], 'Could not resume the VM');
       return;
     }
     const uri = await uriOf(vm.host_id);
-    // It boots its own definition: with the VM's MAC, whatever wrote it last (macs.ts).
-    await ownMacDefined(vm, uri);
+    // It boots its own definition: with the VM's MAC, whatever wrote it last (macs.ts), and the
+    // guest's suspend off (domain-xml.ts; one defined before that rule gets it at this start).
+    await ownDefinition(vm, uri);
     try {
       await virsh(uri, ['start', domainName(vm.id)], 'Could not start the VM');
     } catch (err) {
@@ -732,7 +755,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
 
   /** ACPI shutdown, then forced off once `timeoutMs` has passed. */
   async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
-    if ((await state(vm)) !== 'running') return;
+    const now = await domstate(vm);
+    if (stateOf(now) !== 'running') return;
+    // A guest asleep answers no ACPI shutdown (libvirt: "domain is not running"): woken first.
+    if (now === 'pmsuspended') await wake(vm);
     const uri = await uriOf(vm.host_id);
     await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
       if (!isNotRunning(err)) throw err;
@@ -1090,7 +1116,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await stopDomain(vm, o.stopTimeoutMs);
       await powerOffDomain(vm);
       // The rescue system answers to the VM's own MAC, which its own definition has too.
-      const own = await ownMacDefined(vm, uri);
+      const own = await ownDefinition(vm, uri);
       // A fresh rescue system: a throwaway overlay over the image, a seed with the rescue login.
       const r = rescueVolumes(vmId);
       await pool.remove(uri, r.disk);
@@ -2192,7 +2218,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           { transient: true },
         );
       if (src === 'missing') throw new DriverError(`VM ${vm.id} is on neither host`, { transient: false });
-      return { moved: false, src, dst } as const;
+      return { moved: false, src, dst, pausedForMove } as const;
     }
 
     /**
@@ -2291,7 +2317,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (toHostId !== null && toHostId !== to) return migrate(vmId, toHostId);
         return info({ ...vm, host_id: to, migrating_to: null });
       }
-      const { src, dst } = where;
+      const { src, dst, pausedForMove } = where;
       // Only a move an earlier run began can have switched over (this run has just reserved).
       if (held && mayHaveSwitched(where)) throw switchedOutOfSight(vm);
       const live = src === 'running' || src === 'paused';
@@ -2316,7 +2342,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // Paused here for a switch-over that did not happen there (the look found no copy of it
         // that ran the guest, and that host's copy is gone now): resumed, so that the guest runs
         // while it moves again, and arrives running.
-        if (src === 'paused' && (await stateReason(vm)) === 'migrating') await startDomain(vm);
+        if (pausedForMove) await startDomain(vm);
+        // A guest that suspended itself is woken first: the move is not trusted with a guest
+        // asleep, and the guest arrives running.
+        else if (src === 'running' && (await domstate(vm)) === 'pmsuspended') await wake(vm);
         figures = await move(vm, to, live);
       } catch (err) {
         if (dst === 'unreachable') {
