@@ -4,6 +4,8 @@
 #
 #   test-host.sh start NAME    starts test host NAME (or finds it running); its URI is the last line
 #   test-host.sh stop NAME     destroys and undefines its domains, ends its processes, removes its files
+#   test-host.sh power-cycle NAME  kills every process of it (a power cut) and starts its libvirtd
+#                              again over its files (a boot: it starts its autostart domains)
 #   test-host.sh status NAME   its URI and exit 0 when it answers, else "stopped" and exit 3
 #
 # NAME: [a-z0-9-]{1,20}. Everything the test host has is under /tmp/vrp-test-hosts/NAME/.
@@ -36,7 +38,7 @@ base=/tmp/vrp-test-hosts
 pool_path=/var/lib/vrp/pool
 
 usage() {
-  echo "usage: test-host.sh start|stop|status NAME  (NAME: [a-z0-9-]{1,20})" >&2
+  echo "usage: test-host.sh start|stop|power-cycle|status NAME  (NAME: [a-z0-9-]{1,20})" >&2
   exit 2
 }
 [ $# -eq 2 ] || usage
@@ -84,9 +86,28 @@ running() {
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && answers
 }
 
+# Ends every process of the host: each signal of $@ in turn (TERM KILL; KILL), each followed by up
+# to 10 s for them to go; fails if some stay.
+end_processes() {
+  local sig pids
+  for sig in "$@"; do
+    pids=$(host_pids)
+    [ -z "$pids" ] && return 0
+    # shellcheck disable=SC2086 # one pid a word
+    kill -"$sig" $pids 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      pids=$(host_pids)
+      [ -z "$pids" ] && return 0
+      sleep 0.2
+    done
+  done
+  echo "test-host: processes of $name would not end: $(host_pids)" >&2
+  return 1
+}
+
 stop_host() {
   [ -d "$dir" ] || return 0
-  local dom pids
+  local dom
   if answers; then
     for dom in $(timeout 60 virsh -q -c "$uri" list --all --name 2>/dev/null); do
       timeout 60 virsh -q -c "$uri" destroy "$dom" >/dev/null 2>&1 || true
@@ -94,27 +115,7 @@ stop_host() {
         >/dev/null 2>&1 || timeout 60 virsh -q -c "$uri" undefine "$dom" >/dev/null 2>&1 || true
     done
   fi
-  pids=$(host_pids)
-  # shellcheck disable=SC2086 # one pid a word
-  [ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    pids=$(host_pids)
-    [ -z "$pids" ] && break
-    sleep 0.2
-  done
-  if [ -n "$pids" ]; then
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      pids=$(host_pids)
-      [ -z "$pids" ] && break
-      sleep 0.2
-    done
-  fi
-  if [ -n "$pids" ]; then
-    echo "test-host: processes of $name would not end: $pids" >&2
-    return 1
-  fi
+  end_processes TERM KILL || return 1
   # Its mounts were only ever in its namespace, which ended with its last process.
   rm -rf "$dir"
 }
@@ -171,6 +172,16 @@ EOF
     chmod 711 "$pool_path"
   fi
 
+  launch_host "$mask_kvm" || return 1
+  virsh -q -c "$uri" pool-define-as vrp dir --target "$pool_path" >/dev/null
+  virsh -q -c "$uri" pool-start vrp >/dev/null
+  virsh -q -c "$uri" pool-autostart vrp >/dev/null
+  echo "$uri"
+}
+# Starts the host's libvirtd in a namespace of its own over the host's directory, and waits until
+# it answers. $1: non-empty to mask /dev/kvm.
+launch_host() {
+  local mask_kvm=$1
   # The namespace's first process mounts, leaves its token, starts virtlogd and becomes libvirtd.
   # shellcheck disable=SC2016 # expanded by the inner shell
   setsid unshare -m --propagation private bash -c '
@@ -206,9 +217,19 @@ EOF
     stop_host || true
     return 1
   fi
-  virsh -q -c "$uri" pool-define-as vrp dir --target "$pool_path" >/dev/null
-  virsh -q -c "$uri" pool-start vrp >/dev/null
-  virsh -q -c "$uri" pool-autostart vrp >/dev/null
+}
+# A power cut and a boot: every process of the host is killed (its guests die with their QEMU,
+# its /run and /var/lib/libvirt go with its namespace), then its libvirtd starts again over what
+# stays on its "disk" (its configuration with its domains and their autostart marks, its pool),
+# as after a host's boot: libvirt starts the domains marked to start with the host.
+power_cycle() {
+  [ -f "$dir/token" ] || {
+    echo "test-host: $name is not a test host here" >&2
+    return 1
+  }
+  end_processes KILL || return 1
+  rm -f "$dir/libvirtd.pid" "$dir/virtlogd.pid" "$dir"/run/*
+  launch_host "$([ -f "$dir/no-kvm" ] && echo 1)" || return 1
   echo "$uri"
 }
 
@@ -220,6 +241,7 @@ flock 9
 case $cmd in
   start) start_host ;;
   stop) stop_host ;;
+  power-cycle) power_cycle ;;
   status)
     if running; then echo "$uri"; else
       echo stopped

@@ -29,6 +29,8 @@ export interface HostPass {
   readonly leftoversCleared: readonly string[];
   /** The template volumes no VM used that the pass removed from the host (HypervisorDriver.clearUnusedTemplates). */
   readonly templatesRemoved: readonly string[];
+  /** The VMs whose start with the host was set or cleared (HypervisorDriver.startWithHost). */
+  readonly autostartChanged: readonly string[];
 }
 
 export interface Reconciler {
@@ -59,7 +61,14 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
   async function reconcileHost(hostId: string): Promise<HostPass> {
     const started = realNow();
     if (!(await claimHostLease(o.db, hostId, id, started, started + leaseMs))) {
-      return { hostId, outcome: 'taken', corrections: [], leftoversCleared: [], templatesRemoved: [] };
+      return {
+        hostId,
+        outcome: 'taken',
+        corrections: [],
+        leftoversCleared: [],
+        templatesRemoved: [],
+        autostartChanged: [],
+      };
     }
     const corrections: { serviceId: string; kind: CorrectionKind }[] = [];
     let outcome: HostPass['outcome'] = 'reconciled';
@@ -92,7 +101,14 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           'reconciler: the host did not list its VMs; next pass tries again',
         );
         outcome = 'unreachable';
-        return { hostId, outcome, corrections, leftoversCleared: [], templatesRemoved: [] };
+        return {
+          hostId,
+          outcome,
+          corrections,
+          leftoversCleared: [],
+          templatesRemoved: [],
+          autostartChanged: [],
+        };
       }
       for (const s of services) {
         const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
@@ -116,7 +132,16 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       }
       let leftoversCleared: readonly string[] = [];
       let templatesRemoved: readonly string[] = [];
+      let autostartChanged: readonly string[] = [];
       if (outcome === 'reconciled') {
+        // What the API has there now: running (one started outside it is, after its correction),
+        // or shut off (one shut down outside it is stopped now; a suspended one stays so).
+        const running = services
+          .filter((s) => s.status !== 'suspended' && states.get(s.id) === 'running')
+          .map((s) => s.id);
+        const stopped = services.filter((s) => states.get(s.id) === 'stopped').map((s) => s.id);
+        if (running.length + stopped.length > 0)
+          autostartChanged = await startWithHost(hostId, running, stopped);
         leftoversCleared = await clearLeftovers(hostId);
         // Held anew first: the corrections and the leftovers may have taken much of the hold.
         if (await renewHostLease(o.db, hostId, id, realNow() + leaseMs))
@@ -126,7 +151,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           outcome = 'lost';
         }
       }
-      return { hostId, outcome, corrections, leftoversCleared, templatesRemoved };
+      return { hostId, outcome, corrections, leftoversCleared, templatesRemoved, autostartChanged };
     } finally {
       // The next pass over this host, by any process, is due one interval after this one began.
       if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
@@ -171,6 +196,36 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         return done.cleared;
       },
       "reconciler: the host's old copies of VMs could not be listed; next pass tries again",
+    );
+
+  /**
+   * Makes the host's boot start its VMs of `running` and not those of `stopped`
+   * (HypervisorDriver.startWithHost): the marks changed are logged at info, what could not be
+   * changed at warn.
+   */
+  const startWithHost = (hostId: string, running: readonly string[], stopped: readonly string[]) =>
+    upkeep(
+      hostId,
+      () => o.driver.startWithHost?.(hostId, running, stopped),
+      (done) => {
+        if (done.marked.length > 0)
+          o.log.info(
+            { hostId, vmIds: done.marked },
+            'reconciler: running VMs marked to start with their host',
+          );
+        if (done.unmarked.length > 0)
+          o.log.info(
+            { hostId, vmIds: done.unmarked },
+            'reconciler: stopped VMs no longer marked to start with their host',
+          );
+        for (const f of done.failed)
+          o.log.warn(
+            { hostId, vmId: f.vmId, error: f.error },
+            "reconciler: a VM's start with its host could not be set; next pass tries again",
+          );
+        return [...done.marked, ...done.unmarked];
+      },
+      "reconciler: the host's VMs could not be listed for their start with it; next pass tries again",
     );
 
   /** Removes the host's template copies that no VM uses any more (logged at info), what could not be at warn. */

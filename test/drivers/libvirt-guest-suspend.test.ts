@@ -115,7 +115,8 @@ describe('libvirt: a guest that suspends itself', { skip: noLibvirtTemplate }, (
   });
 
   test('asleep, a stop wakes it for its ACPI shutdown, then powers it off; its next boot has the suspend off', async () => {
-    // libvirt's events of the domain, from before it sleeps: its pm-suspend shows the watch runs.
+    // libvirt's events of the domain, from before it sleeps: a change of its live title shows
+    // the watch is listening.
     const watch = spawn('virsh', ['-c', URI, 'event', '--domain', domain, '--all', '--loop'], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
@@ -126,6 +127,14 @@ describe('libvirt: a guest that suspends itself', { skip: noLibvirtTemplate }, (
     const seen = (what: string, re: RegExp) =>
       waitUntil(what, () => re.test(events) || undefined, { everyMs: 100, budgetMs: slowWaitMs(60_000) });
     try {
+      await waitUntil(
+        'the event watch to listen',
+        () => {
+          virsh('desc', '--live', '--title', domain, 'watched');
+          return /metadata-change/.test(events) || undefined;
+        },
+        { everyMs: 500, budgetMs: slowWaitMs(60_000) },
+      );
       await guestSleeps();
       await seen("libvirt's pm-suspend event", /pm-suspend/);
       const stopped = await driver.stop(vmId, { timeoutMs: 3_000 });

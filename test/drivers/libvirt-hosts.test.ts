@@ -11,7 +11,8 @@
  * template copy there is removed meanwhile fails before defining it (one whose pool there was
  * undefined by hand goes through, the pool prepared again); a live move
  * that switched over, with its source left paused and its guest stopped on the destination since,
- * is taken for moved, not made again; a stopped VM whose
+ * is taken for moved, not made again; a guest that suspended itself is woken and moves live; a
+ * host whose power is cut boots the VM that ran on it again, and not once it was stopped; a stopped VM whose
  * disk volume is gone is refused its move for good and stays where it was.
  */
 import assert from 'node:assert/strict';
@@ -30,7 +31,9 @@ import { openStore } from '../../src/store/database.ts';
 import { slowWaitMs, waitUntil } from '../helpers/budget.ts';
 import { diskImage } from '../helpers/disk-image.ts';
 import {
+  guestExecWhenUp,
   guestReports,
+  guestSpawn,
   guestWait,
   poolVolumes,
   processesWhere,
@@ -49,6 +52,8 @@ function startHost(name: string): string {
   return out[out.length - 1] ?? '';
 }
 const stopHost = (name: string) => execFileSync('bash', [script, 'stop', name], { stdio: 'ignore' });
+/** Cuts a test host's power and boots it again (its processes killed, its libvirtd started over its files). */
+const powerCycle = (name: string) => execFileSync('bash', [script, 'power-cycle', name], { stdio: 'ignore' });
 const execFileAsync = promisify(execFile);
 const virshOut = (uri: string, ...args: string[]) =>
   execFileSync('virsh', ['-c', uri, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -137,6 +142,14 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       },
       { uri, everyMs: 500, budgetMs: slowWaitMs(240_000) },
     );
+  /** The first boot report of vm1 on its console at `uri` after the `after` it had. */
+  const nextReport = (uri: string, after: number) =>
+    guestWait(
+      `a boot report of ${vm1} after its ${after}`,
+      vm1,
+      (all) => (all.length > after ? all[after] : undefined),
+      { uri, everyMs: 500, budgetMs: slowWaitMs(240_000) },
+    ).then((r) => r ?? {});
   const vmFiles = (vmId: string) => [`${vmId}.qcow2`, `${vmId}.seed.iso`, `${vmId}.console.log`];
   const domains = (uri: string) => virshOut(uri, 'list', '--all', '--name').split('\n').filter(Boolean);
   const vm1 = '0d0d0d0d-0000-4000-8000-000000000001';
@@ -212,6 +225,7 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
     }
     assert.ok(!domains(uriA).includes(dom), 'the domain is gone from A');
     assert.ok(domains(uriB).includes(dom), 'and defined on B (persistent)');
+    assert.match(virshOut(uriB, 'dominfo', dom), /^Autostart:\s+enable/m, 'marked to start with B');
     assert.equal(migrations.length, 1, 'the migration was logged at info');
     assert.equal(migrations[0]?.['live'], true);
     assert.equal(typeof migrations[0]?.['downtime_ms'], 'number', "with the guest's pause");
@@ -685,8 +699,59 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
       [],
       "nothing of it in A's pool",
     );
+
+    // (r) A guest that suspended itself (`pmsuspended`: its definition an older one, without the
+    // suspend off, made so on B here) moves live: woken first, it arrives running on A, its
+    // memory with it (not booted again: its disk counts the same boots, its agent answers).
+    virshOut(uriB, 'destroy', dom);
+    const olderXml = join(dataDir, 'older.xml');
+    writeFileSync(
+      olderXml,
+      virshOut(uriB, 'dumpxml', '--inactive', dom).replace(/<pm>[\s\S]*?<\/pm>\s*/, ''),
+    );
+    virshOut(uriB, 'define', olderXml);
+    const reportsOnB = guestReports(vm1, uriB).length;
+    virshOut(uriB, 'start', dom);
+    // (The boot (q) started may have been cut short before its report: the boot counted on the
+    // guest's disk is its new report's.)
+    const sleepyBoot = (await nextReport(uriB, reportsOnB))['boot'] ?? '';
+    assert.equal((await guestExecWhenUp(dom, 'cat /sys/power/mem_sleep', uriB)).out.trim(), 's2idle [deep]');
+    await guestSpawn(dom, 'sleep 1; echo mem > /sys/power/state', uriB);
+    await waitUntil(
+      'the guest asleep on B',
+      () => virshOut(uriB, 'domstate', dom).trim() === 'pmsuspended' || undefined,
+      {
+        everyMs: 250,
+        budgetMs: slowWaitMs(60_000),
+      },
+    );
+    const woken = await driver.migrate(vm1, 'a');
+    assert.deepEqual([woken.hostId, woken.power], ['a', 'running']);
+    assert.equal(virshOut(uriA, 'domstate', dom).trim(), 'running', 'awake on A');
+    assert.equal(
+      (await guestExecWhenUp(dom, 'cat /data/boots', uriA)).out.trim(),
+      sleepyBoot,
+      'not booted again',
+    );
+    assert.ok(!domains(uriB).includes(dom), "B's copy gone");
+
+    // (s) A's power is cut and comes back (every process of it killed, its libvirtd started again
+    // over its files, as at a host's boot): the VM, which ran (moved there live, marked to start
+    // with A), boots again there; stopped through the driver, it stays off through the next cut.
+    assert.match(virshOut(uriA, 'dominfo', dom), /^Autostart:\s+enable/m, 'marked to start with A');
+    const reportsBeforeCut = guestReports(vm1, uriA).length;
+    powerCycle(names.a);
+    assert.equal(
+      (await nextReport(uriA, reportsBeforeCut))['boot'],
+      String(Number(sleepyBoot) + 1),
+      'booted again',
+    );
+    assert.equal((await driver.inspect(vm1))?.power, 'running', 'running again after the cut');
     await driver.stop(vm1, { timeoutMs: 3000 });
-    await driver.migrate(vm1, 'a');
+    assert.match(virshOut(uriA, 'dominfo', dom), /^Autostart:\s+disable/m, 'no longer marked');
+    powerCycle(names.a);
+    assert.equal(virshOut(uriA, 'domstate', dom).trim(), 'shut off', 'it stayed off');
+    assert.deepEqual(await vmRow(vm1), { host_id: 'a', migrating_to: null });
 
     // (i) A stopped VM whose disk volume is gone from its host (deleted by hand): its move is
     // refused for good before anything is copied, and it stays on A.

@@ -100,6 +100,12 @@ test("domain XML: the guest's suspend off; an older definition gets it, one that
     withGuestSuspendOff(older),
     `<domain type='qemu'>\n  <on_crash>destroy</on_crash>\n  ${off}\n  <devices>\n    <disk/>\n  </devices>\n</domain>`,
   );
+  // Another namespace's element of that name is not it.
+  const other = `<domain>\n  <metadata><pm:x xmlns:pm='urn:x'/></metadata>\n  <devices>\n  </devices>\n</domain>`;
+  assert.equal(
+    withGuestSuspendOff(other),
+    `<domain>\n  <metadata><pm:x xmlns:pm='urn:x'/></metadata>\n  ${off}\n  <devices>\n  </devices>\n</domain>`,
+  );
   // One that allows either (set by hand), or says nothing of one: replaced whole.
   for (const pm of [
     "<pm>\n    <suspend-to-mem enabled='yes'/>\n    <suspend-to-disk enabled='no'/>\n  </pm>",

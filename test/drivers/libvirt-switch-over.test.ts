@@ -60,6 +60,7 @@ case "$1" in
   resume|start|dompmwakeup) [ -e "$d.state" ] || no_domain "$2"; echo running > "$d.state"; echo booted > "$d.reason" ;;
   destroy) [ -e "$d.state" ] || no_domain "$2"; echo 'shut off' > "$d.state"; echo destroyed > "$d.reason" ;;
   dumpxml) [ -e "$d.state" ] || no_domain "\${!#}"; echo "<domain><pm><suspend-to-mem enabled='no'/><suspend-to-disk enabled='no'/></pm><devices/></domain>" ;;
+  autostart) ;;
   undefine) rm -f "$d.state" "$d.reason" "$d.persistent" ;;
   vol-info)
     name=\${!#}

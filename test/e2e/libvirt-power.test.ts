@@ -1,7 +1,10 @@
 /**
  * On real VMs: what an operator does with `virsh` behind the API's back is
  * found by the power-state reconciler (VRP_RECONCILE_INTERVAL=1s here): `virsh destroy` ->
- * `stopped` and start works; `virsh start` -> `running`; a suspended VM started outside is shut
+ * `stopped` and start works; `virsh start` -> `running`; and the domain starts with its host
+ * (libvirt's autostart) as the API shows it: marked by the API's start and the reconciler's
+ * pass over one started outside, unmarked by the API's stop and the pass over one shut off
+ * outside; a suspended VM started outside is shut
  * off again; `virsh undefine` of a stopped one -> `failed`. One VM, to spare the shared cores.
  * Runs where VRP_TEST_LIBVIRT_TEMPLATE names the tiny test template (.ci/run builds it).
  */
@@ -36,10 +39,20 @@ test('real VMs: power changes made outside the API become the service status', {
   const domain = `vrp-${id}`;
   await api.ok('POST', `service/${id}/create`);
   await reach(id, 'running');
+  /** Whether libvirt starts the domain when its host boots (`virsh dominfo`'s Autostart). */
+  const autostart = () => /^Autostart:\s+(\S+)/m.exec(virsh('dominfo', domain))?.[1];
+  async function autostartBecomes(want: string): Promise<void> {
+    while (Date.now() < deadline && autostart() !== want) await new Promise((r) => setTimeout(r, 500));
+    assert.equal(autostart(), want);
+  }
+  // Started through the API: it starts with its host.
+  assert.equal(autostart(), 'enable', 'marked to start with its host');
 
-  // virsh destroy outside the API -> stopped; start works.
+  // virsh destroy outside the API -> stopped, and the reconciler's pass unmarks it (its host's
+  // boot brings back what the API shows running); start works, and marks it.
   virsh('destroy', domain);
   await reach(id, 'stopped');
+  await autostartBecomes('disable');
   const events = (await api.ok('GET', 'events?limit=1000')) as any[];
   assert.ok(
     events.some(
@@ -51,11 +64,15 @@ test('real VMs: power changes made outside the API become the service status', {
   await reach(id, 'running');
   assert.equal(virsh('domstate', domain), 'running');
 
-  // virsh start outside the API -> running.
+  assert.equal(autostart(), 'enable', 'started through the API: marked');
+  // virsh start outside the API -> running, and the reconciler's pass marks it to start with
+  // its host, as the API has it running.
   await api.ok('POST', `service/${id}/stop`);
   await reach(id, 'stopped');
+  assert.equal(autostart(), 'disable', 'stopped through the API: no longer marked');
   virsh('start', domain);
   await reach(id, 'running');
+  await autostartBecomes('enable');
 
   // A suspended VM started outside is shut off again; the service stays suspended.
   await api.ok('POST', `service/${id}/suspend`);

@@ -541,11 +541,15 @@ export async function guestExec(
 }
 
 /** A shell command in the guest through its agent (guestExec), once the agent answers (it starts after the boot report). */
-export function guestExecWhenUp(domain: string, shell: string): Promise<{ code: number; out: string }> {
+export function guestExecWhenUp(
+  domain: string,
+  shell: string,
+  uri = 'qemu:///system',
+): Promise<{ code: number; out: string }> {
   return waitUntil(
     `the guest agent to run ${shell}`,
     () =>
-      guestExec(domain, shell).catch((err: unknown) => {
+      guestExec(domain, shell, uri).catch((err: unknown) => {
         if (/guest agent is not (connected|responding)/i.test(String(err))) return undefined;
         throw err;
       }),

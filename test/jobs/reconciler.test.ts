@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
+import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createReconciler, type HostPass } from '../../src/jobs/reconciler.ts';
 import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
@@ -16,10 +17,13 @@ import { testStores } from '../helpers/stores.ts';
 /** The reconciler off (VRP_RECONCILE_INTERVAL=0): the tests call its pass themselves. */
 const OFF = { VRP_RECONCILE_INTERVAL: '0' };
 
-function reconciler(t: TestApp, options: { intervalMs?: number; realNow?: () => number } = {}) {
+function reconciler(
+  t: TestApp,
+  options: { intervalMs?: number; realNow?: () => number; driver?: HypervisorDriver } = {},
+) {
   return createReconciler({
     db: t.ctx.store.db,
-    driver: t.driver!,
+    driver: options.driver ?? t.driver!,
     clock: t.ctx.clock,
     log: t.app.log,
     metrics: t.ctx.metrics.power,
@@ -184,6 +188,55 @@ for (const store of testStores()) {
         await call(t, token, 'POST', `service/${id}/unsuspend`);
         await waitForStatus(t, token, id, 'running');
         assert.equal(await power(t, id), 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('each pass tells the driver which servers the API has running on the host and which shut off there (libvirt: their start with the host)', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const running = await orderRunning(t, token, 'boots-with-host.example.com');
+        const offOutside = await orderRunning(t, token, 'off-outside.example.com');
+        const onOutside = await orderRunning(t, token, 'on-outside.example.com');
+        const suspended = await orderRunning(t, token, 'suspended-boot.example.com');
+        await call(t, token, 'POST', `service/${onOutside}/stop`);
+        await waitForStatus(t, token, onOutside, 'stopped');
+        await call(t, token, 'POST', `service/${suspended}/suspend`);
+        await waitForStatus(t, token, suspended, 'suspended');
+        await outside.powerOff(t.ctx.store.db, offOutside);
+        await outside.powerOn(t.ctx.store.db, onOutside);
+
+        // The driver's answer is what it changed: here all it was told of.
+        const told: { hostId: string; running: string[]; stopped: string[] }[] = [];
+        const driver = {
+          ...t.driver!,
+          async startWithHost(hostId: string, r: readonly string[], st: readonly string[]) {
+            told.push({ hostId, running: [...r], stopped: [...st] });
+            return { marked: [...r], unmarked: [...st], failed: [] };
+          },
+        };
+        const passes = await reconciler(t, { driver }).pass();
+        const all = (pick: (c: (typeof told)[number]) => string[]) => told.flatMap(pick).sort();
+        assert.deepEqual(
+          all((c) => c.running),
+          [running, onOutside].sort(),
+          'running, one started outside',
+        );
+        assert.deepEqual(
+          all((c) => c.stopped),
+          [offOutside, suspended].sort(),
+          'one shut off outside, one suspended',
+        );
+        for (const c of told)
+          assert.deepEqual(
+            [...(passes.find((p) => p.hostId === c.hostId)?.autostartChanged ?? [])].sort(),
+            [...c.running, ...c.stopped].sort(),
+            'the pass reports what the driver changed',
+          );
+        assert.equal((await statusOf(t, token, offOutside)).status, 'stopped');
+        assert.equal((await statusOf(t, token, onOutside)).status, 'running');
       } finally {
         await t.close();
       }

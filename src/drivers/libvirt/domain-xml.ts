@@ -33,7 +33,7 @@ const GUEST_SUSPEND_OFF = "<pm><suspend-to-mem enabled='no'/><suspend-to-disk en
  * it allows either, or one added (a domain defined before this rule was).
  */
 export function withGuestSuspendOff(xml: string): string {
-  const pm = /<pm\b[^>]*\/>|<pm\b[^>]*>[\s\S]*?<\/pm>/.exec(xml);
+  const pm = /<pm(?=[\s/>])[^>]*\/>|<pm(?=[\s/>])[^>]*>[\s\S]*?<\/pm>/.exec(xml);
   const off = (kind: string) => new RegExp(`<suspend-to-${kind}\\s+enabled=(['"])no\\1`).test(pm?.[0] ?? '');
   if (pm && off('mem') && off('disk')) return xml;
   if (pm) return xml.replace(pm[0], GUEST_SUSPEND_OFF);

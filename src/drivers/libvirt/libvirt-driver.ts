@@ -178,6 +178,8 @@ const AGENT_TIMEOUT_S = 10;
 const SERIAL_CONNECT_MS = 30_000;
 /** How long a host's connection gets to answer a probe (host health) before it counts as not answering. */
 const PROBE_TIMEOUT_MS = 10_000;
+/** How long a guest woken from its own suspend gets to be running again, in libvirt's eyes. */
+const WAKE_TIMEOUT_MS = 10_000;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
 
 /**
@@ -483,9 +485,24 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     return 'stopped';
   }
 
-  /** Wakes a guest that suspended itself (`virsh dompmwakeup`: the guest's own resume, no agent needed). */
+  /**
+   * Wakes a guest that suspended itself (`virsh dompmwakeup`: the guest's own resume, no agent
+   * needed), and waits until libvirt no longer has it asleep: QEMU reports the wake-up from its
+   * main loop after the command has returned, and a shutdown asked before that is refused
+   * ("domain is not running"). One found awake after a failed wake (it woke by itself) is woken.
+   */
   async function wake(vm: LibvirtVmTable) {
-    await virsh(await uriOf(vm.host_id), ['dompmwakeup', domainName(vm.id)], 'Could not wake the VM');
+    await virsh(await uriOf(vm.host_id), ['dompmwakeup', domainName(vm.id)], 'Could not wake the VM').catch(
+      async (err: unknown) => {
+        if ((await domstate(vm)) === 'pmsuspended') throw err;
+      },
+    );
+    const until = Date.now() + WAKE_TIMEOUT_MS;
+    while ((await domstate(vm)) === 'pmsuspended') {
+      if (Date.now() >= until)
+        throw new DriverError(`VM ${vm.id} did not wake up from its own suspend`, { transient: true });
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /**
@@ -713,7 +730,31 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
   }
 
+  /**
+   * Whether the domain starts with its host (`virsh autostart`): libvirt starts the domains so
+   * marked when its host boots (after a power cut, a kernel update). On for a VM the driver leaves
+   * running (startDomain), off for one it stops (stopDomain, powerOffDomain), so a host that
+   * reboots brings back the servers that ran and no other.
+   */
+  async function startsWithHost(vm: Pick<LibvirtVmTable, 'id' | 'host_id'>, on: boolean) {
+    await virsh(
+      await uriOf(vm.host_id),
+      ['autostart', ...(on ? [] : ['--disable']), domainName(vm.id)],
+      on ? 'Could not make the VM start with its host' : 'Could not keep the VM from starting with its host',
+    ).catch((err: unknown) => {
+      // A domain defined nowhere (undefined by hand while it runs) has no mark: its host's boot
+      // never starts it.
+      if (!/transient domain/.test(stderrOf(err))) throw err;
+    });
+  }
+
+  /** Runs the VM (started, resumed or woken as it is now), and marks it to start with its host. */
   async function startDomain(vm: LibvirtVmTable) {
+    await runDomain(vm);
+    await startsWithHost(vm, true);
+  }
+
+  async function runDomain(vm: LibvirtVmTable) {
     const now = await domstate(vm);
     if (now === 'pmsuspended') return wake(vm);
     const s = stateOf(now);
@@ -756,9 +797,12 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   /** ACPI shutdown, then forced off once `timeoutMs` has passed. */
   async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
     const now = await domstate(vm);
+    // Not to start with its host from now on, whatever its state (one the guest shut down too).
+    if (now !== 'missing') await startsWithHost(vm, false);
     if (stateOf(now) !== 'running') return;
     // A guest asleep answers no ACPI shutdown (libvirt: "domain is not running"): woken first.
-    if (now === 'pmsuspended') await wake(vm);
+    // One that cannot be woken is powered off when the time below runs out.
+    if (now === 'pmsuspended') await wake(vm).catch(() => undefined);
     const uri = await uriOf(vm.host_id);
     await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
       if (!isNotRunning(err)) throw err;
@@ -777,6 +821,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (!isNotRunning(err) && !isNoDomain(err)) throw err;
       },
     );
+    // Off: not to start with its host either (one left marked by a failure here is unmarked by
+    // the reconciler's next pass: startWithHost).
+    await startsWithHost(vm, false).catch((err: unknown) => {
+      if (!isNoDomain(err)) throw err;
+    });
   }
 
   async function createVm(spec: VmSpec): Promise<VmInfo> {
@@ -2355,6 +2404,11 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await afterFailedMove(vm, to, live, err);
       }
       await finish(vm, to);
+      // A live move's domain is defined there by libvirt, without its source's autostart: set
+      // here, and where this fails (the move stands), by the reconciler's next pass over that
+      // host (startWithHost).
+      if (live && src === 'running')
+        await startsWithHost({ id: vmId, host_id: to }, true).catch(() => undefined);
       o.onMigration?.({
         vmId,
         fromHostId: vm.host_id,
@@ -2378,6 +2432,36 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     async probe(hostId) {
       // Bounded: a host whose daemon hangs must count as not answering, not hold the probe.
       await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host', PROBE_TIMEOUT_MS);
+    },
+
+    async startWithHost(hostId, running, stopped) {
+      // Only the servers the API has there: never an old copy of a VM that lives elsewhere now
+      // (a leftover), which the host's boot would start beside the VM itself.
+      const uri = await uriOf(hostId);
+      const { stdout } = await virsh(
+        uri,
+        ['list', '--all', '--autostart', '--name'],
+        'Could not list the VMs of the host',
+      );
+      const now = new Set(
+        stdout
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((n) => n.startsWith(DOMAIN_PREFIX))
+          .map((n) => n.slice(DOMAIN_PREFIX.length)),
+      );
+      const marked: string[] = [];
+      const unmarked: string[] = [];
+      const failed: { vmId: string; error: string }[] = [];
+      const mark = async (vmId: string, on: boolean, done: string[]) => {
+        await startsWithHost({ id: vmId, host_id: hostId }, on).then(
+          () => done.push(vmId),
+          (err: unknown) => failed.push({ vmId, error: messageOf(err) }),
+        );
+      };
+      for (const vmId of running) if (!now.has(vmId)) await mark(vmId, true, marked);
+      for (const vmId of stopped) if (now.has(vmId)) await mark(vmId, false, unmarked);
+      return { marked, unmarked, failed };
     },
 
     async powerStates(hostId) {
