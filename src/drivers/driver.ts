@@ -188,16 +188,6 @@ export interface TemplateSweep {
   readonly failed: readonly { readonly volume: string; readonly error: string }[];
 }
 
-/** What one pass over a host's VMs did for their start with the host (HypervisorDriver.startWithHost). */
-export interface AutostartPass {
-  /** The VMs marked to start with the host. */
-  readonly marked: readonly string[];
-  /** The VMs no longer marked. */
-  readonly unmarked: readonly string[];
-  /** Those that could not be, with why (the next pass tries again). */
-  readonly failed: readonly { readonly vmId: string; readonly error: string }[];
-}
-
 export interface HypervisorDriver {
   /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
   readonly name: 'simulated' | 'libvirt';
@@ -245,18 +235,14 @@ export interface HypervisorDriver {
    */
   clearUnusedTemplates?(hostId: string): Promise<TemplateSweep>;
   /**
-   * Makes the host's boot start the VMs of `running` (the servers the API has running on
-   * `hostId`, found running there) and not those of `stopped` (found shut off there): libvirt's
-   * autostart mark, which the driver sets on a VM it starts and clears on one it stops; this
-   * settles those started or shut down outside the driver, moved live, or from before the driver
-   * marked them (libvirt only). The reconciler calls it once per pass over each host it
-   * reconciles.
+   * The driver's VMs on `hostId` that the host's boot starts (libvirt: those with the autostart
+   * mark, in one `virsh list --all --autostart`; libvirt only). The driver marks a VM it starts and
+   * unmarks one it stops; the reconciler reads this once per pass over each host it reconciles,
+   * and settles what was started or shut off outside the driver (setStartWithHost).
    */
-  startWithHost?(
-    hostId: string,
-    running: readonly string[],
-    stopped: readonly string[],
-  ): Promise<AutostartPass>;
+  startingWithHost?(hostId: string): Promise<ReadonlySet<string>>;
+  /** Makes the VM's host start it at its boot, or not (libvirt: `virsh autostart [--disable]`). */
+  setStartWithHost?(vmId: string, on: boolean): Promise<void>;
   /**
    * Asks the host whether it answers (libvirt: its connection): resolves if it does, throws a
    * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.

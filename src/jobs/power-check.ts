@@ -53,6 +53,11 @@ function asRead(s: IdleService) {
     ]);
 }
 
+/** Whether the service is still as it was read: same status and job sequence, no job queued or running. */
+export async function stillIdle(db: Kysely<Database>, s: IdleService): Promise<boolean> {
+  return (await db.selectFrom('services').select('id').where(asRead(s)).executeTakeFirst()) !== undefined;
+}
+
 /**
  * Applies `correction` to a service with no job (the periodic pass), if it is still as it was
  * read: same status, same job sequence (no job accepted since), none queued or running. The
@@ -68,8 +73,7 @@ export async function correctIdleService(
 ): Promise<boolean> {
   const { db } = deps;
   if (correction.kind === 'power_off') {
-    const still = await db.selectFrom('services').select('id').where(asRead(s)).executeTakeFirst();
-    if (!still) return false;
+    if (!(await stillIdle(db, s))) return false;
     await powerOffSuspended(deps, s.id, correction.message);
     return true;
   }

@@ -5,7 +5,7 @@ import { isStoreUnavailable } from '../store/errors.ts';
 import { reachableHostIds } from '../store/repos/hosts.ts';
 import { claimHostLease, releaseHostLease, renewHostLease } from '../store/repos/reconciler-leases.ts';
 import { createPeriodic } from './periodic.ts';
-import { correctIdleService, type IdleService, type PowerCheckDeps } from './power-check.ts';
+import { correctIdleService, type IdleService, type PowerCheckDeps, stillIdle } from './power-check.ts';
 
 export interface ReconcilerOptions extends PowerCheckDeps {
   /** Time between passes (VRP_RECONCILE_INTERVAL); also how long a host stays unclaimed after a pass. */
@@ -29,7 +29,7 @@ export interface HostPass {
   readonly leftoversCleared: readonly string[];
   /** The template volumes no VM used that the pass removed from the host (HypervisorDriver.clearUnusedTemplates). */
   readonly templatesRemoved: readonly string[];
-  /** The VMs whose start with the host was set or cleared (HypervisorDriver.startWithHost). */
+  /** The VMs whose start with the host was set or cleared (HypervisorDriver.setStartWithHost). */
   readonly autostartChanged: readonly string[];
 }
 
@@ -43,6 +43,11 @@ export interface Reconciler {
 }
 
 const DEFAULT_LEASE_MS = 60_000;
+/**
+ * How many VMs' start with their host one pass over a host changes at most (one `virsh` each):
+ * the first pass after an upgrade marks every running VM of the host, over as many passes.
+ */
+const AUTOSTART_CHANGES_PER_PASS = 50;
 const POWER_STATUSES: readonly StableStatus[] = ['running', 'stopped', 'suspended'];
 
 /**
@@ -110,8 +115,11 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           autostartChanged: [],
         };
       }
+      // The services as they stand after the corrections (a status corrected moves the sequence).
+      const settled: IdleService[] = [];
       for (const s of services) {
         const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
+        settled.push(s);
         if (!correction) continue;
         if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
           o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
@@ -119,8 +127,11 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           break;
         }
         try {
-          if (await correctIdleService(o, s, correction))
+          if (await correctIdleService(o, s, correction)) {
             corrections.push({ serviceId: s.id, kind: correctionKind(correction) });
+            if (correction.kind === 'status')
+              settled[settled.length - 1] = { ...s, status: correction.to, jobSeq: s.jobSeq + 1 };
+          }
         } catch (err) {
           if (isStoreUnavailable(err)) throw err;
           // One service that cannot be corrected (a power-off refused) must not hold up the rest.
@@ -134,14 +145,11 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       let templatesRemoved: readonly string[] = [];
       let autostartChanged: readonly string[] = [];
       if (outcome === 'reconciled') {
-        // What the API has there now: running (one started outside it is, after its correction),
-        // or shut off (one shut down outside it is stopped now; a suspended one stays so).
-        const running = services
-          .filter((s) => s.status !== 'suspended' && states.get(s.id) === 'running')
-          .map((s) => s.id);
-        const stopped = services.filter((s) => states.get(s.id) === 'stopped').map((s) => s.id);
-        if (running.length + stopped.length > 0)
-          autostartChanged = await startWithHost(hostId, running, stopped);
+        const marks = await startWithHost(hostId, settled, states);
+        autostartChanged = marks.changed;
+        if (marks.lost) outcome = 'lost';
+      }
+      if (outcome === 'reconciled') {
         leftoversCleared = await clearLeftovers(hostId);
         // Held anew first: the corrections and the leftovers may have taken much of the hold.
         if (await renewHostLease(o.db, hostId, id, realNow() + leaseMs))
@@ -199,34 +207,62 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
     );
 
   /**
-   * Makes the host's boot start its VMs of `running` and not those of `stopped`
-   * (HypervisorDriver.startWithHost): the marks changed are logged at info, what could not be
-   * changed at warn.
+   * Makes the host's boot start the servers the API has running there and no other
+   * (HypervisorDriver.startingWithHost, setStartWithHost): each idle service found running and
+   * `running` in the store (one started outside it is, once corrected) is marked, each found shut
+   * off unmarked (shut down outside it, or suspended), at most AUTOSTART_CHANGES_PER_PASS, each
+   * only while the service is still as it stands (a job accepted since settles its own mark) and
+   * the host still held. Changes are logged at info, failures at warn (the next pass tries again).
    */
-  const startWithHost = (hostId: string, running: readonly string[], stopped: readonly string[]) =>
-    upkeep(
-      hostId,
-      () => o.driver.startWithHost?.(hostId, running, stopped),
-      (done) => {
-        if (done.marked.length > 0)
-          o.log.info(
-            { hostId, vmIds: done.marked },
-            'reconciler: running VMs marked to start with their host',
-          );
-        if (done.unmarked.length > 0)
-          o.log.info(
-            { hostId, vmIds: done.unmarked },
-            'reconciler: stopped VMs no longer marked to start with their host',
-          );
-        for (const f of done.failed)
-          o.log.warn(
-            { hostId, vmId: f.vmId, error: f.error },
-            "reconciler: a VM's start with its host could not be set; next pass tries again",
-          );
-        return [...done.marked, ...done.unmarked];
-      },
-      "reconciler: the host's VMs could not be listed for their start with it; next pass tries again",
-    );
+  async function startWithHost(
+    hostId: string,
+    settled: readonly IdleService[],
+    states: ReadonlyMap<string, 'running' | 'stopped'>,
+  ): Promise<{ changed: string[]; lost: boolean }> {
+    const changed: string[] = [];
+    const { startingWithHost, setStartWithHost } = o.driver;
+    if (!startingWithHost || !setStartWithHost || settled.length === 0) return { changed, lost: false };
+    let marked: ReadonlySet<string>;
+    try {
+      marked = await startingWithHost.call(o.driver, hostId);
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      o.log.warn(
+        { hostId, error: String(err) },
+        "reconciler: the host's VMs could not be listed for their start with it; next pass tries again",
+      );
+      return { changed, lost: false };
+    }
+    for (const s of settled) {
+      const observed = states.get(s.id);
+      const want =
+        observed === 'running' && s.status === 'running' ? true : observed === 'stopped' ? false : undefined;
+      if (want === undefined || marked.has(s.id) === want) continue;
+      if (changed.length >= AUTOSTART_CHANGES_PER_PASS) break;
+      if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
+        o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+        return { changed, lost: true };
+      }
+      if (!(await stillIdle(o.db, s))) continue;
+      try {
+        await setStartWithHost.call(o.driver, s.id, want);
+        changed.push(s.id);
+        o.log.info(
+          { hostId, serviceId: s.id, startsWithHost: want },
+          want
+            ? 'reconciler: a running VM marked to start with its host'
+            : 'reconciler: a stopped VM no longer marked to start with its host',
+        );
+      } catch (err) {
+        if (isStoreUnavailable(err)) throw err;
+        o.log.warn(
+          { hostId, serviceId: s.id, error: String(err) },
+          "reconciler: a VM's start with its host could not be set; next pass tries again",
+        );
+      }
+    }
+    return { changed, lost: false };
+  }
 
   /** Removes the host's template copies that no VM uses any more (logged at info), what could not be at warn. */
   const clearUnusedTemplates = (hostId: string) =>

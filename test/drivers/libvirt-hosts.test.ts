@@ -737,7 +737,9 @@ test('two hosts, each with its own pool: placement, live and cold migration, bac
 
     // (s) A's power is cut and comes back (every process of it killed, its libvirtd started again
     // over its files, as at a host's boot): the VM, which ran (moved there live, marked to start
-    // with A), boots again there; stopped through the driver, it stays off through the next cut.
+    // with A), boots again there; stopped through the driver, it stays off through the next cut
+    // (libvirtd runs its autostart before it takes connections, virStateInitialize: found shut
+    // off once A answers, it was not started).
     assert.match(virshOut(uriA, 'dominfo', dom), /^Autostart:\s+enable/m, 'marked to start with A');
     const reportsBeforeCut = guestReports(vm1, uriA).length;
     powerCycle(names.a);

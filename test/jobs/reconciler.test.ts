@@ -193,7 +193,7 @@ for (const store of testStores()) {
       }
     });
 
-    test('each pass tells the driver which servers the API has running on the host and which shut off there (libvirt: their start with the host)', async () => {
+    test("each pass makes the host's boot start the servers the API has running there, and no other (libvirt: autostart)", async () => {
       const t = await createTestApp(OFF, { worker: true, store });
       try {
         const token = await t.token();
@@ -208,35 +208,65 @@ for (const store of testStores()) {
         await outside.powerOff(t.ctx.store.db, offOutside);
         await outside.powerOn(t.ctx.store.db, onOutside);
 
-        // The driver's answer is what it changed: here all it was told of.
-        const told: { hostId: string; running: string[]; stopped: string[] }[] = [];
-        const driver = {
+        // The host's boot starts `running` (marked already), the two shut off now, not the one
+        // started outside.
+        const marked = new Set([running, offOutside, suspended]);
+        const set: [string, boolean][] = [];
+        const driver: HypervisorDriver = {
           ...t.driver!,
-          async startWithHost(hostId: string, r: readonly string[], st: readonly string[]) {
-            told.push({ hostId, running: [...r], stopped: [...st] });
-            return { marked: [...r], unmarked: [...st], failed: [] };
+          startingWithHost: async () => marked,
+          async setStartWithHost(vmId: string, on: boolean) {
+            set.push([vmId, on]);
           },
         };
         const passes = await reconciler(t, { driver }).pass();
-        const all = (pick: (c: (typeof told)[number]) => string[]) => told.flatMap(pick).sort();
+        const sorted = <T>(xs: readonly T[]) => [...xs].sort();
         assert.deepEqual(
-          all((c) => c.running),
-          [running, onOutside].sort(),
-          'running, one started outside',
+          sorted(set),
+          sorted([
+            [onOutside, true],
+            [offOutside, false],
+            [suspended, false],
+          ]),
+          'started outside: marked; shut off outside, and suspended: unmarked; the one marked already: left',
         );
         assert.deepEqual(
-          all((c) => c.stopped),
-          [offOutside, suspended].sort(),
-          'one shut off outside, one suspended',
+          sorted(passes.flatMap((p) => p.autostartChanged)),
+          sorted([onOutside, offOutside, suspended]),
+          'the passes report what they changed',
         );
-        for (const c of told)
-          assert.deepEqual(
-            [...(passes.find((p) => p.hostId === c.hostId)?.autostartChanged ?? [])].sort(),
-            [...c.running, ...c.stopped].sort(),
-            'the pass reports what the driver changed',
-          );
         assert.equal((await statusOf(t, token, offOutside)).status, 'stopped');
         assert.equal((await statusOf(t, token, onOutside)).status, 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test("a service given a job while the pass sets the host's boot is left to its job", async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const first = await orderRunning(t, token, 'boot-first.example.com');
+        const second = await orderRunning(t, token, 'boot-second.example.com');
+        await t.background!.worker.stop(1000);
+        const set: string[] = [];
+        let stopped = false;
+        const driver: HypervisorDriver = {
+          ...t.driver!,
+          // Neither is marked; a stop of the first is accepted once the pass has read the marks.
+          async startingWithHost() {
+            if (!stopped) {
+              stopped = true;
+              assert.equal((await call(t, token, 'POST', `service/${first}/stop`)).status, 200);
+            }
+            return new Set<string>();
+          },
+          async setStartWithHost(vmId: string) {
+            set.push(vmId);
+          },
+        };
+        await reconciler(t, { driver }).pass();
+        assert.deepEqual(set, [second], 'the one with a job queued since is not marked');
       } finally {
         await t.close();
       }

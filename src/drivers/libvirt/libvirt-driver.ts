@@ -489,12 +489,13 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * Wakes a guest that suspended itself (`virsh dompmwakeup`: the guest's own resume, no agent
    * needed), and waits until libvirt no longer has it asleep: QEMU reports the wake-up from its
    * main loop after the command has returned, and a shutdown asked before that is refused
-   * ("domain is not running"). One found awake after a failed wake (it woke by itself) is woken.
+   * ("domain is not running"). One found running after a failed wake (it woke by itself) is
+   * woken.
    */
   async function wake(vm: LibvirtVmTable) {
     await virsh(await uriOf(vm.host_id), ['dompmwakeup', domainName(vm.id)], 'Could not wake the VM').catch(
       async (err: unknown) => {
-        if ((await domstate(vm)) === 'pmsuspended') throw err;
+        if ((await domstate(vm)) !== 'running') throw err;
       },
     );
     const until = Date.now() + WAKE_TIMEOUT_MS;
@@ -748,10 +749,17 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     });
   }
 
+  /**
+   * startsWithHost for a VM the driver has just run or stopped: a failure leaves that done
+   * (the reconciler's next pass over the host settles the mark, and says so).
+   */
+  const markAfter = (vm: Pick<LibvirtVmTable, 'id' | 'host_id'>, on: boolean) =>
+    startsWithHost(vm, on).catch(() => undefined);
+
   /** Runs the VM (started, resumed or woken as it is now), and marks it to start with its host. */
   async function startDomain(vm: LibvirtVmTable) {
     await runDomain(vm);
-    await startsWithHost(vm, true);
+    await markAfter(vm, true);
   }
 
   async function runDomain(vm: LibvirtVmTable) {
@@ -798,7 +806,7 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
     const now = await domstate(vm);
     // Not to start with its host from now on, whatever its state (one the guest shut down too).
-    if (now !== 'missing') await startsWithHost(vm, false);
+    if (now !== 'missing') await markAfter(vm, false);
     if (stateOf(now) !== 'running') return;
     // A guest asleep answers no ACPI shutdown (libvirt: "domain is not running"): woken first.
     // One that cannot be woken is powered off when the time below runs out.
@@ -821,11 +829,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         if (!isNotRunning(err) && !isNoDomain(err)) throw err;
       },
     );
-    // Off: not to start with its host either (one left marked by a failure here is unmarked by
-    // the reconciler's next pass: startWithHost).
-    await startsWithHost(vm, false).catch((err: unknown) => {
-      if (!isNoDomain(err)) throw err;
-    });
+    // Off: not to start with its host either.
+    await markAfter(vm, false);
   }
 
   async function createVm(spec: VmSpec): Promise<VmInfo> {
@@ -2193,7 +2198,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       if (left !== undefined) o.onLeftover?.({ vmId: vm.id, hostId: to, error: left });
       const back = { ...vm, migrating_to: null };
       const s = await state(back);
-      if (s === 'paused' || (wasRunning && s === 'stopped')) await startDomain(back);
+      // Running here again (and marked to start with its host again: the move took the mark off).
+      if (s === 'paused' || (wasRunning && s !== 'missing')) await startDomain(back);
     }
 
     /**
@@ -2395,6 +2401,10 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         // A guest that suspended itself is woken first: the move is not trusted with a guest
         // asleep, and the guest arrives running.
         else if (src === 'running' && (await domstate(vm)) === 'pmsuspended') await wake(vm);
+        // The source's mark off: a source host that loses its power after the switch-over keeps
+        // the old copy defined (libvirt undefines it in the move's last step), and its boot must
+        // not run that copy beside the VM. A move undone marks it again (undo).
+        if (live) await startsWithHost(vm, false);
         figures = await move(vm, to, live);
       } catch (err) {
         if (dst === 'unreachable') {
@@ -2404,11 +2414,9 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         await afterFailedMove(vm, to, live, err);
       }
       await finish(vm, to);
-      // A live move's domain is defined there by libvirt, without its source's autostart: set
-      // here, and where this fails (the move stands), by the reconciler's next pass over that
-      // host (startWithHost).
-      if (live && src === 'running')
-        await startsWithHost({ id: vmId, host_id: to }, true).catch(() => undefined);
+      // A live move's domain is defined there by libvirt without its source's mark (the source's
+      // was taken off before the move).
+      if (live) await markAfter({ id: vmId, host_id: to }, true);
       o.onMigration?.({
         vmId,
         fromHostId: vm.host_id,
@@ -2434,34 +2442,23 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       await virsh(await uriOf(hostId), ['uri'], 'Could not reach the host', PROBE_TIMEOUT_MS);
     },
 
-    async startWithHost(hostId, running, stopped) {
-      // Only the servers the API has there: never an old copy of a VM that lives elsewhere now
-      // (a leftover), which the host's boot would start beside the VM itself.
-      const uri = await uriOf(hostId);
+    async startingWithHost(hostId) {
       const { stdout } = await virsh(
-        uri,
+        await uriOf(hostId),
         ['list', '--all', '--autostart', '--name'],
         'Could not list the VMs of the host',
       );
-      const now = new Set(
+      return new Set(
         stdout
           .split('\n')
           .map((l) => l.trim())
           .filter((n) => n.startsWith(DOMAIN_PREFIX))
           .map((n) => n.slice(DOMAIN_PREFIX.length)),
       );
-      const marked: string[] = [];
-      const unmarked: string[] = [];
-      const failed: { vmId: string; error: string }[] = [];
-      const mark = async (vmId: string, on: boolean, done: string[]) => {
-        await startsWithHost({ id: vmId, host_id: hostId }, on).then(
-          () => done.push(vmId),
-          (err: unknown) => failed.push({ vmId, error: messageOf(err) }),
-        );
-      };
-      for (const vmId of running) if (!now.has(vmId)) await mark(vmId, true, marked);
-      for (const vmId of stopped) if (now.has(vmId)) await mark(vmId, false, unmarked);
-      return { marked, unmarked, failed };
+    },
+
+    async setStartWithHost(vmId, on) {
+      await startsWithHost(await get(vmId), on);
     },
 
     async powerStates(hostId) {
