@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { HypervisorDriver } from '../../src/drivers/driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
-import { createReconciler, type HostPass } from '../../src/jobs/reconciler.ts';
+import { createReconciler, type HostPass, type ReconcilerOptions } from '../../src/jobs/reconciler.ts';
 import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
 import { testStores } from '../helpers/stores.ts';
@@ -19,13 +19,18 @@ const OFF = { VRP_RECONCILE_INTERVAL: '0' };
 
 function reconciler(
   t: TestApp,
-  options: { intervalMs?: number; realNow?: () => number; driver?: HypervisorDriver } = {},
+  options: {
+    intervalMs?: number;
+    realNow?: () => number;
+    driver?: HypervisorDriver;
+    log?: ReconcilerOptions['log'];
+  } = {},
 ) {
   return createReconciler({
     db: t.ctx.store.db,
     driver: options.driver ?? t.driver!,
     clock: t.ctx.clock,
-    log: t.app.log,
+    log: options.log ?? t.app.log,
     metrics: t.ctx.metrics.power,
     intervalMs: options.intervalMs ?? 0,
     realNow: options.realNow,
@@ -237,6 +242,75 @@ for (const store of testStores()) {
         );
         assert.equal((await statusOf(t, token, offOutside)).status, 'stopped');
         assert.equal((await statusOf(t, token, onOutside)).status, 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a start with the host that cannot be set, or marks that cannot be read, are logged and left to the next pass', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const token = await t.token();
+        const refused = await orderRunning(t, token, 'boot-refused.example.com');
+        const marked: string[] = [];
+        const warned: string[] = [];
+        const log = {
+          info: () => {},
+          error: () => {},
+          warn: (obj: unknown, msg: string) => {
+            warned.push(`${(obj as { serviceId?: string }).serviceId ?? '-'} ${msg}`);
+          },
+        } as unknown as ReconcilerOptions['log'];
+        const failing: HypervisorDriver = {
+          ...t.driver!,
+          startingWithHost: async () => new Set<string>(),
+          async setStartWithHost() {
+            throw new Error('virsh autostart: permission denied');
+          },
+        };
+        const first = await reconciler(t, { driver: failing, log }).pass();
+        assert.deepEqual(
+          first.flatMap((p) => p.autostartChanged),
+          [],
+          'nothing reported changed',
+        );
+        assert.ok(
+          first.every((p) => p.outcome === 'reconciled'),
+          'the pass goes on (leftovers, templates)',
+        );
+        assert.deepEqual(warned, [
+          `${refused} reconciler: a VM's start with its host could not be set; next pass tries again`,
+        ]);
+        warned.length = 0;
+        const unread = await reconciler(t, {
+          driver: {
+            ...failing,
+            startingWithHost: async () => {
+              throw new Error('no answer');
+            },
+          },
+          log,
+        }).pass();
+        assert.deepEqual(
+          unread.flatMap((p) => p.autostartChanged),
+          [],
+        );
+        assert.ok(warned.some((w) => /could not be listed for their start with it/.test(w)));
+        // The next pass with a host that answers marks it.
+        const next = await reconciler(t, {
+          driver: {
+            ...t.driver!,
+            startingWithHost: async () => new Set<string>(),
+            async setStartWithHost(vmId: string) {
+              marked.push(vmId);
+            },
+          },
+        }).pass();
+        assert.deepEqual(marked, [refused]);
+        assert.deepEqual(
+          next.flatMap((p) => p.autostartChanged),
+          [refused],
+        );
       } finally {
         await t.close();
       }
