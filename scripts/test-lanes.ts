@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
  * 120 s timeout.
  */
 export const ONE_AT_A_TIME =
-  /^test\/(drivers\/libvirt(-hosts|-backups|-contract|-selfservice|-traffic|-seed-replace|-leftovers|-template-sweep|-guest-suspend)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice))\.test\.ts$/;
+  /^test\/(drivers\/libvirt(-hosts|-backups|-contract|-selfservice|-traffic|-seed-replace|-leftovers|-template-sweep|-guest-suspend)?|e2e\/libvirt-(api|backups|fleet|kvm-fallback|password|power|provision|selfservice|storage-full))\.test\.ts$/;
 
 /**
  * Real-VM files whose VMs live on test hosts of their own (scripts/libvirt/test-host.sh), each
@@ -28,7 +28,7 @@ export const ONE_AT_A_TIME =
  * one at a time among themselves, beside the system daemon's real-VM file of the moment.
  */
 const ON_TEST_HOSTS =
-  /^test\/(drivers\/libvirt-(hosts|backups|contract|leftovers|template-sweep)|e2e\/libvirt-(fleet|backups|password))\.test\.ts$/;
+  /^test\/(drivers\/libvirt-(hosts|backups|contract|leftovers|template-sweep)|e2e\/libvirt-(fleet|backups|password|storage-full))\.test\.ts$/;
 
 /**
  * The group a real-VM file runs in, one file of a group at a time across the lanes: the system

@@ -20,6 +20,8 @@
 #   copy of the system's, so QEMU's capabilities are not probed again);
 # - /var/lib/vrp/pool, the path of the product's storage pool `vrp` on every host, is NAME/storage:
 #   the system daemon's domains see the real /var/lib/vrp/pool, each test host's see its own;
+#   with VRP_TEST_HOST_STORAGE_MB=N set at its start, a tmpfs of N MiB instead (a small disk that
+#   fills up; seen only in the host's namespace, and emptied by a power-cycle);
 # - a /dev/kvm only root may open is masked by an empty file (see start_host): its libvirt then
 #   agrees with itself that there is no KVM, and does not probe QEMU again on every define/start.
 # The script defines and starts the dir pool `vrp` at /var/lib/vrp/pool on the new host.
@@ -133,6 +135,10 @@ start_host() {
   uuid=$(cat /proc/sys/kernel/random/uuid)
   echo "$uuid" >"$dir/host-uuid"
   echo "$uri" >"$dir/uri"
+  if [ -n "${VRP_TEST_HOST_STORAGE_MB:-}" ]; then
+    [[ $VRP_TEST_HOST_STORAGE_MB =~ ^[1-9][0-9]{0,5}$ ]] || usage
+    echo "$VRP_TEST_HOST_STORAGE_MB" >"$dir/storage-mb"
+  fi
 
   cp -a /etc/libvirt/. "$dir/etc/"
   # Nothing of the system daemon's own: its domains, networks (a second virbr0 would clash),
@@ -194,7 +200,11 @@ launch_host() {
     mount --bind "$dir/etc" /etc/libvirt
     mount --bind "$dir/log" /var/log/libvirt
     mount --bind "$dir/cache" /var/cache/libvirt
-    mount --bind "$dir/storage" "$pool"
+    if [ -f "$dir/storage-mb" ]; then
+      mount -t tmpfs -o "size=$(<"$dir/storage-mb")m,mode=711" "vrp-test-host-$name-storage" "$pool"
+    else
+      mount --bind "$dir/storage" "$pool"
+    fi
     cp "$dir/token" /run/vrp-test-host
     if [ -n "$4" ]; then mount --bind "$dir/no-kvm" /dev/kvm; fi
     virtlogd -d -p "$dir/virtlogd.pid"

@@ -16,6 +16,8 @@ export const NOTIFICATION_KINDS = [
   'quota.near_cleared',
   'webhook.failing',
   'webhook.failing_cleared',
+  'service.paused',
+  'service.paused_cleared',
 ] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
@@ -30,6 +32,8 @@ const HEADINGS: Readonly<Record<NotificationKind, string>> = {
   'quota.near_cleared': 'Resellers back under 90 % of a quota',
   'webhook.failing': "Resellers' webhooks failing for a day",
   'webhook.failing_cleared': "Resellers' webhooks delivering again",
+  'service.paused': 'Servers paused by a failed write to their disk',
+  'service.paused_cleared': 'Servers no longer paused',
 };
 
 /** A host is full on a resource when more than this share of it is allocated. */
@@ -162,6 +166,35 @@ export function quotaNearNotification(
       ? `reseller ${reseller.name} uses ${of} (${resource} quota)`
       : `reseller ${reseller.name} is back under 90 % of its ${resource} quota (${of})`,
     data: { reseller_id: reseller.id, reseller: reseller.name, resource, used, quota: cap },
+  };
+}
+
+/**
+ * A server its hypervisor paused because a write to its disk failed (`disk_error` undefined:
+ * it runs again): `no_space` when the host's storage had no room for it.
+ */
+export function servicePausedNotification(
+  service: { readonly id: string; readonly resellerId: string; readonly domain: string },
+  host: { readonly id: string; readonly name: string },
+  pause: { readonly disk: string; readonly error: 'no_space' | 'io_error' } | undefined,
+): NewNotification {
+  const server = `server ${service.domain} on host ${host.name}`;
+  const why =
+    pause?.error === 'no_space'
+      ? `its disk ${pause.disk} had no room on the host's storage (it resumes once there is room)`
+      : `a write to its disk${pause?.disk ? ` ${pause.disk}` : ''} failed`;
+  return {
+    kind: pause ? 'service.paused' : 'service.paused_cleared',
+    subject: service.id,
+    summary: pause ? `${server} is paused: ${why}` : `${server} is no longer paused`,
+    data: {
+      service_id: service.id,
+      reseller_id: service.resellerId,
+      domain: service.domain,
+      host_id: host.id,
+      host: host.name,
+      ...(pause ? { disk: pause.disk, disk_error: pause.error } : {}),
+    },
   };
 }
 

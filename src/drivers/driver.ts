@@ -188,6 +188,24 @@ export interface TemplateSweep {
   readonly failed: readonly { readonly volume: string; readonly error: string }[];
 }
 
+/** A VM paused by a failed write to its disk: the disk, as the guest knows it (`vda`), and why. */
+export interface DiskErrorPause {
+  readonly disk: string;
+  /** `no_space`: the host's storage had no room for the write; `io_error`: any other failure. */
+  readonly error: 'no_space' | 'io_error';
+}
+
+/** What HypervisorDriver.pausedByDiskErrors reads of a host. */
+export interface DiskErrorPauses {
+  /** By VM id. */
+  readonly paused: ReadonlyMap<string, DiskErrorPause>;
+  /**
+   * Whether the host's storage has room for the VMs paused for want of it to go on (libvirt: at
+   * least RESUME_ROOM_BYTES free in the pool); false when none is paused so.
+   */
+  readonly storageHasRoom: boolean;
+}
+
 export interface HypervisorDriver {
   /** Which hosts are the driver's: those whose record names it (`hypervisor_hosts.driver`). */
   readonly name: 'simulated' | 'libvirt';
@@ -243,6 +261,16 @@ export interface HypervisorDriver {
   startingWithHost?(hostId: string): Promise<ReadonlySet<string>>;
   /** Makes the VM's host start it at its boot, or not (libvirt: `virsh autostart [--disable]`). */
   setStartWithHost?(vmId: string, on: boolean): Promise<void>;
+  /**
+   * The driver's VMs on `hostId` that their hypervisor paused because a write to their disk
+   * failed (libvirt: paused with the reason `ioerror`, QEMU's `werror=enospc`), in ONE listing
+   * of the host's paused VMs, with each one's failed disk and why; and whether the host's storage
+   * has room again (libvirt only). The reconciler reads this once per pass over each host it
+   * reconciles, tells the operators, and resumes what paused for want of room once there is.
+   */
+  pausedByDiskErrors?(hostId: string): Promise<DiskErrorPauses>;
+  /** Resumes a VM its hypervisor paused (libvirt: `virsh resume`; QEMU retries the write that failed). */
+  resumePaused?(vmId: string): Promise<void>;
   /**
    * Asks the host whether it answers (libvirt: its connection): resolves if it does, throws a
    * transient DriverError if it does not. What host health (jobs/host-health.ts) probes.

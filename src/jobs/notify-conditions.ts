@@ -6,10 +6,12 @@ import {
   type NewNotification,
   quotaNearNotification,
   quotaNearResources,
+  servicePausedNotification,
   WEBHOOK_FAILING_MS,
   webhookFailingNotification,
 } from '../domain/notifications.ts';
 import { QUOTA_RESOURCES, type QuotaResource } from '../domain/quotas.ts';
+import type { DiskErrorPause } from '../drivers/driver.ts';
 import { hostLoads, resellersWithQuota, webhookFailures } from '../store/repos/notification-watch.ts';
 import { conditionsInForce, endCondition, startCondition } from '../store/repos/notifications.ts';
 import { findQuota, quotaUse } from '../store/repos/quotas.ts';
@@ -33,7 +35,8 @@ async function reconcile<Seen>(
   ended: (key: string, seen: Seen) => Promise<NewNotification>,
   now: number,
 ): Promise<void> {
-  const inForce = await conditionsInForce(db, prefix);
+  // Exactly the prefix's (LIKE takes a `_` or `%` in a host's id for a wildcard).
+  const inForce = new Map([...(await conditionsInForce(db, prefix))].filter(([k]) => k.startsWith(prefix)));
   const { seen, observed } = await observe();
   for (const [key, n] of observed) if (!inForce.has(key)) await startCondition(db, key, n, now);
   for (const [key, since] of inForce)
@@ -131,6 +134,51 @@ function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
         false,
         null,
       );
+    },
+    now,
+  );
+}
+
+/**
+ * The servers on host `hostId` that its hypervisor holds paused on a failed write to their disk
+ * (`service.paused:{host}:{service}`), as the reconciler's pass over the host found them
+ * (`paused`, by service id): each newly paused is notified, and each no longer paused there
+ * (resumed, stopped, moved, removed) notified as ended.
+ */
+export async function servicesPaused(
+  db: Kysely<Database>,
+  hostId: string,
+  paused: ReadonlyMap<string, DiskErrorPause>,
+  now: number,
+): Promise<void> {
+  const prefix = `service.paused:${hostId}:`;
+  const host = (await db
+    .selectFrom('hypervisor_hosts')
+    .select(['id', 'name'])
+    .where('id', '=', hostId)
+    .executeTakeFirst()) ?? { id: hostId, name: hostId };
+  const servicesOf = async (ids: readonly string[]) =>
+    ids.length === 0
+      ? []
+      : db
+          .selectFrom('services')
+          .select(['id', 'reseller_id as resellerId', 'domain_name as domain'])
+          .where('id', 'in', ids)
+          .execute();
+  await reconcile(
+    db,
+    prefix,
+    async () => {
+      const observed = new Map<string, NewNotification>();
+      // Only the product's servers: a VM paused whose service is gone has no one to tell of it.
+      for (const s of await servicesOf([...paused.keys()]))
+        observed.set(`${prefix}${s.id}`, servicePausedNotification(s, host, paused.get(s.id)));
+      return { seen: undefined, observed };
+    },
+    async (key) => {
+      const id = key.slice(prefix.length);
+      const [s] = await servicesOf([id]);
+      return servicePausedNotification(s ?? { id, resellerId: '', domain: id }, host, undefined);
     },
     now,
   );

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type CorrectionKind, correctionKind, powerCorrection } from '../domain/power-drift.ts';
 import type { StableStatus } from '../domain/status-machine.ts';
+import type { DiskErrorPauses } from '../drivers/driver.ts';
 import { isStoreUnavailable } from '../store/errors.ts';
 import { reachableHostIds } from '../store/repos/hosts.ts';
 import { claimHostLease, releaseHostLease, renewHostLease } from '../store/repos/reconciler-leases.ts';
+import { servicesPaused } from './notify-conditions.ts';
 import { createPeriodic } from './periodic.ts';
 import { correctIdleService, type IdleService, type PowerCheckDeps, stillIdle } from './power-check.ts';
 
@@ -31,6 +33,10 @@ export interface HostPass {
   readonly templatesRemoved: readonly string[];
   /** The VMs whose start with the host was set or cleared (HypervisorDriver.setStartWithHost). */
   readonly autostartChanged: readonly string[];
+  /** The VMs found paused on a failed write to their disk (HypervisorDriver.pausedByDiskErrors). */
+  readonly pausedOnDiskErrors: readonly string[];
+  /** Those of them the pass resumed, the host's storage having room again (HypervisorDriver.resumePaused). */
+  readonly resumed: readonly string[];
 }
 
 export interface Reconciler {
@@ -73,6 +79,8 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         leftoversCleared: [],
         templatesRemoved: [],
         autostartChanged: [],
+        pausedOnDiskErrors: [],
+        resumed: [],
       };
     }
     const corrections: { serviceId: string; kind: CorrectionKind }[] = [];
@@ -113,6 +121,8 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           leftoversCleared: [],
           templatesRemoved: [],
           autostartChanged: [],
+          pausedOnDiskErrors: [],
+          resumed: [],
         };
       }
       // The services as they stand after the corrections (a status corrected moves the sequence).
@@ -149,6 +159,13 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         autostartChanged = marks.changed;
         if (marks.lost) outcome = 'lost';
       }
+      let pausedOnDiskErrors: readonly string[] = [];
+      let resumed: readonly string[] = [];
+      if (outcome === 'reconciled') {
+        const pauses = await diskErrorPauses(hostId, settled);
+        ({ paused: pausedOnDiskErrors, resumed } = pauses);
+        if (pauses.lost) outcome = 'lost';
+      }
       if (outcome === 'reconciled') {
         leftoversCleared = await clearLeftovers(hostId);
         // Held anew first: the corrections and the leftovers may have taken much of the hold.
@@ -159,7 +176,16 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
           outcome = 'lost';
         }
       }
-      return { hostId, outcome, corrections, leftoversCleared, templatesRemoved, autostartChanged };
+      return {
+        hostId,
+        outcome,
+        corrections,
+        leftoversCleared,
+        templatesRemoved,
+        autostartChanged,
+        pausedOnDiskErrors,
+        resumed,
+      };
     } finally {
       // The next pass over this host, by any process, is due one interval after this one began.
       if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
@@ -262,6 +288,66 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       }
     }
     return { changed, lost: false };
+  }
+
+  /**
+   * The servers the host holds paused on a failed write to their disk
+   * (HypervisorDriver.pausedByDiskErrors): the operators are told when one is found so and when
+   * it no longer is (notify-conditions.ts, servicesPaused). Those paused for want of room are
+   * resumed once the host's storage has room again (QEMU retries the write; one that fails again
+   * pauses it again): idle services only, each while still idle and the host still held (a job
+   * settles its own VM: a stop resumes it to shut it down). Resumes are logged at info, failures
+   * at warn (the next pass tries again).
+   */
+  async function diskErrorPauses(
+    hostId: string,
+    settled: readonly IdleService[],
+  ): Promise<{ paused: string[]; resumed: string[]; lost: boolean }> {
+    const resumed: string[] = [];
+    const { pausedByDiskErrors, resumePaused } = o.driver;
+    if (!pausedByDiskErrors) return { paused: [], resumed, lost: false };
+    let found: DiskErrorPauses;
+    try {
+      found = await pausedByDiskErrors.call(o.driver, hostId);
+    } catch (err) {
+      if (isStoreUnavailable(err)) throw err;
+      o.log.warn(
+        { hostId, error: String(err) },
+        "reconciler: the host's paused VMs could not be listed; next pass tries again",
+      );
+      return { paused: [], resumed, lost: false };
+    }
+    const paused = [...found.paused.keys()];
+    if (paused.length > 0)
+      o.log.warn(
+        { hostId, vms: paused, storageHasRoom: found.storageHasRoom },
+        'reconciler: VMs paused on a failed write to their disk',
+      );
+    await servicesPaused(o.db, hostId, found.paused, o.clock.now());
+    if (!found.storageHasRoom || !resumePaused) return { paused, resumed, lost: false };
+    for (const s of settled) {
+      if (found.paused.get(s.id)?.error !== 'no_space') continue;
+      if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
+        o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+        return { paused, resumed, lost: true };
+      }
+      if (!(await stillIdle(o.db, s))) continue;
+      try {
+        await resumePaused.call(o.driver, s.id);
+        resumed.push(s.id);
+        o.log.info(
+          { hostId, serviceId: s.id },
+          "reconciler: a VM paused for want of room on the host's storage resumed, the room back",
+        );
+      } catch (err) {
+        if (isStoreUnavailable(err)) throw err;
+        o.log.warn(
+          { hostId, serviceId: s.id, error: String(err) },
+          'reconciler: a paused VM could not be resumed; next pass tries again',
+        );
+      }
+    }
+    return { paused, resumed, lost: false };
   }
 
   /** Removes the host's template copies that no VM uses any more (logged at info), what could not be at warn. */

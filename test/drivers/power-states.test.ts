@@ -10,7 +10,11 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import { parseDomainList } from '../../src/drivers/libvirt/libvirt-driver.ts';
+import {
+  parseBlockError,
+  parseDiskErrorPaused,
+  parseDomainList,
+} from '../../src/drivers/libvirt/libvirt-driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { openStore } from '../../src/store/database.ts';
 import { reachableHostIds } from '../../src/store/repos/hosts.ts';
@@ -44,6 +48,37 @@ test('virsh list --all: every state read, domains not ours left out', () => {
     ],
   );
   assert.deepEqual([...parseDomainList(' Id   Name   State\n--------------------\n\n')], [], 'no domains');
+});
+
+test('virsh domstats --list-paused --state: the domains paused on an I/O error, and their disk error', () => {
+  const out = [
+    `Domain: 'vrp-${A}'`,
+    '  state.state=3',
+    '  state.reason=5',
+    '',
+    `Domain: 'vrp-${B}'`,
+    '  state.state=3',
+    '  state.reason=1',
+    '',
+    "Domain: 'someone-elses-vm'",
+    '  state.state=3',
+    '  state.reason=5',
+    '',
+    `Domain: 'vrp-${C}'`,
+    '  state.state=3',
+    '  state.reason=2',
+    `Domain: 'vrp-${D}'`,
+    '  state.state=3',
+    '  state.reason=5',
+    '',
+  ].join('\n');
+  // B paused by hand (user), C for a move (migration), the other domain not ours.
+  assert.deepEqual(parseDiskErrorPaused(out), [A, D]);
+  assert.deepEqual(parseDiskErrorPaused(''), [], 'none paused');
+  assert.deepEqual(parseBlockError('vda: no space\n'), { disk: 'vda', error: 'no_space' });
+  assert.deepEqual(parseBlockError('vdb: unspecified error\n'), { disk: 'vdb', error: 'io_error' });
+  assert.equal(parseBlockError('No errors found\n'), undefined);
+  assert.equal(parseBlockError(''), undefined);
 });
 
 const spec = (vmId: string) => ({

@@ -341,10 +341,16 @@ export async function startLibvirtE2eOnTestHost(
   name: string,
   domainName: string,
   env: Record<string, string> = {},
+  hostOptions: TestHostOptions = {},
 ) {
-  const { uri, stop } = await startTestHost(host);
+  const { uri, stop } = await startTestHost(host, hostOptions);
   after(stop);
   return { ...(await startLibvirtE2e(name, domainName, { ...env, VRP_LIBVIRT_URI: uri })), uri };
+}
+
+/** How a test host is made: `storageMb`, its pool a disk of that size (a tmpfs only it sees), that fills up. */
+export interface TestHostOptions {
+  readonly storageMb?: number;
 }
 
 /** The script that starts a libvirt host of its own on this machine (scripts/libvirt/test-host.sh). */
@@ -358,8 +364,15 @@ export const testHostScript = join(import.meta.dirname, '..', '..', 'scripts', '
  */
 export async function startTestHost(
   name: string,
+  options: TestHostOptions = {},
 ): Promise<{ uri: string; dir: string; stop(): Promise<void> }> {
-  const { stdout } = await execFileAsync('bash', [testHostScript, 'start', name], { timeout: 180_000 });
+  const { stdout } = await execFileAsync('bash', [testHostScript, 'start', name], {
+    timeout: 180_000,
+    env: {
+      ...process.env,
+      ...(options.storageMb ? { VRP_TEST_HOST_STORAGE_MB: String(options.storageMb) } : {}),
+    },
+  });
   const uri = stdout.trim().split('\n').at(-1) ?? '';
   if (!uri.startsWith('qemu+unix://')) throw new Error(`test host ${name} gave no URI: ${stdout}`);
   return {

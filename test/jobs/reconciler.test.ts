@@ -7,11 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
-import type { HypervisorDriver } from '../../src/drivers/driver.ts';
+import type { DiskErrorPause, HypervisorDriver } from '../../src/drivers/driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
 import { createReconciler, type HostPass, type ReconcilerOptions } from '../../src/jobs/reconciler.ts';
 import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
+import { operatorToken, opsCall } from '../helpers/operator.ts';
 import { testStores } from '../helpers/stores.ts';
 
 /** The reconciler off (VRP_RECONCILE_INTERVAL=0): the tests call its pass themselves. */
@@ -341,6 +342,139 @@ for (const store of testStores()) {
         };
         await reconciler(t, { driver }).pass();
         assert.deepEqual(set, [second], 'the one with a job queued since is not marked');
+      } finally {
+        await t.close();
+      }
+    });
+
+    test('a server paused on a failed write to its disk: the operators are told once, it is resumed once its host has room, and told when it runs', async () => {
+      const t = await createTestApp(OFF, { worker: true, store });
+      try {
+        const db = t.ctx.store.db;
+        const token = await t.token();
+        const noRoom = await orderRunning(t, token, 'no-room.example.com');
+        const badDisk = await orderRunning(t, token, 'bad-disk.example.com');
+        const queued = await orderRunning(t, token, 'queued-room.example.com');
+        const hostOf = (id: string) =>
+          db
+            .selectFrom('services')
+            .innerJoin('hypervisor_hosts', 'hypervisor_hosts.id', 'services.host_id')
+            .select(['hypervisor_hosts.id', 'hypervisor_hosts.name'])
+            .where('services.id', '=', id)
+            .executeTakeFirstOrThrow();
+        // What the hosts hold paused, by service, and whether their storage has room again.
+        let paused = new Map<string, DiskErrorPause>([
+          [noRoom, { disk: 'vda', error: 'no_space' }],
+          [badDisk, { disk: 'vdb', error: 'io_error' }],
+          [queued, { disk: 'vda', error: 'no_space' }],
+        ]);
+        let room = false;
+        let unlisted = false;
+        const resumedHere: string[] = [];
+        const driver: HypervisorDriver = {
+          ...t.driver!,
+          async pausedByDiskErrors(hostId: string) {
+            if (unlisted) throw new Error('virsh domstats: no answer');
+            const here = new Map<string, DiskErrorPause>();
+            for (const [id, p] of paused) if ((await hostOf(id)).id === hostId) here.set(id, p);
+            return {
+              paused: here,
+              storageHasRoom: room && [...here.values()].some((p) => p.error === 'no_space'),
+            };
+          },
+          async resumePaused(vmId: string) {
+            resumedHere.push(vmId);
+          },
+        };
+        const warned: string[] = [];
+        const log = {
+          info: () => {},
+          error: () => {},
+          warn: (_: unknown, msg: string) => {
+            warned.push(msg);
+          },
+        } as unknown as ReconcilerOptions['log'];
+        const ops = await operatorToken(t);
+        const told = async () =>
+          ((await opsCall(t, ops, 'GET', 'notifications?limit=100')).body.data as any[]).filter((n) =>
+            n.kind.startsWith('service.paused'),
+          );
+        const toldKinds = async () => (await told()).map((n) => `${n.kind} ${n.data.domain}`).sort();
+        const sorted = (xs: readonly string[]) => [...xs].sort();
+
+        const first = await reconciler(t, { driver, log }).pass();
+        assert.deepEqual(
+          sorted(first.flatMap((p) => p.pausedOnDiskErrors)),
+          sorted([noRoom, badDisk, queued]),
+        );
+        assert.deepEqual(
+          first.flatMap((p) => p.resumed),
+          [],
+          'no room yet: none resumed',
+        );
+        assert.deepEqual(await toldKinds(), [
+          'service.paused bad-disk.example.com',
+          'service.paused no-room.example.com',
+          'service.paused queued-room.example.com',
+        ]);
+        const host = await hostOf(noRoom);
+        const [n] = (await told()).filter((x) => x.data.service_id === noRoom);
+        assert.equal(
+          n.summary,
+          `server no-room.example.com on host ${host.name} is paused: its disk vda had no room on the host's storage (it resumes once there is room)`,
+        );
+        assert.equal(n.subject, noRoom);
+        assert.deepEqual(
+          { host_id: n.data.host_id, disk: n.data.disk, disk_error: n.data.disk_error },
+          { host_id: host.id, disk: 'vda', disk_error: 'no_space' },
+        );
+        const [bad] = (await told()).filter((x) => x.data.service_id === badDisk);
+        assert.equal(
+          bad.summary,
+          `server bad-disk.example.com on host ${(await hostOf(badDisk)).name} is paused: a write to its disk vdb failed`,
+        );
+
+        // Passes that find the same: nothing told again.
+        await reconciler(t, { driver, log }).pass();
+        assert.equal((await told()).length, 3);
+
+        // The storage has room again: the one paused for want of it and idle is resumed; not the
+        // one whose disk failed otherwise, nor the one a job is queued for (its job settles it).
+        await t.background!.worker.stop(1000);
+        const reset = await call(t, token, 'POST', `service/${queued}/reset-password`, {
+          password: 'New-pass-word-3',
+        });
+        assert.equal(reset.status, 200);
+        room = true;
+        const roomy = await reconciler(t, { driver, log }).pass();
+        assert.deepEqual(
+          roomy.flatMap((p) => p.resumed),
+          [noRoom],
+        );
+        assert.deepEqual(resumedHere, [noRoom]);
+
+        // It runs: told as no longer paused; the others still are.
+        paused = new Map([...paused].filter(([id]) => id !== noRoom));
+        await reconciler(t, { driver, log }).pass();
+        assert.deepEqual(await toldKinds(), [
+          'service.paused bad-disk.example.com',
+          'service.paused no-room.example.com',
+          'service.paused queued-room.example.com',
+          'service.paused_cleared no-room.example.com',
+        ]);
+        const [cleared] = (await told()).filter((x) => x.kind === 'service.paused_cleared');
+        assert.equal(cleared.summary, `server no-room.example.com on host ${host.name} is no longer paused`);
+
+        // A host that does not list its paused VMs: logged, nothing told or ended, the pass goes on.
+        unlisted = true;
+        warned.length = 0;
+        const blind = await reconciler(t, { driver, log }).pass();
+        assert.ok(blind.every((p) => p.outcome === 'reconciled'));
+        assert.ok(
+          warned.includes("reconciler: the host's paused VMs could not be listed; next pass tries again"),
+        );
+        assert.equal((await told()).length, 4);
+        assert.deepEqual(resumedHere, [noRoom]);
       } finally {
         await t.close();
       }

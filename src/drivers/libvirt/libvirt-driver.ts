@@ -14,6 +14,7 @@ import {
   type ConsoleStream,
   DISK_RESTORED,
   DISK_RUN_MAX,
+  type DiskErrorPause,
   type DiskExport,
   type DiskRun,
   DriverError,
@@ -180,6 +181,11 @@ const SERIAL_CONNECT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 10_000;
 /** How long a guest woken from its own suspend gets to be running again, in libvirt's eyes. */
 const WAKE_TIMEOUT_MS = 10_000;
+/**
+ * The room a host's pool must have again (free to QEMU's user) for the VMs paused for want of it
+ * to be resumed: enough that their next writes do not fill it again at once.
+ */
+const RESUME_ROOM_BYTES = 2 ** 30;
 const domainName = (vmId: string) => `${DOMAIN_PREFIX}${vmId}`;
 
 /**
@@ -199,6 +205,33 @@ export function parseDomainList(stdout: string): Map<string, PowerState> {
     states.set(name.slice(DOMAIN_PREFIX.length), off ? 'stopped' : 'running');
   }
   return states;
+}
+
+/**
+ * The ids of the driver's domains in `virsh domstats --state` output that are paused because a
+ * write to a disk failed: `state.state=3` (VIR_DOMAIN_PAUSED) with `state.reason=5`
+ * (VIR_DOMAIN_PAUSED_IOERROR). Other domains on the host, and those paused otherwise (by hand,
+ * for a move, started paused for a backup), are left out.
+ */
+export function parseDiskErrorPaused(stdout: string): string[] {
+  const ids: string[] = [];
+  for (const block of stdout.split(/^(?=Domain:)/m)) {
+    const name = /^Domain:\s*'(.*)'\s*$/m.exec(block)?.[1] ?? '';
+    if (!name.startsWith(DOMAIN_PREFIX)) continue;
+    if (/^\s*state\.state=3\s*$/m.test(block) && /^\s*state\.reason=5\s*$/m.test(block))
+      ids.push(name.slice(DOMAIN_PREFIX.length));
+  }
+  return ids;
+}
+
+/**
+ * The first disk error in `virsh domblkerror` output (`vda: no space`, `vda: unspecified
+ * error`); undefined where it says "No errors found".
+ */
+export function parseBlockError(stdout: string): DiskErrorPause | undefined {
+  const m = /^\s*(\S+):\s*(.+?)\s*$/m.exec(stdout);
+  if (!m) return undefined;
+  return { disk: m[1] ?? '', error: m[2] === 'no space' ? 'no_space' : 'io_error' };
 }
 
 /**
@@ -807,11 +840,16 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     const now = await domstate(vm);
     // Not to start with its host from now on, whatever its state (one the guest shut down too).
     if (now !== 'missing') await markAfter(vm, false);
-    if (stateOf(now) !== 'running') return;
+    if (now !== 'paused' && stateOf(now) !== 'running') return;
+    const uri = await uriOf(vm.host_id);
     // A guest asleep answers no ACPI shutdown (libvirt: "domain is not running"): woken first.
     // One that cannot be woken is powered off when the time below runs out.
     if (now === 'pmsuspended') await wake(vm).catch(() => undefined);
-    const uri = await uriOf(vm.host_id);
+    // A paused guest (its disk's write refused: the host's storage full; or paused by hand) runs
+    // no shutdown either: resumed first, it shuts down cleanly where the write now goes through;
+    // where it does not, QEMU pauses it again, and it is powered off when the time runs out.
+    if (now === 'paused')
+      await virsh(uri, ['resume', domainName(vm.id)], 'Could not resume the VM').catch(() => undefined);
     await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
       if (!isNotRunning(err)) throw err;
     });
@@ -2468,6 +2506,37 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
         'Could not list the VMs of the host',
       );
       return parseDomainList(stdout);
+    },
+
+    async pausedByDiskErrors(hostId) {
+      const uri = await uriOf(hostId);
+      const { stdout } = await virsh(
+        uri,
+        ['domstats', '--list-paused', '--state'],
+        'Could not list the paused VMs of the host',
+      );
+      const paused = new Map<string, DiskErrorPause>();
+      for (const vmId of parseDiskErrorPaused(stdout)) {
+        const errors = await virsh(
+          uri,
+          ['domblkerror', domainName(vmId)],
+          "Could not read the VM's disk errors",
+        ).then(
+          (r) => r.stdout,
+          () => undefined,
+        );
+        // Gone since the listing: not paused any more.
+        if (errors === undefined) continue;
+        paused.set(vmId, parseBlockError(errors) ?? { disk: '', error: 'io_error' });
+      }
+      const waiting = [...paused.values()].some((p) => p.error === 'no_space');
+      const storageHasRoom = waiting && (await pool.room(uri)).bytes >= RESUME_ROOM_BYTES;
+      return { paused, storageHasRoom };
+    },
+
+    async resumePaused(vmId) {
+      const vm = await get(vmId);
+      await virsh(await uriOf(vm.host_id), ['resume', domainName(vmId)], 'Could not resume the VM');
     },
 
     async interfaceCounters(hostId) {
