@@ -185,11 +185,45 @@ export async function servicesPaused(
 }
 
 /**
+ * Ends the `service.paused` conditions that no pass over their host will end: the service is
+ * gone, terminated, or recorded on another host since (moved, or its host removed, while that
+ * host did not answer: only a host that answers is passed over).
+ */
+async function pausedElsewhere(db: Kysely<Database>, now: number): Promise<void> {
+  const prefix = 'service.paused:';
+  const inForce = [...(await conditionsInForce(db, prefix))].filter(([k]) => k.startsWith(prefix));
+  for (const [key, since] of inForce) {
+    const hostId = key.slice(prefix.length, key.lastIndexOf(':'));
+    const serviceId = key.slice(key.lastIndexOf(':') + 1);
+    const s = await db
+      .selectFrom('services')
+      .select(['id', 'reseller_id as resellerId', 'domain_name as domain', 'host_id', 'status'])
+      .where('id', '=', serviceId)
+      .executeTakeFirst();
+    if (s && s.status !== 'terminated' && s.host_id === hostId) continue;
+    const host = (await db
+      .selectFrom('hypervisor_hosts')
+      .select(['id', 'name'])
+      .where('id', '=', hostId)
+      .executeTakeFirst()) ?? { id: hostId, name: hostId };
+    await endCondition(
+      db,
+      key,
+      since,
+      servicePausedNotification(s ?? { id: serviceId, resellerId: '', domain: serviceId }, host, undefined),
+      now,
+    );
+  }
+}
+
+/**
  * One look at the lasting conditions operators are notified of: hosts full, resellers near a
- * quota, resellers' webhooks failing for a day. Each is notified when it starts and when it ends.
+ * quota, resellers' webhooks failing for a day (and the servers paused that no pass over their
+ * host will find again). Each is notified when it starts and when it ends.
  */
 export async function sweepConditions(db: Kysely<Database>, now: number): Promise<void> {
   await hostsFull(db, now);
   await quotasNear(db, now);
   await webhooksFailing(db, now);
+  await pausedElsewhere(db, now);
 }

@@ -323,10 +323,17 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         { hostId, vms: paused, storageHasRoom: found.storageHasRoom },
         'reconciler: VMs paused on a failed write to their disk',
       );
+    // Held anew before the conditions are settled: the listing may have taken much of the hold,
+    // and another process's pass over the host must not settle them from a listing of its own.
+    if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
+      o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+      return { paused, resumed, lost: true };
+    }
     await servicesPaused(o.db, hostId, found.paused, o.clock.now());
     if (!found.storageHasRoom || !resumePaused) return { paused, resumed, lost: false };
     for (const s of settled) {
-      if (found.paused.get(s.id)?.error !== 'no_space') continue;
+      // A suspended service's VM stays off (its power-off is the correction's, not a resume).
+      if (s.status !== 'running' || found.paused.get(s.id)?.error !== 'no_space') continue;
       if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
         o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
         return { paused, resumed, lost: true };

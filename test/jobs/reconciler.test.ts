@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDriver } from '../../src/drivers/create-driver.ts';
 import type { DiskErrorPause, HypervisorDriver } from '../../src/drivers/driver.ts';
 import { outside } from '../../src/drivers/simulated/outside.ts';
+import { sweepConditions } from '../../src/jobs/notify-conditions.ts';
 import { createReconciler, type HostPass, type ReconcilerOptions } from '../../src/jobs/reconciler.ts';
 import { call, createTestApp, orderRunning, type TestApp, testEnv, waitForStatus } from '../helpers/app.ts';
 import { never, until, withRunningService } from '../helpers/job-worker.ts';
@@ -355,6 +356,9 @@ for (const store of testStores()) {
         const noRoom = await orderRunning(t, token, 'no-room.example.com');
         const badDisk = await orderRunning(t, token, 'bad-disk.example.com');
         const queued = await orderRunning(t, token, 'queued-room.example.com');
+        const suspended = await orderRunning(t, token, 'suspended-room.example.com');
+        await call(t, token, 'POST', `service/${suspended}/suspend`);
+        await waitForStatus(t, token, suspended, 'suspended');
         const hostOf = (id: string) =>
           db
             .selectFrom('services')
@@ -367,6 +371,7 @@ for (const store of testStores()) {
           [noRoom, { disk: 'vda', error: 'no_space' }],
           [badDisk, { disk: 'vdb', error: 'io_error' }],
           [queued, { disk: 'vda', error: 'no_space' }],
+          [suspended, { disk: 'vda', error: 'no_space' }],
         ]);
         let room = false;
         let unlisted = false;
@@ -379,7 +384,8 @@ for (const store of testStores()) {
             for (const [id, p] of paused) if ((await hostOf(id)).id === hostId) here.set(id, p);
             return {
               paused: here,
-              storageHasRoom: room && [...here.values()].some((p) => p.error === 'no_space'),
+              // Room on every host, where the bad disk's server is too: only the reason keeps it paused.
+              storageHasRoom: room,
             };
           },
           async resumePaused(vmId: string) {
@@ -405,7 +411,7 @@ for (const store of testStores()) {
         const first = await reconciler(t, { driver, log }).pass();
         assert.deepEqual(
           sorted(first.flatMap((p) => p.pausedOnDiskErrors)),
-          sorted([noRoom, badDisk, queued]),
+          sorted([noRoom, badDisk, queued, suspended]),
         );
         assert.deepEqual(
           first.flatMap((p) => p.resumed),
@@ -416,6 +422,7 @@ for (const store of testStores()) {
           'service.paused bad-disk.example.com',
           'service.paused no-room.example.com',
           'service.paused queued-room.example.com',
+          'service.paused suspended-room.example.com',
         ]);
         const host = await hostOf(noRoom);
         const [n] = (await told()).filter((x) => x.data.service_id === noRoom);
@@ -436,10 +443,11 @@ for (const store of testStores()) {
 
         // Passes that find the same: nothing told again.
         await reconciler(t, { driver, log }).pass();
-        assert.equal((await told()).length, 3);
+        assert.equal((await told()).length, 4);
 
         // The storage has room again: the one paused for want of it and idle is resumed; not the
-        // one whose disk failed otherwise, nor the one a job is queued for (its job settles it).
+        // one whose disk failed otherwise, nor the one a job is queued for (its job settles it), nor
+        // a suspended one (its VM stays off).
         await t.background!.worker.stop(1000);
         const reset = await call(t, token, 'POST', `service/${queued}/reset-password`, {
           password: 'New-pass-word-3',
@@ -460,6 +468,7 @@ for (const store of testStores()) {
           'service.paused bad-disk.example.com',
           'service.paused no-room.example.com',
           'service.paused queued-room.example.com',
+          'service.paused suspended-room.example.com',
           'service.paused_cleared no-room.example.com',
         ]);
         const [cleared] = (await told()).filter((x) => x.kind === 'service.paused_cleared');
@@ -473,8 +482,24 @@ for (const store of testStores()) {
         assert.ok(
           warned.includes("reconciler: the host's paused VMs could not be listed; next pass tries again"),
         );
-        assert.equal((await told()).length, 4);
+        assert.equal((await told()).length, 5);
         assert.deepEqual(resumedHere, [noRoom]);
+
+        // Recorded on another host since (moved while its host did not answer, or that host
+        // removed): no pass over its old host ends it, the conditions' sweep does.
+        const other = await db
+          .selectFrom('hypervisor_hosts')
+          .select('id')
+          .where('id', '!=', (await hostOf(badDisk)).id)
+          .executeTakeFirstOrThrow();
+        await db.updateTable('services').set({ host_id: other.id }).where('id', '=', badDisk).execute();
+        await sweepConditions(db, t.ctx.clock.now());
+        assert.deepEqual(
+          (await toldKinds()).filter((k) => k.includes('_cleared')),
+          ['service.paused_cleared bad-disk.example.com', 'service.paused_cleared no-room.example.com'],
+        );
+        await sweepConditions(db, t.ctx.clock.now());
+        assert.equal((await told()).length, 6, 'ended once');
       } finally {
         await t.close();
       }

@@ -181,6 +181,8 @@ const SERIAL_CONNECT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 10_000;
 /** How long a guest woken from its own suspend gets to be running again, in libvirt's eyes. */
 const WAKE_TIMEOUT_MS = 10_000;
+/** Live metadata of a domain this driver started paused for a stopped VM's backup (gone with the domain). */
+const HELD_URI = 'https://vrp.invalid/held-paused';
 /**
  * The room a host's pool must have again (free to QEMU's user) for the VMs paused for want of it
  * to be resumed: enough that their next writes do not fill it again at once.
@@ -836,6 +838,14 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
   }
 
   /** ACPI shutdown, then forced off once `timeoutMs` has passed. */
+  /** Whether the domain is paused because this driver started it so for a stopped VM's backup (an attempt that died held it). */
+  async function heldPaused(uri: string, name: string): Promise<boolean> {
+    return virsh(uri, ['metadata', name, '--uri', HELD_URI, '--live'], 'Could not read the VM').then(
+      (r) => r.stdout.includes('held'),
+      () => false,
+    );
+  }
+
   async function stopDomain(vm: LibvirtVmTable, timeoutMs: number) {
     const now = await domstate(vm);
     // Not to start with its host from now on, whatever its state (one the guest shut down too).
@@ -848,6 +858,8 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
     // A paused guest (its disk's write refused: the host's storage full; or paused by hand) runs
     // no shutdown either: resumed first, it shuts down cleanly where the write now goes through;
     // where it does not, QEMU pauses it again, and it is powered off when the time runs out.
+    // One this driver started paused for a stopped VM's backup never ran its guest: off at once.
+    if (now === 'paused' && (await heldPaused(uri, domainName(vm.id)))) return powerOffDomain(vm);
     if (now === 'paused')
       await virsh(uri, ['resume', domainName(vm.id)], 'Could not resume the VM').catch(() => undefined);
     await virsh(uri, ['shutdown', domainName(vm.id)], 'Could not shut the VM down').catch((err) => {
@@ -1438,8 +1450,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
    * read here with `qemu-img map`.
    */
   function createDiskBackups() {
-    /** Live metadata of a domain this driver started paused for a stopped VM's backup (gone with the domain). */
-    const HELD_URI = 'https://vrp.invalid/held-paused';
     const exportVolume = (backupId: string) => `export-${backupId}.qcow2`;
     const guest = createGuestFreeze({ virsh, onThawFailed: o.onGuestThawFailed });
 
@@ -1466,14 +1476,6 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
       ).catch((err) => {
         if (!/checkpoint not found|no domain checkpoint with matching/i.test(stderrOf(err))) throw err;
       });
-    }
-
-    /** Whether the domain is paused because this driver started it so (an attempt that died held it). */
-    async function heldPaused(uri: string, name: string): Promise<boolean> {
-      return virsh(uri, ['metadata', name, '--uri', HELD_URI, '--live'], 'Could not read the VM').then(
-        (r) => r.stdout.includes('held'),
-        () => false,
-      );
     }
 
     /**
@@ -2523,14 +2525,20 @@ export function createLibvirtDriver(o: LibvirtDriverOptions): HypervisorDriver {
           "Could not read the VM's disk errors",
         ).then(
           (r) => r.stdout,
-          () => undefined,
+          (err: unknown) => {
+            // Gone since the listing: not paused any more. Any other failure fails the listing
+            // (taken as resumed, its condition would end and start again at the next pass).
+            if (isNoDomain(err)) return undefined;
+            throw err;
+          },
         );
-        // Gone since the listing: not paused any more.
         if (errors === undefined) continue;
         paused.set(vmId, parseBlockError(errors) ?? { disk: '', error: 'io_error' });
       }
       const waiting = [...paused.values()].some((p) => p.error === 'no_space');
-      const storageHasRoom = waiting && (await pool.room(uri)).bytes >= RESUME_ROOM_BYTES;
+      // A room that cannot be read is none: the listing stands, and the operators are told.
+      const storageHasRoom =
+        waiting && ((await pool.room(uri).catch(() => undefined))?.bytes ?? 0) >= RESUME_ROOM_BYTES;
       return { paused, storageHasRoom };
     },
 
