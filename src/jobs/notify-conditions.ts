@@ -152,11 +152,14 @@ export async function servicesPaused(
   now: number,
 ): Promise<void> {
   const prefix = `service.paused:${hostId}:`;
-  const host = (await db
-    .selectFrom('hypervisor_hosts')
-    .select(['id', 'name'])
-    .where('id', '=', hostId)
-    .executeTakeFirst()) ?? { id: hostId, name: hostId };
+  // Read only when something is told (most passes find nothing paused and nothing in force).
+  let known: { id: string; name: string } | undefined;
+  const host = async () =>
+    (known ??= (await db
+      .selectFrom('hypervisor_hosts')
+      .select(['id', 'name'])
+      .where('id', '=', hostId)
+      .executeTakeFirst()) ?? { id: hostId, name: hostId });
   const servicesOf = async (ids: readonly string[]) =>
     ids.length === 0
       ? []
@@ -172,13 +175,13 @@ export async function servicesPaused(
       const observed = new Map<string, NewNotification>();
       // Only the product's servers: a VM paused whose service is gone has no one to tell of it.
       for (const s of await servicesOf([...paused.keys()]))
-        observed.set(`${prefix}${s.id}`, servicePausedNotification(s, host, paused.get(s.id)));
+        observed.set(`${prefix}${s.id}`, servicePausedNotification(s, await host(), paused.get(s.id)));
       return { seen: undefined, observed };
     },
     async (key) => {
       const id = key.slice(prefix.length);
       const [s] = await servicesOf([id]);
-      return servicePausedNotification(s ?? { id, resellerId: '', domain: id }, host, undefined);
+      return servicePausedNotification(s ?? { id, resellerId: '', domain: id }, await host(), undefined);
     },
     now,
   );

@@ -131,8 +131,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         const correction = powerCorrection(s.status, states.get(s.id) ?? 'missing');
         settled.push(s);
         if (!correction) continue;
-        if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
-          o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+        if (!(await stillHeld(hostId))) {
           outcome = 'lost';
           break;
         }
@@ -169,12 +168,8 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       if (outcome === 'reconciled') {
         leftoversCleared = await clearLeftovers(hostId);
         // Held anew first: the corrections and the leftovers may have taken much of the hold.
-        if (await renewHostLease(o.db, hostId, id, realNow() + leaseMs))
-          templatesRemoved = await clearUnusedTemplates(hostId);
-        else {
-          o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
-          outcome = 'lost';
-        }
+        if (await stillHeld(hostId)) templatesRemoved = await clearUnusedTemplates(hostId);
+        else outcome = 'lost';
       }
       return {
         hostId,
@@ -190,6 +185,16 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       // The next pass over this host, by any process, is due one interval after this one began.
       if (outcome !== 'lost') await releaseHostLease(o.db, hostId, id, started + o.intervalMs);
     }
+  }
+
+  /**
+   * Renews this process's hold on the host before more work on it: false (logged) when the hold
+   * ran out and another process took the host, and the pass stops there.
+   */
+  async function stillHeld(hostId: string): Promise<boolean> {
+    if (await renewHostLease(o.db, hostId, id, realNow() + leaseMs)) return true;
+    o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
+    return false;
   }
 
   /**
@@ -265,10 +270,7 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
         observed === 'running' && s.status === 'running' ? true : observed === 'stopped' ? false : undefined;
       if (want === undefined || marked.has(s.id) === want) continue;
       if (changed.length >= AUTOSTART_CHANGES_PER_PASS) break;
-      if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
-        o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
-        return { changed, lost: true };
-      }
+      if (!(await stillHeld(hostId))) return { changed, lost: true };
       if (!(await stillIdle(o.db, s))) continue;
       try {
         await setStartWithHost.call(o.driver, s.id, want);
@@ -325,19 +327,13 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       );
     // Held anew before the conditions are settled: the listing may have taken much of the hold,
     // and another process's pass over the host must not settle them from a listing of its own.
-    if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
-      o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
-      return { paused, resumed, lost: true };
-    }
+    if (!(await stillHeld(hostId))) return { paused, resumed, lost: true };
     await servicesPaused(o.db, hostId, found.paused, o.clock.now());
     if (!found.storageHasRoom || !resumePaused) return { paused, resumed, lost: false };
     for (const s of settled) {
       // A suspended service's VM stays off (its power-off is the correction's, not a resume).
       if (s.status !== 'running' || found.paused.get(s.id)?.error !== 'no_space') continue;
-      if (!(await renewHostLease(o.db, hostId, id, realNow() + leaseMs))) {
-        o.log.warn({ hostId }, 'reconciler: lost the host to another process mid-pass; stopping here');
-        return { paused, resumed, lost: true };
-      }
+      if (!(await stillHeld(hostId))) return { paused, resumed, lost: true };
       if (!(await stillIdle(o.db, s))) continue;
       try {
         await resumePaused.call(o.driver, s.id);

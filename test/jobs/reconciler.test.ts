@@ -375,6 +375,7 @@ for (const store of testStores()) {
         ]);
         let room = false;
         let unlisted = false;
+        let resumeRefused = false;
         const resumedHere: string[] = [];
         const driver: HypervisorDriver = {
           ...t.driver!,
@@ -389,6 +390,7 @@ for (const store of testStores()) {
             };
           },
           async resumePaused(vmId: string) {
+            if (resumeRefused) throw new Error('virsh resume: operation failed');
             resumedHere.push(vmId);
           },
         };
@@ -454,6 +456,17 @@ for (const store of testStores()) {
         });
         assert.equal(reset.status, 200);
         room = true;
+        // A resume the host refuses: logged, nothing reported resumed, the next pass tries again.
+        resumeRefused = true;
+        warned.length = 0;
+        const refused = await reconciler(t, { driver, log }).pass();
+        assert.deepEqual(
+          refused.flatMap((p) => p.resumed),
+          [],
+        );
+        assert.ok(refused.every((p) => p.outcome === 'reconciled'));
+        assert.ok(warned.includes('reconciler: a paused VM could not be resumed; next pass tries again'));
+        resumeRefused = false;
         const roomy = await reconciler(t, { driver, log }).pass();
         assert.deepEqual(
           roomy.flatMap((p) => p.resumed),
