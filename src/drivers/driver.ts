@@ -265,8 +265,9 @@ export interface HypervisorDriver {
    * The driver's VMs on `hostId` that their hypervisor paused because a write to their disk
    * failed (libvirt: paused with the reason `ioerror`, QEMU's `werror=enospc`), in ONE listing
    * of the host's paused VMs, with each one's failed disk and why; and whether the host's storage
-   * has room again (libvirt only). The reconciler reads this once per pass over each host it
-   * reconciles, tells the operators, and resumes what paused for want of room once there is.
+   * has room again (simulated: outside.storageFull and its kin). The reconciler reads this once
+   * per pass over each host it reconciles, tells the operators, and resumes what paused for want
+   * of room once there is.
    */
   pausedByDiskErrors?(hostId: string): Promise<DiskErrorPauses>;
   /** Resumes a VM its hypervisor paused (libvirt: `virsh resume`; QEMU retries the write that failed). */

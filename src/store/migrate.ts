@@ -39,6 +39,7 @@ import * as m035 from './migrations/035-console-session-ends.ts';
 import * as m036 from './migrations/036-libvirt-vm-macs.ts';
 import * as m037 from './migrations/037-libvirt-vm-reached.ts';
 import * as m038 from './migrations/038-room-claims.ts';
+import * as m039 from './migrations/039-sim-disk-pauses.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -81,6 +82,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '036-libvirt-vm-macs': m036,
   '037-libvirt-vm-reached': m037,
   '038-room-claims': m038,
+  '039-sim-disk-pauses': m039,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

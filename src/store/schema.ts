@@ -450,6 +450,12 @@ export interface SimHostOutageTable {
   since: number;
 }
 
+/** A simulated host whose storage has no room (migration 039; outside.storageFull). */
+export interface SimStorageFullTable {
+  host_id: string;
+  since: number;
+}
+
 /** A libvirt VM's placement and size, for capacity accounting (libvirt itself holds the rest). */
 export interface LibvirtVmTable {
   id: string;
@@ -532,6 +538,8 @@ export interface SimVmTable {
   traffic_session: string;
   /** The interface's rate limit in Mbit/s, each direction; null: none. */
   bandwidth_mbit: number | null;
+  /** Why the running VM is paused on a failed write to its disk; null: it is not (migration 039). */
+  disk_error: 'no_space' | 'io_error' | null;
 }
 
 /** A simulated checkpoint: the base of the VM's next incremental export (migration 019). */
@@ -809,6 +817,7 @@ export interface Database {
   host_evacuation_moves: HostEvacuationMoveTable;
   host_images: HostImageTable;
   sim_host_outages: SimHostOutageTable;
+  sim_storage_full: SimStorageFullTable;
   service_console_links: ServiceConsoleLinkTable;
   traffic_samples: TrafficSampleTable;
   traffic_days: TrafficDayTable;

@@ -49,6 +49,7 @@ const MIGRATIONS = [
   '036-libvirt-vm-macs',
   '037-libvirt-vm-reached',
   '038-room-claims',
+  '039-sim-disk-pauses',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

@@ -737,6 +737,87 @@ for (const kind of testStores()) {
       }
     });
 
+    test('a host whose storage fills up pauses its running VMs; a resume, start or boot there pauses again; once it has room they run', async () => {
+      const t = await simulated(kind, TWO_HOSTS);
+      try {
+        const db = t.store.db;
+        for (const n of [1, 2, 3]) await t.driver.create(spec(id(n)));
+        await t.driver.stop(id(3), { timeoutMs: 120_000 });
+        assert.deepEqual((await t.driver.powerStates('a')).size, 3, 'all on a');
+        const pauses = async (hostId: string) => {
+          const p = await t.driver.pausedByDiskErrors!(hostId);
+          return {
+            paused: Object.fromEntries([...p.paused].map(([vm, e]) => [vm, e.error])),
+            room: p.storageHasRoom,
+          };
+        };
+        assert.deepEqual(await pauses('a'), { paused: {}, room: false });
+
+        await outside.storageFull(db, 'a');
+        assert.deepEqual(await pauses('a'), {
+          paused: { [id(1)]: 'no_space', [id(2)]: 'no_space' },
+          room: false,
+        });
+        assert.deepEqual(await pauses('b'), { paused: {}, room: false });
+        // A paused VM holds its resources and resumes where it was: it counts as running.
+        assert.equal((await t.driver.powerStates('a')).get(id(1)), 'running');
+        assert.equal((await t.driver.inspect(id(1)))?.power, 'running');
+        // Resumed while the storage is full, its write fails again: paused again.
+        await t.driver.resumePaused!(id(1));
+        assert.equal((await t.driver.start(id(1))).power, 'running');
+        // A VM booted there writes at once: paused too.
+        await t.driver.start(id(3));
+        assert.deepEqual(Object.keys((await pauses('a')).paused).sort(), [id(1), id(2), id(3)].sort());
+        // Its stop resumes it and the guest pauses again: forced off (its shutdown writes nothing).
+        const before = (await vmRow(t, id(2))).content_generation;
+        assert.equal((await t.driver.stop(id(2), { timeoutMs: 120_000 })).power, 'stopped');
+        assert.equal((await vmRow(t, id(2))).content_generation, before, 'forced off, not shut down');
+        assert.deepEqual(Object.keys((await pauses('a')).paused).sort(), [id(1), id(3)].sort());
+
+        // Room again: they stay paused until resumed (QEMU retries only then); a start resumes too.
+        await outside.storageFreed(db, 'a');
+        assert.deepEqual(await pauses('a'), {
+          paused: { [id(1)]: 'no_space', [id(3)]: 'no_space' },
+          room: true,
+        });
+        const boots = (await vmRow(t, id(1))).boot_count;
+        await t.driver.resumePaused!(id(1));
+        assert.equal((await vmRow(t, id(1))).boot_count, boots, 'resumed, not booted again');
+        await t.driver.start(id(3));
+        assert.deepEqual(await pauses('a'), { paused: {}, room: false });
+
+        // A write that fails otherwise: paused for it; a reboot resumes it, a stopped VM writes nothing.
+        assert.equal(await outside.diskFails(db, id(1)), true);
+        assert.equal(await outside.diskFails(db, id(2)), true);
+        assert.equal(await outside.diskFails(db, id(99)), false);
+        assert.deepEqual(await pauses('a'), { paused: { [id(1)]: 'io_error' }, room: false });
+        await t.driver.reboot(id(1));
+        assert.deepEqual(await pauses('a'), { paused: {}, room: false });
+
+        // The pause moves with a live migration, and is settled on its destination.
+        await outside.diskFails(db, id(1));
+        await t.driver.migrate(id(1), 'b');
+        assert.deepEqual(await pauses('b'), { paused: { [id(1)]: 'io_error' }, room: false });
+        // Rebuilt or resized on a host whose storage is full, its guest boots and is paused for it.
+        await outside.storageFull(db, 'b');
+        await t.driver.reinstall(id(1), { ...spec(id(1)), sshKeys: [] });
+        assert.deepEqual(await pauses('b'), { paused: { [id(1)]: 'no_space' }, room: false });
+        await outside.storageFreed(db, 'b');
+        await t.driver.resize(id(1), { cpu: 2, ramGb: 1, diskGb: 10, ipCount: 1 });
+        assert.deepEqual(await pauses('b'), { paused: {}, room: false });
+        // A power-off ends a pause as a stop does.
+        await outside.diskFails(db, id(3));
+        await t.driver.powerOff(id(3));
+        assert.deepEqual(await pauses('a'), { paused: {}, room: false });
+
+        await outside.hostDown(db, 'a');
+        await assert.rejects(t.driver.pausedByDiskErrors!('a'), transient(/Host a does not answer/));
+        await assert.rejects(t.driver.resumePaused!(id(3)), transient(/Host a does not answer/));
+      } finally {
+        await t.cleanup();
+      }
+    });
+
     test('a host with an outage answers nothing: operations, listing and probe fail as transient', async () => {
       const t = await simulated(kind, { VRP_SIM_HOSTS: 'a:8:16:200:10' });
       try {

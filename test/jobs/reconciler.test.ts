@@ -518,6 +518,108 @@ for (const store of testStores()) {
       }
     });
 
+    test("simulated hosts whose storage fills up: the operators are told, the reseller's stop works on a paused server, the others run once there is room", async () => {
+      // Two hosts: the conditions of the one are never settled by a pass over the other.
+      const t = await createTestApp(
+        { ...OFF, VRP_SIM_HOSTS: 'host-1:64:256:4000:100,host-2:64:8:4000:100' },
+        { worker: true, store },
+      );
+      try {
+        const db = t.ctx.store.db;
+        const token = await t.token();
+        const ops = await operatorToken(t);
+        // Placed by free memory: a and b on host-1; c on host-2 while host-1 is drained.
+        const a = await orderRunning(t, token, 'full-a.example.com');
+        const b = await orderRunning(t, token, 'full-b.example.com');
+        assert.equal((await opsCall(t, ops, 'POST', 'hosts/host-1/drain')).status, 200);
+        const c = await orderRunning(t, token, 'full-c.example.com');
+        assert.equal((await opsCall(t, ops, 'POST', 'hosts/host-1/activate')).status, 200);
+        assert.deepEqual(
+          [await hostOfService(t, a), await hostOfService(t, b), await hostOfService(t, c)],
+          ['host-1', 'host-1', 'host-2'],
+        );
+        const told = async () =>
+          ((await opsCall(t, ops, 'GET', 'notifications?limit=100')).body.data as any[])
+            .filter((n) => n.kind.startsWith('service.paused'))
+            .map((n) => `${n.kind} ${n.data.domain}`)
+            .sort();
+        const sorted = (xs: readonly string[]) => [...xs].sort();
+        const pausedIn = (passes: HostPass[]) => sorted(passes.flatMap((p) => p.pausedOnDiskErrors));
+        const resumedIn = (passes: HostPass[]) => sorted(passes.flatMap((p) => p.resumed));
+
+        await outside.storageFull(db, 'host-1');
+        await outside.storageFull(db, 'host-2');
+        // The hosts taken by another process while their paused VMs were listed: nothing told
+        // (the other's pass settles them), nothing resumed, and the passes say they lost them.
+        const taking: HypervisorDriver = {
+          ...t.driver!,
+          async pausedByDiskErrors(hostId: string) {
+            const listed = await t.driver!.pausedByDiskErrors!(hostId);
+            await db
+              .updateTable('reconciler_leases')
+              .set({ locked_by: 'another-process' })
+              .where('host_id', '=', hostId)
+              .execute();
+            return listed;
+          },
+        };
+        const lost = await reconciler(t, { driver: taking }).pass();
+        assert.deepEqual(
+          lost.map((p) => p.outcome),
+          ['lost', 'lost'],
+        );
+        assert.deepEqual(await told(), []);
+        await db.updateTable('reconciler_leases').set({ locked_by: null, locked_until: 0 }).execute();
+
+        const full = await reconciler(t).pass();
+        assert.deepEqual(pausedIn(full), sorted([a, b, c]));
+        assert.deepEqual(resumedIn(full), [], 'no room: none resumed');
+        assert.deepEqual(await told(), [
+          'service.paused full-a.example.com',
+          'service.paused full-b.example.com',
+          'service.paused full-c.example.com',
+        ]);
+        const [n] = ((await opsCall(t, ops, 'GET', 'notifications?limit=100')).body.data as any[]).filter(
+          (x) => x.data.service_id === a,
+        );
+        assert.equal(
+          n.summary,
+          "server full-a.example.com on host host-1 is paused: its disk vda had no room on the host's storage (it resumes once there is room)",
+        );
+        // The interface has no paused state: the reseller sees running, and a stop stops it.
+        assert.equal((await statusOf(t, token, a)).status, 'running');
+        assert.equal((await call(t, token, 'POST', `service/${b}/stop`)).status, 200);
+        await waitForStatus(t, token, b, 'stopped');
+        assert.equal(await power(t, b), 'stopped');
+
+        // Room again on host-1: its pass resumes the one still paused there and tells that the
+        // stopped one no longer is; the next pass finds none paused there. host-2 is still full:
+        // c stays paused and told so.
+        await outside.storageFreed(db, 'host-1');
+        const roomy = await reconciler(t).pass();
+        assert.deepEqual(resumedIn(roomy), [a]);
+        assert.deepEqual(pausedIn(roomy), sorted([a, c]));
+        const after = await reconciler(t).pass();
+        assert.deepEqual([pausedIn(after), resumedIn(after)], [[c], []]);
+        assert.deepEqual(await told(), [
+          'service.paused full-a.example.com',
+          'service.paused full-b.example.com',
+          'service.paused full-c.example.com',
+          'service.paused_cleared full-a.example.com',
+          'service.paused_cleared full-b.example.com',
+        ]);
+        assert.equal((await statusOf(t, token, a)).status, 'running');
+        assert.equal((await statusOf(t, token, b)).status, 'stopped');
+        assert.deepEqual(
+          corrections([...full, ...roomy, ...after]),
+          [],
+          'a paused server counts as running: no drift',
+        );
+      } finally {
+        await t.close();
+      }
+    });
+
     test('a service with a queued job is left alone', async () => {
       const t = await createTestApp(OFF, { worker: true, store });
       try {

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { free } from '../hosts.ts';
+import { diskErrorOnRun } from './disk-pause.ts';
 import { addTraffic } from './traffic.ts';
 
 /**
@@ -22,7 +23,12 @@ export const outside = {
   async powerOn(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
     const r = await db
       .updateTable('sim_vms')
-      .set((eb) => ({ power: 'running', boot_count: eb('boot_count', '+', 1), updated_at: now }))
+      .set((eb) => ({
+        power: 'running',
+        boot_count: eb('boot_count', '+', 1),
+        updated_at: now,
+        disk_error: diskErrorOnRun,
+      }))
       .where('id', '=', vmId)
       .where('power', '=', 'stopped')
       .executeTakeFirst();
@@ -77,6 +83,53 @@ export const outside = {
    * grow by them (on top of VRP_SIM_TRAFFIC_RATE's growth), as the traffic sampler will read.
    */
   traffic: addTraffic,
+
+  /**
+   * The host's storage has no room left (a thin disk's growth filled its pool): every running VM
+   * on it is paused for want of room (its guest's next write fails; QEMU's `werror=enospc`), and
+   * so is any that runs on it from now on (booted, resumed), until outside.storageFreed.
+   */
+  async storageFull(db: Kysely<Database>, hostId: string, now = Date.now()): Promise<void> {
+    await db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('sim_storage_full')
+        .values({ host_id: hostId, since: now })
+        .onConflict((oc) => oc.column('host_id').doNothing())
+        .execute();
+      await tx
+        .updateTable('sim_vms')
+        .set({ disk_error: 'no_space', updated_at: now })
+        .where('host_id', '=', hostId)
+        .where('power', '=', 'running')
+        .where('disk_error', 'is', null)
+        .execute();
+    });
+  },
+
+  /**
+   * The host's storage has room again. The VMs it paused stay paused (QEMU retries the write
+   * only when resumed): the power-state reconciler resumes them at its next pass.
+   */
+  async storageFreed(db: Kysely<Database>, hostId: string): Promise<void> {
+    await db.deleteFrom('sim_storage_full').where('host_id', '=', hostId).execute();
+  },
+
+  /**
+   * A write to the running VM's disk fails otherwise than for want of room (a failing disk, a
+   * storage path gone): the VM is paused (`io_error`), and no reconciler resumes it. Its stop,
+   * reboot or start resumes it (the write is retried, and goes through where there is room).
+   */
+  async diskFails(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
+    await db
+      .updateTable('sim_vms')
+      .set({ disk_error: 'io_error', updated_at: now })
+      .where('id', '=', vmId)
+      .where('power', '=', 'running')
+      .execute();
+    return (
+      (await db.selectFrom('sim_vms').select('id').where('id', '=', vmId).executeTakeFirst()) !== undefined
+    );
+  },
 
   /** The host answers again. */
   async hostUp(db: Kysely<Database>, hostId: string): Promise<void> {

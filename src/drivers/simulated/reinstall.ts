@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import type { ReinstallSpec, VmInfo } from '../driver.ts';
+import { diskErrorOnRun } from './disk-pause.ts';
 import type { createSleeper } from './timings.ts';
 
 /** What the simulated driver lends its reinstall. */
@@ -48,7 +49,12 @@ export async function reinstallVm(d: ReinstallDeps, vmId: string, spec: Reinstal
       .where('host_id', '=', vm.host_id)
       .executeTakeFirst();
     if (down) throw d.hostDown(vm.host_id);
-    await tx.updateTable('sim_vms').set(rebuilt).where('id', '=', vmId).execute();
+    // A running guest booted on its new disk: paused at once where the storage is full (disk-pause.ts).
+    await tx
+      .updateTable('sim_vms')
+      .set({ ...rebuilt, ...(running ? { disk_error: diskErrorOnRun } : {}) })
+      .where('id', '=', vmId)
+      .execute();
     await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();
   });
   return d.info({ ...vm, ...rebuilt });

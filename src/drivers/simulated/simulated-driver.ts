@@ -25,6 +25,7 @@ import {
 } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
+import { diskErrorOnRun, storageFull } from './disk-pause.ts';
 import { createFaults } from './faults.ts';
 import { reinstallVm } from './reinstall.ts';
 import { simulatedRescue } from './rescue.ts';
@@ -139,7 +140,9 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   }
   /**
    * Writes `patch` and nothing else of `vm`, so columns another step changed meanwhile stay.
-   * `write`: a write to the disk, content moves on, used space grows.
+   * `write`: a write to the disk, content moves on, used space grows. A patch with the power
+   * settles the VM's pause with it: none once stopped; once running (booted, resumed), one for
+   * want of room on a host whose storage is full (disk-pause.ts).
    */
   async function update(vm: SimVmTable, patch: Partial<SimVmTable>, write: boolean): Promise<VmInfo> {
     const changes: Partial<SimVmTable> = {
@@ -156,7 +159,13 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         : {}),
     };
     sleeper.ensureOpen('update');
-    await db.updateTable('sim_vms').set(changes).where('id', '=', vm.id).execute();
+    const pause =
+      patch.power === undefined ? {} : { disk_error: patch.power === 'running' ? diskErrorOnRun : null };
+    await db
+      .updateTable('sim_vms')
+      .set({ ...changes, ...pause })
+      .where('id', '=', vm.id)
+      .execute();
     return info({ ...vm, ...changes });
   }
   const needOf = (vm: SimVmTable): Need => ({ cpu: vm.cpu, ramGb: vm.ram_gb, diskGb: vm.disk_gb });
@@ -229,6 +238,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           traffic_at: t,
           traffic_session: '',
           bandwidth_mbit: null,
+          disk_error: null,
         };
         // The addresses come from the pools of the host tried (another host tried next: given
         // back, then taken from that host's pools).
@@ -391,6 +401,32 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       return new Map(rows.map((r) => [r.id, countersAt(r, o.trafficRate ?? NO_TRAFFIC, t)] as const));
     },
 
+    async pausedByDiskErrors(hostId) {
+      await answering([hostId]);
+      faults.check('list', hostId);
+      const rows = await db
+        .selectFrom('sim_vms')
+        .select(['id', 'disk_error'])
+        .where('host_id', '=', hostId)
+        .where('power', '=', 'running')
+        .where('disk_error', 'is not', null)
+        .execute();
+      const paused = new Map(
+        rows.flatMap((r) =>
+          r.disk_error === null ? [] : [[r.id, { disk: 'vda', error: r.disk_error }] as const],
+        ),
+      );
+      const forRoom = rows.some((r) => r.disk_error === 'no_space');
+      return { paused, storageHasRoom: forRoom && !(await storageFull(db, hostId)) };
+    },
+
+    async resumePaused(vmId) {
+      const vm = await entry(vmId, 'resume');
+      if (vm.power !== 'running' || vm.disk_error === null) return;
+      // The write is retried: on a host whose storage is still full it pauses the VM again.
+      await update(vm, { power: 'running' }, false);
+    },
+
     async setBandwidth(vmId, mbit) {
       const vm = await entry(vmId, 'set bandwidth');
       if (vm.bandwidth_mbit === mbit) return;
@@ -410,6 +446,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
     async start(vmId) {
       const vm = await entry(vmId, 'start');
+      // A VM paused on a failed write is resumed, as libvirt's start of a paused domain does.
+      if (vm.power === 'running' && vm.disk_error !== null) return update(vm, { power: 'running' }, false);
       if (vm.power === 'running') return info(vm);
       await sleeper.sleep('boot');
       return update(vm, { power: 'running', boot_count: vm.boot_count + 1 }, true);
@@ -418,8 +456,11 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     async stop(vmId, { timeoutMs }) {
       const vm = await entry(vmId, 'stop');
       if (vm.power === 'stopped') return info(vm);
-      // A guest that takes longer than the timeout to shut down is forced off.
-      const graceful = timeoutMs / Math.max(o.speed, 1e-9) >= 4000;
+      // A guest that takes longer than the timeout to shut down is forced off. A paused one is
+      // resumed first (as on libvirt); on a host whose storage is still full its next write
+      // pauses it again at once, and it is forced off when the timeout runs out.
+      const pausedAgain = vm.disk_error !== null && (await storageFull(db, vm.host_id));
+      const graceful = !pausedAgain && timeoutMs / Math.max(o.speed, 1e-9) >= 4000;
       if (graceful) await sleeper.sleep('shutdownGraceful');
       else await sleeper.sleep('powerOff', timeoutMs / Math.max(o.speed, 1e-9));
       return update(vm, { power: 'stopped' }, graceful);
@@ -462,7 +503,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         return { ...vm, ...next };
       });
       await sleeper.sleep('resize');
-      return update(resized, {}, true);
+      // Its guest booted again if it ran (as on libvirt, where the VM is off for the change).
+      return update(resized, { power: resized.power }, true);
     },
 
     async setPassword(vmId, _username, password) {

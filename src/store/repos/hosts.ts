@@ -481,6 +481,7 @@ export async function deleteHost(
     await tx.deleteFrom('libvirt_leftovers').where('host_id', '=', id).execute();
     await tx.deleteFrom('host_evacuation_moves').where('host_id', '=', id).execute();
     await tx.deleteFrom('sim_host_outages').where('host_id', '=', id).execute();
+    await tx.deleteFrom('sim_storage_full').where('host_id', '=', id).execute();
     await tx.deleteFrom('ip_pool_hosts').where('host_id', '=', id).execute();
     await tx.deleteFrom('hypervisor_hosts').where('id', '=', id).execute();
     await recordAudit(tx, audit, { target: { type: 'host', id } }, now);

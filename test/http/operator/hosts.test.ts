@@ -669,11 +669,12 @@ for (const store of testStores()) {
         .values({ host_id: id, template_id: 't', volume: 'v', sha256: 's', size_bytes: 1, created_at: 0 })
         .execute();
       await db.insertInto('sim_host_outages').values({ host_id: id, since: 0 }).execute();
+      await db.insertInto('sim_storage_full').values({ host_id: id, since: 0 }).execute();
       const gone = await opsCall(t, ops, 'POST', `hosts/${id}/delete`);
       assert.equal(gone.status, 200, JSON.stringify(gone.body));
       assert.deepEqual(gone.body.data, []);
       assert.equal((await opsCall(t, ops, 'GET', `hosts/${id}`)).status, 404);
-      for (const table of ['host_images', 'sim_host_outages'] as const)
+      for (const table of ['host_images', 'sim_host_outages', 'sim_storage_full'] as const)
         assert.equal(
           (await db.selectFrom(table).select('host_id').where('host_id', '=', id).execute()).length,
           0,
