@@ -254,7 +254,7 @@ export interface HypervisorDriver {
   clearUnusedTemplates?(hostId: string): Promise<TemplateSweep>;
   /**
    * The driver's VMs on `hostId` that the host's boot starts (libvirt: those with the autostart
-   * mark, in one `virsh list --all --autostart`; libvirt only). The driver marks a VM it starts and
+   * mark, in one `virsh list --all --autostart`; simulated: `sim_vms.start_with_host`). The driver marks a VM it starts and
    * unmarks one it stops; the reconciler reads this once per pass over each host it reconciles,
    * and settles what was started or shut off outside the driver (setStartWithHost).
    */

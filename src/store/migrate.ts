@@ -40,6 +40,7 @@ import * as m036 from './migrations/036-libvirt-vm-macs.ts';
 import * as m037 from './migrations/037-libvirt-vm-reached.ts';
 import * as m038 from './migrations/038-room-claims.ts';
 import * as m039 from './migrations/039-sim-disk-pauses.ts';
+import * as m040 from './migrations/040-sim-start-with-host.ts';
 import { runGivingWay } from './postgres-migrations.ts';
 
 /** Numbered migrations, in order. Never edit a released one; add the next number. */
@@ -83,6 +84,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '037-libvirt-vm-reached': m037,
   '038-room-claims': m038,
   '039-sim-disk-pauses': m039,
+  '040-sim-start-with-host': m040,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -540,6 +540,8 @@ export interface SimVmTable {
   bandwidth_mbit: number | null;
   /** Why the running VM is paused on a failed write to its disk; null: it is not (migration 039). */
   disk_error: 'no_space' | 'io_error' | null;
+  /** 1: the host's boot starts the VM (libvirt's autostart mark); 0: it does not (migration 040). */
+  start_with_host: number;
 }
 
 /** A simulated checkpoint: the base of the VM's next incremental export (migration 019). */

@@ -50,6 +50,7 @@ const MIGRATIONS = [
   '037-libvirt-vm-reached',
   '038-room-claims',
   '039-sim-disk-pauses',
+  '040-sim-start-with-host',
 ];
 
 /** `vrp` in this process, on a data dir of the test's own (settings in `env` added). */

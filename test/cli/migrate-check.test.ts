@@ -6,8 +6,8 @@ import { MIGRATIONS_PENDING_EXIT } from '../../src/cli/migrate.ts';
 import { vrpInProcess } from '../helpers/cli.ts';
 import { storeAtMigration, testStores } from '../helpers/stores.ts';
 
-const PREVIOUS = '038-room-claims';
-const LAST = '039-sim-disk-pauses';
+const PREVIOUS = '039-sim-disk-pauses';
+const LAST = '040-sim-start-with-host';
 
 for (const kind of testStores()) {
   describe(`vrp migrate --check (${kind})`, () => {

@@ -764,7 +764,11 @@ for (const kind of testStores()) {
         assert.equal((await t.driver.inspect(id(1)))?.power, 'running');
         // Resumed while the storage is full, its write fails again: paused again.
         await t.driver.resumePaused!(id(1));
+        assert.deepEqual(Object.keys((await pauses('a')).paused).sort(), [id(1), id(2)].sort());
         assert.equal((await t.driver.start(id(1))).power, 'running');
+        assert.deepEqual(Object.keys((await pauses('a')).paused).sort(), [id(1), id(2)].sort());
+        // A paused guest's agent answers nothing: a new password waits for the next boot.
+        assert.equal(await t.driver.setPassword(id(1), 'root', 'Other-pass-2'), 'next_boot');
         // A VM booted there writes at once: paused too.
         await t.driver.start(id(3));
         assert.deepEqual(Object.keys((await pauses('a')).paused).sort(), [id(1), id(2), id(3)].sort());
@@ -805,14 +809,96 @@ for (const kind of testStores()) {
         await outside.storageFreed(db, 'b');
         await t.driver.resize(id(1), { cpu: 2, ramGb: 1, diskGb: 10, ipCount: 1 });
         assert.deepEqual(await pauses('b'), { paused: {}, room: false });
-        // A power-off ends a pause as a stop does.
+        // A power-off ends a pause as a stop does, the driver's or the guest's own.
         await outside.diskFails(db, id(3));
         await t.driver.powerOff(id(3));
-        assert.deepEqual(await pauses('a'), { paused: {}, room: false });
+        assert.equal((await vmRow(t, id(3))).disk_error, null);
+        await t.driver.start(id(3));
+        await outside.diskFails(db, id(3));
+        await outside.powerOff(db, id(3));
+        assert.equal((await vmRow(t, id(3))).disk_error, null);
+        // Started by hand on a host whose storage is full, it is paused at once; a new server's
+        // first boot is not (its disk was just made).
+        await outside.storageFull(db, 'a');
+        await outside.powerOn(db, id(3));
+        assert.equal((await vmRow(t, id(3))).disk_error, 'no_space');
+        await t.driver.create(spec(id(5)));
+        assert.equal((await vmRow(t, id(5))).disk_error, null);
+        await outside.storageFreed(db, 'a');
+        // A restore is a boot again for a running VM: the pause goes where there is room, and an
+        // unrescue asked to run resumes one paused.
+        await outside.diskFails(db, id(5));
+        const exported = await t.driver.exportDisk(id(5), id(50), null);
+        await t.driver.importDisk(id(5), exported.diskBytes, exported.runs);
+        await exported.close();
+        assert.equal((await vmRow(t, id(5))).disk_error, null);
+        await outside.diskFails(db, id(5));
+        await t.driver.unrescue(id(5), 'running');
+        assert.equal((await vmRow(t, id(5))).disk_error, null);
 
         await outside.hostDown(db, 'a');
         await assert.rejects(t.driver.pausedByDiskErrors!('a'), transient(/Host a does not answer/));
         await assert.rejects(t.driver.resumePaused!(id(3)), transient(/Host a does not answer/));
+      } finally {
+        await t.cleanup();
+      }
+    });
+
+    test("a host's reboot starts the VMs marked to start with it: the driver marks those it leaves running, unmarks those it stops", async () => {
+      const t = await simulated(kind, TWO_HOSTS);
+      try {
+        const db = t.store.db;
+        for (const n of [1, 2, 3, 4]) await t.driver.create(spec(id(n)));
+        const marked = async (hostId: string) => [...(await t.driver.startingWithHost!(hostId))].sort();
+        const powers = async (...ns: number[]) =>
+          Promise.all(ns.map(async (n) => (await t.driver.inspect(id(n)))?.power));
+        const boots = async (...ns: number[]) =>
+          Promise.all(ns.map(async (n) => (await vmRow(t, id(n))).boot_count));
+        assert.deepEqual(await marked('a'), [id(1), id(2), id(3), id(4)].sort(), 'created running: marked');
+        await t.driver.stop(id(2), { timeoutMs: 120_000 });
+        await t.driver.powerOff(id(3));
+        await t.driver.rescue(id(4), { username: 'root', password: 'Rescue-pass-1' });
+        assert.deepEqual(await marked('a'), [id(1)], 'stopped, powered off, in rescue: unmarked');
+        // A guest that shuts itself down keeps its mark, as on libvirt: the host's boot starts it.
+        await t.driver.start(id(2));
+        await outside.powerOff(db, id(2));
+        assert.deepEqual(await marked('a'), [id(1), id(2)].sort());
+
+        const before = await boots(1, 2, 3);
+        await outside.hostReboot(db, 'a');
+        assert.deepEqual(await powers(1, 2, 3, 4), ['running', 'running', 'stopped', 'stopped']);
+        assert.deepEqual(await boots(1, 2, 3), [before[0]! + 1, before[1]! + 1, before[2]!]);
+        assert.equal(
+          (await vmRow(t, id(4))).rescue_password_hash,
+          null,
+          'the rescue system is gone with the boot',
+        );
+        // Out of rescue, its own system running: marked again.
+        await t.driver.rescue(id(4), { username: 'root', password: 'Rescue-pass-1' });
+        await t.driver.unrescue(id(4), 'running');
+        assert.deepEqual(await marked('a'), [id(1), id(2), id(4)].sort());
+
+        // Marks set by hand, and through the driver (the reconciler's setStartWithHost).
+        assert.equal(await outside.startWithHost(db, id(1), false), true);
+        assert.equal(await outside.startWithHost(db, id(99), true), false);
+        await t.driver.setStartWithHost!(id(3), true);
+        assert.deepEqual(await marked('a'), [id(2), id(3), id(4)].sort());
+        // On a host whose storage is full, those it starts are paused at once.
+        await outside.storageFull(db, 'a');
+        await outside.hostReboot(db, 'a');
+        assert.deepEqual(await powers(1, 2, 3, 4), ['stopped', 'running', 'running', 'running']);
+        const paused = await t.driver.pausedByDiskErrors!('a');
+        assert.deepEqual([...paused.paused.keys()].sort(), [id(2), id(3), id(4)].sort());
+        await outside.storageFreed(db, 'a');
+        // A reboot through the driver marks; a live move carries the mark to the destination.
+        await t.driver.reboot(id(1));
+        await t.driver.migrate(id(2), 'b');
+        assert.deepEqual(await marked('a'), [id(1), id(3), id(4)].sort());
+        assert.deepEqual(await marked('b'), [id(2)]);
+
+        await outside.hostDown(db, 'a');
+        await assert.rejects(t.driver.startingWithHost!('a'), transient(/Host a does not answer/));
+        await assert.rejects(t.driver.setStartWithHost!(id(1), false), transient(/Host a does not answer/));
       } finally {
         await t.cleanup();
       }

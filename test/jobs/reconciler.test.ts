@@ -620,6 +620,48 @@ for (const store of testStores()) {
       }
     });
 
+    test("a simulated host's reboot brings back the servers the API shows running there, and no other", async () => {
+      const t = await createTestApp(
+        { ...OFF, VRP_SIM_HOSTS: 'host-1:64:256:4000:100' },
+        { worker: true, store },
+      );
+      try {
+        const db = t.ctx.store.db;
+        const token = await t.token();
+        const up = await orderRunning(t, token, 'reboot-up.example.com');
+        const down = await orderRunning(t, token, 'reboot-down.example.com');
+        const unmarked = await orderRunning(t, token, 'reboot-unmarked.example.com');
+        assert.equal((await call(t, token, 'POST', `service/${down}/stop`)).status, 200);
+        await waitForStatus(t, token, down, 'stopped');
+        // Its mark taken off by hand: the next pass puts it back.
+        await outside.startWithHost(db, unmarked, false);
+        const [marking] = await reconciler(t).pass();
+        assert.deepEqual(marking!.autostartChanged, [unmarked]);
+
+        await outside.hostReboot(db, 'host-1');
+        const [after] = await reconciler(t).pass();
+        assert.deepEqual(corrections([after!]), [], 'the API was right');
+        assert.deepEqual(
+          [await power(t, up), await power(t, unmarked), await power(t, down)],
+          ['running', 'running', 'stopped'],
+        );
+        assert.equal((await statusOf(t, token, up)).status, 'running');
+        assert.equal((await statusOf(t, token, down)).status, 'stopped');
+
+        // A mark taken off by hand with no pass before the reboot: that server comes back off,
+        // and the reseller sees it stopped, told as stopped outside the API.
+        await outside.startWithHost(db, up, false);
+        await outside.hostReboot(db, 'host-1');
+        const [late] = await reconciler(t).pass();
+        assert.deepEqual(corrections([late!]), [{ serviceId: up, kind: 'stopped_outside_api' }]);
+        assert.equal((await statusOf(t, token, up)).status, 'stopped');
+        assert.equal((await outsideChanges(t, token, up)).length, 1);
+        assert.equal(await power(t, unmarked), 'running');
+      } finally {
+        await t.close();
+      }
+    });
+
     test('a service with a queued job is left alone', async () => {
       const t = await createTestApp(OFF, { worker: true, store });
       try {

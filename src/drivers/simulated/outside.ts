@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../../store/schema.ts';
+import type { ExpressionBuilder, Kysely, Updateable } from 'kysely';
+import type { Database, SimVmTable } from '../../store/schema.ts';
 import { free } from '../hosts.ts';
 import { diskErrorOnRun } from './disk-pause.ts';
 import { addTraffic } from './traffic.ts';
@@ -16,19 +16,15 @@ import { addTraffic } from './traffic.ts';
 export const outside = {
   /** The guest powers itself off, or `virsh destroy`: the VM is shut off. */
   powerOff(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
-    return setPower(db, vmId, 'stopped', now);
+    // Off: no longer paused either.
+    return setVm(db, vmId, { power: 'stopped', disk_error: null, updated_at: now });
   },
 
   /** `virsh start` (or a host's autostart): the VM boots. */
   async powerOn(db: Kysely<Database>, vmId: string, now = Date.now()): Promise<boolean> {
     const r = await db
       .updateTable('sim_vms')
-      .set((eb) => ({
-        power: 'running',
-        boot_count: eb('boot_count', '+', 1),
-        updated_at: now,
-        disk_error: diskErrorOnRun,
-      }))
+      .set(bootedAt(now))
       .where('id', '=', vmId)
       .where('power', '=', 'stopped')
       .executeTakeFirst();
@@ -44,12 +40,7 @@ export const outside = {
    * boot, or at once.
    */
   async guestAgent(db: Kysely<Database>, vmId: string, running: boolean, now = Date.now()): Promise<boolean> {
-    const r = await db
-      .updateTable('sim_vms')
-      .set({ guest_agent: running ? 1 : 0, updated_at: now })
-      .where('id', '=', vmId)
-      .executeTakeFirst();
-    return r.numUpdatedRows > 0n;
+    return setVm(db, vmId, { guest_agent: running ? 1 : 0, updated_at: now });
   },
 
   /**
@@ -131,17 +122,53 @@ export const outside = {
     );
   },
 
+  /**
+   * `virsh autostart [--disable]` by hand: the host's boot starts the VM, or does not. The
+   * power-state reconciler's next pass sets it back to what the API shows.
+   */
+  async startWithHost(db: Kysely<Database>, vmId: string, on: boolean, now = Date.now()): Promise<boolean> {
+    return setVm(db, vmId, { start_with_host: on ? 1 : 0, updated_at: now });
+  },
+
+  /**
+   * The host reboots (a power cut, a kernel update, a crash), at once: every VM on it goes off,
+   * and those marked to start with it (start_with_host) boot again (paused at once where its
+   * storage is full). A VM in rescue comes back off, its own system's (the rescue system ran as a
+   * live definition, gone with the reboot). A host that stays down a while is hostDown's.
+   */
+  async hostReboot(db: Kysely<Database>, hostId: string, now = Date.now()): Promise<void> {
+    await db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable('sim_vms')
+        .set(bootedAt(now))
+        .where('host_id', '=', hostId)
+        .where('start_with_host', '=', 1)
+        .execute();
+      await tx
+        .updateTable('sim_vms')
+        .set({ power: 'stopped', disk_error: null, rescue_password_hash: null, updated_at: now })
+        .where('host_id', '=', hostId)
+        .where('start_with_host', '=', 0)
+        .execute();
+    });
+  },
+
   /** The host answers again. */
   async hostUp(db: Kysely<Database>, hostId: string): Promise<void> {
     await db.deleteFrom('sim_host_outages').where('host_id', '=', hostId).execute();
   },
 };
 
-async function setPower(db: Kysely<Database>, vmId: string, power: string, now: number): Promise<boolean> {
-  const r = await db
-    .updateTable('sim_vms')
-    .set({ power, updated_at: now })
-    .where('id', '=', vmId)
-    .executeTakeFirst();
+/** A boot the driver did not make (by hand, the host's own): one boot more, paused at once where the storage is full. */
+const bootedAt = (now: number) => (eb: ExpressionBuilder<Database, 'sim_vms'>) => ({
+  power: 'running',
+  boot_count: eb('boot_count', '+', 1),
+  disk_error: diskErrorOnRun,
+  updated_at: now,
+});
+
+/** Writes `patch` to the VM's row: false when there is no such VM. */
+async function setVm(db: Kysely<Database>, vmId: string, patch: Updateable<SimVmTable>): Promise<boolean> {
+  const r = await db.updateTable('sim_vms').set(patch).where('id', '=', vmId).executeTakeFirst();
   return r.numUpdatedRows > 0n;
 }

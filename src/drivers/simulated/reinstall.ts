@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import type { ReinstallSpec, VmInfo } from '../driver.ts';
-import { diskErrorOnRun } from './disk-pause.ts';
+import { diskErrorAfterChange } from './disk-pause.ts';
 import type { createSleeper } from './timings.ts';
 
 /** What the simulated driver lends its reinstall. */
@@ -52,7 +52,7 @@ export async function reinstallVm(d: ReinstallDeps, vmId: string, spec: Reinstal
     // A running guest booted on its new disk: paused at once where the storage is full (disk-pause.ts).
     await tx
       .updateTable('sim_vms')
-      .set({ ...rebuilt, ...(running ? { disk_error: diskErrorOnRun } : {}) })
+      .set({ ...rebuilt, disk_error: diskErrorAfterChange })
       .where('id', '=', vmId)
       .execute();
     await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();

@@ -37,7 +37,10 @@ export function simulatedRescue(d: RescueDeps) {
     async unrescue(vmId: string, power: PowerState): Promise<VmInfo> {
       const vm = await d.entry(vmId, 'unrescue');
       if (vm.rescue_password_hash === null) {
-        // Not in rescue (a re-run, or never): only the power state.
+        // Not in rescue (a re-run, or never): only the power state; a VM paused on a failed
+        // write is resumed, as libvirt's start of a paused domain does.
+        if (power === 'running' && vm.power === 'running' && vm.disk_error !== null)
+          return d.update(vm, { power: 'running' }, false);
         if (vm.power === power) return d.info(vm);
         if (power === 'stopped') {
           await d.sleep('powerOff');

@@ -25,7 +25,7 @@ import {
 } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
-import { diskErrorOnRun, storageFull } from './disk-pause.ts';
+import { diskErrorAfterChange, diskErrorOnRun, storageFull } from './disk-pause.ts';
 import { createFaults } from './faults.ts';
 import { reinstallVm } from './reinstall.ts';
 import { simulatedRescue } from './rescue.ts';
@@ -87,7 +87,16 @@ const bootUnlessHostDown = prepare(
   (db, s) =>
     db
       .updateTable('sim_vms')
-      .set({ ips: s.ips, power: 'running', boot_count: s.boot_count, updated_at: s.updated_at })
+      .set({
+        ips: s.ips,
+        power: 'running',
+        boot_count: s.boot_count,
+        updated_at: s.updated_at,
+        start_with_host: 1,
+        // A new server's first boot: its disk was just made (where a real host's storage is
+        // full, that copy fails first).
+        disk_error: null,
+      })
       .where('id', '=', s.id)
       .where(({ not, exists, selectFrom }) =>
         not(
@@ -141,10 +150,18 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
   /**
    * Writes `patch` and nothing else of `vm`, so columns another step changed meanwhile stay.
    * `write`: a write to the disk, content moves on, used space grows. A patch with the power
-   * settles the VM's pause with it: none once stopped; once running (booted, resumed), one for
-   * want of room on a host whose storage is full (disk-pause.ts).
+   * settles with it the VM's pause: none once stopped; once running (booted, resumed), one for
+   * want of room on a host whose storage is full (disk-pause.ts); and its start with its host:
+   * marked once it runs its own system, unmarked once stopped or in rescue (as on libvirt, where
+   * the rescue system runs as a live definition only).
    */
-  async function update(vm: SimVmTable, patch: Partial<SimVmTable>, write: boolean): Promise<VmInfo> {
+  async function update(
+    vm: SimVmTable,
+    patch: Partial<SimVmTable>,
+    write: boolean,
+    /** The VM was off for the change and is back in its power state (a resize, a restore). */
+    backAsItWas = false,
+  ): Promise<VmInfo> {
     const changes: Partial<SimVmTable> = {
       ...patch,
       updated_at: now(),
@@ -159,8 +176,18 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         : {}),
     };
     sleeper.ensureOpen('update');
+    const running = patch.power === 'running';
+    const rescued =
+      ('rescue_password_hash' in patch ? patch.rescue_password_hash : vm.rescue_password_hash) != null;
     const pause =
-      patch.power === undefined ? {} : { disk_error: patch.power === 'running' ? diskErrorOnRun : null };
+      patch.power === undefined
+        ? backAsItWas
+          ? { disk_error: diskErrorAfterChange }
+          : {}
+        : {
+            disk_error: running ? diskErrorOnRun : null,
+            start_with_host: running && !rescued ? 1 : 0,
+          };
     await db
       .updateTable('sim_vms')
       .set({ ...changes, ...pause })
@@ -239,6 +266,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           traffic_session: '',
           bandwidth_mbit: null,
           disk_error: null,
+          start_with_host: 0,
         };
         // The addresses come from the pools of the host tried (another host tried next: given
         // back, then taken from that host's pools).
@@ -427,6 +455,24 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       await update(vm, { power: 'running' }, false);
     },
 
+    async startingWithHost(hostId) {
+      await answering([hostId]);
+      faults.check('list', hostId);
+      const rows = await db
+        .selectFrom('sim_vms')
+        .select('id')
+        .where('host_id', '=', hostId)
+        .where('start_with_host', '=', 1)
+        .execute();
+      return new Set(rows.map((r) => r.id));
+    },
+
+    async setStartWithHost(vmId, on) {
+      const vm = await entry(vmId, 'autostart');
+      if ((vm.start_with_host === 1) === on) return;
+      await update(vm, { start_with_host: on ? 1 : 0 }, false);
+    },
+
     async setBandwidth(vmId, mbit) {
       const vm = await entry(vmId, 'set bandwidth');
       if (vm.bandwidth_mbit === mbit) return;
@@ -503,16 +549,17 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         return { ...vm, ...next };
       });
       await sleeper.sleep('resize');
-      // Its guest booted again if it ran (as on libvirt, where the VM is off for the change).
-      return update(resized, { power: resized.power }, true);
+      // Its guest booted again if it runs (as on libvirt, where the VM is off for the change).
+      return update(resized, {}, true, true);
     },
 
     async setPassword(vmId, _username, password) {
       const vm = await entry(vmId, 'set password');
       await sleeper.sleep('setPassword');
       await update(vm, { password_hash: passwordHash(password) }, true);
-      // As on libvirt: a running guest's agent sets it at once; otherwise the next boot does.
-      return vm.power === 'running' && vm.guest_agent === 1 ? 'now' : 'next_boot';
+      // As on libvirt: a running guest's agent sets it at once; otherwise (off, paused, no
+      // agent) the next boot does.
+      return vm.power === 'running' && vm.disk_error === null && vm.guest_agent === 1 ? 'now' : 'next_boot';
     },
 
     async destroy(vmId) {
@@ -544,6 +591,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         vm,
         { content_generation: backup.content_generation, used_disk_gb: backup.size_gb },
         false,
+        true,
       );
       await step?.record(DISK_RESTORED);
     },
@@ -607,6 +655,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
           .set({
             content_generation: header.contentGeneration,
             used_disk_gb: Math.min(vm.disk_gb, header.usedDiskGb),
+            disk_error: diskErrorAfterChange,
             updated_at: now(),
           })
           .where('id', '=', vmId)
