@@ -877,6 +877,12 @@ for (const kind of testStores()) {
         await t.driver.rescue(id(4), { username: 'root', password: 'Rescue-pass-1' });
         await t.driver.unrescue(id(4), 'running');
         assert.deepEqual(await marked('a'), [id(1), id(2), id(4)].sort());
+        // In rescue and marked by hand: the host's boot starts its own system.
+        await t.driver.rescue(id(4), { username: 'root', password: 'Rescue-pass-1' });
+        await outside.startWithHost(db, id(4), true);
+        await outside.hostReboot(db, 'a');
+        const own = await vmRow(t, id(4));
+        assert.deepEqual([own.power, own.rescue_password_hash], ['running', null]);
 
         // Marks set by hand, and through the driver (the reconciler's setStartWithHost).
         assert.equal(await outside.startWithHost(db, id(1), false), true);
@@ -896,9 +902,48 @@ for (const kind of testStores()) {
         assert.deepEqual(await marked('a'), [id(1), id(3), id(4)].sort());
         assert.deepEqual(await marked('b'), [id(2)]);
 
+        // Each power command leaves the mark as libvirt's start (marks) and stop (unmarks) do.
+        const hasMark = async (n: number) => (await marked('a')).includes(id(n));
+        for (const marks of [
+          () => t.driver.start(id(1)),
+          () => t.driver.resize(id(1), { cpu: 2, ramGb: 1, diskGb: 10, ipCount: 1 }),
+          () => t.driver.reinstall(id(1), { ...spec(id(1)), sshKeys: [] }),
+          () => t.driver.unrescue(id(1), 'running'),
+        ]) {
+          await outside.startWithHost(db, id(1), false);
+          await marks();
+          assert.equal(await hasMark(1), true, String(marks));
+        }
+        await outside.startWithHost(db, id(1), false);
+        await outside.diskFails(db, id(1));
+        await t.driver.resumePaused!(id(1));
+        assert.equal(await hasMark(1), false, 'a resume leaves the mark as it was');
+        for (const unmarks of [
+          () => t.driver.stop(id(1), { timeoutMs: 120_000 }),
+          () => t.driver.powerOff(id(1)),
+          () => t.driver.unrescue(id(1), 'stopped'),
+          async () => t.driver.setStartWithHost!(id(1), false),
+        ]) {
+          // Shut down by its guest, which keeps its mark.
+          await t.driver.start(id(1));
+          await outside.powerOff(db, id(1));
+          assert.equal(await hasMark(1), true);
+          await unmarks();
+          assert.equal(await hasMark(1), false, String(unmarks));
+        }
+        // A cold move arrives unmarked; the reboot of one host leaves the other's VMs as they were.
+        await t.driver.start(id(1));
+        await outside.powerOff(db, id(1));
+        await t.driver.migrate(id(1), 'b');
+        assert.deepEqual(await marked('b'), [id(2)]);
+        const onB = (await vmRow(t, id(2))).boot_count;
+        await outside.hostReboot(db, 'a');
+        assert.equal((await vmRow(t, id(2))).boot_count, onB);
+        assert.equal((await t.driver.inspect(id(1)))?.power, 'stopped');
+
         await outside.hostDown(db, 'a');
         await assert.rejects(t.driver.startingWithHost!('a'), transient(/Host a does not answer/));
-        await assert.rejects(t.driver.setStartWithHost!(id(1), false), transient(/Host a does not answer/));
+        await assert.rejects(t.driver.setStartWithHost!(id(3), false), transient(/Host a does not answer/));
       } finally {
         await t.cleanup();
       }

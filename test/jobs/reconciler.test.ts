@@ -657,6 +657,16 @@ for (const store of testStores()) {
         assert.equal((await statusOf(t, token, up)).status, 'stopped');
         assert.equal((await outsideChanges(t, token, up)).length, 1);
         assert.equal(await power(t, unmarked), 'running');
+
+        // Shut down by its guest (its mark kept): the pass records it stopped and takes the mark
+        // off, so the next boot of the host leaves it off.
+        await outside.powerOff(db, unmarked);
+        const [shut] = await reconciler(t).pass();
+        assert.deepEqual(corrections([shut!]), [{ serviceId: unmarked, kind: 'stopped_outside_api' }]);
+        assert.deepEqual(shut!.autostartChanged, [unmarked]);
+        await outside.hostReboot(db, 'host-1');
+        assert.equal(await power(t, unmarked), 'stopped');
+        assert.equal((await statusOf(t, token, unmarked)).status, 'stopped');
       } finally {
         await t.close();
       }

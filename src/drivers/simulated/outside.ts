@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, Kysely, Updateable } from 'kysely';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import { free } from '../hosts.ts';
-import { diskErrorOnRun } from './disk-pause.ts';
+import { diskErrorOnRun } from './boot-settle.ts';
 import { addTraffic } from './traffic.ts';
 
 /**
@@ -126,8 +126,8 @@ export const outside = {
    * `virsh autostart [--disable]` by hand: the host's boot starts the VM, or does not. The
    * power-state reconciler's next pass sets it back to what the API shows.
    */
-  async startWithHost(db: Kysely<Database>, vmId: string, on: boolean, now = Date.now()): Promise<boolean> {
-    return setVm(db, vmId, { start_with_host: on ? 1 : 0, updated_at: now });
+  async startWithHost(db: Kysely<Database>, vmId: string, on: boolean): Promise<boolean> {
+    return setVm(db, vmId, { start_with_host: on ? 1 : 0 });
   },
 
   /**
@@ -164,6 +164,8 @@ const bootedAt = (now: number) => (eb: ExpressionBuilder<Database, 'sim_vms'>) =
   power: 'running',
   boot_count: eb('boot_count', '+', 1),
   disk_error: diskErrorOnRun,
+  // Its own system boots (its persistent definition): a rescue system ran as a live one only.
+  rescue_password_hash: null,
   updated_at: now,
 });
 

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, SimVmTable } from '../../store/schema.ts';
 import type { ReinstallSpec, VmInfo } from '../driver.ts';
-import { diskErrorAfterChange } from './disk-pause.ts';
+import { diskErrorAfterChange, markAfterChange } from './boot-settle.ts';
 import type { createSleeper } from './timings.ts';
 
 /** What the simulated driver lends its reinstall. */
@@ -49,10 +49,10 @@ export async function reinstallVm(d: ReinstallDeps, vmId: string, spec: Reinstal
       .where('host_id', '=', vm.host_id)
       .executeTakeFirst();
     if (down) throw d.hostDown(vm.host_id);
-    // A running guest booted on its new disk: paused at once where the storage is full (disk-pause.ts).
+    // A running guest booted on its new disk: paused at once where the storage is full (boot-settle.ts).
     await tx
       .updateTable('sim_vms')
-      .set({ ...rebuilt, disk_error: diskErrorAfterChange })
+      .set({ ...rebuilt, disk_error: diskErrorAfterChange, start_with_host: markAfterChange })
       .where('id', '=', vmId)
       .execute();
     await tx.deleteFrom('sim_checkpoints').where('vm_id', '=', vmId).execute();

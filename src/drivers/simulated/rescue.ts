@@ -39,8 +39,12 @@ export function simulatedRescue(d: RescueDeps) {
       if (vm.rescue_password_hash === null) {
         // Not in rescue (a re-run, or never): only the power state; a VM paused on a failed
         // write is resumed, as libvirt's start of a paused domain does.
-        if (power === 'running' && vm.power === 'running' && vm.disk_error !== null)
+        // Its mark too, as libvirt's start (marks) and stop (unmarks) leave it.
+        const marked = vm.start_with_host === 1;
+        if (power === 'running' && vm.power === 'running' && (vm.disk_error !== null || !marked))
           return d.update(vm, { power: 'running' }, false);
+        if (power === 'stopped' && vm.power === 'stopped' && marked)
+          return d.update(vm, { power: 'stopped' }, false);
         if (vm.power === power) return d.info(vm);
         if (power === 'stopped') {
           await d.sleep('powerOff');

@@ -24,8 +24,8 @@ import {
   retakeDestination,
 } from '../hosts.ts';
 import type { IpPool } from '../ip-pool.ts';
+import { diskErrorAfterChange, diskErrorOnRun, markAfterChange, storageFull } from './boot-settle.ts';
 import { diskRuns, exportBytes, readDisk } from './disk.ts';
-import { diskErrorAfterChange, diskErrorOnRun, storageFull } from './disk-pause.ts';
 import { createFaults } from './faults.ts';
 import { reinstallVm } from './reinstall.ts';
 import { simulatedRescue } from './rescue.ts';
@@ -151,7 +151,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
    * Writes `patch` and nothing else of `vm`, so columns another step changed meanwhile stay.
    * `write`: a write to the disk, content moves on, used space grows. A patch with the power
    * settles with it the VM's pause: none once stopped; once running (booted, resumed), one for
-   * want of room on a host whose storage is full (disk-pause.ts); and its start with its host:
+   * want of room on a host whose storage is full (boot-settle.ts); and its start with its host:
    * marked once it runs its own system, unmarked once stopped or in rescue (as on libvirt, where
    * the rescue system runs as a live definition only).
    */
@@ -159,8 +159,13 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     vm: SimVmTable,
     patch: Partial<SimVmTable>,
     write: boolean,
-    /** The VM was off for the change and is back in its power state (a resize, a restore). */
-    backAsItWas = false,
+    /**
+     * Without a power in `patch`: `resumed`, the VM paused on a failed write is resumed (its
+     * mark untouched, as libvirt's resume); `restarted`, it was off for the change and is back
+     * in its power state (a resize, a restore: libvirt's stop then start, which mark it if it
+     * runs and unmark it if not).
+     */
+    settle?: 'resumed' | 'restarted',
   ): Promise<VmInfo> {
     const changes: Partial<SimVmTable> = {
       ...patch,
@@ -181,9 +186,11 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       ('rescue_password_hash' in patch ? patch.rescue_password_hash : vm.rescue_password_hash) != null;
     const pause =
       patch.power === undefined
-        ? backAsItWas
-          ? { disk_error: diskErrorAfterChange }
-          : {}
+        ? settle === 'resumed'
+          ? { disk_error: diskErrorOnRun }
+          : settle === 'restarted'
+            ? { disk_error: diskErrorAfterChange, start_with_host: markAfterChange }
+            : {}
         : {
             disk_error: running ? diskErrorOnRun : null,
             start_with_host: running && !rescued ? 1 : 0,
@@ -362,7 +369,14 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         const t = now();
         const moved = await tx
           .updateTable('sim_vms')
-          .set({ host_id: to, migrating_to: null, updated_at: t })
+          // Its copy there is marked if it runs (libvirt marks a live move's destination; a cold
+          // one arrives defined, unmarked).
+          .set({
+            host_id: to,
+            migrating_to: null,
+            updated_at: t,
+            start_with_host: vm.power === 'running' ? 1 : 0,
+          })
           .where('id', '=', vmId)
           .where('host_id', '=', vm.host_id)
           .where('migrating_to', '=', to)
@@ -452,7 +466,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const vm = await entry(vmId, 'resume');
       if (vm.power !== 'running' || vm.disk_error === null) return;
       // The write is retried: on a host whose storage is still full it pauses the VM again.
-      await update(vm, { power: 'running' }, false);
+      await update(vm, {}, false, 'resumed');
     },
 
     async startingWithHost(hostId) {
@@ -470,7 +484,12 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
     async setStartWithHost(vmId, on) {
       const vm = await entry(vmId, 'autostart');
       if ((vm.start_with_host === 1) === on) return;
-      await update(vm, { start_with_host: on ? 1 : 0 }, false);
+      // Not a change of the VM's life: `updated_at` (its traffic counters' base) stays.
+      await db
+        .updateTable('sim_vms')
+        .set({ start_with_host: on ? 1 : 0 })
+        .where('id', '=', vmId)
+        .execute();
     },
 
     async setBandwidth(vmId, mbit) {
@@ -494,14 +513,18 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       const vm = await entry(vmId, 'start');
       // A VM paused on a failed write is resumed, as libvirt's start of a paused domain does.
       if (vm.power === 'running' && vm.disk_error !== null) return update(vm, { power: 'running' }, false);
-      if (vm.power === 'running') return info(vm);
+      // Running already: marked to start with its host, as libvirt's start marks it.
+      if (vm.power === 'running')
+        return vm.start_with_host === 1 ? info(vm) : update(vm, { start_with_host: 1 }, false);
       await sleeper.sleep('boot');
       return update(vm, { power: 'running', boot_count: vm.boot_count + 1 }, true);
     },
 
     async stop(vmId, { timeoutMs }) {
       const vm = await entry(vmId, 'stop');
-      if (vm.power === 'stopped') return info(vm);
+      // Off already (its guest shut down): not to start with its host either, as on libvirt.
+      if (vm.power === 'stopped')
+        return vm.start_with_host === 0 ? info(vm) : update(vm, { power: 'stopped' }, false);
       // A guest that takes longer than the timeout to shut down is forced off. A paused one is
       // resumed first (as on libvirt); on a host whose storage is still full its next write
       // pauses it again at once, and it is forced off when the timeout runs out.
@@ -524,7 +547,8 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
 
     async powerOff(vmId) {
       const vm = await entry(vmId, 'power off');
-      if (vm.power === 'stopped') return info(vm);
+      if (vm.power === 'stopped')
+        return vm.start_with_host === 0 ? info(vm) : update(vm, { power: 'stopped' }, false);
       await sleeper.sleep('powerOff');
       return update(vm, { power: 'stopped' }, false);
     },
@@ -550,7 +574,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
       });
       await sleeper.sleep('resize');
       // Its guest booted again if it runs (as on libvirt, where the VM is off for the change).
-      return update(resized, {}, true, true);
+      return update(resized, {}, true, 'restarted');
     },
 
     async setPassword(vmId, _username, password) {
@@ -591,7 +615,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
         vm,
         { content_generation: backup.content_generation, used_disk_gb: backup.size_gb },
         false,
-        true,
+        'restarted',
       );
       await step?.record(DISK_RESTORED);
     },
@@ -656,6 +680,7 @@ export function createSimulatedDriver(o: SimulatedDriverOptions): HypervisorDriv
             content_generation: header.contentGeneration,
             used_disk_gb: Math.min(vm.disk_gb, header.usedDiskGb),
             disk_error: diskErrorAfterChange,
+            start_with_host: markAfterChange,
             updated_at: now(),
           })
           .where('id', '=', vmId)
