@@ -34,13 +34,19 @@ async function reconcile<Seen>(
   observe: () => Promise<{ readonly seen: Seen; readonly observed: ReadonlyMap<string, NewNotification> }>,
   ended: (key: string, seen: Seen) => Promise<NewNotification>,
   now: number,
-): Promise<void> {
+): Promise<string[]> {
   // Exactly the prefix's (LIKE takes a `_` or `%` in a host's id for a wildcard).
   const inForce = new Map([...(await conditionsInForce(db, prefix))].filter(([k]) => k.startsWith(prefix)));
   const { seen, observed } = await observe();
-  for (const [key, n] of observed) if (!inForce.has(key)) await startCondition(db, key, n, now);
+  const started: string[] = [];
+  for (const [key, n] of observed)
+    if (!inForce.has(key)) {
+      await startCondition(db, key, n, now);
+      started.push(key);
+    }
   for (const [key, since] of inForce)
     if (!observed.has(key)) await endCondition(db, key, since, await ended(key, seen), now);
+  return started;
 }
 
 const isHostResource = (r: string | undefined): r is HostResource =>
@@ -48,8 +54,8 @@ const isHostResource = (r: string | undefined): r is HostResource =>
 const isQuotaResource = (r: string | undefined): r is QuotaResource => QUOTA_RESOURCES.some((q) => q === r);
 
 /** Hosts more than 90 % allocated on a resource: `host.full:{host}:{resource}`. */
-function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
-  return reconcile(
+async function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
+  await reconcile(
     db,
     'host.full:',
     async () => {
@@ -73,8 +79,8 @@ function hostsFull(db: Kysely<Database>, now: number): Promise<void> {
 }
 
 /** Resellers at 90 % of a cap: `quota.near:{reseller}:{resource}`. */
-function quotasNear(db: Kysely<Database>, now: number): Promise<void> {
-  return reconcile(
+async function quotasNear(db: Kysely<Database>, now: number): Promise<void> {
+  await reconcile(
     db,
     'quota.near:',
     async () => {
@@ -110,8 +116,8 @@ function quotasNear(db: Kysely<Database>, now: number): Promise<void> {
 }
 
 /** Resellers' webhooks whose receiver has taken no delivery for a day: `webhook.failing:{webhook}`. */
-function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
-  return reconcile(
+async function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
+  await reconcile(
     db,
     'webhook.failing:',
     async () => {
@@ -143,14 +149,14 @@ function webhooksFailing(db: Kysely<Database>, now: number): Promise<void> {
  * The servers on host `hostId` that its hypervisor holds paused on a failed write to their disk
  * (`service.paused:{host}:{service}`), as the reconciler's pass over the host found them
  * (`paused`, by service id): each newly paused is notified, and each no longer paused there
- * (resumed, stopped, moved, removed) notified as ended.
+ * (resumed, stopped, moved, removed) notified as ended. Returns the services newly notified.
  */
 export async function servicesPaused(
   db: Kysely<Database>,
   hostId: string,
   paused: ReadonlyMap<string, DiskErrorPause>,
   now: number,
-): Promise<void> {
+): Promise<string[]> {
   const prefix = `service.paused:${hostId}:`;
   // Read only when something is told (most passes find nothing paused and nothing in force).
   let known: { id: string; name: string } | undefined;
@@ -168,7 +174,7 @@ export async function servicesPaused(
           .select(['id', 'reseller_id as resellerId', 'domain_name as domain'])
           .where('id', 'in', ids)
           .execute();
-  await reconcile(
+  const started = await reconcile(
     db,
     prefix,
     async () => {
@@ -185,6 +191,7 @@ export async function servicesPaused(
     },
     now,
   );
+  return started.map((key) => key.slice(prefix.length));
 }
 
 /**

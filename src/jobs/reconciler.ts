@@ -320,15 +320,17 @@ export function createReconciler(o: ReconcilerOptions): Reconciler {
       return { paused: [], resumed, lost: false };
     }
     const paused = [...found.paused.keys()];
-    if (paused.length > 0)
-      o.log.warn(
-        { hostId, vms: paused, storageHasRoom: found.storageHasRoom },
-        'reconciler: VMs paused on a failed write to their disk',
-      );
     // Held anew before the conditions are settled: the listing may have taken much of the hold,
     // and another process's pass over the host must not settle them from a listing of its own.
     if (!(await stillHeld(hostId))) return { paused, resumed, lost: true };
-    await servicesPaused(o.db, hostId, found.paused, o.clock.now());
+    const newly = await servicesPaused(o.db, hostId, found.paused, o.clock.now());
+    // At warn when one is newly paused; at info while the same stay paused (a full pool may
+    // last hours: the operators were told once, by the notification and this line).
+    if (paused.length > 0)
+      o.log[newly.length > 0 ? 'warn' : 'info'](
+        { hostId, vms: paused, newly, storageHasRoom: found.storageHasRoom },
+        'reconciler: VMs paused on a failed write to their disk',
+      );
     if (!found.storageHasRoom || !resumePaused) return { paused, resumed, lost: false };
     for (const s of settled) {
       // A suspended service's VM stays off (its power-off is the correction's, not a resume).

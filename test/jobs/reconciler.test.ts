@@ -395,13 +395,17 @@ for (const store of testStores()) {
           },
         };
         const warned: string[] = [];
+        const informed: string[] = [];
         const log = {
-          info: () => {},
+          info: (_: unknown, msg: string) => {
+            informed.push(msg);
+          },
           error: () => {},
           warn: (_: unknown, msg: string) => {
             warned.push(msg);
           },
         } as unknown as ReconcilerOptions['log'];
+        const PAUSED_LINE = 'reconciler: VMs paused on a failed write to their disk';
         const ops = await operatorToken(t);
         const told = async () =>
           ((await opsCall(t, ops, 'GET', 'notifications?limit=100')).body.data as any[]).filter((n) =>
@@ -443,9 +447,14 @@ for (const store of testStores()) {
           `server bad-disk.example.com on host ${(await hostOf(badDisk)).name} is paused: a write to its disk vdb failed`,
         );
 
-        // Passes that find the same: nothing told again.
+        assert.ok(warned.includes(PAUSED_LINE), 'newly paused: logged at warn');
+        // Passes that find the same: nothing told again, and the line at info only (a full pool
+        // may last hours).
+        warned.length = 0;
+        informed.length = 0;
         await reconciler(t, { driver, log }).pass();
         assert.equal((await told()).length, 4);
+        assert.deepEqual([warned.includes(PAUSED_LINE), informed.includes(PAUSED_LINE)], [false, true]);
 
         // The storage has room again: the one paused for want of it and idle is resumed; not the
         // one whose disk failed otherwise, nor the one a job is queued for (its job settles it), nor

@@ -9,8 +9,8 @@ import type { Database } from '../../store/schema.ts';
  * up*): QEMU pauses a guest whose write to its disk fails (`werror=enospc`), and a resume retries
  * the write. The one rule: a guest that runs from a given moment on (booted, resumed, rebooted,
  * or back after a resize, restore or rebuild) on a host whose storage is full writes at once,
- * and is paused for want of room; on a host with room it runs. A write that failed otherwise (`io_error`, outside.diskFails) goes through when
- * retried on a host with room.
+ * and is paused for want of room; on a host with room it runs. A write that failed otherwise
+ * (`io_error`, outside.diskFails) goes through when retried on a host with room.
  */
 
 /** `sim_vms.disk_error` of a VM of the updated row that runs from now on. */

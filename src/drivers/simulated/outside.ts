@@ -132,9 +132,10 @@ export const outside = {
 
   /**
    * The host reboots (a power cut, a kernel update, a crash), at once: every VM on it goes off,
-   * and those marked to start with it (start_with_host) boot again (paused at once where its
-   * storage is full). A VM in rescue comes back off, its own system's (the rescue system ran as a
-   * live definition, gone with the reboot). A host that stays down a while is hostDown's.
+   * and those marked to start with it (start_with_host) boot again, their own system (paused at
+   * once where its storage is full). A VM in rescue (its rescue's boot unmarked it) comes back
+   * off, out of rescue: the rescue system ran as a live definition, gone with the reboot. A host
+   * that stays down a while is hostDown's.
    */
   async hostReboot(db: Kysely<Database>, hostId: string, now = Date.now()): Promise<void> {
     await db.transaction().execute(async (tx) => {
